@@ -1,0 +1,115 @@
+"""The step contract every recipe module fulfils (see wizard/README.md, "Step protocol").
+
+A step is a module under ``recipes/`` exposing ``name``, ``requires``, ``questions(ctx)``, ``run(ctx, answers)`` and
+``is_done(ctx, record)``. Steps never import questionary or rich: they ask through :class:`Question` data and report
+through the :class:`Ctx` the engine hands them, so each one runs from plain answers in a temporary directory.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Protocol, Sequence
+
+KINDS = ("text", "int", "float", "select", "confirm", "path", "password")
+
+
+@dataclass(frozen=True)
+class Msg:
+    """A user-facing message: a catalogue key (wizard/i18n.py) and the values it formats with."""
+
+    key: str
+    args: dict = field(default_factory=dict)
+
+
+def msg(key: str, **args: Any) -> Msg:
+    return Msg(key, args)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a ``select`` question. ``label`` is literal text (model ids) or a catalogue :class:`Msg`."""
+
+    value: Any
+    label: str | Msg
+
+
+Answers = dict  # key → parsed value, in the order the questions were answered
+
+
+@dataclass
+class Question:
+    """A question as data (copier's model). The engine decides whether and how it is asked.
+
+    Attributes:
+        key: answer key, unique within the step; addressed as ``step.key`` by ``--set``.
+        kind: one of KINDS; ``int``/``float`` are text prompts parsed and checked by the engine.
+        message: catalogue key of the prompt text.
+        default: a value, or a function of the answers given so far in this step.
+        choices: for ``select``: the options, or a function of the answers so far.
+        validate: ``(value, answers) -> Msg | None``; a Msg is shown and the question asked again
+            (non-interactively: the run stops naming ``step.key``).
+        when: ``(answers) -> bool``; False skips the question (and drops any stale answer).
+        secret: never written to the session; read from ``env`` or asked with a hidden prompt.
+        env: environment variable that supplies a secret.
+    """
+
+    key: str
+    kind: str
+    message: str
+    default: Any = None
+    choices: Sequence[Choice] | Callable[[Answers], Sequence[Choice]] = ()
+    validate: Callable[[Any, Answers], Msg | None] | None = None
+    when: Callable[[Answers], bool] | None = None
+    secret: bool = False
+    env: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"unknown question kind {self.kind!r}")
+
+    def resolve_default(self, answers: Answers) -> Any:
+        return self.default(answers) if callable(self.default) else self.default
+
+    def resolve_choices(self, answers: Answers) -> list[Choice]:
+        return list(self.choices(answers) if callable(self.choices) else self.choices)
+
+
+class StepError(Exception):
+    """Raised by a step for a failure the user can act on; carries a catalogue message (one line + hint)."""
+
+    def __init__(self, key: str, **args: Any):
+        super().__init__(f"{key} {args}")
+        self.msg = Msg(key, args)
+
+
+class Progress(Protocol):
+    def update(self, completed: float | None = None, advance: float | None = None, total: float | None = None,
+               **fields: Any) -> None: ...
+
+
+class Ctx(Protocol):
+    """What a step may use. Implemented by wizard.engine.StepContext."""
+
+    home: Path            # YICHUI_HOME
+    run_dir: Path         # YICHUI_HOME/runs/<session id>
+    session_id: str
+    interactive: bool
+
+    def t(self, m: Msg | str, **args: Any) -> str: ...
+    def outputs(self, step: str) -> dict: ...
+    def answers(self, step: str) -> dict: ...
+    def info(self, m: Msg | str, **args: Any) -> None: ...
+    def warn(self, m: Msg | str, **args: Any) -> None: ...
+    def table(self, title: Msg | str, columns: Sequence[Msg | str], rows: Sequence[Sequence[Any]]) -> None: ...
+    def progress(self, description: Msg | str, total: float | None = None, unit: str = "") -> ContextManager[Progress]: ...
+    def live(self, title: Msg | str) -> ContextManager[Callable[[dict], None]]: ...
+    def record(self, **outputs: Any) -> None: ...  # save partial outputs now (e.g. a job's pid) before run returns
+
+
+class Step(Protocol):
+    name: str
+    requires: tuple[str, ...]
+
+    def questions(self, ctx: Ctx) -> list[Question]: ...
+    def run(self, ctx: Ctx, answers: Answers) -> dict: ...
+    def is_done(self, ctx: Ctx, record: dict) -> bool: ...

@@ -1,0 +1,180 @@
+"""Model hubs through their own clients: Hugging Face (huggingface_hub, any mirror via an endpoint) and ModelScope.
+
+Used by select_model (config.json only, no weights) and download (the files of one revision, with a byte progress
+bar and the commit recorded). Tokens come from the environment (HF_TOKEN / MODELSCOPE_API_TOKEN) or the hubs' own
+login caches, read by the clients themselves; yichui never stores them.
+
+Issue 4 replaces the file transfer with yichui's resumable, sha256-verified downloader; the listing stays here.
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from recipes.base import StepError
+
+SOURCES = ("hf", "modelscope", "local")
+DEFAULT_ENDPOINTS = {"hf": "https://huggingface.co", "modelscope": "https://www.modelscope.cn"}
+ENDPOINT_ENV = {"hf": "HF_ENDPOINT", "modelscope": "MODELSCOPE_ENDPOINT"}
+SKIP_PATTERNS = ("original/*", "*.gguf", ".gitattributes", "*.md", "*.pdf", "*.png", "*.jpg")
+
+
+def default_endpoint(source: str) -> str | None:
+    if source not in ENDPOINT_ENV:
+        return None
+    return os.environ.get(ENDPOINT_ENV[source]) or DEFAULT_ENDPOINTS[source]
+
+
+@dataclass
+class RemoteFile:
+    path: str
+    size: int
+    sha256: str | None
+
+
+def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> StepError:
+    from huggingface_hub import errors
+
+    if isinstance(exc, errors.GatedRepoError):
+        return StepError("hub.gated", repo=repo_id, endpoint=endpoint)
+    if isinstance(exc, errors.RepositoryNotFoundError):
+        return StepError("hub.no_such_model", repo=repo_id, endpoint=endpoint)
+    if isinstance(exc, errors.RevisionNotFoundError):
+        return StepError("hub.no_such_revision", repo=repo_id, revision=revision)
+    if isinstance(exc, errors.EntryNotFoundError):
+        return StepError("hub.no_config", repo=repo_id)
+    return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+
+
+def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> StepError:
+    text = str(exc)
+    if "404" in text or "not found" in text.lower() or "not exist" in text.lower():
+        return StepError("hub.no_such_model", repo=repo_id, endpoint=endpoint)
+    return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {text.splitlines()[0]}")
+
+
+def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: str = "main") -> dict:
+    """Return the parsed config.json of a hub repository or local folder, without fetching weights.
+
+    Raises:
+        StepError: no such model / revision, no config.json, hub unreachable, config not JSON.
+    """
+    if source == "local":
+        p = Path(ref).expanduser() / "config.json"
+        if not p.is_file():
+            raise StepError("hub.no_local_model", path=str(Path(ref).expanduser()))
+        path = p
+    elif source == "hf":
+        import huggingface_hub as hh
+
+        try:
+            path = hh.hf_hub_download(ref, "config.json", revision=revision, endpoint=endpoint)
+        except Exception as e:
+            raise _hf_errors(e, ref, endpoint or "", revision) from None
+    elif source == "modelscope":
+        from modelscope.hub.file_download import model_file_download
+
+        try:
+            path = model_file_download(ref, "config.json", revision=_ms_rev(revision), endpoint=endpoint)
+        except Exception as e:
+            raise _ms_errors(e, ref, endpoint or "", revision) from None
+    else:
+        raise StepError("hub.unknown_source", source=source, sources=", ".join(SOURCES))
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise StepError("hub.bad_config", repo=ref, error=str(e)) from None
+
+
+def _ms_rev(revision: str) -> str:
+    return "master" if revision in ("main", "", None) else revision
+
+
+def list_files(source: str, repo_id: str, endpoint: str, revision: str) -> tuple[str, list[RemoteFile]]:
+    """The commit a revision resolves to and the files in it (path, size in bytes, sha256 when the hub gives one)."""
+    if source == "hf":
+        import huggingface_hub as hh
+
+        try:
+            info = hh.HfApi(endpoint=endpoint).model_info(repo_id, revision=revision, files_metadata=True)
+        except Exception as e:
+            raise _hf_errors(e, repo_id, endpoint, revision) from None
+        files = [RemoteFile(s.rfilename, s.size or 0, s.lfs.sha256 if s.lfs else None) for s in info.siblings or []]
+        return info.sha, files
+    from modelscope.hub.api import HubApi
+
+    try:
+        entries = HubApi(endpoint=endpoint).get_model_files(repo_id, revision=_ms_rev(revision), recursive=True)
+    except Exception as e:
+        raise _ms_errors(e, repo_id, endpoint, revision) from None
+    files = [RemoteFile(e["Path"], int(e.get("Size") or 0), e.get("Sha256")) for e in entries if e.get("Type") != "tree"]
+    commit = next((e.get("Revision") or e.get("CommitId") for e in entries if e.get("Revision") or e.get("CommitId")),
+                  _ms_rev(revision))
+    return commit, files
+
+
+def select_files(files: list[RemoteFile], include: list[str] | None = None,
+                 exclude: list[str] | None = None) -> list[RemoteFile]:
+    """Pick what a loader needs: safetensors over .bin/.pth duplicates; no original/ or GGUF unless included."""
+    has_st = any(f.path.endswith(".safetensors") for f in files)
+
+    def keep(f: RemoteFile) -> bool:
+        if include and any(fnmatch.fnmatch(f.path, p) for p in include):
+            return True
+        if exclude and any(fnmatch.fnmatch(f.path, p) for p in exclude):
+            return False
+        if any(fnmatch.fnmatch(f.path, p) for p in SKIP_PATTERNS):
+            return False
+        if has_st and f.path.endswith((".bin", ".pth", ".pt", ".msgpack", ".h5")):
+            return False
+        return not include
+
+    return [f for f in files if keep(f)]
+
+
+def _byte_tqdm(bar):
+    """A tqdm class for huggingface_hub's ``tqdm_class`` that forwards bytes to our progress bar, silently."""
+    from tqdm.auto import tqdm
+
+    class Forward(tqdm):
+        def __init__(self, *a, **kw):
+            kw["disable"] = True
+            super().__init__(*a, **kw)
+
+        def update(self, n=1):
+            if n:
+                bar.update(advance=n)
+
+    return Forward
+
+
+def download_file(source: str, repo_id: str, f: RemoteFile, endpoint: str, revision: str, local_dir: Path,
+                  bar) -> None:
+    """Fetch one file into ``local_dir`` (an existing complete copy is kept).
+
+    ``revision`` should be the resolved commit for Hugging Face (pins every file to one snapshot); ModelScope
+    takes branch or tag names.
+    """
+    target = local_dir / f.path
+    if target.is_file() and target.stat().st_size == f.size:
+        bar.update(advance=f.size)
+        return
+    if source == "hf":
+        import huggingface_hub as hh
+
+        try:
+            hh.hf_hub_download(repo_id, f.path, revision=revision, endpoint=endpoint, local_dir=local_dir,
+                               tqdm_class=_byte_tqdm(bar))
+        except Exception as e:
+            raise _hf_errors(e, repo_id, endpoint, revision) from None
+        return
+    from modelscope.hub.file_download import model_file_download
+
+    try:
+        model_file_download(repo_id, f.path, revision=_ms_rev(revision), endpoint=endpoint, local_dir=str(local_dir))
+    except Exception as e:
+        raise _ms_errors(e, repo_id, endpoint, revision) from None
+    bar.update(advance=f.size)

@@ -1,0 +1,117 @@
+"""Detached jobs (the trainer, the model server): spawn, find again, check, stop.
+
+A job runs in its own session and process group (``start_new_session``), stdin from /dev/null, stdout and stderr to
+a log file, so it outlives the wizard, the terminal and the SSH link. Its pid file ``<dir>/<job>.pid.json`` holds
+``pid``, ``start_ticks`` (field 22 of /proc/<pid>/stat, so a recycled pid is not mistaken for the job), ``argv``,
+``started_at`` and ``log``. ``yichui status``/``stop``/``resume`` find jobs from these files alone.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+@dataclass
+class Job:
+    name: str
+    pid: int
+    start_ticks: int | None
+    argv: list[str]
+    started_at: float
+    log: str
+    pid_file: str
+
+    def alive(self) -> bool:
+        ticks, state = _stat(self.pid)
+        if ticks is None:
+            return False
+        return state not in ("Z", "X") and (self.start_ticks is None or ticks == self.start_ticks)
+
+    def stop(self, timeout: float = 20.0) -> bool:
+        """SIGTERM the job's process group, then SIGKILL after ``timeout`` s. True if it was running."""
+        if not self.alive():
+            return False
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(self.pid, sig)
+            except ProcessLookupError:
+                return True
+            end = time.monotonic() + wait
+            while time.monotonic() < end:
+                if not self.alive():
+                    return True
+                time.sleep(0.1)
+        return True
+
+    def log_tail(self, n: int = 15) -> str:
+        try:
+            return "\n".join(Path(self.log).read_text(errors="replace").splitlines()[-n:])
+        except OSError:
+            return ""
+
+
+def _stat(pid: int) -> tuple[int | None, str | None]:
+    """(start time in clock ticks, state letter) of a pid, or (None, None) when there is no such process."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        if sys.platform.startswith("linux"):
+            return None, None
+        try:  # no procfs: fall back to a signal-0 probe
+            os.kill(pid, 0)
+        except OSError:
+            return None, None
+        return 0, "R"
+    rest = raw[raw.rindex(")") + 2:].split()  # fields after "(comm)": state is field 3, starttime field 22
+    return int(rest[19]), rest[0]
+
+
+def spawn(name: str, argv: list[str], directory: Path, env: dict | None = None, cwd: Path | None = None) -> Job:
+    directory.mkdir(parents=True, exist_ok=True)
+    log = directory / f"{name}.log"
+    with open(log, "ab") as out, open(os.devnull, "rb") as devnull:
+        proc = subprocess.Popen(argv, stdin=devnull, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                close_fds=True, env=env, cwd=cwd)
+    ticks, _ = _stat(proc.pid)
+    job = Job(name, proc.pid, ticks, list(argv), time.time(), str(log), str(directory / f"{name}.pid.json"))
+    tmp = Path(job.pid_file + ".tmp")
+    tmp.write_text(json.dumps(asdict(job), indent=2))
+    os.replace(tmp, job.pid_file)
+    proc.returncode = 0  # detached on purpose: never waited for here (silences Popen's ResourceWarning)
+    return job
+
+
+def read(pid_file: Path) -> Job | None:
+    try:
+        return Job(**json.loads(Path(pid_file).read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def find(run_dir: Path) -> list[Job]:
+    """Every job recorded under a session's run directory (``*/<job>.pid.json``)."""
+    return [j for p in sorted(Path(run_dir).glob("*/*.pid.json")) if (j := read(p)) is not None]
+
+
+def read_events(path: Path, offset: int = 0) -> tuple[list[dict], int]:
+    """Complete JSON lines of an events file from byte ``offset``; returns (events, new offset)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n") + 1  # a half-written last line waits for the next read
+    events = []
+    for line in data[:end].splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events, offset + end

@@ -1,0 +1,99 @@
+"""Step 1 — choose a model: a catalogue entry, any hub id, or a local folder.
+
+Fetches only ``config.json`` (no weights) to learn the architecture; an unknown id is refused with "no such model"
+and asked again.
+"""
+from __future__ import annotations
+
+import re
+
+from recipes import hub, models
+from recipes.base import Choice, Question, StepError, msg
+
+name = "select_model"
+requires: tuple[str, ...] = ()
+
+CONFIG_FIELDS = ("model_type", "architectures", "hidden_size", "intermediate_size", "num_hidden_layers",
+                 "num_attention_heads", "num_key_value_heads", "head_dim", "vocab_size", "max_position_embeddings",
+                 "tie_word_embeddings", "torch_dtype", "dtype", "num_experts", "num_local_experts",
+                 "num_experts_per_tok", "moe_intermediate_size", "sliding_window")
+
+
+def _repo(answers: dict) -> str | None:
+    if answers.get("source") == "local":
+        return answers.get("path")
+    if answers.get("model") == "other":
+        return answers.get("model_id")
+    entry = models.by_key(answers.get("model", ""))
+    return models.repo_id(entry, answers["source"]) if entry else None
+
+
+def questions(ctx) -> list[Question]:
+    fetched: dict = {}
+
+    def check_model(repo: str, answers: dict, revision: str = "main"):
+        try:
+            fetched[(answers["source"], repo, revision)] = hub.fetch_config(
+                answers["source"], repo, answers.get("endpoint"), revision)
+        except StepError as e:
+            return e.msg
+        return None
+
+    def validate_model(value, answers):
+        if value == "other":
+            return None
+        repo = models.repo_id(models.by_key(value), answers["source"])
+        if repo is None:
+            return msg("select_model.not_on_source", model=value, source=answers["source"])
+        return check_model(repo, answers)
+
+    def validate_model_id(value, answers):
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+", value):
+            return msg("select_model.bad_id", value=value)
+        return check_model(value, answers)
+
+    def validate_endpoint(value, answers):
+        return None if re.match(r"https?://[^\s/]+", value) else msg("select_model.bad_endpoint", value=value)
+
+    def validate_path(value, answers):
+        return check_model(value, answers)
+
+    def validate_revision(value, answers):
+        return None if value == "main" else check_model(_repo(answers), answers, value)
+
+    remote = lambda a: a.get("source") != "local"  # noqa: E731
+    return [
+        Question("source", "select", "select_model.source", default="hf",
+                 choices=[Choice("hf", msg("select_model.source.hf")),
+                          Choice("modelscope", msg("select_model.source.modelscope")),
+                          Choice("local", msg("select_model.source.local"))]),
+        Question("endpoint", "text", "select_model.endpoint", when=remote,
+                 default=lambda a: hub.default_endpoint(a["source"]), validate=validate_endpoint),
+        Question("model", "select", "select_model.model", when=remote, default=models.CATALOGUE[0].key,
+                 choices=lambda a: [Choice(e.key, f"{e.label}  ({models.repo_id(e, a['source'])})")
+                                    for e in models.CATALOGUE] + [Choice("other", msg("select_model.model.other"))],
+                 validate=validate_model),
+        Question("model_id", "text", "select_model.model_id", when=lambda a: remote(a) and a.get("model") == "other",
+                 validate=validate_model_id),
+        Question("path", "path", "select_model.path", when=lambda a: not remote(a), validate=validate_path),
+        Question("revision", "text", "select_model.revision", when=remote, default="main",
+                 validate=validate_revision),
+    ]
+
+
+def run(ctx, answers: dict) -> dict:
+    source = answers["source"]
+    repo = _repo(answers)
+    revision = answers.get("revision", "main")
+    config = hub.fetch_config(source, repo, answers.get("endpoint"), revision)
+    arch = (config.get("architectures") or ["?"])[0]
+    summary = {k: config[k] for k in CONFIG_FIELDS if k in config}
+    ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
+              [("model", repo), ("architecture", arch)] + [(k, v) for k, v in summary.items() if k != "architectures"])
+    return {"source": source, "endpoint": answers.get("endpoint"), "repo_id": repo if source != "local" else None,
+            "local_path": repo if source == "local" else None, "revision": revision, "architecture": arch,
+            "model_type": config.get("model_type"), "config": config}
+
+
+def is_done(ctx, record: dict) -> bool:
+    return bool(record["outputs"].get("config"))

@@ -1,0 +1,115 @@
+"""Step 5 — train, as a detached child process the wizard follows.
+
+The trainer (recipes/train_worker.py) runs in its own session with stdin from /dev/null and output to a log, so it
+survives the wizard, the terminal and the SSH link. This step writes its spec, starts it (or re-attaches to the one
+already running for this session, or restarts it from the last checkpoint when it died), and shows a live view of
+its events until it finishes. Ctrl-C detaches the view; the training goes on.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from recipes import jobs, memory
+from recipes.base import Choice, Question, StepError, msg
+
+name = "train"
+requires = ("download", "choose_strategy")
+POLL_S = 0.5
+
+
+def questions(ctx) -> list[Question]:
+    has_gpu = bool(memory.detect_gpus())
+    return [Question("device", "select", "train.device", default="auto",
+                     choices=[Choice("auto", msg("train.device.auto")), Choice("cpu", "CPU"),
+                              Choice("cuda", "CUDA GPU")],
+                     validate=lambda v, a: msg("train.no_cuda") if v == "cuda" and not has_gpu else None)]
+
+
+def train_dir(ctx) -> Path:
+    return ctx.run_dir / "train"
+
+
+def _spec(ctx, answers: dict) -> dict:
+    s = ctx.outputs("choose_strategy")
+    return dict(s["strategy"]) | {"model_dir": ctx.outputs("download")["model_dir"],
+                                  "dataset_path": s["dataset_path"], "device": answers["device"]}
+
+
+def run(ctx, answers: dict) -> dict:
+    tdir = train_dir(ctx)
+    tdir.mkdir(parents=True, exist_ok=True)
+    result = tdir / "result.json"
+    if not result.exists():
+        job = jobs.read(tdir / "trainer.pid.json")
+        if job is not None and job.alive():
+            ctx.info(msg("train.reattach", pid=job.pid))
+        else:
+            ckpts = sorted((tdir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+            if ckpts:
+                ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))
+            spec_path = tdir / "spec.json"
+            spec_path.write_text(json.dumps(_spec(ctx, answers), indent=2, ensure_ascii=False))
+            job = jobs.spawn("trainer", [sys.executable, "-m", "recipes.train_worker", str(spec_path)], tdir,
+                             cwd=Path(__file__).resolve().parent.parent)
+            ctx.info(msg("train.started", pid=job.pid, log=job.log))
+        ctx.record(trainer_pid=job.pid, train_dir=str(tdir))
+        try:
+            _follow(ctx, job, tdir)
+        except KeyboardInterrupt:
+            ctx.info(msg("train.detached", pid=job.pid, id=ctx.session_id))
+            raise
+    out = json.loads(result.read_text())
+    ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
+                 seconds=out["runtime_s"]))
+    return {"train_dir": str(tdir), "adapter_dir": out["adapter_dir"], "method": out["method"],
+            "steps": out["steps"], "train_loss": out["train_loss"], "first5_mean": out["first5_mean"],
+            "last5_mean": out["last5_mean"], "samples": out["samples"], "peak_mem_gib": out["peak_mem_gib"],
+            "mem_kind": out["mem_kind"], "device": out["device"]}
+
+
+def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
+    """Show the job's events until its ``done`` event; raise StepError when it fails or dies."""
+    events_path, offset, last, first, t_start = tdir / "events.jsonl", 0, {}, {}, time.time()
+    with ctx.live(msg("train.live_title", pid=job.pid)) as update:
+        while True:
+            events, offset = jobs.read_events(events_path, offset)
+            for e in events:
+                if e.get("pid") != job.pid:
+                    continue
+                if e["event"] == "step":
+                    first, last = first or e, e
+                elif e["event"] == "error":
+                    raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
+                elif e["event"] == "done":
+                    update(_fields(first, last, t_start) | {"_final": True})
+                    return
+            if last:
+                update(_fields(first, last, t_start))
+            if not job.alive():
+                events, offset = jobs.read_events(events_path, offset)
+                if any(e.get("pid") == job.pid and e["event"] == "done" for e in events):
+                    return
+                raise StepError("train.died", pid=job.pid, log=job.log, tail=job.log_tail(5))
+            time.sleep(POLL_S)
+
+
+def _fields(first: dict, e: dict, t_start: float) -> dict:
+    """The live view's rows; ETA from the step rate between the first and the latest event seen."""
+    if not e:
+        return {}
+    step, total = e.get("step", 0), e.get("total_steps") or 0
+    eta = "?"
+    if e is not first and e["step"] > first["step"]:
+        rate = (e["time"] - first["time"]) / (e["step"] - first["step"])
+        eta = f"{rate * max(0, total - step):.0f}s"
+    return {"step": f"{step}/{total}", "loss": e.get("loss"), "lr": f"{e.get('lr', 0):.2e}",
+            "tokens/s": e.get("tokens_per_s"), "peak memory GiB": f"{e.get('mem_gib')} ({e.get('mem_kind')})",
+            "elapsed": f"{time.time() - t_start:.0f}s", "ETA": eta}
+
+
+def is_done(ctx, record: dict) -> bool:
+    adapter = record["outputs"].get("adapter_dir")
+    return bool(adapter) and Path(adapter).is_dir() and (train_dir(ctx) / "result.json").exists()

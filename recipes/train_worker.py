@@ -1,0 +1,174 @@
+"""The trainer process: ``python -m recipes.train_worker SPEC.json`` (started detached by the train step).
+
+trl's SFTTrainer + peft + accelerate on the chosen device. Writes JSON-lines events (format v1, wizard/README.md) to
+``events.jsonl`` beside the spec, checkpoints to ``checkpoints/checkpoint-N`` (every ``save_steps``, the last
+``save_total_limit`` kept), the final adapter (or full model) to ``adapter/``, and ``result.json`` last, atomically:
+its presence means training finished. Started again with checkpoints present, it resumes from the latest one
+(model, optimizer, scheduler, RNG and data position, as the Trainer restores them).
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+
+EVENTS_VERSION = 1
+
+
+class Events:
+    def __init__(self, path: Path):
+        self.path = path
+        self.f = open(path, "a", encoding="utf-8")
+
+    def emit(self, event: str, **fields) -> None:
+        rec = {"v": EVENTS_VERSION, "time": round(time.time(), 3), "event": event, "pid": os.getpid()} | fields
+        self.f.write(json.dumps(rec) + "\n")
+        self.f.flush()
+
+
+def peak_memory_gib(device: str) -> tuple[float, str]:
+    """Peak reserved CUDA memory, or on CPU the process's peak resident set size (ru_maxrss is in KiB on Linux)."""
+    if device == "cuda":
+        import torch
+
+        return round(torch.cuda.max_memory_reserved() / 2**30, 3), "cuda_peak_reserved"
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3), "cpu_peak_rss"
+
+
+def answer(model, tok, question: str, max_new_tokens: int = 48) -> str:
+    import torch
+
+    inputs = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                     return_tensors="pt", return_dict=True).to(model.device)
+    with torch.no_grad():
+        out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
+    return tok.decode(out[0][inputs["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+
+
+def main(spec_path: str) -> int:
+    spec = json.loads(Path(spec_path).read_text())
+    tdir = Path(spec_path).parent
+    ev = Events(tdir / "events.jsonl")
+    try:
+        return train(spec, tdir, ev)
+    except Exception as e:
+        traceback.print_exc()
+        kind = "oom" if type(e).__name__ == "OutOfMemoryError" else "exception"
+        ev.emit("error", kind=kind, message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return 1
+
+
+def train(spec: dict, tdir: Path, ev: Events) -> int:
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig, TrainerCallback
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTConfig, SFTTrainer
+
+    from recipes import datasets as data
+
+    device = spec.get("device", "auto")
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
+    dtype = torch.bfloat16 if bf16 else torch.float32
+    ckpt_dir = tdir / "checkpoints"
+    last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
+    method = spec["method"]
+
+    tok = AutoTokenizer.from_pretrained(spec["model_dir"])
+    load_kw = {"dtype": dtype}
+    if method == "qlora":
+        load_kw["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
+    if device == "cuda":
+        load_kw["device_map"] = {"": 0}
+    model = AutoModelForCausalLM.from_pretrained(spec["model_dir"], **load_kw)
+
+    samples_file = tdir / "samples.json"
+    samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
+    if "before" not in samples:
+        samples = {"question": spec["sample_question"], "before": answer(model, tok, spec["sample_question"])}
+        samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
+        ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
+
+    records = data.to_prompt_completion(data.load_records(spec["dataset_path"]))
+    train_ds = Dataset.from_list(records)
+    peft_config = None
+    if method != "full":
+        targets = spec["lora_targets"]
+        peft_config = LoraConfig(r=spec["lora_rank"], lora_alpha=spec["lora_alpha"], lora_dropout=spec["lora_dropout"],
+                                 target_modules=targets if targets == "all-linear" else
+                                 [t.strip() for t in targets.split(",")], task_type="CAUSAL_LM")
+    args = SFTConfig(
+        output_dir=str(ckpt_dir), max_steps=spec["max_steps"] or -1, num_train_epochs=spec.get("epochs") or 1.0,
+        per_device_train_batch_size=spec["micro_batch"], gradient_accumulation_steps=spec["grad_accum"],
+        learning_rate=spec["learning_rate"], lr_scheduler_type=spec.get("lr_scheduler", "constant_with_warmup"),
+        warmup_steps=spec.get("warmup_steps", 0), logging_steps=spec.get("logging_steps", 1),
+        save_strategy="steps", save_steps=spec["save_steps"], save_total_limit=spec["save_total_limit"],
+        activation_checkpointing=spec["activation_checkpointing"], max_length=spec["seq_len"],
+        use_cpu=device == "cpu", bf16=bf16, seed=spec.get("seed", 42), data_seed=spec.get("seed", 42),
+        report_to="none", disable_tqdm=True, dataloader_num_workers=0)
+
+    class EventsCallback(TrainerCallback):
+        def __init__(self):
+            self.t_last, self.tokens_last = time.time(), None
+
+        def on_train_begin(self, args, state, control, **kw):
+            ev.emit("start", total_steps=state.max_steps, resumed_from=Path(last).name if last else None,
+                    device=device, method=method)
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            logs = logs or {}
+            if "loss" not in logs:
+                return
+            now, tokens = time.time(), logs.get("num_tokens")
+            tps = None
+            if tokens is not None and self.tokens_last is not None and now > self.t_last:
+                tps = round((float(tokens) - self.tokens_last) / (now - self.t_last), 1)
+            self.t_last, self.tokens_last = now, float(tokens) if tokens is not None else None
+            mem, mem_kind = peak_memory_gib(device)
+            ev.emit("step", step=state.global_step, total_steps=state.max_steps, epoch=round(state.epoch or 0, 4),
+                    loss=round(float(logs["loss"]), 5), lr=float(logs.get("learning_rate", 0)),
+                    grad_norm=float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,
+                    tokens_per_s=tps, mem_gib=mem, mem_kind=mem_kind)
+
+        def on_save(self, args, state, control, **kw):
+            ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
+
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, processing_class=tok,
+                         peft_config=peft_config, callbacks=[EventsCallback()])
+    t0 = time.time()
+    out = trainer.train(resume_from_checkpoint=last)
+    runtime = time.time() - t0
+
+    adapter = tdir / "adapter"
+    trainer.save_model(str(adapter))
+    tok.save_pretrained(str(adapter))
+    trainer.model.eval()
+    samples["after"] = answer(trainer.model, tok, spec["sample_question"])
+    samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
+    ev.emit("sample", phase="after", question=samples["question"], answer=samples["after"])
+
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    mem, mem_kind = peak_memory_gib(device)
+    result = {"adapter_dir": str(adapter), "method": method, "device": device, "steps": trainer.state.global_step,
+              "train_loss": round(out.training_loss, 5), "losses": [round(x, 5) for x in losses],
+              "first5_mean": round(sum(losses[:5]) / max(1, len(losses[:5])), 5),
+              "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
+              "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),
+              "peak_mem_gib": mem, "mem_kind": mem_kind, "samples": samples}
+    tmp = tdir / "result.json.tmp"
+    tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
+    os.replace(tmp, tdir / "result.json")
+    ev.emit("done", step=trainer.state.global_step, adapter="adapter", train_loss=result["train_loss"])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

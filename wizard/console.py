@@ -1,0 +1,99 @@
+"""The only module that prints (rich). Human output on stdout, errors on stderr; live views only on a terminal."""
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Sequence
+
+from rich.console import Console
+from rich.live import Live
+from rich.progress import BarColumn, DownloadColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+from rich.table import Table
+from rich.text import Text
+
+from wizard import i18n
+
+
+class _Bar:
+    def __init__(self, progress: Progress | None, task, console: Console, description: str):
+        self._p, self._task, self._console, self._desc = progress, task, console, description
+        self._last = 0.0
+
+    def update(self, completed=None, advance=None, total=None, **fields: Any) -> None:
+        if self._p is not None:
+            kw = {k: v for k, v in (("completed", completed), ("advance", advance), ("total", total)) if v is not None}
+            self._p.update(self._task, **kw)
+
+
+class UI:
+    def __init__(self, quiet: bool = False):
+        self.out = Console(highlight=False, soft_wrap=True)
+        self.err = Console(stderr=True, highlight=False, soft_wrap=True)
+        self.quiet = quiet
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.out.is_terminal
+
+    def say(self, text: str = "") -> None:
+        if not self.quiet:
+            self.out.print(Text(text))
+
+    def success(self, text: str) -> None:
+        self.out.print(Text(text, style="bold green"))
+
+    def warn(self, text: str) -> None:
+        self.err.print(Text(text, style="yellow"))
+
+    def error(self, text: str) -> None:
+        self.err.print(Text(i18n.t("ui.error_prefix") + text, style="bold red"))
+
+    def step_header(self, i: int, n: int, name: str, done: bool = False) -> None:
+        title = i18n.t(f"step.{name}.title")
+        if done:
+            self.out.print(Text(f"✓ [{i}/{n}] {title} — " + i18n.t("ui.step_already_done"), style="dim"))
+        else:
+            self.out.rule(Text(f"[{i}/{n}] {title}", style="bold cyan"), align="left")
+
+    def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        t = Table(title=title, title_justify="left")
+        for c in columns:
+            t.add_column(c)
+        for r in rows:
+            t.add_row(*("" if v is None else str(v) for v in r))
+        self.out.print(t)
+
+    @contextlib.contextmanager
+    def progress(self, description: str, total: float | None = None, unit: str = ""):
+        if not self.is_terminal:
+            self.say(description)
+            yield _Bar(None, None, self.out, description)
+            return
+        cols = [TextColumn("{task.description}"), BarColumn(), TaskProgressColumn()]
+        cols += [DownloadColumn(binary_units=True)] if unit == "B" else []
+        cols += [TimeRemainingColumn()]
+        with Progress(*cols, console=self.out, transient=False) as p:
+            task = p.add_task(description, total=total)
+            yield _Bar(p, task, self.out, description)
+
+    @contextlib.contextmanager
+    def live(self, title: str):
+        """Yield ``update(fields)``: a refreshed table on a terminal, a plain line (at most every 2 s) otherwise."""
+        def render(fields: dict) -> Table:
+            t = Table(title=title, title_justify="left", show_header=False)
+            t.add_column(style="cyan"); t.add_column()
+            for k, v in fields.items():
+                t.add_row(k, str(v))
+            return t
+
+        if self.is_terminal:
+            with Live(render({}), console=self.out, refresh_per_second=4, transient=False) as lv:
+                yield lambda fields: lv.update(render(fields))
+            return
+        last = [0.0]
+
+        def line(fields: dict) -> None:
+            if time.monotonic() - last[0] >= 2 or fields.get("_final"):
+                last[0] = time.monotonic()
+                self.say("  " + "  ".join(f"{k}={v}" for k, v in fields.items() if not k.startswith("_")))
+        yield line

@@ -1,0 +1,247 @@
+"""Runs a session's steps in order: answer precedence, validation, saving, resume and replay.
+
+Answer precedence for every question (wizard/README.md): ``--set step.key=value`` > replay file > the resumed
+session's own answer (re-validated, dropped when no longer valid) > the question's default. Interactively the winning
+value pre-fills the prompt; non-interactively (``--yes``, ``demo``, ``replay --yes``) nothing is asked and a question
+with no value stops the run naming ``step.key`` and the ``--set`` (or, for a secret, the environment variable).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import traceback
+from pathlib import Path
+from typing import Any
+
+import recipes
+from recipes.base import Msg, Question, StepError, msg
+from wizard import i18n
+from wizard.session import Session, now
+
+log = logging.getLogger("yichui")
+
+
+class AnswerError(Exception):
+    """A non-interactive run cannot get a valid answer for ``step.key``; ``msg`` says why and what to do."""
+
+    def __init__(self, m: Msg):
+        super().__init__(m.key)
+        self.msg = m
+
+
+def _truthy(raw: str) -> bool | None:
+    s = str(raw).strip().lower()
+    return True if s in ("1", "true", "yes", "y", "on") else False if s in ("0", "false", "no", "n", "off") else None
+
+
+def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
+    """Parse ``raw`` (a typed value from JSON, or a string from --set / a text prompt) for question ``q``.
+
+    Returns ``(value, None)`` or ``(raw, error message)``.
+    """
+    if q.kind == "int":
+        try:
+            return int(str(raw).strip()), None
+        except ValueError:
+            return raw, msg("answer.not_int", value=raw)
+    if q.kind == "float":
+        try:
+            return float(str(raw).strip()), None
+        except ValueError:
+            return raw, msg("answer.not_float", value=raw)
+    if q.kind == "confirm":
+        if isinstance(raw, bool):
+            return raw, None
+        b = _truthy(raw)
+        return (b, None) if b is not None else (raw, msg("answer.not_bool", value=raw))
+    if q.kind == "select":
+        choices = q.resolve_choices(answers)
+        for c in choices:
+            if c.value == raw or str(c.value) == str(raw):
+                return c.value, None
+        return raw, msg("answer.not_a_choice", value=raw, choices=", ".join(str(c.value) for c in choices))
+    if q.kind in ("text", "path", "password"):
+        s = "" if raw is None else str(raw).strip()
+        return (s, None) if s else (s, msg("answer.empty"))
+    return raw, None
+
+
+def check(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
+    value, err = coerce(q, raw, answers)
+    if err is None and q.validate is not None:
+        err = q.validate(value, answers)
+    return value, err
+
+
+class StepContext:
+    """The ``Ctx`` a step receives (recipes.base.Ctx)."""
+
+    def __init__(self, engine: "Engine", step: str):
+        self._e, self._step = engine, step
+        self.home = engine.home
+        self.run_dir = engine.session.run_dir
+        self.session_id = engine.session.id
+        self.interactive = engine.prompter is not None
+
+    def t(self, m: Msg | str, **args: Any) -> str:
+        return i18n.render(m, **args)
+
+    def outputs(self, step: str) -> dict:
+        return self._e.session.steps.get(step, {}).get("outputs", {})
+
+    def answers(self, step: str) -> dict:
+        return self._e.session.steps.get(step, {}).get("answers", {})
+
+    def info(self, m: Msg | str, **args: Any) -> None:
+        self._e.ui.say(i18n.render(m, **args))
+
+    def warn(self, m: Msg | str, **args: Any) -> None:
+        self._e.ui.warn(i18n.render(m, **args))
+
+    def table(self, title, columns, rows) -> None:
+        self._e.ui.table(i18n.render(title), [i18n.render(c) for c in columns], rows)
+
+    def progress(self, description, total=None, unit=""):
+        return self._e.ui.progress(i18n.render(description), total=total, unit=unit)
+
+    def live(self, title):
+        return self._e.ui.live(i18n.render(title))
+
+    def record(self, **outputs: Any) -> None:
+        self._e.session.steps[self._step]["outputs"].update(outputs)
+        self._e.session.save()
+
+
+class Engine:
+    """Drives one session.
+
+    Args:
+        session: the loaded (and locked) session.
+        ui: wizard.console.UI.
+        prompter: a prompter (interactive) or None (nothing is asked).
+        overrides: ``{step: {key: raw string}}`` from ``--set``.
+        replay: ``{step: {key: value}}`` from a replayed session file.
+        resume_command: what to print when interrupted.
+    """
+
+    def __init__(self, session: Session, ui, prompter=None, overrides: dict | None = None,
+                 replay: dict | None = None, home: Path | None = None):
+        self.session, self.ui, self.prompter = session, ui, prompter
+        self.overrides = overrides or {}
+        self.replay = replay or {}
+        self.home = home or Path(session.run_dir).parent.parent
+
+    # -- answers -----------------------------------------------------------------------------------------------
+    def _candidates(self, step: str, q: Question, resumed: dict, answers: dict):
+        """(source, raw value) in precedence order; the resumed answer only if it still validates."""
+        if q.key in self.overrides.get(step, {}):
+            yield "set", self.overrides[step][q.key]
+        if q.key in self.replay.get(step, {}):
+            yield "replay", self.replay[step][q.key]
+        if q.key in resumed:
+            value, err = check(q, resumed[q.key], answers)
+            if err is None:
+                yield "resumed", value
+            else:
+                log.info("dropping resumed answer %s.%s=%r: %s", step, q.key, resumed[q.key], err.key)
+        default = q.resolve_default(answers)
+        if default is not None:
+            yield "default", default
+
+    def _secret(self, step: str, q: Question):
+        value = os.environ.get(q.env or "")
+        if value:
+            return value
+        if self.prompter is None:
+            raise AnswerError(msg("answer.missing_secret", name=f"{step}.{q.key}", env=q.env or "?"))
+        return self.prompter.ask(q, None, {})
+
+    def resolve(self, step_mod, ctx: StepContext) -> dict:
+        name = step_mod.name
+        rec = self.session.steps[name]
+        resumed = dict(rec["answers"])
+        answers: dict = {}
+        qs = step_mod.questions(ctx)
+        for q in qs:
+            if q.when is not None and not q.when(answers):
+                continue
+            if q.secret:  # used for this run only: never saved
+                answers[q.key] = self._secret(name, q)
+                continue
+            source, raw = next(self._candidates(name, q, resumed, answers), (None, None))
+            if self.prompter is None:
+                if source is None:
+                    raise AnswerError(msg("answer.missing", name=f"{name}.{q.key}"))
+                value, err = check(q, raw, answers)
+                if err is not None:
+                    raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=raw,
+                                          reason=i18n.render(err)))
+            else:
+                while True:
+                    raw = self.prompter.ask(q, raw, answers)
+                    value, err = check(q, raw, answers)
+                    if err is None:
+                        break
+                    self.ui.warn(i18n.render(err))
+            answers[q.key] = value
+            rec["answers"][q.key] = value
+            self.session.save()
+        # exactly the answers used this time (stale keys of skipped questions go); secrets never reach the file
+        secret = {q.key for q in qs if q.secret}
+        rec["answers"] = {k: v for k, v in answers.items() if k not in secret}
+        self.session.save()
+        return answers
+
+    # -- running -----------------------------------------------------------------------------------------------
+    def run(self) -> int:
+        """Run every pending step. Returns the process exit status (0, 1 failed, 2 bad answer, 130 interrupted)."""
+        s = self.session
+        names = list(s.steps)
+        for i, name in enumerate(names, 1):
+            rec = s.steps[name]
+            if rec["status"] == "skipped":
+                continue
+            step_mod = recipes.load(name)
+            ctx = StepContext(self, name)
+            if rec["status"] == "done":
+                if step_mod.is_done(ctx, rec):
+                    self.ui.step_header(i, len(names), name, done=True)
+                    continue
+                self.ui.warn(i18n.t("engine.redo", step=name))
+            self.ui.step_header(i, len(names), name)
+            try:
+                answers = self.resolve(step_mod, ctx)
+                rec.update(status="running", started_at=now(), error=None)
+                s.save()
+                outputs = step_mod.run(ctx, answers)
+            except KeyboardInterrupt:
+                rec["status"] = "pending"
+                s.save()
+                self.ui.say("")
+                self.ui.warn(i18n.t("engine.interrupted", id=s.id))
+                return 130
+            except AnswerError as e:
+                rec["status"] = "pending"
+                s.save()
+                self.ui.error(i18n.render(e.msg))
+                return 2
+            except StepError as e:
+                return self._fail(rec, i18n.render(e.msg))
+            except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
+                log.error("step %s failed:\n%s", name, traceback.format_exc())
+                return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}",
+                                              log=str(s.run_dir / "logs" / "wizard.log")))
+            rec["outputs"].update(outputs or {})
+            rec.update(status="done", finished_at=now())
+            s.save()
+        s.data["finished_at"] = now()
+        s.save()
+        self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
+        return 0
+
+    def _fail(self, rec: dict, text: str) -> int:
+        rec.update(status="failed", error=text, finished_at=now())
+        self.session.save()
+        self.ui.error(text)
+        self.ui.say(i18n.t("engine.resume_hint", id=self.session.id))
+        return 1

@@ -1,0 +1,30 @@
+"""The only module that imports questionary: turns recipes.base.Question data into terminal prompts.
+
+Uses ``unsafe_ask`` so Ctrl-C raises KeyboardInterrupt and the engine can save, print the resume command and exit 130.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from recipes.base import Question
+from wizard import i18n
+
+
+class QuestionaryPrompter:
+    def ask(self, q: Question, prefill: Any, answers: dict) -> Any:
+        import questionary
+
+        text = i18n.t(q.message)
+        if q.kind == "select":
+            choices = [questionary.Choice(title=i18n.render(c.label), value=c.value)
+                       for c in q.resolve_choices(answers)]
+            default = next((c for c in choices if c.value == prefill or str(c.value) == str(prefill)), None)
+            return questionary.select(text, choices=choices, default=default).unsafe_ask()
+        if q.kind == "confirm":
+            return questionary.confirm(text, default=bool(prefill) if prefill is not None else True).unsafe_ask()
+        if q.kind == "password":
+            return questionary.password(text).unsafe_ask()
+        if q.kind == "path":
+            return questionary.path(text, default="" if prefill is None else str(prefill)).unsafe_ask()
+        return questionary.text(text, default="" if prefill is None else str(prefill)).unsafe_ask()
+

@@ -1,0 +1,219 @@
+"""The session file (schema v1, see wizard/README.md): format, validation, migrations, atomic save, lock.
+
+One JSON file per session at ``YICHUI_HOME/sessions/<id>.json``; the run directory is ``YICHUI_HOME/runs/<id>/``.
+Saved after every answer and every status change by writing a temp file in the same folder, fsync, ``os.replace``
+(and fsync of the folder), so a reader sees the old or the new file, never half of one. A session that fails to load
+is never written back.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import json
+import os
+import secrets
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+SCHEMA_VERSION = 1
+STATUSES = ("pending", "running", "done", "failed", "skipped")
+
+# from_version → function(data) -> data at from_version + 1. v1 is the first schema: nothing to migrate yet.
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+
+
+class SessionError(Exception):
+    """A session that cannot be used; ``key``/``args`` name the catalogue message."""
+
+    def __init__(self, key: str, **args: Any):
+        super().__init__(f"{key} {args}")
+        self.key, self.args = key, args
+
+
+def now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def home() -> Path:
+    """YICHUI_HOME, default ~/.yichui."""
+    return Path(os.environ.get("YICHUI_HOME") or Path.home() / ".yichui").expanduser().resolve()
+
+
+def sessions_dir(h: Path | None = None) -> Path:
+    return (h or home()) / "sessions"
+
+
+def new_record() -> dict:
+    return {"status": "pending", "answers": {}, "outputs": {}, "error": None, "started_at": None, "finished_at": None}
+
+
+def _validate(data: Any, path: Path) -> None:
+    def bad(what: str):
+        raise SessionError("session.invalid", path=str(path), what=what)
+
+    if not isinstance(data, dict):
+        bad("top level is not an object")
+    for key, typ in (("id", str), ("task", str), ("steps", dict), ("run_dir", str), ("created_at", str)):
+        if not isinstance(data.get(key), typ):
+            bad(f"'{key}' missing or not a {typ.__name__}")
+    for name, rec in data["steps"].items():
+        if not isinstance(rec, dict):
+            bad(f"steps.{name} is not an object")
+        if rec.get("status") not in STATUSES:
+            bad(f"steps.{name}.status is {rec.get('status')!r}, not one of {', '.join(STATUSES)}")
+        for key in ("answers", "outputs"):
+            if not isinstance(rec.get(key), dict):
+                bad(f"steps.{name}.{key} missing or not an object")
+
+
+class Session:
+    """A loaded session. ``data`` is the JSON document; ``path`` where it lives."""
+
+    def __init__(self, path: Path, data: dict):
+        self.path, self.data = Path(path), data
+        self._lock_fd: int | None = None
+
+    # -- creation and loading -------------------------------------------------------------------------------
+    @classmethod
+    def new(cls, task: str, steps: tuple[str, ...], h: Path | None = None, demo: bool = False,
+            replay_of: str | None = None) -> "Session":
+        from wizard import __version__
+
+        h = h or home()
+        sid = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+        data = {
+            "schema_version": SCHEMA_VERSION, "yichui_version": __version__, "id": sid, "task": task,
+            "demo": demo, "replay_of": replay_of, "created_at": now(), "updated_at": now(), "finished_at": None,
+            "run_dir": str(h / "runs" / sid), "steps": {name: new_record() for name in steps},
+        }
+        s = cls(sessions_dir(h) / f"{sid}.json", data)
+        Path(s.run_dir).mkdir(parents=True, exist_ok=True)
+        return s
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Session":
+        """Read, validate and migrate a session file.
+
+        Raises:
+            SessionError: missing, not JSON (names line/column), wrong shape, or a schema newer than this yichui.
+        """
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SessionError("session.not_found", path=str(path)) from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise SessionError("session.not_json", path=str(path), line=e.lineno, col=e.colno, error=e.msg) from None
+        if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
+            raise SessionError("session.invalid", path=str(path), what="'schema_version' missing or not an integer")
+        version = data["schema_version"]
+        if version > SCHEMA_VERSION:
+            raise SessionError("session.newer", path=str(path), version=version, known=SCHEMA_VERSION)
+        while version < SCHEMA_VERSION:
+            if version not in MIGRATIONS:
+                raise SessionError("session.no_migration", path=str(path), version=version)
+            data = MIGRATIONS[version](data)
+            version = data["schema_version"] = version + 1
+        _validate(data, path)
+        return cls(path, data)
+
+    # -- accessors ---------------------------------------------------------------------------------------------
+    @property
+    def id(self) -> str:
+        return self.data["id"]
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.data["run_dir"])
+
+    @property
+    def steps(self) -> dict[str, dict]:
+        return self.data["steps"]
+
+    def is_finished(self) -> bool:
+        return all(r["status"] in ("done", "skipped") for r in self.steps.values())
+
+    def current_step(self) -> str | None:
+        return next((n for n, r in self.steps.items() if r["status"] not in ("done", "skipped")), None)
+
+    # -- writing -----------------------------------------------------------------------------------------------
+    def save(self) -> None:
+        """Atomic write: temp file in the same folder, flush, fsync, os.replace, fsync the folder."""
+        self.data["updated_at"] = now()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(self.data, f, indent=2, ensure_ascii=False)
+                f.write("\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        dfd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+    def lock(self) -> None:
+        """Take the advisory lock (flock on ``<id>.json.lock``) for this process's lifetime.
+
+        The kernel drops it when the process dies, kill -9 included, so a lock is never stale.
+
+        Raises:
+            SessionError: another live process holds it (its pid is named).
+        """
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise SessionError("session.locked", path=str(self.path), pid=holder) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+
+def find(ref: str | None, h: Path | None = None, unfinished: bool = False) -> Path:
+    """Resolve a session reference: a path to a file, an id, or (None) the most recently updated session.
+
+    Raises:
+        SessionError: nothing matches.
+    """
+    h = h or home()
+    if ref:
+        p = Path(ref).expanduser()
+        if p.suffix == ".json" or p.exists():
+            return p
+        cand = sessions_dir(h) / f"{ref}.json"
+        if cand.exists():
+            return cand
+        raise SessionError("session.not_found", path=ref)
+    best: tuple[str, Path] | None = None
+    for p in sessions_dir(h).glob("*.json"):
+        try:
+            s = Session.load(p)
+        except SessionError:
+            continue
+        if unfinished and s.is_finished():
+            continue
+        key = s.data.get("updated_at") or ""
+        if best is None or key > best[0]:
+            best = (key, p)
+    if best is None:
+        raise SessionError("session.none_unfinished" if unfinished else "session.none", home=str(h))
+    return best[1]
