@@ -21,7 +21,7 @@ class Msg:
     args: dict = field(default_factory=dict)
 
 
-def msg(key: str, **args: Any) -> Msg:
+def msg(key: str, /, **args: Any) -> Msg:
     return Msg(key, args)
 
 
@@ -77,7 +77,7 @@ class Question:
 class StepError(Exception):
     """Raised by a step for a failure the user can act on; carries a catalogue message (one line + hint)."""
 
-    def __init__(self, key: str, **args: Any):
+    def __init__(self, key: str, /, **args: Any):
         super().__init__(f"{key} {args}")
         self.msg = Msg(key, args)
 

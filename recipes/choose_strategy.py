@@ -29,7 +29,7 @@ def _dataset_ok(v, a):
     try:
         datasets.load_records(v)
     except datasets.DataError as e:
-        return msg(e.key, **e.args)
+        return msg(e.key, **e.params)
     return None
 
 
@@ -81,7 +81,7 @@ def run(ctx, answers: dict) -> dict:
     try:
         convs = datasets.load_records(path)
     except datasets.DataError as e:
-        raise StepError(e.key, **e.args) from None
+        raise StepError(e.key, **e.params) from None
     tok = AutoTokenizer.from_pretrained(ctx.outputs("download")["model_dir"])
     if not tok.chat_template:
         raise StepError("choose_strategy.no_chat_template", model=ctx.outputs("download")["model_dir"])

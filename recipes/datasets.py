@@ -15,9 +15,9 @@ FORMATS = ("alpaca", "messages")
 class DataError(ValueError):
     """A dataset file that cannot be used. ``key``/``args`` name the catalogue message for the user."""
 
-    def __init__(self, key: str, **args):
+    def __init__(self, key: str, /, **args):
         super().__init__(f"{key}: {args}")
-        self.key, self.args = key, args
+        self.key, self.params = key, args
 
 
 def bundled_dataset_path() -> Path:

@@ -53,11 +53,13 @@ def run(ctx, answers: dict) -> dict:
         estimates.append({"method": method, "activation_checkpointing": ckpt, "fits": fits,
                           "margin_gib": round(gpu["memory_gib"] - e["peak_gib"], 2)} | e)
         c = e["components"]
-        rows.append((method, "on" if ckpt else "off", c["weights"],
-                     round(c.get("gradients", 0) + c.get("optimizer", 0) + c.get("adapter", 0), 3),
-                     c["activations"], c["logits"], c["overhead"], e["peak_gib"], "✓" if fits else "✗"))
+        r3 = lambda x: f"{x:.3f}"  # noqa: E731
+        rows.append((method, "on" if ckpt else "off", r3(c["weights"]),
+                     r3(c.get("gradients", 0) + c.get("optimizer", 0) + c.get("adapter", 0)),
+                     r3(c["activations"]), r3(c["logits"]), r3(c["overhead"]), f"{e['peak_gib']:.2f}",
+                     "✓" if fits else "✗"))
     ctx.table(msg("evaluate_memory.table", gpu=gpu["name"], gib=gpu["memory_gib"], seq=seq),
-              ["method", "ckpt", "weights", "grad+optim", "activations", "logits", "overhead", "peak GiB", "fits"],
+              ["method", "ckpt", "weights", "grad+opt", "activ.", "logits", "overhead", "peak", "fits"],
               rows)
     ctx.info(msg("evaluate_memory.uncalibrated", params=f"{shape.n_params:,}"))
     recommended = next(({"method": e["method"], "activation_checkpointing": e["activation_checkpointing"]}

@@ -38,6 +38,8 @@ class RemoteFile:
 def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> StepError:
     from huggingface_hub import errors
 
+    if isinstance(exc, errors.LocalEntryNotFoundError):  # no connection and nothing cached
+        return StepError("hub.unreachable", endpoint=endpoint, error=str(exc).splitlines()[0][:160])
     if isinstance(exc, errors.GatedRepoError):
         return StepError("hub.gated", repo=repo_id, endpoint=endpoint)
     if isinstance(exc, errors.RepositoryNotFoundError):

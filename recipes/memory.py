@@ -118,7 +118,7 @@ def estimate(shape: Shape, method: str, ckpt: bool, micro_batch: int = 1, seq: i
     subtotal = sum(comp.values())
     comp["overhead"] = CUDA_CONTEXT_GIB * GIB + FRAGMENTATION * subtotal
     peak = sum(comp.values())
-    return {"peak_gib": round(peak / GIB, 2), "components": {k: round(v / GIB, 3) for k, v in comp.items()},
+    return {"peak_gib": round(peak / GIB, 2), "components": {k: round(v / GIB, 6) for k, v in comp.items()},
             "trainable": P if method == "full" else lora_params, "calibrated": False}
 
 

@@ -85,6 +85,7 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                     raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
                     update(_fields(first, last, t_start) | {"_final": True})
+                    _wait_exit(job)
                     return
             if last:
                 update(_fields(first, last, t_start))
@@ -94,6 +95,13 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                     return
                 raise StepError("train.died", pid=job.pid, log=job.log, tail=job.log_tail(5))
             time.sleep(POLL_S)
+
+
+def _wait_exit(job: jobs.Job, timeout: float = 30.0) -> None:
+    """After ``done`` the trainer only exits; wait for it so ``status`` never shows a finished job as running."""
+    end = time.monotonic() + timeout
+    while job.alive() and time.monotonic() < end:
+        time.sleep(0.1)
 
 
 def _fields(first: dict, e: dict, t_start: float) -> dict:

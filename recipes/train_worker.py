@@ -39,9 +39,16 @@ def peak_memory_gib(device: str) -> tuple[float, str]:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3), "cpu_peak_rss"
 
 
-def answer(model, tok, question: str, max_new_tokens: int = 48) -> str:
+def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode: bool = False) -> str:
+    """Greedy answer to one user question through the chat template.
+
+    ``keep_train_mode``: generate in train mode. bitsandbytes repacks 4-bit weights for its CPU inference kernel the
+    first time a layer runs in eval mode, and the repacked layer then fails in training (Linear4bit.forward).
+    Qwen2/Llama-style decoders have no dropout by default, so the answer is the same.
+    """
     import torch
 
+    model.train() if keep_train_mode else model.eval()
     inputs = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
                                      return_tensors="pt", return_dict=True).to(model.device)
     with torch.no_grad():
@@ -93,7 +100,9 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     samples_file = tdir / "samples.json"
     samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
     if "before" not in samples:
-        samples = {"question": spec["sample_question"], "before": answer(model, tok, spec["sample_question"])}
+        kbit_cpu = method == "qlora" and device == "cpu"
+        samples = {"question": spec["sample_question"],
+                   "before": answer(model, tok, spec["sample_question"], keep_train_mode=kbit_cpu)}
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
@@ -150,7 +159,6 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     adapter = tdir / "adapter"
     trainer.save_model(str(adapter))
     tok.save_pretrained(str(adapter))
-    trainer.model.eval()
     samples["after"] = answer(trainer.model, tok, spec["sample_question"])
     samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
     ev.emit("sample", phase="after", question=samples["question"], answer=samples["after"])

@@ -49,7 +49,7 @@ def _fail(key: str, code: int = 2, **args) -> "typer.Exit":
 
 
 def _session_error(e) -> "typer.Exit":
-    return _fail(e.key, **e.args)
+    return _fail(e.key, **e.params)
 
 
 def _parse_sets(values: list[str] | None) -> dict:

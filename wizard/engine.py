@@ -121,12 +121,13 @@ class Engine:
         prompter: a prompter (interactive) or None (nothing is asked).
         overrides: ``{step: {key: raw string}}`` from ``--set``.
         replay: ``{step: {key: value}}`` from a replayed session file.
-        resume_command: what to print when interrupted.
+        home: YICHUI_HOME (default: derived from the session's run directory).
+        load: step name → step module (tests pass their own steps).
     """
 
     def __init__(self, session: Session, ui, prompter=None, overrides: dict | None = None,
-                 replay: dict | None = None, home: Path | None = None):
-        self.session, self.ui, self.prompter = session, ui, prompter
+                 replay: dict | None = None, home: Path | None = None, load=recipes.load):
+        self.session, self.ui, self.prompter, self.load = session, ui, prompter, load
         self.overrides = overrides or {}
         self.replay = replay or {}
         self.home = home or Path(session.run_dir).parent.parent
@@ -162,6 +163,13 @@ class Engine:
         resumed = dict(rec["answers"])
         answers: dict = {}
         qs = step_mod.questions(ctx)
+        by_key = {q.key: q for q in qs}
+        for key in self.overrides.get(name, {}):
+            if key not in by_key:
+                raise AnswerError(msg("answer.unknown_key", name=f"{name}.{key}", step=name, key=key,
+                                      keys=", ".join(by_key)))
+            if by_key[key].secret:
+                raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=by_key[key].env or "?"))
         for q in qs:
             if q.when is not None and not q.when(answers):
                 continue
@@ -201,7 +209,7 @@ class Engine:
             rec = s.steps[name]
             if rec["status"] == "skipped":
                 continue
-            step_mod = recipes.load(name)
+            step_mod = self.load(name)
             ctx = StepContext(self, name)
             if rec["status"] == "done":
                 if step_mod.is_done(ctx, rec):

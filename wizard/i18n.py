@@ -353,7 +353,7 @@ def get_lang() -> str:
     return _lang
 
 
-def t(key: str, **args: Any) -> str:
+def t(key: str, /, **args: Any) -> str:
     """The text of ``key`` in the current language, formatted; an unknown key shows itself (tests catch it)."""
     entry = CATALOG.get(key)
     if entry is None:
@@ -365,7 +365,7 @@ def t(key: str, **args: Any) -> str:
         return text
 
 
-def render(m: Any, **args: Any) -> str:
+def render(m: Any, /, **args: Any) -> str:
     """A recipes.base.Msg (its args may be Msgs too), a catalogue key, or literal text."""
     if hasattr(m, "key") and hasattr(m, "args"):
         return t(m.key, **m.args)

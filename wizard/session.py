@@ -26,13 +26,13 @@ MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
 class SessionError(Exception):
     """A session that cannot be used; ``key``/``args`` name the catalogue message."""
 
-    def __init__(self, key: str, **args: Any):
+    def __init__(self, key: str, /, **args: Any):
         super().__init__(f"{key} {args}")
-        self.key, self.args = key, args
+        self.key, self.params = key, args
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def home() -> Path:

@@ -1,0 +1,105 @@
+"""Shared fixtures: the tiny model (built once per test run), an isolated YICHUI_HOME with the demo hub's files, a
+real hub server on 127.0.0.1, and a runner for the installed `yichui` command."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import tempfile
+
+import pytest
+
+# huggingface_hub reads HF_HOME when first imported: isolate the in-process caches for the whole run, before that
+_CACHES = Path(tempfile.mkdtemp(prefix="yichui-test-caches-"))
+os.environ["HF_HOME"] = str(_CACHES / "hf")
+os.environ["MODELSCOPE_CACHE"] = str(_CACHES / "modelscope")
+os.environ.pop("HF_ENDPOINT", None)
+os.environ.pop("MODELSCOPE_ENDPOINT", None)
+
+from recipes import tiny  # noqa: E402
+
+REPO = Path(__file__).resolve().parent.parent
+YICHUI = str(Path(sys.executable).parent / "yichui")
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory) -> Path:
+    """The embedded tiny model, built once for the whole run (seconds)."""
+    return tiny.build(tmp_path_factory.mktemp("tiny") / "tiny-qwen2-chat")
+
+
+@pytest.fixture
+def home(tmp_path, tiny_model, monkeypatch) -> Path:
+    """A fresh YICHUI_HOME whose demo hub already holds the tiny model (subprocesses also get fresh hub caches)."""
+    h = tmp_path / "yichui-home"
+    shutil.copytree(tiny_model, h / "cache" / "hub" / tiny.REPO_ID)
+    monkeypatch.setenv("YICHUI_HOME", str(h))
+    for var in ("HF_ENDPOINT", "MODELSCOPE_ENDPOINT", "HF_TOKEN", "LC_ALL", "LC_MESSAGES"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    return h
+
+
+@pytest.fixture
+def hub(home):
+    """A real hub server (HF + ModelScope APIs) on 127.0.0.1 serving the tiny model as yichui/tiny-qwen2-chat."""
+    from recipes.hubserver import HubServer
+
+    with HubServer(home / "cache" / "hub") as server:
+        yield server
+
+
+def env_for(home: Path, **extra) -> dict:
+    env = dict(os.environ)
+    env.update({"YICHUI_HOME": str(home), "HF_HOME": str(home / "hf"), "MODELSCOPE_CACHE": str(home / "modelscope"),
+                "PYTHONUNBUFFERED": "1", "COLUMNS": "120"})
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def yichui(home: Path, *args: str, timeout: float = 600, **env) -> subprocess.CompletedProcess:
+    """Run the installed `yichui` command with stdin from /dev/null (no TTY)."""
+    return subprocess.run([YICHUI, *args], env=env_for(home, **env), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def sessions(home: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((home / "sessions").glob("*.json"))]
+
+
+def stop_all(home: Path) -> None:
+    """Stop every job (trainer, server) any session under ``home`` started: tests leave nothing running."""
+    from recipes import jobs
+
+    for run_dir in (home / "runs").glob("*"):
+        for job in jobs.find(run_dir):
+            job.stop(timeout=10)
+
+
+@pytest.fixture
+def cleanup_jobs(home):
+    yield
+    stop_all(home)
+
+
+def wait_for(pred, timeout: float, interval: float = 0.2, what: str = "condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = pred()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+def kill9(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,188 @@
+"""The engine with small test steps: answer precedence, re-validation, re-prompts, missing answers, Ctrl-C, secrets.
+
+The steps here are test fixtures; the engine, the session file and the i18n catalogue are the real ones.
+"""
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+from recipes.base import Choice, Question, StepError, msg
+from wizard import i18n
+from wizard.console import UI
+from wizard.engine import Engine
+from wizard.session import Session
+
+
+def make_step(name, questions, run=None):
+    return types.SimpleNamespace(name=name, requires=(), questions=lambda ctx: questions,
+                                 run=run or (lambda ctx, a: {"echo": dict(a)}), is_done=lambda ctx, rec: True)
+
+
+def even(v, a):
+    return None if v % 2 == 0 else msg("answer.out_of_range", lo=0, hi=0)
+
+
+STEP_A = make_step("a", [
+    Question("n", "int", "choose_strategy.lora_rank", default=8, validate=even),
+    Question("mode", "select", "choose_strategy.method", default="lora",
+             choices=[Choice("lora", "LoRA"), Choice("full", "full")]),
+    Question("path", "text", "select_model.model_id", when=lambda a: a["mode"] == "full"),
+    Question("flag", "confirm", "export.bnb_4bit", default=False),
+    Question("token", "password", "select_model.model_id", secret=True, env="YICHUI_TEST_TOKEN"),
+])
+STEP_B = make_step("b", [Question("x", "float", "choose_strategy.learning_rate", default=0.5)])
+STEPS = {"a": STEP_A, "b": STEP_B}
+
+
+class Scripted:
+    """A prompter that answers from a list and records what it was asked and what was pre-filled."""
+
+    def __init__(self, replies):
+        self.replies, self.asked = list(replies), []
+
+    def ask(self, q, prefill, answers):
+        self.asked.append((q.key, prefill))
+        r = self.replies.pop(0)
+        if r is KeyboardInterrupt:
+            raise KeyboardInterrupt
+        return prefill if r is ... else r
+
+
+def engine(tmp_path, prompter=None, **kw):
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    return Engine(s, UI(), prompter, load=STEPS.__getitem__, **kw), s
+
+
+@pytest.fixture(autouse=True)
+def token(monkeypatch):
+    monkeypatch.setenv("YICHUI_TEST_TOKEN", "s3cret-value")
+
+
+def saved(s):
+    return json.loads(s.path.read_text())
+
+
+def test_defaults_non_interactive_and_the_secret_is_used_but_never_written(tmp_path):
+    got = {}
+    steps = dict(STEPS, a=make_step("a", STEP_A.questions(None), run=lambda ctx, a: got.update(a) or {"ok": True}))
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0
+    data = saved(s)
+    assert data["steps"]["a"]["answers"] == {"n": 8, "mode": "lora", "flag": False}
+    assert got["token"] == "s3cret-value"
+    assert "s3cret-value" not in s.path.read_text()
+    assert data["steps"]["b"]["status"] == "done" and data["finished_at"]
+
+
+def test_precedence_set_over_replay_over_resumed_over_default(tmp_path):
+    e, s = engine(tmp_path, overrides={"a": {"n": "12"}}, replay={"a": {"n": 4, "mode": "full", "path": "p"},
+                                                                 "b": {"x": 0.25}})
+    s.steps["a"]["answers"] = {"n": 6, "mode": "lora", "flag": True}  # as a resumed session would hold
+    assert e.run() == 0
+    a = saved(s)["steps"]["a"]["answers"]
+    assert a == {"n": 12, "mode": "full", "path": "p", "flag": True}  # set > replay > resumed > default
+    assert saved(s)["steps"]["b"]["answers"] == {"x": 0.25}
+
+
+def test_invalid_resumed_answer_is_dropped_for_the_default(tmp_path):
+    e, s = engine(tmp_path)
+    s.steps["a"]["answers"] = {"n": 7, "mode": "gone"}  # 7 fails validation, "gone" is no longer a choice
+    assert e.run() == 0
+    assert saved(s)["steps"]["a"]["answers"]["n"] == 8 and saved(s)["steps"]["a"]["answers"]["mode"] == "lora"
+
+
+def test_interactive_prefills_the_winner_and_reprompts_on_invalid(tmp_path, capsys):
+    p = Scripted(["3", "10", ..., False, ...])  # 3 is odd → warned and asked again
+    e, s = engine(tmp_path, p, replay={"a": {"mode": "lora"}, "b": {"x": 0.1}})
+    assert e.run() == 0
+    assert p.asked[0] == ("n", 8) and p.asked[1] == ("n", "3") and p.asked[2] == ("mode", "lora")
+    assert p.asked[4] == ("x", 0.1)
+    assert saved(s)["steps"]["a"]["answers"] == {"n": 10, "mode": "lora", "flag": False}
+    assert "between 0 and 0" in capsys.readouterr().err
+
+
+def test_missing_answer_names_step_key_and_set(tmp_path, capsys):
+    e, s = engine(tmp_path, replay={"a": {"mode": "full"}})  # path has no default
+    assert e.run() == 2
+    err = capsys.readouterr().err
+    assert "a.path" in err and "--set a.path=VALUE" in err
+    assert saved(s)["steps"]["a"]["status"] == "pending"
+
+
+def test_invalid_set_value_stops_with_the_reason(tmp_path, capsys):
+    e, s = engine(tmp_path, overrides={"a": {"n": "seven"}})
+    assert e.run() == 2
+    assert "a.n='seven'" in capsys.readouterr().err
+
+
+def test_unknown_set_key_is_refused(tmp_path, capsys):
+    e, s = engine(tmp_path, overrides={"a": {"nn": "2"}})
+    assert e.run() == 2
+    assert "no question 'nn'" in capsys.readouterr().err
+
+
+def test_secret_through_set_is_refused(tmp_path, capsys):
+    e, s = engine(tmp_path, overrides={"a": {"token": "x"}})
+    assert e.run() == 2
+    assert "YICHUI_TEST_TOKEN" in capsys.readouterr().err
+
+
+def test_missing_secret_names_the_environment_variable(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("YICHUI_TEST_TOKEN")
+    e, s = engine(tmp_path)
+    assert e.run() == 2
+    assert "YICHUI_TEST_TOKEN" in capsys.readouterr().err
+
+
+def test_ctrl_c_at_a_prompt_saves_answers_and_exits_130(tmp_path, capsys):
+    p = Scripted(["4", "full", KeyboardInterrupt])
+    e, s = engine(tmp_path, p)
+    assert e.run() == 130
+    data = saved(s)
+    assert data["steps"]["a"]["answers"] == {"n": 4, "mode": "full"} and data["steps"]["a"]["status"] == "pending"
+    assert f"yichui resume {s.id}" in capsys.readouterr().err
+    # resume: the saved answers pre-fill the prompts
+    p2 = Scripted([..., ..., "/data", ..., ...])
+    e2 = Engine(Session.load(s.path), UI(), p2, load=STEPS.__getitem__)
+    assert e2.run() == 0
+    assert p2.asked[:2] == [("n", 4), ("mode", "full")]
+    assert saved(s)["steps"]["a"]["answers"]["path"] == "/data"
+
+
+def test_step_error_marks_failed_with_the_message(tmp_path, capsys):
+    def fail(ctx, a):
+        raise StepError("hub.no_such_model", repo="x/y", endpoint="http://h")
+
+    steps = dict(STEPS, b=make_step("b", [], run=fail))
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 1
+    rec = saved(s)["steps"]["b"]
+    assert rec["status"] == "failed" and "x/y" in rec["error"]
+    assert "yichui resume" in capsys.readouterr().out
+
+
+def test_done_steps_are_skipped_on_resume(tmp_path):
+    calls = []
+    steps = {"a": make_step("a", [], run=lambda c, a: calls.append("a") or {}),
+             "b": make_step("b", [], run=lambda c, a: calls.append("b") or {})}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.steps["a"]["status"] = "done"
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0
+    assert calls == ["b"]
+
+
+def test_messages_in_chinese(tmp_path, capsys):
+    i18n.set_lang("zh")
+    try:
+        e, s = engine(tmp_path, replay={"a": {"mode": "full"}})
+        assert e.run() == 2
+        assert "没有答案" in capsys.readouterr().err
+    finally:
+        i18n.set_lang("en")

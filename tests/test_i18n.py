@@ -1,0 +1,57 @@
+"""The catalogue: every key in both languages with the same placeholders, and every key the code uses exists."""
+from __future__ import annotations
+
+import re
+import string
+from pathlib import Path
+
+import recipes
+from wizard import i18n
+from wizard.session import STATUSES
+
+ROOT = Path(__file__).resolve().parent.parent
+PREFIXES = ("cli", "ui", "answer", "engine", "session", "step", "status", "data", "hub", *recipes.STEPS)
+KEY_LITERAL = re.compile(r"""["']((?:%s)\.[a-z0-9_]+(?:\.[a-z0-9_]+)*)["']""" % "|".join(PREFIXES))
+
+
+def fields(text: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(text) if f}
+
+
+def test_every_key_has_both_languages_with_the_same_placeholders():
+    for key, entry in i18n.CATALOG.items():
+        assert set(entry) == set(i18n.LANGS), key
+        assert all(entry[lang].strip() for lang in i18n.LANGS), key
+        assert fields(entry["en"]) == fields(entry["zh"]), key
+
+
+def test_every_key_used_in_the_code_exists():
+    used = set()
+    for path in list((ROOT / "wizard").glob("*.py")) + list((ROOT / "recipes").glob("*.py")):
+        if path.name != "i18n.py":  # the catalogue itself names every key
+            used |= set(KEY_LITERAL.findall(path.read_text()))
+    used |= {f"step.{n}.{part}" for n in recipes.STEPS for part in ("title", "desc")}
+    used |= {f"status.{s}" for s in STATUSES}
+    missing = sorted(k for k in used if k not in i18n.CATALOG)
+    assert not missing, missing
+    assert len(used) > 150  # the scan really found the code's keys
+
+
+def test_language_comes_from_flag_then_locale():
+    assert i18n.detect_lang(["--lang", "zh"], {}) == "zh"
+    assert i18n.detect_lang(["--lang=en"], {"LANG": "zh_CN.UTF-8"}) == "en"
+    assert i18n.detect_lang([], {"LANG": "zh_CN.UTF-8"}) == "zh"
+    assert i18n.detect_lang([], {"LC_ALL": "en_US.UTF-8", "LANG": "zh_CN.UTF-8"}) == "en"
+    assert i18n.detect_lang([], {}) == "en"
+
+
+def test_nested_messages_render_in_the_current_language():
+    from recipes.base import msg
+
+    m = msg("deploy.backend.label", backend="vllm", state=msg("deploy.not_installed_short"))
+    assert i18n.render(m) == "vllm (not installed)"
+    i18n.set_lang("zh")
+    try:
+        assert i18n.render(m) == "vllm（未安装）"
+    finally:
+        i18n.set_lang("en")

@@ -1,0 +1,121 @@
+"""The session file: atomic save, the lock (from another real process), corrupted and newer files, lookup."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from wizard.session import SCHEMA_VERSION, Session, SessionError, find
+
+
+def make(home) -> Session:
+    s = Session.new("finetune", ("select_model", "download"), home)
+    s.save()
+    return s
+
+
+def test_new_session_layout(tmp_path):
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    assert s.path == tmp_path / "sessions" / f"{s.id}.json"
+    assert data["schema_version"] == SCHEMA_VERSION and data["task"] == "finetune"
+    assert list(data["steps"]) == ["select_model", "download"]
+    assert all(r["status"] == "pending" for r in data["steps"].values())
+    assert (tmp_path / "runs" / s.id).is_dir() and data["run_dir"] == str(tmp_path / "runs" / s.id)
+
+
+def test_save_is_atomic_when_the_write_fails(tmp_path, monkeypatch):
+    s = make(tmp_path)
+    before = s.path.read_bytes()
+    s.steps["select_model"]["answers"]["model"] = "x"
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        s.save()
+    assert s.path.read_bytes() == before  # the old file is whole
+    assert [p.name for p in s.path.parent.iterdir() if p.name.endswith(".tmp")] == []  # no temp left behind
+
+
+def test_lock_refuses_a_second_process(tmp_path):
+    s = make(tmp_path)
+    s.lock()
+    code = ("import sys; from wizard.session import Session, SessionError\n"
+            f"s = Session.load({str(s.path)!r})\n"
+            "try:\n    s.lock()\nexcept SessionError as e:\n    print(e.key, e.params['pid']); sys.exit(3)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 3 and r.stdout.split() == ["session.locked", str(os.getpid())]
+    s.unlock()
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_truncated_file_is_refused_and_left_untouched(tmp_path):
+    s = make(tmp_path)
+    text = s.path.read_text()
+    s.path.write_text(text[: len(text) // 2])
+    broken = s.path.read_bytes()
+    with pytest.raises(SessionError) as e:
+        Session.load(s.path)
+    assert e.value.key == "session.not_json" and e.value.params["line"] >= 1
+    assert s.path.read_bytes() == broken
+
+
+@pytest.mark.parametrize("edit,what", [
+    (lambda d: d.pop("steps"), "'steps'"),
+    (lambda d: d["steps"]["download"].update(status="finished"), "steps.download.status"),
+    (lambda d: d["steps"]["download"].update(answers=[]), "steps.download.answers"),
+    (lambda d: d.update(schema_version="1"), "schema_version"),
+])
+def test_hand_broken_file_names_what_is_wrong(tmp_path, edit, what):
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    edit(data)
+    s.path.write_text(json.dumps(data))
+    with pytest.raises(SessionError) as e:
+        Session.load(s.path)
+    assert e.value.key == "session.invalid" and what in e.value.params["what"]
+
+
+def test_newer_schema_is_refused(tmp_path):
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    data["schema_version"] = SCHEMA_VERSION + 1
+    s.path.write_text(json.dumps(data))
+    with pytest.raises(SessionError) as e:
+        Session.load(s.path)
+    assert e.value.key == "session.newer" and e.value.params["version"] == SCHEMA_VERSION + 1
+
+
+def test_older_schema_goes_through_the_migrations(tmp_path, monkeypatch):
+    from wizard import session as session_mod
+
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    data["schema_version"] = 0
+    data["steps_v0"] = data.pop("steps")
+    s.path.write_text(json.dumps(data))
+    with pytest.raises(SessionError) as e:
+        Session.load(s.path)
+    assert e.value.key == "session.no_migration"
+    monkeypatch.setitem(session_mod.MIGRATIONS, 0, lambda d: d | {"steps": d.pop("steps_v0")})
+    loaded = Session.load(s.path)
+    assert loaded.data["schema_version"] == SCHEMA_VERSION and "select_model" in loaded.steps
+
+
+def test_find_takes_the_most_recent_unfinished(tmp_path):
+    a = make(tmp_path)
+    b = make(tmp_path)
+    for r in b.steps.values():
+        r["status"] = "done"
+    b.save()
+    assert find(None, tmp_path, unfinished=True) == a.path
+    assert find(None, tmp_path) == b.path
+    assert find(a.id, tmp_path) == a.path
+    with pytest.raises(SessionError):
+        find("no-such-id", tmp_path)

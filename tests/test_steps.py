@@ -1,0 +1,193 @@
+"""Each step's run on the tiny model, in order, with the real engine resolving answers against a real local hub.
+
+The chain shares one session (module scope): select_model → evaluate_memory → download → choose_strategy → train →
+export → deploy, then a QLoRA train + export on the same download.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import recipes
+from recipes import jobs
+from recipes.hubserver import HubServer
+from recipes.tiny import REPO_ID
+from wizard import demo
+from wizard.console import UI
+from wizard.engine import Engine, StepContext, check
+from wizard.session import Session
+
+
+class Chain:
+    def __init__(self, home: Path, answers: dict):
+        self.session = Session.new("finetune", recipes.STEPS, home)
+        self.session.save()
+        self.engine = Engine(self.session, UI(), None, replay=answers)
+
+    def ctx(self, name):
+        return StepContext(self.engine, name)
+
+    def questions(self, name):
+        return {q.key: q for q in recipes.load(name).questions(self.ctx(name))}
+
+    def step(self, name, **overrides):
+        self.engine.overrides = {name: overrides}
+        mod = recipes.load(name)
+        ctx = self.ctx(name)
+        answers = self.engine.resolve(mod, ctx)
+        out = mod.run(ctx, answers)
+        rec = self.session.steps[name]
+        rec["outputs"].update(out)
+        rec["status"] = "done"
+        self.session.save()
+        assert mod.is_done(ctx, rec)
+        return out
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory, tiny_model):
+    home = tmp_path_factory.mktemp("steps-home")
+    shutil.copytree(tiny_model, demo.hub_root(home) / REPO_ID)
+    with HubServer(demo.hub_root(home)) as hub:
+        answers = demo.answers(hub.url)
+        answers["choose_strategy"] |= {"max_steps": 12, "save_steps": 5, "micro_batch": 4}
+        c = Chain(home, answers)
+        c.hub, c.home, c.tiny = hub, home, tiny_model
+        yield c
+        for job in jobs.find(c.session.run_dir):
+            job.stop(timeout=10)
+
+
+def test_select_model(chain):
+    out = chain.step("select_model")
+    assert out["architecture"] == "Qwen2ForCausalLM" and out["repo_id"] == REPO_ID
+    assert out["config"] == json.loads((chain.tiny / "config.json").read_text())
+    q = chain.questions("select_model")
+    answers = {"source": "hf", "endpoint": chain.hub.url, "model": "other"}
+    assert check(q["model_id"], "nobody/nothing", answers)[1].key == "hub.no_such_model"
+    assert check(q["model_id"], "not an id", answers)[1].key == "select_model.bad_id"
+    assert check(q["model_id"], REPO_ID, answers)[1] is None
+    assert check(q["endpoint"], "ftp://x", answers)[1].key == "select_model.bad_endpoint"
+    assert check(q["path"], str(chain.tiny), {"source": "local"})[1] is None
+    assert check(q["path"], str(chain.home), {"source": "local"})[1].key == "hub.no_local_model"
+
+
+def test_evaluate_memory_counts_parameters_exactly(chain):
+    from transformers import AutoModelForCausalLM
+
+    out = chain.step("evaluate_memory")
+    model = AutoModelForCausalLM.from_pretrained(chain.tiny)
+    assert out["shape"]["n_params"] == sum(p.numel() for p in model.parameters())
+    assert len(out["estimates"]) == 6 and not out["calibrated"]
+    assert out["recommended"] == {"method": "lora", "activation_checkpointing": False}
+    est = {(e["method"], e["activation_checkpointing"]): e for e in out["estimates"]}
+    assert est[("lora", True)]["components"]["activations"] < est[("lora", False)]["components"]["activations"]
+    assert est[("qlora", False)]["components"]["weights"] < est[("lora", False)]["components"]["weights"]
+
+
+def test_download_verifies_and_records_the_commit(chain):
+    out = chain.step("download")
+    d = Path(out["model_dir"])
+    for f in chain.tiny.iterdir():
+        assert hashlib.sha256((d / f.name).read_bytes()).hexdigest() == hashlib.sha256(f.read_bytes()).hexdigest()
+    repo = chain.hub.hub.repo(REPO_ID)
+    assert out["commit"] == repo.commit and out["bytes"] == sum(f["size"] for f in repo.files.values())
+    gets = lambda: sum(1 for m, p, _ in chain.hub.hub.requests if m == "GET" and p.endswith("model.safetensors"))  # noqa
+    before = gets()
+    chain.step("download")  # complete files are not fetched again
+    assert gets() == before
+
+
+def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
+    out = chain.step("choose_strategy")
+    assert out["n_records"] >= 200 and out["dataset_format"] == "alpaca"
+    assert all("<|im_start|>assistant\n" in s for s in out["samples"]) and len(out["samples"]) == 2
+    q = chain.questions("choose_strategy")
+    good = tmp_path / "m.jsonl"
+    good.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": "hello"}]}) + "\n")
+    assert check(q["dataset_path"], str(good), {})[1] is None
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c"\n')
+    err = check(q["dataset_path"], str(bad), {})[1]
+    assert err.key == "data.bad_line" and err.args["line"] == 2
+    assert check(q["lora_rank"], "0", {})[1].key == "answer.out_of_range"
+    assert check(q["lora_targets"], "q_proj,v_proj", {})[1] is None
+    assert check(q["lora_targets"], "q proj;", {})[1].key == "choose_strategy.bad_targets"
+
+
+def test_train_runs_detached_and_writes_events_and_checkpoints(chain):
+    out = chain.step("train")
+    tdir = Path(out["train_dir"])
+    assert out["steps"] == 12 and Path(out["adapter_dir"], "adapter_config.json").exists()
+    events, _ = jobs.read_events(tdir / "events.jsonl")
+    steps = [e for e in events if e["event"] == "step"]
+    assert len(steps) == 12 and all(e["v"] == 1 for e in events)
+    assert {"step", "loss", "lr", "tokens_per_s", "mem_gib", "total_steps"} <= set(steps[-1])
+    assert [e["step"] for e in events if e["event"] == "checkpoint"] == [5, 10, 12]
+    assert sorted(p.name for p in (tdir / "checkpoints").glob("checkpoint-*")) == ["checkpoint-10", "checkpoint-12"]
+    assert out["samples"]["before"] and out["samples"]["after"]
+    job = jobs.read(tdir / "trainer.pid.json")
+    assert job.pid == chain.session.steps["train"]["outputs"]["trainer_pid"] and not job.alive()
+
+
+def test_export_merge_matches_the_adapter_model_and_bnb4_loads(chain):
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = chain.step("export")
+    tok = AutoTokenizer.from_pretrained(out["merged_dir"])
+    ids = tok("Short answer: LoRA trains small matrices.", return_tensors="pt")["input_ids"]
+    base = AutoModelForCausalLM.from_pretrained(chain.session.steps["download"]["outputs"]["model_dir"])
+    adapted = PeftModel.from_pretrained(base, chain.session.steps["train"]["outputs"]["adapter_dir"]).eval()
+    merged = AutoModelForCausalLM.from_pretrained(out["merged_dir"]).eval()
+    with torch.no_grad():
+        diff = (adapted(ids).logits - merged(ids).logits).abs().max().item()
+    assert diff < 1e-4
+    assert tok.chat_template and "<|im_end|>" in tok.chat_template
+    gen = json.loads(Path(out["merged_dir"], "generation_config.json").read_text())
+    assert tok.convert_tokens_to_ids("<|im_end|>") in gen["eos_token_id"]
+    q4 = AutoModelForCausalLM.from_pretrained(out["bnb4_dir"])
+    assert q4.config.quantization_config.load_in_4bit
+    assert q4.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
+    assert not any(p.name.startswith(".") for p in Path(out["merged_dir"]).parent.iterdir())  # no temp folders
+
+
+def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
+    from openai import OpenAI
+
+    out = chain.step("deploy")
+    assert out["endpoint"].startswith("http://127.0.0.1:") and out["reply"]
+    client = OpenAI(base_url=out["endpoint"], api_key="unused")
+    r = client.chat.completions.create(model=out["served_model"], max_tokens=8, temperature=0,
+                                       messages=[{"role": "user", "content": "What is LoRA?"}])
+    assert r.choices[0].message.content
+    chunks = list(client.chat.completions.create(model=out["served_model"], max_tokens=8, stream=True,
+                                                 messages=[{"role": "user", "content": "Hi"}]))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    q = chain.questions("deploy")
+    assert check(q["host"], "0.0.0.0", {})[1].key == "deploy.loopback_only"
+    port = int(out["endpoint"].rsplit(":", 1)[1].split("/")[0])
+    assert check(q["port"], str(port), {"host": "127.0.0.1"})[1].key == "deploy.port_in_use"
+    assert check(q["backend"], "vllm", {})[1].key == "deploy.backend_later"
+    job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
+    assert job.alive() and job.stop() and not job.alive()
+
+
+def test_qlora_trains_and_merges_into_the_unquantized_base(chain):
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.step("choose_strategy", method="qlora", max_steps="4", save_steps="2")
+    out = chain.step("train")
+    assert out["method"] == "qlora" and out["steps"] == 4
+    cfg = json.loads(Path(out["adapter_dir"], "adapter_config.json").read_text())
+    assert cfg["r"] == 16
+    exp = chain.step("export", bnb_4bit="false")
+    merged = json.loads(Path(exp["merged_dir"], "config.json").read_text())
+    assert "quantization_config" not in merged and "bnb4_dir" not in exp
