@@ -33,7 +33,9 @@ def installed(backend: str) -> bool:
 
 
 def port_free(host: str, port: int) -> bool:
+    """Can a server listen on host:port? SO_REUSEADDR as uvicorn sets it, so TIME_WAIT leftovers do not count."""
     with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError:

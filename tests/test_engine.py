@@ -81,12 +81,21 @@ def test_defaults_non_interactive_and_the_secret_is_used_but_never_written(tmp_p
 
 def test_precedence_set_over_replay_over_resumed_over_default(tmp_path):
     e, s = engine(tmp_path, overrides={"a": {"n": "12"}}, replay={"a": {"n": 4, "mode": "full", "path": "p"},
-                                                                 "b": {"x": 0.25}})
+                                                                 "b": {"x": 0.25}},
+                  defaults={"a": {"n": 2, "flag": False, "mode": "lora"}})
     s.steps["a"]["answers"] = {"n": 6, "mode": "lora", "flag": True}  # as a resumed session would hold
     assert e.run() == 0
     a = saved(s)["steps"]["a"]["answers"]
     assert a == {"n": 12, "mode": "full", "path": "p", "flag": True}  # set > replay > resumed > default
     assert saved(s)["steps"]["b"]["answers"] == {"x": 0.25}
+
+
+def test_defaults_layer_replaces_question_defaults_below_resumed(tmp_path):
+    e, s = engine(tmp_path, defaults={"a": {"n": 2, "flag": True}, "b": {"x": 0.75}})
+    s.steps["b"]["answers"] = {"x": 0.125}
+    assert e.run() == 0
+    assert saved(s)["steps"]["a"]["answers"] == {"n": 2, "mode": "lora", "flag": True}
+    assert saved(s)["steps"]["b"]["answers"] == {"x": 0.125}
 
 
 def test_invalid_resumed_answer_is_dropped_for_the_default(tmp_path):

@@ -80,13 +80,14 @@ def _log_to(session) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _engine(session, ui, interactive: bool, overrides: dict, replay: dict | None = None) -> int:
+def _engine(session, ui, interactive: bool, overrides: dict, replay: dict | None = None,
+            defaults: dict | None = None) -> int:
     from wizard.engine import Engine
     from wizard.prompter import QuestionaryPrompter
 
     _log_to(session)
     prompter = QuestionaryPrompter() if interactive else None
-    return Engine(session, ui, prompter, overrides=overrides, replay=replay).run()
+    return Engine(session, ui, prompter, overrides=overrides, replay=replay, defaults=defaults).run()
 
 
 def _load_locked(ref: str | None, unfinished: bool = False):
@@ -101,7 +102,8 @@ def _load_locked(ref: str | None, unfinished: bool = False):
 
 
 def _demo_hub(ui, overrides: dict):
-    """Build (once) and serve the tiny model; point the session's endpoint at this hub."""
+    """Build (once) and serve the tiny model; point the session's endpoint at this hub (a --set, since the URL
+    changes between runs). Returns the server and the demo's embedded answers (the defaults layer)."""
     from wizard import demo
     from wizard.session import home
 
@@ -111,7 +113,7 @@ def _demo_hub(ui, overrides: dict):
     hub = demo.start_hub(h)
     ui.say(T("cli.demo.hub", url=hub.url, repo="yichui/tiny-qwen2-chat"))
     overrides.setdefault("select_model", {}).setdefault("endpoint", hub.url)
-    return hub
+    return hub, demo.answers(hub.url)
 
 
 def _need_tty() -> None:
@@ -152,19 +154,18 @@ def run(task: str = typer.Option("finetune", "--task", help=T("cli.opt.task")), 
 @app.command(help=T("cli.demo"))
 def demo(set_: Optional[List[str]] = SetOpt):
     import recipes
-    from wizard import demo as demo_mod
     from wizard.session import Session
 
     t0 = time.time()
     overrides = _parse_sets(set_)
     ui = _ui()
-    hub = _demo_hub(ui, overrides)
+    hub, defaults = _demo_hub(ui, overrides)
     s = Session.new("finetune", recipes.TASKS["finetune"], demo=True)
     s.save()
     s.lock()
     ui.say(T("cli.new_session", id=s.id, path=str(s.path)))
     try:
-        code = _engine(s, ui, False, overrides, replay=demo_mod.answers(hub.url))
+        code = _engine(s, ui, False, overrides, defaults=defaults)
     finally:
         hub.stop()
     if code == 0:
@@ -183,9 +184,9 @@ def resume(session: Optional[str] = SessionArg, yes: bool = YesOpt, set_: Option
     if s.is_finished():
         ui.say(T("cli.already_finished", id=s.id))
         raise typer.Exit(0)
-    hub = _demo_hub(ui, overrides) if s.data.get("demo") and s.steps["download"]["status"] != "done" else None
+    hub, defaults = _demo_hub(ui, overrides) if s.data.get("demo") else (None, None)
     try:
-        code = _engine(s, ui, not yes, overrides)
+        code = _engine(s, ui, not yes, overrides, defaults=defaults)
     finally:
         if hub:
             hub.stop()
@@ -209,7 +210,7 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     s.save()
     s.lock()
     ui.say(T("cli.replaying", path=str(old.path), id=s.id))
-    hub = _demo_hub(ui, overrides) if old.data.get("demo") else None
+    hub, _ = _demo_hub(ui, overrides) if old.data.get("demo") else (None, None)
     try:
         code = _engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()})
     finally:

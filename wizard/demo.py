@@ -31,7 +31,8 @@ def start_hub(home: Path):
 
 
 def answers(hub_url: str) -> dict:
-    """Every answer of the demo, as a replay layer (``--set`` still wins). Tuned so 2 CPU cores finish in minutes:
+    """Every answer of the demo, as the defaults layer (``--set`` and resumed answers win). Tuned so 2 CPU cores
+    finish in minutes:
     60 LoRA steps on micro-batches of 8 at a high learning rate, which a 0.7 M-parameter model needs to move."""
     return {
         "select_model": {"source": "hf", "endpoint": hub_url, "model": "yichui-tiny", "revision": "main"},

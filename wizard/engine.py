@@ -121,15 +121,18 @@ class Engine:
         prompter: a prompter (interactive) or None (nothing is asked).
         overrides: ``{step: {key: raw string}}`` from ``--set``.
         replay: ``{step: {key: value}}`` from a replayed session file.
+        defaults: ``{step: {key: value}}`` replacing the questions' own defaults (the demo's embedded answers).
         home: YICHUI_HOME (default: derived from the session's run directory).
         load: step name → step module (tests pass their own steps).
     """
 
     def __init__(self, session: Session, ui, prompter=None, overrides: dict | None = None,
-                 replay: dict | None = None, home: Path | None = None, load=recipes.load):
+                 replay: dict | None = None, defaults: dict | None = None, home: Path | None = None,
+                 load=recipes.load):
         self.session, self.ui, self.prompter, self.load = session, ui, prompter, load
         self.overrides = overrides or {}
         self.replay = replay or {}
+        self.defaults = defaults or {}
         self.home = home or Path(session.run_dir).parent.parent
 
     # -- answers -----------------------------------------------------------------------------------------------
@@ -145,6 +148,8 @@ class Engine:
                 yield "resumed", value
             else:
                 log.info("dropping resumed answer %s.%s=%r: %s", step, q.key, resumed[q.key], err.key)
+        if q.key in self.defaults.get(step, {}):
+            yield "default", self.defaults[step][q.key]
         default = q.resolve_default(answers)
         if default is not None:
             yield "default", default

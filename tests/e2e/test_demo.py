@@ -1,0 +1,65 @@
+"""`yichui demo` end to end (the README's first command), then `replay --yes` of the finished session, then a
+replay with a missing answer. Real processes throughout: the wizard, the detached trainer, `transformers serve`."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import sessions, stop_all, yichui
+
+SECRET = "hf_DoNotLeakThisTokenValue123"
+
+
+@pytest.fixture
+def finished_demo(home):
+    r = yichui(home, "demo", timeout=600, HF_TOKEN=SECRET)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    (s,) = sessions(home)
+    yield home, s, r
+    stop_all(home)
+
+
+def test_demo_then_replay(finished_demo):
+    home, s, r = finished_demo
+    assert all(rec["status"] == "done" for rec in s["steps"].values())
+    train = s["steps"]["train"]["outputs"]
+    assert train["steps"] >= 30 and train["last5_mean"] < 0.8 * train["first5_mean"], train
+    deploy = s["steps"]["deploy"]["outputs"]
+    assert deploy["reply"] and deploy["endpoint"].startswith("http://127.0.0.1:")
+    assert "Before fine-tuning" in r.stdout and "After fine-tuning" in r.stdout and deploy["reply"] in r.stdout
+    assert s["steps"]["download"]["outputs"]["commit"]
+    for f in [p for p in (home / "sessions").iterdir()] + list((home / "runs").rglob("*.log")):
+        assert SECRET not in f.read_text(errors="replace"), f  # the hub token reached neither session nor logs
+    assert SECRET not in r.stdout + r.stderr
+
+    st = yichui(home, "status", s["id"])
+    assert st.returncode == 0 and "server" in st.stdout and "running" in st.stdout
+    stop = yichui(home, "stop", s["id"])
+    assert stop.returncode == 0 and "Stopped server" in stop.stdout
+    assert "not running" in yichui(home, "status", s["id"]).stdout
+    shown = yichui(home, "show", s["id"])
+    assert shown.returncode == 0 and shown.stdout.count("done") >= 7
+
+    rp = yichui(home, "replay", s["id"], "--yes", timeout=600)
+    assert rp.returncode == 0, rp.stdout[-3000:] + rp.stderr[-3000:]
+    new = next(x for x in sessions(home) if x["id"] != s["id"])
+    assert new["replay_of"].endswith(s["id"] + ".json")
+    for name, rec in s["steps"].items():
+        old_answers = dict(rec["answers"])
+        new_answers = dict(new["steps"][name]["answers"])
+        if name == "select_model":  # the demo hub moved to a new port; the rest is the same decision
+            assert old_answers.pop("endpoint") != new_answers.pop("endpoint")
+        assert new_answers == old_answers, name
+    same = lambda step, key: new["steps"][step]["outputs"][key] == s["steps"][step]["outputs"][key]  # noqa: E731
+    assert same("evaluate_memory", "recommended") and same("download", "commit") and same("choose_strategy", "strategy")
+    assert new["steps"]["train"]["outputs"]["steps"] == train["steps"]
+
+
+def test_replay_with_a_missing_answer_names_the_set(finished_demo, tmp_path):
+    home, s, _ = finished_demo
+    s["steps"]["select_model"]["answers"]["model"] = "other"  # model_id (no default) is now needed and absent
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(s))
+    r = yichui(home, "replay", str(edited), "--yes")
+    assert r.returncode == 2
+    assert "select_model.model_id" in r.stderr and "--set select_model.model_id=VALUE" in r.stderr

@@ -1,0 +1,79 @@
+"""Interruption with real kill -9: the wizard alone (resume re-attaches to the same trainer), then wizard and trainer
+(resume continues from the last checkpoint), on a run long enough to interrupt (400 steps, checkpoint every 20)."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+
+from conftest import YICHUI, env_for, kill9, sessions, stop_all, wait_for, yichui
+
+from recipes import jobs
+
+LONG = ["--set", "choose_strategy.max_steps=400", "--set", "choose_strategy.save_steps=20",
+        "--set", "choose_strategy.save_total_limit=3"]
+
+
+def spawn(home, log, *args):
+    return subprocess.Popen([YICHUI, *args], env=env_for(home), stdin=subprocess.DEVNULL,
+                            stdout=open(log, "w"), stderr=subprocess.STDOUT)
+
+
+def last_step(run_dir) -> int:
+    events, _ = jobs.read_events(run_dir / "train" / "events.jsonl")
+    return max((e["step"] for e in events if e["event"] == "step"), default=0)
+
+
+def test_kill_wizard_then_both_and_resume(home, tmp_path):
+    try:
+        _scenario(home, tmp_path)
+    finally:
+        stop_all(home)
+
+
+def _scenario(home, tmp_path):
+    wizard = spawn(home, tmp_path / "demo.log", "demo", *LONG)
+    (s,) = wait_for(lambda: sessions(home), 120, what="the session file")
+    run_dir = home / "runs" / s["id"]
+    wait_for(lambda: last_step(run_dir) >= 25, 240, what="training past the first checkpoint")
+
+    # 1. kill -9 the wizard alone: the trainer (own session, stdin /dev/null) goes on
+    kill9(wizard.pid)
+    wizard.wait()
+    trainer = jobs.read(run_dir / "train" / "trainer.pid.json")
+    assert trainer.alive()
+    step_at_kill = last_step(run_dir)
+    assert json.loads((home / "sessions" / f"{s['id']}.json").read_text())["steps"]["train"]["status"] == "running"
+
+    resumed = spawn(home, tmp_path / "resume1.log", "resume", s["id"], "--yes")
+    wait_for(lambda: f"Re-attaching to the running trainer (pid {trainer.pid})" in (tmp_path / "resume1.log").read_text(),
+             60, what="resume to re-attach")
+    wait_for(lambda: last_step(run_dir) > step_at_kill + 5, 60, what="training to go on under the re-attached view")
+    assert trainer.alive()
+
+    # 2. kill -9 the wizard and the trainer: resume restarts from the last checkpoint
+    kill9(resumed.pid)
+    resumed.wait()
+    os.killpg(trainer.pid, signal.SIGKILL)
+    wait_for(lambda: not trainer.alive(), 10, what="the trainer to die")
+    steps_done = last_step(run_dir)
+    assert steps_done < 400, "training finished before it could be interrupted"
+    ckpts = sorted(int(p.name.split("-")[1]) for p in (run_dir / "train" / "checkpoints").glob("checkpoint-*"))
+    assert ckpts and ckpts[-1] > 0
+
+    r = yichui(home, "resume", s["id"], "--yes", timeout=600)
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert f"Resuming training from checkpoint-{ckpts[-1]}" in r.stdout
+    result = json.loads((run_dir / "train" / "result.json").read_text())
+    assert result["resumed_from"] == f"checkpoint-{ckpts[-1]}" and result["steps"] == 400
+    new_trainer = jobs.read(run_dir / "train" / "trainer.pid.json")
+    assert new_trainer.pid != trainer.pid
+    events, _ = jobs.read_events(run_dir / "train" / "events.jsonl")
+    restart = [e for e in events if e["event"] == "start" and e["pid"] == new_trainer.pid]
+    assert restart and restart[0]["resumed_from"] == f"checkpoint-{ckpts[-1]}"
+    first_new_step = min(e["step"] for e in events if e["event"] == "step" and e["pid"] == new_trainer.pid)
+    assert first_new_step == ckpts[-1] + 1  # no step lost beyond the checkpoint interval, none repeated before it
+    final = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
+    assert all(rec["status"] == "done" for rec in final["steps"].values())
+    assert final["steps"]["deploy"]["outputs"]["reply"]

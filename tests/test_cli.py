@@ -1,0 +1,100 @@
+"""The installed `yichui` command: start-up stays light, bad input gets one line and exit 2, files stay untouched."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from conftest import YICHUI, sessions, yichui
+from wizard.session import SCHEMA_VERSION, Session
+
+
+def test_help_lists_the_command_table_and_imports_no_torch(home):
+    r = yichui(home, "--help")
+    assert r.returncode == 0
+    for cmd in ("run", "demo", "resume", "replay", "steps", "show", "status", "stop"):
+        assert cmd in r.stdout
+    code = "import sys, wizard.cli, recipes; [recipes.load(n) for n in recipes.STEPS]; " \
+           "print(sorted(m for m in ('torch', 'transformers', 'trl', 'peft') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_help_in_chinese(home):
+    r = yichui(home, "--lang", "zh", "--help")
+    assert r.returncode == 0 and "会话" in r.stdout
+
+
+def test_wizard_without_a_terminal_points_to_replay_and_demo(home):
+    for args in ([], ["run"], ["resume"]):
+        r = yichui(home, *args)
+        assert r.returncode == 2 and "replay SESSION --yes" in r.stderr and "demo" in r.stderr, args
+    r = yichui(home, "--lang", "zh")
+    assert r.returncode == 2 and "没有终端" in r.stderr
+
+
+def test_bad_set_values(home):
+    r = yichui(home, "run", "--yes", "--set", "nodot=1")
+    assert r.returncode == 2 and "step.key=value" in r.stderr
+    r = yichui(home, "run", "--yes", "--set", "nostep.key=1")
+    assert r.returncode == 2 and "unknown step 'nostep'" in r.stderr
+    r = yichui(home, "run", "--task", "bake", "--yes")
+    assert r.returncode == 2 and "bake" in r.stderr
+
+
+def test_no_sessions_yet(home):
+    r = yichui(home, "show")
+    assert r.returncode == 2 and "No sessions" in r.stderr
+    r = yichui(home, "resume", "--yes")
+    assert r.returncode == 2 and "No unfinished session" in r.stderr
+
+
+def test_truncated_session_file_is_named_and_left_untouched(home):
+    s = Session.new("finetune", ("select_model",), home)
+    s.save()
+    s.path.write_text(s.path.read_text()[:40])
+    before = s.path.read_bytes()
+    for args in (["show", s.id], ["resume", s.id, "--yes"], ["replay", str(s.path), "--yes"], ["status", s.id]):
+        r = yichui(home, *args)
+        assert r.returncode == 2 and str(s.path) in r.stderr and "not valid JSON" in r.stderr, args
+        assert len(r.stderr.strip().splitlines()) == 1
+    assert s.path.read_bytes() == before
+
+
+def test_newer_schema_is_refused_with_the_fix(home):
+    s = Session.new("finetune", ("select_model",), home)
+    data = dict(s.data, schema_version=SCHEMA_VERSION + 1)
+    s.path.parent.mkdir(parents=True, exist_ok=True)
+    s.path.write_text(json.dumps(data))
+    r = yichui(home, "resume", s.id, "--yes")
+    assert r.returncode == 2 and "upgrade yichui" in r.stderr
+
+
+def test_second_wizard_on_one_session_is_refused(home):
+    s = Session.new("finetune", ("select_model",), home)
+    s.save()
+    s.lock()  # this test process holds it, as a running wizard would
+    r = yichui(home, "resume", s.id, "--yes")
+    assert r.returncode == 2 and "another yichui" in r.stderr
+    s.unlock()
+
+
+def test_run_yes_with_a_missing_answer_names_the_set(home, hub):
+    r = yichui(home, "run", "--yes", "--set", f"select_model.endpoint={hub.url}", "--set", "select_model.model=other")
+    assert r.returncode == 2
+    assert "select_model.model_id" in r.stderr and "--set select_model.model_id=VALUE" in r.stderr
+    (s,) = sessions(home)
+    assert s["steps"]["select_model"]["answers"] == {"source": "hf", "endpoint": hub.url, "model": "other"}
+
+
+def test_run_yes_with_an_unknown_model_fails_cleanly(home, hub):
+    r = yichui(home, "run", "--yes", "--set", f"select_model.endpoint={hub.url}", "--set", "select_model.model=other",
+               "--set", "select_model.model_id=nobody/nothing")
+    assert r.returncode == 2 and "No such model: nobody/nothing" in r.stderr
+
+
+def test_steps_lists_seven(home):
+    r = yichui(home, "steps")
+    assert r.returncode == 0
+    for name in ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy"):
+        assert name in r.stdout
