@@ -1,0 +1,203 @@
+"""The interactive wizard in a real pseudo-terminal (pexpect), driven through every prompt.
+
+English: non-default choices everywhere and six validation re-prompts, then the answers are checked in the session
+file. Chinese: Ctrl-C at a prompt (exit 130, the resume command printed), then `resume` in a new terminal, pre-filled
+answers confirmed, to the end.
+"""
+from __future__ import annotations
+
+import json
+import re
+import socket
+
+import pexpect
+import pytest
+from conftest import YICHUI, env_for, sessions, stop_all
+
+from recipes import datasets
+
+DOWN, UP, ENTER, CLEAR, CTRL_C = "\x1b[B", "\x1b[A", "\r", "\x15", "\x03"
+
+
+class Term:
+    """A yichui process in a pty; ``ask`` waits for a prompt's text, then types."""
+
+    def __init__(self, home, hub, *args, lang="en"):
+        env = env_for(home, HF_ENDPOINT=hub.url, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1",
+                      LANG="zh_CN.UTF-8" if lang == "zh" else "C.UTF-8")
+        self.p = pexpect.spawn(YICHUI, list(args), env=env, encoding="utf-8", dimensions=(50, 160), timeout=90)
+        self.log = []
+        self.p.logfile_read = self
+
+    def write(self, s):  # pexpect logfile: keep the transcript for failure messages
+        self.log.append(s)
+
+    def flush(self):
+        pass
+
+    def expect(self, text, timeout=90):
+        try:
+            self.p.expect(re.escape(text), timeout=timeout)
+        except (pexpect.TIMEOUT, pexpect.EOF):
+            tail = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(self.log))[-3000:]
+            raise AssertionError(f"never saw {text!r}; screen ended with:\n{tail}") from None
+
+    def ask(self, prompt, keys="", clear=False, enter=True):
+        self.expect(prompt)
+        if clear:
+            self.p.send(CLEAR)
+        self.p.send(keys)
+        if enter:
+            self.p.send(ENTER)
+
+    def finish(self, timeout=300) -> int:
+        self.p.expect(pexpect.EOF, timeout=timeout)
+        self.p.close()
+        return self.p.exitstatus
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def messages_file(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    convs = datasets.load_records(datasets.bundled_dataset_path())[:48]
+    path.write_text("".join(json.dumps({"messages": c}) + "\n" for c in convs))
+    return path
+
+
+def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_file, tmp_path):
+    port = free_port()
+    t = Term(home, hub)
+    try:
+        t.ask("Where does the model come from?")                      # Hugging Face
+        t.ask("Hub endpoint (mirror URL):")                           # pre-filled from HF_ENDPOINT
+        t.ask("Which model?")                                         # Qwen2.5 0.5B: not on this hub
+        t.expect("No such model: Qwen/Qwen2.5-0.5B-Instruct")          # re-prompt 1
+        t.ask("Which model?", DOWN * 15)                              # Another hub id …
+        t.ask("Hub id (org/name):", "not an id")
+        t.expect("is not a hub id")                                   # re-prompt 2
+        t.ask("Hub id (org/name):", "yichui/tiny-qwen2-chat", clear=True)
+        t.ask("Revision (branch, tag or commit):")
+        t.ask("Which GPU will train it?", UP)                          # T4 instead of the A10 default
+        t.ask("How many GPUs?", "2", clear=True)
+        t.ask("Download into folder:")
+        t.ask("Fine-tuning method:", DOWN)                            # QLoRA
+        t.ask("LoRA rank r:", "0", clear=True)
+        t.expect("Must be between 1 and 1024")                        # re-prompt 3
+        t.ask("LoRA rank r:", "4", clear=True)
+        t.ask("LoRA alpha:", "16", clear=True)
+        t.ask("LoRA dropout:", "0.1", clear=True)
+        t.ask("LoRA target modules", "q_proj,v_proj", clear=True)
+        t.ask("Activation checkpointing", "y", enter=False)
+        t.ask("Training data:", DOWN)                                 # a local file
+        t.ask("Path of the dataset file:", str(tmp_path / "missing.jsonl"))
+        t.expect("does not exist")                                    # re-prompt 4
+        t.ask("Path of the dataset file:", str(messages_file), clear=True)
+        t.ask("Maximum sequence length", "128", clear=True)
+        t.ask("Micro-batch size", "2", clear=True)
+        t.ask("Gradient accumulation steps:", "2", clear=True)
+        t.ask("Learning rate:", "0.002", clear=True)
+        t.ask("Optimizer steps", "6", clear=True)
+        t.ask("Save a checkpoint every N steps:", "3", clear=True)
+        t.ask("Keep the last K checkpoints:", "1", clear=True)
+        t.ask("A question to ask the model", "What is QLoRA?", clear=True)
+        t.ask("Train on:", DOWN)                                      # CPU
+        t.expect("Training finished", timeout=240)
+        t.ask("Weights dtype of the merged model:", DOWN * 3)          # float32
+        t.ask("Also save a bitsandbytes 4-bit", "n", enter=False)
+        t.ask("Serving engine:", DOWN)                                # vLLM: not launchable yet
+        t.expect("not supported yet")                                 # re-prompt 5
+        t.ask("Serving engine:", UP)
+        t.ask("Which export to serve?")
+        t.ask("Bind address:", "0.0.0.0", clear=True)
+        t.expect("only binds 127.0.0.1")                              # re-prompt 6
+        t.ask("Bind address:", "127.0.0.1", clear=True)
+        t.ask("Port:", str(port), clear=True)
+        t.expect("After fine-tuning (from the server)", timeout=300)
+        assert t.finish() == 0
+        (s,) = sessions(home)
+        a = {name: rec["answers"] for name, rec in s["steps"].items()}
+        assert a["select_model"] == {"source": "hf", "endpoint": hub.url, "model": "other",
+                                     "model_id": "yichui/tiny-qwen2-chat", "revision": "main"}
+        assert a["evaluate_memory"] == {"target_gpu": "t4-16g", "gpu_count": 2}
+        assert a["choose_strategy"] == {
+            "method": "qlora", "lora_rank": 4, "lora_alpha": 16, "lora_dropout": 0.1, "lora_targets": "q_proj,v_proj",
+            "activation_checkpointing": True, "dataset": "local", "dataset_path": str(messages_file), "seq_len": 128,
+            "micro_batch": 2, "grad_accum": 2, "learning_rate": 0.002, "max_steps": 6, "save_steps": 3,
+            "save_total_limit": 1, "sample_question": "What is QLoRA?"}
+        assert a["train"] == {"device": "cpu"}
+        assert a["export"] == {"dtype": "float32", "bnb_4bit": False}
+        assert a["deploy"] == {"backend": "transformers", "model": "merged", "host": "127.0.0.1", "port": port}
+        assert s["steps"]["train"]["outputs"]["method"] == "qlora" and s["steps"]["train"]["outputs"]["steps"] == 6
+        assert s["steps"]["deploy"]["outputs"]["endpoint"] == f"http://127.0.0.1:{port}/v1"
+    finally:
+        t.p.terminate(force=True)
+        stop_all(home)
+
+
+def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
+    t = Term(home, hub, "--lang", "zh", lang="zh")
+    try:
+        t.ask("模型来自哪里？")
+        t.ask("仓库地址（镜像 URL）：")
+        t.ask("选择哪个模型？")
+        t.expect("没有这个模型")                                       # the re-prompt, in Chinese
+        t.ask("选择哪个模型？", UP * 2)                                # the tiny demo model (second from the end)
+        t.ask("版本（分支、标签或提交号）：")
+        t.ask("用哪种 GPU 训练？")
+        t.ask("使用几块 GPU？")
+        t.ask("下载到目录：")
+        t.ask("微调方法：")                                            # LoRA (recommended)
+        t.ask("LoRA 秩 r：", "32", clear=True)
+        t.expect("LoRA alpha：")
+        t.p.send(CTRL_C)                                               # Ctrl-C at a prompt
+        t.expect("已中断")
+        (s,) = sessions(home)
+        t.expect(f"yichui resume {s['id']}")
+        assert t.finish(timeout=30) == 130
+        saved = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
+        assert saved["steps"]["choose_strategy"]["answers"] == {"method": "lora", "lora_rank": 32}
+        assert saved["steps"]["download"]["status"] == "done"
+
+        r = Term(home, hub, "--lang", "zh", "resume", lang="zh")
+        r.expect(f"继续会话 {s['id']}")
+        r.expect("已完成，跳过")                                       # done steps are not asked again
+        r.ask("微调方法：")                                            # pre-filled: lora
+        r.ask("LoRA 秩 r：")                                           # pre-filled: 32, confirmed
+        r.ask("LoRA alpha：")                                          # default 2 × 32
+        r.ask("LoRA dropout：")
+        r.ask("LoRA 目标模块")
+        r.ask("启用激活检查点", "n", enter=False)
+        r.ask("训练数据：")
+        r.ask("最大序列长度（token）：", "128", clear=True)
+        r.ask("微批大小", "4", clear=True)
+        r.ask("梯度累积步数：", "1", clear=True)
+        r.ask("学习率：")
+        r.ask("优化步数", "4", clear=True)
+        r.ask("每 N 步保存一次检查点：", "2", clear=True)
+        r.ask("保留最近 K 个检查点：")
+        r.ask("训练前后用来提问模型的问题：")
+        r.ask("训练设备：")
+        r.expect("训练完成", timeout=240)
+        r.ask("合并后模型的权重精度：")
+        r.ask("同时保存 bitsandbytes 4 位", "y", enter=False)
+        r.ask("推理服务引擎：")
+        r.ask("部署哪个导出结果？", DOWN)                               # the bnb 4-bit copy
+        r.ask("监听地址：")
+        r.ask("端口：")
+        r.expect("微调后（来自服务）", timeout=300)
+        assert r.finish() == 0
+        final = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
+        assert all(rec["status"] == "done" for rec in final["steps"].values())
+        cs = final["steps"]["choose_strategy"]["answers"]
+        assert (cs["method"], cs["lora_rank"], cs["lora_alpha"], cs["max_steps"]) == ("lora", 32, 64, 4)
+        assert final["steps"]["deploy"]["answers"]["model"] == "bnb-4bit"
+        assert final["steps"]["deploy"]["outputs"]["reply"]
+    finally:
+        t.p.terminate(force=True)
+        stop_all(home)
