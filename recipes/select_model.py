@@ -6,6 +6,7 @@ and asked again.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from recipes import hub, models
 from recipes.base import Choice, Question, StepError, msg
@@ -21,7 +22,7 @@ CONFIG_FIELDS = ("model_type", "architectures", "hidden_size", "intermediate_siz
 
 def _repo(answers: dict) -> str | None:
     if answers.get("source") == "local":
-        return answers.get("path")
+        return str(Path(answers["path"]).expanduser().resolve()) if answers.get("path") else None
     if answers.get("model") == "other":
         return answers.get("model_id")
     entry = models.by_key(answers.get("model", ""))
@@ -29,12 +30,10 @@ def _repo(answers: dict) -> str | None:
 
 
 def questions(ctx) -> list[Question]:
-    fetched: dict = {}
-
     def check_model(repo: str, answers: dict, revision: str = "main"):
+        """Fetch config.json now, so an unknown id is refused at the prompt (the hub client caches it for run)."""
         try:
-            fetched[(answers["source"], repo, revision)] = hub.fetch_config(
-                answers["source"], repo, answers.get("endpoint"), revision)
+            hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
         except StepError as e:
             return e.msg
         return None
