@@ -8,6 +8,7 @@ finished.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -29,22 +30,18 @@ def questions(ctx) -> list[Question]:
     ]
 
 
+@contextlib.contextmanager
 def _atomic_dir(final: Path):
-    """Context: yields a temp folder beside ``final``; renamed onto it on success, removed on failure."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def cm():
-        final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-        try:
-            yield tmp
-            if final.exists():
-                shutil.rmtree(final)
-            os.replace(tmp, final)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return cm()
+    """Yield a temp folder beside ``final``; it replaces ``final`` on success and is removed on failure."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        yield tmp
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _dtype(choice: str, base_dir: str):

@@ -114,7 +114,7 @@ def _fields(first: dict, e: dict, t_start: float) -> dict:
         rate = (e["time"] - first["time"]) / (e["step"] - first["step"])
         eta = f"{rate * max(0, total - step):.0f}s"
     return {"step": f"{step}/{total}", "loss": e.get("loss"), "lr": f"{e.get('lr', 0):.2e}",
-            "tokens/s": e.get("tokens_per_s"), "peak memory GiB": f"{e.get('mem_gib')} ({e.get('mem_kind')})",
+            "tokens/s": e.get("tokens_per_s") or "?", "peak memory GiB": f"{e.get('mem_gib')} ({e.get('mem_kind')})",
             "elapsed": f"{time.time() - t_start:.0f}s", "ETA": eta}
 
 

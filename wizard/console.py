@@ -15,9 +15,10 @@ from wizard import i18n
 
 
 class _Bar:
-    def __init__(self, progress: Progress | None, task, console: Console, description: str):
-        self._p, self._task, self._console, self._desc = progress, task, console, description
-        self._last = 0.0
+    """The handle a step's ``ctx.progress`` yields; a no-op when there is no terminal."""
+
+    def __init__(self, progress: Progress | None = None, task=None):
+        self._p, self._task = progress, task
 
     def update(self, completed=None, advance=None, total=None, **fields: Any) -> None:
         if self._p is not None:
@@ -67,14 +68,14 @@ class UI:
     def progress(self, description: str, total: float | None = None, unit: str = ""):
         if not self.is_terminal:
             self.say(description)
-            yield _Bar(None, None, self.out, description)
+            yield _Bar()
             return
         cols = [TextColumn("{task.description}"), BarColumn(), TaskProgressColumn()]
         cols += [DownloadColumn(binary_units=True)] if unit == "B" else []
         cols += [TimeRemainingColumn()]
         with Progress(*cols, console=self.out, transient=False) as p:
             task = p.add_task(description, total=total)
-            yield _Bar(p, task, self.out, description)
+            yield _Bar(p, task)
 
     @contextlib.contextmanager
     def live(self, title: str):
