@@ -8,6 +8,7 @@ its events until it finishes. Ctrl-C detaches the view; the training goes on.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,14 @@ from recipes.base import Choice, Question, StepError, msg
 name = "train"
 requires = ("download", "choose_strategy")
 POLL_S = 0.5
+
+
+def trainer_env() -> dict:
+    """The trainer's environment. expandable_segments lets the CUDA caching allocator grow segments instead of
+    leaving fragmented blocks: lower, steadier peak reserved memory (the memory model is calibrated with it)."""
+    env = dict(os.environ)
+    env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    return env
 
 
 def questions(ctx) -> list[Question]:
@@ -53,7 +62,7 @@ def run(ctx, answers: dict) -> dict:
             spec_path = tdir / "spec.json"
             spec_path.write_text(json.dumps(_spec(ctx, answers), indent=2, ensure_ascii=False))
             job = jobs.spawn("trainer", [sys.executable, "-m", "recipes.train_worker", str(spec_path)], tdir,
-                             cwd=Path(__file__).resolve().parent.parent)
+                             env=trainer_env(), cwd=Path(__file__).resolve().parent.parent)
             ctx.info(msg("train.started", pid=job.pid, log=job.log))
         ctx.record(trainer_pid=job.pid, train_dir=str(tdir))
         try:

@@ -17,6 +17,8 @@ import traceback
 from pathlib import Path
 
 EVENTS_VERSION = 1
+# yichui's optimizer names → transformers' (OptimizerNames): torch's fused AdamW, bitsandbytes 8-bit and paged 8-bit
+OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged": "paged_adamw_8bit"}
 
 
 class Events:
@@ -37,6 +39,21 @@ def peak_memory_gib(device: str) -> tuple[float, str]:
 
         return round(torch.cuda.max_memory_reserved() / 2**30, 3), "cuda_peak_reserved"
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3), "cpu_peak_rss"
+
+
+def cuda_memory() -> dict:
+    """GPU memory of this process in GiB: the caching allocator's peaks, and what lies outside the allocator
+    (CUDA context, cuBLAS/cuDNN handles), so that ``device_peak_gib`` = peak reserved + outside is what
+    nvidia-smi would have shown at the peak."""
+    import torch
+
+    free, total = torch.cuda.mem_get_info()
+    outside = (total - free) - torch.cuda.memory_reserved()
+    g = lambda b: round(b / 2**30, 4)  # noqa: E731
+    peak_reserved = torch.cuda.max_memory_reserved()
+    return {"peak_allocated_gib": g(torch.cuda.max_memory_allocated()), "peak_reserved_gib": g(peak_reserved),
+            "outside_allocator_gib": g(outside), "device_peak_gib": g(peak_reserved + outside),
+            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
 
 
 def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode: bool = False) -> str:
@@ -88,18 +105,37 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
     method = spec["method"]
 
-    tok = AutoTokenizer.from_pretrained(spec["model_dir"])
-    load_kw = {"dtype": dtype}
-    if method == "qlora":
-        load_kw["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
     if device == "cuda":
-        load_kw["device_map"] = {"": 0}
-    model = AutoModelForCausalLM.from_pretrained(spec["model_dir"], **load_kw)
+        torch.cuda.init()
+    attn = spec.get("attn_implementation", "sdpa")
+    tok = AutoTokenizer.from_pretrained(spec["model_dir"])
+    if spec.get("init") == "random":
+        # benchmarks: random weights of the config's shape, built in place in the training dtype (building in fp32
+        # and casting would put a 2x spike into the measured peak)
+        from transformers import AutoConfig
+
+        torch.manual_seed(0)
+        cfg = AutoConfig.from_pretrained(spec["model_dir"])
+        previous = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            with torch.device(device):
+                model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn)
+        finally:
+            torch.set_default_dtype(previous)
+    else:
+        load_kw = {"dtype": dtype, "attn_implementation": attn}
+        if method == "qlora":
+            load_kw["quantization_config"] = BitsAndBytesConfig(
+                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                bnb_4bit_compute_dtype=dtype)
+        if device == "cuda":
+            load_kw["device_map"] = {"": 0}
+        model = AutoModelForCausalLM.from_pretrained(spec["model_dir"], **load_kw)
 
     samples_file = tdir / "samples.json"
     samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
-    if "before" not in samples:
+    if spec.get("sample_question") and "before" not in samples:
         kbit_cpu = method == "qlora" and device == "cpu"
         samples = {"question": spec["sample_question"],
                    "before": answer(model, tok, spec["sample_question"], keep_train_mode=kbit_cpu)}
@@ -119,10 +155,11 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         per_device_train_batch_size=spec["micro_batch"], gradient_accumulation_steps=spec["grad_accum"],
         learning_rate=spec["learning_rate"], lr_scheduler_type=spec.get("lr_scheduler", "constant_with_warmup"),
         warmup_steps=spec.get("warmup_steps", 0), logging_steps=spec.get("logging_steps", 1),
-        save_strategy="steps", save_steps=spec["save_steps"], save_total_limit=spec["save_total_limit"],
+        save_strategy="steps" if spec["save_steps"] else "no", save_steps=spec["save_steps"] or 500,
+        save_total_limit=spec["save_total_limit"],
         activation_checkpointing=spec["activation_checkpointing"], max_length=spec["seq_len"],
         use_cpu=device == "cpu", bf16=bf16, seed=spec.get("seed", 42), data_seed=spec.get("seed", 42),
-        report_to="none", disable_tqdm=True, dataloader_num_workers=0)
+        optim=OPTIMIZERS[spec.get("optim", "adamw")], report_to="none", disable_tqdm=True, dataloader_num_workers=0)
 
     class EventsCallback(TrainerCallback):
         def __init__(self):
@@ -156,12 +193,15 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     out = trainer.train(resume_from_checkpoint=last)
     runtime = time.time() - t0
 
+    gpu_memory = cuda_memory() if device == "cuda" else None
     adapter = tdir / "adapter"
-    trainer.save_model(str(adapter))
-    tok.save_pretrained(str(adapter))
-    samples["after"] = answer(trainer.model, tok, spec["sample_question"])
-    samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
-    ev.emit("sample", phase="after", question=samples["question"], answer=samples["after"])
+    if spec.get("save_final", True):
+        trainer.save_model(str(adapter))
+        tok.save_pretrained(str(adapter))
+    if spec.get("sample_question"):
+        samples["after"] = answer(trainer.model, tok, spec["sample_question"])
+        samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
+        ev.emit("sample", phase="after", question=samples["question"], answer=samples["after"])
 
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     mem, mem_kind = peak_memory_gib(device)
@@ -170,7 +210,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
               "first5_mean": round(sum(losses[:5]) / max(1, len(losses[:5])), 5),
               "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
               "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),
-              "peak_mem_gib": mem, "mem_kind": mem_kind, "samples": samples}
+              "peak_mem_gib": mem, "mem_kind": mem_kind, "gpu_memory": gpu_memory, "samples": samples}
     tmp = tdir / "result.json.tmp"
     tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
     os.replace(tmp, tdir / "result.json")

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# On the GPU machine (device tool): install the carried wheels (.whl/, see bench/README.md), then run a benchmark.
+#   bash bench/gpu_run.sh memory [--only SHAPES]     → $OUT/memory.jsonl, $OUT/memory.log
+set -uo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+  || exit 3
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
+nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
+python3 -c "import torch, transformers, trl, peft, bitsandbytes, datasets; print('versions', torch.__version__, transformers.__version__, trl.__version__, peft.__version__, bitsandbytes.__version__, datasets.__version__)" || exit 4
+what=$1; shift
+case "$what" in
+  memory) python3 bench/memory_accuracy.py measure --out "$OUT/memory.jsonl" --work /tmp/membench "$@" 2>&1 | tee -a "$OUT/memory.log" ;;
+  *) echo "unknown benchmark $what"; exit 2 ;;
+esac

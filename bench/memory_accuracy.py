@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Memory-model accuracy: predicted vs measured peak GPU memory of yichui's own training path.
+
+Measure (GPU machine): for each configuration of the grid, run ``recipes.train_worker`` (the trainer yichui starts:
+trl SFTTrainer + peft, the allocator settings of recipes.train.trainer_env) for a few steps on random weights of a
+real shape, and record the peak reserved memory + what lies outside the allocator (CUDA context), i.e. what
+nvidia-smi shows. Two GPUs run two configurations at once; each configuration is its own process.
+
+    python bench/memory_accuracy.py measure --out results.jsonl [--gpus 0,1] [--only qwen2.5-0.5b] [--steps 5]
+
+Report (CPU, from committed measurements): prediction of the current recipes/memory.py beside each measurement,
+signed error, and the peers (accelerate's estimate-memory figures, DeepSpeed's model-states estimators).
+
+    python bench/memory_accuracy.py report bench/results/<file>.jsonl
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CONFIGS = Path(__file__).resolve().parent / "configs"
+
+# (shape, method, activation checkpointing, sequence length, micro-batch): 0.5B-8B, two vocab sizes (152k, 128k)
+GRID = [
+    ("qwen2.5-0.5b", "full", False, 2048, 1),
+    ("qwen2.5-0.5b", "full", True, 4096, 2),
+    ("qwen2.5-0.5b", "lora", False, 1024, 4),
+    ("qwen2.5-0.5b", "lora", True, 8192, 1),
+    ("qwen2.5-0.5b", "lora", True, 2048, 8),
+    ("qwen2.5-0.5b", "qlora", True, 2048, 2),
+    ("qwen2.5-1.5b", "full", True, 2048, 2),
+    ("qwen2.5-1.5b", "lora", False, 512, 8),
+    ("qwen2.5-1.5b", "lora", True, 4096, 2),
+    ("qwen2.5-1.5b", "qlora", False, 1024, 2),
+    ("qwen2.5-7b", "full", True, 1024, 1),
+    ("qwen2.5-7b", "lora", True, 2048, 1),
+    ("qwen2.5-7b", "lora", True, 8192, 1),
+    ("qwen2.5-7b", "lora", False, 512, 4),
+    ("llama3.1-8b", "full", True, 512, 2),
+    ("llama3.1-8b", "lora", True, 4096, 2),
+    ("llama3.1-8b", "lora", False, 1024, 2),
+    ("llama3.1-8b", "qlora", True, 2048, 4),
+    ("llama3.1-8b", "qlora", False, 512, 1),
+    ("qwen2.5-7b", "lora", False, 2048, 1),
+]
+
+
+# second round: variations that separate the components (LoRA dropout, targets, rank, attention, optimizer, long
+# sequences, QLoRA on 7B); keys beyond the five above override the defaults of measure_one
+GRID2 = [
+    ("qwen2.5-0.5b", "lora", False, 2048, 2, {"lora_dropout": 0.0}),
+    ("qwen2.5-0.5b", "lora", False, 2048, 2, {}),
+    ("qwen2.5-7b", "lora", False, 1024, 2, {"lora_dropout": 0.0}),
+    ("qwen2.5-7b", "lora", False, 1024, 2, {"lora_targets": "q_proj,v_proj"}),
+    ("llama3.1-8b", "lora", False, 1024, 2, {"lora_rank": 64}),
+    ("llama3.1-8b", "lora", True, 2048, 2, {"lora_rank": 64, "lora_dropout": 0.0}),
+    ("qwen2.5-1.5b", "lora", True, 4096, 2, {"lora_targets": "q_proj,v_proj"}),
+    ("qwen2.5-0.5b", "lora", False, 2048, 1, {"attn_implementation": "eager"}),
+    ("qwen2.5-1.5b", "lora", True, 4096, 1, {"attn_implementation": "eager"}),
+    ("qwen2.5-1.5b", "full", False, 1024, 2, {}),
+    ("qwen2.5-1.5b", "full", True, 2048, 2, {"optim": "adamw8bit"}),
+    ("qwen2.5-7b", "full", True, 1024, 1, {"optim": "paged"}),
+    ("qwen2.5-0.5b", "full", False, 1024, 8, {}),
+    ("qwen2.5-0.5b", "lora", True, 16384, 4, {}),
+    ("llama3.1-8b", "lora", True, 16384, 1, {}),
+    ("qwen2.5-7b", "qlora", True, 4096, 2, {}),
+    ("qwen2.5-7b", "qlora", False, 1024, 1, {}),
+    ("llama3.1-8b", "full", False, 512, 1, {}),
+    ("qwen2.5-0.5b", "qlora", False, 4096, 1, {"lora_dropout": 0.0}),
+    ("llama3.1-8b", "lora", False, 4096, 1, {"lora_dropout": 0.0}),
+]
+GRIDS = {"1": GRID, "2": GRID2}
+
+
+def row_id(shape, method, ckpt, seq, batch, extra=None) -> str:
+    tail = "".join(f"-{k.replace('lora_', '').replace('attn_implementation', 'attn')}{v}".replace(",", "+")
+                   for k, v in sorted((extra or {}).items()))
+    return f"{shape}-{method}-{'ckpt' if ckpt else 'nockpt'}-s{seq}-b{batch}{tail}"
+
+
+def prepare_shape(shape: str, work: Path, weights: bool) -> Path:
+    """A model folder: the real config.json, the tiny tokenizer (its ids fit any vocab), and for QLoRA random bf16
+    weights saved once (QLoRA quantizes while loading, so it needs a checkpoint)."""
+    from recipes import tiny
+
+    d = work / shape
+    d.mkdir(parents=True, exist_ok=True)
+    shutil.copy(CONFIGS / shape / "config.json", d / "config.json")
+    if not (d / "tokenizer.json").exists():
+        tiny._train_tokenizer(tiny._generic_corpus()[:20]).save_pretrained(d)
+    if weights and not any(d.glob("*.safetensors")):
+        code = ("import torch, transformers as T; cfg = T.AutoConfig.from_pretrained(%r); torch.manual_seed(0); "
+                "torch.set_default_dtype(torch.bfloat16)\nwith torch.device('cuda'): m = T.AutoModelForCausalLM.from_config(cfg)\n"
+                "m.save_pretrained(%r)" % (str(d), str(d)))
+        subprocess.run([sys.executable, "-c", code], check=True)
+    return d
+
+
+def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int) -> None:
+    """Conversations whose assistant turn alone exceeds ``seq`` tokens, so every micro-batch is batch × seq tokens."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    rng = random.Random(seq)
+    words = "model memory token layer batch weight gradient optimizer adapter rank attention logits".split()
+    text = ""
+    while len(tok(text)["input_ids"]) < seq + 64:
+        text += " ".join(rng.choice(words) for _ in range(256)) + ". "
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"messages": [{"role": "user", "content": f"Write text {i}."},
+                                             {"role": "assistant", "content": text}]}) + "\n")
+
+
+def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, device: str = "cuda") -> dict:
+    from recipes.train import trainer_env
+
+    shape, method, ckpt, seq, batch = cfg[:5]
+    extra = cfg[5] if len(cfg) > 5 else {}
+    rid = row_id(*cfg)
+    tdir = work / "runs" / rid
+    shutil.rmtree(tdir, ignore_errors=True)
+    tdir.mkdir(parents=True)
+    data = tdir / "data.jsonl"
+    synthetic_dataset(data, model_dir, seq, batch * steps)
+    spec = {"model_dir": str(model_dir), "init": "pretrained" if method == "qlora" else "random", "method": method,
+            "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.05, "lora_targets": "all-linear",
+            "activation_checkpointing": ckpt, "dataset_path": str(data), "seq_len": seq, "micro_batch": batch,
+            "grad_accum": 1, "learning_rate": 1e-5, "max_steps": steps, "save_steps": 0, "save_total_limit": 1,
+            "save_final": False, "sample_question": None, "device": device, "attn_implementation": "sdpa",
+            "optim": "adamw"} | extra
+    (tdir / "spec.json").write_text(json.dumps(spec))
+    env = trainer_env() | {"CUDA_VISIBLE_DEVICES": gpu, "TOKENIZERS_PARALLELISM": "false"}
+    t0 = time.time()
+    with open(tdir / "trainer.log", "w") as log:
+        rc = subprocess.run([sys.executable, "-m", "recipes.train_worker", str(tdir / "spec.json")], env=env,
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
+    row = {"id": rid, "shape": shape, "method": method, "ckpt": ckpt, "seq": seq, "batch": batch,
+           "lora_rank": spec["lora_rank"], "lora_dropout": spec["lora_dropout"], "targets": spec["lora_targets"],
+           "attn": spec["attn_implementation"], "optim": spec["optim"], "steps": steps, "rc": rc,
+           "wall_s": round(time.time() - t0, 1)}
+    result = tdir / "result.json"
+    if result.exists():
+        r = json.loads(result.read_text())
+        row |= (r["gpu_memory"] or {}) | {"runtime_s": r["runtime_s"], "peak_mem_gib": r["peak_mem_gib"],
+                                          "mem_kind": r["mem_kind"]}
+    else:
+        events = [json.loads(x) for x in (tdir / "events.jsonl").read_text().splitlines()] \
+            if (tdir / "events.jsonl").exists() else []
+        err = next((e for e in events if e["event"] == "error"), None)
+        row["error"] = err["message"] if err else (tdir / "trainer.log").read_text()[-800:]
+        row["oom"] = bool(err and err.get("kind") == "oom")
+    return row
+
+
+def environment() -> dict:
+    """Date, GPU and versions, read without creating a CUDA context here: this process shares GPU 0 with a
+    measured worker, and a context of its own would count in that worker's device memory."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for mod in ("torch", "transformers", "peft", "trl", "accelerate", "bitsandbytes", "datasets"):
+        try:
+            versions[mod] = version(mod)
+        except PackageNotFoundError:
+            versions[mod] = None
+    gpu = total = None
+    if shutil.which("nvidia-smi"):
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True).stdout.splitlines()
+        if out:
+            gpu, mib = out[0].rsplit(",", 1)
+            total = float(mib) / 1024
+    return {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "gpu": gpu,
+            "gpu_total_gib": round(total, 2) if total else None, "versions": versions}
+
+
+def cmd_measure(a) -> None:
+    import threading
+
+    work = Path(a.work or tempfile.mkdtemp(prefix="yichui-membench-"))
+    grid = [g for g in GRIDS[a.grid] if not a.only or g[0] in a.only.split(",")]
+    if a.smoke:  # a CPU check of the whole flow: short sequences, no QLoRA checkpoint to build on a GPU
+        grid = [(g[0], g[1], g[2], 64, 1, *g[5:]) for g in grid if g[1] != "qlora"][: a.smoke]
+    gpus = a.gpus.split(",") if a.gpus else ["0"]
+    env = environment()
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    print(json.dumps(env), flush=True)
+    dirs = {s: prepare_shape(s, work, weights=any(g[0] == s and g[1] == "qlora" for g in grid))
+            for s in dict.fromkeys(g[0] for g in grid)}
+    queue, lock = list(grid), threading.Lock()
+
+    def worker(gpu: str) -> None:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                cfg = queue.pop(0)
+            row = measure_one(cfg, dirs[cfg[0]], work, gpu, a.steps, a.device) | {"env": env, "gpu_index": gpu}
+            with lock:
+                with open(out, "a") as f:
+                    f.write(json.dumps(row) + "\n")
+                print(f"{row['id']:40s} rc={row['rc']} device_peak={row.get('device_peak_gib')} "
+                      f"reserved={row.get('peak_reserved_gib')} wall={row['wall_s']}s", flush=True)
+
+    threads = [threading.Thread(target=worker, args=(g,)) for g in gpus]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
+def cmd_report(a) -> None:
+    from recipes import memory
+
+    rows = [json.loads(x) for x in Path(a.results).read_text().splitlines() if x.strip()]
+    shapes = {}
+    print(f"{'configuration':40s} {'measured':>9s} {'predicted':>9s} {'error':>7s}")
+    errs = []
+    for r in rows:
+        if "device_peak_gib" not in r:
+            print(f"{r['id']:40s} {'failed':>9s}  {r.get('error', '')[:60]}")
+            continue
+        if r["shape"] not in shapes:
+            shapes[r["shape"]] = memory.shape_from_config(json.loads((CONFIGS / r["shape"] / "config.json").read_text()))
+        p = memory.estimate(shapes[r["shape"]], r["method"], r["ckpt"], r["batch"], r["seq"], r["lora_rank"])
+        err = (p["peak_gib"] - r["device_peak_gib"]) / r["device_peak_gib"]
+        errs.append(err)
+        print(f"{r['id']:40s} {r['device_peak_gib']:9.2f} {p['peak_gib']:9.2f} {err:+7.1%}")
+    if errs:
+        print(f"mean |error| {sum(map(abs, errs)) / len(errs):.1%}, worst {max(errs, key=abs):+.1%}, "
+              f"lowest {min(errs):+.1%}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("--out", required=True)
+    m.add_argument("--gpus", default=None)
+    m.add_argument("--only", default=None, help="comma-separated shapes")
+    m.add_argument("--steps", type=int, default=5)
+    m.add_argument("--grid", default="1", choices=sorted(GRIDS))
+    m.add_argument("--work", default=None)
+    m.add_argument("--device", default="cuda")
+    m.add_argument("--smoke", type=int, default=0, help="CPU check: the first N non-QLoRA rows at 64 tokens")
+    r = sub.add_parser("report")
+    r.add_argument("results")
+    a = ap.parse_args()
+    cmd_measure(a) if a.cmd == "measure" else cmd_report(a)
+
+
+if __name__ == "__main__":
+    main()
