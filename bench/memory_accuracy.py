@@ -29,6 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 CONFIGS = Path(__file__).resolve().parent / "configs"
 
 # (shape, method, activation checkpointing, sequence length, micro-batch): 0.5B-8B, two vocab sizes (152k, 128k)
@@ -222,26 +223,62 @@ def cmd_measure(a) -> None:
         t.join()
 
 
-def cmd_report(a) -> None:
-    from recipes import memory
+def peers(shape_name: str) -> dict:
+    """What the existing estimators say for a model (GiB), all for full fine-tuning and blind to LoRA, sequence length
+    and batch: accelerate's estimate-memory ("Training using Adam", bf16 mixed precision, and the bf16 weights alone,
+    what weights-only calculators show), and DeepSpeed's ZeRO-2 model-states estimator on one GPU."""
+    from accelerate.commands.estimate import estimate_training_usage
 
-    rows = [json.loads(x) for x in Path(a.results).read_text().splitlines() if x.strip()]
-    shapes = {}
-    print(f"{'configuration':40s} {'measured':>9s} {'predicted':>9s} {'error':>7s}")
-    errs = []
-    for r in rows:
-        if "device_peak_gib" not in r:
-            print(f"{r['id']:40s} {'failed':>9s}  {r.get('error', '')[:60]}")
-            continue
-        if r["shape"] not in shapes:
-            shapes[r["shape"]] = memory.shape_from_config(json.loads((CONFIGS / r["shape"] / "config.json").read_text()))
-        p = memory.estimate(shapes[r["shape"]], r["method"], r["ckpt"], r["batch"], r["seq"], r["lora_rank"])
-        err = (p["peak_gib"] - r["device_peak_gib"]) / r["device_peak_gib"]
-        errs.append(err)
-        print(f"{r['id']:40s} {r['device_peak_gib']:9.2f} {p['peak_gib']:9.2f} {err:+7.1%}")
-    if errs:
-        print(f"mean |error| {sum(map(abs, errs)) / len(errs):.1%}, worst {max(errs, key=abs):+.1%}, "
-              f"lowest {min(errs):+.1%}")
+    from bench_fit import shape
+
+    P = shape(shape_name).n_params
+    out = {"accelerate_adam_gib": max(estimate_training_usage(4 * P, "bfloat16").values()) / 2**30,
+           "weights_only_gib": 2 * P / 2**30, "deepspeed_zero2_gib": None}
+    try:
+        from deepspeed.runtime.zero.stage_1_and_2 import estimate_zero2_model_states_mem_needs
+
+        out["deepspeed_zero2_gib"] = estimate_zero2_model_states_mem_needs(P, 1, 1, cpu_offload=False)[0] / 2**30
+    except ImportError:  # an optional peer: pip install deepspeed==0.19.8
+        pass
+    return out
+
+
+def cmd_report(a) -> None:
+    """Markdown table: measured vs predicted vs the peers, and the summary (printed; written to --md)."""
+    import bench_fit as fit
+
+    paths = a.results or fit.DEFAULT
+    rows = sorted(fit.load(paths), key=lambda r: r["id"])
+    cache: dict = {}
+    lines = ["| configuration | measured GiB | yichui GiB | error | accelerate (Adam) | weights only | DeepSpeed ZeRO-2 |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    errs, peer_errs = [], {"accelerate_adam_gib": [], "weights_only_gib": [], "deepspeed_zero2_gib": []}
+    for r, p, e in fit.errors(rows):
+        if r["shape"] not in cache:
+            cache[r["shape"]] = peers(r["shape"])
+        pe = cache[r["shape"]]
+        note = " (paged: states in managed memory, not fitted)" if r["optim"] == "paged" else ""
+        if not note:
+            errs.append(e)
+            for k in peer_errs:
+                if pe[k] is not None:
+                    peer_errs[k].append((pe[k] - r["device_gib"]) / r["device_gib"])
+        fmt = lambda v: "—" if v is None else f"{v:.1f} ({(v - r['device_gib']) / r['device_gib']:+.0%})"  # noqa
+        lines.append(f"| {r['id']}{note} | {r['device_gib']:.2f} | {p:.2f} | {e:+.1%} | {fmt(pe['accelerate_adam_gib'])}"
+                     f" | {fmt(pe['weights_only_gib'])} | {fmt(pe['deepspeed_zero2_gib'])} |")
+    mae = lambda v: sum(map(abs, v)) / len(v) if v else float("nan")  # noqa: E731
+    summary = [f"yichui: {len(errs)} configurations, mean |error| {mae(errs):.1%}, worst {max(errs, key=abs):+.1%}, "
+               f"most under {min(errs):+.1%}"]
+    for k, label in (("accelerate_adam_gib", "accelerate estimate-memory (Training using Adam)"),
+                     ("weights_only_gib", "weights only (bf16)"), ("deepspeed_zero2_gib", "DeepSpeed ZeRO-2 estimator")):
+        v = peer_errs[k]
+        if v:
+            summary.append(f"{label}: mean |error| {mae(v):.0%}, worst {max(v, key=abs):+.0%}, "
+                           f"under-predicted {sum(x < -0.05 for x in v)} of {len(v)}")
+    text = "\n".join(lines + [""] + [f"- {x}" for x in summary])
+    print(text)
+    if a.md:
+        Path(a.md).write_text(text + "\n")
 
 
 def main() -> None:
@@ -257,7 +294,8 @@ def main() -> None:
     m.add_argument("--device", default="cuda")
     m.add_argument("--smoke", type=int, default=0, help="CPU check: the first N non-QLoRA rows at 64 tokens")
     r = sub.add_parser("report")
-    r.add_argument("results")
+    r.add_argument("results", nargs="*")
+    r.add_argument("--md", default=None, help="also write the table here")
     a = ap.parse_args()
     cmd_measure(a) if a.cmd == "measure" else cmd_report(a)
 

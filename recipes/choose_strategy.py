@@ -20,9 +20,15 @@ def _range(lo, hi):
     return lambda v, a: None if lo <= v <= hi else msg("answer.out_of_range", lo=lo, hi=hi)
 
 
-def _targets(v, a):
-    ok = v == "all-linear" or re.fullmatch(r"[A-Za-z_][\w.]*(,[A-Za-z_][\w.]*)*", v.replace(" ", ""))
-    return None if ok else msg("choose_strategy.bad_targets", value=v)
+def _targets_check(known: list[str]):
+    def check(v, a):
+        ok = v == "all-linear" or re.fullmatch(r"[A-Za-z_][\w.]*(,[A-Za-z_][\w.]*)*", v.replace(" ", ""))
+        if not ok:
+            return msg("choose_strategy.bad_targets", value=v)
+        unknown = [t.strip() for t in v.split(",") if known and v != "all-linear" and t.strip() not in known]
+        return msg("choose_strategy.unknown_targets", targets=", ".join(unknown), known=", ".join(known)) \
+            if unknown else None
+    return check
 
 
 def _dataset_ok(v, a):
@@ -48,7 +54,7 @@ def questions(ctx) -> list[Question]:
         Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=0.05, when=lora,
                  validate=_range(0.0, 0.9)),
         Question("lora_targets", "text", "choose_strategy.lora_targets", default="all-linear", when=lora,
-                 validate=_targets),
+                 validate=_targets_check(list(ctx.outputs("evaluate_memory").get("shape", {}).get("linears", {})))),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
                  default=rec["activation_checkpointing"]),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
@@ -70,6 +76,14 @@ def questions(ctx) -> list[Question]:
     ]
 
 
+def training(answers: dict, gpus: int = 1) -> memory.Training:
+    """The memory model's view of these answers (what recipes/train_worker.py will run)."""
+    return memory.Training(method=answers["method"], rank=answers.get("lora_rank", 8),
+                           targets=answers.get("lora_targets", "all-linear"), dropout=answers.get("lora_dropout", 0.0),
+                           ckpt=answers["activation_checkpointing"], micro_batch=answers["micro_batch"],
+                           seq=answers["seq_len"], gpus=gpus, zero=3 if gpus > 1 else 0)
+
+
 def dataset_path(answers: dict) -> str:
     return str(datasets.bundled_dataset_path()) if answers["dataset"] == "bundled" else answers["dataset_path"]
 
@@ -89,12 +103,12 @@ def run(ctx, answers: dict) -> dict:
     for i, s in enumerate(samples, 1):
         ctx.info(msg("choose_strategy.sample", i=i, text=s))
     ctx.info(msg("choose_strategy.dataset_summary", n=len(convs), path=path, format=datasets.dataset_format(path)))
-    shape = memory.Shape(**ctx.outputs("evaluate_memory")["shape"])
+    shape = memory.shape_from_dict(ctx.outputs("evaluate_memory")["shape"])
     gpu = ctx.outputs("evaluate_memory")["gpu"]
-    est = memory.estimate(shape, answers["method"], answers["activation_checkpointing"], answers["micro_batch"],
-                          answers["seq_len"], answers.get("lora_rank", 8))
-    fits = est["peak_gib"] <= gpu["memory_gib"] * 0.9
-    ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu["name"], gib=gpu["memory_gib"]))
+    est = memory.estimate(shape, training(answers, gpu.get("count", 1)), gpu["memory_gib"])
+    fits = est["fits"]
+    ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu["name"], gib=gpu["memory_gib"],
+                 margin=f"{est['margin_gib']:+.1f}"))
     if not fits:
         ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu["memory_gib"]))
     return {"strategy": dict(answers), "dataset_path": path, "dataset_format": datasets.dataset_format(path),

@@ -26,7 +26,10 @@ def bundled_dataset_path() -> Path:
 
 def _read_rows(path: Path) -> list[tuple[int, object]]:
     """(line number, parsed object) for a .jsonl file, or (index + 1, item) for a .json list."""
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise DataError("data.not_text", path=str(path)) from None
     if path.suffix == ".json":
         try:
             data = json.loads(text)
@@ -55,14 +58,32 @@ def detect_format(row: object) -> str | None:
     return None
 
 
+ROLES = ("system", "user", "assistant")
+
+
+def _text(value, required: bool = True) -> str:
+    """A field that must be text (non-empty when required); anything else marks the record malformed."""
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise TypeError("not text")
+    return value
+
+
 def _to_conversation(row: dict, fmt: str) -> list[dict]:
     if fmt == "alpaca":
-        user = str(row["instruction"]).strip()
-        if str(row.get("input") or "").strip():
-            user += "\n\n" + str(row["input"]).strip()
-        conv = [{"role": "system", "content": str(row["system"])}] if row.get("system") else []
-        return conv + [{"role": "user", "content": user}, {"role": "assistant", "content": str(row["output"])}]
-    conv = [{"role": str(m["role"]), "content": str(m["content"])} for m in row["messages"]]
+        user = _text(row["instruction"]).strip()
+        extra = _text(row.get("input"), required=False).strip()
+        if extra:
+            user += "\n\n" + extra
+        system = _text(row.get("system"), required=False)
+        conv = [{"role": "system", "content": system}] if system else []
+        return conv + [{"role": "user", "content": user}, {"role": "assistant", "content": _text(row["output"])}]
+    conv = []
+    for m in row["messages"]:
+        if not isinstance(m, dict) or m.get("role") not in ROLES:
+            raise TypeError("role")
+        conv.append({"role": m["role"], "content": _text(m.get("content"), required=m["role"] != "system")})
     if not conv or conv[-1]["role"] != "assistant":
         raise KeyError("last message must come from the assistant")
     return conv
@@ -75,6 +96,8 @@ def load_records(path: str | Path) -> list[list[dict]]:
         DataError: unreadable file, unknown format, or malformed records (the first ones named by line number).
     """
     path = Path(path)
+    if path.is_dir():
+        raise DataError("data.is_folder", path=str(path))
     if not path.is_file():
         raise DataError("data.no_file", path=str(path))
     rows = _read_rows(path)

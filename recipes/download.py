@@ -16,7 +16,7 @@ DISK_MARGIN = 1.05  # free disk must cover what remains + 5 %
 
 def _default_dir(ctx) -> str | None:
     sel = ctx.outputs("select_model")
-    if sel.get("source") == "local":
+    if sel.get("source") in ("local", None) or not sel.get("repo_id"):
         return None
     return str(ctx.home / "models" / sel["source"] / sel["repo_id"])
 
@@ -51,8 +51,8 @@ def run(ctx, answers: dict) -> dict:
     if free < (total - have) * DISK_MARGIN:
         raise StepError("download.no_space", need=f"{(total - have) * DISK_MARGIN / 2**30:.2f}",
                         free=f"{free / 2**30:.2f}", path=str(local_dir))
-    ctx.info(msg("download.plan", n=len(files), gib=f"{total / 2**30:.3f}", repo=repo, commit=commit[:12],
-                 path=str(local_dir)))
+    ctx.info(msg("download.plan", n=len(files), gib=f"{total / 2**30:.3f}", repo=repo,
+                 commit=(commit or "")[:12] or sel.get("revision", "main"), path=str(local_dir)))
     fetch_rev = commit if source == "hf" else sel.get("revision", "main")
     with ctx.progress(msg("download.progress", repo=repo), total=total, unit="B") as bar:
         for f in files:
@@ -64,7 +64,7 @@ def run(ctx, answers: dict) -> dict:
         if f.sha256 and _sha256(target) != f.sha256:
             target.unlink()
             raise StepError("download.bad_hash", file=f.path)
-    return {"model_dir": str(local_dir), "commit": commit, "bytes": total,
+    return {"model_dir": str(local_dir), "commit": commit, "revision": sel.get("revision", "main"), "bytes": total,
             "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]}
 
 

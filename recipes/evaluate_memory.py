@@ -1,15 +1,17 @@
 """Step 2 — evaluate GPU memory: detect GPUs (or let the user pick a target GPU) and show, per strategy, the
-predicted peak memory per GPU and whether it fits. The figures are UNCALIBRATED (recipes/memory.py)."""
+predicted peak memory per GPU, whether it fits with a 10 % margin, and the smallest cloud instance it fits on.
+The model and its calibration: recipes/memory.py, bench/results/."""
 from __future__ import annotations
 
 from recipes import memory
-from recipes.base import Choice, Question, msg
+from recipes.base import Choice, Question, StepError, msg
 
 name = "evaluate_memory"
 requires = ("select_model",)
 
+# (method, activation checkpointing) in the order shown; micro-batch 1, LoRA rank 8 on all linear layers
 STRATEGIES = [(m, c) for m in ("full", "lora", "qlora") for c in (False, True)]
-MARGIN = 0.10  # a configuration "fits" with at least 10 % of the GPU left
+PREFERENCE = (("lora", False), ("lora", True), ("qlora", True), ("full", True))
 
 
 def questions(ctx) -> list[Question]:
@@ -38,39 +40,55 @@ def assumed_seq(config: dict) -> int:
     return min(2048, int(config.get("max_position_embeddings") or 2048))
 
 
+def shape_of(config: dict) -> memory.Shape:
+    try:
+        return memory.shape_from_config(config)
+    except memory.ConfigError as e:
+        raise StepError(e.key, **e.params) from None
+
+
+def training_for(method: str, ckpt: bool, seq: int, gpus: int) -> memory.Training:
+    """The strategy rows: one GPU, or data parallel over ``gpus`` with ZeRO-3 (model states sharded)."""
+    return memory.Training(method=method, ckpt=ckpt, seq=seq, gpus=gpus, zero=3 if gpus > 1 else 0)
+
+
 def run(ctx, answers: dict) -> dict:
     gpus = memory.detect_gpus()
     if not gpus:
         ctx.info(msg("evaluate_memory.no_gpu"))
     config = ctx.outputs("select_model")["config"]
-    shape = memory.shape_from_config(config)
+    shape = shape_of(config)
     gpu = target(answers) | {"count": answers["gpu_count"]}
     seq = assumed_seq(config)
     rows, estimates = [], []
     for method, ckpt in STRATEGIES:
-        e = memory.estimate(shape, method, ckpt, micro_batch=1, seq=seq)
-        fits = e["peak_gib"] <= gpu["memory_gib"] * (1 - MARGIN)
-        estimates.append({"method": method, "activation_checkpointing": ckpt, "fits": fits,
-                          "margin_gib": round(gpu["memory_gib"] - e["peak_gib"], 2)} | e)
-        c = e["components"]
-        r3 = lambda x: f"{x:.3f}"  # noqa: E731
-        rows.append((method, "on" if ckpt else "off", r3(c["weights"]),
-                     r3(c.get("gradients", 0) + c.get("optimizer", 0) + c.get("adapter", 0)),
-                     r3(c["activations"]), r3(c["logits"]), r3(c["overhead"]), f"{e['peak_gib']:.2f}",
-                     "✓" if fits else "✗"))
-    ctx.table(msg("evaluate_memory.table", gpu=gpu["name"], gib=gpu["memory_gib"], seq=seq),
-              ["method", "ckpt", "weights", "grad+opt", "activ.", "logits", "overhead", "peak", "fits"],
-              rows)
-    ctx.info(msg("evaluate_memory.uncalibrated", params=f"{shape.n_params:,}"))
-    recommended = next(({"method": e["method"], "activation_checkpointing": e["activation_checkpointing"]}
-                        for pref in (("lora", False), ("lora", True), ("qlora", True), ("full", True))
-                        for e in estimates if (e["method"], e["activation_checkpointing"]) == pref and e["fits"]),
-                       None)
-    if recommended is None:
+        t = training_for(method, ckpt, seq, gpu["count"])
+        e = memory.estimate(shape, t, gpu["memory_gib"])
+        inst = memory.smallest_instance(shape, t)
+        estimates.append({"method": method, "activation_checkpointing": ckpt, "instance": inst} | e)
+        rows.append((method, ctx.t("ui.on" if ckpt else "ui.off"), f"{e['peak_gib']:.2f}",
+                     ctx.t("ui.yes" if e["fits"] else "ui.no"), f"{e['margin_gib']:+.1f}",
+                     f"{inst['count']}× {inst['name']}" if inst else "—"))
+    ctx.table(msg("evaluate_memory.table", gpu=gpu["name"], gib=gpu["memory_gib"], n=gpu["count"], seq=seq),
+              [msg("evaluate_memory.col.method"), msg("evaluate_memory.col.ckpt"), msg("evaluate_memory.col.peak"),
+               msg("evaluate_memory.col.fits"), msg("evaluate_memory.col.margin"),
+               msg("evaluate_memory.col.instance")], rows)
+    by = {(e["method"], e["activation_checkpointing"]): e for e in estimates}
+    chosen = next((p for p in PREFERENCE if by[p]["fits"]), None)
+    if chosen is None:
         ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu["name"]))
-        recommended = {"method": "qlora", "activation_checkpointing": True}
+        chosen = ("qlora", True)
+    best = by[chosen]
+    ctx.table(msg("evaluate_memory.breakdown", method=chosen[0], ckpt=ctx.t("ui.on" if chosen[1] else "ui.off")),
+              [msg("evaluate_memory.col.component"), "GiB"],
+              [(ctx.t(f"memory.part.{k}"), f"{v:.3f}") for k, v in best["components"].items() if v])
+    notes = sorted({a for e in estimates for a in e["approximate"]})
+    ctx.info(msg("evaluate_memory.calibrated", params=f"{shape.n_params:,}"))
+    if notes:
+        ctx.warn(msg("evaluate_memory.approximate", what=", ".join(notes)))
     return {"gpu": gpu, "gpus_detected": gpus, "shape": memory.shape_dict(shape), "seq_len_assumed": seq,
-            "micro_batch_assumed": 1, "estimates": estimates, "recommended": recommended, "calibrated": False}
+            "micro_batch_assumed": 1, "estimates": estimates,
+            "recommended": {"method": chosen[0], "activation_checkpointing": chosen[1]}, "approximate": notes}
 
 
 def is_done(ctx, record: dict) -> bool:

@@ -39,7 +39,9 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
     from huggingface_hub import errors
 
     if isinstance(exc, errors.LocalEntryNotFoundError):  # no connection and nothing cached
-        return StepError("hub.unreachable", endpoint=endpoint, error=str(exc).splitlines()[0][:160])
+        cause = exc.__cause__ or exc.__context__
+        return StepError("hub.unreachable", endpoint=endpoint,
+                         error=f"{type(cause).__name__}: {cause}" if cause else type(exc).__name__)
     if isinstance(exc, errors.GatedRepoError):
         return StepError("hub.gated", repo=repo_id, endpoint=endpoint)
     if isinstance(exc, errors.RepositoryNotFoundError):
@@ -48,14 +50,19 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
         return StepError("hub.no_such_revision", repo=repo_id, revision=revision)
     if isinstance(exc, errors.EntryNotFoundError):
         return StepError("hub.no_config", repo=repo_id)
-    return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+    return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
+
+
+def _first_line(exc: Exception) -> str:
+    lines = [x for x in str(exc).splitlines() if x.strip()]
+    return lines[0] if lines else ""
 
 
 def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> StepError:
     text = str(exc)
     if "404" in text or "not found" in text.lower() or "not exist" in text.lower():
         return StepError("hub.no_such_model", repo=repo_id, endpoint=endpoint)
-    return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {text.splitlines()[0]}")
+    return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 
 def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: str = "main") -> dict:
@@ -106,16 +113,17 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str) -> tuple
             raise _hf_errors(e, repo_id, endpoint, revision) from None
         files = [RemoteFile(s.rfilename, s.size or 0, s.lfs.sha256 if s.lfs else None) for s in info.siblings or []]
         return info.sha, files
-    from modelscope.hub.api import HubApi
+    # modelscope 1.40 delegates to modelscope_hub; its file listing keeps each file's sha256 (the legacy wrapper
+    # drops it). The ModelScope client exposes no commit id: None is recorded, with the revision name beside it.
+    from modelscope_hub import HubApi, RepoType
 
     try:
-        entries = HubApi(endpoint=endpoint).get_model_files(repo_id, revision=_ms_rev(revision), recursive=True)
+        entries = HubApi(endpoint=endpoint).list_repo_files(repo_id, RepoType.MODEL, revision=_ms_rev(revision),
+                                                           recursive=True)
+        files = [RemoteFile(f.path, int(f.size or 0), f.sha256) for f in entries if f.type != "tree"]
     except Exception as e:
         raise _ms_errors(e, repo_id, endpoint, revision) from None
-    files = [RemoteFile(e["Path"], int(e.get("Size") or 0), e.get("Sha256")) for e in entries if e.get("Type") != "tree"]
-    commit = next((e.get("Revision") or e.get("CommitId") for e in entries if e.get("Revision") or e.get("CommitId")),
-                  _ms_rev(revision))
-    return commit, files
+    return None, files
 
 
 def select_files(files: list[RemoteFile], include: list[str] | None = None,

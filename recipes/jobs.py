@@ -34,9 +34,13 @@ class Job:
         return state not in ("Z", "X") and (self.start_ticks is None or ticks == self.start_ticks)
 
     def stop(self, timeout: float = 20.0) -> bool:
-        """SIGTERM the job's process group, then SIGKILL after ``timeout`` s. True if it was running."""
+        """SIGTERM the job's process group, then SIGKILL after ``timeout`` s. True if it was running.
+
+        Leaves ``<job>.stopped`` beside the pid file, so a wizard following the job knows it was stopped on purpose.
+        """
         if not self.alive():
             return False
+        Path(self.pid_file).with_suffix("").with_suffix(".stopped").write_text(str(self.pid))
         for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
             try:
                 os.killpg(self.pid, sig)
@@ -48,6 +52,13 @@ class Job:
                     return True
                 time.sleep(0.1)
         return True
+
+    def stop_requested(self) -> bool:
+        marker = Path(self.pid_file).with_suffix("").with_suffix(".stopped")
+        try:
+            return marker.read_text().strip() == str(self.pid)
+        except OSError:
+            return False
 
     def log_tail(self, n: int = 15) -> str:
         try:

@@ -1,129 +1,474 @@
-"""A first, UNCALIBRATED model of peak GPU memory per GPU for training, built from components.
+"""Peak GPU memory per GPU for training and serving, from a model's config.json alone.
 
-Every component says where its formula comes from. Issue 3 replaces this with a model calibrated on an H200;
-until then the figures are labelled "uncalibrated" wherever they are shown. Units: bytes internally, GiB (2^30 bytes)
-in every returned figure.
+Training peaks are predicted for yichui's own training path (recipes/train_worker.py: trl SFTTrainer + peft, bf16
+autocast, trl's fused LM head, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) as nvidia-smi shows them: the
+caching allocator's peak reserved memory plus what lies outside it (CUDA context, library handles).
+
+The structure follows where the bytes are (each term cites its source below); the few empirical constants were fitted
+on 39 configurations measured on an H200 (bench/memory_accuracy.py, bench/bench_fit.py, raw data and errors in
+bench/results/). Units: bytes inside, GiB (2^30 bytes) in every returned figure.
+
+Sources
+    [ZeRO]    Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", §3, §5:
+              model states and their sharding over N data-parallel GPUs (stages 1/2/3).
+    [MegAct]  Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", §4: activation
+              memory per layer is linear in tokens × hidden size (s·b·h) plus the attention-score term (a·s²·b)
+              that memory-efficient attention (sdpa, FlashAttention) does not store.
+    [QLoRA]   Dettmers et al. 2023, §3: NF4 weights at 4 bits; double quantization stores the per-64-block absmax
+              as 8-bit with one fp32 constant per 256 blocks (bitsandbytes Linear4bit).
+    [LoRA]    Hu et al. 2021, §4.1: a rank-r adapter on W ∈ R^{out×in} has r·(in + out) parameters.
+    [torch]   torch.optim.AdamW keeps exp_avg and exp_avg_sq shaped and typed like each parameter.
+    [trl]     trl 1.16 trainer/utils.py add_fused_lm_head + kernels/chunked_logprob.py: log-probabilities in tiles
+              of 4096 tokens × 32768 vocabulary entries instead of the (batch, seq, vocab) logits.
+    [DS]      DeepSpeed runtime/zero/stage_1_and_2.py estimate_zero2_model_states_mem_needs and stage3.py
+              estimate_zero3_model_states_mem_needs (the peers printed by the benchmark).
 """
 from __future__ import annotations
 
 import json
+import math
 import tempfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 GIB = 2**30
-CUDA_CONTEXT_GIB = 0.5   # torch's CUDA context + cuBLAS workspace, order of magnitude (uncalibrated)
-FRAGMENTATION = 0.10     # caching-allocator slack over allocated bytes (uncalibrated)
-NF4_BITS = 4.0           # QLoRA (Dettmers et al. 2023, §3): 4-bit NormalFloat weights
-DQ_CONST_BITS = 0.127    # QLoRA §3 "Double Quantization": quantization constants cost 0.127 bits/parameter
+METHODS = ("full", "lora", "qlora", "dora")
+OPTIMIZERS = ("adamw", "adamw8bit", "paged")
+ATTENTION = ("sdpa", "flash", "eager")
+LOSSES = ("fused", "chunked", "full")
 
-GPUS = {  # target GPUs offered when none is detected: name, memory in GiB as nvidia-smi reports it
-    "t4-16g": ("NVIDIA T4", 15.0), "a10-24g": ("NVIDIA A10", 22.5), "rtx4090-24g": ("NVIDIA GeForce RTX 4090", 23.6),
-    "l40s-48g": ("NVIDIA L40S", 44.5), "a100-40g": ("NVIDIA A100 40GB", 39.4), "a100-80g": ("NVIDIA A100 80GB", 79.2),
+# -- fitted on the H200 measurements (bench/bench_fit.py; bench/results/2026-11-29-memory-h200.md) -------------------
+ACT_H = 12.89         # bytes per token per layer per hidden unit: norms (fp32 upcast), q/k/v/o activations, residual
+ACT_I = 5.66          # bytes per token per layer per MLP intermediate unit: gate, up, SiLU, product (bf16)
+ACT_FULL_H = 18.51    # extra per token per layer per hidden unit when every weight trains (norm weights' inputs, …)
+QLORA_CAST = 1.25     # bytes per token per adapted input element under QLoRA (bf16 adapters: cheaper than LoRA's 2)
+QLORA_DROPOUT = 2.81  # … and with LoRA dropout > 0 (the bf16 dropout output + its mask)
+HEAD_H = 24.0        # bytes per token per hidden unit around the fused LM head (final norm, gathered states, fp32 grad)
+CKPT_H = 2.0         # bytes per token per layer per hidden unit kept by activation checkpointing (the bf16 layer
+                     # input, 2, and what the checkpointed LoRA layers keep besides)
+CKPT_FLOW_H = 5.16   # bytes per token per hidden unit alive beside the recomputed layer (the gradient flowing back,
+                     # the final norm's saved input)
+BWD_I = 10.0          # bytes per token per MLP intermediate unit of the layer in backward (gradients of gate, up, SiLU)
+FRAG_FRACTION = 0.0116  # reserved − allocated: the caching allocator's slack (expandable segments) …
+FRAG_GIB = 0.138         # … as a fraction of the peak plus a constant
+CONTEXT_GIB = 0.75     # outside the allocator: CUDA context + cuBLAS/cuDNN handles (H200, torch 2.11, CUDA 13: 0.749)
+# -- exact, from the implementations --------------------------------------------------------------------------------
+LORA_CAST = 2.0      # peft casts an adapted layer's input to the fp32 adapter dtype; autocast saves a bf16 copy
+DROPOUT_MASK = 1.0   # nn.Dropout keeps a bool mask per adapted input element
+EAGER_SCORES = 6.0   # eager attention keeps fp32 softmax output + its bf16 copy: 6 bytes per score (b·heads·s²)
+EAGER_BACKWARD = 10.0  # … and its backward adds the probabilities' gradient, its fp32 upcast and the fp32 result
+HEAD_TILE = 4096 * 32768 * 2  # trl's fused LM head: one bf16 tile of 4096 tokens × 32768 vocabulary entries
+NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)  # [QLoRA] 4-bit weight + 8-bit absmax per 64 + fp32 per 256 blocks
+FULL_LOGITS = 2 + 4 + 4  # --loss full: bf16 logits, their fp32 upcast in the loss, the fp32 gradient (per b·s·V)
+
+# GPUs for targets and instance sizing: memory as nvidia-smi reports it (GiB)
+GPUS = {
+    "t4-16g": ("NVIDIA T4", 15.0), "a10-24g": ("NVIDIA A10", 22.5), "l4-24g": ("NVIDIA L4", 22.5),
+    "rtx4090-24g": ("NVIDIA GeForce RTX 4090", 23.6), "l40s-48g": ("NVIDIA L40S", 44.5),
+    "a100-40g": ("NVIDIA A100 40GB", 39.4), "a100-80g": ("NVIDIA A100 80GB", 79.2),
     "h100-80g": ("NVIDIA H100 80GB", 79.2), "h200-141g": ("NVIDIA H200", 139.8),
 }
+SIZING_GPUS = ("t4-16g", "a10-24g", "l4-24g", "rtx4090-24g", "a100-40g", "a100-80g", "h100-80g", "h200-141g")
+SIZING_COUNTS = (1, 2, 4, 8)
+
+
+ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert", "electra",
+                "modernbert", "camembert")
+
+
+class ConfigError(ValueError):
+    """A config.json the model cannot use; ``key``/``params`` name the catalogue message."""
+
+    def __init__(self, key: str, /, **params):
+        super().__init__(f"{key} {params}")
+        self.key, self.params = key, params
+
+
+@dataclass(frozen=True)
+class Linear:
+    """The nn.Linear layers of the decoder blocks that share a name suffix (q_proj, …): how many, Σ in, Σ out."""
+
+    count: int
+    in_sum: int
+    out_sum: int
 
 
 @dataclass(frozen=True)
 class Shape:
-    """Parameter counts and dimensions of a decoder, from its config only (no weights).
+    """Counts and dimensions of a decoder from its config (no weights).
 
-    ``n_linear`` counts the parameters of the nn.Linear layers inside decoder blocks (what QLoRA quantizes and what
-    LoRA's ``all-linear`` targets); ``lora_per_rank`` is Σ (in + out) over those layers, so a rank-r adapter has
-    r × lora_per_rank parameters (Hu et al. 2021, §4.1: A ∈ R^{r×in}, B ∈ R^{out×r}).
+    Attributes:
+        n_params: parameters, tied embeddings counted once (= sum(p.numel()) of the empty-weights model).
+        n_linear: parameters of the nn.Linear layers in the decoder blocks (what QLoRA quantizes).
+        linears: suffix → Linear, for LoRA target selection.
+        largest: elements of the largest parameter tensor (8-bit optimizers keep an fp32 copy of one at a time).
+        intermediate: MLP width a token goes through (MoE: experts per token × expert width + shared experts).
     """
 
     n_params: int
     n_linear: int
-    lora_per_rank: int
     hidden: int
+    intermediate: int
     layers: int
     heads: int
     kv_heads: int
+    head_dim: int
     vocab: int
-    intermediate: int
+    tied: bool
+    largest: int
+    linears: dict = field(default_factory=dict)
+    model_type: str = ""
+    experts: int = 0
+    max_position: int = 0
+    sliding_window: int = 0
+    approximate: tuple = ()
+
+    def lora_params(self, rank: int, targets: str = "all-linear") -> int:
+        """[LoRA] r · Σ (in + out) over the targeted linear layers."""
+        return rank * sum(m.in_sum + m.out_sum for m in self._targets(targets))
+
+    def adapted_inputs_per_layer(self, targets: str = "all-linear") -> float:
+        """Σ in_features of the targeted layers of one decoder block (elements an adapter sees per token)."""
+        return sum(m.in_sum for m in self._targets(targets)) / self.layers
+
+    def _targets(self, targets: str) -> list[Linear]:
+        if targets == "all-linear":
+            return list(self.linears.values())
+        names = [t.strip() for t in targets.split(",") if t.strip()]
+        unknown = [n for n in names if n not in self.linears]
+        if unknown:
+            raise ConfigError("memory.unknown_targets", targets=", ".join(unknown), known=", ".join(self.linears))
+        return [self.linears[n] for n in names]
+
+
+def _text_config(cfg):
+    return cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
 
 
 def shape_from_config(config: dict) -> Shape:
     """Exact counts by instantiating the model on the meta device (no memory, no download).
 
     Raises:
-        ValueError: transformers does not know the architecture.
+        ConfigError: fields missing, or an architecture transformers cannot build as a causal LM (encoder-only,
+            vision towers without a language model head, unknown model_type).
     """
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise ConfigError("memory.no_model_type")
     with tempfile.TemporaryDirectory() as d:
         (Path(d) / "config.json").write_text(json.dumps(config))
-        cfg = AutoConfig.from_pretrained(d)
-    with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg)
-    n_params = sum(p.numel() for p in model.parameters())  # tied embeddings counted once
-    n_linear = lora = 0
-    for mod_name, mod in model.named_modules():
-        if isinstance(mod, torch.nn.Linear) and "lm_head" not in mod_name:
+        try:
+            cfg = AutoConfig.from_pretrained(d)
+        except (ValueError, KeyError) as e:
+            raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
+                              error=str(e).splitlines()[0][:120]) from None
+    archs = config.get("architectures") or []
+    generative = ("CausalLM", "LMHeadModel", "ConditionalGeneration")
+    if (archs and not any(g in a for a in archs for g in generative)) or getattr(cfg, "is_encoder_decoder", False) \
+            or (not archs and config.get("model_type") in ENCODER_ONLY):
+        raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
+                          error=", ".join(archs) or "encoder")
+    text = _text_config(cfg)
+    missing = [k for k in ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads")
+               if getattr(text, k, None) is None]
+    if missing:
+        raise ConfigError("memory.missing_fields", fields=", ".join(missing))
+    try:
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(cfg)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
+                          error=str(e).splitlines()[0][:120]) from None
+    params = list(model.parameters())
+    n_params = sum(p.numel() for p in params)
+    linears: dict[str, list[int]] = {}
+    n_linear = 0
+    for name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and "lm_head" not in name and ".layers." in f".{name}":
             n_linear += mod.weight.numel()
-            lora += mod.in_features + mod.out_features
-    text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-    heads = getattr(text, "num_attention_heads", 1)
-    return Shape(n_params=n_params, n_linear=n_linear, lora_per_rank=lora, hidden=text.hidden_size,
-                 layers=text.num_hidden_layers, heads=heads, kv_heads=getattr(text, "num_key_value_heads", None) or heads,
-                 vocab=text.vocab_size, intermediate=getattr(text, "intermediate_size", 4 * text.hidden_size))
+            acc = linears.setdefault(name.rsplit(".", 1)[-1], [0, 0, 0])
+            acc[0] += 1
+            acc[1] += mod.in_features
+            acc[2] += mod.out_features
+    h, layers = text.hidden_size, text.num_hidden_layers
+    heads = text.num_attention_heads
+    kv = getattr(text, "num_key_value_heads", None) or heads
+    head_dim = getattr(text, "head_dim", None) or h // heads
+    approx = ["vision"] if any("ConditionalGeneration" in a for a in archs) else []  # the vision tower's activations
+    quant = config.get("quantization_config")
+    if isinstance(quant, dict):  # pre-quantized weights (GPTQ, AWQ, FP8, …): counted as 16-bit, marked approximate
+        approx.append(f"quantized:{quant.get('quant_method', '?')}")
+    experts = int(getattr(text, "num_local_experts", 0) or getattr(text, "num_experts", 0) or 0)
+    if experts:
+        per_tok = int(getattr(text, "num_experts_per_tok", 1) or 1)
+        inter = per_tok * int(getattr(text, "moe_intermediate_size", 0) or text.intermediate_size)
+        inter += int(getattr(text, "shared_expert_intermediate_size", 0) or 0)
+        approx.append("moe")
+    else:
+        inter = int(getattr(text, "intermediate_size", 0) or 4 * h)
+    tied = bool(getattr(cfg, "tie_word_embeddings", False) or getattr(text, "tie_word_embeddings", False))
+    window = getattr(text, "sliding_window", None) if getattr(text, "use_sliding_window", True) else None
+    return Shape(n_params=n_params, n_linear=n_linear, hidden=h, intermediate=inter, layers=layers, heads=heads,
+                 kv_heads=kv, head_dim=head_dim, vocab=text.vocab_size, tied=tied,
+                 largest=max(p.numel() for p in params),
+                 linears={k: Linear(*v) for k, v in linears.items()}, model_type=config.get("model_type", ""),
+                 experts=experts, max_position=int(getattr(text, "max_position_embeddings", 0) or 0),
+                 sliding_window=int(window or 0), approximate=tuple(approx))
 
 
-def estimate(shape: Shape, method: str, ckpt: bool, micro_batch: int = 1, seq: int = 2048, rank: int = 8) -> dict:
-    """Predicted peak memory on one GPU for one training configuration (bf16 weights, AdamW, sdpa attention).
+@dataclass(frozen=True)
+class Training:
+    """One training configuration. ``seq`` is tokens per sequence (with packing: the packed length)."""
+
+    method: str = "lora"
+    rank: int = 8
+    targets: str = "all-linear"
+    dropout: float = 0.05
+    ckpt: bool = True
+    attn: str = "sdpa"
+    micro_batch: int = 1
+    seq: int = 2048
+    optim: str = "adamw"
+    loss: str = "fused"
+    weights_bytes: int = 2   # bf16/fp16 2, fp32 4
+    gpus: int = 1
+    zero: int = 0            # DeepSpeed ZeRO stage 0-3
+    offload: bool = False    # ZeRO optimizer (and with stage 3, parameter) offload to CPU
+    fsdp: bool = False       # FSDP full shard: sharded like ZeRO-3
+
+    def check(self) -> None:
+        bad = [(k, v) for k, v, ok in (("method", self.method, METHODS), ("optim", self.optim, OPTIMIZERS),
+                                       ("attn", self.attn, ATTENTION), ("loss", self.loss, LOSSES))
+               if v not in ok]
+        if bad:
+            k, v = bad[0]
+            raise ConfigError("memory.bad_choice", name=k, value=v,
+                              choices=", ".join({"method": METHODS, "optim": OPTIMIZERS, "attn": ATTENTION,
+                                                 "loss": LOSSES}[k]))
+        for name, value, lo in (("rank", self.rank, 1), ("micro_batch", self.micro_batch, 1), ("seq", self.seq, 1),
+                                ("gpus", self.gpus, 1)):
+            if value < lo:
+                raise ConfigError("memory.bad_number", name=name, value=value)
+        if self.zero not in (0, 1, 2, 3):
+            raise ConfigError("memory.bad_number", name="zero", value=self.zero)
+
+
+def model_states(shape: Shape, t: Training) -> dict:
+    """Bytes of weights, adapter, gradients and optimizer states per GPU, and the optimizer step's extra.
+
+    Returns ``{"weights", "adapter", "gradients", "optimizer", "step_extra", "trainable"}``.
+    [ZeRO] §3: mixed-precision Adam needs 2Ψ (weights) + 2Ψ (grads) + KΨ (states). yichui trains bf16 weights with
+    AdamW states in the parameter dtype [torch], so K = 4 for a full fine-tune; LoRA adapters are fp32 (peft's
+    autocast_adapter_dtype), QLoRA adapters bf16 (trl casts them). Sharding over N GPUs [ZeRO] §5: stage 1 divides the
+    optimizer states, stage 2 also the gradients, stage 3 (and FSDP full shard) also the weights; offload moves the
+    optimizer states (stage 3: also the weights) to CPU memory.
+    """
+    P, wb = shape.n_params, t.weights_bytes
+    if t.method == "full":
+        weights, trainable = wb * P, P
+        grads = wb * P
+        adapter = 0
+        opt = {"adamw": 2 * wb, "adamw8bit": 2, "paged": 2}[t.optim] * P
+    else:
+        trainable = shape.lora_params(t.rank, t.targets)
+        if t.method == "dora":  # magnitude vector: one value per output feature of each adapted layer
+            trainable += sum(m.out_sum for m in shape._targets(t.targets))
+        if t.method == "qlora":
+            weights = shape.n_linear * NF4_BYTES + (P - shape.n_linear) * wb
+            ab = 2
+        else:
+            weights, ab = wb * P, 4
+        adapter, grads = ab * trainable, ab * trainable
+        opt = {"adamw": 2 * ab, "adamw8bit": 2, "paged": 2}[t.optim] * trainable
+    # the step's temporaries: 8-bit optimizers dequantize one tensor's states to fp32 at a time; with tied embeddings
+    # a full fine-tune also holds the shared matrix's second gradient (embedding + LM head) in fp32
+    step_extra = 8 * min(shape.largest, trainable) if t.optim != "adamw" else 0
+    if t.method == "full" and shape.tied:
+        step_extra += 4 * shape.vocab * shape.hidden
+    n = t.gpus
+    stage = 3 if t.fsdp else t.zero
+    if n > 1 and stage >= 1:
+        opt /= n
+    if n > 1 and stage >= 2:
+        grads /= n
+    if n > 1 and stage >= 3:
+        weights /= n
+        adapter /= n
+    if t.offload and stage >= 1:
+        opt = 0
+        if stage >= 3:
+            weights = 0 if t.method == "full" else weights
+    return {"weights": weights, "adapter": adapter, "gradients": grads, "optimizer": opt, "step_extra": step_extra,
+            "trainable": trainable}
+
+
+def activations(shape: Shape, t: Training) -> dict:
+    """Bytes of activations at the backward pass's peak, by part: ``layers``, ``attention_scores``, ``logits``.
+
+    Per token and decoder layer [MegAct]: ACT_H·h + ACT_I·I (+ ACT_FULL_H·h for a full fine-tune), plus per adapted
+    input element LORA_CAST (+ DROPOUT_MASK with LoRA dropout > 0) for LoRA, QLORA_CAST or QLORA_DROPOUT for
+    QLoRA. Eager attention adds EAGER_SCORES bytes per score (b·heads·s²) and layer, and EAGER_BACKWARD once for the
+    layer in backward; sdpa/flash store none. With activation checkpointing only each layer's input stays (CKPT_H·h
+    per token and layer), and one layer is recomputed at a time, beside CKPT_FLOW_H·h bytes per token (the gradient
+    flowing back): its activations or the LM head's working set, whichever is larger.
+    The LM head [trl]: a 4096×32768 bf16 tile plus HEAD_H bytes per token and hidden unit; --loss full keeps the
+    (b, s, V) logits instead: FULL_LOGITS bytes per logit. A full fine-tune also holds the head's fp32 weight
+    gradient and its bf16 copy (6·V·h).
+    """
+    T = t.micro_batch * t.seq
+    h, L = shape.hidden, shape.layers
+    lora = t.method != "full"
+    adapted = shape.adapted_inputs_per_layer(t.targets) if lora else 0.0
+    per_layer = ACT_H * h + ACT_I * shape.intermediate + (ACT_FULL_H * h if not lora else 0.0)
+    if t.method in ("lora", "dora"):
+        per_layer += (LORA_CAST + (DROPOUT_MASK if t.dropout > 0 else 0.0)) * adapted
+    elif t.method == "qlora":
+        per_layer += (QLORA_DROPOUT if t.dropout > 0 else QLORA_CAST) * adapted
+    n_scores = t.micro_batch * shape.heads * t.seq**2 if t.attn == "eager" else 0
+    if t.loss == "full":
+        head = FULL_LOGITS * T * shape.vocab + HEAD_H * T * h
+    else:
+        head = min(T, 4096) * 32768 * 2 + HEAD_H * T * h
+    if not lora:
+        head += 6 * shape.vocab * h
+    if t.ckpt:
+        kept = T * L * h * CKPT_H
+        scores = (EAGER_SCORES + EAGER_BACKWARD) * n_scores
+        layer = T * per_layer + BWD_I * T * shape.intermediate + CKPT_FLOW_H * T * h
+        if layer + scores >= head:
+            return {"layers": kept + layer, "attention_scores": scores, "logits": 0.0}
+        return {"layers": kept, "attention_scores": 0.0, "logits": head}
+    scores = EAGER_SCORES * n_scores * L + EAGER_BACKWARD * n_scores
+    return {"layers": T * L * per_layer + BWD_I * T * shape.intermediate, "attention_scores": scores, "logits": head}
+
+
+def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
+    """Predicted peak memory per GPU, as nvidia-smi shows it, with its breakdown.
 
     Args:
         shape: from :func:`shape_from_config`.
-        method: ``full`` | ``lora`` | ``qlora`` (LoRA on all linear layers of the decoder blocks).
-        ckpt: activation checkpointing on.
-        micro_batch: sequences per forward pass; seq: tokens per sequence; rank: LoRA rank.
+        t: the training configuration.
+        gpu_gib: memory of the GPU (GiB) to check the fit against, if any.
 
     Returns:
-        ``{"peak_gib", "components": {name: GiB}, "trainable": int, "calibrated": False}``.
+        ``{"peak_gib", "components": {name: GiB}, "trainable", "fits", "margin_gib", "approximate": [...]}``;
+        ``fits`` needs a margin of 10 % of the GPU.
 
-    Formulas (bytes):
-        weights      full/lora: 2·P (bf16). qlora: linear params at (4 + 0.127)/8 bytes (QLoRA §3, NF4 + double
-                     quantization) and the rest at 2 bytes.
-        adapter      LoRA params r·Σ(in+out) in fp32 (peft keeps adapters in fp32: autocast_adapter_dtype).
-        gradients    full: 2·P (bf16 grads of bf16 params); LoRA: 4 bytes per adapter parameter.
-        optimizer    AdamW keeps exp_avg and exp_avg_sq shaped like each parameter (torch.optim.AdamW):
-                     full: 2·2·P in bf16; LoRA: 2·4 bytes per adapter parameter.
-        activations  per layer s·b·h·34 bytes for a 16-bit transformer layer whose attention scores are not stored
-                     (Korthikanti et al. 2022, "Reducing Activation Recomputation", §4.1, eq. 1 without the
-                     5·a·s/h term, which sdpa/flash attention avoid). With checkpointing: 2·s·b·h per layer (the
-                     saved layer inputs) plus one layer recomputed in full.
-        logits       b·s·V·10: bf16 logits, their fp32 upcast in the loss, and the fp32 gradient
-                     (transformers loss_utils.ForCausalLMLoss upcasts logits to float32).
-        overhead     CUDA context 0.5 GiB + 10 % of the above for allocator fragmentation (uncalibrated).
+    Raises:
+        ConfigError: an invalid choice or number in ``t``, or unknown LoRA targets.
+
+    The peak is the larger of two moments: the start of the backward pass (weights, optimizer states from the
+    previous step, activations) and the optimizer step (weights, all gradients, states, the step's temporaries).
+    Reserved = allocated·(1 + FRAG_FRACTION) + FRAG_GIB; plus CONTEXT_GIB outside the allocator.
     """
-    if method not in ("full", "lora", "qlora"):
-        raise ValueError(f"method must be full, lora or qlora, not {method!r}")
-    P = shape.n_params
-    s, b, h, L = seq, micro_batch, shape.hidden, shape.layers
-    lora_params = rank * shape.lora_per_rank if method != "full" else 0
-    if method == "qlora":
-        weights = shape.n_linear * (NF4_BITS + DQ_CONST_BITS) / 8 + (P - shape.n_linear) * 2
+    t.check()
+    ms = model_states(shape, t)
+    act = activations(shape, t)
+    static = ms["weights"] + ms["adapter"] + ms["optimizer"]
+    backward = static + sum(act.values()) + (0 if t.method == "full" else ms["gradients"])
+    step = static + ms["gradients"] + ms["step_extra"]
+    if backward >= step:
+        comp = {"weights": ms["weights"], "adapter": ms["adapter"],
+                "gradients": 0 if t.method == "full" else ms["gradients"], "optimizer": ms["optimizer"]} | act
     else:
-        weights = 2 * P
-    comp = {"weights": weights}
-    if method == "full":
-        comp |= {"gradients": 2 * P, "optimizer": 4 * P}
-    else:
-        comp |= {"adapter": 4 * lora_params, "gradients": 4 * lora_params, "optimizer": 8 * lora_params}
-    per_layer_full = 34 * s * b * h
-    comp["activations"] = (2 * s * b * h * L + per_layer_full) if ckpt else per_layer_full * L
-    comp["logits"] = 10 * b * s * shape.vocab
-    subtotal = sum(comp.values())
-    comp["overhead"] = CUDA_CONTEXT_GIB * GIB + FRAGMENTATION * subtotal
-    peak = sum(comp.values())
-    return {"peak_gib": round(peak / GIB, 2), "components": {k: round(v / GIB, 6) for k, v in comp.items()},
-            "trainable": P if method == "full" else lora_params, "calibrated": False}
+        comp = {"weights": ms["weights"], "adapter": ms["adapter"], "gradients": ms["gradients"],
+                "optimizer": ms["optimizer"] + ms["step_extra"], "layers": 0.0, "attention_scores": 0.0,
+                "logits": 0.0}
+    allocated = sum(comp.values())
+    comp["allocator"] = FRAG_FRACTION * allocated + FRAG_GIB * GIB
+    comp["cuda_context"] = CONTEXT_GIB * GIB
+    peak = sum(comp.values()) / GIB
+    approx = list(shape.approximate)
+    if t.gpus > 1 or t.zero or t.fsdp:
+        approx.append("sharding")  # the multi-GPU paths are calibrated with the training issue
+    if t.method == "dora" or t.optim == "paged" or t.attn == "flash" or t.loss != "fused":
+        approx.append(t.method if t.method == "dora" else t.optim if t.optim == "paged" else t.attn
+                      if t.attn == "flash" else f"loss-{t.loss}")
+    out = {"peak_gib": round(peak, 3), "components": {k: round(v / GIB, 4) for k, v in comp.items()},
+           "trainable": int(ms["trainable"]), "approximate": approx}
+    if gpu_gib is not None:
+        out |= {"gpu_gib": gpu_gib, "margin_gib": round(gpu_gib - peak, 3), "fits": peak <= 0.9 * gpu_gib}
+    return out
+
+
+def smallest_instance(shape: Shape, t: Training) -> dict | None:
+    """The cheapest common cloud configuration (GPU count × type, in SIZING order) on which ``t`` fits.
+
+    More than one GPU means data parallel with ZeRO-3 sharding (model states divided by the count), unless ``t``
+    already chooses a sharding. Returns ``{"gpu", "count", "peak_gib"}`` or None when nothing in the table fits.
+    """
+    for count in SIZING_COUNTS:
+        for key in SIZING_GPUS:
+            name, gib = GPUS[key]
+            tt = t if count == 1 else Training(**(asdict(t) | {"gpus": count, "zero": t.zero or 3}))
+            e = estimate(shape, tt, gib)
+            if e["fits"]:
+                return {"gpu": key, "name": name, "count": count, "peak_gib": e["peak_gib"]}
+    return None
+
+
+# -- serving --------------------------------------------------------------------------------------------------------
+WEIGHT_FORMATS = ("bf16", "fp8", "awq", "gptq", "bnb4", "bnb8")
+SERVING_OVERHEAD_GIB = 1.5  # activations of a forward pass, CUDA graphs and context beside weights and KV cache
+                            # (order of vLLM's profile run; uncalibrated until the deploy issue measures engines)
+
+
+def weight_bytes(shape: Shape, fmt: str) -> float:
+    """Bytes of the weights in a serving format. Linear layers of the decoder blocks are quantized; embeddings,
+    norms and the LM head stay 16-bit. int4 with group size 128 (AWQ/GPTQ): 4 bits + an fp16 scale and a 4-bit
+    zero point per 128 weights; FP8: 1 byte + an fp32 scale per output channel; bnb4: NF4 + double quantization
+    [QLoRA]; bnb8 (LLM.int8): 1 byte + an fp32 scale per output row."""
+    other = (shape.n_params - shape.n_linear) * 2
+    lin = shape.n_linear
+    rows = sum(m.out_sum for m in shape.linears.values())
+    per = {"bf16": 2 * lin, "fp8": lin + 4 * rows, "awq": lin * (0.5 + 2.5 / 128), "gptq": lin * (0.5 + 2.5 / 128),
+           "bnb4": lin * NF4_BYTES, "bnb8": lin + 4 * rows}
+    if fmt not in per:
+        raise ConfigError("memory.bad_choice", name="format", value=fmt, choices=", ".join(WEIGHT_FORMATS))
+    return other + per[fmt]
+
+
+def kv_bytes_per_token(shape: Shape, kv_dtype_bytes: int = 2) -> int:
+    """KV cache per token: layers × KV heads × head dim × 2 (K and V) × dtype bytes."""
+    return shape.layers * shape.kv_heads * shape.head_dim * 2 * kv_dtype_bytes
+
+
+def serving(shape: Shape, fmt: str = "bf16", gpu_gib: float = 80.0, utilization: float = 0.9, gpus: int = 1,
+            kv_dtype_bytes: int = 2) -> dict:
+    """What fits when serving: the KV-cache budget at ``utilization`` of the GPU memory (as vLLM's
+    --gpu-memory-utilization), in tokens, and the longest single context (capped by max_position_embeddings;
+    a sliding window caps what one sequence keeps per layer, so the budget goes further).
+
+    Returns ``{"weights_gib", "kv_bytes_per_token", "kv_budget_gib", "max_tokens", "longest_context", "fits"}``
+    per GPU with tensor parallelism over ``gpus`` (weights and KV heads divided).
+    """
+    if not 0 < utilization <= 1:
+        raise ConfigError("memory.bad_number", name="utilization", value=utilization)
+    w = weight_bytes(shape, fmt) / gpus
+    kv_tok = kv_bytes_per_token(shape, kv_dtype_bytes) / gpus
+    budget = utilization * gpu_gib * GIB - w - SERVING_OVERHEAD_GIB * GIB
+    tokens = max(0, int(budget // kv_tok)) if budget > 0 else 0
+    longest = tokens
+    if shape.sliding_window and tokens >= shape.sliding_window:
+        longest = shape.max_position or tokens
+    if shape.max_position:
+        longest = min(longest, shape.max_position)
+    return {"weights_gib": round(w / GIB, 3), "kv_bytes_per_token": int(kv_tok),
+            "kv_budget_gib": round(max(0.0, budget) / GIB, 3), "max_tokens": tokens, "longest_context": longest,
+            "fits": budget > 0}
 
 
 def shape_dict(shape: Shape) -> dict:
     return asdict(shape)
+
+
+def shape_from_dict(d: dict) -> Shape:
+    d = dict(d)
+    d["linears"] = {k: Linear(**v) if isinstance(v, dict) else Linear(*v) for k, v in d.get("linears", {}).items()}
+    d["approximate"] = tuple(d.get("approximate", ()))
+    return Shape(**d)
 
 
 def detect_gpus() -> list[dict]:
@@ -147,3 +492,7 @@ def detect_gpus() -> list[dict]:
         except ValueError:
             continue
     return gpus
+
+
+def is_finite(x: float) -> bool:
+    return not (math.isnan(x) or math.isinf(x))

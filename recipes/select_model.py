@@ -32,6 +32,8 @@ def _repo(answers: dict) -> str | None:
 def questions(ctx) -> list[Question]:
     def check_model(repo: str, answers: dict, revision: str = "main"):
         """Fetch config.json now, so an unknown id is refused at the prompt (the hub client caches it for run)."""
+        if answers["source"] != "local":
+            ctx.info(msg("select_model.fetching", repo=repo, endpoint=answers.get("endpoint")))
         try:
             hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
         except StepError as e:

@@ -30,6 +30,9 @@ def trainer_env() -> dict:
 
 
 def questions(ctx) -> list[Question]:
+    job = jobs.read(train_dir(ctx) / "trainer.pid.json")
+    if job is not None and job.alive():
+        return []  # a trainer is running: re-attach to it with the answers it was started with
     has_gpu = bool(memory.detect_gpus())
     return [Question("device", "select", "train.device", default="auto",
                      choices=[Choice("auto", msg("train.device.auto")), Choice("cpu", "CPU"),
@@ -93,16 +96,20 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                 elif e["event"] == "error":
                     raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
-                    update(_fields(first, last, t_start) | {"_final": True})
+                    update(_fields(ctx, first, last, t_start) | {"_final": True})
                     _wait_exit(job)
                     return
             if last:
-                update(_fields(first, last, t_start))
+                update(_fields(ctx, first, last, t_start))
             if not job.alive():
                 events, offset = jobs.read_events(events_path, offset)
                 if any(e.get("pid") == job.pid and e["event"] == "done" for e in events):
                     return
-                raise StepError("train.died", pid=job.pid, log=job.log, tail=job.log_tail(5))
+                if job.stop_requested():
+                    ctx.info(msg("train.stopped", pid=job.pid, id=ctx.session_id))
+                    raise KeyboardInterrupt  # stopped on purpose (`yichui stop`): resumable, not a failure
+                ctx.warn(job.log_tail(8))
+                raise StepError("train.died", pid=job.pid, log=job.log)
             time.sleep(POLL_S)
 
 
@@ -113,7 +120,7 @@ def _wait_exit(job: jobs.Job, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-def _fields(first: dict, e: dict, t_start: float) -> dict:
+def _fields(ctx, first: dict, e: dict, t_start: float) -> dict:
     """The live view's rows; ETA from the step rate between the first and the latest event seen."""
     if not e:
         return {}
@@ -122,9 +129,11 @@ def _fields(first: dict, e: dict, t_start: float) -> dict:
     if e is not first and e["step"] > first["step"]:
         rate = (e["time"] - first["time"]) / (e["step"] - first["step"])
         eta = f"{rate * max(0, total - step):.0f}s"
-    return {"step": f"{step}/{total}", "loss": e.get("loss"), "lr": f"{e.get('lr', 0):.2e}",
-            "tokens/s": e.get("tokens_per_s") or "?", "peak memory GiB": f"{e.get('mem_gib')} ({e.get('mem_kind')})",
-            "elapsed": f"{time.time() - t_start:.0f}s", "ETA": eta}
+    t = ctx.t
+    return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"),
+            t("train.field.lr"): f"{e.get('lr', 0):.2e}", t("train.field.tokens_per_s"): e.get("tokens_per_s") or "?",
+            t("train.field.memory"): f"{e.get('mem_gib')} ({t('train.mem.' + str(e.get('mem_kind')))})",
+            t("train.field.elapsed"): f"{time.time() - t_start:.0f}s", t("train.field.eta"): eta}
 
 
 def is_done(ctx, record: dict) -> bool:

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import recipes
 from conftest import YICHUI, sessions, yichui
 from wizard.session import SCHEMA_VERSION, Session
 
@@ -26,6 +27,7 @@ def test_help_in_chinese(home):
 
 
 def test_wizard_without_a_terminal_points_to_replay_and_demo(home):
+    Session.new("finetune", recipes.STEPS, home).save()  # an unfinished session for `resume`
     for args in ([], ["run"], ["resume"]):
         r = yichui(home, *args)
         assert r.returncode == 2 and "replay SESSION --yes" in r.stderr and "demo" in r.stderr, args
@@ -50,7 +52,7 @@ def test_no_sessions_yet(home):
 
 
 def test_truncated_session_file_is_named_and_left_untouched(home):
-    s = Session.new("finetune", ("select_model",), home)
+    s = Session.new("finetune", recipes.STEPS, home)
     s.save()
     s.path.write_text(s.path.read_text()[:40])
     before = s.path.read_bytes()
@@ -62,7 +64,7 @@ def test_truncated_session_file_is_named_and_left_untouched(home):
 
 
 def test_newer_schema_is_refused_with_the_fix(home):
-    s = Session.new("finetune", ("select_model",), home)
+    s = Session.new("finetune", recipes.STEPS, home)
     data = dict(s.data, schema_version=SCHEMA_VERSION + 1)
     s.path.parent.mkdir(parents=True, exist_ok=True)
     s.path.write_text(json.dumps(data))
@@ -71,7 +73,7 @@ def test_newer_schema_is_refused_with_the_fix(home):
 
 
 def test_second_wizard_on_one_session_is_refused(home):
-    s = Session.new("finetune", ("select_model",), home)
+    s = Session.new("finetune", recipes.STEPS, home)
     s.save()
     s.lock()  # this test process holds it, as a running wizard would
     r = yichui(home, "resume", s.id, "--yes")
@@ -98,3 +100,29 @@ def test_steps_lists_seven(home):
     assert r.returncode == 0
     for name in ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy"):
         assert name in r.stdout
+
+
+def test_set_mistakes_are_caught_before_any_work_and_leave_no_session(home):
+    for sets, text in ((["deploy.prot=9000"], "no question 'prot'"),
+                       (["choose_strategy.learning_rate=0"], "choose_strategy.learning_rate"),
+                       (["choose_strategy.lora_rank=abc"], "not a whole number"),
+                       (["export.bnb_4bit=maybe"], "yes/no")):
+        args = [a for x in sets for a in ("--set", x)]
+        r = yichui(home, "run", "--yes", *args)
+        assert r.returncode == 2 and text in r.stderr, (sets, r.stderr)
+    assert not list((home / "sessions").glob("*.json")) if (home / "sessions").exists() else True
+    assert not any((home / "runs").iterdir()) if (home / "runs").exists() else True
+
+
+def test_unwritable_home_is_one_line(home, tmp_path):
+    blocker = tmp_path / "file-not-folder"
+    blocker.write_text("x")
+    r = yichui(home, "run", "--yes", YICHUI_HOME=str(blocker / "home"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Cannot write" in r.stderr
+
+
+def test_show_all_lists_sessions(home):
+    a = Session.new("finetune", recipes.STEPS, home)
+    a.save()
+    r = yichui(home, "show", "--all")
+    assert r.returncode == 0 and a.id in r.stdout and "unfinished" in r.stdout

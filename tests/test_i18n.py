@@ -10,7 +10,7 @@ from wizard import i18n
 from wizard.session import STATUSES
 
 ROOT = Path(__file__).resolve().parent.parent
-PREFIXES = ("cli", "ui", "answer", "engine", "session", "step", "status", "data", "hub", *recipes.STEPS)
+PREFIXES = ("cli", "ui", "answer", "engine", "session", "step", "status", "data", "hub", "memory", *recipes.STEPS)
 KEY_LITERAL = re.compile(r"""["']((?:%s)\.[a-z0-9_]+(?:\.[a-z0-9_]+)*)["']""" % "|".join(PREFIXES))
 
 
@@ -32,6 +32,9 @@ def test_every_key_used_in_the_code_exists():
             used |= set(KEY_LITERAL.findall(path.read_text()))
     used |= {f"step.{n}.{part}" for n in recipes.STEPS for part in ("title", "desc")}
     used |= {f"status.{s}" for s in STATUSES}
+    used |= {f"memory.part.{p}" for p in ("weights", "adapter", "gradients", "optimizer", "layers", "attention_scores",
+                                          "logits", "allocator", "cuda_context")}
+    used |= {f"train.mem.{k}" for k in ("cuda_peak_reserved", "cpu_peak_rss", "None")}
     missing = sorted(k for k in used if k not in i18n.CATALOG)
     assert not missing, missing
     assert len(used) > 150  # the scan really found the code's keys

@@ -8,11 +8,13 @@ import sys
 
 import pytest
 
+import recipes
+
 from wizard.session import SCHEMA_VERSION, Session, SessionError, find
 
 
 def make(home) -> Session:
-    s = Session.new("finetune", ("select_model", "download"), home)
+    s = Session.new("finetune", recipes.STEPS, home)
     s.save()
     return s
 
@@ -22,7 +24,7 @@ def test_new_session_layout(tmp_path):
     data = json.loads(s.path.read_text())
     assert s.path == tmp_path / "sessions" / f"{s.id}.json"
     assert data["schema_version"] == SCHEMA_VERSION and data["task"] == "finetune"
-    assert list(data["steps"]) == ["select_model", "download"]
+    assert list(data["steps"]) == list(recipes.STEPS)
     assert all(r["status"] == "pending" for r in data["steps"].values())
     assert (tmp_path / "runs" / s.id).is_dir() and data["run_dir"] == str(tmp_path / "runs" / s.id)
 
@@ -55,6 +57,17 @@ def test_lock_refuses_a_second_process(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_binary_file_and_folder_are_refused(tmp_path):
+    s = make(tmp_path)
+    s.path.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(SessionError) as e:
+        Session.load(s.path)
+    assert e.value.key == "session.not_text"
+    with pytest.raises(SessionError) as e:
+        Session.load(tmp_path)
+    assert e.value.key == "session.is_folder"
+
+
 def test_truncated_file_is_refused_and_left_untouched(tmp_path):
     s = make(tmp_path)
     text = s.path.read_text()
@@ -71,6 +84,9 @@ def test_truncated_file_is_refused_and_left_untouched(tmp_path):
     (lambda d: d["steps"]["download"].update(status="finished"), "steps.download.status"),
     (lambda d: d["steps"]["download"].update(answers=[]), "steps.download.answers"),
     (lambda d: d.update(schema_version="1"), "schema_version"),
+    (lambda d: d["steps"].pop("train"), "the steps of task 'finetune'"),
+    (lambda d: d["steps"].update(bogus=d["steps"]["train"]), "the steps of task 'finetune'"),
+    (lambda d: d.update(task="bake"), "unknown task 'bake'"),
 ])
 def test_hand_broken_file_names_what_is_wrong(tmp_path, edit, what):
     s = make(tmp_path)

@@ -83,11 +83,12 @@ def test_evaluate_memory_counts_parameters_exactly(chain):
     out = chain.step("evaluate_memory")
     model = AutoModelForCausalLM.from_pretrained(chain.tiny)
     assert out["shape"]["n_params"] == sum(p.numel() for p in model.parameters())
-    assert len(out["estimates"]) == 6 and not out["calibrated"]
+    assert len(out["estimates"]) == 6
     assert out["recommended"] == {"method": "lora", "activation_checkpointing": False}
     est = {(e["method"], e["activation_checkpointing"]): e for e in out["estimates"]}
-    assert est[("lora", True)]["components"]["activations"] < est[("lora", False)]["components"]["activations"]
+    assert est[("lora", True)]["components"]["layers"] < est[("lora", False)]["components"]["layers"]
     assert est[("qlora", False)]["components"]["weights"] < est[("lora", False)]["components"]["weights"]
+    assert all(e["fits"] and e["instance"]["count"] == 1 for e in out["estimates"])
 
 
 def test_download_verifies_and_records_the_commit(chain):
@@ -116,6 +117,15 @@ def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
     bad.write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c"\n')
     err = check(q["dataset_path"], str(bad), {})[1]
     assert err.key == "data.bad_line" and err.args["line"] == 2
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00\x01")
+    assert check(q["dataset_path"], str(binary), {})[1].key == "data.not_text"
+    assert check(q["dataset_path"], str(tmp_path), {})[1].key == "data.is_folder"
+    typed = tmp_path / "typed.jsonl"
+    typed.write_text('{"instruction": "a", "output": "b"}\n{"instruction": 0, "output": null}\n')
+    err = check(q["dataset_path"], str(typed), {})[1]
+    assert err.key == "data.bad_records" and err.args["where"] == "typed.jsonl:2"
+    assert check(q["lora_targets"], "q_proj,nope_proj", {})[1].key == "choose_strategy.unknown_targets"
     assert check(q["lora_rank"], "0", {})[1].key == "answer.out_of_range"
     assert check(q["lora_targets"], "q_proj,v_proj", {})[1] is None
     assert check(q["lora_targets"], "q proj;", {})[1].key == "choose_strategy.bad_targets"

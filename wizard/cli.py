@@ -1,7 +1,7 @@
 """yichui's command line (typer). The command table (wizard/README.md) is fixed here:
 
-run (default) · demo · resume · replay · steps · show · status · stop
-(later issues add: estimate, download, attach, serve start|status|logs|stop, chat)
+run (default) · demo · resume · replay · steps · show · status · stop · estimate
+(later issues add: download, attach, serve start|status|logs|stop, chat)
 
 Exit status: 0 done · 1 a step failed · 2 bad input (arguments, answers, session file) · 130 interrupted.
 Imports stay light: torch and transformers load inside the steps that need them.
@@ -25,6 +25,7 @@ T = i18n.t
 # quiet libraries: yichui draws its own progress; their logs go to the session log
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("HF_HUB_VERBOSITY", "error")  # retries are summed up in one line by recipes.hub
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
@@ -81,13 +82,29 @@ def _log_to(session) -> None:
 
 
 def _engine(session, ui, interactive: bool, overrides: dict, replay: dict | None = None,
-            defaults: dict | None = None) -> int:
-    from wizard.engine import Engine
+            defaults: dict | None = None, new: bool = False) -> int:
+    """Run the session. A new session is checked first (every --set key and typed value) and only then saved and
+    locked, so a mistyped --set costs nothing and leaves no session behind."""
+    from wizard.engine import AnswerError, Engine
     from wizard.prompter import QuestionaryPrompter
 
-    _log_to(session)
     prompter = QuestionaryPrompter() if interactive else None
-    return Engine(session, ui, prompter, overrides=overrides, replay=replay, defaults=defaults).run()
+    engine = Engine(session, ui, prompter, overrides=overrides, replay=replay, defaults=defaults)
+    try:
+        engine.precheck()
+    except AnswerError as e:
+        if new:
+            import shutil
+
+            shutil.rmtree(session.run_dir, ignore_errors=True)
+        ui.error(i18n.render(e.msg))
+        return 2
+    if new:
+        session.save()
+        session.lock()
+        ui.say(T("cli.new_session", id=session.id, path=str(session.path)))
+    _log_to(session)
+    return engine.run()
 
 
 def _load_locked(ref: str | None, unfinished: bool = False):
@@ -108,7 +125,8 @@ def _demo_hub(ui, overrides: dict):
     from wizard.session import home
 
     h = home()
-    ui.say(T("cli.demo.building", path=str(demo.hub_root(h))))
+    if not demo.model_ready(h):
+        ui.say(T("cli.demo.building", path=str(demo.hub_root(h))))
     demo.ensure_model(h)
     hub = demo.start_hub(h)
     ui.say(T("cli.demo.hub", url=hub.url, repo="yichui/tiny-qwen2-chat"))
@@ -145,10 +163,7 @@ def run(task: str = typer.Option("finetune", "--task", help=T("cli.opt.task")), 
         _need_tty()
     ui = _ui()
     s = Session.new(task, recipes.TASKS[task])
-    s.save()
-    s.lock()
-    ui.say(T("cli.new_session", id=s.id, path=str(s.path)))
-    raise typer.Exit(_engine(s, ui, not yes, overrides))
+    raise typer.Exit(_engine(s, ui, not yes, overrides, new=True))
 
 
 @app.command(help=T("cli.demo"))
@@ -161,11 +176,8 @@ def demo(set_: Optional[List[str]] = SetOpt):
     ui = _ui()
     hub, defaults = _demo_hub(ui, overrides)
     s = Session.new("finetune", recipes.TASKS["finetune"], demo=True)
-    s.save()
-    s.lock()
-    ui.say(T("cli.new_session", id=s.id, path=str(s.path)))
     try:
-        code = _engine(s, ui, False, overrides, defaults=defaults)
+        code = _engine(s, ui, False, overrides, defaults=defaults, new=True)
     finally:
         hub.stop()
     if code == 0:
@@ -176,14 +188,14 @@ def demo(set_: Optional[List[str]] = SetOpt):
 @app.command(help=T("cli.resume"))
 def resume(session: Optional[str] = SessionArg, yes: bool = YesOpt, set_: Optional[List[str]] = SetOpt):
     overrides = _parse_sets(set_)
-    if not yes:
-        _need_tty()
     s = _load_locked(session, unfinished=session is None)
     ui = _ui()
     ui.say(T("cli.resuming", id=s.id, path=str(s.path)))
     if s.is_finished():
         ui.say(T("cli.already_finished", id=s.id))
         raise typer.Exit(0)
+    if not yes:
+        _need_tty()
     hub, defaults = _demo_hub(ui, overrides) if s.data.get("demo") else (None, None)
     try:
         code = _engine(s, ui, not yes, overrides, defaults=defaults)
@@ -207,12 +219,11 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
         raise _session_error(e)
     ui = _ui()
     s = Session.new(old.data["task"], tuple(old.steps), demo=bool(old.data.get("demo")), replay_of=str(old.path))
-    s.save()
-    s.lock()
     ui.say(T("cli.replaying", path=str(old.path), id=s.id))
     hub, _ = _demo_hub(ui, overrides) if old.data.get("demo") else (None, None)
     try:
-        code = _engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()})
+        code = _engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()},
+                       new=True)
     finally:
         if hub:
             hub.stop()
@@ -243,8 +254,27 @@ def _read(ref: str | None):
         raise _session_error(e)
 
 
+def _all_sessions():
+    from wizard.session import Session, SessionError, sessions_dir
+
+    out = []
+    for p in sorted(sessions_dir().glob("*.json")):
+        try:
+            out.append(Session.load(p))
+        except SessionError:
+            continue
+    return sorted(out, key=lambda x: x.data.get("updated_at") or "")
+
+
 @app.command(help=T("cli.show"))
-def show(session: Optional[str] = SessionArg):
+def show(session: Optional[str] = SessionArg,
+         all_: bool = typer.Option(False, "--all", help=T("cli.opt.all"))):
+    if all_:
+        _ui().table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.status"), T("cli.col.step"),
+                                                 T("cli.col.updated")],
+                    [(x.id, x.data["task"], T("cli.finished" if x.is_finished() else "cli.unfinished"),
+                      x.current_step() or "", (x.data.get("updated_at") or "")[:19]) for x in _all_sessions()])
+        return
     s = _read(session)
     _ui().table(T("cli.show.title", id=s.id, task=s.data["task"], path=str(s.path)),
                 [T("cli.col.step"), T("cli.col.status"), T("cli.col.answers"), T("cli.col.outputs")],
@@ -261,44 +291,145 @@ def _job_detail(s, job) -> str:
         if last is None:
             return ""
         if last["event"] == "step":
-            return f"step {last['step']}/{last.get('total_steps')} loss {last.get('loss')}"
-        return last["event"] + (f": {last.get('message')}" if last["event"] == "error" else "")
+            return T("cli.detail.step", step=last["step"], total=last.get("total_steps"), loss=last.get("loss"))
+        if last["event"] == "done":
+            return T("cli.detail.done")
+        return T("cli.detail.error", message=last.get("message"))
     if job.name == "server":
         return s.steps.get("deploy", {}).get("outputs", {}).get("endpoint", "")
     return ""
 
 
-@app.command(help=T("cli.status"))
-def status(session: Optional[str] = SessionArg):
+def _estimate_config(model: str, source: str | None, endpoint: str | None, revision: str) -> dict:
+    from recipes import hub
+    from recipes.base import StepError
+
+    local = Path(model).expanduser()
+    src = source or ("local" if local.exists() else "hf")
+    try:
+        return hub.fetch_config(src, str(local) if src == "local" else model,
+                                endpoint or hub.default_endpoint(src), revision)
+    except StepError as e:
+        raise _fail(e.msg.key, **e.msg.args)
+
+
+@app.command(help=T("cli.estimate"))
+def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
+             method: str = typer.Option("lora", "--method", help="full | lora | qlora | dora"),
+             rank: int = typer.Option(8, "--rank", help=T("cli.opt.rank")),
+             targets: str = typer.Option("all-linear", "--targets", help="all-linear | q_proj,v_proj,…"),
+             dropout: float = typer.Option(0.05, "--dropout", help=T("cli.opt.dropout")),
+             seq: int = typer.Option(2048, "--seq", help=T("cli.opt.seq")),
+             batch: int = typer.Option(1, "--batch", help=T("cli.opt.batch")),
+             ckpt: bool = typer.Option(True, "--ckpt/--no-ckpt", help=T("cli.opt.ckpt")),
+             attn: str = typer.Option("sdpa", "--attn", help="sdpa | flash | eager"),
+             optim: str = typer.Option("adamw", "--optim", help="adamw | adamw8bit | paged"),
+             loss: str = typer.Option("fused", "--loss", help="fused | chunked | full"),
+             gpus: int = typer.Option(1, "--gpus", help=T("cli.opt.gpus")),
+             gpu_memory: Optional[float] = typer.Option(None, "--gpu-memory", help=T("cli.opt.gpu_memory")),
+             gpu: Optional[str] = typer.Option(None, "--gpu", help=T("cli.opt.gpu")),
+             zero: int = typer.Option(0, "--zero", help=T("cli.opt.zero")),
+             offload: bool = typer.Option(False, "--offload", help=T("cli.opt.offload")),
+             fsdp: bool = typer.Option(False, "--fsdp", help=T("cli.opt.fsdp")),
+             serve: str = typer.Option("bf16", "--serve-format", help="bf16 | fp8 | awq | gptq | bnb4 | bnb8"),
+             utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help=T("cli.opt.utilization")),
+             source: Optional[str] = typer.Option(None, "--source", help="hf | modelscope | local"),
+             endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint")),
+             revision: str = typer.Option("main", "--revision", help=T("cli.opt.revision")),
+             as_json: bool = typer.Option(False, "--json", help=T("cli.opt.json"))):
+    import json as _json
+
+    from recipes import memory
+
+    if gpu is not None and gpu not in memory.GPUS:
+        raise _fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
+    config = _estimate_config(model, source, endpoint, revision)
+    t = memory.Training(method=method, rank=rank, targets=targets, dropout=dropout, ckpt=ckpt, attn=attn,
+                        micro_batch=batch, seq=seq, optim=optim, loss=loss, gpus=gpus, zero=zero, offload=offload,
+                        fsdp=fsdp)
+    detected = memory.detect_gpus()
+    gpu_name, gib = (memory.GPUS[gpu] if gpu else (T("cli.estimate.target_gpu"), gpu_memory) if gpu_memory
+                     else (detected[0]["name"], detected[0]["memory_gib"]) if detected else (None, None))
+    try:
+        shape = memory.shape_from_config(config)
+        e = memory.estimate(shape, t, gib)
+        inst = memory.smallest_instance(shape, t)
+        srv = memory.serving(shape, serve, gib or 80.0, utilization, gpus)
+    except memory.ConfigError as err:
+        raise _fail(err.key, **err.params)
+    result = {"model": model, "peak_gib": e["peak_gib"], "components": e["components"], "fits": e.get("fits"),
+              "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
+              "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
+              "serving": srv | {"format": serve, "utilization": utilization, "gpu_memory_gib": gib or 80.0},
+              "config": {k: v for k, v in vars(t).items()}}
+    if as_json:
+        print(_json.dumps(result))
+        return
+    ui = _ui()
+    ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=method, seq=seq, batch=batch),
+             [T("evaluate_memory.col.component"), "GiB"],
+             [(T(f"memory.part.{k}"), f"{v:.3f}") for k, v in e["components"].items() if v]
+             + [(T("evaluate_memory.col.peak"), f"{e['peak_gib']:.2f}")])
+    if gib:
+        ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
+                 margin=f"{e['margin_gib']:+.2f}"))
+    ui.say(T("cli.estimate.instance", instance=f"{inst['count']}× {inst['name']}") if inst else
+           T("cli.estimate.no_instance"))
+    ui.say(T("cli.estimate.serving", fmt=serve, weights=srv["weights_gib"], tokens=f"{srv['max_tokens']:,}",
+             context=f"{srv['longest_context']:,}", util=utilization, gib=gib or 80.0))
+    if e["approximate"]:
+        ui.warn(T("evaluate_memory.approximate", what=", ".join(e["approximate"])))
+
+
+def _with_running_jobs():
+    """Sessions with a running job, most recent last."""
     from recipes import jobs
 
-    s = _read(session)
-    found = jobs.find(s.run_dir)
+    return [s for s in _all_sessions() if any(j.alive() for j in jobs.find(s.run_dir))]
+
+
+@app.command(help=T("cli.status"))
+def status(session: Optional[str] = SessionArg):
+    """SESSION's jobs; without SESSION, every session's running jobs (or the latest session's, if none runs)."""
+    from recipes import jobs
+
+    chosen = [_read(session)] if session else (_with_running_jobs() or [_read(None)])
     ui = _ui()
-    if not found:
-        ui.say(T("cli.no_jobs", id=s.id))
-        return
-    ui.table(T("cli.status.title", id=s.id),
-             [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail"), T("cli.col.log")],
-             [(j.name, j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"), _job_detail(s, j), j.log)
-              for j in found])
+    for s in chosen:
+        found = jobs.find(s.run_dir)
+        if not found:
+            ui.say(T("cli.no_jobs", id=s.id))
+            continue
+        ui.table(T("cli.status.title", id=s.id),
+                 [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail"), T("cli.col.log")],
+                 [(j.name, j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"), _job_detail(s, j),
+                   j.log) for j in found])
 
 
 @app.command(help=T("cli.stop"))
 def stop(session: Optional[str] = SessionArg):
+    """Stop SESSION's jobs; without SESSION, those of the most recent session that has a running job."""
     from recipes import jobs
 
-    s = _read(session)
+    if session:
+        s = _read(session)
+    else:
+        running = _with_running_jobs()
+        s = running[-1] if running else _read(None)
     ui = _ui()
     stopped = [j for j in jobs.find(s.run_dir) if j.stop()]
     for j in stopped:
-        ui.say(T("cli.stopped", job=j.name, pid=j.pid))
+        ui.say(T("cli.stopped", job=j.name, pid=j.pid, id=s.id))
     if not stopped:
         ui.say(T("cli.nothing_running", id=s.id))
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except OSError as e:  # a read-only or full YICHUI_HOME, a folder given as a file, ...: one line, nothing lost
+        _ui().error(T("cli.os_error", path=str(e.filename or ""), error=e.strerror or str(e)))
+        sys.exit(2)
 
 
 if __name__ == "__main__":

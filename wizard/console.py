@@ -84,7 +84,8 @@ class UI:
             t = Table(title=title, title_justify="left", show_header=False)
             t.add_column(style="cyan"); t.add_column()
             for k, v in fields.items():
-                t.add_row(k, str(v))
+                if not k.startswith("_"):  # "_final" and the like steer the view, they are not shown
+                    t.add_row(k, str(v))
             return t
 
         if self.is_terminal:

@@ -10,11 +10,15 @@ def hub_root(home: Path) -> Path:
     return home / "cache" / "hub"
 
 
+def model_ready(home: Path) -> bool:
+    marker = hub_root(home) / tiny.REPO_ID / "yichui_build.json"
+    return marker.exists() and f'"build_version": {tiny.BUILD_VERSION}' in marker.read_text()
+
+
 def ensure_model(home: Path) -> tuple[Path, bool]:
     """The tiny model's folder inside the demo hub root; builds it on first use. Returns (folder, built now)."""
     dest = hub_root(home) / tiny.REPO_ID
-    marker = dest / "yichui_build.json"
-    if marker.exists() and f'"build_version": {tiny.BUILD_VERSION}' in marker.read_text():
+    if model_ready(home):
         return dest, False
     if dest.exists():
         import shutil

@@ -168,13 +168,8 @@ class Engine:
         resumed = dict(rec["answers"])
         answers: dict = {}
         qs = step_mod.questions(ctx)
-        by_key = {q.key: q for q in qs}
-        for key in self.overrides.get(name, {}):
-            if key not in by_key:
-                raise AnswerError(msg("answer.unknown_key", name=f"{name}.{key}", step=name, key=key,
-                                      keys=", ".join(by_key)))
-            if by_key[key].secret:
-                raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=by_key[key].env or "?"))
+        if not qs and rec["answers"]:
+            return dict(rec["answers"])  # the step asks nothing now (e.g. re-attaching): its recorded answers stand
         for q in qs:
             if q.when is not None and not q.when(answers):
                 continue
@@ -205,10 +200,38 @@ class Engine:
         self.session.save()
         return answers
 
+    def precheck(self) -> None:
+        """Check every ``--set`` before any work: the key exists, is no secret, and a typed value (int, float,
+        yes/no, a fixed choice) parses and passes its validation.
+
+        Raises:
+            AnswerError: naming ``step.key`` and what to do.
+        """
+        for name, sets in self.overrides.items():
+            step_mod = self.load(name)
+            qs = {q.key: q for q in step_mod.questions(StepContext(self, name))}
+            for key, raw in sets.items():
+                q = qs.get(key)
+                if q is None:
+                    raise AnswerError(msg("answer.unknown_key", name=f"{name}.{key}", step=name, key=key,
+                                          keys=", ".join(qs)))
+                if q.secret:
+                    raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=q.env or "?"))
+                if q.kind in ("int", "float", "confirm") or (q.kind == "select" and not callable(q.choices)):
+                    _, err = check(q, raw, {})
+                    if err is not None:
+                        raise AnswerError(msg("answer.invalid", name=f"{name}.{key}", value=raw,
+                                              reason=i18n.render(err)))
+
     # -- running -----------------------------------------------------------------------------------------------
     def run(self) -> int:
         """Run every pending step. Returns the process exit status (0, 1 failed, 2 bad answer, 130 interrupted)."""
         s = self.session
+        try:
+            self.precheck()
+        except AnswerError as e:
+            self.ui.error(i18n.render(e.msg))
+            return 2
         names = list(s.steps)
         for i, name in enumerate(names, 1):
             rec = s.steps[name]

@@ -19,9 +19,12 @@ class QuestionaryPrompter:
             choices = [questionary.Choice(title=i18n.render(c.label), value=c.value)
                        for c in q.resolve_choices(answers)]
             default = next((c for c in choices if c.value == prefill or str(c.value) == str(prefill)), None)
-            return questionary.select(text, choices=choices, default=default).unsafe_ask()
+            return questionary.select(text, choices=choices, default=default,
+                                      instruction=i18n.t("ui.select_instruction")).unsafe_ask()
         if q.kind == "confirm":
-            return questionary.confirm(text, default=bool(prefill) if prefill is not None else True).unsafe_ask()
+            yes = bool(prefill) if prefill is not None else True
+            return questionary.confirm(text, default=yes, instruction=i18n.t(
+                "ui.confirm_default_yes" if yes else "ui.confirm_default_no")).unsafe_ask()
         if q.kind == "password":
             return questionary.password(text).unsafe_ask()
         if q.kind == "path":

@@ -13,6 +13,7 @@ import json
 import os
 import secrets
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -52,11 +53,17 @@ def _validate(data: Any, path: Path) -> None:
     def bad(what: str):
         raise SessionError("session.invalid", path=str(path), what=what)
 
+    import recipes
+
     if not isinstance(data, dict):
         bad("top level is not an object")
     for key, typ in (("id", str), ("task", str), ("steps", dict), ("run_dir", str), ("created_at", str)):
         if not isinstance(data.get(key), typ):
             bad(f"'{key}' missing or not a {typ.__name__}")
+    if data["task"] not in recipes.TASKS:
+        bad(f"unknown task '{data['task']}' (tasks: {', '.join(recipes.TASKS)})")
+    if list(data["steps"]) != list(recipes.TASKS[data["task"]]):
+        bad(f"the steps of task '{data['task']}' must be {', '.join(recipes.TASKS[data['task']])}")
     for name, rec in data["steps"].items():
         if not isinstance(rec, dict):
             bad(f"steps.{name} is not an object")
@@ -103,6 +110,10 @@ class Session:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise SessionError("session.not_found", path=str(path)) from None
+        except IsADirectoryError:
+            raise SessionError("session.is_folder", path=str(path)) from None
+        except UnicodeDecodeError:
+            raise SessionError("session.not_text", path=str(path)) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -175,8 +186,14 @@ class Session:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            holder = ""
+            for _ in range(20):  # the holder writes its pid just after taking the lock
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+                if holder:
+                    break
+                time.sleep(0.05)
             os.close(fd)
+            holder = holder or "?"
             raise SessionError("session.locked", path=str(self.path), pid=holder) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)

@@ -34,15 +34,19 @@ def test_demo_then_replay(finished_demo):
 
     st = yichui(home, "status", s["id"])
     assert st.returncode == 0 and "server" in st.stdout and "running" in st.stdout
-    stop = yichui(home, "stop", s["id"])
-    assert stop.returncode == 0 and "Stopped server" in stop.stdout
+    # a newer session that failed must not hide the demo's server from `status` and `stop` without a SESSION
+    bad = yichui(home, "run", "--yes", "--set", "select_model.source=local", "--set", "select_model.path=/nonexistent")
+    assert bad.returncode == 2
+    assert s["id"] in yichui(home, "status").stdout
+    stop = yichui(home, "stop")
+    assert stop.returncode == 0 and "Stopped server" in stop.stdout and s["id"] in stop.stdout
     assert "not running" in yichui(home, "status", s["id"]).stdout
     shown = yichui(home, "show", s["id"])
     assert shown.returncode == 0 and shown.stdout.count("done") >= 7
 
     rp = yichui(home, "replay", s["id"], "--yes", timeout=600)
     assert rp.returncode == 0, rp.stdout[-3000:] + rp.stderr[-3000:]
-    new = next(x for x in sessions(home) if x["id"] != s["id"])
+    new = next(x for x in sessions(home) if x.get("replay_of"))
     assert new["replay_of"].endswith(s["id"] + ".json")
     for name, rec in s["steps"].items():
         old_answers = dict(rec["answers"])

@@ -1,0 +1,174 @@
+"""The memory model on CPU: exact counts, hand-computed components, sharding arithmetic, serving, bad input, the
+`estimate` command, and the committed H200 measurements (bench/results) still within the accuracy goal."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import yichui
+
+from recipes import memory
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+GIB = 2**30
+
+
+def config(name: str) -> dict:
+    return json.loads((BENCH / "configs" / name / "config.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def qwen7b():
+    return memory.shape_from_config(config("qwen2.5-7b"))
+
+
+def test_parameter_counts_are_exact(tiny_model):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    assert memory.shape_from_config(config("qwen2.5-7b")).n_params == 7_615_616_512  # FACTS.md
+    shape = memory.shape_from_config(json.loads((tiny_model / "config.json").read_text()))
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    assert shape.n_params == sum(p.numel() for p in model.parameters())
+    assert shape.n_linear == sum(m.weight.numel() for n, m in model.named_modules()
+                                 if isinstance(m, torch.nn.Linear) and "lm_head" not in n)
+    assert shape.tied and shape.kv_heads == 2 and shape.head_dim == 32
+
+
+def test_lora_parameter_count_matches_peft(tiny_model):
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    shape = memory.shape_from_config(json.loads((tiny_model / "config.json").read_text()))
+    for targets in ("all-linear", "q_proj,v_proj"):
+        model = AutoModelForCausalLM.from_pretrained(tiny_model)
+        tm = targets if targets == "all-linear" else targets.split(",")
+        peft_model = get_peft_model(model, LoraConfig(r=8, target_modules=tm, task_type="CAUSAL_LM"))
+        trainable = sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+        assert shape.lora_params(8, targets) == trainable, targets
+
+
+def test_components_by_hand(qwen7b):
+    P = qwen7b.n_params
+    t = memory.Training(method="full", ckpt=True, seq=512)
+    ms = memory.model_states(qwen7b, t)
+    assert (ms["weights"], ms["gradients"], ms["optimizer"]) == (2 * P, 2 * P, 4 * P)  # bf16 + AdamW in bf16
+    L = 8 * sum(m.in_sum + m.out_sum for m in qwen7b.linears.values())
+    lora = memory.model_states(qwen7b, memory.Training(method="lora"))
+    assert (lora["trainable"], lora["adapter"], lora["gradients"], lora["optimizer"]) == (L, 4 * L, 4 * L, 8 * L)
+    q = memory.model_states(qwen7b, memory.Training(method="qlora"))
+    assert q["weights"] == pytest.approx(qwen7b.n_linear * (0.5 + 1 / 64 + 4 / 16384) + (P - qwen7b.n_linear) * 2)
+    # activations without checkpointing: tokens × layers × per-layer bytes, + the fused head's tile and states
+    t = memory.Training(method="lora", ckpt=False, dropout=0.0, seq=1024, micro_batch=2)
+    act = memory.activations(qwen7b, t)
+    per_layer = (memory.ACT_H * 3584 + memory.ACT_I * 18944
+                 + memory.LORA_CAST * qwen7b.adapted_inputs_per_layer())
+    assert act["layers"] == pytest.approx(2048 * 28 * per_layer + memory.BWD_I * 2048 * 18944)
+    assert act["logits"] == pytest.approx(2048 * 32768 * 2 + memory.HEAD_H * 2048 * 3584)  # tile: min(T, 4096) rows and act["attention_scores"] == 0
+
+
+def test_checkpointing_and_longer_sequences(qwen7b):
+    def peak(**kw):
+        return memory.estimate(qwen7b, memory.Training(**kw))["peak_gib"]
+
+    assert peak(ckpt=True, seq=4096) < peak(ckpt=False, seq=4096)
+    assert peak(seq=8192) > peak(seq=2048) > peak(seq=512)
+    assert peak(method="qlora") < peak(method="lora") < peak(method="full")
+    assert peak(ckpt=False, attn="eager", seq=4096) > peak(ckpt=False, attn="sdpa", seq=4096)
+    assert peak(ckpt=False, loss="full") > peak(ckpt=False, loss="fused")
+
+
+def test_zero_sharding_arithmetic(qwen7b):
+    P = qwen7b.n_params
+
+    def states(**kw):
+        ms = memory.model_states(qwen7b, memory.Training(method="full", gpus=4, **kw))
+        return ms["weights"], ms["gradients"], ms["optimizer"]
+
+    assert states(zero=0) == (2 * P, 2 * P, 4 * P)          # plain data parallel: everything replicated
+    assert states(zero=1) == (2 * P, 2 * P, 4 * P / 4)      # [ZeRO] stage 1: optimizer states / N
+    assert states(zero=2) == (2 * P, 2 * P / 4, 4 * P / 4)  # stage 2: + gradients / N
+    assert states(zero=3) == (2 * P / 4, 2 * P / 4, 4 * P / 4) == states(fsdp=True)  # stage 3 / FSDP: + weights / N
+    assert states(zero=2, offload=True) == (2 * P, 2 * P / 4, 0)
+    assert states(zero=3, offload=True) == (0, 2 * P / 4, 0)
+
+
+def test_kv_cache_and_serving_by_hand(qwen7b):
+    assert memory.kv_bytes_per_token(qwen7b) == 28 * 4 * 128 * 2 * 2  # layers × KV heads × head dim × K,V × bf16
+    s = memory.serving(qwen7b, "bf16", gpu_gib=80.0, utilization=0.9)
+    budget = 0.9 * 80 * GIB - 2 * qwen7b.n_params - memory.SERVING_OVERHEAD_GIB * GIB
+    assert s["max_tokens"] == int(budget // (28 * 4 * 128 * 4)) and s["longest_context"] == 32768
+    awq = memory.serving(qwen7b, "awq", gpu_gib=24.0)
+    assert awq["weights_gib"] < s["weights_gib"] / 2.5 and awq["max_tokens"] > 0
+    assert not memory.serving(qwen7b, "bf16", gpu_gib=16.0)["fits"]
+
+
+def test_instance_sizing(qwen7b):
+    lora = memory.smallest_instance(qwen7b, memory.Training(method="lora", seq=2048))
+    assert lora["count"] == 1 and lora["gpu"] in ("a10-24g", "l4-24g")
+    full = memory.smallest_instance(qwen7b, memory.Training(method="full", seq=2048))
+    assert full["count"] == 1 and full["gpu"] in ("a100-80g", "h100-80g")
+    huge = memory.smallest_instance(qwen7b, memory.Training(method="full", seq=65536, micro_batch=64, ckpt=False))
+    assert huge is None
+
+
+def test_bad_input_is_named():
+    with pytest.raises(memory.ConfigError) as e:
+        memory.shape_from_config({"hidden_size": 8})
+    assert e.value.key == "memory.no_model_type"
+    bert = {"model_type": "bert", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 2,
+            "intermediate_size": 128, "vocab_size": 100}
+    with pytest.raises(memory.ConfigError) as e:
+        memory.shape_from_config(bert)
+    assert e.value.key == "memory.unknown_architecture"
+    shape = memory.shape_from_config(config("qwen2.5-0.5b"))
+    with pytest.raises(memory.ConfigError) as e:
+        memory.estimate(shape, memory.Training(targets="q_proj,wrong_proj"))
+    assert e.value.key == "memory.unknown_targets" and "wrong_proj" in e.value.params["targets"]
+    with pytest.raises(memory.ConfigError):
+        memory.estimate(shape, memory.Training(optim="sgd"))
+
+
+def test_committed_h200_measurements_meet_the_goal():
+    """bench/results: predicted vs measured device peak on the H200 (paged optimizer excluded: managed memory)."""
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    import bench_fit as fit_memory
+
+    rows = [r for r in fit_memory.load(fit_memory.DEFAULT) if r["optim"] != "paged"]
+    errs = [e for _, _, e in fit_memory.errors(rows)]
+    assert len(errs) >= 39
+    assert sum(map(abs, errs)) / len(errs) <= 0.05
+    assert max(map(abs, errs)) <= 0.10 and min(errs) >= -0.05
+
+
+def test_estimate_command_offline_on_a_folder_and_through_the_hub(home, hub, tiny_model):
+    r = yichui(home, "estimate", str(BENCH / "configs" / "llama3.1-8b"), "--method", "qlora", "--gpu", "t4-16g",
+               "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["fits"] is True and out["margin_gib"] > 0 and out["peak_gib"] == pytest.approx(
+        sum(out["components"].values()), abs=0.01)
+    r = yichui(home, "estimate", "yichui/tiny-qwen2-chat", "--endpoint", hub.url, "--gpu-memory", "24", "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["n_params"] == memory.shape_from_config(
+        json.loads((tiny_model / "config.json").read_text())).n_params
+    r = yichui(home, "estimate", "nobody/nothing", "--endpoint", hub.url)
+    assert r.returncode == 2 and "No such model" in r.stderr
+    r = yichui(home, "estimate", str(BENCH / "configs" / "qwen2.5-7b"), "--optim", "sgd")
+    assert r.returncode == 2 and "sgd" in r.stderr
+    r = yichui(home, "estimate", str(BENCH / "configs" / "qwen2.5-7b"), "--gpu", "v100")
+    assert r.returncode == 2 and "v100" in r.stderr
+
+
+def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():
+    moe = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "moe_intermediate_size": 32,
+           "shared_expert_intermediate_size": 64, "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 256}
+    shape = memory.shape_from_config(moe)
+    assert shape.experts == 8 and shape.intermediate == 2 * 32 + 64 and "moe" in shape.approximate
+    assert "moe" in memory.estimate(shape, memory.Training())["approximate"]
+    gptq = config("qwen2.5-0.5b") | {"quantization_config": {"quant_method": "gptq", "bits": 4}}
+    assert "quantized:gptq" in memory.shape_from_config(gptq).approximate
