@@ -26,7 +26,6 @@ Sources
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -125,13 +124,18 @@ class Shape:
 
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
         """[LoRA] r · Σ (in + out) over the targeted linear layers."""
-        return rank * sum(m.in_sum + m.out_sum for m in self._targets(targets))
+        return rank * sum(m.in_sum + m.out_sum for m in self.targeted(targets))
 
     def adapted_inputs_per_layer(self, targets: str = "all-linear") -> float:
         """Σ in_features of the targeted layers of one decoder block (elements an adapter sees per token)."""
-        return sum(m.in_sum for m in self._targets(targets)) / self.layers
+        return sum(m.in_sum for m in self.targeted(targets)) / self.layers
 
-    def _targets(self, targets: str) -> list[Linear]:
+    def targeted(self, targets: str) -> list[Linear]:
+        """The Linear groups LoRA adapts: every group for ``all-linear``, else the named ones.
+
+        Raises:
+            ConfigError: a name this model has no linear layer for.
+        """
         if targets == "all-linear":
             return list(self.linears.values())
         names = [t.strip() for t in targets.split(",") if t.strip()]
@@ -274,7 +278,7 @@ def model_states(shape: Shape, t: Training) -> dict:
     else:
         trainable = shape.lora_params(t.rank, t.targets)
         if t.method == "dora":  # magnitude vector: one value per output feature of each adapted layer
-            trainable += sum(m.out_sum for m in shape._targets(t.targets))
+            trainable += sum(m.out_sum for m in shape.targeted(t.targets))
         if t.method == "qlora":
             weights = shape.n_linear * NF4_BYTES + (P - shape.n_linear) * wb
             ab = 2
@@ -493,6 +497,3 @@ def detect_gpus() -> list[dict]:
             continue
     return gpus
 
-
-def is_finite(x: float) -> bool:
-    return not (math.isnan(x) or math.isinf(x))
