@@ -1,12 +1,17 @@
-"""Step 3 — download the chosen revision: file selection, free-disk check, byte progress, sha256 check, commit
-recorded. A local model is used where it lies."""
+"""Step 3 — download the chosen revision with yichui's resumable, verified downloader (recipes/downloader.py).
+
+File selection (safetensors over .bin duplicates; no original/ or GGUF unless asked; include/exclude patterns), a
+free-disk check before starting (what remains + 5 %), one progress view (total and per file), the commit recorded.
+A local model is used where it lies. `yichui download` runs the same code without a session.
+"""
 from __future__ import annotations
 
-import hashlib
+import json
 import shutil
+import threading
 from pathlib import Path
 
-from recipes import hub
+from recipes import downloader, hub
 from recipes.base import Question, StepError, msg
 
 name = "download"
@@ -23,15 +28,90 @@ def _default_dir(ctx) -> str | None:
 
 def questions(ctx) -> list[Question]:
     remote = ctx.outputs("select_model").get("source") != "local"
-    return [Question("local_dir", "path", "download.local_dir", default=_default_dir(ctx), when=lambda a: remote)]
+
+    def check_mirrors(v, a):
+        bad = [m for m in _mirrors(v) if not m.startswith(("http://", "https://"))]
+        return msg("select_model.bad_endpoint", value=bad[0]) if bad else None
+
+    return [Question("local_dir", "path", "download.local_dir", default=_default_dir(ctx), when=lambda a: remote),
+            Question("compare_mirrors", "text", "download.compare_mirrors", default="none", when=lambda a: remote,
+                     validate=check_mirrors)]
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+def _mirrors(value: str) -> list[str]:
+    return [] if value.strip().lower() in ("", "none", "-") else [m.strip() for m in value.split(",") if m.strip()]
+
+
+def remaining_bytes(local_dir: Path, files: list[hub.RemoteFile]) -> int:
+    """Bytes still to fetch: complete files count 0, partial ones what their sidecar has not recorded yet."""
+    left = 0
+    for f in files:
+        dest = local_dir / f.path
+        if dest.is_file() and dest.stat().st_size == f.size:
+            continue
+        side = dest.with_name(dest.name + downloader.SIDE)
+        try:
+            done = sum(s[2] for s in json.loads(side.read_text())["segments"])
+        except (OSError, ValueError, KeyError, TypeError):
+            done = 0
+        left += max(0, f.size - done)
+    return left
+
+
+def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Path, progress, say,
+          repo_type: str = "model", include: list[str] | None = None, exclude: list[str] | None = None,
+          stop: threading.Event | None = None) -> dict:
+    """List, select, check the disk, download and verify. Returns the outputs recorded in the session.
+
+    Args:
+        progress: a context-manager factory ``progress(description, total, unit)`` whose handle has ``update`` and
+            ``file(path, total)`` (wizard.console.UI.progress).
+        say: prints one catalogue message.
+
+    Raises:
+        StepError: anything the user must act on (no such repo or file, access, disk, network, hash).
+        KeyboardInterrupt: Ctrl-C; partial files and their sidecars stay for the next run.
+    """
+    local_dir = Path(local_dir).expanduser().resolve()
+    commit, listed = hub.list_files(source, repo_id, endpoint, revision, repo_type)
+    files = hub.select_files(listed, include, exclude)
+    if not files:
+        raise StepError("download.nothing_selected", repo=repo_id, n=len(listed))
+    total = sum(f.size for f in files)
+    local_dir.mkdir(parents=True, exist_ok=True)
+    left = remaining_bytes(local_dir, files)
+    free = shutil.disk_usage(local_dir).free
+    if free < left * DISK_MARGIN:
+        raise StepError("download.no_space", need=f"{left * DISK_MARGIN / 2**30:.2f}", free=f"{free / 2**30:.2f}",
+                        path=str(local_dir))
+    ref = commit or revision
+    say(msg("download.plan", n=len(files), gib=f"{total / 2**30:.3f}", repo=repo_id, commit=ref[:12],
+            path=str(local_dir), left=f"{left / 2**30:.3f}"))
+    items = [downloader.Item(f.path, hub.file_url(source, repo_id, endpoint, ref, f.path, repo_type), f.size,
+                             f.sha256, f.git_sha1) for f in files]
+    with progress(msg("download.progress", repo=repo_id), total, "B") as bar:
+        bar.update(completed=total - left)
+        subs: dict = {}
+
+        def on_file(path: str, status: str) -> None:
+            if status == "start":
+                subs[path] = bar.file(path, next(f.size for f in files if f.path == path))
+            elif status in ("done", "skipped") and path in subs:
+                subs.pop(path).done()
+            elif status == "refetch":
+                say(msg("download.refetch", file=path))
+
+        def on_bytes(path: str, n: int) -> None:
+            bar.update(advance=n)
+            if path in subs:
+                subs[path].update(advance=n)
+
+        d = downloader.Downloader(local_dir, hub.auth_headers(source), commit, on_bytes=on_bytes, on_file=on_file,
+                                  stop=stop)
+        stats = d.fetch(items)
+    return {"model_dir": str(local_dir), "source": source, "repo_type": repo_type, "commit": commit,
+            "revision": revision, "bytes": total, "fetched_bytes": stats["fetched_bytes"],
+            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]}
 
 
 def run(ctx, answers: dict) -> dict:
@@ -40,32 +120,17 @@ def run(ctx, answers: dict) -> dict:
         path = Path(sel["local_path"]).expanduser().resolve()
         ctx.info(msg("download.local", path=str(path)))
         return {"model_dir": str(path), "commit": None, "files": [], "bytes": 0}
-    source, repo, endpoint = sel["source"], sel["repo_id"], sel["endpoint"]
-    local_dir = Path(answers["local_dir"]).expanduser().resolve()
-    commit, files = hub.list_files(source, repo, endpoint, sel.get("revision", "main"))
-    files = hub.select_files(files)
-    total = sum(f.size for f in files)
-    have = sum(f.size for f in files if (local_dir / f.path).is_file() and (local_dir / f.path).stat().st_size == f.size)
-    local_dir.mkdir(parents=True, exist_ok=True)
-    free = shutil.disk_usage(local_dir).free
-    if free < (total - have) * DISK_MARGIN:
-        raise StepError("download.no_space", need=f"{(total - have) * DISK_MARGIN / 2**30:.2f}",
-                        free=f"{free / 2**30:.2f}", path=str(local_dir))
-    ctx.info(msg("download.plan", n=len(files), gib=f"{total / 2**30:.3f}", repo=repo,
-                 commit=(commit or "")[:12] or sel.get("revision", "main"), path=str(local_dir)))
-    fetch_rev = commit if source == "hf" else sel.get("revision", "main")
-    with ctx.progress(msg("download.progress", repo=repo), total=total, unit="B") as bar:
-        for f in files:
-            hub.download_file(source, repo, f, endpoint, fetch_rev, local_dir, bar)
-    for f in files:
-        target = local_dir / f.path
-        if not target.is_file() or target.stat().st_size != f.size:
-            raise StepError("download.incomplete", file=f.path)
-        if f.sha256 and _sha256(target) != f.sha256:
-            target.unlink()
-            raise StepError("download.bad_hash", file=f.path)
-    return {"model_dir": str(local_dir), "commit": commit, "revision": sel.get("revision", "main"), "bytes": total,
-            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]}
+    endpoint = sel["endpoint"]
+    mirrors = _mirrors(answers.get("compare_mirrors", "none"))
+    if mirrors:
+        timed = hub.probe(sel["source"], sel["repo_id"], [endpoint] + mirrors, sel.get("revision", "main"))
+        ctx.table(msg("download.mirrors"), [msg("ui.col.endpoint"), "ms", "MiB/s"],
+                  [(t["endpoint"], t["latency_ms"] if t["ok"] else "—", t["mib_s"] if t["ok"] else t["error"])
+                   for t in timed])
+        if timed[0]["ok"] and timed[0]["endpoint"] != endpoint:
+            ctx.info(msg("download.faster_mirror", endpoint=timed[0]["endpoint"], id=ctx.session_id))
+    return fetch(sel["source"], sel["repo_id"], endpoint, sel.get("revision", "main"),
+                 Path(answers["local_dir"]), ctx.progress, ctx.info)
 
 
 def is_done(ctx, record: dict) -> bool:

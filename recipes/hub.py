@@ -4,7 +4,8 @@ Used by select_model (config.json only, no weights) and download (the files of o
 bar and the commit recorded). Tokens come from the environment (HF_TOKEN / MODELSCOPE_API_TOKEN) or the hubs' own
 login caches, read by the clients themselves; yichui never stores them.
 
-Issue 4 replaces the file transfer with yichui's resumable, sha256-verified downloader; the listing stays here.
+File bytes are fetched by yichui's own resumable, verified downloader (recipes/downloader.py) from the URLs
+:func:`file_url` builds; listing, configs and tokens go through the hubs' clients.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ class RemoteFile:
     path: str
     size: int
     sha256: str | None
+    git_sha1: str | None = None
 
 
 def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> StepError:
@@ -102,23 +104,29 @@ def _ms_rev(revision: str) -> str:
     return "master" if revision in ("main", "", None) else revision
 
 
-def list_files(source: str, repo_id: str, endpoint: str, revision: str) -> tuple[str, list[RemoteFile]]:
-    """The commit a revision resolves to and the files in it (path, size in bytes, sha256 when the hub gives one)."""
+def list_files(source: str, repo_id: str, endpoint: str, revision: str,
+               repo_type: str = "model") -> tuple[str | None, list[RemoteFile]]:
+    """The commit a revision resolves to and the files in it: path, size in bytes, sha256 (LFS files on Hugging Face,
+    every file on ModelScope), git blob sha1 (Hugging Face)."""
     if source == "hf":
         import huggingface_hub as hh
 
+        api = hh.HfApi(endpoint=endpoint)
         try:
-            info = hh.HfApi(endpoint=endpoint).model_info(repo_id, revision=revision, files_metadata=True)
+            info = (api.dataset_info if repo_type == "dataset" else api.model_info)(
+                repo_id, revision=revision, files_metadata=True)
         except Exception as e:
             raise _hf_errors(e, repo_id, endpoint, revision) from None
-        files = [RemoteFile(s.rfilename, s.size or 0, s.lfs.sha256 if s.lfs else None) for s in info.siblings or []]
+        files = [RemoteFile(s.rfilename, s.size or 0, s.lfs.sha256 if s.lfs else None, None if s.lfs else s.blob_id)
+                 for s in info.siblings or []]
         return info.sha, files
     # modelscope 1.40 delegates to modelscope_hub; its file listing keeps each file's sha256 (the legacy wrapper
     # drops it). The ModelScope client exposes no commit id: None is recorded, with the revision name beside it.
     from modelscope_hub import HubApi, RepoType
 
     try:
-        entries = HubApi(endpoint=endpoint).list_repo_files(repo_id, RepoType.MODEL, revision=_ms_rev(revision),
+        kind = RepoType.DATASET if repo_type == "dataset" else RepoType.MODEL
+        entries = HubApi(endpoint=endpoint).list_repo_files(repo_id, kind, revision=_ms_rev(revision),
                                                            recursive=True)
         files = [RemoteFile(f.path, int(f.size or 0), f.sha256) for f in entries if f.type != "tree"]
     except Exception as e:
@@ -145,46 +153,56 @@ def select_files(files: list[RemoteFile], include: list[str] | None = None,
     return [f for f in files if keep(f)]
 
 
-def _byte_tqdm(bar):
-    """A tqdm class for huggingface_hub's ``tqdm_class`` that forwards bytes to our progress bar, silently."""
-    from tqdm.auto import tqdm
+def file_url(source: str, repo_id: str, endpoint: str, revision: str, path: str, repo_type: str = "model") -> str:
+    """Where a file's bytes are: Hugging Face ``/{repo}/resolve/{rev}/{path}`` (datasets under ``/datasets``),
+    ModelScope ``/api/v1/{models|datasets}/{repo}/repo?Revision=&FilePath=``."""
+    from urllib.parse import quote
 
-    class Forward(tqdm):
-        def __init__(self, *a, **kw):
-            kw["disable"] = True
-            super().__init__(*a, **kw)
-
-        def update(self, n=1):
-            if n:
-                bar.update(advance=n)
-
-    return Forward
-
-
-def download_file(source: str, repo_id: str, f: RemoteFile, endpoint: str, revision: str, local_dir: Path,
-                  bar) -> None:
-    """Fetch one file into ``local_dir`` (an existing complete copy is kept).
-
-    ``revision`` should be the resolved commit for Hugging Face (pins every file to one snapshot); ModelScope
-    takes branch or tag names.
-    """
-    target = local_dir / f.path
-    if target.is_file() and target.stat().st_size == f.size:
-        bar.update(advance=f.size)
-        return
+    base = endpoint.rstrip("/")
     if source == "hf":
-        import huggingface_hub as hh
+        prefix = "/datasets" if repo_type == "dataset" else ""
+        return f"{base}{prefix}/{repo_id}/resolve/{quote(revision, safe='')}/{quote(path)}"
+    kind = "datasets" if repo_type == "dataset" else "models"
+    return f"{base}/api/v1/{kind}/{repo_id}/repo?Revision={quote(_ms_rev(revision))}&FilePath={quote(path)}"
 
+
+def probe(source: str, repo_id: str, endpoints: list[str], revision: str = "main", path: str = "config.json",
+          timeout: float = 10.0) -> list[dict]:
+    """Time one small file from each endpoint: ``[{"endpoint", "ok", "latency_ms", "mib_s", "error"}]``, fastest
+    first (unreachable ones last). Latency is the time to the first byte; speed over the whole file."""
+    import time
+
+    import requests
+
+    out = []
+    for ep in endpoints:
+        url = file_url(source, repo_id, ep, revision, path)
+        t0 = time.monotonic()
         try:
-            hh.hf_hub_download(repo_id, f.path, revision=revision, endpoint=endpoint, local_dir=local_dir,
-                               tqdm_class=_byte_tqdm(bar))
-        except Exception as e:
-            raise _hf_errors(e, repo_id, endpoint, revision) from None
-        return
-    from modelscope.hub.file_download import model_file_download
+            with requests.get(url, stream=True, timeout=timeout, headers=auth_headers(source)) as r:
+                r.raise_for_status()
+                first, n = None, 0
+                for block in r.iter_content(64 << 10):
+                    first = first or time.monotonic()
+                    n += len(block)
+            total = time.monotonic() - t0
+            out.append({"endpoint": ep, "ok": True, "latency_ms": round(((first or time.monotonic()) - t0) * 1000, 1),
+                        "mib_s": round(n / 2**20 / max(total, 1e-6), 2), "error": None})
+        except requests.RequestException as e:
+            out.append({"endpoint": ep, "ok": False, "latency_ms": None, "mib_s": None,
+                        "error": _first_line(e)[:120]})
+    return sorted(out, key=lambda x: (not x["ok"], x["latency_ms"] or 0))
 
-    try:
-        model_file_download(repo_id, f.path, revision=_ms_rev(revision), endpoint=endpoint, local_dir=str(local_dir))
-    except Exception as e:
-        raise _ms_errors(e, repo_id, endpoint, revision) from None
-    bar.update(advance=f.size)
+
+def auth_headers(source: str) -> dict:
+    """The hub token as a request header, from the environment or the hub's own login cache (never stored)."""
+    token = None
+    if source == "hf":
+        from huggingface_hub import get_token
+
+        token = get_token()
+    elif source == "modelscope":
+        from modelscope_hub.config import HubConfig
+
+        token = HubConfig().token  # MODELSCOPE_API_TOKEN, else the login saved by `modelscope login`
+    return {"Authorization": f"Bearer {token}"} if token else {}

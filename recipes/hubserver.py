@@ -17,17 +17,30 @@ ModelScope
     GET  /api/v1/models/{repo}/repo?Revision=&FilePath=           bytes, with Range
     GET  /api/v1/models/{repo}[/revisions]                        model info and revisions
 
-Run standalone: ``python -m recipes.hubserver ROOT [--port P]`` prints its URL on the first line of stdout.
+Datasets live under ``root/datasets/<org>/<name>`` and are served at the same paths with ``/api/datasets/…`` and
+``/datasets/{repo}/resolve/…`` (Hugging Face) or ``/api/v1/datasets/{repo}/repo/tree`` and ``…/repo?FilePath=``
+(ModelScope).
+
+Faults, for tests and benchmarks (loopback only): ``POST /_yichui/faults`` with a JSON list of rules, each
+``{"path": glob, "drop_after": bytes, "throttle": bytes per s, "corrupt_at": file offset, "status": code,
+"error_code": X-Error-Code, "ignore_range": bool, "times": n}`` applied to file responses (``times``: to the first n
+matching responses; absent: to all); ``DELETE /_yichui/faults`` clears them; ``GET /_yichui/stats`` returns the bytes
+sent per file and the request count; ``DELETE /_yichui/stats`` resets them.
+
+Run standalone: ``python -m recipes.hubserver ROOT [--port P] [--faults FILE.json]`` prints its URL on the first line
+of stdout.
 """
 from __future__ import annotations
 
 import argparse
 import email.utils
+import fnmatch
 import hashlib
 import json
 import os
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlparse
@@ -83,24 +96,41 @@ class Repo:
 class Hub:
     """The repositories under ``root`` (re-scanned when a folder's listing changes)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, faults: list[dict] | None = None):
         self.root = Path(root)
         self._cache: dict[str, tuple[float, Repo]] = {}
         self._lock = threading.Lock()
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header): for tests and logs
+        self.faults: list[dict] = list(faults or [])
+        self.bytes_sent: dict[str, int] = {}
 
-    def repo(self, repo_id: str) -> Repo | None:
+    def take_fault(self, path: str) -> dict | None:
+        """The first fault rule matching a file path that still has uses left (and use it once)."""
+        with self._lock:
+            for rule in self.faults:
+                if fnmatch.fnmatch(path, rule.get("path", "*")) and rule.get("times", 1) != 0:
+                    if "times" in rule:
+                        rule["times"] -= 1
+                    return dict(rule)
+        return None
+
+    def count(self, path: str, n: int) -> None:
+        with self._lock:
+            self.bytes_sent[path] = self.bytes_sent.get(path, 0) + n
+
+    def repo(self, repo_id: str, kind: str = "model") -> Repo | None:
         if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id):
             return None
-        folder = self.root / repo_id
+        folder = self.root / ("datasets" if kind == "dataset" else "") / repo_id
         if not folder.is_dir():
             return None
         stamp = max((p.stat().st_mtime for p in folder.rglob("*")), default=0.0)
+        key = f"{kind}:{repo_id}"
         with self._lock:
-            hit = self._cache.get(repo_id)
+            hit = self._cache.get(key)
             if hit is None or hit[0] != stamp:
                 hit = (stamp, Repo(repo_id, folder))
-                self._cache[repo_id] = hit
+                self._cache[key] = hit
             return hit[1]
 
 
@@ -135,8 +165,12 @@ class Handler(BaseHTTPRequestHandler):
 
     def _send_file(self, repo: Repo, path: str, extra: dict) -> None:
         f = repo.files[path]
+        fault = self.hub.take_fault(path) if self.command == "GET" else None
+        if fault and fault.get("status"):
+            headers = {"X-Error-Code": fault["error_code"]} if fault.get("error_code") else {}
+            return self._json({"error": f"injected {fault['status']}"}, fault["status"], headers)
         size, start, end = f["size"], 0, f["size"] - 1
-        rng = self.headers.get("Range")
+        rng = None if fault and fault.get("ignore_range") else self.headers.get("Range")
         status = 200
         if rng:
             m = re.fullmatch(r"bytes=(\d*)-(\d*)", rng.strip())
@@ -168,49 +202,91 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command == "HEAD":
             return
+        drop = fault.get("drop_after") if fault else None
+        throttle = fault.get("throttle") if fault else None
+        corrupt = fault.get("corrupt_at") if fault else None
+        sent, t0 = 0, time.monotonic()
+        block_size = 64 << 10 if throttle else CHUNK  # throttled: small steady writes, as a link would deliver
         with open(repo.folder / path, "rb") as fh:
             fh.seek(start)
-            left = length
+            left = length if drop is None else min(length, drop)
             while left > 0:
-                block = fh.read(min(CHUNK, left))
+                block = fh.read(min(block_size, left))
                 if not block:
                     break
+                if corrupt is not None and start + sent <= corrupt < start + sent + len(block):
+                    i = corrupt - start - sent
+                    block = block[:i] + bytes([block[i] ^ 0xFF]) + block[i + 1:]
                 try:
                     self.wfile.write(block)
                 except (BrokenPipeError, ConnectionResetError):
-                    return
+                    break
+                sent += len(block)
+                self.hub.count(path, len(block))
                 left -= len(block)
+                if throttle:
+                    ahead = sent / throttle - (time.monotonic() - t0)
+                    if ahead > 0:
+                        time.sleep(ahead)
+        if sent < length:  # a dropped connection: the client sees fewer bytes than Content-Length promised
+            self.close_connection = True
 
     # -- routing -----------------------------------------------------------------------------------------------
     def do_HEAD(self):
         self.do_GET()
 
+    def do_POST(self):
+        if urlparse(self.path).path == "/_yichui/faults":
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                rules = json.loads(body or b"[]")
+            except ValueError:
+                return self._json({"error": "faults must be a JSON list"}, 400)
+            self.hub.faults = list(rules if isinstance(rules, list) else [rules])
+            return self._json({"faults": len(self.hub.faults)})
+        self._hf_error("NotFound", "not found")
+
+    def do_DELETE(self):
+        path = urlparse(self.path).path
+        if path == "/_yichui/faults":
+            self.hub.faults = []
+            return self._json({"faults": 0})
+        if path == "/_yichui/stats":
+            self.hub.bytes_sent.clear()
+            self.hub.requests.clear()
+            return self._json({"reset": True})
+        self._hf_error("NotFound", "not found")
+
     def do_GET(self):
         url = urlparse(self.path)
         path, query = unquote(url.path), parse_qs(url.query)
+        if path == "/_yichui/stats":
+            return self._json({"bytes_sent": self.hub.bytes_sent, "requests": len(self.hub.requests)})
         self.hub.requests.append((self.command, self.path, self.headers.get("Range")))
         if path.startswith("/api/v1/"):
             return self._modelscope(path[len("/api/v1/"):], query)
         if path.startswith("/api/models/"):
             return self._hf_api(path[len("/api/models/"):], query)
-        m = re.fullmatch(r"/([\w.-]+/[\w.-]+)/resolve/([^/]+)/(.+)", path)
+        if path.startswith("/api/datasets/"):
+            return self._hf_api(path[len("/api/datasets/"):], query, kind="dataset")
+        m = re.fullmatch(r"/(datasets/)?([\w.-]+/[\w.-]+)/resolve/([^/]+)/(.+)", path)
         if m:
-            return self._hf_resolve(*m.groups())
+            return self._hf_resolve(m.group(2), m.group(3), m.group(4), "dataset" if m.group(1) else "model")
         if path in ("/", "/health"):
             return self._json({"status": "ok"})
         self._hf_error("NotFound", "not found")
 
-    def _hf_api(self, rest: str, query: dict) -> None:
+    def _hf_api(self, rest: str, query: dict, kind: str = "model") -> None:
         m = re.fullmatch(r"([\w.-]+/[\w.-]+)(?:/(revision|tree)/([^/]+)(?:/(.*))?)?", rest.rstrip("/"))
         if not m:
             return self._hf_error("NotFound", "not found")
-        repo_id, kind, rev, sub = m.groups()
-        repo = self.hub.repo(repo_id)
+        repo_id, what, rev, sub = m.groups()
+        repo = self.hub.repo(repo_id, kind)
         if repo is None:
             return self._hf_error("RepoNotFound", f"Repository Not Found for url: {self.path}.", 404)
         if rev is not None and not self._revision_ok(repo, rev):
             return self._hf_error("RevisionNotFound", f"Invalid rev id: {rev}", 404)
-        if kind == "tree":
+        if what == "tree":
             prefix = (sub or "").strip("/")
             files = [p for p in repo.files if not prefix or p.startswith(prefix + "/")]
             if query.get("recursive", ["false"])[0].lower() not in ("true", "1"):
@@ -224,8 +300,8 @@ class Handler(BaseHTTPRequestHandler):
                     "lastModified": "2026-01-01T00:00:00.000Z", "tags": [], "library_name": "transformers",
                     "siblings": siblings, "usedStorage": sum(f["size"] for f in repo.files.values())})
 
-    def _hf_resolve(self, repo_id: str, rev: str, path: str) -> None:
-        repo = self.hub.repo(repo_id)
+    def _hf_resolve(self, repo_id: str, rev: str, path: str, kind: str = "model") -> None:
+        repo = self.hub.repo(repo_id, kind)
         if repo is None:
             return self._hf_error("RepoNotFound", "Repository not found", 404)
         if not self._revision_ok(repo, rev):
@@ -238,17 +314,18 @@ class Handler(BaseHTTPRequestHandler):
         self._send_file(repo, path, extra)
 
     def _modelscope(self, rest: str, query: dict) -> None:
-        m = re.fullmatch(r"models/([\w.-]+/[\w.-]+)(/repo/files|/repo|/revisions)?/?", rest)
+        m = re.fullmatch(r"(models|datasets)/([\w.-]+/[\w.-]+)(/repo/files|/repo/tree|/repo|/revisions)?/?", rest)
         if not m:
             return self._ms_error("not found")
-        repo = self.hub.repo(m.group(1))
+        kind = "dataset" if m.group(1) == "datasets" else "model"
+        repo_id, tail = m.group(2), m.group(3) or ""
+        repo = self.hub.repo(repo_id, kind)
         if repo is None:
-            return self._ms_error(f"model {m.group(1)} not found")
+            return self._ms_error(f"{kind} {repo_id} not found")
         rev = query.get("Revision", ["master"])[0]
         if not self._revision_ok(repo, rev) and rev != "v1.0.0":
             return self._ms_error(f"revision {rev} not found")
-        tail = m.group(2) or ""
-        if tail == "/repo/files":
+        if tail in ("/repo/files", "/repo/tree"):
             files = [{"Path": p, "Name": p.rsplit("/", 1)[-1], "Type": "blob", "Size": f["size"],
                       "Sha256": f["sha256"], "IsLFS": f["lfs"], "Revision": repo.commit, "Mode": "33188",
                       "CommitId": repo.commit, "CommittedDate": 0}
@@ -267,13 +344,19 @@ class Handler(BaseHTTPRequestHandler):
                                           "LatestCommitId": repo.commit}, "Success": True})
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):  # a client that hangs up mid-file is normal here
+        pass
+
+
 class HubServer:
     """A running hub: ``with HubServer(root) as hub: hub.url``. Binds 127.0.0.1 unless ``host`` says otherwise."""
 
-    def __init__(self, root: str | os.PathLike, host: str = "127.0.0.1", port: int = 0):
-        self.hub = Hub(Path(root))
+    def __init__(self, root: str | os.PathLike, host: str = "127.0.0.1", port: int = 0,
+                 faults: list[dict] | None = None):
+        self.hub = Hub(Path(root), faults)
         handler = type("BoundHandler", (Handler,), {"hub": self.hub})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd = _QuietServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.url = f"http://{host}:{self.httpd.server_address[1]}"
         self._thread: threading.Thread | None = None
@@ -299,8 +382,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("root")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--faults", default=None, help="a JSON file with fault rules")
     a = ap.parse_args(argv)
-    server = HubServer(a.root, a.host, a.port)
+    faults = json.loads(Path(a.faults).read_text()) if a.faults else None
+    server = HubServer(a.root, a.host, a.port, faults)
     print(server.url, flush=True)
     try:
         server.httpd.serve_forever()

@@ -43,7 +43,7 @@ def test_modelscope_client_download(hub, tmp_path, tiny_model, monkeypatch):
     from modelscope.hub.snapshot_download import snapshot_download
 
     monkeypatch.setenv("MODELSCOPE_ENDPOINT", hub.url)
-    d = snapshot_download(REPO_ID, local_dir=str(tmp_path / "ms"))
+    d = snapshot_download(REPO_ID, local_dir=str(tmp_path / "ms"), endpoint=hub.url)
     assert sha256(tmp_path / "ms" / "model.safetensors") == sha256(tiny_model / "model.safetensors")
 
 

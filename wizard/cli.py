@@ -1,7 +1,7 @@
 """yichui's command line (typer). The command table (wizard/README.md) is fixed here:
 
-run (default) · demo · resume · replay · steps · show · status · stop · estimate
-(later issues add: download, attach, serve start|status|logs|stop, chat)
+run (default) · demo · resume · replay · steps · show · status · stop · estimate · download
+(later issues add: attach, serve start|status|logs|stop, chat)
 
 Exit status: 0 done · 1 a step failed · 2 bad input (arguments, answers, session file) · 130 interrupted.
 Imports stay light: torch and transformers load inside the steps that need them.
@@ -379,6 +379,44 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
              context=f"{srv['longest_context']:,}", util=utilization, gib=gib or 80.0))
     if e["approximate"]:
         ui.warn(T("evaluate_memory.approximate", what=", ".join(e["approximate"])))
+
+
+@app.command(help=T("cli.download"))
+def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
+             source: str = typer.Option("hf", "--source", help="hf | modelscope"),
+             endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint")),
+             revision: str = typer.Option("main", "--revision", help=T("cli.opt.revision")),
+             local_dir: Optional[Path] = typer.Option(None, "--local-dir", help=T("cli.opt.local_dir")),
+             include: Optional[List[str]] = typer.Option(None, "--include", help=T("cli.opt.include")),
+             exclude: Optional[List[str]] = typer.Option(None, "--exclude", help=T("cli.opt.exclude")),
+             repo_type: str = typer.Option("model", "--repo-type", help="model | dataset")):
+    """What `hf download` is to the hub, resumable and verified: the download step's code without a session."""
+    import re
+
+    from recipes import download as dl
+    from recipes import hub
+    from recipes.base import StepError
+    from wizard.session import home
+
+    if source not in ("hf", "modelscope"):
+        raise _fail("hub.unknown_source", source=source, sources="hf, modelscope")
+    if repo_type not in ("model", "dataset"):
+        raise _fail("cli.bad_repo_type", value=repo_type)
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id):
+        raise _fail("select_model.bad_id", value=repo_id)
+    ui = _ui()
+    target = local_dir or home() / ("datasets" if repo_type == "dataset" else "models") / source / repo_id
+    try:
+        out = dl.fetch(source, repo_id, endpoint or hub.default_endpoint(source), revision, target,
+                       lambda d, total, unit: ui.progress(i18n.render(d), total, unit),
+                       lambda m: ui.say(i18n.render(m)), repo_type, include, exclude)
+    except StepError as e:
+        raise _fail(e.msg.key, **e.msg.args)
+    except KeyboardInterrupt:
+        ui.warn(T("cli.download.interrupted", repo=repo_id))
+        raise typer.Exit(130)
+    ui.success(T("cli.download.done", path=out["model_dir"], commit=out["commit"] or revision,
+                 mib=f"{out['fetched_bytes'] / 2**20:.1f}"))
 
 
 def _with_running_jobs():

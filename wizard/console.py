@@ -7,7 +7,8 @@ from typing import Any, Sequence
 
 from rich.console import Console
 from rich.live import Live
-from rich.progress import BarColumn, DownloadColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+from rich.progress import (BarColumn, DownloadColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn,
+                           TransferSpeedColumn)
 from rich.table import Table
 from rich.text import Text
 
@@ -15,7 +16,8 @@ from wizard import i18n
 
 
 class _Bar:
-    """The handle a step's ``ctx.progress`` yields; a no-op when there is no terminal."""
+    """The handle a step's ``ctx.progress`` yields; a no-op when there is no terminal.
+    ``file(name, total)`` adds a sub-bar (one per file being downloaded), removed by its ``done()``."""
 
     def __init__(self, progress: Progress | None = None, task=None):
         self._p, self._task = progress, task
@@ -24,6 +26,15 @@ class _Bar:
         if self._p is not None:
             kw = {k: v for k, v in (("completed", completed), ("advance", advance), ("total", total)) if v is not None}
             self._p.update(self._task, **kw)
+
+    def file(self, name: str, total: float) -> "_Bar":
+        if self._p is None:
+            return _Bar()
+        return _Bar(self._p, self._p.add_task("  " + name, total=total))
+
+    def done(self) -> None:
+        if self._p is not None:
+            self._p.remove_task(self._task)
 
 
 class UI:
@@ -71,7 +82,7 @@ class UI:
             yield _Bar()
             return
         cols = [TextColumn("{task.description}"), BarColumn(), TaskProgressColumn()]
-        cols += [DownloadColumn(binary_units=True)] if unit == "B" else []
+        cols += [DownloadColumn(binary_units=True), TransferSpeedColumn()] if unit == "B" else []
         cols += [TimeRemainingColumn()]
         with Progress(*cols, console=self.out, transient=False) as p:
             task = p.add_task(description, total=total)

@@ -86,6 +86,8 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Which GPU will train it?", UP)                          # T4 instead of the A10 default
         t.ask("How many GPUs?", "2", clear=True)
         t.ask("Download into folder:")
+        t.ask("Compare the speed of other endpoints", hub.url, clear=True)  # the same hub, timed as a mirror
+        t.expect("Endpoints, fastest first")
         t.ask("Fine-tuning method:", DOWN)                            # QLoRA
         t.ask("LoRA rank r:", "0", clear=True)
         t.expect("Must be between 1 and 1024")                        # re-prompt 3
@@ -125,6 +127,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         assert a["select_model"] == {"source": "hf", "endpoint": hub.url, "model": "other",
                                      "model_id": "yichui/tiny-qwen2-chat", "revision": "main"}
         assert a["evaluate_memory"] == {"target_gpu": "t4-16g", "gpu_count": 2}
+        assert a["download"]["compare_mirrors"] == hub.url
         assert a["choose_strategy"] == {
             "method": "qlora", "lora_rank": 4, "lora_alpha": 16, "lora_dropout": 0.1, "lora_targets": "q_proj,v_proj",
             "activation_checkpointing": True, "dataset": "local", "dataset_path": str(messages_file), "seq_len": 128,
@@ -152,6 +155,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         t.ask("用哪种 GPU 训练？")
         t.ask("使用几块 GPU？")
         t.ask("下载到目录：")
+        t.ask("先比较其他地址的速度")
         t.ask("微调方法：")                                            # LoRA (recommended)
         t.ask("LoRA 秩 r：", "32", clear=True)
         t.expect("LoRA alpha：")

@@ -1,0 +1,390 @@
+"""yichui's downloader: files fetched with HTTP Range requests, resumable across processes, verified, atomic.
+
+Each file is written to ``<target>.yichui-part`` beside its target, with a sidecar ``<target>.yichui-part.json``
+holding the URL, the server's ETag, the commit, the size, the expected sha256 and, per byte range (segment), how many
+bytes are on disk. The sidecar is rewritten (atomically) after the bytes it counts are written, so after a crash or
+kill -9 it never claims more than the part file holds; a restart continues every segment from its last recorded byte,
+after checking the sidecar against the server's ETag (a changed file starts over). A finished file is checked
+against its sha256 (LFS files; git blob sha1 for small Hugging Face files), fetched once more if wrong, then renamed
+onto its target. Large files are fetched as several ranges at once, several files at once.
+
+Errors become one-line StepErrors (recipes/base.py); nothing fetched is thrown away except a file whose hash is wrong
+or whose ETag changed.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Callable
+
+from recipes.base import StepError
+
+CHUNK = 256 << 10             # bytes per read from the socket (small enough for Ctrl-C to stop promptly)
+SIDECAR_EVERY = 64 << 10      # update the sidecar after this many new bytes in a segment (bounds re-fetch after a kill)
+SEGMENT_MIN = 64 << 20        # files larger than this are fetched as several ranges at once
+RETRIES = 6                   # attempts per range before giving up (backoff 0.5 s, doubling, at most 8 s)
+TIMEOUT = (10, 60)            # connect, read timeouts (s): a stalled connection is retried, never waited on forever
+PART, SIDE = ".yichui-part", ".yichui-part.json"
+
+
+@dataclass
+class Item:
+    """One remote file: its path in the repository, where to fetch it, size in bytes, and what to check it against."""
+
+    path: str
+    url: str
+    size: int
+    sha256: str | None = None
+    git_sha1: str | None = None
+
+
+@dataclass
+class _File:
+    item: Item
+    dest: Path
+    part: Path
+    side: Path
+    etag: str | None = None
+    segments: list = field(default_factory=list)   # [start, end (exclusive), done]
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    refetched: bool = False
+    since_flush: dict = field(default_factory=dict)
+    side_len: int = -1
+
+
+def safe_relpath(path: str) -> str:
+    """A hub file name usable under the local folder: relative, no ``..``, no drive or absolute root.
+
+    Raises:
+        StepError: ``download.unsafe_path``.
+    """
+    p = PurePosixPath(path)
+    if not path or p.is_absolute() or ".." in p.parts or "\\" in path or ":" in p.parts[0]:
+        raise StepError("download.unsafe_path", path=path)
+    return str(p)
+
+
+def segments_for(size: int, ranges: int) -> list[list[int]]:
+    """Split ``size`` bytes into at most ``ranges`` segments of at least SEGMENT_MIN bytes (one for small files)."""
+    n = max(1, min(ranges, size // SEGMENT_MIN)) if size > SEGMENT_MIN else 1
+    step = -(-size // n) if size else 0
+    return [[i * step, min(size, (i + 1) * step), 0] for i in range(n)] if size else [[0, 0, 0]]
+
+
+def _hash_file(path: Path, algo: str) -> str:
+    h = hashlib.sha256() if algo == "sha256" else hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(8 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class Downloader:
+    """Fetch ``items`` into ``local_dir``.
+
+    Args:
+        local_dir: the model folder (created).
+        headers: sent with every request (authorization); never written anywhere.
+        commit: recorded in each sidecar; a sidecar of another commit is not resumed.
+        workers: ranges fetched at once, over all files.
+        ranges: at most this many ranges for one large file.
+        on_bytes: ``(path, n)`` called for every n bytes written (progress).
+        on_file: ``(path, status)`` with status "start", "done", "skipped" or "refetch".
+        stop: set it to stop promptly (Ctrl-C); what was fetched stays, the sidecars are current.
+    """
+
+    def __init__(self, local_dir: Path, headers: dict | None = None, commit: str | None = None, workers: int = 8,
+                 ranges: int = 4, on_bytes: Callable[[str, int], None] | None = None,
+                 on_file: Callable[[str, str], None] | None = None, stop: threading.Event | None = None):
+        import requests
+        from requests.adapters import HTTPAdapter
+
+        self.local_dir = Path(local_dir)
+        self.commit, self.workers, self.ranges = commit, workers, ranges
+        self.on_bytes = on_bytes or (lambda p, n: None)
+        self.on_file = on_file or (lambda p, s: None)
+        self.stop = stop or threading.Event()
+        self.http = requests.Session()
+        self.http.headers.update(headers or {})
+        adapter = HTTPAdapter(pool_connections=workers, pool_maxsize=workers * 2)
+        self.http.mount("http://", adapter)
+        self.http.mount("https://", adapter)
+        self.fetched = 0  # bytes received over the network in this run
+        self._active: set = set()  # responses being read: closed on stop so no worker waits on a stalled socket
+        self._active_lock = threading.Lock()
+
+    # -- public --------------------------------------------------------------------------------------------------
+    def fetch(self, items: list[Item]) -> dict:
+        """Download every item; returns ``{"files", "skipped", "fetched_bytes"}``.
+
+        Raises:
+            StepError: access denied / not found / disk full / hash still wrong / retries exhausted / unsafe name.
+            KeyboardInterrupt: after ``stop`` was set (Ctrl-C); partial files and sidecars are kept.
+        """
+        files = [self._prepare(it) for it in items]
+        todo = [f for f in files if f is not None]
+        skipped = len(files) - len(todo)
+        if todo:
+            self._run(todo)
+        return {"files": len(files), "skipped": skipped, "fetched_bytes": self.fetched}
+
+    # -- preparation -----------------------------------------------------------------------------------------
+    def _prepare(self, it: Item) -> _File | None:
+        rel = safe_relpath(it.path)
+        dest = self.local_dir / rel
+        if dest.is_file() and dest.stat().st_size == it.size:
+            self.on_file(it.path, "skipped")
+            return None
+        f = _File(it, dest, dest.with_name(dest.name + PART), dest.with_name(dest.name + SIDE))
+        f.etag = self._etag(it)
+        side = self._read_side(f)
+        if side is not None and f.part.is_file():
+            f.segments = side["segments"]
+        else:
+            self._discard(f)
+            f.segments = segments_for(it.size, self.ranges)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with open(f.part, "wb") as fh:
+                fh.truncate(it.size)  # sparse: ranges are written in place
+            self._write_side(f)
+        return f
+
+    def _etag(self, it: Item) -> str | None:
+        """The server's ETag for the file (X-Linked-Etag when the hub redirects large files to storage)."""
+        r = self._request("HEAD", it, allow_redirects=False)
+        return (r.headers.get("X-Linked-Etag") or r.headers.get("ETag") or "").strip('"') or None
+
+    def _read_side(self, f: _File) -> dict | None:
+        try:
+            side = json.loads(f.side.read_text())
+        except (OSError, ValueError):
+            return None
+        same = (side.get("url") == f.item.url and side.get("size") == f.item.size
+                and side.get("sha256") == f.item.sha256 and side.get("etag") == f.etag
+                and side.get("commit") == self.commit and f.part.is_file() and f.part.stat().st_size == f.item.size)
+        return side if same else None
+
+    def _write_side(self, f: _File) -> None:
+        """Record progress. The byte counts are padded to a fixed width, so an update has the same length as the
+        file and is written in place with one pwrite (cheap enough for every 64 KiB); anything else is written to a
+        temp file and renamed. Either way a reader sees a whole sidecar."""
+        head = json.dumps({"url": f.item.url, "etag": f.etag, "commit": self.commit, "size": f.item.size,
+                           "sha256": f.item.sha256})[:-1]
+        segs = ", ".join(f"[{a}, {b}, {d:<20d}]" for a, b, d in f.segments)
+        text = (f'{head}, "segments": [{segs}]}}\n').encode()
+        if f.side_len == len(text) and f.side.exists():
+            fd = os.open(f.side, os.O_WRONLY)
+            try:
+                os.pwrite(fd, text, 0)
+            finally:
+                os.close(fd)
+            return
+        tmp = f.side.with_name(f.side.name + ".tmp")
+        tmp.write_bytes(text)
+        os.replace(tmp, f.side)
+        f.side_len = len(text)
+
+    def _discard(self, f: _File) -> None:
+        f.part.unlink(missing_ok=True)
+        f.side.unlink(missing_ok=True)
+
+    # -- transfer --------------------------------------------------------------------------------------------
+    def _request(self, method: str, it: Item, headers: dict | None = None, stream: bool = False,
+                 allow_redirects: bool = True):
+        import requests
+
+        for attempt in range(RETRIES):
+            if self.stop.is_set():
+                raise KeyboardInterrupt
+            try:
+                r = self.http.request(method, it.url, headers=headers, stream=stream, timeout=TIMEOUT,
+                                      allow_redirects=allow_redirects)
+            except requests.RequestException as e:
+                self._backoff(attempt, it, e)
+                continue
+            if r.status_code in (401, 403):
+                gated = r.headers.get("X-Error-Code") == "GatedRepo"
+                raise StepError("download.gated" if gated else "download.denied", file=it.path,
+                                status=r.status_code, url=it.url.split("/resolve/")[0].split("/api/")[0])
+            if r.status_code == 404:
+                raise StepError("download.not_found", file=it.path, url=it.url)
+            if r.status_code >= 500 or r.status_code == 429:
+                r.close()
+                self._backoff(attempt, it, f"HTTP {r.status_code}")
+                continue
+            return r
+        raise StepError("download.gave_up", file=it.path, tries=RETRIES)
+
+    def _backoff(self, attempt: int, it: Item, why) -> None:
+        if attempt + 1 >= RETRIES:
+            raise StepError("download.network", file=it.path, error=str(why).splitlines()[0][:200])
+        end = time.monotonic() + min(8.0, 0.5 * 2**attempt)
+        while time.monotonic() < end:
+            if self.stop.is_set():
+                raise KeyboardInterrupt
+            time.sleep(0.05)
+
+    def _segment(self, f: _File, idx: int) -> None:
+        """Fetch what is missing of one segment, retrying from the last byte on disk."""
+        import requests
+
+        seg = f.segments[idx]
+        for attempt in range(RETRIES):
+            start, end, done = seg
+            if start + done >= end:
+                return
+            headers = {"Range": f"bytes={start + done}-{end - 1}"}
+            r = self._request("GET", f.item, headers=headers, stream=True)
+            with self._active_lock:
+                self._active.add(r)
+            try:
+                if r.status_code == 200 and (start + done > 0 or end < f.item.size):
+                    raise _RangeIgnored()
+                if r.status_code not in (200, 206):
+                    raise StepError("download.http", file=f.item.path, status=r.status_code)
+                with open(f.part, "r+b") as fh:
+                    pos = start + done
+                    for block in r.iter_content(CHUNK):
+                        if self.stop.is_set():
+                            raise KeyboardInterrupt
+                        block = block[: end - pos]
+                        if not block:
+                            break
+                        os.pwrite(fh.fileno(), block, pos)
+                        pos += len(block)
+                        self._advance(f, idx, len(block))
+                        if pos >= end:
+                            break
+                if seg[0] + seg[2] >= end:
+                    self._flush(f, idx, force=True)
+                    return
+                raise requests.ConnectionError("connection closed early")
+            except (requests.RequestException, ConnectionError) as e:
+                self._flush(f, idx, force=True)
+                self._backoff(attempt, f.item, e)
+            except OSError as e:
+                if e.errno == errno.ENOSPC:
+                    self._flush_quietly(f)
+                    raise StepError("download.disk_full", file=f.item.path, path=str(self.local_dir)) from None
+                raise
+            finally:
+                with self._active_lock:
+                    self._active.discard(r)
+                r.close()
+        raise StepError("download.gave_up", file=f.item.path, tries=RETRIES)
+
+    def _advance(self, f: _File, idx: int, n: int) -> None:
+        with f.lock:
+            f.segments[idx][2] += n
+            f.since_flush[idx] = f.since_flush.get(idx, 0) + n
+            self.fetched += n
+        self.on_bytes(f.item.path, n)
+        self._flush(f, idx)
+
+    def _flush(self, f: _File, idx: int, force: bool = False) -> None:
+        with f.lock:
+            if force or f.since_flush.get(idx, 0) >= SIDECAR_EVERY:
+                f.since_flush[idx] = 0
+                try:
+                    self._write_side(f)
+                except OSError as e:
+                    if e.errno != errno.ENOSPC:
+                        raise
+                    # the disk is full: the previous sidecar stays (it claims less than is on disk, never more)
+                    raise StepError("download.disk_full", file=f.item.path, path=str(self.local_dir)) from None
+
+    def _flush_quietly(self, f: _File) -> None:
+        with f.lock:
+            try:
+                self._write_side(f)
+            except OSError:
+                pass  # the previous sidecar stays valid
+
+    def _finish(self, f: _File) -> bool:
+        """Verify and move into place. False: the hash was wrong once, the file is to be fetched again."""
+        algo, want = ("sha256", f.item.sha256) if f.item.sha256 else ("git", f.item.git_sha1)
+        if want and _hash_file(f.part, algo) != want:
+            if f.refetched:
+                self._discard(f)
+                raise StepError("download.bad_hash", file=f.item.path)
+            f.refetched = True
+            self.on_file(f.item.path, "refetch")
+            f.segments = segments_for(f.item.size, self.ranges)
+            with open(f.part, "r+b") as fh:
+                fh.truncate(0)
+                fh.truncate(f.item.size)
+            self._write_side(f)
+            return False
+        os.replace(f.part, f.dest)
+        f.side.unlink(missing_ok=True)
+        self.on_file(f.item.path, "done")
+        return True
+
+    def _restart_single(self, f: _File) -> None:
+        """The server ignored Range: fetch this file again from byte 0 as one stream."""
+        with f.lock:
+            f.segments = [[0, f.item.size, 0]]
+        with open(f.part, "r+b") as fh:
+            fh.truncate(0)
+            fh.truncate(f.item.size)
+        self._write_side(f)
+
+    def _run(self, files: list[_File]) -> None:
+        pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="yichui-dl")
+        pending: dict = {}
+        left = {}
+
+        def submit(f: _File) -> None:
+            self.on_file(f.item.path, "start")
+            idxs = [i for i, s in enumerate(f.segments) if s[0] + s[2] < s[1]] or [None]
+            left[id(f)] = len(idxs)
+            for i in idxs:
+                fut = pool.submit(self._segment, f, i) if i is not None else pool.submit(lambda: None)
+                pending[fut] = f
+
+        try:
+            for f in files:
+                submit(f)
+            while pending:
+                done, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    f = pending.pop(fut)
+                    try:
+                        fut.result()
+                    except _RangeIgnored:
+                        for other in [k for k, v in pending.items() if v is f]:
+                            other.cancel()
+                            pending.pop(other)
+                        self._restart_single(f)
+                        submit(f)
+                        continue
+                    left[id(f)] -= 1
+                    if left[id(f)] == 0 and not self._finish(f):
+                        submit(f)
+        except BaseException:
+            self.stop.set()
+            for fut in pending:
+                fut.cancel()
+            with self._active_lock:
+                for r in list(self._active):
+                    try:
+                        r.close()  # wakes a worker blocked on the socket
+                    except Exception:  # noqa: BLE001 - closing from another thread may race; the worker stops anyway
+                        pass
+            pool.shutdown(wait=True)
+            for f in files:
+                if f.part.exists():
+                    self._flush_quietly(f)
+            raise
+        pool.shutdown(wait=True)
+
+
+class _RangeIgnored(Exception):
+    """The server answered a Range request with the whole file."""

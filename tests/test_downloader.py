@@ -1,0 +1,270 @@
+"""yichui's downloader against the local hub with injected faults: resume, verification, errors, kill -9."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import YICHUI, env_for, wait_for
+
+from recipes import downloader, hub
+from recipes.base import StepError
+from recipes.hubserver import HubServer
+
+MB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    """A hub root with a model (a 24 MiB weights file + config) and a dataset repository."""
+    r = tmp_path_factory.mktemp("hubroot")
+    m = r / "org" / "model"
+    m.mkdir(parents=True)
+    (m / "model.safetensors").write_bytes(os.urandom(24 * MB))
+    (m / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
+    (m / "pytorch_model.bin").write_bytes(b"duplicate weights")  # skipped: safetensors are there
+    d = r / "datasets" / "org" / "data"
+    d.mkdir(parents=True)
+    (d / "train.jsonl").write_text('{"instruction": "a", "output": "b"}\n' * 1000)
+    return r
+
+
+@pytest.fixture
+def server(root):
+    with HubServer(root) as s:
+        yield s
+
+
+def settled(server, name: str) -> int:
+    """Bytes the hub sent for ``name`` once its count stops moving."""
+    last = -1
+    while True:
+        now = server.hub.bytes_sent.get(name, 0)
+        if now == last:
+            return now
+        last = now
+        time.sleep(0.3)
+
+
+def sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def items(server, source="hf", repo="org/model", repo_type="model"):
+    commit, files = hub.list_files(source, repo, server.url, "main", repo_type)
+    files = hub.select_files(files)
+    return commit, [downloader.Item(f.path, hub.file_url(source, repo, server.url, commit or "main", f.path, repo_type),
+                                    f.size, f.sha256, f.git_sha1) for f in files]
+
+
+@pytest.mark.parametrize("source", ["hf", "modelscope"])
+def test_download_verified_with_faults_resumed_in_process(server, root, tmp_path, source, monkeypatch):
+    monkeypatch.setattr(downloader, "SEGMENT_MIN", 4 * MB)  # several ranges at once for the 24 MiB file
+    server.hub.faults = [{"path": "model.safetensors", "drop_after": 3 * MB, "times": 2},
+                         {"path": "config.json", "status": 500, "times": 1}]
+    commit, its = items(server, source)
+    assert [i.path for i in its] == ["config.json", "model.safetensors"]
+    out = downloader.Downloader(tmp_path, commit=commit, ranges=4).fetch(its)
+    assert out["files"] == 2
+    assert sha(tmp_path / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert server.hub.bytes_sent["model.safetensors"] == 24 * MB  # dropped ranges resumed, nothing fetched twice
+    assert not list(tmp_path.glob("*.yichui-part*"))
+    assert sum(1 for m, p, r in server.hub.requests if r and m == "GET") >= 5  # 4 ranges + retries
+    again = downloader.Downloader(tmp_path, commit=commit).fetch(its)
+    assert again == {"files": 2, "skipped": 2, "fetched_bytes": 0}
+
+
+def test_corrupt_bytes_are_fetched_again_once_then_reported(server, root, tmp_path):
+    server.hub.faults = [{"path": "model.safetensors", "corrupt_at": 5 * MB, "times": 1}]
+    commit, its = items(server)
+    events = []
+    downloader.Downloader(tmp_path, commit=commit, on_file=lambda p, s: events.append((p, s))).fetch(its)
+    assert ("model.safetensors", "refetch") in events
+    assert sha(tmp_path / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    server.hub.faults = [{"path": "model.safetensors", "corrupt_at": 5 * MB}]
+    with pytest.raises(StepError) as e:
+        downloader.Downloader(tmp_path / "again", commit=commit).fetch(its)
+    assert e.value.msg.key == "download.bad_hash"
+    assert not (tmp_path / "again" / "model.safetensors").exists()
+
+
+def test_stop_keeps_the_partial_and_the_next_run_fetches_only_the_rest(server, root, tmp_path):
+    server.hub.faults = [{"path": "model.safetensors", "throttle": 40 * MB}]
+    commit, its = items(server)
+    stop = threading.Event()
+    got = [0]
+
+    def on_bytes(path, n):
+        got[0] += n
+        if got[0] > 10 * MB:
+            stop.set()
+
+    with pytest.raises(KeyboardInterrupt):
+        downloader.Downloader(tmp_path, commit=commit, on_bytes=on_bytes, stop=stop).fetch(its)
+    part = tmp_path / ("model.safetensors" + downloader.PART)
+    side = json.loads((tmp_path / ("model.safetensors" + downloader.SIDE)).read_text())
+    assert part.exists() and side["etag"] and side["commit"] == commit
+    done = sum(s[2] for s in side["segments"])
+    assert 10 * MB <= done < 24 * MB
+    sent_before = settled(server, "model.safetensors")  # the hub may still be writing into the closed connection
+    server.hub.faults = []
+    downloader.Downloader(tmp_path, commit=commit).fetch(its)
+    assert sha(tmp_path / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert server.hub.bytes_sent["model.safetensors"] - sent_before == 24 * MB - done
+
+
+def test_a_changed_file_on_the_server_restarts_the_partial(server, root, tmp_path):
+    commit, its = items(server)
+    stop = threading.Event()
+    server.hub.faults = [{"path": "model.safetensors", "throttle": 40 * MB}]
+    with pytest.raises(KeyboardInterrupt):
+        downloader.Downloader(tmp_path, commit=commit, stop=stop,
+                              on_bytes=lambda p, n: stop.set() if p == "model.safetensors" else None).fetch(its)
+    weights = root / "org/model/model.safetensors"
+    original = weights.read_bytes()
+    try:
+        weights.write_bytes(os.urandom(24 * MB))  # a new upload: new sha256, new ETag, new commit
+        server.hub.faults = []
+        commit2, its2 = items(server)
+        downloader.Downloader(tmp_path, commit=commit2).fetch(its2)
+        assert sha(tmp_path / "model.safetensors") == sha(weights)
+    finally:
+        weights.write_bytes(original)
+
+
+def test_server_ignoring_range_restarts_that_file(server, root, tmp_path):
+    commit, its = items(server)
+    stop = threading.Event()
+    server.hub.faults = [{"path": "model.safetensors", "throttle": 40 * MB}]
+    with pytest.raises(KeyboardInterrupt):
+        downloader.Downloader(tmp_path, commit=commit, stop=stop,
+                              on_bytes=lambda p, n: stop.set() if p == "model.safetensors" else None).fetch(its)
+    server.hub.faults = [{"path": "model.safetensors", "ignore_range": True}]
+    downloader.Downloader(tmp_path, commit=commit).fetch(its)
+    assert sha(tmp_path / "model.safetensors") == sha(root / "org/model/model.safetensors")
+
+
+@pytest.mark.parametrize("status,code,key", [(404, None, "download.not_found"), (401, None, "download.denied"),
+                                             (403, "GatedRepo", "download.gated")])
+def test_http_errors_are_one_message(server, tmp_path, status, code, key):
+    server.hub.faults = [{"path": "model.safetensors", "status": status, "error_code": code}]
+    commit, its = items(server)
+    with pytest.raises(StepError) as e:
+        downloader.Downloader(tmp_path, commit=commit).fetch(its)
+    assert e.value.msg.key == key
+    if key == "download.gated":
+        assert e.value.msg.args["url"] == f"{server.url}/org/model"
+
+
+def test_persistent_server_errors_give_up_with_a_resume_hint(server, tmp_path, monkeypatch):
+    monkeypatch.setattr(downloader, "RETRIES", 2)
+    server.hub.faults = [{"path": "model.safetensors", "status": 500}]
+    commit, its = items(server)
+    with pytest.raises(StepError) as e:
+        downloader.Downloader(tmp_path, commit=commit).fetch(its)
+    assert e.value.msg.key in ("download.network", "download.gave_up")
+
+
+@pytest.mark.parametrize("bad", ["../evil.bin", "/etc/passwd", "a/../../b", "C:/x", ""])
+def test_unsafe_file_names_are_refused(bad, tmp_path):
+    with pytest.raises(StepError) as e:
+        downloader.Downloader(tmp_path).fetch([downloader.Item(bad, "http://127.0.0.1:9/x", 1)])
+    assert e.value.msg.key == "download.unsafe_path"
+
+
+def test_disk_full_keeps_the_partial(server, tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        commit, its = items(server)
+        with pytest.raises(StepError) as e:
+            downloader.Downloader(mnt, commit=commit).fetch(its)
+        assert e.value.msg.key == "download.disk_full"
+        assert (mnt / ("model.safetensors" + downloader.SIDE)).exists()
+    finally:
+        subprocess.run(["umount", str(mnt)])
+
+
+def test_preflight_refuses_before_any_byte_when_the_disk_is_too_small(server, tmp_path):
+    from recipes import download
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        import contextlib
+
+        with pytest.raises(StepError) as e:
+            download.fetch("hf", "org/model", server.url, "main", mnt, lambda *a: contextlib.nullcontext(), print)
+        assert e.value.msg.key == "download.no_space" and e.value.msg.args["path"] == str(mnt.resolve())
+        assert not any(mnt.iterdir()) and "model.safetensors" not in server.hub.bytes_sent
+    finally:
+        subprocess.run(["umount", str(mnt)])
+
+
+def test_stop_is_prompt_even_on_a_stalled_connection(server, tmp_path):
+    server.hub.faults = [{"path": "model.safetensors", "throttle": 64 << 10}]  # 64 KiB/s: a stalled link
+    commit, its = items(server)
+    stop = threading.Event()
+    threading.Timer(1.5, stop.set).start()
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        downloader.Downloader(tmp_path, commit=commit, stop=stop).fetch(its)
+    assert time.monotonic() - t < 6
+    assert (tmp_path / ("model.safetensors" + downloader.SIDE)).exists()
+
+
+@pytest.mark.parametrize("source", ["hf", "modelscope"])
+def test_dataset_repositories(server, root, tmp_path, source):
+    commit, its = items(server, source, "org/data", "dataset")
+    downloader.Downloader(tmp_path, commit=commit).fetch(its)
+    assert (tmp_path / "train.jsonl").read_bytes() == (root / "datasets/org/data/train.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize("source", ["hf", "modelscope"])
+def test_kill_9_of_the_download_command_then_the_same_command_continues(root, tmp_path, home, source):
+    """A real `yichui download` process killed with SIGKILL mid-file, three times, then finished by the same command:
+    what the hub sent stays within the file size plus what was in flight at each kill."""
+    faults = tmp_path / "faults.json"
+    faults.write_text(json.dumps([{"path": "model.safetensors", "throttle": 12 * MB}]))
+    srv = subprocess.Popen([sys.executable, "-m", "recipes.hubserver", str(root), "--faults", str(faults)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        url = srv.stdout.readline().strip()
+        out = tmp_path / "out"
+        cmd = [YICHUI, "download", "org/model", "--source", source, "--endpoint", url, "--local-dir", str(out)]
+        part = out / ("model.safetensors" + downloader.PART)
+        side = out / ("model.safetensors" + downloader.SIDE)
+
+        def done_bytes():
+            try:
+                return sum(s[2] for s in json.loads(side.read_text())["segments"])
+            except (OSError, ValueError):
+                return 0
+
+        for k in range(3):
+            p = subprocess.Popen(cmd, env=env_for(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            target = (k + 1) * 5 * MB
+            wait_for(lambda: done_bytes() >= target, 60, what=f"{target} bytes on disk")
+            os.kill(p.pid, signal.SIGKILL)
+            p.wait()
+            assert part.exists()
+        r = subprocess.run(cmd, env=env_for(home), capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert sha(out / "model.safetensors") == sha(root / "org/model/model.safetensors")
+        import urllib.request
+
+        sent = json.loads(urllib.request.urlopen(url + "/_yichui/stats").read())["bytes_sent"]["model.safetensors"]
+        assert sent <= 24 * MB + 3 * 2 * MB, sent  # at most ~one sidecar interval + a socket buffer per kill
+    finally:
+        srv.terminate()
