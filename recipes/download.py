@@ -84,9 +84,10 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
     if free < left * DISK_MARGIN:
         raise StepError("download.no_space", need=f"{left * DISK_MARGIN / 2**30:.2f}", free=f"{free / 2**30:.2f}",
                         path=str(local_dir))
-    ref = commit or revision
-    say(msg("download.plan", n=len(files), gib=f"{total / 2**30:.3f}", repo=repo_id, commit=ref[:12],
+    say(msg("download.plan", n=len(files), gib=f"{total / 2**30:.3f}", repo=repo_id, commit=(commit or revision)[:12],
             path=str(local_dir), left=f"{left / 2**30:.3f}"))
+    # Hugging Face URLs pin the commit, so every file comes from one snapshot; ModelScope takes branch or tag names
+    ref = commit if source == "hf" and commit else revision
     items = [downloader.Item(f.path, hub.file_url(source, repo_id, endpoint, ref, f.path, repo_type), f.size,
                              f.sha256, f.git_sha1) for f in files]
     with progress(msg("download.progress", repo=repo_id), total, "B") as bar:

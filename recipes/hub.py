@@ -12,6 +12,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,7 +122,7 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
                  for s in info.siblings or []]
         return info.sha, files
     # modelscope 1.40 delegates to modelscope_hub; its file listing keeps each file's sha256 (the legacy wrapper
-    # drops it). The ModelScope client exposes no commit id: None is recorded, with the revision name beside it.
+    # drops it) but not the commit, which the files API carries per file ("Revision"): read there, else None.
     from modelscope_hub import HubApi, RepoType
 
     try:
@@ -131,7 +132,22 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
         files = [RemoteFile(f.path, int(f.size or 0), f.sha256) for f in entries if f.type != "tree"]
     except Exception as e:
         raise _ms_errors(e, repo_id, endpoint, revision) from None
-    return None, files
+    return _ms_commit(repo_id, endpoint, revision, repo_type), files
+
+
+def _ms_commit(repo_id: str, endpoint: str, revision: str, repo_type: str) -> str | None:
+    import requests
+
+    kind, tail = ("datasets", "repo/tree") if repo_type == "dataset" else ("models", "repo/files")
+    try:
+        r = requests.get(f"{endpoint.rstrip('/')}/api/v1/{kind}/{repo_id}/{tail}",
+                         params={"Revision": _ms_rev(revision), "Recursive": "False"}, headers=auth_headers("modelscope"),
+                         timeout=15)
+        files = (r.json().get("Data") or {}).get("Files") or []
+    except (requests.RequestException, ValueError, AttributeError):
+        return None
+    rev = next((f.get("Revision") or f.get("CommitId") for f in files if f.get("Revision") or f.get("CommitId")), None)
+    return rev if rev and re.fullmatch(r"[0-9a-f]{7,64}", rev) else None
 
 
 def select_files(files: list[RemoteFile], include: list[str] | None = None,

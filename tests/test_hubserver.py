@@ -64,6 +64,8 @@ def test_fetch_config_and_listing_through_yichui(hub, source, tiny_model):
     assert cfg == json.loads((tiny_model / "config.json").read_text())
     commit, files = hub_mod.list_files(source, REPO_ID, hub.url, "main")
     assert {f.path for f in files} == {p.name for p in tiny_model.iterdir()}
+    assert commit == hub.hub.repo(REPO_ID).commit  # ModelScope too: read from its files API
+    assert all(f.sha256 or f.git_sha1 for f in files)
     with pytest.raises(StepError) as e:
         hub_mod.fetch_config(source, "nobody/nothing", hub.url)
     assert e.value.msg.key == "hub.no_such_model"
