@@ -45,45 +45,84 @@ def train_dir(ctx) -> Path:
 
 
 def _spec(ctx, answers: dict) -> dict:
+    """The trainer's spec: the strategy, the data and the device, with every OOM recovery applied."""
     s = ctx.outputs("choose_strategy")
-    return dict(s["strategy"]) | {"model_dir": ctx.outputs("download")["model_dir"],
+    spec = dict(s["strategy"]) | {"model_dir": ctx.outputs("download")["model_dir"],
                                   "dataset_path": s["dataset_path"], "device": answers["device"]}
+    for change in ctx.outputs("train").get("recoveries", []):
+        spec |= change["to"]
+    return spec
+
+
+class _OutOfMemory(Exception):
+    def __init__(self, step: int | None):
+        self.step = step
+
+
+def recover(spec: dict) -> dict | None:
+    """After a CUDA out-of-memory error: half the micro-batch and twice the gradient accumulation (the same
+    effective batch), and activation checkpointing on. None when nothing is left to give."""
+    before = {k: spec[k] for k in ("micro_batch", "grad_accum", "activation_checkpointing")}
+    after = dict(before)
+    if spec["micro_batch"] > 1:
+        after["micro_batch"] = spec["micro_batch"] // 2
+        after["grad_accum"] = spec["grad_accum"] * 2 if spec["micro_batch"] % 2 == 0 else \
+            -(-spec["micro_batch"] * spec["grad_accum"] // after["micro_batch"])
+    after["activation_checkpointing"] = True
+    return None if after == before else {"from": before, "to": after}
 
 
 def run(ctx, answers: dict) -> dict:
     tdir = train_dir(ctx)
     tdir.mkdir(parents=True, exist_ok=True)
     result = tdir / "result.json"
-    if not result.exists():
+    while not result.exists():
         job = jobs.read(tdir / "trainer.pid.json")
         if job is not None and job.alive():
             ctx.info(msg("train.reattach", pid=job.pid))
         else:
-            ckpts = sorted((tdir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
-            if ckpts:
-                ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))
-            spec_path = tdir / "spec.json"
-            spec_path.write_text(json.dumps(_spec(ctx, answers), indent=2, ensure_ascii=False))
-            job = jobs.spawn("trainer", [sys.executable, "-m", "recipes.train_worker", str(spec_path)], tdir,
-                             env=trainer_env(), cwd=Path(__file__).resolve().parent.parent)
-            ctx.info(msg("train.started", pid=job.pid, log=job.log))
+            job = _launch(ctx, answers, tdir)
         ctx.record(trainer_pid=job.pid, train_dir=str(tdir))
         try:
             _follow(ctx, job, tdir)
         except KeyboardInterrupt:
             ctx.info(msg("train.detached", pid=job.pid, id=ctx.session_id))
             raise
+        except _OutOfMemory as oom:
+            spec = _spec(ctx, answers)
+            change = recover(spec)
+            if change is None:
+                raise StepError("train.oom_no_room", micro_batch=spec["micro_batch"], log=job.log) from None
+            change["at_step"] = oom.step
+            recoveries = ctx.outputs("train").get("recoveries", []) + [change]
+            ctx.record(recoveries=recoveries)
+            ctx.warn(msg("train.oom_recovered", step=oom.step, micro_batch=change["to"]["micro_batch"],
+                         grad_accum=change["to"]["grad_accum"]))
     out = json.loads(result.read_text())
     ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
                  seconds=out["runtime_s"]))
     return {"train_dir": str(tdir), "adapter_dir": out["adapter_dir"], "method": out["method"],
             "steps": out["steps"], "train_loss": out["train_loss"], "first5_mean": out["first5_mean"],
             "last5_mean": out["last5_mean"], "samples": out["samples"], "peak_mem_gib": out["peak_mem_gib"],
-            "mem_kind": out["mem_kind"], "device": out["device"]}
+            "mem_kind": out["mem_kind"], "device": out["device"],
+            "recoveries": ctx.outputs("train").get("recoveries", [])}
+
+
+def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
+    """Start the trainer on the current spec; it resumes from the latest checkpoint when there is one."""
+    ckpts = sorted((tdir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    if ckpts:
+        ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))
+    spec_path = tdir / "spec.json"
+    spec_path.write_text(json.dumps(_spec(ctx, answers), indent=2, ensure_ascii=False))
+    job = jobs.spawn("trainer", [sys.executable, "-m", "recipes.train_worker", str(spec_path)], tdir,
+                     env=trainer_env(), cwd=Path(__file__).resolve().parent.parent)
+    ctx.info(msg("train.started", pid=job.pid, log=job.log))
+    return job
 
 
 def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
-    """Show the job's events until its ``done`` event; raise StepError when it fails or dies."""
+    """Show the job's events until its ``done`` event; raise StepError when it fails or dies, _OutOfMemory on OOM."""
     events_path, offset, last, first, t_start = tdir / "events.jsonl", 0, {}, {}, time.time()
     with ctx.live(msg("train.live_title", pid=job.pid)) as update:
         while True:
@@ -94,6 +133,9 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                 if e["event"] == "step":
                     first, last = first or e, e
                 elif e["event"] == "error":
+                    _wait_exit(job)
+                    if e.get("kind") == "oom":
+                        raise _OutOfMemory(e.get("step"))
                     raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
                     update(_fields(ctx, first, last, t_start) | {"_final": True})
@@ -105,6 +147,9 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                 events, offset = jobs.read_events(events_path, offset)
                 if any(e.get("pid") == job.pid and e["event"] == "done" for e in events):
                     return
+                if any(e.get("pid") == job.pid and e["event"] == "error" for e in events):
+                    offset = 0  # handle the error event on the next pass
+                    continue
                 if job.stop_requested():
                     ctx.info(msg("train.stopped", pid=job.pid, id=ctx.session_id))
                     raise KeyboardInterrupt  # stopped on purpose (`yichui stop`): resumable, not a failure

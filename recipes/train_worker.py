@@ -25,6 +25,7 @@ class Events:
     def __init__(self, path: Path):
         self.path = path
         self.f = open(path, "a", encoding="utf-8")
+        self.last_step: int | None = None
 
     def emit(self, event: str, **fields) -> None:
         rec = {"v": EVENTS_VERSION, "time": round(time.time(), 3), "event": event, "pid": os.getpid()} | fields
@@ -82,8 +83,9 @@ def main(spec_path: str) -> int:
     except Exception as e:
         traceback.print_exc()
         kind = "oom" if type(e).__name__ == "OutOfMemoryError" else "exception"
-        ev.emit("error", kind=kind, message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
-        return 1
+        ev.emit("error", kind=kind, step=ev.last_step,
+                message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+        return 3 if kind == "oom" else 1
 
 
 def train(spec: dict, tdir: Path, ev: Events) -> int:
@@ -183,6 +185,16 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
                     loss=round(float(logs["loss"]), 5), lr=float(logs.get("learning_rate", 0)),
                     grad_norm=float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,
                     tokens_per_s=tps, mem_gib=mem, mem_kind=mem_kind)
+
+        def on_step_end(self, args, state, control, **kw):
+            ev.last_step = state.global_step
+            # test hook (CI has no GPU): YICHUI_INJECT_OOM="STEP:MICRO_BATCH" raises the CUDA out-of-memory error at
+            # that step while the micro-batch is larger than MICRO_BATCH
+            inject = os.environ.get("YICHUI_INJECT_OOM")
+            if inject:
+                at, over = (int(x) for x in inject.split(":"))
+                if state.global_step == at and spec["micro_batch"] > over:
+                    raise torch.OutOfMemoryError("CUDA out of memory (injected by YICHUI_INJECT_OOM)")
 
         def on_save(self, args, state, control, **kw):
             ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")

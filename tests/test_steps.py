@@ -201,3 +201,35 @@ def test_qlora_trains_and_merges_into_the_unquantized_base(chain):
     exp = chain.step("export", bnb_4bit="false")
     merged = json.loads(Path(exp["merged_dir"], "config.json").read_text())
     assert "quantization_config" not in merged and "bnb4_dir" not in exp
+
+
+def test_out_of_memory_recovers_from_the_last_checkpoint(chain, monkeypatch):
+    """The CUDA OOM error injected at step 5 (CI has no GPU): the step halves the micro-batch, doubles gradient
+    accumulation, turns checkpointing on, resumes from checkpoint-4 and records what changed."""
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.session.steps["train"]["outputs"] = {}
+    chain.step("choose_strategy", method="lora", max_steps="8", save_steps="4", micro_batch="4", grad_accum="1",
+               activation_checkpointing="false")
+    monkeypatch.setenv("YICHUI_INJECT_OOM", "5:2")
+    out = chain.step("train")
+    assert out["steps"] == 8
+    (change,) = out["recoveries"]
+    assert change["from"] == {"micro_batch": 4, "grad_accum": 1, "activation_checkpointing": False}
+    assert change["to"] == {"micro_batch": 2, "grad_accum": 2, "activation_checkpointing": True}
+    events, _ = jobs.read_events(Path(out["train_dir"]) / "events.jsonl")
+    assert [e["kind"] for e in events if e["event"] == "error"] == ["oom"]
+    starts = [e for e in events if e["event"] == "start"]
+    assert len(starts) == 2 and starts[1]["resumed_from"] == "checkpoint-4"
+    spec = json.loads((Path(out["train_dir"]) / "spec.json").read_text())
+    assert (spec["micro_batch"], spec["grad_accum"], spec["activation_checkpointing"]) == (2, 2, True)
+
+
+def test_recovery_gives_up_when_nothing_is_left():
+    from recipes.train import recover
+
+    assert recover({"micro_batch": 1, "grad_accum": 8, "activation_checkpointing": True}) is None
+    assert recover({"micro_batch": 1, "grad_accum": 8, "activation_checkpointing": False})["to"] == {
+        "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": True}
+    assert recover({"micro_batch": 3, "grad_accum": 2, "activation_checkpointing": True})["to"] == {
+        "micro_batch": 1, "grad_accum": 6, "activation_checkpointing": True}

@@ -447,6 +447,10 @@ CATALOG: dict[str, dict[str, str]] = {
     "download.faster_mirror": {"en": "{endpoint} answered faster; to use it: yichui replay {id} --set select_model.endpoint={endpoint}",
                                "zh": "{endpoint} 更快；如需改用：yichui replay {id} --set select_model.endpoint={endpoint}"},
     "ui.col.endpoint": {"en": "endpoint", "zh": "地址"},
+    "train.oom_recovered": {"en": "Out of GPU memory at step {step}: resuming from the last checkpoint with micro-batch {micro_batch}, gradient accumulation {grad_accum}, activation checkpointing on (same effective batch).",
+                            "zh": "第 {step} 步显存不足：从最近的检查点继续，微批 {micro_batch}，梯度累积 {grad_accum}，开启激活检查点（有效批量不变）。"},
+    "train.oom_no_room": {"en": "Out of GPU memory even at micro-batch {micro_batch} with activation checkpointing (log: {log}): use QLoRA, a shorter sequence or a larger GPU (`yichui estimate` sizes it).",
+                          "zh": "即使微批 {micro_batch} 且开启激活检查点仍显存不足（日志：{log}）：请改用 QLoRA、缩短序列或换更大的 GPU（`yichui estimate` 可估算）。"},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
 }
 
