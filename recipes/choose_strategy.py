@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 
-from recipes import datasets, memory
+from pathlib import Path
+
+from recipes import datasets, hub, memory
 from recipes.base import Choice, Question, StepError, msg
 
 name = "choose_strategy"
@@ -31,15 +33,32 @@ def _targets_check(known: list[str]):
     return check
 
 
-def _dataset_ok(v, a):
-    try:
-        datasets.load_records(v)
-    except datasets.DataError as e:
-        return msg(e.key, **e.params)
-    return None
-
-
 def questions(ctx) -> list[Question]:
+    seen: dict = {}  # dataset reference → malformed records found while validating it
+
+    def dataset_ok(v, a):
+        try:
+            loaded = datasets.read(v)
+        except datasets.DataError as e:
+            return msg(e.key, **e.params)
+        seen[v] = loaded.bad
+        if loaded.bad:
+            ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
+                         where=", ".join(loaded.bad[:5])))
+        return None
+
+    def has_bad(a) -> bool:
+        ref = a.get("dataset_path") if a.get("dataset") == "local" else None
+        if ref and ref not in seen:
+            try:
+                seen[ref] = datasets.read(ref).bad
+            except datasets.DataError:
+                seen[ref] = []
+        return bool(ref and seen.get(ref))
+
+    def repo_ok(v, a):
+        return None if re.fullmatch(r"[\w.-]+/[\w.-]+", v) else msg("select_model.bad_id", value=v)
+
     rec = ctx.outputs("evaluate_memory").get("recommended", {"method": "lora", "activation_checkpointing": True})
     max_pos = int(ctx.outputs("select_model").get("config", {}).get("max_position_embeddings") or 4096)
     lora = lambda a: a.get("method") != "full"  # noqa: E731
@@ -47,6 +66,7 @@ def questions(ctx) -> list[Question]:
         Question("method", "select", "choose_strategy.method", default=rec["method"],
                  choices=[Choice("lora", msg("choose_strategy.method.lora")),
                           Choice("qlora", msg("choose_strategy.method.qlora")),
+                          Choice("dora", msg("choose_strategy.method.dora")),
                           Choice("full", msg("choose_strategy.method.full"))]),
         Question("lora_rank", "int", "choose_strategy.lora_rank", default=8, when=lora, validate=_range(1, 1024)),
         Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
@@ -59,9 +79,18 @@ def questions(ctx) -> list[Question]:
                  default=rec["activation_checkpointing"]),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
                  choices=[Choice("bundled", msg("choose_strategy.dataset.bundled")),
-                          Choice("local", msg("choose_strategy.dataset.local"))]),
+                          Choice("local", msg("choose_strategy.dataset.local")),
+                          Choice("hub", msg("choose_strategy.dataset.hub"))]),
         Question("dataset_path", "path", "choose_strategy.dataset_path", when=lambda a: a.get("dataset") == "local",
-                 validate=_dataset_ok),
+                 validate=dataset_ok),
+        Question("dataset_repo", "text", "choose_strategy.dataset_repo", when=lambda a: a.get("dataset") == "hub",
+                 validate=repo_ok),
+        Question("dataset_file", "text", "choose_strategy.dataset_file", default="*",
+                 when=lambda a: a.get("dataset") == "hub"),
+        Question("bad_records", "select", "choose_strategy.bad_records", default="abort", when=has_bad,
+                 choices=[Choice("abort", msg("choose_strategy.bad_records.abort")),
+                          Choice("skip", msg("choose_strategy.bad_records.skip"))]),
+        Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.0, validate=_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=min(2048, max_pos), validate=_range(16, max_pos)),
         Question("micro_batch", "int", "choose_strategy.micro_batch", default=1, validate=_range(1, 4096)),
         Question("grad_accum", "int", "choose_strategy.grad_accum", default=4, validate=_range(1, 4096)),
@@ -84,25 +113,51 @@ def training(answers: dict, gpus: int = 1) -> memory.Training:
                            seq=answers["seq_len"], gpus=gpus, zero=3 if gpus > 1 else 0)
 
 
-def dataset_path(answers: dict) -> str:
-    return str(datasets.bundled_dataset_path()) if answers["dataset"] == "bundled" else answers["dataset_path"]
+def dataset_path(ctx, answers: dict) -> str:
+    """The dataset reference (``path`` or ``path#N``): bundled, local, or a file of a hub dataset fetched with the
+    download step's code into YICHUI_HOME/datasets (the pattern may end in ``#N``)."""
+    if answers["dataset"] == "bundled":
+        return str(datasets.bundled_dataset_path())
+    if answers["dataset"] == "local":
+        return answers["dataset_path"]
+    import fnmatch
+
+    from recipes import download
+
+    sel = ctx.outputs("select_model")
+    source = sel.get("source") if sel.get("source") in ("hf", "modelscope") else "hf"
+    endpoint = sel.get("endpoint") if sel.get("source") == source else hub.default_endpoint(source)
+    pattern, sample = datasets.split_sample(answers.get("dataset_file") or "*")
+    out = download.fetch(source, answers["dataset_repo"], endpoint, "main",
+                         ctx.home / "datasets" / source / answers["dataset_repo"], ctx.progress, ctx.info,
+                         repo_type="dataset")
+    files = sorted(f["path"] for f in out["files"] if f["path"].endswith(datasets.SUFFIXES)
+                   and fnmatch.fnmatch(f["path"], str(pattern)))
+    if not files:
+        raise StepError("choose_strategy.no_data_file", repo=answers["dataset_repo"], pattern=str(pattern))
+    ref = str(Path(out["model_dir"]) / files[0])
+    return f"{ref}#{sample}" if sample else ref
 
 
 def run(ctx, answers: dict) -> dict:
     from transformers import AutoTokenizer
 
-    path = dataset_path(answers)
+    path = dataset_path(ctx, answers)
+    skip = answers.get("bad_records") == "skip"
     try:
-        convs = datasets.load_records(path)
+        convs = datasets.load_records(path, skip_bad=skip)
     except datasets.DataError as e:
         raise StepError(e.key, **e.params) from None
+    train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
     tok = AutoTokenizer.from_pretrained(ctx.outputs("download")["model_dir"])
     if not tok.chat_template:
         raise StepError("choose_strategy.no_chat_template", model=ctx.outputs("download")["model_dir"])
     samples = [tok.apply_chat_template(c, tokenize=False) for c in convs[:2]]
     for i, s in enumerate(samples, 1):
         ctx.info(msg("choose_strategy.sample", i=i, text=s))
-    ctx.info(msg("choose_strategy.dataset_summary", n=len(convs), path=path, format=datasets.dataset_format(path)))
+    fmt = datasets.dataset_format(path)
+    ctx.info(msg("choose_strategy.dataset_summary", n=len(convs), path=path, format=fmt, train=len(train),
+                 val=len(held)))
     shape = memory.shape_from_dict(ctx.outputs("evaluate_memory")["shape"])
     gpu = ctx.outputs("evaluate_memory")["gpu"]
     est = memory.estimate(shape, training(answers, gpu.get("count", 1)), gpu["memory_gib"])
@@ -111,8 +166,9 @@ def run(ctx, answers: dict) -> dict:
                  margin=f"{est['margin_gib']:+.1f}"))
     if not fits:
         ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu["memory_gib"]))
-    return {"strategy": dict(answers), "dataset_path": path, "dataset_format": datasets.dataset_format(path),
-            "n_records": len(convs), "samples": samples, "estimate": est, "fits": fits,
+    strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0)}
+    return {"strategy": strategy, "dataset_path": path, "dataset_format": fmt, "n_records": len(convs),
+            "n_train": len(train), "n_validation": len(held), "samples": samples, "estimate": est, "fits": fits,
             "effective_batch": answers["micro_batch"] * answers["grad_accum"]}
 
 

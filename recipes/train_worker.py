@@ -144,14 +144,17 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
-    records = data.to_prompt_completion(data.load_records(spec["dataset_path"]))
-    train_ds = Dataset.from_list(records)
+    convs = data.load_records(spec["dataset_path"], skip_bad=spec.get("skip_bad_records", False))
+    train_convs, val_convs = data.train_validation(convs, spec.get("val_ratio", 0.0))
+    train_ds = Dataset.from_list(data.to_prompt_completion(train_convs))
+    eval_ds = Dataset.from_list(data.to_prompt_completion(val_convs)) if val_convs else None
     peft_config = None
     if method != "full":
         targets = spec["lora_targets"]
         peft_config = LoraConfig(r=spec["lora_rank"], lora_alpha=spec["lora_alpha"], lora_dropout=spec["lora_dropout"],
                                  target_modules=targets if targets == "all-linear" else
-                                 [t.strip() for t in targets.split(",")], task_type="CAUSAL_LM")
+                                 [t.strip() for t in targets.split(",")], task_type="CAUSAL_LM",
+                                 use_dora=method == "dora")
     args = SFTConfig(
         output_dir=str(ckpt_dir), max_steps=spec["max_steps"] or -1, num_train_epochs=spec.get("epochs") or 1.0,
         per_device_train_batch_size=spec["micro_batch"], gradient_accumulation_steps=spec["grad_accum"],
@@ -161,7 +164,8 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         save_total_limit=spec["save_total_limit"],
         activation_checkpointing=spec["activation_checkpointing"], max_length=spec["seq_len"],
         use_cpu=device == "cpu", bf16=bf16, seed=spec.get("seed", 42), data_seed=spec.get("seed", 42),
-        optim=OPTIMIZERS[spec.get("optim", "adamw")], report_to="none", disable_tqdm=True, dataloader_num_workers=0)
+        optim=OPTIMIZERS[spec.get("optim", "adamw")], report_to="none", disable_tqdm=True, dataloader_num_workers=0,
+        eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500)
 
     class EventsCallback(TrainerCallback):
         def __init__(self):
@@ -196,10 +200,14 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
                 if state.global_step == at and spec["micro_batch"] > over:
                     raise torch.OutOfMemoryError("CUDA out of memory (injected by YICHUI_INJECT_OOM)")
 
+        def on_evaluate(self, args, state, control, metrics=None, **kw):
+            if metrics and "eval_loss" in metrics:
+                ev.emit("eval", step=state.global_step, eval_loss=round(float(metrics["eval_loss"]), 5))
+
         def on_save(self, args, state, control, **kw):
             ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
 
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, processing_class=tok,
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=[EventsCallback()])
     t0 = time.time()
     out = trainer.train(resume_from_checkpoint=last)
@@ -216,13 +224,15 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         ev.emit("sample", phase="after", question=samples["question"], answer=samples["after"])
 
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    eval_losses = [[h["step"], round(h["eval_loss"], 5)] for h in trainer.state.log_history if "eval_loss" in h]
     mem, mem_kind = peak_memory_gib(device)
     result = {"adapter_dir": str(adapter), "method": method, "device": device, "steps": trainer.state.global_step,
               "train_loss": round(out.training_loss, 5), "losses": [round(x, 5) for x in losses],
               "first5_mean": round(sum(losses[:5]) / max(1, len(losses[:5])), 5),
               "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
               "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),
-              "peak_mem_gib": mem, "mem_kind": mem_kind, "gpu_memory": gpu_memory, "samples": samples}
+              "peak_mem_gib": mem, "mem_kind": mem_kind, "gpu_memory": gpu_memory, "samples": samples,
+              "eval_losses": eval_losses}
     tmp = tdir / "result.json.tmp"
     tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
     os.replace(tmp, tdir / "result.json")

@@ -115,16 +115,19 @@ def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
     assert check(q["dataset_path"], str(good), {})[1] is None
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c"\n')
-    err = check(q["dataset_path"], str(bad), {})[1]
-    assert err.key == "data.bad_line" and err.args["line"] == 2
+    assert check(q["dataset_path"], str(bad), {})[1] is None  # readable: the malformed line is listed, not fatal
+    assert q["bad_records"].when({"dataset": "local", "dataset_path": str(bad)})
+    assert not q["bad_records"].when({"dataset": "local", "dataset_path": str(good)})
     binary = tmp_path / "bin.jsonl"
     binary.write_bytes(b"\xff\xfe\x00\x01")
     assert check(q["dataset_path"], str(binary), {})[1].key == "data.not_text"
     assert check(q["dataset_path"], str(tmp_path), {})[1].key == "data.is_folder"
     typed = tmp_path / "typed.jsonl"
     typed.write_text('{"instruction": "a", "output": "b"}\n{"instruction": 0, "output": null}\n')
-    err = check(q["dataset_path"], str(typed), {})[1]
-    assert err.key == "data.bad_records" and err.args["where"] == "typed.jsonl:2"
+    assert q["bad_records"].when({"dataset": "local", "dataset_path": str(typed)})
+    assert check(q["dataset_path"], str(tmp_path / "x.txt"), {})[1].key == "data.no_file"
+    (tmp_path / "x.txt").write_text("hi")
+    assert check(q["dataset_path"], str(tmp_path / "x.txt"), {})[1].key == "data.bad_suffix"
     assert check(q["lora_targets"], "q_proj,nope_proj", {})[1].key == "choose_strategy.unknown_targets"
     assert check(q["lora_rank"], "0", {})[1].key == "answer.out_of_range"
     assert check(q["lora_targets"], "q_proj,v_proj", {})[1] is None
@@ -233,3 +236,34 @@ def test_recovery_gives_up_when_nothing_is_left():
         "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": True}
     assert recover({"micro_batch": 3, "grad_accum": 2, "activation_checkpointing": True})["to"] == {
         "micro_batch": 1, "grad_accum": 6, "activation_checkpointing": True}
+
+
+def test_dora_with_a_validation_split_and_a_hub_dataset(chain, tmp_path):
+    """DoRA trains and merges; a hub dataset (served by the local hub, fetched by the downloader) with #N sampling
+    and a 10 % validation split: eval events in the stream, held-out records never trained on."""
+    import json as _json
+
+    from recipes import datasets as data
+
+    ds_dir = chain.home / "cache" / "hub" / "datasets" / "org" / "chat"
+    ds_dir.mkdir(parents=True, exist_ok=True)
+    convs = data.load_records(data.bundled_dataset_path())
+    (ds_dir / "train.jsonl").write_text("".join(_json.dumps({"conversations": [
+        {"from": "human", "value": c[0]["content"]}, {"from": "gpt", "value": c[1]["content"]}]}) + "\n"
+        for c in convs))
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.session.steps["train"]["outputs"] = {}
+    out = chain.step("choose_strategy", method="dora", dataset="hub", dataset_repo="org/chat",
+                     dataset_file="*.jsonl#120", val_ratio="0.1", max_steps="6", save_steps="3", micro_batch="2",
+                     activation_checkpointing="false")
+    assert out["dataset_format"] == "sharegpt" and out["n_records"] == 120
+    assert (out["n_train"], out["n_validation"]) == (108, 12)
+    assert out["dataset_path"].startswith(str(chain.home / "datasets" / "hf" / "org" / "chat"))
+    tr = chain.step("train")
+    events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
+    assert [e["step"] for e in events if e["event"] == "eval"] == [3, 6]
+    cfg = _json.loads(Path(tr["adapter_dir"], "adapter_config.json").read_text())
+    assert cfg["use_dora"] is True
+    exp = chain.step("export", bnb_4bit="false")
+    assert Path(exp["merged_dir"], "model.safetensors").exists()

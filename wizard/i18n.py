@@ -160,13 +160,12 @@ CATALOG: dict[str, dict[str, str]] = {
     "data.empty": {"en": "Dataset {path} has no records.", "zh": "数据集 {path} 没有任何记录。"},
     "data.bad_json": {"en": "Dataset {path} is not valid JSON (line {line}: {error}).",
                       "zh": "数据集 {path} 不是有效的 JSON（第 {line} 行：{error}）。"},
-    "data.bad_line": {"en": "Dataset {path}: line {line} is not valid JSON ({error}); fix or remove that line.",
-                      "zh": "数据集 {path}：第 {line} 行不是有效的 JSON（{error}）；请修正或删除该行。"},
     "data.not_a_list": {"en": "Dataset {path} must hold a JSON list of records.", "zh": "数据集 {path} 必须是 JSON 记录列表。"},
     "data.unknown_format": {"en": "Dataset {path}: unknown record format; supported: {formats} "
-                                  "(alpaca: instruction/input/output; messages: a list of role/content).",
+                                  "(alpaca: instruction/input/output; sharegpt: conversations of from/value; "
+                                  "messages: role/content; prompt/completion).",
                             "zh": "数据集 {path}：无法识别的记录格式；支持：{formats}"
-                                  "（alpaca：instruction/input/output；messages：role/content 列表）。"},
+                                  "（alpaca：instruction/input/output；sharegpt：from/value 对话；messages：role/content；prompt/completion）。"},
     "data.bad_records": {"en": "Dataset {path}: {count} malformed record(s), e.g. {where}.",
                          "zh": "数据集 {path}：{count} 条记录格式有误，例如 {where}。"},
     # hub
@@ -239,8 +238,8 @@ CATALOG: dict[str, dict[str, str]] = {
                                                  "zh": "启用激活检查点（省显存，约慢 30%）？"},
     "choose_strategy.dataset": {"en": "Training data:", "zh": "训练数据："},
     "choose_strategy.dataset.bundled": {"en": "The bundled demo instructions (306 examples)", "zh": "内置演示指令集（306 条）"},
-    "choose_strategy.dataset.local": {"en": "A local .json / .jsonl file (alpaca or messages)",
-                                      "zh": "本地 .json / .jsonl 文件（alpaca 或 messages 格式）"},
+    "choose_strategy.dataset.local": {"en": "A local file (.json / .jsonl / .csv / .parquet: alpaca, sharegpt, messages, prompt/completion)",
+                                      "zh": "本地文件（.json / .jsonl / .csv / .parquet：alpaca、sharegpt、messages、prompt/completion）"},
     "choose_strategy.dataset_path": {"en": "Path of the dataset file:", "zh": "数据集文件路径："},
     "choose_strategy.seq_len": {"en": "Maximum sequence length (tokens):", "zh": "最大序列长度（token）："},
     "choose_strategy.micro_batch": {"en": "Micro-batch size (sequences per GPU per step):", "zh": "微批大小（每 GPU 每步的序列数）："},
@@ -256,7 +255,8 @@ CATALOG: dict[str, dict[str, str]] = {
                                          "zh": "{model} 没有对话模板：请选择 instruct/chat 模型。"},
     "choose_strategy.sample": {"en": "Sample {i}, rendered with the model's chat template:\n{text}",
                                "zh": "样例 {i}（按模型的对话模板渲染）：\n{text}"},
-    "choose_strategy.dataset_summary": {"en": "{n} records in {format} format from {path}.", "zh": "{path}：{n} 条 {format} 格式的记录。"},
+    "choose_strategy.dataset_summary": {"en": "{n} records in {format} format from {path}: {train} for training, {val} held out for validation.",
+                                        "zh": "{path}：{n} 条 {format} 格式的记录；{train} 条用于训练，{val} 条留作验证。"},
     "choose_strategy.estimate": {"en": "Predicted peak memory for this configuration: {peak} GiB per GPU on {gpu} ({gib} GiB), margin {margin} GiB.",
                                  "zh": "此配置的预测峰值显存：每块 GPU {peak} GiB，{gpu}（{gib} GiB），余量 {margin} GiB。"},
     "choose_strategy.may_not_fit": {"en": "Warning: {peak} GiB may not fit in {gib} GiB with a 10 % margin; "
@@ -451,6 +451,18 @@ CATALOG: dict[str, dict[str, str]] = {
                             "zh": "第 {step} 步显存不足：从最近的检查点继续，微批 {micro_batch}，梯度累积 {grad_accum}，开启激活检查点（有效批量不变）。"},
     "train.oom_no_room": {"en": "Out of GPU memory even at micro-batch {micro_batch} with activation checkpointing (log: {log}): use QLoRA, a shorter sequence or a larger GPU (`yichui estimate` sizes it).",
                           "zh": "即使微批 {micro_batch} 且开启激活检查点仍显存不足（日志：{log}）：请改用 QLoRA、缩短序列或换更大的 GPU（`yichui estimate` 可估算）。"},
+    "choose_strategy.method.dora": {"en": "DoRA (weight-decomposed LoRA)", "zh": "DoRA（权重分解的 LoRA）"},
+    "choose_strategy.dataset.hub": {"en": "A dataset repository on the hub (same source as the model)", "zh": "模型仓库站点上的数据集仓库（与模型同一来源）"},
+    "choose_strategy.dataset_repo": {"en": "Dataset repository (org/name):", "zh": "数据集仓库（组织/名称）："},
+    "choose_strategy.dataset_file": {"en": "Which file of it (a pattern; append #N for a random sample of N):", "zh": "使用其中哪个文件（通配模式；加 #N 表示随机抽取 N 条）："},
+    "choose_strategy.bad_records": {"en": "Some records are malformed. Skip them or stop?", "zh": "部分记录格式有误。跳过它们还是停止？"},
+    "choose_strategy.bad_records.abort": {"en": "stop, I will fix the file", "zh": "停止，我来修正文件"},
+    "choose_strategy.bad_records.skip": {"en": "skip them and train on the rest", "zh": "跳过它们，用其余记录训练"},
+    "choose_strategy.val_ratio": {"en": "Fraction held out for validation (0 = none):", "zh": "留作验证集的比例（0 表示不留）："},
+    "choose_strategy.no_data_file": {"en": "Dataset {repo} has no .json/.jsonl/.csv/.parquet file matching {pattern}.", "zh": "数据集 {repo} 中没有匹配 {pattern} 的 .json/.jsonl/.csv/.parquet 文件。"},
+    "data.bad_records_found": {"en": "{count} of {total} records are malformed, e.g. {where}.", "zh": "{total} 条记录中有 {count} 条格式有误，例如 {where}。"},
+    "data.bad_table": {"en": "Dataset {path} cannot be read as a table: {error}", "zh": "数据集 {path} 无法按表格读取：{error}"},
+    "data.bad_suffix": {"en": "Dataset {path}: use one of {suffixes} (append #N for a random sample).", "zh": "数据集 {path}：请使用 {suffixes} 之一（加 #N 表示随机抽样）。"},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
 }
 

@@ -100,6 +100,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Path of the dataset file:", str(tmp_path / "missing.jsonl"))
         t.expect("does not exist")                                    # re-prompt 4
         t.ask("Path of the dataset file:", str(messages_file), clear=True)
+        t.ask("Fraction held out for validation", "0.25", clear=True)
         t.ask("Maximum sequence length", "128", clear=True)
         t.ask("Micro-batch size", "2", clear=True)
         t.ask("Gradient accumulation steps:", "2", clear=True)
@@ -130,7 +131,8 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         assert a["download"]["compare_mirrors"] == hub.url
         assert a["choose_strategy"] == {
             "method": "qlora", "lora_rank": 4, "lora_alpha": 16, "lora_dropout": 0.1, "lora_targets": "q_proj,v_proj",
-            "activation_checkpointing": True, "dataset": "local", "dataset_path": str(messages_file), "seq_len": 128,
+            "activation_checkpointing": True, "dataset": "local", "dataset_path": str(messages_file), "val_ratio": 0.25,
+            "seq_len": 128,
             "micro_batch": 2, "grad_accum": 2, "learning_rate": 0.002, "max_steps": 6, "save_steps": 3,
             "save_total_limit": 1, "sample_question": "What is QLoRA?"}
         assert a["train"] == {"device": "cpu"}
@@ -178,6 +180,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("LoRA 目标模块")
         r.ask("启用激活检查点", "n", enter=False)
         r.ask("训练数据：")
+        r.ask("留作验证集的比例")
         r.ask("最大序列长度（token）：", "128", clear=True)
         r.ask("微批大小", "4", clear=True)
         r.ask("梯度累积步数：", "1", clear=True)
