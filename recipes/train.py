@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from recipes import jobs, memory
+from recipes import jobs, memory, plots
 from recipes.base import Choice, Question, StepError, msg
 
 name = "train"
@@ -101,11 +101,16 @@ def run(ctx, answers: dict) -> dict:
     out = json.loads(result.read_text())
     ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
                  seconds=out["runtime_s"]))
+    events, _ = jobs.read_events(tdir / "events.jsonl")
+    png = plots.loss_png(events, tdir / "loss.png", title=ctx.session_id)
+    if png:
+        ctx.info(msg("train.curve", png=str(png), tb=str(tdir / "tensorboard")))
     return {"train_dir": str(tdir), "adapter_dir": out["adapter_dir"], "method": out["method"],
             "steps": out["steps"], "train_loss": out["train_loss"], "first5_mean": out["first5_mean"],
             "last5_mean": out["last5_mean"], "samples": out["samples"], "peak_mem_gib": out["peak_mem_gib"],
             "mem_kind": out["mem_kind"], "device": out["device"],
-            "recoveries": ctx.outputs("train").get("recoveries", [])}
+            "recoveries": ctx.outputs("train").get("recoveries", []), "loss_png": str(png) if png else None,
+            "tensorboard_dir": str(tdir / "tensorboard"), "eval_losses": out.get("eval_losses", [])}
 
 
 def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
@@ -121,9 +126,15 @@ def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
     return job
 
 
+def follow(ctx, job: jobs.Job, tdir: Path) -> None:
+    """Public name for `yichui attach`: the same view as the step's."""
+    _follow(ctx, job, tdir)
+
+
 def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
     """Show the job's events until its ``done`` event; raise StepError when it fails or dies, _OutOfMemory on OOM."""
     events_path, offset, last, first, t_start = tdir / "events.jsonl", 0, {}, {}, time.time()
+    losses: list[float] = []
     with ctx.live(msg("train.live_title", pid=job.pid)) as update:
         while True:
             events, offset = jobs.read_events(events_path, offset)
@@ -132,17 +143,18 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                     continue
                 if e["event"] == "step":
                     first, last = first or e, e
+                    losses.append(e.get("loss"))
                 elif e["event"] == "error":
                     _wait_exit(job)
                     if e.get("kind") == "oom":
                         raise _OutOfMemory(e.get("step"))
                     raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
-                    update(_fields(ctx, first, last, t_start) | {"_final": True})
+                    update(_fields(ctx, first, last, t_start, losses) | {"_final": True})
                     _wait_exit(job)
                     return
             if last:
-                update(_fields(ctx, first, last, t_start))
+                update(_fields(ctx, first, last, t_start, losses))
             if not job.alive():
                 events, offset = jobs.read_events(events_path, offset)
                 if any(e.get("pid") == job.pid and e["event"] == "done" for e in events):
@@ -165,7 +177,7 @@ def _wait_exit(job: jobs.Job, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-def _fields(ctx, first: dict, e: dict, t_start: float) -> dict:
+def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = None) -> dict:
     """The live view's rows; ETA from the step rate between the first and the latest event seen."""
     if not e:
         return {}
@@ -178,7 +190,8 @@ def _fields(ctx, first: dict, e: dict, t_start: float) -> dict:
     return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"),
             t("train.field.lr"): f"{e.get('lr', 0):.2e}", t("train.field.tokens_per_s"): e.get("tokens_per_s") or "?",
             t("train.field.memory"): f"{e.get('mem_gib')} ({t('train.mem.' + str(e.get('mem_kind')))})",
-            t("train.field.elapsed"): f"{time.time() - t_start:.0f}s", t("train.field.eta"): eta}
+            t("train.field.elapsed"): f"{time.time() - t_start:.0f}s", t("train.field.eta"): eta,
+            t("train.field.curve"): plots.sparkline(losses or [])}
 
 
 def is_done(ctx, record: dict) -> bool:

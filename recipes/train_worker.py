@@ -104,6 +104,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
     dtype = torch.bfloat16 if bf16 else torch.float32
     ckpt_dir = tdir / "checkpoints"
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(tdir / "tensorboard")  # transformers' TensorBoardCallback reads it
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
     method = spec["method"]
 
@@ -164,7 +165,8 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         save_total_limit=spec["save_total_limit"],
         activation_checkpointing=spec["activation_checkpointing"], max_length=spec["seq_len"],
         use_cpu=device == "cpu", bf16=bf16, seed=spec.get("seed", 42), data_seed=spec.get("seed", 42),
-        optim=OPTIMIZERS[spec.get("optim", "adamw")], report_to="none", disable_tqdm=True, dataloader_num_workers=0,
+        optim=OPTIMIZERS[spec.get("optim", "adamw")], report_to=["tensorboard"], disable_tqdm=True,
+        dataloader_num_workers=0,
         eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500)
 
     class EventsCallback(TrainerCallback):

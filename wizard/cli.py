@@ -1,7 +1,7 @@
 """yichui's command line (typer). The command table (wizard/README.md) is fixed here:
 
-run (default) · demo · resume · replay · steps · show · status · stop · estimate · download
-(later issues add: attach, serve start|status|logs|stop, chat)
+run (default) · demo · resume · replay · steps · show · status · stop · estimate · download · attach
+(later issues add: serve start|status|logs|stop, chat)
 
 Exit status: 0 done · 1 a step failed · 2 bad input (arguments, answers, session file) · 130 interrupted.
 Imports stay light: torch and transformers load inside the steps that need them.
@@ -417,6 +417,57 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
         raise typer.Exit(130)
     ui.success(T("cli.download.done", path=out["model_dir"], commit=out["commit"] or revision,
                  mib=f"{out['fetched_bytes'] / 2**20:.1f}"))
+
+
+class _ViewCtx:
+    """The part of a step context that the training view needs, for `attach` (no session lock is taken)."""
+
+    def __init__(self, ui, session_id: str):
+        self.ui, self.session_id = ui, session_id
+
+    def t(self, m, **args):
+        return i18n.render(m, **args)
+
+    def info(self, m, **args):
+        self.ui.say(i18n.render(m, **args))
+
+    def warn(self, m, **args):
+        self.ui.warn(i18n.render(m, **args))
+
+    def live(self, title):
+        return self.ui.live(i18n.render(title))
+
+
+@app.command(help=T("cli.attach"))
+def attach(session: Optional[str] = SessionArg):
+    from recipes import jobs
+    from recipes import train as train_step
+    from recipes.base import StepError
+
+    if session:
+        s = _read(session)
+    else:
+        training = [x for x in _all_sessions() if (j := jobs.read(x.run_dir / "train" / "trainer.pid.json"))
+                    and j.alive()]
+        s = training[-1] if training else _read(None)
+    job = jobs.read(s.run_dir / "train" / "trainer.pid.json")
+    ui = _ui()
+    if job is None or not job.alive():
+        ui.say(T("cli.attach.none", id=s.id))
+        raise typer.Exit(1)
+    ctx = _ViewCtx(ui, s.id)
+    try:
+        train_step.follow(ctx, job, s.run_dir / "train")
+    except KeyboardInterrupt:
+        ui.say(T("train.detached", pid=job.pid, id=s.id))
+        raise typer.Exit(130)
+    except StepError as e:
+        raise _fail(e.msg.key, code=1, **e.msg.args)
+    except Exception as e:  # the trainer ran out of memory: the wizard (resume) recovers from it
+        if type(e).__name__ != "_OutOfMemory":
+            raise
+        raise _fail("cli.attach.oom", code=1, id=s.id)
+    ui.success(T("cli.attach.done", id=s.id))
 
 
 def _with_running_jobs():

@@ -463,6 +463,16 @@ CATALOG: dict[str, dict[str, str]] = {
     "data.bad_records_found": {"en": "{count} of {total} records are malformed, e.g. {where}.", "zh": "{total} 条记录中有 {count} 条格式有误，例如 {where}。"},
     "data.bad_table": {"en": "Dataset {path} cannot be read as a table: {error}", "zh": "数据集 {path} 无法按表格读取：{error}"},
     "data.bad_suffix": {"en": "Dataset {path}: use one of {suffixes} (append #N for a random sample).", "zh": "数据集 {path}：请使用 {suffixes} 之一（加 #N 表示随机抽样）。"},
+    "train.field.curve": {"en": "loss curve", "zh": "损失曲线"},
+    "train.curve": {"en": "Loss curve: {png}; TensorBoard: tensorboard --logdir {tb}", "zh": "损失曲线：{png}；TensorBoard：tensorboard --logdir {tb}"},
+    "cli.attach": {"en": "Follow a running training's live view (default: the most recent session training now).",
+                   "zh": "查看正在进行的训练的实时视图（默认：最近一个正在训练的会话）。"},
+    "cli.attach.none": {"en": "No training is running for session {id}; `yichui status` shows its jobs.",
+                        "zh": "会话 {id} 没有正在运行的训练；`yichui status` 可查看其任务。"},
+    "cli.attach.done": {"en": "Training of session {id} finished; `yichui resume {id}` goes on to export and deploy.",
+                        "zh": "会话 {id} 的训练已完成；`yichui resume {id}` 继续导出与部署。"},
+    "cli.attach.oom": {"en": "The trainer of session {id} ran out of GPU memory; `yichui resume {id}` recovers (smaller micro-batch, checkpointing) and goes on.",
+                       "zh": "会话 {id} 的训练显存不足；`yichui resume {id}` 会自动调整（更小的微批、激活检查点）后继续。"},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
 }
 

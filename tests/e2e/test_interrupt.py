@@ -77,3 +77,23 @@ def _scenario(home, tmp_path):
     final = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
     assert all(rec["status"] == "done" for rec in final["steps"].values())
     assert final["steps"]["deploy"]["outputs"]["reply"]
+
+
+def test_attach_from_another_shell_follows_to_the_end(home, tmp_path):
+    """`yichui attach` (no session given) finds the running trainer, shows its view and returns when it finishes;
+    the loss curve PNG and TensorBoard events are in the run directory afterwards."""
+    try:
+        wizard = spawn(home, tmp_path / "demo.log", "demo", "--set", "choose_strategy.max_steps=120",
+                       "--set", "choose_strategy.save_steps=40")
+        (s,) = wait_for(lambda: sessions(home), 120, what="the session file")
+        run_dir = home / "runs" / s["id"]
+        wait_for(lambda: last_step(run_dir) >= 5, 240, what="training to start")
+        r = yichui(home, "attach", timeout=300)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        assert f"Training of session {s['id']} finished" in r.stdout
+        assert wizard.wait(timeout=300) == 0
+        assert (run_dir / "train" / "loss.png").stat().st_size > 5000
+        assert list((run_dir / "train" / "tensorboard").rglob("events.out.tfevents.*"))
+        assert yichui(home, "attach").returncode == 1  # nothing is training now
+    finally:
+        stop_all(home)
