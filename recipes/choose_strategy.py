@@ -77,6 +77,9 @@ def questions(ctx) -> list[Question]:
                  validate=_targets_check(list(ctx.outputs("evaluate_memory").get("shape", {}).get("linears", {})))),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
                  default=rec["activation_checkpointing"]),
+        Question("processes", "int", "choose_strategy.processes", validate=_range(1, 64),
+                 default=int(ctx.outputs("evaluate_memory").get("gpu", {}).get("count") or 1)
+                 if memory.detect_gpus() else 1),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
                  choices=[Choice("bundled", msg("choose_strategy.dataset.bundled")),
                           Choice("local", msg("choose_strategy.dataset.local")),
@@ -106,11 +109,12 @@ def questions(ctx) -> list[Question]:
 
 
 def training(answers: dict, gpus: int = 1) -> memory.Training:
-    """The memory model's view of these answers (what recipes/train_worker.py will run)."""
+    """The memory model's view of these answers (what recipes/train_worker.py will run): with several processes,
+    plain data parallel, every GPU holding the whole model states."""
     return memory.Training(method=answers["method"], rank=answers.get("lora_rank", 8),
                            targets=answers.get("lora_targets", "all-linear"), dropout=answers.get("lora_dropout", 0.0),
                            ckpt=answers["activation_checkpointing"], micro_batch=answers["micro_batch"],
-                           seq=answers["seq_len"], gpus=gpus, zero=3 if gpus > 1 else 0)
+                           seq=answers["seq_len"], gpus=answers.get("processes", gpus), zero=0)
 
 
 def dataset_path(ctx, answers: dict) -> str:
@@ -160,7 +164,7 @@ def run(ctx, answers: dict) -> dict:
                  val=len(held)))
     shape = memory.shape_from_dict(ctx.outputs("evaluate_memory")["shape"])
     gpu = ctx.outputs("evaluate_memory")["gpu"]
-    est = memory.estimate(shape, training(answers, gpu.get("count", 1)), gpu["memory_gib"])
+    est = memory.estimate(shape, training(answers), gpu["memory_gib"])
     fits = est["fits"]
     ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu["name"], gib=gpu["memory_gib"],
                  margin=f"{est['margin_gib']:+.1f}"))
@@ -169,7 +173,7 @@ def run(ctx, answers: dict) -> dict:
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0)}
     return {"strategy": strategy, "dataset_path": path, "dataset_format": fmt, "n_records": len(convs),
             "n_train": len(train), "n_validation": len(held), "samples": samples, "estimate": est, "fits": fits,
-            "effective_batch": answers["micro_batch"] * answers["grad_accum"]}
+            "effective_batch": answers["micro_batch"] * answers["grad_accum"] * answers.get("processes", 1)}
 
 
 def is_done(ctx, record: dict) -> bool:

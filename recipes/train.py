@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 import time
 from pathlib import Path
@@ -118,10 +119,16 @@ def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
     ckpts = sorted((tdir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     if ckpts:
         ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))
+    spec = _spec(ctx, answers) | {"launch": secrets.token_hex(6)}
     spec_path = tdir / "spec.json"
-    spec_path.write_text(json.dumps(_spec(ctx, answers), indent=2, ensure_ascii=False))
-    job = jobs.spawn("trainer", [sys.executable, "-m", "recipes.train_worker", str(spec_path)], tdir,
-                     env=trainer_env(), cwd=Path(__file__).resolve().parent.parent)
+    spec_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False))
+    worker = ["-m", "recipes.train_worker", str(spec_path)]
+    n = int(spec.get("processes") or 1)
+    if n > 1:  # data parallel: torch's launcher starts one worker per process (gloo on CPU, NCCL on GPUs)
+        argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}"] + worker
+    else:
+        argv = [sys.executable] + worker
+    job = jobs.spawn("trainer", argv, tdir, env=trainer_env(), cwd=Path(__file__).resolve().parent.parent)
     ctx.info(msg("train.started", pid=job.pid, log=job.log))
     return job
 
@@ -135,11 +142,18 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
     """Show the job's events until its ``done`` event; raise StepError when it fails or dies, _OutOfMemory on OOM."""
     events_path, offset, last, first, t_start = tdir / "events.jsonl", 0, {}, {}, time.time()
     losses: list[float] = []
+    try:
+        launch = json.loads((tdir / "spec.json").read_text()).get("launch")
+    except (OSError, ValueError):
+        launch = None
+
+    def ours(e: dict) -> bool:  # events of this launch (one or several worker processes)
+        return e.get("launch") == launch if launch else e.get("pid") == job.pid
     with ctx.live(msg("train.live_title", pid=job.pid)) as update:
         while True:
             events, offset = jobs.read_events(events_path, offset)
             for e in events:
-                if e.get("pid") != job.pid:
+                if not ours(e):
                     continue
                 if e["event"] == "step":
                     first, last = first or e, e
@@ -157,9 +171,9 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                 update(_fields(ctx, first, last, t_start, losses))
             if not job.alive():
                 events, offset = jobs.read_events(events_path, offset)
-                if any(e.get("pid") == job.pid and e["event"] == "done" for e in events):
+                if any(ours(e) and e["event"] == "done" for e in events):
                     return
-                if any(e.get("pid") == job.pid and e["event"] == "error" for e in events):
+                if any(ours(e) and e["event"] == "error" for e in events):
                     offset = 0  # handle the error event on the next pass
                     continue
                 if job.stop_requested():

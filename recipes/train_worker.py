@@ -21,14 +21,24 @@ EVENTS_VERSION = 1
 OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged": "paged_adamw_8bit"}
 
 
+RANK = int(os.environ.get("RANK", "0"))              # set by torch.distributed.run for several processes
+LOCAL_RANK = int(os.environ.get("LOCAL_RANK", "0"))
+WORLD = int(os.environ.get("WORLD_SIZE", "1"))
+
+
 class Events:
-    def __init__(self, path: Path):
-        self.path = path
+    """The events stream. With several processes only rank 0 writes, except errors (any rank may fail)."""
+
+    def __init__(self, path: Path, launch: str | None):
+        self.path, self.launch = path, launch
         self.f = open(path, "a", encoding="utf-8")
         self.last_step: int | None = None
 
     def emit(self, event: str, **fields) -> None:
-        rec = {"v": EVENTS_VERSION, "time": round(time.time(), 3), "event": event, "pid": os.getpid()} | fields
+        if RANK != 0 and event != "error":
+            return
+        rec = {"v": EVENTS_VERSION, "time": round(time.time(), 3), "event": event, "pid": os.getpid(),
+               "launch": self.launch, "rank": RANK} | fields
         self.f.write(json.dumps(rec) + "\n")
         self.f.flush()
 
@@ -77,7 +87,7 @@ def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode:
 def main(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     tdir = Path(spec_path).parent
-    ev = Events(tdir / "events.jsonl")
+    ev = Events(tdir / "events.jsonl", spec.get("launch"))
     try:
         return train(spec, tdir, ev)
     except Exception as e:
@@ -101,6 +111,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     device = spec.get("device", "auto")
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    where = f"cuda:{LOCAL_RANK}" if device == "cuda" else "cpu"  # this process's device
     bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
     dtype = torch.bfloat16 if bf16 else torch.float32
     ckpt_dir = tdir / "checkpoints"
@@ -122,7 +133,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         previous = torch.get_default_dtype()
         torch.set_default_dtype(dtype)
         try:
-            with torch.device(device):
+            with torch.device(where):
                 model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn)
         finally:
             torch.set_default_dtype(previous)
@@ -133,12 +144,12 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
                 load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
                 bnb_4bit_compute_dtype=dtype)
         if device == "cuda":
-            load_kw["device_map"] = {"": 0}
+            load_kw["device_map"] = {"": LOCAL_RANK}
         model = AutoModelForCausalLM.from_pretrained(spec["model_dir"], **load_kw)
 
     samples_file = tdir / "samples.json"
     samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
-    if spec.get("sample_question") and "before" not in samples:
+    if RANK == 0 and spec.get("sample_question") and "before" not in samples:
         kbit_cpu = method == "qlora" and device == "cpu"
         samples = {"question": spec["sample_question"],
                    "before": answer(model, tok, spec["sample_question"], keep_train_mode=kbit_cpu)}
@@ -165,6 +176,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         save_total_limit=spec["save_total_limit"],
         activation_checkpointing=spec["activation_checkpointing"], max_length=spec["seq_len"],
         use_cpu=device == "cpu", bf16=bf16, seed=spec.get("seed", 42), data_seed=spec.get("seed", 42),
+        ddp_backend=("gloo" if device == "cpu" else "nccl") if WORLD > 1 else None,
         optim=OPTIMIZERS[spec.get("optim", "adamw")], report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
         eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500)
@@ -218,8 +230,11 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     gpu_memory = cuda_memory() if device == "cuda" else None
     adapter = tdir / "adapter"
     if spec.get("save_final", True):
-        trainer.save_model(str(adapter))
-        tok.save_pretrained(str(adapter))
+        trainer.save_model(str(adapter))  # collective under several processes; rank 0 writes
+        if RANK == 0:
+            tok.save_pretrained(str(adapter))
+    if RANK != 0:
+        return 0
     if spec.get("sample_question"):
         samples["after"] = answer(trainer.model, tok, spec["sample_question"])
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
@@ -234,7 +249,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
               "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
               "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),
               "peak_mem_gib": mem, "mem_kind": mem_kind, "gpu_memory": gpu_memory, "samples": samples,
-              "eval_losses": eval_losses}
+              "eval_losses": eval_losses, "processes": WORLD}
     tmp = tdir / "result.json.tmp"
     tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
     os.replace(tmp, tdir / "result.json")

@@ -267,3 +267,24 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, tmp_path):
     assert cfg["use_dora"] is True
     exp = chain.step("export", bnb_4bit="false")
     assert Path(exp["merged_dir"], "model.safetensors").exists()
+
+
+def test_two_processes_data_parallel_on_cpu(chain):
+    """The same launcher as on several GPUs (torch.distributed.run), two CPU processes over gloo: one events
+    stream (rank 0), the adapter saved once, the effective batch counting both processes."""
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.session.steps["train"]["outputs"] = {}
+    out = chain.step("choose_strategy", method="lora", dataset="bundled", processes="2", max_steps="6",
+                     save_steps="3", micro_batch="2", grad_accum="1", val_ratio="0")
+    assert out["effective_batch"] == 4
+    tr = chain.step("train")
+    assert tr["steps"] == 6
+    result = json.loads((Path(tr["train_dir"]) / "result.json").read_text())
+    assert result["processes"] == 2
+    events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
+    assert [e["step"] for e in events if e["event"] == "step"] == [1, 2, 3, 4, 5, 6]
+    assert {e["rank"] for e in events} == {0}
+    spec = json.loads((Path(tr["train_dir"]) / "spec.json").read_text())
+    assert spec["processes"] == 2 and "torch.distributed.run" in jobs.read(
+        Path(tr["train_dir"]) / "trainer.pid.json").argv

@@ -473,6 +473,7 @@ CATALOG: dict[str, dict[str, str]] = {
                         "zh": "会话 {id} 的训练已完成；`yichui resume {id}` 继续导出与部署。"},
     "cli.attach.oom": {"en": "The trainer of session {id} ran out of GPU memory; `yichui resume {id}` recovers (smaller micro-batch, checkpointing) and goes on.",
                        "zh": "会话 {id} 的训练显存不足；`yichui resume {id}` 会自动调整（更小的微批、激活检查点）后继续。"},
+    "choose_strategy.processes": {"en": "Training processes (one per GPU; data parallel):", "zh": "训练进程数（每块 GPU 一个；数据并行）："},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
 }
 

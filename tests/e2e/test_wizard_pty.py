@@ -96,6 +96,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("LoRA dropout:", "0.1", clear=True)
         t.ask("LoRA target modules", "q_proj,v_proj", clear=True)
         t.ask("Activation checkpointing", "y", enter=False)
+        t.ask("Training processes")
         t.ask("Training data:", DOWN)                                 # a local file
         t.ask("Path of the dataset file:", str(tmp_path / "missing.jsonl"))
         t.expect("does not exist")                                    # re-prompt 4
@@ -131,7 +132,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         assert a["download"]["compare_mirrors"] == hub.url
         assert a["choose_strategy"] == {
             "method": "qlora", "lora_rank": 4, "lora_alpha": 16, "lora_dropout": 0.1, "lora_targets": "q_proj,v_proj",
-            "activation_checkpointing": True, "dataset": "local", "dataset_path": str(messages_file), "val_ratio": 0.25,
+            "activation_checkpointing": True, "processes": 1, "dataset": "local", "dataset_path": str(messages_file), "val_ratio": 0.25,
             "seq_len": 128,
             "micro_batch": 2, "grad_accum": 2, "learning_rate": 0.002, "max_steps": 6, "save_steps": 3,
             "save_total_limit": 1, "sample_question": "What is QLoRA?"}
@@ -179,6 +180,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("LoRA dropout：")
         r.ask("LoRA 目标模块")
         r.ask("启用激活检查点", "n", enter=False)
+        r.ask("训练进程数")
         r.ask("训练数据：")
         r.ask("留作验证集的比例")
         r.ask("最大序列长度（token）：", "128", clear=True)
