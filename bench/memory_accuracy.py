@@ -90,7 +90,7 @@ def row_id(shape, method, ckpt, seq, batch, extra=None) -> str:
     return f"{shape}-{method}-{'ckpt' if ckpt else 'nockpt'}-s{seq}-b{batch}{tail}"
 
 
-def prepare_shape(shape: str, work: Path, weights: bool) -> Path:
+def prepare_shape(shape: str, work: Path, weights: bool, gpu: str = "0") -> Path:
     """A model folder: the real config.json, the tiny tokenizer (its ids fit any vocab), and for QLoRA random bf16
     weights saved once (QLoRA quantizes while loading, so it needs a checkpoint)."""
     from recipes import tiny
@@ -104,7 +104,8 @@ def prepare_shape(shape: str, work: Path, weights: bool) -> Path:
         code = ("import torch, transformers as T; cfg = T.AutoConfig.from_pretrained(%r); torch.manual_seed(0); "
                 "torch.set_default_dtype(torch.bfloat16)\nwith torch.device('cuda'): m = T.AutoModelForCausalLM.from_config(cfg)\n"
                 "m.save_pretrained(%r)" % (str(d), str(d)))
-        subprocess.run([sys.executable, "-c", code], check=True)
+        # on the GPU of the queue asking for it: building on another queue's GPU would count in its measurements
+        subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
     return d
 
 

@@ -179,7 +179,8 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         ddp_backend=("gloo" if device == "cpu" else "nccl") if WORLD > 1 else None,
         optim=OPTIMIZERS[spec.get("optim", "adamw")], report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
-        eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500)
+        eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500,
+        use_liger_kernel=bool(spec.get("liger")))
 
     class EventsCallback(TrainerCallback):
         def __init__(self):
