@@ -53,6 +53,17 @@ def settled(server, name: str) -> int:
         time.sleep(0.3)
 
 
+def leave_partial(server, dest: Path):
+    """Start fetching the model slowly and stop at its first bytes: a partial file and its sidecar stay."""
+    commit, its = items(server)
+    stop = threading.Event()
+    server.hub.faults = [{"path": "model.safetensors", "throttle": 40 * MB}]
+    with pytest.raises(KeyboardInterrupt):
+        downloader.Downloader(dest, commit=commit, stop=stop,
+                              on_bytes=lambda p, n: stop.set() if p == "model.safetensors" else None).fetch(its)
+    return commit, its
+
+
 def sha(p: Path) -> str:
     return hashlib.sha256(p.read_bytes()).hexdigest()
 
@@ -121,12 +132,7 @@ def test_stop_keeps_the_partial_and_the_next_run_fetches_only_the_rest(server, r
 
 
 def test_a_changed_file_on_the_server_restarts_the_partial(server, root, tmp_path):
-    commit, its = items(server)
-    stop = threading.Event()
-    server.hub.faults = [{"path": "model.safetensors", "throttle": 40 * MB}]
-    with pytest.raises(KeyboardInterrupt):
-        downloader.Downloader(tmp_path, commit=commit, stop=stop,
-                              on_bytes=lambda p, n: stop.set() if p == "model.safetensors" else None).fetch(its)
+    commit, its = leave_partial(server, tmp_path)
     weights = root / "org/model/model.safetensors"
     original = weights.read_bytes()
     try:
@@ -140,12 +146,7 @@ def test_a_changed_file_on_the_server_restarts_the_partial(server, root, tmp_pat
 
 
 def test_server_ignoring_range_restarts_that_file(server, root, tmp_path):
-    commit, its = items(server)
-    stop = threading.Event()
-    server.hub.faults = [{"path": "model.safetensors", "throttle": 40 * MB}]
-    with pytest.raises(KeyboardInterrupt):
-        downloader.Downloader(tmp_path, commit=commit, stop=stop,
-                              on_bytes=lambda p, n: stop.set() if p == "model.safetensors" else None).fetch(its)
+    commit, its = leave_partial(server, tmp_path)
     server.hub.faults = [{"path": "model.safetensors", "ignore_range": True}]
     downloader.Downloader(tmp_path, commit=commit).fetch(its)
     assert sha(tmp_path / "model.safetensors") == sha(root / "org/model/model.safetensors")
