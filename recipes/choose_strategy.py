@@ -11,7 +11,7 @@ import re
 
 from pathlib import Path
 
-from recipes import datasets, hub, memory
+from recipes import datasets, hub, memory, planner
 from recipes.base import Choice, Question, StepError, msg
 
 name = "choose_strategy"
@@ -59,6 +59,22 @@ def questions(ctx) -> list[Question]:
     def repo_ok(v, a):
         return None if re.fullmatch(r"[\w.-]+/[\w.-]+", v) else msg("select_model.bad_id", value=v)
 
+    mem = ctx.outputs("evaluate_memory")
+
+    def plan_choices(a) -> list[Choice]:
+        """The planner's ranking for the answers so far; fitting plans first, fastest first."""
+        if not mem.get("shape") or "seq_len" not in a or "batch_size" not in a:
+            return []
+        shape = memory.shape_from_dict(mem["shape"])
+        t = training(a | {"activation_checkpointing": True, "micro_batch": 1})
+        out = []
+        for p in planner.plans(shape, t, a["batch_size"], mem["gpu"]["name"], mem["gpu"]["memory_gib"]):
+            label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
+                        ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
+                        gib=p.peak_gib, fits=msg("ui.yes" if p.fits else "ui.no"))
+            out.append(Choice(_plan_value(p), label))
+        return out
+
     rec = ctx.outputs("evaluate_memory").get("recommended", {"method": "lora", "activation_checkpointing": True})
     max_pos = int(ctx.outputs("select_model").get("config", {}).get("max_position_embeddings") or 4096)
     lora = lambda a: a.get("method") != "full"  # noqa: E731
@@ -75,11 +91,6 @@ def questions(ctx) -> list[Question]:
                  validate=_range(0.0, 0.9)),
         Question("lora_targets", "text", "choose_strategy.lora_targets", default="all-linear", when=lora,
                  validate=_targets_check(list(ctx.outputs("evaluate_memory").get("shape", {}).get("linears", {})))),
-        Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
-                 default=rec["activation_checkpointing"]),
-        Question("processes", "int", "choose_strategy.processes", validate=_range(1, 64),
-                 default=int(ctx.outputs("evaluate_memory").get("gpu", {}).get("count") or 1)
-                 if memory.detect_gpus() else 1),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
                  choices=[Choice("bundled", msg("choose_strategy.dataset.bundled")),
                           Choice("local", msg("choose_strategy.dataset.local")),
@@ -95,8 +106,24 @@ def questions(ctx) -> list[Question]:
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.0, validate=_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=min(2048, max_pos), validate=_range(16, max_pos)),
-        Question("micro_batch", "int", "choose_strategy.micro_batch", default=1, validate=_range(1, 4096)),
-        Question("grad_accum", "int", "choose_strategy.grad_accum", default=4, validate=_range(1, 4096)),
+        Question("processes", "int", "choose_strategy.processes", validate=_range(1, 64),
+                 default=int(ctx.outputs("evaluate_memory").get("gpu", {}).get("count") or 1)
+                 if memory.detect_gpus() else 1),
+        Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=_range(1, 65536)),
+        Question("plan", "select", "choose_strategy.plan", choices=plan_choices,
+                 default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
+        Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
+                 default=lambda a: _plan_knobs(a)["ckpt"] if a.get("plan") else rec["activation_checkpointing"]),
+        Question("micro_batch", "int", "choose_strategy.micro_batch", validate=_range(1, 4096),
+                 default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else 1),
+        Question("grad_accum", "int", "choose_strategy.grad_accum", validate=_range(1, 4096),
+                 default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
+        Question("liger", "confirm", "choose_strategy.liger", when=lambda a: planner.liger_available(),
+                 default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
+        Question("optim", "select", "choose_strategy.optim", default="adamw",
+                 choices=[Choice("adamw", msg("choose_strategy.optim.adamw")),
+                          Choice("adamw8bit", msg("choose_strategy.optim.adamw8bit")),
+                          Choice("paged", msg("choose_strategy.optim.paged"))]),
         Question("learning_rate", "float", "choose_strategy.learning_rate",
                  default=lambda a: 1e-5 if a.get("method") == "full" else 2e-4, validate=_range(1e-8, 1.0)),
         Question("max_steps", "int", "choose_strategy.max_steps", default=0, validate=_range(0, 10_000_000)),
@@ -114,7 +141,17 @@ def training(answers: dict, gpus: int = 1) -> memory.Training:
     return memory.Training(method=answers["method"], rank=answers.get("lora_rank", 8),
                            targets=answers.get("lora_targets", "all-linear"), dropout=answers.get("lora_dropout", 0.0),
                            ckpt=answers["activation_checkpointing"], micro_batch=answers["micro_batch"],
-                           seq=answers["seq_len"], gpus=answers.get("processes", gpus), zero=0)
+                           seq=answers["seq_len"], gpus=answers.get("processes", gpus), zero=0,
+                           optim=answers.get("optim", "adamw"))
+
+
+def _plan_value(p) -> str:
+    return f"ckpt={'on' if p.ckpt else 'off'},mb={p.micro_batch},liger={'on' if p.liger else 'off'}"
+
+
+def _plan_knobs(a: dict) -> dict:
+    kv = dict(part.split("=") for part in str(a["plan"]).split(","))
+    return {"ckpt": kv["ckpt"] == "on", "mb": int(kv["mb"]), "liger": kv["liger"] == "on"}
 
 
 def dataset_path(ctx, answers: dict) -> str:

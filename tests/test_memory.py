@@ -172,3 +172,34 @@ def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():
     assert "moe" in memory.estimate(shape, memory.Training())["approximate"]
     gptq = config("qwen2.5-0.5b") | {"quantization_config": {"quant_method": "gptq", "bits": 4}}
     assert "quantized:gptq" in memory.shape_from_config(gptq).approximate
+
+
+def test_planner_ranks_fitting_plans_by_predicted_speed(qwen7b):
+    from recipes import planner
+
+    t = memory.Training(method="lora", seq=2048, dropout=0.0)
+    ranked = planner.plans(qwen7b, t, effective_batch=16, gpu_name="NVIDIA H200", gpu_gib=139.8, liger=True)
+    best = ranked[0]
+    assert best.fits and not best.ckpt and best.micro_batch >= 4 and best.liger  # as measured: 2.8× the peer's default
+    assert all(p.micro_batch * p.grad_accum == 16 for p in ranked)
+    fitting = [p for p in ranked if p.fits]
+    assert fitting == sorted(fitting, key=lambda p: -p.tokens_per_s)
+    small = planner.plans(qwen7b, t, effective_batch=16, gpu_name="NVIDIA A10", gpu_gib=22.5, liger=False)
+    assert small[0].fits and small[0].ckpt and small[0].peak_gib <= 0.9 * 22.5  # a 24 GB card needs checkpointing
+    assert not any(p.fits for p in planner.plans(qwen7b, memory.Training(method="full", seq=2048), 16,
+                                                 "NVIDIA A10", 22.5, liger=False))
+
+
+def test_cost_model_orders_the_measured_h200_runs():
+    """The planner's predictions keep the order of the committed H200 measurements of one model."""
+    import sys
+
+    rows = [json.loads(x) for x in (BENCH / "results" / "2026-11-29-train-h200-raw.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if r["who"] == "yichui" and r["shape"] == "qwen2.5-7b" and r["method"] == "lora"]
+    from recipes import planner
+
+    shape = memory.shape_from_config(config("qwen2.5-7b"))
+    pred = [planner.tokens_per_s(shape, "lora", r["ckpt"], r["batch"], r["seq"], "NVIDIA H200",
+                                 bool(r["extra"].get("liger"))) for r in rows]
+    measured = [r["tokens_per_s"] for r in rows]
+    assert sorted(range(len(rows)), key=lambda i: pred[i]) == sorted(range(len(rows)), key=lambda i: measured[i])

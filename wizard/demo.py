@@ -44,7 +44,7 @@ def answers(hub_url: str) -> dict:
         "download": {},
         "choose_strategy": {"method": "lora", "lora_rank": 16, "lora_alpha": 32, "lora_dropout": 0.0,
                             "lora_targets": "all-linear", "activation_checkpointing": False, "dataset": "bundled",
-                            "seq_len": 256, "micro_batch": 8, "grad_accum": 1, "learning_rate": 3e-3,
+                            "seq_len": 256, "batch_size": 8, "micro_batch": 8, "grad_accum": 1, "learning_rate": 3e-3,
                             "max_steps": 60, "save_steps": 20, "save_total_limit": 2,
                             "sample_question": "What is LoRA?"},
         "train": {"device": "auto"},

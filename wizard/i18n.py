@@ -474,6 +474,17 @@ CATALOG: dict[str, dict[str, str]] = {
     "cli.attach.oom": {"en": "The trainer of session {id} ran out of GPU memory; `yichui resume {id}` recovers (smaller micro-batch, checkpointing) and goes on.",
                        "zh": "会话 {id} 的训练显存不足；`yichui resume {id}` 会自动调整（更小的微批、激活检查点）后继续。"},
     "choose_strategy.processes": {"en": "Training processes (one per GPU; data parallel):", "zh": "训练进程数（每块 GPU 一个；数据并行）："},
+    "choose_strategy.batch_size": {"en": "Sequences per optimizer step per process (micro-batch × accumulation):",
+                                   "zh": "每个进程每个优化步的序列数（微批 × 累积步数）："},
+    "choose_strategy.plan": {"en": "Plan (fitting ones first, fastest first; every knob can still be changed):",
+                             "zh": "训练方案（可行的在前，最快的在前；之后每项仍可修改）："},
+    "choose_strategy.plan.label": {"en": "checkpointing {ckpt}, micro-batch {mb} × accumulation {ga}, Liger {liger} — ~{tps} tokens/s, {gib} GiB, fits: {fits}",
+                                   "zh": "激活检查点{ckpt}，微批 {mb} × 累积 {ga}，Liger {liger}——约 {tps} token/秒，{gib} GiB，可行：{fits}"},
+    "choose_strategy.liger": {"en": "Use Liger kernels (fused RMSNorm, SwiGLU, RoPE)?", "zh": "使用 Liger 内核（融合的 RMSNorm、SwiGLU、RoPE）？"},
+    "choose_strategy.optim": {"en": "Optimizer:", "zh": "优化器："},
+    "choose_strategy.optim.adamw": {"en": "AdamW (torch, fused)", "zh": "AdamW（torch 融合实现）"},
+    "choose_strategy.optim.adamw8bit": {"en": "AdamW 8-bit (bitsandbytes)", "zh": "8 位 AdamW（bitsandbytes）"},
+    "choose_strategy.optim.paged": {"en": "Paged AdamW 8-bit (bitsandbytes; states may spill to CPU memory)", "zh": "分页 8 位 AdamW（bitsandbytes；状态可溢出到 CPU 内存）"},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
 }
 

@@ -1,0 +1,97 @@
+"""The strategy planner: which activation checkpointing / micro-batch / gradient accumulation / kernels to train with.
+
+Every candidate with the user's method, rank, sequence length and effective batch is checked against the memory
+model (recipes/memory.py, a fit needs 10 % of the GPU free) and ranked by predicted throughput; the fastest is
+preselected and the user may change any knob.
+
+Cost model (tokens/s = achieved FLOP/s ÷ FLOPs per token):
+    FLOPs per token    forward 2N, backward 4N for a full fine-tune; a frozen base (LoRA, QLoRA, DoRA) skips the
+                       weight gradients: 2N; activation checkpointing recomputes the forward: +2N (Kaplan et al. 2020,
+                       "Scaling Laws for Neural Language Models", §2.1: C ≈ 6N per token); attention adds
+                       6·L·h·s per token (forward 2·L·h·s for the scores and the weighted sum, ×3 with backward).
+    achieved FLOP/s    peak bf16 FLOP/s × MFU, MFU = MFU_MAX · x / (x + MFU_HALF) with x = tokens per micro-batch ×
+                       hidden size: small matrices leave the GPU idle. × LIGER_SPEEDUP with Liger kernels, ×
+                       QLORA_SPEED for the 4-bit dequantization.
+The MFU constants are fitted on yichui's trainer on an H200 (bench/results/2026-11-29-train-h200.md, bench/fit_speed.py);
+other GPUs are scaled by their dense bf16 peak. The ranking matters more than the absolute figure.
+"""
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import asdict, dataclass
+
+from recipes import memory
+
+# dense bf16 FLOP/s (TFLOP/s), H200 as measured (../shared/FACTS.md: 790); the others from the vendors' data sheets
+# scaled by the same measured/nominal ratio (790/989)
+PEAK_TFLOPS = {"NVIDIA T4": 52, "NVIDIA A10": 100, "NVIDIA L4": 97, "NVIDIA GeForce RTX 4090": 132,
+               "NVIDIA L40S": 290, "NVIDIA A100 40GB": 249, "NVIDIA A100 80GB": 249, "NVIDIA H100 80GB": 790,
+               "NVIDIA H200": 790}
+MFU_MAX = 0.75          # fitted, at its ceiling (bench/fit_speed.py: measured range short of saturation)
+MFU_HALF = 2.29e7       # tokens × hidden at which half of MFU_MAX is reached (fitted)
+LIGER_SPEEDUP = 1.08    # measured: 7B LoRA, checkpointing on, 4029 vs 3717 tokens/s
+QLORA_SPEED = 0.80      # measured: QLoRA r64 against LoRA r8 at the same settings (2977 vs 3717 tokens/s)
+MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
+MARGIN = 0.10
+
+
+@dataclass(frozen=True)
+class Plan:
+    ckpt: bool
+    micro_batch: int
+    grad_accum: int
+    liger: bool
+    peak_gib: float
+    tokens_per_s: float
+    fits: bool
+
+
+def liger_available() -> bool:
+    """Liger kernels need the liger-kernel package and a CUDA GPU (Triton)."""
+    return importlib.util.find_spec("liger_kernel") is not None and bool(memory.detect_gpus())
+
+
+def flops_per_token(shape: memory.Shape, method: str, ckpt: bool, seq: int) -> float:
+    N = shape.n_params
+    per = (2 + 4 if method == "full" else 2 + 2) * N + (2 * N if ckpt else 0)
+    attn = 2 * shape.layers * shape.hidden * seq * (3 + (1 if ckpt else 0))
+    return per + attn
+
+
+def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int, seq: int, gpu_name: str,
+                 liger: bool = False) -> float:
+    """Predicted training tokens/s per GPU (see the module docstring for the model and its sources)."""
+    peak = PEAK_TFLOPS.get(gpu_name, 100) * 1e12
+    x = micro_batch * seq * shape.hidden
+    mfu = MFU_MAX * x / (x + MFU_HALF)
+    speed = peak * mfu / flops_per_token(shape, method, ckpt, seq)
+    if liger:
+        speed *= LIGER_SPEEDUP
+    if method == "qlora":
+        speed *= QLORA_SPEED
+    return speed
+
+
+def plans(shape: memory.Shape, t: memory.Training, effective_batch: int, gpu_name: str, gpu_gib: float,
+          liger: bool | None = None) -> list[Plan]:
+    """Every candidate (checkpointing on/off × micro-batches dividing the effective batch × Liger if available),
+    fitting ones first, fastest first.
+
+    Args:
+        t: the user's training configuration (method, rank, targets, dropout, sequence length, processes…);
+            its ckpt and micro_batch are what the plans vary.
+        effective_batch: sequences per optimizer step per process (micro-batch × gradient accumulation).
+    """
+    liger = liger_available() if liger is None else liger
+    out = []
+    for ckpt in (False, True):
+        for mb in MICRO_BATCHES:
+            if mb > effective_batch or effective_batch % mb:
+                continue
+            for lg in ((False, True) if liger else (False,)):
+                est = memory.estimate(shape, memory.Training(**(asdict(t) | {"ckpt": ckpt, "micro_batch": mb})),
+                                      gpu_gib)
+                out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"],
+                                round(tokens_per_s(shape, t.method, ckpt, mb, t.seq, gpu_name, lg), 1),
+                                est["peak_gib"] <= (1 - MARGIN) * gpu_gib))
+    return sorted(out, key=lambda p: (not p.fits, -p.tokens_per_s, p.peak_gib))
