@@ -75,15 +75,31 @@ def questions(ctx) -> list[Question]:
             out.append(Choice(_plan_value(p), label))
         return out
 
+    def _default_distribution(a) -> tuple[str, str]:
+        """The least sharding that fits (memory model, checkpointing on, micro-batch 1): DDP, ZeRO-2, ZeRO-3, then
+        ZeRO-3 with everything offloaded."""
+        if not mem.get("shape"):
+            return "ddp", "none"
+        shape = memory.shape_from_dict(mem["shape"])
+        for dist, off in (("ddp", "none"), ("zero2", "none"), ("zero3", "none"), ("zero3", "all")):
+            t = training(a | {"activation_checkpointing": True, "micro_batch": 1, "seq_len": a.get("seq_len", 2048),
+                              "distribution": dist, "offload": off})
+            if memory.estimate(shape, t, mem["gpu"]["memory_gib"])["fits"]:
+                return dist, off
+        return "zero3", "all"
+
     rec = ctx.outputs("evaluate_memory").get("recommended", {"method": "lora", "activation_checkpointing": True})
     max_pos = int(ctx.outputs("select_model").get("config", {}).get("max_position_embeddings") or 4096)
-    lora = lambda a: a.get("method") != "full"  # noqa: E731
+    lora = lambda a: a.get("method") not in memory.FULL_WEIGHTS  # noqa: E731
     return [
         Question("method", "select", "choose_strategy.method", default=rec["method"],
                  choices=[Choice("lora", msg("choose_strategy.method.lora")),
                           Choice("qlora", msg("choose_strategy.method.qlora")),
                           Choice("dora", msg("choose_strategy.method.dora")),
-                          Choice("full", msg("choose_strategy.method.full"))]),
+                          Choice("full", msg("choose_strategy.method.full")),
+                          Choice("galore", msg("choose_strategy.method.galore"))]),
+        Question("galore_rank", "int", "choose_strategy.galore_rank", default=128,
+                 when=lambda a: a.get("method") == "galore", validate=_range(1, 8192)),
         Question("lora_rank", "int", "choose_strategy.lora_rank", default=8, when=lora, validate=_range(1, 1024)),
         Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
                  validate=_range(1, 4096)),
@@ -109,6 +125,21 @@ def questions(ctx) -> list[Question]:
         Question("processes", "int", "choose_strategy.processes", validate=_range(1, 64),
                  default=int(ctx.outputs("evaluate_memory").get("gpu", {}).get("count") or 1)
                  if memory.detect_gpus() else 1),
+        Question("nodes", "int", "choose_strategy.nodes", default=1, validate=_range(1, 1024)),
+        Question("hosts", "text", "choose_strategy.hosts", when=lambda a: a.get("nodes", 1) > 1,
+                 validate=_hosts_check),
+        Question("master_port", "int", "choose_strategy.master_port", default=29500,
+                 when=lambda a: a.get("nodes", 1) > 1, validate=_range(1024, 65535)),
+        Question("distribution", "select", "choose_strategy.distribution",
+                 when=lambda a: a["processes"] * a.get("nodes", 1) > 1, default=lambda a: _default_distribution(a)[0],
+                 choices=[Choice(d, msg("choose_strategy.distribution." + d)) for d in DISTRIBUTIONS],
+                 validate=_distribution_check),
+        Question("offload", "select", "choose_strategy.offload",
+                 when=lambda a: a.get("distribution", "ddp") not in ("ddp", "megatron"),
+                 default=lambda a: _default_distribution(a)[1],
+                 choices=[Choice(o, msg("choose_strategy.offload." + o)) for o in ("none", "optimizer", "all")],
+                 validate=lambda v, a: msg("choose_strategy.offload_all_needs_zero3")
+                 if v == "all" and a.get("distribution") not in ("zero3", "fsdp2") else None),
         Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=_range(1, 65536)),
         Question("plan", "select", "choose_strategy.plan", choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
@@ -120,12 +151,13 @@ def questions(ctx) -> list[Question]:
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("liger", "confirm", "choose_strategy.liger", when=lambda a: planner.liger_available(),
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
-        Question("optim", "select", "choose_strategy.optim", default="adamw",
+        Question("packing", "confirm", "choose_strategy.packing", default=False),
+        Question("optim", "select", "choose_strategy.optim", default="adamw", when=lambda a: a["method"] != "galore",
                  choices=[Choice("adamw", msg("choose_strategy.optim.adamw")),
                           Choice("adamw8bit", msg("choose_strategy.optim.adamw8bit")),
                           Choice("paged", msg("choose_strategy.optim.paged"))]),
         Question("learning_rate", "float", "choose_strategy.learning_rate",
-                 default=lambda a: 1e-5 if a.get("method") == "full" else 2e-4, validate=_range(1e-8, 1.0)),
+                 default=lambda a: 1e-5 if a.get("method") in memory.FULL_WEIGHTS else 2e-4, validate=_range(1e-8, 1.0)),
         Question("max_steps", "int", "choose_strategy.max_steps", default=0, validate=_range(0, 10_000_000)),
         Question("epochs", "float", "choose_strategy.epochs", default=1.0, when=lambda a: a.get("max_steps") == 0,
                  validate=_range(0.01, 1000)),
@@ -135,14 +167,51 @@ def questions(ctx) -> list[Question]:
     ]
 
 
+DISTRIBUTIONS = ("ddp", "zero1", "zero2", "zero3", "fsdp2", "megatron")
+
+
 def training(answers: dict, gpus: int = 1) -> memory.Training:
-    """The memory model's view of these answers (what recipes/train_worker.py will run): with several processes,
-    plain data parallel, every GPU holding the whole model states."""
-    return memory.Training(method=answers["method"], rank=answers.get("lora_rank", 8),
+    """The memory model's view of these answers (what recipes/train_worker.py will run): plain data parallel keeps
+    the whole model states on every GPU; ZeRO-1/2/3 and FSDP2 (sharded like ZeRO-3) divide them over all processes
+    of all nodes."""
+    dist = answers.get("distribution", "ddp")
+    rank = answers.get("galore_rank", 128) if answers["method"] == "galore" else answers.get("lora_rank", 8)
+    return memory.Training(method=answers["method"], rank=rank,
                            targets=answers.get("lora_targets", "all-linear"), dropout=answers.get("lora_dropout", 0.0),
                            ckpt=answers["activation_checkpointing"], micro_batch=answers["micro_batch"],
-                           seq=answers["seq_len"], gpus=answers.get("processes", gpus), zero=0,
-                           optim=answers.get("optim", "adamw"))
+                           seq=answers["seq_len"], gpus=answers.get("processes", gpus) * answers.get("nodes", 1),
+                           zero=int(dist[-1]) if dist.startswith("zero") else 0, fsdp=dist == "fsdp2",
+                           offload=answers.get("offload", "none") != "none", optim=answers.get("optim", "adamw"))
+
+
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:]+\]?")
+
+
+def _hosts_check(v: str, a: dict):
+    """Comma-separated host names or addresses, one per node; the first is this machine (the master)."""
+    hosts = [h.strip() for h in v.split(",") if h.strip()]
+    bad = [h for h in hosts if not _HOST.fullmatch(h)]
+    if bad:
+        return msg("choose_strategy.bad_host", host=bad[0])
+    if len(hosts) != a.get("nodes", 1):
+        return msg("choose_strategy.hosts_count", count=len(hosts), nodes=a.get("nodes", 1))
+    return None
+
+
+def _distribution_check(v: str, a: dict):
+    import importlib.util
+
+    if v == "megatron":
+        return msg("choose_strategy.megatron_out_of_scope")
+    if v.startswith("zero") and importlib.util.find_spec("deepspeed") is None:
+        return msg("choose_strategy.no_deepspeed")
+    if v == "fsdp2" and not memory.detect_gpus():
+        return msg("choose_strategy.fsdp_needs_gpus")
+    if v in ("zero3", "fsdp2") and a.get("method") == "qlora":
+        return msg("choose_strategy.qlora_sharded")
+    if v != "ddp" and a.get("method") == "galore":
+        return msg("choose_strategy.galore_sharded")
+    return None
 
 
 def _plan_value(p) -> str:
@@ -210,7 +279,8 @@ def run(ctx, answers: dict) -> dict:
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0)}
     return {"strategy": strategy, "dataset_path": path, "dataset_format": fmt, "n_records": len(convs),
             "n_train": len(train), "n_validation": len(held), "samples": samples, "estimate": est, "fits": fits,
-            "effective_batch": answers["micro_batch"] * answers["grad_accum"] * answers.get("processes", 1)}
+            "effective_batch": answers["micro_batch"] * answers["grad_accum"] * answers.get("processes", 1)
+            * answers.get("nodes", 1)}
 
 
 def is_done(ctx, record: dict) -> bool:

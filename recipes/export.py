@@ -57,7 +57,7 @@ def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype) -> Non
     """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune) and save to ``out`` (safetensors)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    if method == "full":
+    if method in ("full", "galore"):  # every weight trained: the trainer saved a whole model
         model = AutoModelForCausalLM.from_pretrained(adapter_dir, dtype=dtype)
     else:
         from peft import PeftModel

@@ -31,7 +31,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 GIB = 2**30
-METHODS = ("full", "lora", "qlora", "dora")
+METHODS = ("full", "lora", "qlora", "dora", "galore")
+FULL_WEIGHTS = ("full", "galore")  # methods that train (and hold gradients for) every weight
 OPTIMIZERS = ("adamw", "adamw8bit", "paged")
 ATTENTION = ("sdpa", "flash", "eager")
 LOSSES = ("fused", "chunked", "full")
@@ -227,7 +228,7 @@ class Training:
     """One training configuration. ``seq`` is tokens per sequence (with packing: the packed length)."""
 
     method: str = "lora"
-    rank: int = 8
+    rank: int = 8            # LoRA rank, or GaLore's projection rank
     targets: str = "all-linear"
     dropout: float = 0.05
     ckpt: bool = True
@@ -270,11 +271,19 @@ def model_states(shape: Shape, t: Training) -> dict:
     optimizer states (stage 3: also the weights) to CPU memory.
     """
     P, wb = shape.n_params, t.weights_bytes
-    if t.method == "full":
+    if t.method in FULL_WEIGHTS:
         weights, trainable = wb * P, P
         grads = wb * P
         adapter = 0
         opt = {"adamw": 2 * wb, "adamw8bit": 2, "paged": 2}[t.optim] * P
+        if t.method == "galore":
+            # [GaLore] (Zhao et al. 2024, §4, galore_torch GaLoreProjector "std"): each targeted (out × in) weight
+            # keeps Adam's two states of its r × max(out, in) projected gradient and the min(out, in) × r
+            # projection; the other parameters keep plain Adam states
+            lin = list(shape.linears.values())
+            low = sum(m.count * (2 * t.rank * max(m.in_sum, m.out_sum) // m.count
+                                 + t.rank * min(m.in_sum, m.out_sum) // m.count) for m in lin)
+            opt = 2 * wb * (P - shape.n_linear) + wb * low
     else:
         trainable = shape.lora_params(t.rank, t.targets)
         if t.method == "dora":  # magnitude vector: one value per output feature of each adapted layer
@@ -289,7 +298,7 @@ def model_states(shape: Shape, t: Training) -> dict:
     # the step's temporaries: 8-bit optimizers dequantize one tensor's states to fp32 at a time; with tied embeddings
     # a full fine-tune also holds the shared matrix's second gradient (embedding + LM head) in fp32
     step_extra = 8 * min(shape.largest, trainable) if t.optim != "adamw" else 0
-    if t.method == "full" and shape.tied:
+    if t.method in FULL_WEIGHTS and shape.tied:
         step_extra += 4 * shape.vocab * shape.hidden
     n = t.gpus
     stage = 3 if t.fsdp else t.zero
@@ -303,7 +312,7 @@ def model_states(shape: Shape, t: Training) -> dict:
     if t.offload and stage >= 1:
         opt = 0
         if stage >= 3:
-            weights = 0 if t.method == "full" else weights
+            weights = 0 if t.method in FULL_WEIGHTS else weights
     return {"weights": weights, "adapter": adapter, "gradients": grads, "optimizer": opt, "step_extra": step_extra,
             "trainable": trainable}
 
@@ -323,7 +332,7 @@ def activations(shape: Shape, t: Training) -> dict:
     """
     T = t.micro_batch * t.seq
     h, L = shape.hidden, shape.layers
-    lora = t.method != "full"
+    lora = t.method not in FULL_WEIGHTS
     adapted = shape.adapted_inputs_per_layer(t.targets) if lora else 0.0
     per_layer = ACT_H * h + ACT_I * shape.intermediate + (ACT_FULL_H * h if not lora else 0.0)
     if t.method in ("lora", "dora"):
@@ -371,11 +380,12 @@ def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
     ms = model_states(shape, t)
     act = activations(shape, t)
     static = ms["weights"] + ms["adapter"] + ms["optimizer"]
-    backward = static + sum(act.values()) + (0 if t.method == "full" else ms["gradients"])
+    full = t.method in FULL_WEIGHTS
+    backward = static + sum(act.values()) + (0 if full else ms["gradients"])
     step = static + ms["gradients"] + ms["step_extra"]
     if backward >= step:
         comp = {"weights": ms["weights"], "adapter": ms["adapter"],
-                "gradients": 0 if t.method == "full" else ms["gradients"], "optimizer": ms["optimizer"]} | act
+                "gradients": 0 if full else ms["gradients"], "optimizer": ms["optimizer"]} | act
     else:
         comp = {"weights": ms["weights"], "adapter": ms["adapter"], "gradients": ms["gradients"],
                 "optimizer": ms["optimizer"] + ms["step_extra"], "layers": 0.0, "attention_scores": 0.0,
@@ -387,6 +397,8 @@ def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
     approx = list(shape.approximate)
     if t.gpus > 1 or t.zero or t.fsdp:
         approx.append("sharding")  # the multi-GPU paths are calibrated with the training issue
+    if t.method == "galore":
+        approx.append("galore")  # not yet measured on a GPU
     if t.method == "dora" or t.optim == "paged" or t.attn == "flash" or t.loss != "fused":
         approx.append(t.method if t.method == "dora" else t.optim if t.optim == "paged" else t.attn
                       if t.attn == "flash" else f"loss-{t.loss}")

@@ -53,7 +53,7 @@ def liger_available() -> bool:
 
 def flops_per_token(shape: memory.Shape, method: str, ckpt: bool, seq: int) -> float:
     N = shape.n_params
-    per = (2 + 4 if method == "full" else 2 + 2) * N + (2 * N if ckpt else 0)
+    per = (2 + 4 if method in memory.FULL_WEIGHTS else 2 + 2) * N + (2 * N if ckpt else 0)
     attn = 2 * shape.layers * shape.hidden * seq * (3 + (1 if ckpt else 0))
     return per + attn
 

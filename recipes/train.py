@@ -20,6 +20,7 @@ from recipes.base import Choice, Question, StepError, msg
 name = "train"
 requires = ("download", "choose_strategy")
 POLL_S = 0.5
+REPO = Path(__file__).resolve().parent.parent
 
 
 def trainer_env() -> dict:
@@ -123,14 +124,72 @@ def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
     spec_path = tdir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False))
     worker = ["-m", "recipes.train_worker", str(spec_path)]
-    n = int(spec.get("processes") or 1)
-    if n > 1:  # data parallel: torch's launcher starts one worker per process (gloo on CPU, NCCL on GPUs)
+    n, nodes = int(spec.get("processes") or 1), int(spec.get("nodes") or 1)
+    if nodes > 1:
+        argv = [sys.executable] + _multi_node(ctx, spec, tdir, spec_path)[0]
+    elif n > 1:  # one node: torch's launcher starts one worker per process (gloo on CPU, NCCL on GPUs)
         argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}"] + worker
     else:
         argv = [sys.executable] + worker
-    job = jobs.spawn("trainer", argv, tdir, env=trainer_env(), cwd=Path(__file__).resolve().parent.parent)
+    job = jobs.spawn("trainer", argv, tdir, env=trainer_env(), cwd=REPO)
     ctx.info(msg("train.started", pid=job.pid, log=job.log))
     return job
+
+
+def node_commands(spec: dict, spec_path: Path) -> list[list[str]]:
+    """torch.distributed.run's arguments for every node (static rendezvous at the first host's master_port),
+    index = node rank."""
+    hosts = [h.strip() for h in spec["hosts"].split(",")]
+    return [["-m", "torch.distributed.run", f"--nnodes={len(hosts)}", f"--node_rank={r}",
+             f"--nproc_per_node={int(spec.get('processes') or 1)}", f"--master_addr={hosts[0]}",
+             f"--master_port={spec['master_port']}", "-m", "recipes.train_worker", str(spec_path)]
+            for r in range(len(hosts))]
+
+
+def _multi_node(ctx, spec: dict, tdir: Path, spec_path: Path) -> list[list[str]]:
+    """Several nodes: write each node's launch script and a DeepSpeed-style hostfile, print what to run where,
+    then wait for every node at the rendezvous (recipes/rendezvous.py) before starting this node's share.
+    Raises StepError when this machine is not the first host or the nodes do not all arrive."""
+    import shlex
+    import subprocess
+
+    from recipes import rendezvous
+
+    hosts = [h.strip() for h in spec["hosts"].split(",")]
+    master, port, n = hosts[0], int(spec["master_port"]), int(spec.get("processes") or 1)
+    if not rendezvous.is_local_address(master):
+        raise StepError("train.master_not_here", host=master)
+    cmds = node_commands(spec, spec_path)
+    timeout = float(os.environ.get("YICHUI_RENDEZVOUS_TIMEOUT", "900"))
+    launch_dir = tdir / "launch"
+    launch_dir.mkdir(exist_ok=True)
+    (tdir / "hostfile").write_text("".join(f"{h} slots={n}\n" for h in hosts))
+    q = shlex.quote
+    for r, host in enumerate(hosts):
+        check = [sys.executable, "-m", "recipes.rendezvous", f"--nodes={len(hosts)}", f"--node-rank={r}",
+                 f"--master={master}:{port}", f"--timeout={timeout:.0f}"]
+        script = launch_dir / f"node-{r}.sh"
+        script.write_text(
+            "#!/usr/bin/env bash\n"
+            f"# yichui: node {r} of {len(hosts)}, to run on {host}. The repository, Python environment, model, data\n"
+            "# and run directory must be at the same paths on every node (a shared file system, or copies).\n"
+            "set -euo pipefail\n"
+            f"cd {q(str(REPO))}\n"
+            "export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}\n"
+            f"{' '.join(q(c) for c in check)}\n"
+            f"exec {q(sys.executable)} {' '.join(q(c) for c in cmds[r])}\n")
+        script.chmod(0o755)
+        if r:
+            ctx.info(msg("train.node_command", rank=r, host=host, script=str(script)))
+    ctx.info(msg("train.rendezvous_wait", nodes=len(hosts), master=f"{master}:{port}", timeout=f"{timeout:.0f}"))
+    check = [sys.executable, "-m", "recipes.rendezvous", f"--nodes={len(hosts)}", "--node-rank=0",
+             f"--master={master}:{port}", f"--timeout={timeout:.0f}"]
+    p = subprocess.run(check, capture_output=True, text=True, cwd=REPO)
+    if p.returncode != 0:
+        raise StepError("train.rendezvous_failed", reason=(p.stderr.strip().splitlines() or ["?"])[-1],
+                        script=str(launch_dir / "node-1.sh"))
+    ctx.info(msg("train.rendezvous_ok", nodes=len(hosts), hosts=", ".join(json.loads(p.stdout)["hosts"])))
+    return cmds
 
 
 def follow(ctx, job: jobs.Job, tdir: Path) -> None:

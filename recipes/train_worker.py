@@ -19,6 +19,44 @@ from pathlib import Path
 EVENTS_VERSION = 1
 # yichui's optimizer names → transformers' (OptimizerNames): torch's fused AdamW, bitsandbytes 8-bit and paged 8-bit
 OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged": "paged_adamw_8bit"}
+DISTRIBUTIONS = ("ddp", "zero1", "zero2", "zero3", "fsdp2")
+
+
+def deepspeed_config(stage: int, offload: str) -> dict:
+    """A DeepSpeed config for the HF Trainer: "auto" lets the Trainer fill batch sizes, precision and clipping from
+    its own arguments (transformers' integrations/deepspeed.py), so the two never disagree. Offload of the optimizer
+    states (stage ≥ 1) and, with ``offload="all"`` at stage 3, of the parameters to CPU memory; an offloaded
+    optimizer must be DeepSpeed's (CPU Adam), hence the optimizer section then."""
+    zero: dict = {"stage": stage, "overlap_comm": False, "contiguous_gradients": True}
+    if stage == 3:
+        zero["stage3_gather_16bit_weights_on_model_save"] = True  # save_model writes whole weights
+    if offload in ("optimizer", "all"):
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+    if offload == "all" and stage == 3:
+        zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    cfg = {"zero_optimization": zero, "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"},
+           "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+           "train_batch_size": "auto", "gradient_clipping": "auto"}
+    if "offload_optimizer" in zero:
+        cfg["optimizer"] = {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
+                                                        "weight_decay": "auto"}}
+    return cfg
+
+
+def distribution_args(spec: dict, model) -> dict:
+    """SFTConfig arguments for the chosen distribution: DeepSpeed ZeRO-1/2/3 or FSDP2 (full shard, one unit per
+    decoder layer); plain DDP needs none."""
+    dist, offload = spec.get("distribution", "ddp"), spec.get("offload", "none")
+    if dist.startswith("zero"):
+        return {"deepspeed": deepspeed_config(int(dist[-1]), offload)}
+    if dist == "fsdp2":
+        layer_cls = sorted({type(m).__name__ for m in model.modules() if type(m).__name__.endswith("DecoderLayer")})
+        return {"fsdp": True,
+                "fsdp_config": {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
+                                "transformer_layer_cls_to_wrap": layer_cls, "reshard_after_forward": True,
+                                "cpu_offload": offload != "none", "state_dict_type": "FULL_STATE_DICT",
+                                "activation_checkpointing": bool(spec["activation_checkpointing"])}}
+    return {}
 
 
 RANK = int(os.environ.get("RANK", "0"))              # set by torch.distributed.run for several processes
@@ -65,6 +103,20 @@ def cuda_memory() -> dict:
     return {"peak_allocated_gib": g(torch.cuda.max_memory_allocated()), "peak_reserved_gib": g(peak_reserved),
             "outside_allocator_gib": g(outside), "device_peak_gib": g(peak_reserved + outside),
             "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
+
+
+def sharding(trainer) -> str:
+    """What the Trainer actually runs (not what was asked): "deepspeed-zero<N>", "fsdp<N>", "ddp" or "none"."""
+    state = trainer.accelerator.state
+    if trainer.is_deepspeed_enabled:
+        return f"deepspeed-zero{state.deepspeed_plugin.zero_stage}"
+    if trainer.is_fsdp_enabled:
+        return f"fsdp{state.fsdp_plugin.fsdp_version}"
+    return "ddp" if WORLD > 1 else "none"
+
+
+def _qualname(obj) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
 def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode: bool = False) -> str:
@@ -161,7 +213,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     train_ds = Dataset.from_list(data.to_prompt_completion(train_convs))
     eval_ds = Dataset.from_list(data.to_prompt_completion(val_convs)) if val_convs else None
     peft_config = None
-    if method != "full":
+    if method not in ("full", "galore"):
         targets = spec["lora_targets"]
         peft_config = LoraConfig(r=spec["lora_rank"], lora_alpha=spec["lora_alpha"], lora_dropout=spec["lora_dropout"],
                                  target_modules=targets if targets == "all-linear" else
@@ -174,13 +226,17 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         warmup_steps=spec.get("warmup_steps", 0), logging_steps=spec.get("logging_steps", 1),
         save_strategy="steps" if spec["save_steps"] else "no", save_steps=spec["save_steps"] or 500,
         save_total_limit=spec["save_total_limit"],
-        activation_checkpointing=spec["activation_checkpointing"], max_length=spec["seq_len"],
+        activation_checkpointing=spec["activation_checkpointing"] and spec.get("distribution") != "fsdp2",
+        max_length=spec["seq_len"],
         use_cpu=device == "cpu", bf16=bf16, seed=spec.get("seed", 42), data_seed=spec.get("seed", 42),
         ddp_backend=("gloo" if device == "cpu" else "nccl") if WORLD > 1 else None,
-        optim=OPTIMIZERS[spec.get("optim", "adamw")], report_to=["tensorboard"], disable_tqdm=True,
+        optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.get("optim", "adamw")],
+        optim_target_modules="all-linear" if method == "galore" else None,
+        optim_args=f"rank={spec.get('galore_rank', 128)},update_proj_gap=200,scale=0.25" if method == "galore" else None,
+        packing=bool(spec.get("packing")), packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
         eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500,
-        use_liger_kernel=bool(spec.get("liger")))
+        use_liger_kernel=bool(spec.get("liger")), **distribution_args(spec, model))
 
     class EventsCallback(TrainerCallback):
         def __init__(self):
@@ -188,7 +244,8 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
 
         def on_train_begin(self, args, state, control, **kw):
             ev.emit("start", total_steps=state.max_steps, resumed_from=Path(last).name if last else None,
-                    device=device, method=method)
+                    device=device, method=method, processes=WORLD, sharding=sharding(trainer),
+                    optimizer=_qualname(getattr(trainer.optimizer, "optimizer", trainer.optimizer)))
 
         def on_log(self, args, state, control, logs=None, **kw):
             logs = logs or {}
@@ -224,6 +281,10 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
 
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=[EventsCallback()])
+    asked, got = spec.get("distribution", "ddp"), sharding(trainer)
+    if WORLD > 1 and {"zero1": "deepspeed-zero1", "zero2": "deepspeed-zero2", "zero3": "deepspeed-zero3",
+                      "fsdp2": "fsdp2", "ddp": "ddp"}[asked] != got:
+        raise RuntimeError(f"asked for {asked}, the Trainer runs {got} (FSDP runs on GPUs only)")
     t0 = time.time()
     out = trainer.train(resume_from_checkpoint=last)
     runtime = time.time() - t0
@@ -234,10 +295,34 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         trainer.save_model(str(adapter))  # collective under several processes; rank 0 writes
         if RANK == 0:
             tok.save_pretrained(str(adapter))
-    if RANK != 0:
-        return 0
+    # with sharded weights (ZeRO-3, FSDP2) every forward pass is collective: all ranks generate, rank 0 records
+    sharded = WORLD > 1 and spec.get("distribution") in ("zero3", "fsdp2")
+    after = answer(trainer.model, tok, spec["sample_question"]) \
+        if spec.get("sample_question") and (RANK == 0 or sharded) else None
+    try:
+        if RANK == 0:
+            _finish(spec, tdir, ev, trainer, tok, samples, samples_file, out, last, runtime, device, method, adapter,
+                    gpu_memory, after)
+    finally:
+        _leave_process_group()
+    return 0
+
+
+def _leave_process_group() -> None:
+    """Every rank waits for rank 0's final writes, then leaves the process group: a rank that exits while gloo's
+    threads still run aborts ("terminate called without an active exception")."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
+def _finish(spec, tdir, ev, trainer, tok, samples, samples_file, out, last, runtime, device, method, adapter,
+            gpu_memory, after) -> None:
+    """Rank 0: the sample answer after training, result.json (atomically, last) and the ``done`` event."""
     if spec.get("sample_question"):
-        samples["after"] = answer(trainer.model, tok, spec["sample_question"])
+        samples["after"] = after
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
         ev.emit("sample", phase="after", question=samples["question"], answer=samples["after"])
 
@@ -255,7 +340,6 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
     os.replace(tmp, tdir / "result.json")
     ev.emit("done", step=trainer.state.global_step, adapter="adapter", train_loss=result["train_loss"])
-    return 0
 
 
 if __name__ == "__main__":

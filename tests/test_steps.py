@@ -288,3 +288,128 @@ def test_two_processes_data_parallel_on_cpu(chain):
     spec = json.loads((Path(tr["train_dir"]) / "spec.json").read_text())
     assert spec["processes"] == 2 and "torch.distributed.run" in jobs.read(
         Path(tr["train_dir"]) / "trainer.pid.json").argv
+
+
+def _fresh_train(chain):
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.session.steps["train"]["outputs"] = {}
+
+
+def _losses(tr) -> list[float]:
+    return json.loads((Path(tr["train_dir"]) / "result.json").read_text())["losses"]
+
+
+def _sharding(tr) -> str:
+    events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
+    return [e for e in events if e["event"] == "start"][-1]["sharding"]
+
+
+def test_deepspeed_zero_stages_match_data_parallel(chain):
+    """Two CPU processes (gloo) through the same launcher: plain DDP, DeepSpeed ZeRO-3, and ZeRO-2 with the
+    optimizer states offloaded (DeepSpeed's CPU Adam). The Trainer really runs the asked sharding (the start event
+    says what accelerate set up), and the sharded runs' losses match the DDP run's."""
+    runs = {}
+    for dist, offload in (("ddp", "none"), ("zero3", "none"), ("zero2", "optimizer")):
+        _fresh_train(chain)
+        out = chain.step("choose_strategy", method="lora", dataset="bundled", processes="2", max_steps="4",
+                         save_steps="2", micro_batch="2", grad_accum="1", val_ratio="0", distribution=dist,
+                         offload=offload, activation_checkpointing="false")
+        assert out["strategy"]["distribution"] == dist and out["estimate"]["peak_gib"] > 0
+        tr = chain.step("train")
+        assert tr["steps"] == 4
+        assert _sharding(tr) == {"ddp": "ddp", "zero3": "deepspeed-zero3", "zero2": "deepspeed-zero2"}[dist]
+        assert Path(tr["adapter_dir"], "adapter_model.safetensors").exists()
+        runs[dist] = _losses(tr)
+    for dist in ("zero3", "zero2"):
+        assert runs[dist] == pytest.approx(runs["ddp"], rel=2e-3), dist
+
+
+def test_distribution_choices_refused_with_a_reason(chain):
+    q = chain.questions("choose_strategy")
+    a = {"method": "lora", "processes": 2, "nodes": 1}
+    assert check(q["distribution"], "megatron", a)[1].key == "choose_strategy.megatron_out_of_scope"
+    assert check(q["distribution"], "fsdp2", a)[1].key == "choose_strategy.fsdp_needs_gpus"  # CI has no GPU
+    assert check(q["distribution"], "zero3", a | {"method": "qlora"})[1].key == "choose_strategy.qlora_sharded"
+    assert check(q["distribution"], "zero2", a)[1] is None
+    assert check(q["offload"], "all", a | {"distribution": "zero2"})[1].key == "choose_strategy.offload_all_needs_zero3"
+    assert check(q["hosts"], "10.0.0.1", {"nodes": 2})[1].key == "choose_strategy.hosts_count"
+    assert check(q["hosts"], "10.0.0.1,bad host", {"nodes": 2})[1].key == "choose_strategy.bad_host"
+    assert check(q["hosts"], "10.0.0.1, node-2.cluster", {"nodes": 2})[1] is None
+
+
+def test_two_nodes_meet_at_the_rendezvous_then_train(chain, monkeypatch):
+    """Two "nodes" on this machine (127.0.0.1 twice), one process each: the step writes node-1's script and the
+    hostfile, waits at the rendezvous until the script is run (here by a thread, as a user would on the other
+    host), then both train as one world of 2. Without the other node it fails with a one-line reason."""
+    import socket
+    import subprocess
+    import threading
+
+    from recipes.base import StepError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    _fresh_train(chain)
+    two_nodes = dict(method="lora", dataset="bundled", processes="1", nodes="2", hosts="127.0.0.1,127.0.0.1",
+                     master_port=str(port), max_steps="4", save_steps="2", micro_batch="2", grad_accum="1",
+                     val_ratio="0", activation_checkpointing="false")
+    chain.step("choose_strategy", **two_nodes)
+    tdir = chain.session.run_dir / "train"
+    monkeypatch.setenv("YICHUI_RENDEZVOUS_TIMEOUT", "4")
+    with pytest.raises(StepError) as e:
+        chain.step("train")
+    assert e.value.msg.key == "train.rendezvous_failed"
+    assert (tdir / "launch" / "node-1.sh").exists()
+
+    monkeypatch.setenv("YICHUI_RENDEZVOUS_TIMEOUT", "120")
+    procs = []
+
+    def other_node():
+        script = tdir / "launch" / "node-1.sh"
+        while not script.exists() or script.stat().st_mtime < started:
+            time.sleep(0.2)
+        procs.append(subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=600))
+
+    import time
+    started = time.time()
+    (tdir / "launch" / "node-1.sh").unlink()
+    t = threading.Thread(target=other_node, daemon=True)
+    t.start()
+    tr = chain.step("train")
+    t.join(timeout=120)
+    assert procs and procs[0].returncode == 0, procs and procs[0].stderr[-2000:]
+    assert json.loads((tdir / "result.json").read_text())["processes"] == 2
+    assert tr["steps"] == 4
+    assert (tdir / "hostfile").read_text() == "127.0.0.1 slots=1\n127.0.0.1 slots=1\n"
+    script = (tdir / "launch" / "node-1.sh").read_text()
+    assert "--node_rank=1" in script and f"--master_port={port}" in script and "recipes.rendezvous" in script
+
+    _fresh_train(chain)
+    chain.step("choose_strategy", **two_nodes | {"hosts": "10.255.255.1,127.0.0.1"})
+    with pytest.raises(StepError) as e:
+        chain.step("train")
+    assert e.value.msg.key == "train.master_not_here"
+
+
+def test_galore_and_padding_free_packing(chain):
+    """GaLore (every weight trained through transformers' galore_adamw, projection rank 8) with padding-free
+    packing: a packed row carries several records, so a step sees more real tokens than the padded run, and the
+    export copies the whole trained model."""
+    seen = {}
+    for packing in ("false", "true"):
+        _fresh_train(chain)
+        out = chain.step("choose_strategy", method="galore", galore_rank="8", dataset="bundled", processes="1",
+                         max_steps="3", save_steps="3", micro_batch="2", grad_accum="1", val_ratio="0",
+                         packing=packing, activation_checkpointing="false", learning_rate="1e-3")
+        assert out["estimate"]["trainable"] > 0 and "galore" in out["estimate"]["approximate"]
+        tr = chain.step("train")
+        assert tr["steps"] == 3
+        state = json.loads((Path(tr["train_dir"]) / "checkpoints" / "checkpoint-3" / "trainer_state.json").read_text())
+        seen[packing] = [h["num_tokens"] for h in state["log_history"] if "num_tokens" in h][-1]
+        events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
+        assert [e for e in events if e["event"] == "start"][-1]["optimizer"] == "galore_torch.adamw.AdamW"
+    assert seen["true"] > 1.5 * seen["false"], seen
+    exp = chain.step("export", bnb_4bit="false")
+    assert Path(exp["merged_dir"], "model.safetensors").exists()

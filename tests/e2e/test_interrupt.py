@@ -55,6 +55,7 @@ def _scenario(home, tmp_path):
     # 2. kill -9 the wizard and the trainer: resume restarts from the last checkpoint
     kill9(resumed.pid)
     resumed.wait()
+    wait_for(lambda: 3 <= last_step(run_dir) % 20 <= 15, 60, what="a step between two checkpoints")
     os.killpg(trainer.pid, signal.SIGKILL)
     wait_for(lambda: not trainer.alive(), 10, what="the trainer to die")
     steps_done = last_step(run_dir)
@@ -74,6 +75,13 @@ def _scenario(home, tmp_path):
     assert restart and restart[0]["resumed_from"] == f"checkpoint-{ckpts[-1]}"
     first_new_step = min(e["step"] for e in events if e["event"] == "step" and e["pid"] == new_trainer.pid)
     assert first_new_step == ckpts[-1] + 1  # no step lost beyond the checkpoint interval, none repeated before it
+    # exact resume: the steps between the checkpoint and the kill, trained again, see the same samples from the same
+    # weights, optimizer and RNG, so they log the same losses (a shifted data position would change them)
+    before = {e["step"]: e["loss"] for e in events if e["event"] == "step" and e["pid"] == trainer.pid}
+    after = {e["step"]: e["loss"] for e in events if e["event"] == "step" and e["pid"] == new_trainer.pid}
+    redone = sorted(set(before) & set(after))
+    assert redone and redone[0] == ckpts[-1] + 1, (ckpts, steps_done)
+    assert [after[k] for k in redone] == [before[k] for k in redone]
     final = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
     assert all(rec["status"] == "done" for rec in final["steps"].values())
     assert final["steps"]["deploy"]["outputs"]["reply"]
