@@ -32,7 +32,8 @@ from pathlib import Path
 
 GIB = 2**30
 METHODS = ("full", "lora", "qlora", "dora", "galore")
-FULL_WEIGHTS = ("full", "galore")  # methods that train (and hold gradients for) every weight
+FULL_WEIGHTS = ("full", "galore")
+DS_BUFFER_ELEMENTS = 1e9  # methods that train (and hold gradients for) every weight
 OPTIMIZERS = ("adamw", "adamw8bit", "paged")
 ATTENTION = ("sdpa", "flash", "eager")
 LOSSES = ("fused", "chunked", "full")
@@ -268,7 +269,9 @@ def model_states(shape: Shape, t: Training) -> dict:
     AdamW states in the parameter dtype [torch], so K = 4 for a full fine-tune; LoRA adapters are fp32 (peft's
     autocast_adapter_dtype), QLoRA adapters bf16 (trl casts them). Sharding over N GPUs [ZeRO] §5: stage 1 divides the
     optimizer states, stage 2 also the gradients, stage 3 (and FSDP full shard) also the weights; offload moves the
-    optimizer states (stage 3: also the weights) to CPU memory.
+    optimizer states (stage 3: also the weights) to CPU memory. Under ZeRO/FSDP a full fine-tune keeps fp32 masters
+    and fp32 Adam states (12 bytes per parameter) and fp32 (+ bf16 below stage 3) gradients; plain DDP adds its
+    gradient buckets (a second gradient copy). Calibrated on two H200s: bench/results/2026-11-29-distributed-h200.md.
     """
     P, wb = shape.n_params, t.weights_bytes
     if t.method in FULL_WEIGHTS:
@@ -298,10 +301,22 @@ def model_states(shape: Shape, t: Training) -> dict:
     # the step's temporaries: 8-bit optimizers dequantize one tensor's states to fp32 at a time; with tied embeddings
     # a full fine-tune also holds the shared matrix's second gradient (embedding + LM head) in fp32
     step_extra = 8 * min(shape.largest, trainable) if t.optim != "adamw" else 0
+    if t.zero and not t.fsdp:
+        # DeepSpeed's communication buffers at its config defaults (reduce and all-gather buckets of 5e8 elements;
+        # stage 3: up to 1e9 live gathered parameters), bf16
+        step_extra += DS_BUFFER_ELEMENTS * t.weights_bytes
     if t.method in FULL_WEIGHTS and shape.tied:
         step_extra += 4 * shape.vocab * shape.hidden
     n = t.gpus
     stage = 3 if t.fsdp else t.zero
+    if n > 1 and stage == 0:
+        grads *= 2  # DDP reduces through gradient buckets: a second copy of the gradients [torch DDP]
+    if stage >= 1 and t.method in FULL_WEIGHTS:
+        # DeepSpeed and accelerate's FSDP2 keep mixed-precision masters: fp32 weights and fp32 Adam states,
+        # K = 12 bytes per parameter [ZeRO] §3, and fp32 gradient partitions; FSDP2 keeps no bf16 copy beside the
+        # gathered layer
+        opt = 12 * trainable
+        grads = 4 * trainable + (2 * trainable if stage < 3 else 0)
     if n > 1 and stage >= 1:
         opt /= n
     if n > 1 and stage >= 2:

@@ -400,7 +400,7 @@ def test_galore_and_padding_free_packing(chain):
     seen = {}
     for packing in ("false", "true"):
         _fresh_train(chain)
-        out = chain.step("choose_strategy", method="galore", galore_rank="8", dataset="bundled", processes="1",
+        out = chain.step("choose_strategy", method="galore", galore_rank="8", dataset="bundled", processes="1", nodes="1",
                          max_steps="3", save_steps="3", micro_batch="2", grad_accum="1", val_ratio="0",
                          packing=packing, activation_checkpointing="false", learning_rate="1e-3")
         assert out["estimate"]["trainable"] > 0 and "galore" in out["estimate"]["approximate"]

@@ -102,11 +102,15 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Fraction held out for validation", "0.25", clear=True)
         t.ask("Maximum sequence length", "128", clear=True)
         t.ask("Training processes")
+        t.ask("Nodes (machines", "0", clear=True)
+        t.expect("Must be between 1 and 1024")                        # re-prompt
+        t.ask("Nodes (machines", "1", clear=True)
         t.ask("Sequences per optimizer step", "4", clear=True)
         t.ask("Plan (fitting ones first")                             # the planner's fastest, preselected
         t.ask("Activation checkpointing", "y", enter=False)
         t.ask("Micro-batch size", "2", clear=True)
         t.ask("Gradient accumulation steps:", "2", clear=True)
+        t.ask("Pack sequences padding-free", "n", enter=False)
         t.ask("Optimizer:")
         t.ask("Learning rate:", "0.002", clear=True)
         t.ask("Optimizer steps", "6", clear=True)
@@ -135,7 +139,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         assert a["download"]["compare_mirrors"] == hub.url
         assert a["choose_strategy"] == {
             "method": "qlora", "lora_rank": 4, "lora_alpha": 16, "lora_dropout": 0.1, "lora_targets": "q_proj,v_proj",
-            "activation_checkpointing": True, "processes": 1, "dataset": "local", "dataset_path": str(messages_file),
+            "activation_checkpointing": True, "processes": 1, "nodes": 1, "packing": False, "dataset": "local", "dataset_path": str(messages_file),
             "val_ratio": 0.25, "seq_len": 128, "batch_size": 4, "plan": a["choose_strategy"]["plan"],
             "micro_batch": 2, "grad_accum": 2, "optim": "adamw", "learning_rate": 0.002, "max_steps": 6,
             "save_steps": 3, "save_total_limit": 1, "sample_question": "What is QLoRA?"}
@@ -187,11 +191,13 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("留作验证集的比例")
         r.ask("最大序列长度（token）：", "128", clear=True)
         r.ask("训练进程数")
+        r.ask("节点数")
         r.ask("每个进程每个优化步的序列数", "4", clear=True)
         r.ask("训练方案")
         r.ask("启用激活检查点", "n", enter=False)
         r.ask("微批大小", "4", clear=True)
         r.ask("梯度累积步数：", "1", clear=True)
+        r.ask("无填充打包序列", "n", enter=False)
         r.ask("优化器：")
         r.ask("学习率：")
         r.ask("优化步数", "4", clear=True)
