@@ -82,8 +82,8 @@ def questions(ctx) -> list[Question]:
             return "ddp", "none"
         shape = memory.shape_from_dict(mem["shape"])
         for dist, off in (("ddp", "none"), ("zero2", "none"), ("zero3", "none"), ("zero3", "all")):
-            t = training(a | {"activation_checkpointing": True, "micro_batch": 1, "seq_len": a.get("seq_len", 2048),
-                              "distribution": dist, "offload": off})
+            t = training(a | {"activation_checkpointing": True, "micro_batch": 1, "distribution": dist,
+                              "offload": off})
             if memory.estimate(shape, t, mem["gpu"]["memory_gib"])["fits"]:
                 return dist, off
         return "zero3", "all"
@@ -170,7 +170,7 @@ def questions(ctx) -> list[Question]:
 DISTRIBUTIONS = ("ddp", "zero1", "zero2", "zero3", "fsdp2", "megatron")
 
 
-def training(answers: dict, gpus: int = 1) -> memory.Training:
+def training(answers: dict) -> memory.Training:
     """The memory model's view of these answers (what recipes/train_worker.py will run): plain data parallel keeps
     the whole model states on every GPU; ZeRO-1/2/3 and FSDP2 (sharded like ZeRO-3) divide them over all processes
     of all nodes."""
@@ -179,7 +179,7 @@ def training(answers: dict, gpus: int = 1) -> memory.Training:
     return memory.Training(method=answers["method"], rank=rank,
                            targets=answers.get("lora_targets", "all-linear"), dropout=answers.get("lora_dropout", 0.0),
                            ckpt=answers["activation_checkpointing"], micro_batch=answers["micro_batch"],
-                           seq=answers["seq_len"], gpus=answers.get("processes", gpus) * answers.get("nodes", 1),
+                           seq=answers["seq_len"], gpus=answers.get("processes", 1) * answers.get("nodes", 1),
                            zero=int(dist[-1]) if dist.startswith("zero") else 0, fsdp=dist == "fsdp2",
                            offload=answers.get("offload", "none") != "none", optim=answers.get("optim", "adamw"))
 
@@ -189,7 +189,9 @@ _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:]+\]?
 
 def _hosts_check(v: str, a: dict):
     """Comma-separated host names or addresses, one per node; the first is this machine (the master)."""
-    hosts = [h.strip() for h in v.split(",") if h.strip()]
+    from recipes.rendezvous import split_hosts
+
+    hosts = split_hosts(v)
     bad = [h for h in hosts if not _HOST.fullmatch(h)]
     if bad:
         return msg("choose_strategy.bad_host", host=bad[0])

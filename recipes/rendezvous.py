@@ -39,6 +39,11 @@ def check(nodes: int, node_rank: int, addr: str, port: int, timeout_s: float) ->
     return {"nodes": int(ones.item()), "hosts": hosts, "seconds": round(time.time() - t0, 2)}
 
 
+def split_hosts(text: str) -> list[str]:
+    """``"a, b,c"`` → ``["a", "b", "c"]``: the comma-separated host list of the choose_strategy step."""
+    return [h.strip() for h in text.split(",") if h.strip()]
+
+
 def is_local_address(host: str) -> bool:
     """Whether ``host`` names this machine (a socket can bind to it)."""
     try:

@@ -56,7 +56,9 @@ def _spec(ctx, answers: dict) -> dict:
     return spec
 
 
-class _OutOfMemory(Exception):
+class OutOfMemory(Exception):
+    """The trainer reported a CUDA out-of-memory error after optimizer step ``step``."""
+
     def __init__(self, step: int | None):
         self.step = step
 
@@ -90,7 +92,7 @@ def run(ctx, answers: dict) -> dict:
         except KeyboardInterrupt:
             ctx.info(msg("train.detached", pid=job.pid, id=ctx.session_id))
             raise
-        except _OutOfMemory as oom:
+        except OutOfMemory as oom:
             spec = _spec(ctx, answers)
             change = recover(spec)
             if change is None:
@@ -123,73 +125,75 @@ def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
     spec = _spec(ctx, answers) | {"launch": secrets.token_hex(6)}
     spec_path = tdir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False))
-    worker = ["-m", "recipes.train_worker", str(spec_path)]
-    n, nodes = int(spec.get("processes") or 1), int(spec.get("nodes") or 1)
-    if nodes > 1:
-        argv = [sys.executable] + _multi_node(ctx, spec, tdir, spec_path)[0]
-    elif n > 1:  # one node: torch's launcher starts one worker per process (gloo on CPU, NCCL on GPUs)
-        argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={n}"] + worker
-    else:
-        argv = [sys.executable] + worker
+    if len(_hosts(spec)) > 1:
+        _meet(ctx, spec, tdir, spec_path)
+    argv = worker_argv(spec, spec_path)
     job = jobs.spawn("trainer", argv, tdir, env=trainer_env(), cwd=REPO)
     ctx.info(msg("train.started", pid=job.pid, log=job.log))
     return job
 
 
-def node_commands(spec: dict, spec_path: Path) -> list[list[str]]:
-    """torch.distributed.run's arguments for every node (static rendezvous at the first host's master_port),
-    index = node rank."""
-    hosts = [h.strip() for h in spec["hosts"].split(",")]
-    return [["-m", "torch.distributed.run", f"--nnodes={len(hosts)}", f"--node_rank={r}",
-             f"--nproc_per_node={int(spec.get('processes') or 1)}", f"--master_addr={hosts[0]}",
-             f"--master_port={spec['master_port']}", "-m", "recipes.train_worker", str(spec_path)]
-            for r in range(len(hosts))]
+def _hosts(spec: dict) -> list[str]:
+    from recipes.rendezvous import split_hosts
+
+    return split_hosts(spec.get("hosts") or "") if int(spec.get("nodes") or 1) > 1 else []
 
 
-def _multi_node(ctx, spec: dict, tdir: Path, spec_path: Path) -> list[list[str]]:
+def worker_argv(spec: dict, spec_path: Path, node_rank: int = 0) -> list[str]:
+    """The trainer's command: one process; several on this node (torch.distributed.run, standalone; gloo on CPU,
+    NCCL on GPUs); or node ``node_rank``'s share of several nodes (static rendezvous at the first host)."""
+    worker = ["-m", "recipes.train_worker", str(spec_path)]
+    n, hosts = int(spec.get("processes") or 1), _hosts(spec)
+    if len(hosts) > 1:
+        launcher = [f"--nnodes={len(hosts)}", f"--node_rank={node_rank}", f"--master_addr={hosts[0]}",
+                    f"--master_port={spec['master_port']}"]
+    elif n > 1:
+        launcher = ["--standalone"]
+    else:
+        return [sys.executable] + worker
+    return [sys.executable, "-m", "torch.distributed.run", *launcher, f"--nproc_per_node={n}"] + worker
+
+
+def _meet(ctx, spec: dict, tdir: Path, spec_path: Path) -> None:
     """Several nodes: write each node's launch script and a DeepSpeed-style hostfile, print what to run where,
-    then wait for every node at the rendezvous (recipes/rendezvous.py) before starting this node's share.
+    then wait for every node at the rendezvous (recipes/rendezvous.py) before this node starts its share.
     Raises StepError when this machine is not the first host or the nodes do not all arrive."""
     import shlex
     import subprocess
 
     from recipes import rendezvous
 
-    hosts = [h.strip() for h in spec["hosts"].split(",")]
-    master, port, n = hosts[0], int(spec["master_port"]), int(spec.get("processes") or 1)
-    if not rendezvous.is_local_address(master):
-        raise StepError("train.master_not_here", host=master)
-    cmds = node_commands(spec, spec_path)
-    timeout = float(os.environ.get("YICHUI_RENDEZVOUS_TIMEOUT", "900"))
+    hosts = _hosts(spec)
+    master, n = f"{hosts[0]}:{spec['master_port']}", int(spec.get("processes") or 1)
+    if not rendezvous.is_local_address(hosts[0]):
+        raise StepError("train.master_not_here", host=hosts[0])
+    timeout = os.environ.get("YICHUI_RENDEZVOUS_TIMEOUT", "900")
+    checks = [[sys.executable, "-m", "recipes.rendezvous", f"--nodes={len(hosts)}", f"--node-rank={r}",
+               f"--master={master}", f"--timeout={timeout}"] for r in range(len(hosts))]
     launch_dir = tdir / "launch"
     launch_dir.mkdir(exist_ok=True)
     (tdir / "hostfile").write_text("".join(f"{h} slots={n}\n" for h in hosts))
-    q = shlex.quote
+    line = lambda argv: " ".join(shlex.quote(c) for c in argv)  # noqa: E731
     for r, host in enumerate(hosts):
-        check = [sys.executable, "-m", "recipes.rendezvous", f"--nodes={len(hosts)}", f"--node-rank={r}",
-                 f"--master={master}:{port}", f"--timeout={timeout:.0f}"]
         script = launch_dir / f"node-{r}.sh"
         script.write_text(
             "#!/usr/bin/env bash\n"
             f"# yichui: node {r} of {len(hosts)}, to run on {host}. The repository, Python environment, model, data\n"
             "# and run directory must be at the same paths on every node (a shared file system, or copies).\n"
             "set -euo pipefail\n"
-            f"cd {q(str(REPO))}\n"
+            f"cd {shlex.quote(str(REPO))}\n"
             "export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}\n"
-            f"{' '.join(q(c) for c in check)}\n"
-            f"exec {q(sys.executable)} {' '.join(q(c) for c in cmds[r])}\n")
+            f"{line(checks[r])}\n"
+            f"exec {line(worker_argv(spec, spec_path, r))}\n")
         script.chmod(0o755)
         if r:
             ctx.info(msg("train.node_command", rank=r, host=host, script=str(script)))
-    ctx.info(msg("train.rendezvous_wait", nodes=len(hosts), master=f"{master}:{port}", timeout=f"{timeout:.0f}"))
-    check = [sys.executable, "-m", "recipes.rendezvous", f"--nodes={len(hosts)}", "--node-rank=0",
-             f"--master={master}:{port}", f"--timeout={timeout:.0f}"]
-    p = subprocess.run(check, capture_output=True, text=True, cwd=REPO)
+    ctx.info(msg("train.rendezvous_wait", nodes=len(hosts), master=master, timeout=timeout))
+    p = subprocess.run(checks[0], capture_output=True, text=True, cwd=REPO)
     if p.returncode != 0:
         raise StepError("train.rendezvous_failed", reason=(p.stderr.strip().splitlines() or ["?"])[-1],
                         script=str(launch_dir / "node-1.sh"))
     ctx.info(msg("train.rendezvous_ok", nodes=len(hosts), hosts=", ".join(json.loads(p.stdout)["hosts"])))
-    return cmds
 
 
 def follow(ctx, job: jobs.Job, tdir: Path) -> None:
@@ -198,7 +202,7 @@ def follow(ctx, job: jobs.Job, tdir: Path) -> None:
 
 
 def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
-    """Show the job's events until its ``done`` event; raise StepError when it fails or dies, _OutOfMemory on OOM."""
+    """Show the job's events until its ``done`` event; raise StepError when it fails or dies, OutOfMemory on OOM."""
     events_path, offset, last, first, t_start = tdir / "events.jsonl", 0, {}, {}, time.time()
     losses: list[float] = []
     try:
@@ -220,7 +224,7 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                 elif e["event"] == "error":
                     _wait_exit(job)
                     if e.get("kind") == "oom":
-                        raise _OutOfMemory(e.get("step"))
+                        raise OutOfMemory(e.get("step"))
                     raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
                     update(_fields(ctx, first, last, t_start, losses) | {"_final": True})

@@ -19,7 +19,6 @@ from pathlib import Path
 EVENTS_VERSION = 1
 # yichui's optimizer names → transformers' (OptimizerNames): torch's fused AdamW, bitsandbytes 8-bit and paged 8-bit
 OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged": "paged_adamw_8bit"}
-DISTRIBUTIONS = ("ddp", "zero1", "zero2", "zero3", "fsdp2")
 
 
 def deepspeed_config(stage: int, offload: str) -> dict:
@@ -43,17 +42,15 @@ def deepspeed_config(stage: int, offload: str) -> dict:
     return cfg
 
 
-def distribution_args(spec: dict, model) -> dict:
+def distribution_args(spec: dict) -> dict:
     """SFTConfig arguments for the chosen distribution: DeepSpeed ZeRO-1/2/3 or FSDP2 (full shard, one unit per
-    decoder layer); plain DDP needs none."""
+    decoder layer: accelerate wraps the model's ``_no_split_modules``); plain DDP needs none."""
     dist, offload = spec.get("distribution", "ddp"), spec.get("offload", "none")
     if dist.startswith("zero"):
         return {"deepspeed": deepspeed_config(int(dist[-1]), offload)}
     if dist == "fsdp2":
-        layer_cls = sorted({type(m).__name__ for m in model.modules() if type(m).__name__.endswith("DecoderLayer")})
         return {"fsdp": True,
-                "fsdp_config": {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP",
-                                "transformer_layer_cls_to_wrap": layer_cls, "reshard_after_forward": True,
+                "fsdp_config": {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "reshard_after_forward": True,
                                 "cpu_offload": offload != "none", "state_dict_type": "FULL_STATE_DICT",
                                 "activation_checkpointing": bool(spec["activation_checkpointing"])}}
     return {}
@@ -103,6 +100,11 @@ def cuda_memory() -> dict:
     return {"peak_allocated_gib": g(torch.cuda.max_memory_allocated()), "peak_reserved_gib": g(peak_reserved),
             "outside_allocator_gib": g(outside), "device_peak_gib": g(peak_reserved + outside),
             "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
+
+
+def expected_sharding(distribution: str) -> str:
+    """What :func:`sharding` reports when the asked distribution really runs on several processes."""
+    return f"deepspeed-{distribution}" if distribution.startswith("zero") else distribution
 
 
 def sharding(trainer) -> str:
@@ -236,7 +238,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         packing=bool(spec.get("packing")), packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
         eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500,
-        use_liger_kernel=bool(spec.get("liger")), **distribution_args(spec, model))
+        use_liger_kernel=bool(spec.get("liger")), **distribution_args(spec))
 
     class EventsCallback(TrainerCallback):
         def __init__(self):
@@ -282,8 +284,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=[EventsCallback()])
     asked, got = spec.get("distribution", "ddp"), sharding(trainer)
-    if WORLD > 1 and {"zero1": "deepspeed-zero1", "zero2": "deepspeed-zero2", "zero3": "deepspeed-zero3",
-                      "fsdp2": "fsdp2", "ddp": "ddp"}[asked] != got:
+    if WORLD > 1 and expected_sharding(asked) != got:
         raise RuntimeError(f"asked for {asked}, the Trainer runs {got} (FSDP runs on GPUs only)")
     t0 = time.time()
     out = trainer.train(resume_from_checkpoint=last)
@@ -296,16 +297,32 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         if RANK == 0:
             tok.save_pretrained(str(adapter))
     # with sharded weights (ZeRO-3, FSDP2) every forward pass is collective: all ranks generate, rank 0 records
-    sharded = WORLD > 1 and spec.get("distribution") in ("zero3", "fsdp2")
     after = answer(trainer.model, tok, spec["sample_question"]) \
-        if spec.get("sample_question") and (RANK == 0 or sharded) else None
+        if spec.get("sample_question") and (RANK == 0 or got in ("deepspeed-zero3", "fsdp2")) else None
     try:
-        if RANK == 0:
-            _finish(spec, tdir, ev, trainer, tok, samples, samples_file, out, last, runtime, device, method, adapter,
-                    gpu_memory, after)
+        if RANK != 0:
+            return 0
+        if after is not None:
+            samples["after"] = after
+            samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
+            ev.emit("sample", phase="after", question=samples["question"], answer=after)
+        losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+        eval_losses = [[h["step"], round(h["eval_loss"], 5)] for h in trainer.state.log_history if "eval_loss" in h]
+        mem, mem_kind = peak_memory_gib(device)
+        result = {"adapter_dir": str(adapter), "method": method, "device": device, "steps": trainer.state.global_step,
+                  "train_loss": round(out.training_loss, 5), "losses": [round(x, 5) for x in losses],
+                  "first5_mean": round(sum(losses[:5]) / max(1, len(losses[:5])), 5),
+                  "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
+                  "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),
+                  "peak_mem_gib": mem, "mem_kind": mem_kind, "gpu_memory": gpu_memory, "samples": samples,
+                  "eval_losses": eval_losses, "processes": WORLD}
+        tmp = tdir / "result.json.tmp"
+        tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
+        os.replace(tmp, tdir / "result.json")
+        ev.emit("done", step=trainer.state.global_step, adapter="adapter", train_loss=result["train_loss"])
+        return 0
     finally:
         _leave_process_group()
-    return 0
 
 
 def _leave_process_group() -> None:
@@ -316,30 +333,6 @@ def _leave_process_group() -> None:
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
         dist.destroy_process_group()
-
-
-def _finish(spec, tdir, ev, trainer, tok, samples, samples_file, out, last, runtime, device, method, adapter,
-            gpu_memory, after) -> None:
-    """Rank 0: the sample answer after training, result.json (atomically, last) and the ``done`` event."""
-    if spec.get("sample_question"):
-        samples["after"] = after
-        samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
-        ev.emit("sample", phase="after", question=samples["question"], answer=samples["after"])
-
-    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
-    eval_losses = [[h["step"], round(h["eval_loss"], 5)] for h in trainer.state.log_history if "eval_loss" in h]
-    mem, mem_kind = peak_memory_gib(device)
-    result = {"adapter_dir": str(adapter), "method": method, "device": device, "steps": trainer.state.global_step,
-              "train_loss": round(out.training_loss, 5), "losses": [round(x, 5) for x in losses],
-              "first5_mean": round(sum(losses[:5]) / max(1, len(losses[:5])), 5),
-              "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
-              "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),
-              "peak_mem_gib": mem, "mem_kind": mem_kind, "gpu_memory": gpu_memory, "samples": samples,
-              "eval_losses": eval_losses, "processes": WORLD}
-    tmp = tdir / "result.json.tmp"
-    tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
-    os.replace(tmp, tdir / "result.json")
-    ev.emit("done", step=trainer.state.global_step, adapter="adapter", train_loss=result["train_loss"])
 
 
 if __name__ == "__main__":

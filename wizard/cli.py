@@ -463,9 +463,7 @@ def attach(session: Optional[str] = SessionArg):
         raise typer.Exit(130)
     except StepError as e:
         raise _fail(e.msg.key, code=1, **e.msg.args)
-    except Exception as e:  # the trainer ran out of memory: the wizard (resume) recovers from it
-        if type(e).__name__ != "_OutOfMemory":
-            raise
+    except train_step.OutOfMemory:  # the wizard (resume) recovers from it
         raise _fail("cli.attach.oom", code=1, id=s.id)
     ui.success(T("cli.attach.done", id=s.id))
 
