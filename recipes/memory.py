@@ -25,15 +25,13 @@ Sources
 """
 from __future__ import annotations
 
-import json
-import tempfile
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+import functools
+from dataclasses import asdict, dataclass, field, replace
 
 GIB = 2**30
 METHODS = ("full", "lora", "qlora", "dora", "galore")
-FULL_WEIGHTS = ("full", "galore")
-DS_BUFFER_ELEMENTS = 1e9  # methods that train (and hold gradients for) every weight
+FULL_WEIGHTS = ("full", "galore")  # methods that train (and hold gradients for) every weight
+DS_BUFFER_ELEMENTS = 1e9  # DeepSpeed's default reduce + all-gather buckets (5e8 elements each)
 OPTIMIZERS = ("adamw", "adamw8bit", "paged")
 ATTENTION = ("sdpa", "flash", "eager")
 LOSSES = ("fused", "chunked", "full")
@@ -163,13 +161,11 @@ def shape_from_config(config: dict) -> Shape:
 
     if not isinstance(config, dict) or "model_type" not in config:
         raise ConfigError("memory.no_model_type")
-    with tempfile.TemporaryDirectory() as d:
-        (Path(d) / "config.json").write_text(json.dumps(config))
-        try:
-            cfg = AutoConfig.from_pretrained(d)
-        except (ValueError, KeyError) as e:
-            raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
-                              error=str(e).splitlines()[0][:120]) from None
+    try:
+        cfg = AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
+    except (ValueError, KeyError) as e:
+        raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
+                          error=str(e).splitlines()[0][:120]) from None
     archs = config.get("architectures") or []
     generative = ("CausalLM", "LMHeadModel", "ConditionalGeneration")
     if (archs and not any(g in a for a in archs for g in generative)) or getattr(cfg, "is_encoder_decoder", False) \
@@ -358,7 +354,7 @@ def activations(shape: Shape, t: Training) -> dict:
     if t.loss == "full":
         head = FULL_LOGITS * T * shape.vocab + HEAD_H * T * h
     else:
-        head = min(T, 4096) * 32768 * 2 + HEAD_H * T * h
+        head = HEAD_TILE * min(T, 4096) / 4096 + HEAD_H * T * h
     if not lora:
         head += 6 * shape.vocab * h
     if t.ckpt:
@@ -412,11 +408,10 @@ def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
     approx = list(shape.approximate)
     if t.gpus > 1 or t.zero or t.fsdp:
         approx.append("sharding")  # the multi-GPU paths are calibrated with the training issue
-    if t.method == "galore":
-        approx.append("galore")  # not yet measured on a GPU
-    if t.method == "dora" or t.optim == "paged" or t.attn == "flash" or t.loss != "fused":
-        approx.append(t.method if t.method == "dora" else t.optim if t.optim == "paged" else t.attn
-                      if t.attn == "flash" else f"loss-{t.loss}")
+    # switches not (yet) calibrated on a GPU: every one that is on
+    approx += [name for name, on in (("galore", t.method == "galore"), ("dora", t.method == "dora"),
+                                     ("paged", t.optim == "paged"), ("flash", t.attn == "flash"),
+                                     (f"loss-{t.loss}", t.loss != "fused")) if on]
     out = {"peak_gib": round(peak, 3), "components": {k: round(v / GIB, 4) for k, v in comp.items()},
            "trainable": int(ms["trainable"]), "approximate": approx}
     if gpu_gib is not None:
@@ -433,7 +428,7 @@ def smallest_instance(shape: Shape, t: Training) -> dict | None:
     for count in SIZING_COUNTS:
         for key in SIZING_GPUS:
             name, gib = GPUS[key]
-            tt = t if count == 1 else Training(**(asdict(t) | {"gpus": count, "zero": t.zero or 3}))
+            tt = t if count == 1 else replace(t, gpus=count, zero=t.zero or 3)
             e = estimate(shape, tt, gib)
             if e["fits"]:
                 return {"gpu": key, "name": name, "count": count, "peak_gib": e["peak_gib"]}
@@ -502,8 +497,10 @@ def shape_from_dict(d: dict) -> Shape:
     return Shape(**d)
 
 
+@functools.cache
 def detect_gpus() -> list[dict]:
-    """GPUs from ``nvidia-smi`` (no torch import): ``[{"name", "memory_gib"}]``; empty when there are none."""
+    """GPUs from ``nvidia-smi`` (no torch import): ``[{"name", "memory_gib"}]``; empty when there are none.
+    Asked once per process (several steps ask; the GPUs do not change). Callers must not mutate the list."""
     import shutil
     import subprocess
 
