@@ -9,7 +9,6 @@ finished.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
@@ -44,17 +43,9 @@ def _atomic_dir(final: Path):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _dtype(choice: str, base_dir: str):
-    import torch
-
-    if choice == "auto":
-        cfg = json.loads((Path(base_dir) / "config.json").read_text())
-        choice = cfg.get("dtype") or cfg.get("torch_dtype") or "float32"
-    return getattr(torch, choice)
-
-
-def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype) -> None:
-    """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune) and save to ``out`` (safetensors)."""
+def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str) -> None:
+    """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune) and save to ``out`` (safetensors).
+    ``dtype``: "auto" (transformers: the config's dtype, else the checkpoint's) or a torch dtype name."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
     if method in ("full", "galore"):  # every weight trained: the trainer saved a whole model
@@ -113,7 +104,7 @@ def run(ctx, answers: dict) -> dict:
         raise StepError("export.no_space", need=f"{need / 2**30:.2f}", path=str(edir))
     ctx.info(msg("export.merging", method=train["method"], path=str(merged)))
     with _atomic_dir(merged) as tmp:
-        merge(base_dir, adapter, train["method"], tmp, _dtype(answers["dtype"], base_dir))
+        merge(base_dir, adapter, train["method"], tmp, answers["dtype"])
     outputs = {"merged_dir": str(merged), "merged_bytes": _size(merged), "formats": ["merged"]}
     if answers["bnb_4bit"]:
         bnb = edir / "bnb-4bit"
