@@ -180,7 +180,8 @@ class Engine:
             if self.prompter is None:
                 if source is None:
                     raise AnswerError(msg("answer.missing", name=f"{name}.{q.key}"))
-                value, err = check(q, raw, answers)
+                # a resumed answer was checked by _candidates (a validator may fetch from a hub: not twice)
+                value, err = (raw, None) if source == "resumed" else check(q, raw, answers)
                 if err is not None:
                     raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=raw,
                                           reason=i18n.render(err)))
