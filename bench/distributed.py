@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,7 +59,9 @@ def varied_dataset(path: Path, tokenizer_dir: Path, n: int = 600) -> None:
 
 
 def run(name: str, model_dir: Path, data: dict, work: Path, device: str = "cuda") -> dict:
-    from recipes.train import trainer_env
+    from memory_accuracy import events, median_tokens_per_s
+
+    from recipes.train import trainer_env, worker_argv
 
     procs, dist, mb, ga, method, packing, ds = RUNS[name]
     tdir = work / "runs" / name
@@ -74,22 +75,17 @@ def run(name: str, model_dir: Path, data: dict, work: Path, device: str = "cuda"
             "attn_implementation": "sdpa", "optim": "adamw", "processes": procs, "distribution": dist,
             "offload": "none", "packing": packing, "seed": 42}
     (tdir / "spec.json").write_text(json.dumps(spec))
-    worker = ["-m", "recipes.train_worker", str(tdir / "spec.json")]
-    argv = [sys.executable] + (["-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={procs}"]
-                               if procs > 1 else []) + worker
+    argv = worker_argv(spec, tdir / "spec.json")  # the train step's own launcher
     env = trainer_env() | {"CUDA_VISIBLE_DEVICES": "0,1" if procs > 1 else "0", "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.time()
     with open(tdir / "trainer.log", "w") as log:
         rc = subprocess.run(argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, timeout=420).returncode
-    events = [json.loads(x) for x in (tdir / "events.jsonl").read_text().splitlines()] \
-        if (tdir / "events.jsonl").exists() else []
-    steps = [e for e in events if e["event"] == "step"]
-    start = next((e for e in events if e["event"] == "start"), {})
-    tps = [e["tokens_per_s"] for e in steps[2:] if e.get("tokens_per_s")]
+    evs = events(tdir)
+    start = next((e for e in evs if e["event"] == "start"), {})
     row = {"name": name, "processes": procs, "distribution": dist, "micro_batch": mb, "grad_accum": ga,
            "method": method, "packing": packing, "dataset": ds, "shape": SHAPE, "seq": SEQ, "rc": rc,
            "wall_s": round(time.time() - t0, 1), "sharding": start.get("sharding"),
-           "losses": [e["loss"] for e in steps], "tokens_per_s": round(statistics.median(tps), 1) if tps else None}
+           "losses": [e["loss"] for e in evs if e["event"] == "step"], "tokens_per_s": median_tokens_per_s(evs)}
     result = tdir / "result.json"
     if result.exists():
         r = json.loads(result.read_text())
@@ -125,15 +121,15 @@ def cmd_measure(a) -> None:
 
 def predicted_gib(row: dict) -> float:
     """The memory model's peak per GPU for this row (rank 0)."""
+    from bench_fit import shape
+
     from recipes import memory
 
-    cfg = json.loads((Path(__file__).parent / "configs" / row["shape"] / "config.json").read_text())
-    shape = memory.shape_from_config(cfg)
     dist = row["distribution"]
     t = memory.Training(method=row["method"], rank=8, dropout=0.0, ckpt=row["method"] == "full",
                         micro_batch=row["micro_batch"], seq=row["seq"], gpus=row["processes"],
                         zero=int(dist[-1]) if dist.startswith("zero") else 0, fsdp=dist == "fsdp2")
-    return memory.estimate(shape, t)["peak_gib"]
+    return memory.estimate(shape(row["shape"]), t)["peak_gib"]
 
 
 def cmd_report(a) -> None:
@@ -160,10 +156,9 @@ def cmd_report(a) -> None:
                   f"| padded to the longest row | {p['tokens_per_s']:.0f} | {p.get('device_peak_gib', 0):.1f} |",
                   f"| padding-free packing | {q['tokens_per_s']:.0f} | {q.get('device_peak_gib', 0):.1f} |",
                   f"| ratio | {q['tokens_per_s'] / p['tokens_per_s']:.2f}× | |"]
-    text = "\n".join(lines)
-    print(text)
-    if a.md:
-        Path(a.md).write_text(text + "\n")
+    from memory_accuracy import write_report
+
+    write_report("\n".join(lines), a.md)
 
 
 def main() -> None:

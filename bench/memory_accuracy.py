@@ -21,6 +21,7 @@ import json
 import os
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -158,12 +159,30 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
         row |= (r["gpu_memory"] or {}) | {"runtime_s": r["runtime_s"], "peak_mem_gib": r["peak_mem_gib"],
                                           "mem_kind": r["mem_kind"]}
     else:
-        events = [json.loads(x) for x in (tdir / "events.jsonl").read_text().splitlines()] \
-            if (tdir / "events.jsonl").exists() else []
-        err = next((e for e in events if e["event"] == "error"), None)
+        err = next((e for e in events(tdir) if e["event"] == "error"), None)
         row["error"] = err["message"] if err else (tdir / "trainer.log").read_text()[-800:]
         row["oom"] = bool(err and err.get("kind") == "oom")
     return row
+
+
+def events(tdir: Path) -> list[dict]:
+    """The trainer's events of a run directory (recipes/jobs.py reads them for the wizard too)."""
+    from recipes.jobs import read_events
+
+    return read_events(tdir / "events.jsonl")[0]
+
+
+def median_tokens_per_s(evs: list[dict]) -> float | None:
+    """Median of the trainer's tokens/s over the logged steps after the first two (start-up and warm-up)."""
+    tps = [e["tokens_per_s"] for e in evs if e["event"] == "step"][2:]
+    tps = [x for x in tps if x]
+    return round(statistics.median(tps), 1) if tps else None
+
+
+def write_report(text: str, md: str | None) -> None:
+    print(text)
+    if md:
+        Path(md).write_text(text + "\n")
 
 
 def environment() -> dict:
@@ -276,10 +295,7 @@ def cmd_report(a) -> None:
         if v:
             summary.append(f"{label}: mean |error| {mae(v):.0%}, worst {max(v, key=abs):+.0%}, "
                            f"under-predicted {sum(x < -0.05 for x in v)} of {len(v)}")
-    text = "\n".join(lines + [""] + [f"- {x}" for x in summary])
-    print(text)
-    if a.md:
-        Path(a.md).write_text(text + "\n")
+    write_report("\n".join(lines + [""] + [f"- {x}" for x in summary]), a.md)
 
 
 def main() -> None:

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,17 +55,13 @@ def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: 
 
 
 def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, extra: dict, gpu: str) -> dict:
-    from memory_accuracy import measure_one, prepare_shape
+    from memory_accuracy import events, measure_one, median_tokens_per_s, prepare_shape
 
     with _prepare_lock:  # one queue builds a shape's weights, on its own GPU; the other waits and reuses them
         model_dir = prepare_shape(shape, work, weights=method == "qlora", gpu=gpu)
     cfg = (shape, method, ckpt, SEQ, batch, {"lora_rank": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0} | extra)
     row = measure_one(cfg, model_dir, work, gpu, STEPS)
-    tdir = work / "runs" / row["id"]
-    events = [json.loads(x) for x in (tdir / "events.jsonl").read_text().splitlines()] if (tdir / "events.jsonl").exists() else []
-    steps = [e for e in events if e["event"] == "step"]
-    tps = [e["tokens_per_s"] for e in steps[2:] if e.get("tokens_per_s")]
-    return {"rc": row["rc"], "tokens_per_s": round(statistics.median(tps), 1) if tps else None,
+    return {"rc": row["rc"], "tokens_per_s": median_tokens_per_s(events(work / "runs" / row["id"])),
             "device_gib": row.get("device_peak_gib"), "peak_reserved_gib": row.get("peak_reserved_gib"),
             "error": row.get("error")}
 
@@ -118,10 +112,9 @@ def cmd_report(a) -> None:
         sp = f"{r['tokens_per_s'] / p['tokens_per_s']:.2f}×" if p else ""
         mem = f"{r['device_gib'] / p['device_gib']:.2f}×" if p and r.get("device_gib") else ""
         lines.append(f"| {name} | {r['tokens_per_s']:.0f} | {r['device_gib']:.1f} | {sp} | {mem} |")
-    text = "\n".join(lines)
-    print(text)
-    if a.md:
-        Path(a.md).write_text(text + "\n")
+    from memory_accuracy import write_report
+
+    write_report("\n".join(lines), a.md)
 
 
 def main() -> None:
