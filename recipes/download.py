@@ -6,7 +6,6 @@ A local model is used where it lies. `yichui download` runs the same code withou
 """
 from __future__ import annotations
 
-import json
 import shutil
 import threading
 from pathlib import Path
@@ -44,18 +43,8 @@ def _mirrors(value: str) -> list[str]:
 
 def remaining_bytes(local_dir: Path, files: list[hub.RemoteFile]) -> int:
     """Bytes still to fetch: complete files count 0, partial ones what their sidecar has not recorded yet."""
-    left = 0
-    for f in files:
-        dest = local_dir / f.path
-        if dest.is_file() and dest.stat().st_size == f.size:
-            continue
-        side = dest.with_name(dest.name + downloader.SIDE)
-        try:
-            done = sum(s[2] for s in json.loads(side.read_text())["segments"])
-        except (OSError, ValueError, KeyError, TypeError):
-            done = 0
-        left += max(0, f.size - done)
-    return left
+    return sum(0 if downloader.is_complete(local_dir / f.path, f.size)
+               else max(0, f.size - downloader.recorded_bytes(local_dir / f.path, f.size, f.sha256)) for f in files)
 
 
 def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Path, progress, say,
@@ -94,10 +83,12 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
         bar.update(completed=total - left)
         subs: dict = {}
 
+        sizes = {f.path: f.size for f in files}
+
         def on_file(path: str, status: str) -> None:
             if status == "start":
-                subs[path] = bar.file(path, next(f.size for f in files if f.path == path))
-            elif status in ("done", "skipped") and path in subs:
+                subs[path] = bar.file(path, sizes[path])
+            elif status == "done" and path in subs:
                 subs.pop(path).done()
             elif status == "refetch":
                 say(msg("download.refetch", file=path))
@@ -137,5 +128,5 @@ def run(ctx, answers: dict) -> dict:
 def is_done(ctx, record: dict) -> bool:
     out = record["outputs"]
     d = Path(out.get("model_dir") or "/nonexistent")
-    return (d / "config.json").is_file() and all(
-        (d / f["path"]).is_file() and (d / f["path"]).stat().st_size == f["size"] for f in out.get("files", []))
+    return (d / "config.json").is_file() and all(downloader.is_complete(d / f["path"], f["size"])
+                                                 for f in out.get("files", []))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import json
 import os
 import threading
@@ -69,6 +70,23 @@ def safe_relpath(path: str) -> str:
     if not path or p.is_absolute() or ".." in p.parts or "\\" in path or ":" in p.parts[0]:
         raise StepError("download.unsafe_path", path=path)
     return str(p)
+
+
+def is_complete(dest: Path, size: int) -> bool:
+    """A file in place at its full size (the downloader only ever renames a verified file there)."""
+    return dest.is_file() and dest.stat().st_size == size
+
+
+def recorded_bytes(dest: Path, size: int, sha256: str | None) -> int:
+    """Bytes of ``dest`` its partial download's sidecar records as on disk, 0 when there is none or it belongs to
+    another file (size or sha256 differ). The URL, ETag and commit are checked when the download starts."""
+    try:
+        side = json.loads(dest.with_name(dest.name + SIDE).read_text())
+        if side.get("size") != size or side.get("sha256") != sha256:
+            return 0
+        return sum(s[2] for s in side["segments"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0
 
 
 def segments_for(size: int, ranges: int) -> list[list[int]]:
@@ -139,22 +157,28 @@ class Downloader:
     def _prepare(self, it: Item) -> _File | None:
         rel = safe_relpath(it.path)
         dest = self.local_dir / rel
-        if dest.is_file() and dest.stat().st_size == it.size:
+        if is_complete(dest, it.size):
             self.on_file(it.path, "skipped")
             return None
         f = _File(it, dest, dest.with_name(dest.name + PART), dest.with_name(dest.name + SIDE))
         f.etag = self._etag(it)
         side = self._read_side(f)
-        if side is not None and f.part.is_file():
+        if side is not None:
             f.segments = side["segments"]
         else:
-            self._discard(f)
-            f.segments = segments_for(it.size, self.ranges)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            with open(f.part, "wb") as fh:
-                fh.truncate(it.size)  # sparse: ranges are written in place
-            self._write_side(f)
+            self._reset(f, segments_for(it.size, self.ranges))
         return f
+
+    def _reset(self, f: _File, segments: list[list[int]]) -> None:
+        """Start ``f`` over: no sidecar first (a kill now must not leave one claiming bytes), then an empty sparse
+        part file of full size (ranges are written in place), then the new sidecar."""
+        f.side.unlink(missing_ok=True)
+        with f.lock:
+            f.segments = segments
+        f.dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(f.part, "wb") as fh:
+            fh.truncate(f.item.size)
+        self._write_side(f)
 
     def _etag(self, it: Item) -> str | None:
         """The server's ETag for the file (X-Linked-Etag when the hub redirects large files to storage)."""
@@ -200,7 +224,7 @@ class Downloader:
                  allow_redirects: bool = True):
         import requests
 
-        for attempt in range(RETRIES):
+        for attempt in itertools.count():  # _backoff raises after RETRIES failures
             if self.stop.is_set():
                 raise KeyboardInterrupt
             try:
@@ -220,9 +244,10 @@ class Downloader:
                 self._backoff(attempt, it, f"HTTP {r.status_code}")
                 continue
             return r
-        raise StepError("download.gave_up", file=it.path, tries=RETRIES)
 
     def _backoff(self, attempt: int, it: Item, why) -> None:
+        """Wait before attempt ``attempt + 1`` (0.5 s doubling, at most 8 s); raise ``download.network`` once
+        RETRIES attempts in a row have failed."""
         if attempt + 1 >= RETRIES:
             raise StepError("download.network", file=it.path, error=str(why).splitlines()[0][:200])
         end = time.monotonic() + min(8.0, 0.5 * 2**attempt)
@@ -232,11 +257,14 @@ class Downloader:
             time.sleep(0.05)
 
     def _segment(self, f: _File, idx: int) -> None:
-        """Fetch what is missing of one segment, retrying from the last byte on disk."""
+        """Fetch what is missing of one segment, retrying from the last byte on disk. Only failures in a row count
+        against RETRIES: a connection that moved the segment forward starts the count again (a long download over
+        a flaky link must not fail for drops spread over hours)."""
         import requests
 
         seg = f.segments[idx]
-        for attempt in range(RETRIES):
+        attempt = 0
+        while True:
             start, end, done = seg
             if start + done >= end:
                 return
@@ -268,7 +296,9 @@ class Downloader:
                 raise requests.ConnectionError("connection closed early")
             except (requests.RequestException, ConnectionError) as e:
                 self._flush(f, idx, force=True)
+                attempt = 0 if seg[2] > done else attempt
                 self._backoff(attempt, f.item, e)
+                attempt += 1
             except OSError as e:
                 if e.errno == errno.ENOSPC:
                     self._flush_quietly(f)
@@ -278,7 +308,6 @@ class Downloader:
                 with self._active_lock:
                     self._active.discard(r)
                 r.close()
-        raise StepError("download.gave_up", file=f.item.path, tries=RETRIES)
 
     def _advance(self, f: _File, idx: int, n: int) -> None:
         with f.lock:
@@ -301,6 +330,8 @@ class Downloader:
                     raise StepError("download.disk_full", file=f.item.path, path=str(self.local_dir)) from None
 
     def _flush_quietly(self, f: _File) -> None:
+        """Best effort, on the way out (interrupt, full disk): record what is on disk, never raise over the
+        original error."""
         with f.lock:
             try:
                 self._write_side(f)
@@ -316,38 +347,24 @@ class Downloader:
                 raise StepError("download.bad_hash", file=f.item.path)
             f.refetched = True
             self.on_file(f.item.path, "refetch")
-            f.segments = segments_for(f.item.size, self.ranges)
-            with open(f.part, "r+b") as fh:
-                fh.truncate(0)
-                fh.truncate(f.item.size)
-            self._write_side(f)
+            self._reset(f, segments_for(f.item.size, self.ranges))
             return False
         os.replace(f.part, f.dest)
         f.side.unlink(missing_ok=True)
         self.on_file(f.item.path, "done")
         return True
 
-    def _restart_single(self, f: _File) -> None:
-        """The server ignored Range: fetch this file again from byte 0 as one stream."""
-        with f.lock:
-            f.segments = [[0, f.item.size, 0]]
-        with open(f.part, "r+b") as fh:
-            fh.truncate(0)
-            fh.truncate(f.item.size)
-        self._write_side(f)
-
     def _run(self, files: list[_File]) -> None:
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="yichui-dl")
-        pending: dict = {}
-        left = {}
+        pending: dict = {}  # future → its file; a file is finished when it has none left
 
         def submit(f: _File) -> None:
             self.on_file(f.item.path, "start")
-            idxs = [i for i, s in enumerate(f.segments) if s[0] + s[2] < s[1]] or [None]
-            left[id(f)] = len(idxs)
-            for i in idxs:
-                fut = pool.submit(self._segment, f, i) if i is not None else pool.submit(lambda: None)
-                pending[fut] = f
+            missing = [i for i, s in enumerate(f.segments) if s[0] + s[2] < s[1]]
+            for i in missing:
+                pending[pool.submit(self._segment, f, i)] = f
+            if not missing and not self._finish(f):  # all on disk already (a resumed part): verify it now
+                submit(f)
 
         try:
             for f in files:
@@ -362,11 +379,10 @@ class Downloader:
                         for other in [k for k, v in pending.items() if v is f]:
                             other.cancel()
                             pending.pop(other)
-                        self._restart_single(f)
+                        self._reset(f, [[0, f.item.size, 0]])  # the server ignores Range: one stream from byte 0
                         submit(f)
                         continue
-                    left[id(f)] -= 1
-                    if left[id(f)] == 0 and not self._finish(f):
+                    if not any(v is f for v in pending.values()) and not self._finish(f):
                         submit(f)
         except BaseException:
             self.stop.set()

@@ -152,21 +152,18 @@ def _ms_commit(repo_id: str, endpoint: str, revision: str, repo_type: str) -> st
 
 def select_files(files: list[RemoteFile], include: list[str] | None = None,
                  exclude: list[str] | None = None) -> list[RemoteFile]:
-    """Pick what a loader needs: safetensors over .bin/.pth duplicates; no original/ or GGUF unless included."""
+    """Pick what a loader needs: ``include`` / ``exclude`` globs as huggingface_hub applies them
+    (``allow_patterns`` / ``ignore_patterns``); without ``include`` also safetensors over .bin/.pth duplicates and
+    no original/ or GGUF."""
+    from huggingface_hub.utils import filter_repo_objects
+
+    picked = list(filter_repo_objects(files, allow_patterns=include or None, ignore_patterns=exclude or None,
+                                      key=lambda f: f.path))
+    if include:  # asked for by name
+        return picked
     has_st = any(f.path.endswith(".safetensors") for f in files)
-
-    def keep(f: RemoteFile) -> bool:
-        if include and any(fnmatch.fnmatch(f.path, p) for p in include):
-            return True
-        if exclude and any(fnmatch.fnmatch(f.path, p) for p in exclude):
-            return False
-        if any(fnmatch.fnmatch(f.path, p) for p in SKIP_PATTERNS):
-            return False
-        if has_st and f.path.endswith((".bin", ".pth", ".pt", ".msgpack", ".h5")):
-            return False
-        return not include
-
-    return [f for f in files if keep(f)]
+    return [f for f in picked if not any(fnmatch.fnmatch(f.path, p) for p in SKIP_PATTERNS)
+            and not (has_st and f.path.endswith((".bin", ".pth", ".pt", ".msgpack", ".h5")))]
 
 
 def file_url(source: str, repo_id: str, endpoint: str, revision: str, path: str, repo_type: str = "model") -> str:

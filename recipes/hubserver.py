@@ -323,7 +323,7 @@ class Handler(BaseHTTPRequestHandler):
         if repo is None:
             return self._ms_error(f"{kind} {repo_id} not found")
         rev = query.get("Revision", ["master"])[0]
-        if not self._revision_ok(repo, rev) and rev != "v1.0.0":
+        if not self._revision_ok(repo, rev):
             return self._ms_error(f"revision {rev} not found")
         if tail in ("/repo/files", "/repo/tree"):
             files = [{"Path": p, "Name": p.rsplit("/", 1)[-1], "Type": "blob", "Size": f["size"],

@@ -4,6 +4,7 @@ from __future__ import annotations
 import hashlib
 import json
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +22,7 @@ def test_huggingface_hub_snapshot_download(hub, tmp_path, tiny_model):
 
     d = hh.snapshot_download(REPO_ID, endpoint=hub.url, local_dir=tmp_path / "snap")
     for f in tiny_model.iterdir():
-        assert sha256(tmp_path / "snap" / f.name) == sha256(f)
+        assert sha256(Path(d) / f.name) == sha256(f)
     info = hh.HfApi(endpoint=hub.url).model_info(REPO_ID, files_metadata=True)
     st = next(s for s in info.siblings if s.rfilename == "model.safetensors")
     assert st.lfs.sha256 == sha256(tiny_model / "model.safetensors") and len(info.sha) == 40
@@ -44,7 +45,7 @@ def test_modelscope_client_download(hub, tmp_path, tiny_model, monkeypatch):
 
     monkeypatch.setenv("MODELSCOPE_ENDPOINT", hub.url)
     d = snapshot_download(REPO_ID, local_dir=str(tmp_path / "ms"), endpoint=hub.url)
-    assert sha256(tmp_path / "ms" / "model.safetensors") == sha256(tiny_model / "model.safetensors")
+    assert sha256(Path(d) / "model.safetensors") == sha256(tiny_model / "model.safetensors")
 
 
 def test_range_requests(hub, tiny_model):
@@ -83,3 +84,7 @@ def test_file_selection_prefers_safetensors():
              F("model-q4.gguf", 1, None), F("config.json", 1, None), F("README.md", 1, None)]
     assert [f.path for f in hub_mod.select_files(files)] == ["model.safetensors", "config.json"]
     assert [f.path for f in hub_mod.select_files(files, include=["*.gguf"])] == ["model-q4.gguf"]
+    both = hub_mod.select_files(files + [F("original/model.safetensors", 1, None)], include=["*.safetensors"],
+                                exclude=["original/*"])
+    assert [f.path for f in both] == ["model.safetensors"]  # an exclude still applies to what include picked
+    assert [f.path for f in hub_mod.select_files(files, exclude=["config.json"])] == ["model.safetensors"]

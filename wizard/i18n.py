@@ -437,8 +437,6 @@ CATALOG: dict[str, dict[str, str]] = {
     "download.http": {"en": "{file}: unexpected HTTP {status} from the hub.", "zh": "{file}：仓库返回了意外的 HTTP {status}。"},
     "download.network": {"en": "{file}: the network failed ({error}); what was fetched is kept — run the same command again to continue.",
                          "zh": "{file}：网络失败（{error}）；已下载的部分保留——再次运行同一命令即可续传。"},
-    "download.gave_up": {"en": "{file}: still failing after {tries} tries; what was fetched is kept — run again to continue.",
-                         "zh": "{file}：重试 {tries} 次仍失败；已下载的部分保留——再次运行即可续传。"},
     "download.disk_full": {"en": "{file}: the disk under {path} is full; the partial file is kept — free space, then resume.",
                            "zh": "{file}：{path} 所在磁盘已满；部分文件已保留——释放空间后续传。"},
     "download.compare_mirrors": {"en": "Compare the speed of other endpoints first (comma-separated URLs, or none):",
