@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import recipes
-from conftest import YICHUI, sessions, yichui
+from conftest import sessions, yichui
 from wizard.session import SCHEMA_VERSION, Session
 
 
