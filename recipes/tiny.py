@@ -127,11 +127,3 @@ def build(dest: str | os.PathLike, pretrain_steps: int = 300) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return dest
-
-
-def cached(home: str | os.PathLike) -> Path:
-    """Return the tiny model under ``home/cache``, building it on first use (the key includes BUILD_VERSION)."""
-    dest = Path(home) / "cache" / f"tiny-qwen2-chat-v{BUILD_VERSION}"
-    if not (dest / "model.safetensors").exists():
-        build(dest)
-    return dest

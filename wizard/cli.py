@@ -8,6 +8,7 @@ Imports stay light: torch and transformers load inside the steps that need them.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -118,9 +119,14 @@ def _load_locked(ref: str | None, unfinished: bool = False):
     return s
 
 
-def _demo_hub(ui, overrides: dict):
-    """Build (once) and serve the tiny model; point the session's endpoint at this hub (a --set, since the URL
-    changes between runs). Returns the server and the demo's embedded answers (the defaults layer)."""
+@contextlib.contextmanager
+def _demo_hub(ui, overrides: dict, on: bool = True):
+    """For a demo session: build (once) and serve the tiny model while the block runs, and point the session's
+    endpoint at this hub (a --set, since the URL changes between runs). Yields the demo's embedded answers (the
+    defaults layer), or None for any other session."""
+    if not on:
+        yield None
+        return
     from wizard import demo
     from wizard.session import home
 
@@ -131,7 +137,10 @@ def _demo_hub(ui, overrides: dict):
     hub = demo.start_hub(h)
     ui.say(T("cli.demo.hub", url=hub.url, repo="yichui/tiny-qwen2-chat"))
     overrides.setdefault("select_model", {}).setdefault("endpoint", hub.url)
-    return hub, demo.answers(hub.url)
+    try:
+        yield demo.answers(hub.url)
+    finally:
+        hub.stop()
 
 
 def _need_tty() -> None:
@@ -174,12 +183,9 @@ def demo(set_: Optional[List[str]] = SetOpt):
     t0 = time.time()
     overrides = _parse_sets(set_)
     ui = _ui()
-    hub, defaults = _demo_hub(ui, overrides)
-    s = Session.new("finetune", recipes.TASKS["finetune"], demo=True)
-    try:
+    with _demo_hub(ui, overrides) as defaults:
+        s = Session.new("finetune", recipes.TASKS["finetune"], demo=True)
         code = _engine(s, ui, False, overrides, defaults=defaults, new=True)
-    finally:
-        hub.stop()
     if code == 0:
         ui.success(T("cli.demo.done", seconds=time.time() - t0))
     raise typer.Exit(code)
@@ -196,37 +202,26 @@ def resume(session: Optional[str] = SessionArg, yes: bool = YesOpt, set_: Option
         raise typer.Exit(0)
     if not yes:
         _need_tty()
-    hub, defaults = _demo_hub(ui, overrides) if s.data.get("demo") else (None, None)
-    try:
+    with _demo_hub(ui, overrides, bool(s.data.get("demo"))) as defaults:
         code = _engine(s, ui, not yes, overrides, defaults=defaults)
-    finally:
-        if hub:
-            hub.stop()
     raise typer.Exit(code)
 
 
 @app.command(help=T("cli.replay"))
 def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: bool = YesOpt,
            set_: Optional[List[str]] = SetOpt):
-    from wizard.session import Session, SessionError, find
+    from wizard.session import Session
 
     overrides = _parse_sets(set_)
     if not yes:
         _need_tty()
-    try:
-        old = Session.load(find(session))
-    except SessionError as e:
-        raise _session_error(e)
+    old = _read(session)
     ui = _ui()
     s = Session.new(old.data["task"], tuple(old.steps), demo=bool(old.data.get("demo")), replay_of=str(old.path))
     ui.say(T("cli.replaying", path=str(old.path), id=s.id))
-    hub, _ = _demo_hub(ui, overrides) if old.data.get("demo") else (None, None)
-    try:
+    with _demo_hub(ui, overrides, bool(old.data.get("demo"))):
         code = _engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()},
                        new=True)
-    finally:
-        if hub:
-            hub.stop()
     raise typer.Exit(code)
 
 
@@ -254,26 +249,16 @@ def _read(ref: str | None):
         raise _session_error(e)
 
 
-def _all_sessions():
-    from wizard.session import Session, SessionError, sessions_dir
-
-    out = []
-    for p in sorted(sessions_dir().glob("*.json")):
-        try:
-            out.append(Session.load(p))
-        except SessionError:
-            continue
-    return sorted(out, key=lambda x: x.data.get("updated_at") or "")
-
-
 @app.command(help=T("cli.show"))
 def show(session: Optional[str] = SessionArg,
          all_: bool = typer.Option(False, "--all", help=T("cli.opt.all"))):
+    from wizard.session import all_sessions
+
     if all_:
         _ui().table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.status"), T("cli.col.step"),
                                                  T("cli.col.updated")],
                     [(x.id, x.data["task"], T("cli.finished" if x.is_finished() else "cli.unfinished"),
-                      x.current_step() or "", (x.data.get("updated_at") or "")[:19]) for x in _all_sessions()])
+                      x.current_step() or "", (x.data.get("updated_at") or "")[:19]) for x in all_sessions()])
         return
     s = _read(session)
     _ui().table(T("cli.show.title", id=s.id, task=s.data["task"], path=str(s.path)),
@@ -443,11 +428,12 @@ def attach(session: Optional[str] = SessionArg):
     from recipes import jobs
     from recipes import train as train_step
     from recipes.base import StepError
+    from wizard.session import all_sessions
 
     if session:
         s = _read(session)
     else:
-        training = [x for x in _all_sessions() if (j := jobs.read(x.run_dir / "train" / "trainer.pid.json"))
+        training = [x for x in all_sessions() if (j := jobs.read(x.run_dir / "train" / "trainer.pid.json"))
                     and j.alive()]
         s = training[-1] if training else _read(None)
     job = jobs.read(s.run_dir / "train" / "trainer.pid.json")
@@ -471,8 +457,9 @@ def attach(session: Optional[str] = SessionArg):
 def _with_running_jobs():
     """Sessions with a running job, most recent last."""
     from recipes import jobs
+    from wizard.session import all_sessions
 
-    return [s for s in _all_sessions() if any(j.alive() for j in jobs.find(s.run_dir))]
+    return [s for s in all_sessions() if any(j.alive() for j in jobs.find(s.run_dir))]
 
 
 @app.command(help=T("cli.status"))

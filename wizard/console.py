@@ -38,18 +38,16 @@ class _Bar:
 
 
 class UI:
-    def __init__(self, quiet: bool = False):
+    def __init__(self):
         self.out = Console(highlight=False, soft_wrap=True)
         self.err = Console(stderr=True, highlight=False, soft_wrap=True)
-        self.quiet = quiet
 
     @property
     def is_terminal(self) -> bool:
         return self.out.is_terminal
 
     def say(self, text: str = "") -> None:
-        if not self.quiet:
-            self.out.print(Text(text))
+        self.out.print(Text(text))
 
     def success(self, text: str) -> None:
         self.out.print(Text(text, style="bold green"))

@@ -1,6 +1,7 @@
 """The embedded default that `yichui demo` runs: the tiny model on a local hub, and the answers to every question."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from recipes import tiny
@@ -12,20 +13,22 @@ def hub_root(home: Path) -> Path:
 
 def model_ready(home: Path) -> bool:
     marker = hub_root(home) / tiny.REPO_ID / "yichui_build.json"
-    return marker.exists() and f'"build_version": {tiny.BUILD_VERSION}' in marker.read_text()
+    try:
+        return json.loads(marker.read_text()).get("build_version") == tiny.BUILD_VERSION
+    except (OSError, ValueError):
+        return False
 
 
-def ensure_model(home: Path) -> tuple[Path, bool]:
-    """The tiny model's folder inside the demo hub root; builds it on first use. Returns (folder, built now)."""
+def ensure_model(home: Path) -> None:
+    """Build the tiny model into the demo hub root unless a build of this version is there."""
     dest = hub_root(home) / tiny.REPO_ID
     if model_ready(home):
-        return dest, False
+        return
     if dest.exists():
         import shutil
 
         shutil.rmtree(dest)
     tiny.build(dest)
-    return dest, True
 
 
 def start_hub(home: Path):

@@ -122,18 +122,16 @@ class Engine:
         overrides: ``{step: {key: raw string}}`` from ``--set``.
         replay: ``{step: {key: value}}`` from a replayed session file.
         defaults: ``{step: {key: value}}`` replacing the questions' own defaults (the demo's embedded answers).
-        home: YICHUI_HOME (default: derived from the session's run directory).
         load: step name → step module (tests pass their own steps).
     """
 
     def __init__(self, session: Session, ui, prompter=None, overrides: dict | None = None,
-                 replay: dict | None = None, defaults: dict | None = None, home: Path | None = None,
-                 load=recipes.load):
+                 replay: dict | None = None, defaults: dict | None = None, load=recipes.load):
         self.session, self.ui, self.prompter, self.load = session, ui, prompter, load
         self.overrides = overrides or {}
         self.replay = replay or {}
         self.defaults = defaults or {}
-        self.home = home or Path(session.run_dir).parent.parent
+        self.home = Path(session.run_dir).parent.parent  # YICHUI_HOME: runs/<id>/ lies under it
 
     # -- answers -----------------------------------------------------------------------------------------------
     def _candidates(self, step: str, q: Question, resumed: dict, answers: dict):

@@ -220,17 +220,18 @@ def find(ref: str | None, h: Path | None = None, unfinished: bool = False) -> Pa
         if cand.exists():
             return cand
         raise SessionError("session.not_found", path=ref)
-    best: tuple[str, Path] | None = None
-    for p in sessions_dir(h).glob("*.json"):
+    candidates = [s for s in all_sessions(h) if not (unfinished and s.is_finished())]
+    if not candidates:
+        raise SessionError("session.none_unfinished" if unfinished else "session.none", home=str(h))
+    return candidates[-1].path
+
+
+def all_sessions(h: Path | None = None) -> list[Session]:
+    """Every readable session file under ``h``, least recently updated first (unreadable ones are left out)."""
+    out = []
+    for p in sorted(sessions_dir(h or home()).glob("*.json")):
         try:
-            s = Session.load(p)
+            out.append(Session.load(p))
         except SessionError:
             continue
-        if unfinished and s.is_finished():
-            continue
-        key = s.data.get("updated_at") or ""
-        if best is None or key > best[0]:
-            best = (key, p)
-    if best is None:
-        raise SessionError("session.none_unfinished" if unfinished else "session.none", home=str(h))
-    return best[1]
+    return sorted(out, key=lambda s: s.data.get("updated_at") or "")
