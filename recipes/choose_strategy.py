@@ -257,9 +257,10 @@ def run(ctx, answers: dict) -> dict:
     path = dataset_path(ctx, answers)
     skip = answers.get("bad_records") == "skip"
     try:
-        convs = datasets.load_records(path, skip_bad=skip)
+        loaded = datasets.load(path, skip_bad=skip)
     except datasets.DataError as e:
         raise StepError(e.key, **e.params) from None
+    convs, fmt = loaded.conversations, loaded.format
     train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
     tok = AutoTokenizer.from_pretrained(ctx.outputs("download")["model_dir"])
     if not tok.chat_template:
@@ -267,7 +268,6 @@ def run(ctx, answers: dict) -> dict:
     samples = [tok.apply_chat_template(c, tokenize=False) for c in convs[:2]]
     for i, s in enumerate(samples, 1):
         ctx.info(msg("choose_strategy.sample", i=i, text=s))
-    fmt = datasets.dataset_format(path)
     ctx.info(msg("choose_strategy.dataset_summary", n=len(convs), path=path, format=fmt, train=len(train),
                  val=len(held)))
     shape = memory.shape_from_dict(ctx.outputs("evaluate_memory")["shape"])

@@ -20,6 +20,7 @@ from pathlib import Path
 FORMATS = ("alpaca", "sharegpt", "messages", "prompt_completion")
 SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
 ROLES = ("system", "user", "assistant")
+OPENAI_ROLES = {r: r for r in ROLES}  # messages / prompt-completion turns already use the chat-template roles
 SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant", "system": "system",
                   "chatgpt": "assistant", "bing": "assistant", "bard": "assistant"}
 SAMPLE_SEED = 42
@@ -144,12 +145,12 @@ def _to_conversation(row: dict, fmt: str) -> list[dict]:
         if row.get("system"):
             conv = [{"role": "system", "content": _text(row["system"])}] + conv
     elif fmt == "messages":
-        conv = _turns(row["messages"], "role", "content", {r: r for r in ROLES})
+        conv = _turns(row["messages"], "role", "content", OPENAI_ROLES)
     else:
         p, c = row["prompt"], row["completion"]
-        prompt = _turns(p, "role", "content", {r: r for r in ROLES}) if isinstance(p, list) else \
+        prompt = _turns(p, "role", "content", OPENAI_ROLES) if isinstance(p, list) else \
             [{"role": "user", "content": _text(p)}]
-        completion = _turns(c, "role", "content", {r: r for r in ROLES}) if isinstance(c, list) else \
+        completion = _turns(c, "role", "content", OPENAI_ROLES) if isinstance(c, list) else \
             [{"role": "assistant", "content": _text(c)}]
         conv = prompt + completion
     if not conv or conv[-1]["role"] != "assistant" or not any(m["role"] == "user" for m in conv):
@@ -173,7 +174,7 @@ def read(ref: str | Path) -> Loaded:
     rows = _read_rows(path)
     if not rows:
         raise DataError("data.empty", path=str(path))
-    fmt = next((detect_format(r) for _, r in rows if detect_format(r)), None)
+    fmt = next(filter(None, (detect_format(r) for _, r in rows)), None)
     if fmt is None:
         raise DataError("data.unknown_format", path=str(path), formats=", ".join(FORMATS))
     convs, bad = [], []
@@ -190,23 +191,24 @@ def read(ref: str | Path) -> Loaded:
     return Loaded(convs, fmt, bad, len(rows))
 
 
-def load_records(ref: str | Path, skip_bad: bool = False) -> list[list[dict]]:
-    """Conversations of a dataset; malformed records abort (naming the first ones) unless ``skip_bad``.
+def load(ref: str | Path, skip_bad: bool = False) -> Loaded:
+    """A dataset ready to train on; malformed records abort (naming the first ones) unless ``skip_bad``.
 
     Raises:
         DataError: as :func:`read`, and ``data.bad_records`` for malformed records when not skipping.
     """
     loaded = read(ref)
+    path = str(split_sample(ref)[0])
     if loaded.bad and not skip_bad:
-        raise DataError("data.bad_records", path=str(split_sample(ref)[0]), count=len(loaded.bad),
-                        where=", ".join(loaded.bad[:5]))
+        raise DataError("data.bad_records", path=path, count=len(loaded.bad), where=", ".join(loaded.bad[:5]))
     if not loaded.conversations:
-        raise DataError("data.empty", path=str(split_sample(ref)[0]))
-    return loaded.conversations
+        raise DataError("data.empty", path=path)
+    return loaded
 
 
-def dataset_format(ref: str | Path) -> str:
-    return read(ref).format
+def load_records(ref: str | Path, skip_bad: bool = False) -> list[list[dict]]:
+    """The conversations of :func:`load`."""
+    return load(ref, skip_bad).conversations
 
 
 def train_validation(convs: list[list[dict]], val_ratio: float, seed: int = SAMPLE_SEED) -> tuple[list, list]:
