@@ -3,7 +3,7 @@
 recipes/train_worker.py), random weights of a Qwen2.5-1.5B shape.
 
     python bench/distributed.py measure --out $OUT/dist.jsonl [--work DIR] [--only NAMES]
-    python bench/distributed.py report RESULTS.jsonl [--md PATH]
+    python bench/distributed.py report RESULTS.jsonl [MORE.jsonl …] [--md PATH]
 
 Sharding: a full fine-tune (AdamW, bf16, checkpointing on, seq 2048) on one GPU (micro-batch 1 × accumulation 2)
 and on two GPUs (micro-batch 1 each) with plain DDP, DeepSpeed ZeRO-2, ZeRO-3 and FSDP2 — the same effective batch
@@ -30,9 +30,11 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 SHAPE, SEQ, STEPS = "qwen2.5-1.5b", 2048, 10
-# name → (processes, distribution, micro-batch, accumulation, method, packing, dataset)
+# name → (processes, distribution, micro-batch, accumulation, method, packing, dataset); "-bf16": pure-bf16 weights
+# instead of fp32 masters (the full fine-tune's default since the second run)
 RUNS = {
     "1gpu": (1, "ddp", 1, 2, "full", False, "long"),
+    "1gpu-bf16": (1, "ddp", 1, 2, "full", False, "long"),
     "ddp": (2, "ddp", 1, 1, "full", False, "long"),
     "zero2": (2, "zero2", 1, 1, "full", False, "long"),
     "zero3": (2, "zero3", 1, 1, "full", False, "long"),
@@ -73,7 +75,8 @@ def run(name: str, model_dir: Path, data: dict, work: Path, device: str = "cuda"
             "learning_rate": 1e-5 if method == "full" else 1e-4, "max_steps": STEPS, "save_steps": 0,
             "save_total_limit": 1, "save_final": False, "sample_question": None, "device": device,
             "attn_implementation": "sdpa", "optim": "adamw", "processes": procs, "distribution": dist,
-            "offload": "none", "packing": packing, "seed": 42}
+            "offload": "none", "packing": packing, "seed": 42,
+            "master_weights": "bf16" if name.endswith("-bf16") else "fp32"}
     (tdir / "spec.json").write_text(json.dumps(spec))
     argv = worker_argv(spec, tdir / "spec.json")  # the train step's own launcher
     env = trainer_env() | {"CUDA_VISIBLE_DEVICES": "0,1" if procs > 1 else "0", "TOKENIZERS_PARALLELISM": "false"}
@@ -84,6 +87,7 @@ def run(name: str, model_dir: Path, data: dict, work: Path, device: str = "cuda"
     start = next((e for e in evs if e["event"] == "start"), {})
     row = {"name": name, "processes": procs, "distribution": dist, "micro_batch": mb, "grad_accum": ga,
            "method": method, "packing": packing, "dataset": ds, "shape": SHAPE, "seq": SEQ, "rc": rc,
+           "master_weights": spec["master_weights"],
            "wall_s": round(time.time() - t0, 1), "sharding": start.get("sharding"),
            "losses": [e["loss"] for e in evs if e["event"] == "step"], "tokens_per_s": median_tokens_per_s(evs)}
     result = tdir / "result.json"
@@ -127,28 +131,49 @@ def predicted_gib(row: dict) -> float:
 
     dist = row["distribution"]
     t = memory.Training(method=row["method"], rank=8, dropout=0.0, ckpt=row["method"] == "full",
-                        micro_batch=row["micro_batch"], seq=row["seq"], gpus=row["processes"],
-                        zero=int(dist[-1]) if dist.startswith("zero") else 0, fsdp=dist == "fsdp2")
+                        micro_batch=row["micro_batch"], grad_accum=row["grad_accum"], seq=row["seq"],
+                        gpus=row["processes"],
+                        zero=int(dist[-1]) if dist.startswith("zero") else 0, fsdp=dist == "fsdp2",
+                        fp32_masters=row["master_weights"] == "fp32")
     return memory.estimate(shape(row["shape"]), t)["peak_gib"]
 
 
+def load(paths: list[str]) -> list[dict]:
+    """Rows of several measurement files, a later file's run replacing an earlier one of the same name. Rows from
+    before the fp32-master default trained one GPU and DDP with pure-bf16 weights: they become "-bf16" runs."""
+    by: dict = {}
+    for p in paths:
+        for x in Path(p).read_text().splitlines():
+            if not x.strip():
+                continue
+            r = json.loads(x)
+            if "master_weights" not in r:
+                r["master_weights"] = "bf16"
+                if r["method"] == "full" and r["distribution"] == "ddp" and not r["name"].endswith("-bf16"):
+                    r["name"] += "-bf16"
+            by[r["name"]] = r
+    return list(by.values())
+
+
 def cmd_report(a) -> None:
-    rows = [json.loads(x) for x in Path(a.results).read_text().splitlines() if x.strip()]
+    rows = load(a.results)
     by = {r["name"]: r for r in rows}
-    base = by.get("1gpu", {}).get("losses") or []
-    lines = ["| run | sharding (as run) | GiB per GPU (measured) | predicted | error | tokens/s | max loss diff vs 1 GPU |",
-             "|---|---|---:|---:|---:|---:|---:|"]
+    bases = [by.get(n, {}).get("losses") or [] for n in ("1gpu", "1gpu-bf16")]
+    lines = ["| run | masters | sharding (as run) | GiB per GPU (measured) | predicted | error | tokens/s | "
+             "max loss diff vs 1 GPU fp32 masters | … vs 1 GPU pure bf16 |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if r["dataset"] != "long":
             continue
         if not r.get("device_peak_gib"):
-            lines.append(f"| {r['name']} | failed (rc {r['rc']}) | | | | | |")
+            lines.append(f"| {r['name']} | | failed (rc {r['rc']}) | | | | | | |")
             continue
         pred = predicted_gib(r)
-        diff = max((abs(x - y) for x, y in zip(r["losses"], base)), default=float("nan"))
-        lines.append(f"| {r['name']} | {r['sharding']} | {r['device_peak_gib']:.2f} | {pred:.2f} | "
+        diffs = " | ".join(f"{max((abs(x - y) for x, y in zip(r['losses'], b)), default=float('nan')):.4f}"
+                           for b in bases)
+        masters = "fp32" if r["master_weights"] == "fp32" or r["distribution"] != "ddp" else "bf16"
+        lines.append(f"| {r['name']} | {masters} | {r['sharding']} | {r['device_peak_gib']:.2f} | {pred:.2f} | "
                      f"{(pred - r['device_peak_gib']) / r['device_peak_gib'] * 100:+.1f} % | {r['tokens_per_s']} | "
-                     f"{diff:.4f} |")
+                     f"{diffs} |")
     if "padded" in by and "packed" in by and by["padded"].get("tokens_per_s") and by["packed"].get("tokens_per_s"):
         p, q = by["padded"], by["packed"]
         lines += ["", "| data with lengths 100 … 2,000 tokens, LoRA r8, micro-batch 4 | real tokens/s | GiB |",
@@ -173,7 +198,7 @@ def main() -> None:
     m.add_argument("--steps", type=int, default=STEPS)
     m.add_argument("--config", default=None)
     r = sub.add_parser("report")
-    r.add_argument("results")
+    r.add_argument("results", nargs="+")
     r.add_argument("--md", default=None)
     a = ap.parse_args()
     cmd_measure(a) if a.cmd == "measure" else cmd_report(a)

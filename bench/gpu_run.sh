@@ -3,8 +3,9 @@
 #   bash bench/gpu_run.sh memory [--only SHAPES]     → $OUT/memory.jsonl, $OUT/memory.log
 set -uo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  || exit 3
+# once per machine: two benchmarks started side by side (one per GPU) share the installation
+( flock 9; [ -e /tmp/site/.done ] || { python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir \
+  --upgrade --target /tmp/site .whl/*.whl && touch /tmp/site/.done; } ) 9>/tmp/site.lock || exit 3
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false HF_HUB_OFFLINE=1
 nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader
 python3 -c "import torch, transformers, trl, peft, bitsandbytes, datasets; print('versions', torch.__version__, transformers.__version__, trl.__version__, peft.__version__, bitsandbytes.__version__, datasets.__version__)" || exit 4

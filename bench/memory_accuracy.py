@@ -82,12 +82,27 @@ GRID2 = [
     ("qwen2.5-0.5b", "qlora", False, 4096, 1, {"lora_dropout": 0.0}),
     ("llama3.1-8b", "lora", False, 4096, 1, {"lora_dropout": 0.0}),
 ]
-GRIDS = {"1": GRID, "2": GRID2}
+# third round: the switches of the training issue — Liger kernels, padding-free packing, fp32 master weights
+GRID3 = [
+    ("qwen2.5-1.5b", "lora", False, 2048, 4, {"liger": True}),
+    ("llama3.1-8b", "lora", False, 1024, 4, {"liger": True}),
+    ("qwen2.5-7b", "lora", True, 4096, 2, {"liger": True}),
+    ("qwen2.5-1.5b", "full", False, 1024, 4, {"liger": True}),
+    ("qwen2.5-1.5b", "lora", False, 2048, 2, {"packing": True}),
+    ("qwen2.5-7b", "lora", True, 4096, 1, {"packing": True}),
+    ("qwen2.5-0.5b", "full", False, 2048, 1, {"master_weights": "fp32"}),
+    ("qwen2.5-0.5b", "full", True, 4096, 2, {"master_weights": "fp32"}),
+    ("qwen2.5-1.5b", "full", True, 2048, 2, {"master_weights": "fp32"}),
+    ("qwen2.5-1.5b", "full", False, 1024, 2, {"master_weights": "fp32"}),
+    ("qwen2.5-0.5b", "full", False, 2048, 2, {"master_weights": "fp32", "liger": True}),
+    ("qwen2.5-7b", "full", True, 1024, 1, {"master_weights": "fp32"}),
+]
+GRIDS = {"1": GRID, "2": GRID2, "3": GRID3}
 
 
 def row_id(shape, method, ckpt, seq, batch, extra=None) -> str:
     tail = "".join(f"-{k.replace('lora_', '').replace('attn_implementation', 'attn')}{v}".replace(",", "+")
-                   for k, v in sorted((extra or {}).items()))
+                   .replace(" ", "").replace("[", "").replace("]", "") for k, v in sorted((extra or {}).items()))
     return f"{shape}-{method}-{'ckpt' if ckpt else 'nockpt'}-s{seq}-b{batch}{tail}"
 
 
@@ -142,7 +157,7 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
             "activation_checkpointing": ckpt, "dataset_path": str(data), "seq_len": seq, "micro_batch": batch,
             "grad_accum": 1, "learning_rate": 1e-5, "max_steps": steps, "save_steps": 0, "save_total_limit": 1,
             "save_final": False, "sample_question": None, "device": device, "attn_implementation": "sdpa",
-            "optim": "adamw"} | extra
+            "optim": "adamw", "master_weights": "bf16", "liger": False, "packing": False} | extra
     (tdir / "spec.json").write_text(json.dumps(spec))
     env = trainer_env() | {"CUDA_VISIBLE_DEVICES": gpu, "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.time()
@@ -151,7 +166,8 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
     row = {"id": rid, "shape": shape, "method": method, "ckpt": ckpt, "seq": seq, "batch": batch,
            "lora_rank": spec["lora_rank"], "lora_dropout": spec["lora_dropout"], "targets": spec["lora_targets"],
-           "attn": spec["attn_implementation"], "optim": spec["optim"], "steps": steps, "rc": rc,
+           "attn": spec["attn_implementation"], "optim": spec["optim"], "master_weights": spec["master_weights"],
+           "liger": spec["liger"], "packing": spec["packing"], "steps": steps, "rc": rc,
            "wall_s": round(time.time() - t0, 1)}
     result = tdir / "result.json"
     if result.exists():

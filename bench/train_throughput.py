@@ -38,6 +38,35 @@ PLAN = [
     ("1", "yichui", "qwen2.5-0.5b", "full", 8, True, 1, {}),
     ("1", "yichui", "qwen2.5-0.5b", "full", 8, False, 4, {"liger": True}),
 ]
+# where the speed gap at the same settings comes from: the peer and yichui again in one run, and yichui under
+# torch.profiler for optimizer steps 4-6 (profile.json/profile.txt in its run directory, copied into the row)
+PROFILE = [
+    ("0", "peer", "qwen2.5-7b", "lora", 8, True, 1, {}),
+    ("0", "yichui", "qwen2.5-7b", "lora", 8, True, 1, {}),
+    ("0", "yichui", "qwen2.5-7b", "lora", 8, True, 1, {"profile_steps": [4, 6]}),
+]
+# the goals' rows only (a second run of the day, within the device time left)
+GOALS = [
+    ("0", "peer", "qwen2.5-7b", "lora", 8, True, 1, {}),
+    ("0", "yichui", "qwen2.5-7b", "lora", 8, True, 1, {}),
+    ("0", "yichui", "qwen2.5-7b", "lora", 8, False, 4, {"liger": True}),
+    ("0", "peer", "qwen2.5-0.5b", "full", 8, True, 1, {}),
+    ("1", "peer", "qwen2.5-7b", "qlora", 64, True, 1, {}),
+    ("1", "yichui", "qwen2.5-7b", "qlora", 64, True, 1, {}),
+    ("1", "yichui", "qwen2.5-0.5b", "full", 8, True, 1, {}),
+    ("1", "yichui", "qwen2.5-0.5b", "full", 8, False, 4, {"liger": True}),
+]
+# same settings with nothing else on the machine: yichui's LoRA step is partly bound by the CPU launching kernels
+# (profile: the GPU busy ~70 % of the step), so a second queue building weights beside it slows it down
+ALONE = [
+    ("0", "peer", "qwen2.5-7b", "lora", 8, True, 1, {}),
+    ("0", "yichui", "qwen2.5-7b", "lora", 8, True, 1, {}),
+    ("0", "peer", "qwen2.5-7b", "lora", 8, True, 1, {}),
+    ("0", "yichui", "qwen2.5-7b", "lora", 8, True, 1, {}),
+    ("0", "peer", "qwen2.5-0.5b", "full", 8, True, 1, {}),
+    ("0", "yichui", "qwen2.5-0.5b", "full", 8, True, 1, {}),
+]
+PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE}
 SEQ, STEPS = 2048, 8
 _prepare_lock = threading.Lock()
 
@@ -61,9 +90,14 @@ def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch
         model_dir = prepare_shape(shape, work, weights=method == "qlora", gpu=gpu)
     cfg = (shape, method, ckpt, SEQ, batch, {"lora_rank": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0} | extra)
     row = measure_one(cfg, model_dir, work, gpu, STEPS)
-    return {"rc": row["rc"], "tokens_per_s": median_tokens_per_s(events(work / "runs" / row["id"])),
-            "device_gib": row.get("device_peak_gib"), "peak_reserved_gib": row.get("peak_reserved_gib"),
-            "error": row.get("error")}
+    tdir = work / "runs" / row["id"]
+    out = {"rc": row["rc"], "tokens_per_s": median_tokens_per_s(events(tdir)),
+           "device_gib": row.get("device_peak_gib"), "peak_reserved_gib": row.get("peak_reserved_gib"),
+           "error": row.get("error")}
+    if (tdir / "profile.json").exists():
+        out["profile"] = json.loads((tdir / "profile.json").read_text()) | {
+            "table": (tdir / "profile.txt").read_text()}
+    return out
 
 
 def cmd_measure(a) -> None:
@@ -74,9 +108,10 @@ def cmd_measure(a) -> None:
     print(json.dumps(env), flush=True)
     out, lock = Path(a.out), threading.Lock()
     gpus = a.gpus.split(",")
+    plan = PLANS[a.plan]
 
     def queue(q: str, gpu: str) -> None:
-        for _, who, shape, method, rank, ckpt, batch, extra in [p for p in PLAN if p[0] == q]:
+        for _, who, shape, method, rank, ckpt, batch, extra in [p for p in plan if p[0] == q]:
             t0 = time.time()
             res = (run_peer(Path(a.peer), shape, method, rank, ckpt, batch, gpu) if who == "peer"
                    else run_yichui(work, shape, method, rank, ckpt, batch, extra, gpu))
@@ -88,7 +123,7 @@ def cmd_measure(a) -> None:
                 print(f"{who:7s} {shape:13s} {method:6s} r{rank:<3d} ckpt={ckpt!s:5s} mb{batch} {extra} -> "
                       f"{res.get('tokens_per_s')} tok/s {res.get('device_gib')} GiB rc={res.get('rc')}", flush=True)
 
-    threads = [threading.Thread(target=queue, args=(q, g)) for q, g in zip(sorted({p[0] for p in PLAN}), gpus)]
+    threads = [threading.Thread(target=queue, args=(q, g)) for q, g in zip(sorted({p[0] for p in plan}), gpus)]
     for t in threads:
         t.start()
     for t in threads:
@@ -125,6 +160,7 @@ def main() -> None:
     m.add_argument("--peer", required=True)
     m.add_argument("--gpus", default="0,1")
     m.add_argument("--work", default=None)
+    m.add_argument("--plan", default="main", choices=sorted(PLANS))
     r = sub.add_parser("report")
     r.add_argument("results")
     r.add_argument("--md", default=None)

@@ -100,6 +100,9 @@ def questions(ctx) -> list[Question]:
                           Choice("galore", msg("choose_strategy.method.galore"))]),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=128,
                  when=lambda a: a.get("method") == "galore", validate=_range(1, 8192)),
+        Question("master_weights", "select", "choose_strategy.master_weights", default="fp32",
+                 when=lambda a: a.get("method") in memory.FULL_WEIGHTS,
+                 choices=[Choice(m, msg("choose_strategy.master_weights." + m)) for m in ("fp32", "bf16")]),
         Question("lora_rank", "int", "choose_strategy.lora_rank", default=8, when=lora, validate=_range(1, 1024)),
         Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
                  validate=_range(1, 4096)),
@@ -179,9 +182,12 @@ def training(answers: dict) -> memory.Training:
     return memory.Training(method=answers["method"], rank=rank,
                            targets=answers.get("lora_targets", "all-linear"), dropout=answers.get("lora_dropout", 0.0),
                            ckpt=answers["activation_checkpointing"], micro_batch=answers["micro_batch"],
+                           grad_accum=answers.get("grad_accum", 1),
                            seq=answers["seq_len"], gpus=answers.get("processes", 1) * answers.get("nodes", 1),
                            zero=int(dist[-1]) if dist.startswith("zero") else 0, fsdp=dist == "fsdp2",
-                           offload=answers.get("offload", "none") != "none", optim=answers.get("optim", "adamw"))
+                           offload=answers.get("offload", "none") != "none", optim=answers.get("optim", "adamw"),
+                           liger=bool(answers.get("liger")), fp32_masters=answers.get("master_weights", "fp32") == "fp32",
+                           packing=bool(answers.get("packing")))
 
 
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:]+\]?")

@@ -47,11 +47,19 @@ CKPT_H = 2.0         # bytes per token per layer per hidden unit kept by activat
                      # input, 2, and what the checkpointed LoRA layers keep besides)
 CKPT_FLOW_H = 5.16   # bytes per token per hidden unit alive beside the recomputed layer (the gradient flowing back,
                      # the final norm's saved input)
+# the training issue's switches, bench/results/2026-11-29-memory-h200-raw-round3.jsonl: LIGER_* fitted on the two
+# Liger rows of the throughput bench and held out on five; FP32_CKPT_H and PACKED_H fitted on the rows they cover
+LIGER_H = 4.71       # Liger's RMSNorm saves the bf16 input and one fp32 rstd per row instead of the fp32 upcast chain
+LIGER_FULL_H = 5.46  # … and, when the norm weights train, no normalized copy for their gradient
+FP32_CKPT_H = 3.5    # fp32 masters + checkpointing: kept per token per layer per hidden unit beyond the fp32 input
+PACKED_H = 8.3       # padding-free packing without checkpointing: per token per layer per hidden unit (position
+                     # ids and per-document attention bookkeeping); one row
 BWD_I = 10.0          # bytes per token per MLP intermediate unit of the layer in backward (gradients of gate, up, SiLU)
 FRAG_FRACTION = 0.0116  # reserved − allocated: the caching allocator's slack (expandable segments) …
 FRAG_GIB = 0.138         # … as a fraction of the peak plus a constant
 CONTEXT_GIB = 0.75     # outside the allocator: CUDA context + cuBLAS/cuDNN handles (H200, torch 2.11, CUDA 13: 0.749)
 # -- exact, from the implementations --------------------------------------------------------------------------------
+LIGER_I = 2.0        # Liger's SwiGLU recomputes SiLU(gate) in backward instead of saving it (bf16, per I)
 LORA_CAST = 2.0      # peft casts an adapted layer's input to the fp32 adapter dtype; autocast saves a bf16 copy
 DROPOUT_MASK = 1.0   # nn.Dropout keeps a bool mask per adapted input element
 EAGER_SCORES = 6.0   # eager attention keeps fp32 softmax output + its bf16 copy: 6 bytes per score (b·heads·s²)
@@ -231,6 +239,7 @@ class Training:
     ckpt: bool = True
     attn: str = "sdpa"
     micro_batch: int = 1
+    grad_accum: int = 1      # gradient accumulation steps: above 1 a full fine-tune's gradients live through backward
     seq: int = 2048
     optim: str = "adamw"
     loss: str = "fused"
@@ -239,6 +248,9 @@ class Training:
     zero: int = 0            # DeepSpeed ZeRO stage 0-3
     offload: bool = False    # ZeRO optimizer (and with stage 3, parameter) offload to CPU
     fsdp: bool = False       # FSDP full shard: sharded like ZeRO-3
+    liger: bool = False      # Liger kernels (RMSNorm, SwiGLU, RoPE; trl keeps its own fused LM head)
+    packing: bool = False    # padding-free packing (seq is then the packed length)
+    fp32_masters: bool = True  # full fine-tune without ZeRO/FSDP: fp32 weights + bf16 autocast (False: pure bf16)
 
     def check(self) -> None:
         bad = [(k, v) for k, v, ok in (("method", self.method, METHODS), ("optim", self.optim, OPTIMIZERS),
@@ -250,6 +262,7 @@ class Training:
                               choices=", ".join({"method": METHODS, "optim": OPTIMIZERS, "attn": ATTENTION,
                                                  "loss": LOSSES}[k]))
         for name, value, lo in (("rank", self.rank, 1), ("micro_batch", self.micro_batch, 1), ("seq", self.seq, 1),
+                                ("grad_accum", self.grad_accum, 1),
                                 ("gpus", self.gpus, 1)):
             if value < lo:
                 raise ConfigError("memory.bad_number", name=name, value=value)
@@ -270,6 +283,9 @@ def model_states(shape: Shape, t: Training) -> dict:
     gradient buckets (a second gradient copy). Calibrated on two H200s: bench/results/2026-11-29-distributed-h200.md.
     """
     P, wb = shape.n_params, t.weights_bytes
+    stage = 3 if t.fsdp else t.zero
+    if masters_fp32(t):
+        wb = 4  # fp32 weights, gradients and AdamW states; autocast's bf16 copies are activations
     if t.method in FULL_WEIGHTS:
         weights, trainable = wb * P, P
         grads = wb * P
@@ -304,7 +320,6 @@ def model_states(shape: Shape, t: Training) -> dict:
     if t.method in FULL_WEIGHTS and shape.tied:
         step_extra += 4 * shape.vocab * shape.hidden
     n = t.gpus
-    stage = 3 if t.fsdp else t.zero
     if n > 1 and stage == 0:
         grads *= 2  # DDP reduces through gradient buckets: a second copy of the gradients [torch DDP]
     if stage >= 1 and t.method in FULL_WEIGHTS:
@@ -328,6 +343,12 @@ def model_states(shape: Shape, t: Training) -> dict:
             "trainable": trainable}
 
 
+def masters_fp32(t: Training) -> bool:
+    """Whether the model itself is held in fp32 (a full fine-tune with fp32 masters and neither ZeRO nor FSDP, which
+    keep their own fp32 masters beside a bf16 module)."""
+    return t.method in FULL_WEIGHTS and t.fp32_masters and not t.zero and not t.fsdp and t.weights_bytes == 2
+
+
 def activations(shape: Shape, t: Training) -> dict:
     """Bytes of activations at the backward pass's peak, by part: ``layers``, ``attention_scores``, ``logits``.
 
@@ -346,6 +367,11 @@ def activations(shape: Shape, t: Training) -> dict:
     lora = t.method not in FULL_WEIGHTS
     adapted = shape.adapted_inputs_per_layer(t.targets) if lora else 0.0
     per_layer = ACT_H * h + ACT_I * shape.intermediate + (ACT_FULL_H * h if not lora else 0.0)
+    if t.liger:
+        per_layer -= LIGER_H * h + LIGER_I * shape.intermediate + (LIGER_FULL_H * h if not lora else 0.0)
+    fp32 = masters_fp32(t)
+    if t.packing and not t.ckpt:
+        per_layer += PACKED_H * h
     if t.method in ("lora", "dora"):
         per_layer += (LORA_CAST + (DROPOUT_MASK if t.dropout > 0 else 0.0)) * adapted
     elif t.method == "qlora":
@@ -357,15 +383,19 @@ def activations(shape: Shape, t: Training) -> dict:
         head = HEAD_TILE * min(T, 4096) / 4096 + HEAD_H * T * h
     if not lora:
         head += 6 * shape.vocab * h
+    # fp32 masters without checkpointing: autograd keeps autocast's bf16 copy of every weight until its backward
+    casts = 2.0 * shape.n_params if fp32 and not t.ckpt else 0.0
     if t.ckpt:
-        kept = T * L * h * CKPT_H
+        # the layer inputs are the residual stream: fp32 under fp32 masters
+        kept = T * L * h * (2 * CKPT_H + FP32_CKPT_H if fp32 else CKPT_H)
         scores = (EAGER_SCORES + EAGER_BACKWARD) * n_scores
         layer = T * per_layer + BWD_I * T * shape.intermediate + CKPT_FLOW_H * T * h
         if layer + scores >= head:
             return {"layers": kept + layer, "attention_scores": scores, "logits": 0.0}
         return {"layers": kept, "attention_scores": 0.0, "logits": head}
     scores = EAGER_SCORES * n_scores * L + EAGER_BACKWARD * n_scores
-    return {"layers": T * L * per_layer + BWD_I * T * shape.intermediate, "attention_scores": scores, "logits": head}
+    return {"layers": T * L * per_layer + BWD_I * T * shape.intermediate + casts, "attention_scores": scores,
+            "logits": head}
 
 
 def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
@@ -391,12 +421,14 @@ def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
     ms = model_states(shape, t)
     act = activations(shape, t)
     static = ms["weights"] + ms["adapter"] + ms["optimizer"]
-    full = t.method in FULL_WEIGHTS
-    backward = static + sum(act.values()) + (0 if full else ms["gradients"])
+    # a full fine-tune's gradients are freed after each optimizer step (set_to_none), so the backward pass of the
+    # first micro-batch starts without them; the later micro-batches of an accumulated step start with all of them
+    grads_in_backward = 0 if t.method in FULL_WEIGHTS and t.grad_accum == 1 else ms["gradients"]
+    backward = static + sum(act.values()) + grads_in_backward
     step = static + ms["gradients"] + ms["step_extra"]
     if backward >= step:
         comp = {"weights": ms["weights"], "adapter": ms["adapter"],
-                "gradients": 0 if full else ms["gradients"], "optimizer": ms["optimizer"]} | act
+                "gradients": grads_in_backward, "optimizer": ms["optimizer"]} | act
     else:
         comp = {"weights": ms["weights"], "adapter": ms["adapter"], "gradients": ms["gradients"],
                 "optimizer": ms["optimizer"] + ms["step_extra"], "layers": 0.0, "attention_scores": 0.0,
@@ -411,6 +443,7 @@ def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
     # switches not (yet) calibrated on a GPU: every one that is on
     approx += [name for name, on in (("galore", t.method == "galore"), ("dora", t.method == "dora"),
                                      ("paged", t.optim == "paged"), ("flash", t.attn == "flash"),
+                                     ("packing", t.packing),
                                      (f"loss-{t.loss}", t.loss != "fused")) if on]
     out = {"peak_gib": round(peak, 3), "components": {k: round(v / GIB, 4) for k, v in comp.items()},
            "trainable": int(ms["trainable"]), "approximate": approx}

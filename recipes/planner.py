@@ -87,8 +87,9 @@ def plans(shape: memory.Shape, t: memory.Training, effective_batch: int, gpu_nam
         for mb in MICRO_BATCHES:
             if mb > effective_batch or effective_batch % mb:
                 continue
-            est = memory.estimate(shape, replace(t, ckpt=ckpt, micro_batch=mb), gpu_gib)  # Liger not modelled
             for lg in ((False, True) if liger else (False,)):
+                est = memory.estimate(shape, replace(t, ckpt=ckpt, micro_batch=mb, grad_accum=effective_batch // mb,
+                                                     liger=lg), gpu_gib)
                 out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"],
                                 round(tokens_per_s(shape, t.method, ckpt, mb, t.seq, gpu_name, lg), 1), est["fits"]))
     return sorted(out, key=lambda p: (not p.fits, -p.tokens_per_s, p.peak_gib))

@@ -16,6 +16,8 @@ import time
 import traceback
 from pathlib import Path
 
+from recipes.memory import FULL_WEIGHTS
+
 EVENTS_VERSION = 1
 # yichui's optimizer names → transformers' (OptimizerNames): torch's fused AdamW, bitsandbytes 8-bit and paged 8-bit
 OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged": "paged_adamw_8bit"}
@@ -168,10 +170,16 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     where = f"cuda:{LOCAL_RANK}" if device == "cuda" else "cpu"  # this process's device
     bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
     dtype = torch.bfloat16 if bf16 else torch.float32
+    method = spec["method"]
+    # fp32 master weights (a full fine-tune's default): the weights, gradients and AdamW states stay fp32 and bf16
+    # autocast runs the matmuls, so small updates are not rounded away. DeepSpeed and FSDP2 keep fp32 masters of
+    # their own beside a bf16 module, so the model is loaded in bf16 for them.
+    sharded = spec.get("distribution", "ddp") != "ddp"
+    masters = torch.float32 if method in FULL_WEIGHTS and spec.get("master_weights", "fp32") == "fp32" \
+        and not sharded else dtype
     ckpt_dir = tdir / "checkpoints"
     os.environ["TENSORBOARD_LOGGING_DIR"] = str(tdir / "tensorboard")  # transformers' TensorBoardCallback reads it
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
-    method = spec["method"]
 
     if device == "cuda":
         torch.cuda.init()
@@ -191,8 +199,9 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
                 model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn)
         finally:
             torch.set_default_dtype(previous)
+        model.to(masters)  # bf16 → fp32 is exact: every precision starts from the same weights
     else:
-        load_kw = {"dtype": dtype, "attn_implementation": attn}
+        load_kw = {"dtype": masters, "attn_implementation": attn}
         if method == "qlora":
             load_kw["quantization_config"] = BitsAndBytesConfig(
                 load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
@@ -281,8 +290,11 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         def on_save(self, args, state, control, **kw):
             ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
 
+    callbacks = [EventsCallback()]
+    if spec.get("profile_steps") and RANK == 0:
+        callbacks.append(ProfileCallback(tdir, *spec["profile_steps"]))
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
-                         peft_config=peft_config, callbacks=[EventsCallback()])
+                         peft_config=peft_config, callbacks=callbacks)
     asked, got = spec.get("distribution", "ddp"), sharding(trainer)
     if WORLD > 1 and expected_sharding(asked) != got:
         raise RuntimeError(f"asked for {asked}, the Trainer runs {got} (FSDP runs on GPUs only)")
@@ -323,6 +335,45 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         return 0
     finally:
         _leave_process_group()
+
+
+def ProfileCallback(tdir: Path, first: int, last: int):
+    """Where a step's time goes (benchmarks: ``"profile_steps": [first, last]`` in the spec): torch.profiler over
+    optimizer steps first..last (1-based), written to ``profile.txt`` (operators by device time) and
+    ``profile.json`` (wall seconds, summed device-kernel seconds, number of steps)."""
+    import torch
+    from transformers import TrainerCallback
+
+    class _Profile(TrainerCallback):
+        prof, t0 = None, 0.0
+
+        def on_step_begin(self, args, state, control, **kw):
+            if state.global_step + 1 == first:
+                acts = [torch.profiler.ProfilerActivity.CPU] + \
+                    ([torch.profiler.ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+                self.prof = torch.profiler.profile(activities=acts)
+                self.prof.__enter__()
+                self.t0 = time.time()
+
+        def on_step_end(self, args, state, control, **kw):
+            if self.prof is None or state.global_step != last:
+                return
+            if torch.cuda.is_available():
+                torch.cuda.synchronize()
+            wall = time.time() - self.t0
+            self.prof.__exit__(None, None, None)
+            avg = self.prof.key_averages()
+            cuda = torch.autograd.DeviceType.CUDA
+            kernel_us = sum(e.self_device_time_total for e in avg if e.device_type == cuda)
+            by_ops_us = sum(e.self_device_time_total for e in avg if e.device_type != cuda)  # the same, via CPU ops
+            (tdir / "profile.txt").write_text(avg.table(sort_by="self_device_time_total" if kernel_us else
+                                                        "self_cpu_time_total", row_limit=40))
+            (tdir / "profile.json").write_text(json.dumps({"steps": last - first + 1, "wall_s": round(wall, 4),
+                                                           "device_kernel_s": round(kernel_us / 1e6, 4),
+                                                           "device_by_ops_s": round(by_ops_us / 1e6, 4)}))
+            self.prof = None
+
+    return _Profile()
 
 
 def _leave_process_group() -> None:

@@ -135,3 +135,20 @@ def test_find_takes_the_most_recent_unfinished(tmp_path):
     assert find(a.id, tmp_path) == a.path
     with pytest.raises(SessionError):
         find("no-such-id", tmp_path)
+
+
+def test_v1_full_fine_tune_keeps_pure_bf16(tmp_path):
+    """Migration 1 → 2: a v1 session's full fine-tune trained pure bf16 and keeps doing so on resume; LoRA is
+    untouched."""
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    data["schema_version"] = 1
+    data["steps"]["choose_strategy"]["answers"] = {"method": "full", "lora_rank": 8}
+    data["steps"]["choose_strategy"]["outputs"] = {"strategy": {"method": "full"}}
+    s.path.write_text(json.dumps(data))
+    rec = Session.load(s.path).data["steps"]["choose_strategy"]
+    assert rec["answers"]["master_weights"] == "bf16" and rec["outputs"]["strategy"]["master_weights"] == "bf16"
+    data["steps"]["choose_strategy"]["answers"] = {"method": "lora"}
+    data["steps"]["choose_strategy"]["outputs"] = {}
+    s.path.write_text(json.dumps(data))
+    assert "master_weights" not in Session.load(s.path).data["steps"]["choose_strategy"]["answers"]

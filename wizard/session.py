@@ -1,4 +1,4 @@
-"""The session file (schema v1, see wizard/README.md): format, validation, migrations, atomic save, lock.
+"""The session file (schema v2, see wizard/README.md): format, validation, migrations, atomic save, lock.
 
 One JSON file per session at ``YICHUI_HOME/sessions/<id>.json``; the run directory is ``YICHUI_HOME/runs/<id>/``.
 Saved after every answer and every status change by writing a temp file in the same folder, fsync, ``os.replace``
@@ -17,11 +17,25 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("pending", "running", "done", "failed", "skipped")
 
-# from_version → function(data) -> data at from_version + 1. v1 is the first schema: nothing to migrate yet.
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {}
+
+def _v1_to_v2(data: dict) -> dict:
+    """v2 adds choose_strategy's ``master_weights`` (fp32 | bf16) for a full fine-tune, fp32 by default. A v1 session
+    trained full fine-tunes in pure bf16: it keeps doing so, so that a resumed run continues the same way."""
+    rec = data.get("steps", {}).get("choose_strategy")
+    if isinstance(rec, dict) and isinstance(rec.get("answers"), dict) \
+            and rec["answers"].get("method") in ("full", "galore"):
+        rec["answers"].setdefault("master_weights", "bf16")
+        strategy = (rec.get("outputs") or {}).get("strategy")
+        if isinstance(strategy, dict):
+            strategy.setdefault("master_weights", "bf16")
+    return data
+
+
+# from_version → function(data) -> data at from_version + 1
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
 
 
 class SessionError(Exception):
