@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Protocol, Sequence
 
-KINDS = ("text", "int", "float", "select", "confirm", "path", "password")
+KINDS = ("text", "int", "float", "select", "checkbox", "confirm", "path", "password")
 
 
 @dataclass(frozen=True)
@@ -25,9 +25,14 @@ def msg(key: str, /, **args: Any) -> Msg:
     return Msg(key, args)
 
 
+def in_range(lo, hi):
+    """A Question validator: the value lies in [lo, hi]."""
+    return lambda v, a: None if lo <= v <= hi else Msg("answer.out_of_range", {"lo": lo, "hi": hi})
+
+
 @dataclass(frozen=True)
 class Choice:
-    """One option of a ``select`` question. ``label`` is literal text (model ids) or a catalogue :class:`Msg`."""
+    """One option of a ``select`` or ``checkbox`` question. ``label`` is literal text (model ids) or a catalogue :class:`Msg`."""
 
     value: Any
     label: str | Msg
@@ -45,7 +50,8 @@ class Question:
         kind: one of KINDS; ``int``/``float`` are text prompts parsed and checked by the engine.
         message: catalogue key of the prompt text.
         default: a value, or a function of the answers given so far in this step.
-        choices: for ``select``: the options, or a function of the answers so far.
+        choices: for ``select`` and ``checkbox``: the options, or a function of the answers so far. A checkbox's
+            answer is the list of chosen values (``--set step.key=a,b``; empty: ``--set step.key=``).
         validate: ``(value, answers) -> Msg | None``; a Msg is shown and the question asked again
             (non-interactively: the run stops naming ``step.key``).
         when: ``(answers) -> bool``; False skips the question (and drops any stale answer).

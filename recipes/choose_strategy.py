@@ -12,14 +12,10 @@ import re
 from pathlib import Path
 
 from recipes import datasets, hub, memory, planner
-from recipes.base import Choice, Question, StepError, msg
+from recipes.base import Choice, Question, StepError, in_range, msg
 
 name = "choose_strategy"
 requires = ("select_model", "evaluate_memory", "download")
-
-
-def _range(lo, hi):
-    return lambda v, a: None if lo <= v <= hi else msg("answer.out_of_range", lo=lo, hi=hi)
 
 
 def _targets_check(known: list[str]):
@@ -99,15 +95,15 @@ def questions(ctx) -> list[Question]:
                           Choice("full", msg("choose_strategy.method.full")),
                           Choice("galore", msg("choose_strategy.method.galore"))]),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=128,
-                 when=lambda a: a.get("method") == "galore", validate=_range(1, 8192)),
+                 when=lambda a: a.get("method") == "galore", validate=in_range(1, 8192)),
         Question("master_weights", "select", "choose_strategy.master_weights", default="fp32",
                  when=lambda a: a.get("method") in memory.FULL_WEIGHTS,
                  choices=[Choice(m, msg("choose_strategy.master_weights." + m)) for m in ("fp32", "bf16")]),
-        Question("lora_rank", "int", "choose_strategy.lora_rank", default=8, when=lora, validate=_range(1, 1024)),
+        Question("lora_rank", "int", "choose_strategy.lora_rank", default=8, when=lora, validate=in_range(1, 1024)),
         Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
-                 validate=_range(1, 4096)),
+                 validate=in_range(1, 4096)),
         Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=0.05, when=lora,
-                 validate=_range(0.0, 0.9)),
+                 validate=in_range(0.0, 0.9)),
         Question("lora_targets", "text", "choose_strategy.lora_targets", default="all-linear", when=lora,
                  validate=_targets_check(list(ctx.outputs("evaluate_memory").get("shape", {}).get("linears", {})))),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
@@ -123,16 +119,16 @@ def questions(ctx) -> list[Question]:
         Question("bad_records", "select", "choose_strategy.bad_records", default="abort", when=has_bad,
                  choices=[Choice("abort", msg("choose_strategy.bad_records.abort")),
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
-        Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.0, validate=_range(0.0, 0.5)),
-        Question("seq_len", "int", "choose_strategy.seq_len", default=min(2048, max_pos), validate=_range(16, max_pos)),
-        Question("processes", "int", "choose_strategy.processes", validate=_range(1, 64),
+        Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.0, validate=in_range(0.0, 0.5)),
+        Question("seq_len", "int", "choose_strategy.seq_len", default=min(2048, max_pos), validate=in_range(16, max_pos)),
+        Question("processes", "int", "choose_strategy.processes", validate=in_range(1, 64),
                  default=int(ctx.outputs("evaluate_memory").get("gpu", {}).get("count") or 1)
                  if memory.detect_gpus() else 1),
-        Question("nodes", "int", "choose_strategy.nodes", default=1, validate=_range(1, 1024)),
+        Question("nodes", "int", "choose_strategy.nodes", default=1, validate=in_range(1, 1024)),
         Question("hosts", "text", "choose_strategy.hosts", when=lambda a: a.get("nodes", 1) > 1,
                  validate=_hosts_check),
         Question("master_port", "int", "choose_strategy.master_port", default=29500,
-                 when=lambda a: a.get("nodes", 1) > 1, validate=_range(1024, 65535)),
+                 when=lambda a: a.get("nodes", 1) > 1, validate=in_range(1024, 65535)),
         Question("distribution", "select", "choose_strategy.distribution",
                  when=lambda a: a["processes"] * a.get("nodes", 1) > 1, default=lambda a: _default_distribution(a)[0],
                  choices=[Choice(d, msg("choose_strategy.distribution." + d)) for d in DISTRIBUTIONS],
@@ -143,14 +139,14 @@ def questions(ctx) -> list[Question]:
                  choices=[Choice(o, msg("choose_strategy.offload." + o)) for o in ("none", "optimizer", "all")],
                  validate=lambda v, a: msg("choose_strategy.offload_all_needs_zero3")
                  if v == "all" and a.get("distribution") not in ("zero3", "fsdp2") else None),
-        Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=_range(1, 65536)),
+        Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=in_range(1, 65536)),
         Question("plan", "select", "choose_strategy.plan", choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
                  default=lambda a: _plan_knobs(a)["ckpt"] if a.get("plan") else rec["activation_checkpointing"]),
-        Question("micro_batch", "int", "choose_strategy.micro_batch", validate=_range(1, 4096),
+        Question("micro_batch", "int", "choose_strategy.micro_batch", validate=in_range(1, 4096),
                  default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else 1),
-        Question("grad_accum", "int", "choose_strategy.grad_accum", validate=_range(1, 4096),
+        Question("grad_accum", "int", "choose_strategy.grad_accum", validate=in_range(1, 4096),
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("liger", "confirm", "choose_strategy.liger", when=lambda a: planner.liger_available(),
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
@@ -160,12 +156,12 @@ def questions(ctx) -> list[Question]:
                           Choice("adamw8bit", msg("choose_strategy.optim.adamw8bit")),
                           Choice("paged", msg("choose_strategy.optim.paged"))]),
         Question("learning_rate", "float", "choose_strategy.learning_rate",
-                 default=lambda a: 1e-5 if a.get("method") in memory.FULL_WEIGHTS else 2e-4, validate=_range(1e-8, 1.0)),
-        Question("max_steps", "int", "choose_strategy.max_steps", default=0, validate=_range(0, 10_000_000)),
+                 default=lambda a: 1e-5 if a.get("method") in memory.FULL_WEIGHTS else 2e-4, validate=in_range(1e-8, 1.0)),
+        Question("max_steps", "int", "choose_strategy.max_steps", default=0, validate=in_range(0, 10_000_000)),
         Question("epochs", "float", "choose_strategy.epochs", default=1.0, when=lambda a: a.get("max_steps") == 0,
-                 validate=_range(0.01, 1000)),
-        Question("save_steps", "int", "choose_strategy.save_steps", default=50, validate=_range(1, 10_000_000)),
-        Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=3, validate=_range(1, 1000)),
+                 validate=in_range(0.01, 1000)),
+        Question("save_steps", "int", "choose_strategy.save_steps", default=50, validate=in_range(1, 10_000_000)),
+        Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=3, validate=in_range(1, 1000)),
         Question("sample_question", "text", "choose_strategy.sample_question", default="What is LoRA?"),
     ]
 

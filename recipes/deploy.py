@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from recipes import jobs, memory
+from recipes import jobs, memory, quantize
 from recipes.base import Choice, Question, StepError, msg
 
 name = "deploy"
@@ -49,9 +49,12 @@ def free_port(host: str = "127.0.0.1", start: int = 8000) -> int:
 
 def questions(ctx) -> list[Question]:
     exported = ctx.outputs("export")
-    models = [Choice("merged", msg("deploy.model.merged"))]
-    if exported.get("bnb4_dir"):
-        models.append(Choice("bnb-4bit", msg("deploy.model.bnb4")))
+
+    def models(a):
+        """The exports the chosen engine loads (recipes/quantize.py ENGINE_FORMATS)."""
+        loads = quantize.engine_formats(a.get("backend", "transformers"))
+        return [Choice("merged", msg("deploy.model.merged"))] + [
+            Choice(f, msg("deploy.model.format", format=f)) for f in exported.get("artifacts", {}) if f in loads]
 
     def check_backend(v, a):
         if v == "transformers":
@@ -68,7 +71,9 @@ def questions(ctx) -> list[Question]:
         return None if port_free(a.get("host", "127.0.0.1"), v) else msg("deploy.port_in_use", port=v)
 
     return [
-        Question("backend", "select", "deploy.backend", default="transformers", validate=check_backend,
+        Question("backend", "select", "deploy.backend", validate=check_backend,
+                 default=exported["serve_with"] if exported.get("serve_with") in BACKENDS
+                 and check_backend(exported["serve_with"], {}) is None else "transformers",
                  choices=[Choice(b, msg("deploy.backend.label", backend=b, state=msg(
                      "deploy.installed" if installed(b) else "deploy.not_installed_short"))) for b in BACKENDS]),
         Question("model", "select", "deploy.model", default="merged", choices=models),
@@ -107,7 +112,7 @@ def chat(base: str, model: str, question: str, max_tokens: int = 48) -> str:
 
 def run(ctx, answers: dict) -> dict:
     exported = ctx.outputs("export")
-    model_dir = exported["merged_dir"] if answers["model"] == "merged" else exported["bnb4_dir"]
+    model_dir = exported["merged_dir"] if answers["model"] == "merged" else exported["artifacts"][answers["model"]]["dir"]
     host, port = answers["host"], answers["port"]
     sdir = ctx.run_dir / "serve"
     base = f"http://{host}:{port}"

@@ -1,32 +1,75 @@
-"""Step 6 — export: merge the LoRA adapter into the base and save a servable model; optionally a bitsandbytes
-4-bit copy.
+"""Step 6 — export: merge the LoRA adapter into the base, make the quantized formats the chosen serving engine
+loads, and prove each one is still the model.
 
-After QLoRA the base is reloaded unquantized before merging (never merge into 4-bit weights). The export carries the
-tokenizer, the chat template used in training and a generation config whose EOS tokens include the template's end
-token. Each export is written into a temp folder and renamed when complete, so a half-written export never looks
-finished.
+After QLoRA the base is reloaded unquantized before merging (never merge into 4-bit weights); the merge is checked
+against the unmerged adapter model (largest logit difference). The export carries the tokenizer, the chat template
+used in training and a generation config whose EOS tokens include the template's end token. Quantized formats
+(recipes/quantize.py) are made from the merged model; calibration samples come from the training split, the quality
+check (recipes/quality.py) runs on held-out ones (the validation split, else training records after the calibration
+ones). Every artifact gets a model card (README.md) saying how it was made and what the check measured. Each
+artifact is written into a temp folder and renamed when complete, so a half-written export never looks finished;
+an interrupted export resumes with the artifacts not yet recorded.
 """
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
-from recipes.base import Choice, Question, StepError, msg
+from recipes import memory, quantize
+from recipes.base import Choice, Question, StepError, in_range, msg
 
 name = "export"
 requires = ("download", "train")
 
 
 def questions(ctx) -> list[Question]:
+    gpu = bool(memory.detect_gpus())
+    base = ctx.outputs("download").get("model_dir")
+    config = _config(base) if base else {}
+    strategy = ctx.outputs("choose_strategy")
+    n_train = int(strategy.get("n_train") or 0)
+
+    def formats_ok(v, a):
+        for f in v:
+            why = quantize.unsupported(f, config, gpu)
+            if why:
+                return msg(why[0], **why[1])
+        return None
+
+    calibrated = lambda a: any(quantize.FORMATS[f].calibrated for f in a.get("formats", []))  # noqa: E731
     return [
         Question("dtype", "select", "export.dtype", default="auto",
                  choices=[Choice("auto", msg("export.dtype.auto")), Choice("bfloat16", "bfloat16"),
                           Choice("float16", "float16"), Choice("float32", "float32")]),
-        Question("bnb_4bit", "confirm", "export.bnb_4bit", default=True),
+        Question("serve_with", "select", "export.serve_with", default="vllm" if gpu else "transformers",
+                 choices=[Choice(e, msg("export.engine." + e)) for e in quantize.ENGINE_FORMATS]),
+        Question("formats", "checkbox", "export.formats",
+                 default=lambda a: [f for f in ("bnb-4bit",) if f in quantize.engine_formats(a["serve_with"])],
+                 choices=lambda a: [Choice(f, msg("export.format." + f))
+                                    for f in quantize.engine_formats(a["serve_with"]) if f != "merged"],
+                 validate=formats_ok),
+        Question("calibration_samples", "int", "export.calibration_samples", when=calibrated,
+                 default=min(128, max(n_train, quantize.MIN_CALIBRATION)),
+                 validate=lambda v, a: msg("export.too_few_calibration", n=v, min=quantize.MIN_CALIBRATION)
+                 if v < quantize.MIN_CALIBRATION else msg("export.calibration_over", n=v, records=n_train)
+                 if n_train and v > n_train else None),
+        Question("calibration_seq_len", "int", "export.calibration_seq_len", when=calibrated,
+                 default=min(512, int(strategy.get("strategy", {}).get("seq_len") or 512)), validate=in_range(16, 32768)),
+        Question("quality_samples", "int", "export.quality_samples", default=16, validate=in_range(1, 10000),
+                 when=lambda a: bool(a.get("formats"))),
     ]
+
+
+def _config(model_dir) -> dict:
+    try:
+        return json.loads((Path(model_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 @contextlib.contextmanager
@@ -43,20 +86,35 @@ def _atomic_dir(final: Path):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str) -> None:
+def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str) -> dict | None:
     """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune) and save to ``out`` (safetensors).
-    ``dtype``: "auto" (transformers: the config's dtype, else the checkpoint's) or a torch dtype name."""
+    ``dtype``: "auto" (transformers: the config's dtype, else the checkpoint's) or a torch dtype name.
+
+    Returns:
+        for an adapter, the merge check: the largest absolute difference between the logits of the adapter model
+        (unmerged, on the unquantized base) and of the merged model on a probe sentence; None for a full model.
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
+    import torch
+
+    tok = AutoTokenizer.from_pretrained(adapter_dir if (Path(adapter_dir) / "tokenizer_config.json").exists()
+                                        else base_dir)
+    check = None
     if method in ("full", "galore"):  # every weight trained: the trainer saved a whole model
         model = AutoModelForCausalLM.from_pretrained(adapter_dir, dtype=dtype)
     else:
         from peft import PeftModel
 
         base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype)  # unquantized, also after QLoRA
-        model = PeftModel.from_pretrained(base, adapter_dir).merge_and_unload()
-    tok = AutoTokenizer.from_pretrained(adapter_dir if (Path(adapter_dir) / "tokenizer_config.json").exists()
-                                        else base_dir)
+        peft_model = PeftModel.from_pretrained(base, adapter_dir).eval()
+        probe = tok("The merged model must answer like the adapter model.", return_tensors="pt")["input_ids"]
+        with torch.no_grad():
+            before = peft_model(probe).logits.float()
+            model = peft_model.merge_and_unload()
+            after = model(probe).logits.float()
+        check = {"max_abs_logit_diff": float((before - after).abs().max()), "dtype": str(model.dtype),
+                 "tokens": int(probe.shape[1])}
     try:
         gen = GenerationConfig.from_pretrained(base_dir)
     except OSError:
@@ -70,55 +128,191 @@ def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str) -
     model.generation_config = gen
     model.save_pretrained(out)
     tok.save_pretrained(out)
-
-
-def quantize_bnb4(merged: Path, out: Path) -> None:
-    """Load the merged model with bitsandbytes NF4 (double quantization) and save the 4-bit checkpoint."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
-
-    cuda = torch.cuda.is_available()
-    q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                           bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
-    model = AutoModelForCausalLM.from_pretrained(merged, quantization_config=q,
-                                                 device_map={"": 0} if cuda else {"": "cpu"})
-    model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(merged).save_pretrained(out)
+    return check
 
 
 def _size(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
 
 
+def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[list[str], list[str]]:
+    """Calibration texts (the first of the training split) and held-out texts (the validation split, else the
+    training records after the calibration ones), rendered through the model's chat template."""
+    from transformers import AutoTokenizer
+
+    from recipes import datasets
+
+    cs = ctx.outputs("choose_strategy")
+    convs = datasets.load(cs["dataset_path"], skip_bad=cs["strategy"].get("skip_bad_records", False)).conversations
+    train, held = datasets.train_validation(convs, cs["strategy"].get("val_ratio", 0.0))
+    held = held or train[n_calibration:] or train
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    render = lambda c: tok.apply_chat_template(c, tokenize=False)  # noqa: E731
+    return [render(c) for c in train[:n_calibration]], [render(c) for c in held[:n_quality]]
+
+
 def run(ctx, answers: dict) -> dict:
+    import torch
+
     train = ctx.outputs("train")
     base_dir = ctx.outputs("download")["model_dir"]
     adapter = train.get("adapter_dir")
     if not adapter or not Path(adapter).is_dir():
         raise StepError("export.no_adapter", path=str(adapter))
+    formats = list(answers.get("formats", []))
+    gpu = torch.cuda.is_available()
+    for f in formats:  # before any work
+        why = quantize.unsupported(f, _config(base_dir), gpu)
+        if why:
+            raise StepError(why[0], **why[1])
     edir = ctx.run_dir / "export"
     merged = edir / "merged"
-    need = _size(Path(base_dir)) * (2 if answers["bnb_4bit"] else 1)
+    # partial outputs of an interrupted export, reused only for the same trained result and the same answers
+    key = {"source": _source_id(Path(adapter)), "dtype": answers["dtype"],
+           "calibration": [answers.get("calibration_samples"), answers.get("calibration_seq_len")],
+           "quality_samples": answers.get("quality_samples", 0)}
+    previous = ctx.outputs("export") if ctx.outputs("export").get("key") == key else {}
+    done = {f: a for f, a in previous.get("artifacts", {}).items() if (Path(a["dir"]) / "config.json").exists()}
+    # the merged model in its dtype ≈ the base's size; each quantized copy its share (bits / 16) of it
+    base_bytes = _size(Path(base_dir))
+    need = (0 if "merged_dir" in previous and merged.is_dir() else base_bytes) + sum(
+        base_bytes * quantize.FORMATS[f].bits / 16 for f in formats if f not in done)
     edir.mkdir(parents=True, exist_ok=True)
+    for stale in edir.glob(".*.*"):  # temp folders of an export killed mid-write (this session's lock is ours)
+        if stale.is_dir() and stale.name.split(".")[1] in ("merged", *quantize.FORMATS):
+            shutil.rmtree(stale, ignore_errors=True)
     if shutil.disk_usage(edir).free < need:
         raise StepError("export.no_space", need=f"{need / 2**30:.2f}", path=str(edir))
-    ctx.info(msg("export.merging", method=train["method"], path=str(merged)))
-    with _atomic_dir(merged) as tmp:
-        merge(base_dir, adapter, train["method"], tmp, answers["dtype"])
-    outputs = {"merged_dir": str(merged), "merged_bytes": _size(merged), "formats": ["merged"]}
-    if answers["bnb_4bit"]:
-        bnb = edir / "bnb-4bit"
-        ctx.info(msg("export.bnb4", path=str(bnb)))
-        with _atomic_dir(bnb) as tmp:
-            quantize_bnb4(merged, tmp)
-        outputs |= {"bnb4_dir": str(bnb), "bnb4_bytes": _size(bnb)}
-        outputs["formats"].append("bnb-4bit")
-    ctx.table(msg("export.table"), [msg("ui.col.format"), msg("ui.col.path"), "MiB"],
-              [(f, outputs[k], round(outputs[k.replace("_dir", "_bytes")] / 2**20, 2))
-               for f, k in (("merged", "merged_dir"), ("bnb-4bit", "bnb4_dir")) if k in outputs])
-    return outputs
+
+    if "merged_dir" in previous and (merged / "config.json").exists():
+        check = previous.get("merge_check")
+    else:
+        ctx.info(msg("export.merging", method=train["method"], path=str(merged)))
+        with _atomic_dir(merged) as tmp:
+            check = merge(base_dir, adapter, train["method"], tmp, answers["dtype"])
+        ctx.record(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done)
+    if check:
+        ctx.info(msg("export.merge_check", diff=f"{check['max_abs_logit_diff']:.2e}", dtype=check["dtype"]))
+
+    todo = [f for f in formats if f not in done]
+    env = previous.get("quantizer_env")
+    if any(quantize.FORMATS[f].tool == "llmc" for f in todo):
+        ctx.info(msg("export.env", name=quantize.LLMC_ENV))
+        env = _q(lambda: quantize.ensure_env(ctx.home, lambda text: ctx.info(msg("export.env_building", path=text))))
+        ctx.record(quantizer_env=env)
+    calib, held = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
+                         if any(quantize.FORMATS[f].calibrated for f in todo) else 0, answers.get("quality_samples", 0))
+    question = (train.get("samples") or {}).get("question")
+    for f in todo:
+        fmt, out, t0 = quantize.FORMATS[f], edir / f, time.time()
+        ctx.info(msg("export.quantizing", format=f, path=str(out)))
+        with _atomic_dir(out) as tmp:
+            if fmt.tool == "bnb":
+                quantize.quantize_bnb(merged, tmp, fmt.bits)
+                tool = "bitsandbytes " + _version("bitsandbytes")
+            else:
+                spec = {"format": f, "merged_dir": str(merged), "out_dir": str(tmp), "scheme": fmt.scheme,
+                        "modifier": fmt.modifier, "calibration": calib if fmt.calibrated else [],
+                        "max_seq_length": answers.get("calibration_seq_len", 512)}
+                _q(lambda: quantize.run_llmc(env, spec, edir / f".work-{f}"))
+                tool = "llm-compressor " + env["packages"]["llmcompressor"]
+            seconds = round(time.time() - t0, 2)
+            ctx.info(msg("export.checking", format=f, n=len(held)))
+            quality = _quality(merged, tmp, held, question)
+            art = {"dir": str(out), "format": f, "tool": tool, "seconds": seconds, "quality": quality,
+                   "calibration_samples": len(calib) if fmt.calibrated else 0,
+                   "calibration_seq_len": answers.get("calibration_seq_len") if fmt.calibrated else None}
+            (tmp / "README.md").write_text(card(ctx, f, art, check))
+        art["bytes"] = _size(out)
+        done[f] = art
+        ctx.record(artifacts=done)
+    (merged / "README.md").write_text(card(ctx, "merged", {"format": "merged", "dtype": answers["dtype"]}, check))
+    rows = [("merged", str(merged), round(_size(merged) / 2**20, 2), "", "", "")]
+    for f in formats:
+        q = done[f]["quality"]
+        rows.append((f, done[f]["dir"], round(done[f]["bytes"] / 2**20, 2), f"{q['kl_mean']:.4f}",
+                     f"{q['ppl_ratio']:.3f}", msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no")))
+    ctx.table(msg("export.table"), [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"),
+                                    msg("export.col.stops")], rows)
+    return {"key": key, "merged_dir": str(merged), "merged_bytes": _size(merged), "merge_check": check, "artifacts": done,
+            "formats": ["merged"] + formats, "serve_with": answers["serve_with"], "quantizer_env": env}
+
+
+def _source_id(adapter: Path) -> str:
+    """Identity of the trained result: its files' names, sizes and modification times."""
+    import hashlib
+
+    parts = sorted(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in adapter.iterdir() if p.is_file())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _q(fn):
+    """Run ``fn``, turning a QuantizeError into the step's one-line error."""
+    try:
+        return fn()
+    except quantize.QuantizeError as e:
+        raise StepError(e.key, **e.params) from None
+
+
+def _quality(reference: Path, artifact: Path, held: list[str], question: str | None) -> dict:
+    from recipes import quality
+
+    try:
+        return quality.compare(reference, artifact, held, question=question)
+    except ValueError:
+        raise StepError("export.no_held_out") from None
+
+
+def _version(dist: str) -> str:
+    from importlib.metadata import version
+
+    return version(dist)
+
+
+def card(ctx, fmt: str, art: dict, check: dict | None) -> str:
+    """The model card (README.md) of one artifact: what it is, how it was made, what the quality check measured."""
+    from wizard import __version__
+
+    sel, dl, cs, tr = (ctx.outputs(s) for s in ("select_model", "download", "choose_strategy", "train"))
+    st = cs.get("strategy", {})
+    base = sel.get("repo_id") or dl.get("model_dir")
+    method = tr.get("method", "?")
+    adapter = f" r{st.get('lora_rank')} α{st.get('lora_alpha')} dropout {st.get('lora_dropout')}, targets " \
+              f"{st.get('lora_targets')}" if method not in ("full", "galore") else ""
+    tags = ["yichui", method] + ([fmt] if fmt != "merged" else [])
+    lines = ["---", f"base_model: {base}", "library_name: transformers", "tags:", *[f"- {t}" for t in tags], "---", "",
+             f"# {Path(str(base)).name} fine-tuned with {method} — {fmt}", "",
+             f"Made by yichui {__version__} (session `{ctx.session_id}`), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+             "", "## How it was made", "", "| | |", "|---|---|",
+             f"| base model | {base} @ {dl.get('commit') or 'local'} |",
+             f"| method | {method}{adapter} |",
+             f"| data | {cs.get('dataset_path')} ({cs.get('dataset_format')}, {cs.get('n_train')} training / "
+             f"{cs.get('n_validation')} validation records) |",
+             f"| training | {tr.get('steps')} optimizer steps, effective batch {cs.get('effective_batch')}, learning "
+             f"rate {st.get('learning_rate')}, {st.get('seq_len')} tokens, final loss {tr.get('train_loss')} |"]
+    if check:
+        lines.append(f"| merge check | largest logit difference to the unmerged adapter model "
+                     f"{check['max_abs_logit_diff']:.2e} ({check['dtype']}) |")
+    if fmt != "merged":
+        calib = (f"{art['calibration_samples']} training samples × ≤ {art['calibration_seq_len']} tokens"
+                 if art.get("calibration_samples") else "none")
+        lines += [f"| export | {fmt} with {art['tool']}, calibration {calib}, {art['seconds']} s |", "",
+                  "## Quality against the merged model", "",
+                  f"On {art['quality']['samples']} held-out conversations ({art['quality']['tokens']} tokens):", "",
+                  "| mean KL of next-token distributions (nats) | perplexity | merged model's perplexity | ratio |",
+                  "|---:|---:|---:|---:|",
+                  f"| {art['quality']['kl_mean']:.5f} | {art['quality']['ppl']} | {art['quality']['ppl_reference']} "
+                  f"| {art['quality']['ppl_ratio']} |"]
+        sm = art["quality"].get("smoke")
+        if sm:
+            lines += ["", f"Smoke test: *{sm['question']}* → “{sm['reply']}” ({sm['tokens']} tokens, "
+                      f"{'ended with an EOS token' if sm['stopped'] else 'did NOT stop: check the EOS tokens'})."]
+    lines += ["", "The chat template used in training is `chat_template.jinja`; `generation_config.json` lists the EOS "
+              "tokens that end a turn.", ""]
+    return "\n".join(lines)
 
 
 def is_done(ctx, record: dict) -> bool:
     out = record["outputs"]
-    return bool(out.get("merged_dir")) and (Path(out["merged_dir"]) / "config.json").exists()
+    return bool(out.get("merged_dir")) and (Path(out["merged_dir"]) / "config.json").exists() and all(
+        (Path(a["dir"]) / "config.json").exists() for a in out.get("artifacts", {}).values()) and "formats" in out

@@ -25,6 +25,9 @@ os.environ.pop("MODELSCOPE_ENDPOINT", None)
 from recipes import tiny  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
+# the quantizer's environment (llm-compressor, ~1 min to build) is shared by every test and kept between local runs;
+# a clean clone (CI) builds it once
+os.environ.setdefault("YICHUI_ENVS", str(REPO / ".cache" / "envs"))
 YICHUI = str(Path(sys.executable).parent / "yichui")
 
 
@@ -103,3 +106,22 @@ def kill9(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """A real small filesystem (tmpfs of the given size, e.g. "1m"): a full disk for real, not a mocked one."""
+    mounted = []
+
+    def make(size: str) -> Path:
+        mnt = tmp_path / f"tmpfs-{len(mounted)}"
+        mnt.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                          capture_output=True).returncode:
+            pytest.skip("cannot mount a small tmpfs here")
+        mounted.append(mnt)
+        return mnt
+
+    yield make
+    for mnt in mounted:
+        subprocess.run(["umount", str(mnt)])

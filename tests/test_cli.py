@@ -111,7 +111,7 @@ def test_set_mistakes_are_caught_before_any_work_and_leave_no_session(home):
     for sets, text in ((["deploy.prot=9000"], "no question 'prot'"),
                        (["choose_strategy.learning_rate=0"], "choose_strategy.learning_rate"),
                        (["choose_strategy.lora_rank=abc"], "not a whole number"),
-                       (["export.bnb_4bit=maybe"], "yes/no")):
+                       (["choose_strategy.packing=maybe"], "yes/no")):
         args = [a for x in sets for a in ("--set", x)]
         r = yichui(home, "run", "--yes", *args)
         assert r.returncode == 2 and text in r.stderr, (sets, r.stderr)

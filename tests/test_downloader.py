@@ -199,14 +199,9 @@ def test_unsafe_file_names_are_refused(bad, tmp_path):
 
 
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(tmpfs):
     """An 8 MiB tmpfs: a real full disk (ENOSPC), not a mocked one."""
-    mnt = tmp_path / "small"
-    mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mnt)], capture_output=True).returncode:
-        pytest.skip("cannot mount a small tmpfs here")
-    yield mnt
-    subprocess.run(["umount", str(mnt)])
+    return tmpfs("8m")
 
 
 def test_disk_full_keeps_the_partial(server, small_disk):

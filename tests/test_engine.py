@@ -31,7 +31,7 @@ STEP_A = make_step("a", [
     Question("mode", "select", "choose_strategy.method", default="lora",
              choices=[Choice("lora", "LoRA"), Choice("full", "full")]),
     Question("path", "text", "select_model.model_id", when=lambda a: a["mode"] == "full"),
-    Question("flag", "confirm", "export.bnb_4bit", default=False),
+    Question("flag", "confirm", "choose_strategy.packing", default=False),
     Question("token", "password", "select_model.model_id", secret=True, env="YICHUI_TEST_TOKEN"),
 ])
 STEP_B = make_step("b", [Question("x", "float", "choose_strategy.learning_rate", default=0.5)])
@@ -197,3 +197,24 @@ def test_messages_in_chinese(tmp_path, capsys):
         assert "没有答案" in capsys.readouterr().err
     finally:
         i18n.set_lang("en")
+
+
+def test_checkbox_answers_are_lists_from_set_json_or_prompt():
+    from wizard.engine import check
+
+    q = Question("formats", "checkbox", "export.formats",
+                 choices=[Choice("bnb-4bit", "NF4"), Choice("gptq-w4a16", "GPTQ")])
+    assert check(q, "gptq-w4a16, bnb-4bit", {}) == (["gptq-w4a16", "bnb-4bit"], None)  # --set a,b
+    assert check(q, ["bnb-4bit"], {}) == (["bnb-4bit"], None)                          # a replayed JSON list
+    assert check(q, "", {}) == ([], None)                                              # none ticked
+    value, err = check(q, "bnb-4bit,zip", {})
+    assert err.key == "answer.not_a_choice" and err.args["value"] == "zip"
+
+
+def test_invalid_checkbox_set_is_refused_before_any_work(tmp_path, capsys):
+    step = make_step("a", [Question("formats", "checkbox", "export.formats", choices=[Choice("bnb-4bit", "NF4")])])
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    e = Engine(s, UI(), None, load={"a": step, "b": STEP_B}.__getitem__, overrides={"a": {"formats": "zip"}})
+    assert e.run() == 2
+    assert "a.formats='zip'" in capsys.readouterr().err

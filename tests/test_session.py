@@ -152,3 +152,17 @@ def test_v1_full_fine_tune_keeps_pure_bf16(tmp_path):
     data["steps"]["choose_strategy"]["outputs"] = {}
     s.path.write_text(json.dumps(data))
     assert "master_weights" not in Session.load(s.path).data["steps"]["choose_strategy"]["answers"]
+
+
+def test_v2_export_answers_and_bnb_copy_become_formats_and_artifacts(tmp_path):
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    data["schema_version"] = 2
+    data["steps"]["export"].update(answers={"dtype": "auto", "bnb_4bit": True}, status="done",
+                                   outputs={"merged_dir": "/r/export/merged", "bnb4_dir": "/r/export/bnb-4bit",
+                                            "bnb4_bytes": 123, "formats": ["merged", "bnb-4bit"]})
+    s.path.write_text(json.dumps(data))
+    rec = Session.load(s.path).data["steps"]["export"]
+    assert rec["answers"] == {"dtype": "auto", "serve_with": "transformers", "formats": ["bnb-4bit"]}
+    assert rec["outputs"]["artifacts"]["bnb-4bit"]["dir"] == "/r/export/bnb-4bit"
+    assert "bnb4_dir" not in rec["outputs"] and rec["outputs"]["serve_with"] == "transformers"

@@ -18,6 +18,7 @@ from recipes.hubserver import HubServer
 from recipes.tiny import REPO_ID
 from wizard import demo
 from wizard.console import UI
+from recipes.base import StepError
 from wizard.engine import Engine, StepContext, check
 from wizard.session import Session
 
@@ -165,10 +166,44 @@ def test_export_merge_matches_the_adapter_model_and_bnb4_loads(chain):
     assert tok.chat_template and "<|im_end|>" in tok.chat_template
     gen = json.loads(Path(out["merged_dir"], "generation_config.json").read_text())
     assert tok.convert_tokens_to_ids("<|im_end|>") in gen["eos_token_id"]
-    q4 = AutoModelForCausalLM.from_pretrained(out["bnb4_dir"])
+    assert out["merge_check"]["max_abs_logit_diff"] < 1e-4  # the step's own check says the same
+    bnb = out["artifacts"]["bnb-4bit"]
+    q4 = AutoModelForCausalLM.from_pretrained(bnb["dir"])
     assert q4.config.quantization_config.load_in_4bit
     assert q4.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
     assert not any(p.name.startswith(".") for p in Path(out["merged_dir"]).parent.iterdir())  # no temp folders
+    q = bnb["quality"]  # NF4 changes the tiny model a little, not nothing and not everything
+    assert 0 < q["kl_mean"] < 1.0 and 0.9 < q["ppl_ratio"] < 1.5 and q["samples"] == 8 and q["tokens"] > 100
+    assert q["smoke"]["reply"] and q["smoke"]["tokens"] > 0
+    card = Path(bnb["dir"], "README.md").read_text()
+    assert f"{q['kl_mean']:.5f}" in card and "base_model: yichui/tiny-qwen2-chat" in card and "bitsandbytes" in card
+    assert "merge check" in Path(out["merged_dir"], "README.md").read_text()
+
+
+def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
+    from recipes import quantize
+
+    q = chain.questions("export")
+    assert check(q["formats"], "awq-w4a16", {"serve_with": "vllm"})[1].key == "export.needs_gpu"
+    assert check(q["formats"], "gptq-w4a16", {"serve_with": "lmdeploy"})[1].key == "answer.not_a_choice"
+    assert check(q["calibration_samples"], "4", {"formats": ["gptq-w4a16"]})[1].key == "export.too_few_calibration"
+    assert check(q["calibration_samples"], "100000", {"formats": ["gptq-w4a16"]})[1].key == "export.calibration_over"
+    odd = {"hidden_size": 960, "intermediate_size": 2560}  # SmolLM2-360M: 960 is not a multiple of 128
+    assert quantize.unsupported("gptq-w4a16", odd, gpu=True)[0] == "export.group_size"
+    assert quantize.unsupported("fp8-dynamic", odd, gpu=False) is None
+    # a disk too small: refused before anything is written (a real 1 MiB filesystem under export/)
+    edir = chain.session.run_dir / "export"
+    saved = edir.rename(edir.with_name("export-saved")) if edir.exists() else None
+    try:
+        small = tmpfs("1m")
+        edir.symlink_to(small)
+        with pytest.raises(StepError) as e:
+            chain.step("export", formats="bnb-4bit")
+        assert e.value.msg.key == "export.no_space" and not any(small.iterdir())
+    finally:
+        edir.unlink()
+        if saved:
+            saved.rename(edir)
 
 
 def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
@@ -200,9 +235,40 @@ def test_qlora_trains_and_merges_into_the_unquantized_base(chain):
     assert out["method"] == "qlora" and out["steps"] == 4
     cfg = json.loads(Path(out["adapter_dir"], "adapter_config.json").read_text())
     assert cfg["r"] == 16
-    exp = chain.step("export", bnb_4bit="false")
+    exp = chain.step("export", formats="")
     merged = json.loads(Path(exp["merged_dir"], "config.json").read_text())
-    assert "quantization_config" not in merged and "bnb4_dir" not in exp
+    assert "quantization_config" not in merged and exp["artifacts"] == {}
+    assert exp["merge_check"]["max_abs_logit_diff"] < 1e-4  # adapter on the unquantized base vs merged
+
+
+def test_gptq_with_llm_compressor_in_its_own_environment(chain):
+    """GPTQ W4A16 through llm-compressor, in the environment yichui builds for it (its pins differ from ours);
+    the artifact reloads in the main environment (compressed-tensors) and its quality figures are written."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    exp = chain.step("export", formats="gptq-w4a16", calibration_samples="16", calibration_seq_len="128",
+                     quality_samples="4")
+    env = exp["quantizer_env"]
+    assert env["packages"]["llmcompressor"] == "0.14.0.1" and env["packages"]["transformers"] != "5.24.0"
+    art = exp["artifacts"]["gptq-w4a16"]
+    cfg = json.loads(Path(art["dir"], "config.json").read_text())["quantization_config"]
+    assert cfg["quant_method"] == "compressed-tensors"
+    assert cfg["config_groups"]["group_0"]["weights"]["num_bits"] == 4
+    assert cfg["config_groups"]["group_0"]["weights"]["group_size"] == 128
+    assert art["calibration_samples"] == 16 and "llm-compressor 0.14.0.1" in art["tool"]
+    q = art["quality"]
+    assert 0 < q["kl_mean"] < 1.0 and q["ppl_ratio"] > 0.9 and q["samples"] == 4
+    model = AutoModelForCausalLM.from_pretrained(art["dir"])
+    tok = AutoTokenizer.from_pretrained(art["dir"])
+    ids = tok("What is LoRA?", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert model.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
+    assert "gptq-w4a16" in Path(art["dir"], "README.md").read_text()
+    # resumed: an artifact already recorded for the same trained result is not made again
+    again = chain.step("export", formats="gptq-w4a16", calibration_samples="16", calibration_seq_len="128",
+                       quality_samples="4")
+    assert again["artifacts"]["gptq-w4a16"]["seconds"] == art["seconds"]
 
 
 def test_out_of_memory_recovers_from_the_last_checkpoint(chain, monkeypatch):
@@ -264,7 +330,7 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, tmp_path):
     assert [e["step"] for e in events if e["event"] == "eval"] == [3, 6]
     cfg = _json.loads(Path(tr["adapter_dir"], "adapter_config.json").read_text())
     assert cfg["use_dora"] is True
-    exp = chain.step("export", bnb_4bit="false")
+    exp = chain.step("export", formats="")
     assert Path(exp["merged_dir"], "model.safetensors").exists()
 
 
@@ -411,5 +477,5 @@ def test_galore_and_padding_free_packing(chain):
         events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
         assert [e for e in events if e["event"] == "start"][-1]["optimizer"] == "galore_torch.adamw.AdamW"
     assert seen["true"] > 1.5 * seen["false"], seen
-    exp = chain.step("export", bnb_4bit="false")
+    exp = chain.step("export", formats="")
     assert Path(exp["merged_dir"], "model.safetensors").exists()

@@ -51,6 +51,6 @@ def answers(hub_url: str) -> dict:
                             "max_steps": 60, "save_steps": 20, "save_total_limit": 2,
                             "sample_question": "What is LoRA?"},
         "train": {"device": "auto"},
-        "export": {"dtype": "auto", "bnb_4bit": True},
+        "export": {"dtype": "auto", "serve_with": "transformers", "formats": ["bnb-4bit"], "quality_samples": 8},
         "deploy": {"backend": "transformers", "model": "merged", "host": "127.0.0.1"},
     }

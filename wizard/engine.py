@@ -60,6 +60,13 @@ def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
             if c.value == raw or str(c.value) == str(raw):
                 return c.value, None
         return raw, msg("answer.not_a_choice", value=raw, choices=", ".join(str(c.value) for c in choices))
+    if q.kind == "checkbox":
+        raw = [x.strip() for x in str(raw).split(",") if x.strip()] if not isinstance(raw, (list, tuple)) else raw
+        by = {str(c.value): c.value for c in q.resolve_choices(answers)}
+        bad = [x for x in raw if str(x) not in by]
+        if bad:
+            return raw, msg("answer.not_a_choice", value=bad[0], choices=", ".join(by) or "-")
+        return [by[str(x)] for x in raw], None
     if q.kind in ("text", "path", "password"):
         s = "" if raw is None else str(raw).strip()
         return (s, None) if s else (s, msg("answer.empty"))
@@ -216,7 +223,8 @@ class Engine:
                                           keys=", ".join(qs)))
                 if q.secret:
                     raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=q.env or "?"))
-                if q.kind in ("int", "float", "confirm") or (q.kind == "select" and not callable(q.choices)):
+                if q.kind in ("int", "float", "confirm") or (q.kind in ("select", "checkbox")
+                                                             and not callable(q.choices)):
                     _, err = check(q, raw, {})
                     if err is not None:
                         raise AnswerError(msg("answer.invalid", name=f"{name}.{key}", value=raw,

@@ -21,6 +21,12 @@ class QuestionaryPrompter:
             default = next((c for c in choices if c.value == prefill or str(c.value) == str(prefill)), None)
             return questionary.select(text, choices=choices, default=default,
                                       instruction=i18n.t("ui.select_instruction")).unsafe_ask()
+        if q.kind == "checkbox":
+            chosen = {str(x) for x in (prefill or [])}
+            choices = [questionary.Choice(title=i18n.render(c.label), value=c.value, checked=str(c.value) in chosen)
+                       for c in q.resolve_choices(answers)]
+            return questionary.checkbox(text, choices=choices,
+                                        instruction=i18n.t("ui.checkbox_instruction")).unsafe_ask()
         if q.kind == "confirm":
             yes = bool(prefill) if prefill is not None else True
             return questionary.confirm(text, default=yes, instruction=i18n.t(

@@ -1,4 +1,4 @@
-"""The session file (schema v2, see wizard/README.md): format, validation, migrations, atomic save, lock.
+"""The session file (schema v3, see wizard/README.md): format, validation, migrations, atomic save, lock.
 
 One JSON file per session at ``YICHUI_HOME/sessions/<id>.json``; the run directory is ``YICHUI_HOME/runs/<id>/``.
 Saved after every answer and every status change by writing a temp file in the same folder, fsync, ``os.replace``
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("pending", "running", "done", "failed", "skipped")
 
 
@@ -34,8 +34,31 @@ def _v1_to_v2(data: dict) -> dict:
     return data
 
 
+def _v2_to_v3(data: dict) -> dict:
+    """v3: export asks for the serving engine and a list of ``formats`` instead of ``bnb_4bit``, and records each
+    quantized copy under ``artifacts`` (format → dir, bytes, tool, quality) instead of ``bnb4_dir``/``bnb4_bytes``.
+    A v2 export was made for transformers serve."""
+    rec = data.get("steps", {}).get("export")
+    if not isinstance(rec, dict):
+        return data
+    answers = rec.get("answers")
+    if isinstance(answers, dict) and "bnb_4bit" in answers:
+        bnb = answers.pop("bnb_4bit")
+        answers.setdefault("serve_with", "transformers")
+        answers.setdefault("formats", ["bnb-4bit"] if bnb else [])
+    out = rec.get("outputs")
+    if isinstance(out, dict) and out.get("merged_dir"):
+        artifacts = out.setdefault("artifacts", {})
+        if out.get("bnb4_dir"):
+            artifacts["bnb-4bit"] = {"dir": out.pop("bnb4_dir"), "bytes": out.pop("bnb4_bytes", 0),
+                                     "format": "bnb-4bit", "tool": "bitsandbytes", "quality": None}
+        out.setdefault("formats", ["merged"] + list(artifacts))
+        out.setdefault("serve_with", "transformers")
+    return data
+
+
 # from_version → function(data) -> data at from_version + 1
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 class SessionError(Exception):

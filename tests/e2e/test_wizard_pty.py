@@ -120,7 +120,8 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Train on:", DOWN)                                      # CPU
         t.expect("Training finished", timeout=240)
         t.ask("Weights dtype of the merged model:", DOWN * 3)          # float32
-        t.ask("Also save a bitsandbytes 4-bit", "n", enter=False)
+        t.ask("Which engine will serve the model?")                    # transformers (no GPU here)
+        t.ask("Quantized copies to make", " ")                         # untick bnb-4bit: the merged model only
         t.ask("Serving engine:", DOWN)                                # vLLM: not launchable yet
         t.expect("not supported yet")                                 # re-prompt 5
         t.ask("Serving engine:", UP)
@@ -145,7 +146,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
             "save_steps": 3, "save_total_limit": 1, "sample_question": "What is QLoRA?"}
         assert a["choose_strategy"]["plan"] == "ckpt=off,mb=4,liger=off"  # tiny model: no checkpointing, all in one
         assert a["train"] == {"device": "cpu"}
-        assert a["export"] == {"dtype": "float32", "bnb_4bit": False}
+        assert a["export"] == {"dtype": "float32", "serve_with": "transformers", "formats": []}
         assert a["deploy"] == {"backend": "transformers", "model": "merged", "host": "127.0.0.1", "port": port}
         assert s["steps"]["train"]["outputs"]["method"] == "qlora" and s["steps"]["train"]["outputs"]["steps"] == 6
         assert s["steps"]["deploy"]["outputs"]["endpoint"] == f"http://127.0.0.1:{port}/v1"
@@ -207,7 +208,9 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("训练设备：")
         r.expect("训练完成", timeout=240)
         r.ask("合并后模型的权重精度：")
-        r.ask("同时保存 bitsandbytes 4 位", "y", enter=False)
+        r.ask("将用哪个引擎部署模型")
+        r.ask("除合并后的模型外")                                        # bnb-4bit, ticked by default
+        r.ask("质量检查用的留出样本数", "4", clear=True)
         r.ask("推理服务引擎：")
         r.ask("部署哪个导出结果？", DOWN)                               # the bnb 4-bit copy
         r.ask("监听地址：")

@@ -1,0 +1,86 @@
+"""Is the exported artifact still the model? Compare it with the merged reference on held-out texts.
+
+Figures (per artifact):
+    kl_mean     mean over every scored position of KL(P_ref || P_art) of the next-token distributions, in nats
+                (the metric llama.cpp's ``perplexity --kl-divergence`` reports for quantized GGUFs);
+    ppl, ppl_reference, ppl_ratio
+                perplexity exp(mean negative log-likelihood of each next token) of the artifact and of the
+                reference on the same tokens, and their ratio (1.0 = no loss);
+    smoke       greedy generation from the chat template: the reply, and whether it ended with an EOS token of the
+                generation config (a model that never stops is the classic broken export).
+"""
+from __future__ import annotations
+
+import math
+
+
+def _load(path, device: str):
+    from transformers import AutoModelForCausalLM
+
+    kw = {"dtype": "auto"}
+    if device == "cuda":
+        kw["device_map"] = {"": 0}
+    model = AutoModelForCausalLM.from_pretrained(path, **kw)
+    if device == "cpu" and getattr(model, "hf_quantizer", None) is None:
+        model = model.float()  # bf16 matmuls on a CPU are slow and noisier than the quantization measured
+    return model.eval()
+
+
+def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256,
+            question: str | None = None, max_new_tokens: int = 48) -> dict:
+    """Quality figures of ``artifact_dir`` against ``reference_dir`` (both loadable by transformers).
+
+    Args:
+        texts: held-out texts (rendered conversations), each truncated to ``max_tokens`` tokens.
+        question: asked through the chat template for the smoke test (skipped when None).
+
+    Returns:
+        ``{"kl_mean", "ppl", "ppl_reference", "ppl_ratio", "tokens", "samples", "smoke"}`` (see the module docstring).
+
+    Raises:
+        ValueError: no text has two tokens or more.
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    tok = AutoTokenizer.from_pretrained(artifact_dir)
+    ref, art = _load(reference_dir, device), _load(artifact_dir, device)
+    kl_sum = nll_ref = nll_art = 0.0
+    n = used = 0
+    with torch.no_grad():
+        for text in texts:
+            ids = tok(text, return_tensors="pt", truncation=True, max_length=max_tokens,
+                      add_special_tokens=False)["input_ids"]
+            if ids.shape[1] < 2:
+                continue
+            lp_ref = torch.log_softmax(ref(ids.to(ref.device)).logits[0, :-1].float(), -1).cpu()
+            lp_art = torch.log_softmax(art(ids.to(art.device)).logits[0, :-1].float(), -1).cpu()
+            target = ids[0, 1:]
+            kl_sum += (lp_ref.exp() * (lp_ref - lp_art)).sum(-1).sum().item()
+            nll_ref -= lp_ref.gather(-1, target[:, None]).sum().item()
+            nll_art -= lp_art.gather(-1, target[:, None]).sum().item()
+            n += target.numel()
+            used += 1
+    if not n:
+        raise ValueError("no held-out text has two tokens or more")
+    out = {"kl_mean": round(kl_sum / n, 6), "ppl": round(math.exp(nll_art / n), 4),
+           "ppl_reference": round(math.exp(nll_ref / n), 4), "tokens": n, "samples": used}
+    out["ppl_ratio"] = round(out["ppl"] / out["ppl_reference"], 4)
+    out["smoke"] = smoke(art, tok, question, max_new_tokens) if question else None
+    return out
+
+
+def smoke(model, tok, question: str, max_new_tokens: int = 48) -> dict:
+    """Greedy reply to ``question`` through the chat template; ``stopped``: it ended with an EOS token."""
+    import torch
+
+    enc = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                  return_tensors="pt", return_dict=True).to(model.device)
+    with torch.no_grad():
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
+    new = out[0, enc["input_ids"].shape[1]:].tolist()
+    eos = model.generation_config.eos_token_id
+    eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    return {"question": question, "reply": tok.decode(new, skip_special_tokens=True).strip(),
+            "tokens": len(new), "stopped": bool(new) and new[-1] in eos}

@@ -1,0 +1,212 @@
+"""Export formats: what each one is, which serving engine loads it, how it is made, and the quantizer's own
+environment.
+
+Formats (the merged model is always written first, in the chosen dtype; every other format is made from it):
+
+=============  ==================================================  ============================================
+format         what                                                made by
+=============  ==================================================  ============================================
+bnb-4bit       NF4 weights, double quantization, 4 bits/weight     bitsandbytes, in the main environment
+bnb-8bit       LLM.int8() weights, 8 bits/weight                   bitsandbytes, in the main environment
+gptq-w4a16     INT4 weights in groups of 128, bf16 activations     llm-compressor GPTQModifier (calibrated)
+awq-w4a16      the same, activation-aware scales (GPU only)        llm-compressor AWQModifier (calibrated)
+fp8-dynamic    FP8 E4M3 weights per channel, activations per token llm-compressor QuantizationModifier (none)
+=============  ==================================================  ============================================
+
+llm-compressor (the maintained successor of auto-gptq and autoawq, both dead and incompatible with transformers 5)
+writes the compressed-tensors format, which transformers reloads through the ``compressed-tensors`` package (pinned
+in the main environment). llm-compressor itself pins an older transformers, so it runs in its own environment under
+``YICHUI_HOME/envs`` (:func:`ensure_env`), built once and recorded in the session.
+
+Sources: vLLM "Quantization" docs (compressed-tensors INT4/FP8, pre-quantized bitsandbytes 4-bit), SGLang
+"Quantization" docs (offline GPTQ/AWQ/FP8 from the model config, compressed-tensors), transformers' quantization
+overview (bitsandbytes 4/8-bit, compressed-tensors), llm-compressor 0.14 README (schemes W4A16, FP8_DYNAMIC; GPTQ
+and AWQ need the in-features to divide the group size).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Format:
+    """One export format. ``tool``: "bnb" (main environment) or "llmc" (llm-compressor's environment)."""
+
+    tool: str
+    bits: int
+    scheme: str = ""          # llm-compressor preset scheme
+    modifier: str = ""        # llm-compressor modifier class
+    group: int = 0            # quantization group along the in-features (0: per channel)
+    calibrated: bool = False  # needs calibration samples
+    gpu_only: bool = False
+
+
+FORMATS = {
+    "bnb-4bit": Format("bnb", 4),
+    "bnb-8bit": Format("bnb", 8),
+    "gptq-w4a16": Format("llmc", 4, "W4A16", "GPTQModifier", group=128, calibrated=True),
+    "awq-w4a16": Format("llmc", 4, "W4A16", "AWQModifier", group=128, calibrated=True, gpu_only=True),
+    "fp8-dynamic": Format("llmc", 8, "FP8_DYNAMIC", "QuantizationModifier"),
+}
+
+# which formats each serving engine loads ("merged" = the bf16/fp16/fp32 merged model); see the module docstring.
+# LMDeploy's TurboMind reads AWQ/GPTQ only in the AutoAWQ/AutoGPTQ layouts, which nothing maintained writes any more.
+ENGINE_FORMATS = {
+    "vllm": ("merged", "gptq-w4a16", "awq-w4a16", "fp8-dynamic", "bnb-4bit"),
+    "sglang": ("merged", "gptq-w4a16", "awq-w4a16", "fp8-dynamic"),
+    "lmdeploy": ("merged",),
+    "transformers": ("merged", "bnb-4bit", "bnb-8bit", "gptq-w4a16", "awq-w4a16", "fp8-dynamic"),
+}
+
+# llm-compressor's environment: pinned together (../shared/FACTS.md: llm-compressor 0.14 downgrades transformers to
+# 5.17, so it never enters the main environment)
+LLMC_ENV = "llmcompressor-0.14.0.1"
+LLMC_REQUIREMENTS = ("llmcompressor==0.14.0.1",)
+MIN_CALIBRATION = 8
+
+
+class QuantizeError(Exception):
+    """An export that cannot be made; ``key``/``params`` name the catalogue message."""
+
+    def __init__(self, key: str, /, **params):
+        super().__init__(f"{key} {params}")
+        self.key, self.params = key, params
+
+
+def engine_formats(engine: str) -> tuple[str, ...]:
+    return ENGINE_FORMATS.get(engine, ("merged",))
+
+
+def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:
+    """Why ``fmt`` cannot be made for a model with this config.json on this machine, as (catalogue key, params),
+    or None. Checked before any work: a GPU-only quantizer without a GPU, and for grouped INT4 every decoder
+    Linear's in-features must divide by the group size (llm-compressor packs whole groups)."""
+    f = FORMATS[fmt]
+    if f.gpu_only and not gpu:
+        return "export.needs_gpu", {"format": fmt}
+    if f.group:
+        widths = {"hidden_size": config.get("hidden_size"), "intermediate_size": config.get("intermediate_size")}
+        bad = {k: v for k, v in widths.items() if not isinstance(v, int) or v % f.group}
+        if bad:
+            k, v = next(iter(bad.items()))
+            return "export.group_size", {"format": fmt, "name": k, "value": v, "group": f.group}
+    return None
+
+
+# -- the quantizer's environment -----------------------------------------------------------------------------------
+
+def envs_dir(home: Path) -> Path:
+    """Where quantizer environments live: ``YICHUI_ENVS`` if set (tests share one), else ``YICHUI_HOME/envs``."""
+    return Path(os.environ.get("YICHUI_ENVS") or home / "envs")
+
+
+def ensure_env(home: Path, info=lambda text: None) -> dict:
+    """The llm-compressor environment, created on first use: a venv with the main environment's torch version and
+    llm-compressor's pins. ``YICHUI_WHEELS=DIR[:DIR…]`` installs from the wheels in those folders only, for machines
+    without a package registry; the venv then also sees the system's site-packages, since a CUDA torch is too large
+    to bring as a wheel (pip still installs every pin the system does not satisfy). The environment counts as built
+    only once its record ``yichui-env.json`` exists (written last); a half-built one is removed and built again.
+
+    Returns:
+        the record: ``{"name", "path", "python", "packages": {name: version}}``.
+
+    Raises:
+        QuantizeError("export.env_failed"): venv or pip failed (the pip log's last line is in the message).
+    """
+    import torch
+
+    env = envs_dir(home) / LLMC_ENV
+    record = env / "yichui-env.json"
+    if record.exists():
+        return json.loads(record.read_text())
+    shutil.rmtree(env, ignore_errors=True)
+    env.parent.mkdir(parents=True, exist_ok=True)
+    info(str(env))
+    python = env / "bin" / "python"
+    torch_pin = "torch==" + torch.__version__.split("+")[0]
+    wheels = os.environ.get("YICHUI_WHEELS")
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", torch_pin, *LLMC_REQUIREMENTS]
+    venv = [sys.executable, "-m", "venv", str(env)]
+    if wheels:
+        pip += ["--no-index"] + [a for d in wheels.split(os.pathsep) if d for a in ("--find-links", d)]
+        venv.append("--without-pip")  # the main interpreter's pip serves (images often lack ensurepip)
+    log = env.parent / f"{LLMC_ENV}.pip.log"
+    for cmd in (venv, pip):
+        if cmd is pip and wheels:
+            _see_main_site(python)
+        with open(log, "a") as f:
+            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_clean_env()).returncode
+        if rc:
+            tail = [x for x in log.read_text().splitlines() if x.strip()][-1:] or ["?"]
+            shutil.rmtree(env, ignore_errors=True)
+            raise QuantizeError("export.env_failed", env=str(env), log=str(log), last=tail[0][-200:])
+    out = subprocess.run([str(python), "-c", "import json, importlib.metadata as m; print(json.dumps({p: m.version(p) "
+                          "for p in ('llmcompressor', 'compressed-tensors', 'transformers', 'torch')}))"],
+                         capture_output=True, text=True, check=True, env=_clean_env()).stdout
+    rec = {"name": LLMC_ENV, "path": str(env), "python": str(python), "packages": json.loads(out)}
+    tmp = record.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rec, indent=2))
+    os.replace(tmp, record)
+    return rec
+
+
+def _clean_env() -> dict:
+    """The environment without the main interpreter's PYTHONPATH / virtualenv variables: the quantizer's
+    environment must see only its own packages (and, from wheels, the main site-packages after them)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+
+
+def _see_main_site(python: Path) -> None:
+    """Let the venv see the main interpreter's site-packages after its own (a .pth file): torch and whatever else
+    satisfies the pins is used from there; pip installs the rest into the venv and never uninstalls outside it."""
+    import site
+
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True, env=_clean_env()).stdout.strip()
+    paths = [p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p)]
+    Path(purelib, "yichui-main-site.pth").write_text("\n".join(paths) + "\n")
+
+
+def run_llmc(env: dict, spec: dict, work: Path) -> None:
+    """Run recipes/quantize_worker.py in the llm-compressor environment on ``spec`` (see that module); its log goes
+    to ``work/quantize.log``.
+
+    Raises:
+        QuantizeError("export.quantize_failed"): the worker failed; the message names the log and its last line.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "quantize.json").write_text(json.dumps(spec, ensure_ascii=False))
+    root = Path(__file__).resolve().parent.parent
+    log = work / "quantize.log"
+    envvars = _clean_env() | {"PYTHONPATH": str(root), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
+    with open(log, "w") as f:
+        rc = subprocess.run([env["python"], "-m", "recipes.quantize_worker", str(work / "quantize.json")],
+                            stdout=f, stderr=subprocess.STDOUT, env=envvars, cwd=str(work)).returncode
+    if rc:
+        lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
+        raise QuantizeError("export.quantize_failed", format=spec["format"], log=str(log),
+                            last=(lines[-1] if lines else "?")[-300:])
+
+
+def quantize_bnb(merged: Path, out: Path, bits: int) -> None:
+    """Load the merged model with bitsandbytes (4-bit: NF4 with double quantization; 8-bit: LLM.int8()) and save
+    the quantized checkpoint with its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    cuda = torch.cuda.is_available()
+    if bits == 4:
+        q = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                               bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
+    else:
+        q = BitsAndBytesConfig(load_in_8bit=True)
+    model = AutoModelForCausalLM.from_pretrained(merged, quantization_config=q,
+                                                 device_map={"": 0} if cuda else {"": "cpu"})
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(merged).save_pretrained(out)
