@@ -172,7 +172,7 @@ def run(ctx, answers: dict) -> dict:
            "calibration": [answers.get("calibration_samples"), answers.get("calibration_seq_len")],
            "quality_samples": answers.get("quality_samples", 0)}
     previous = ctx.outputs("export") if ctx.outputs("export").get("key") == key else {}
-    done = {f: a for f, a in previous.get("artifacts", {}).items() if (Path(a["dir"]) / "config.json").exists()}
+    done = {f: a for f, a in previous.get("artifacts", {}).items() if Path(a["dir"]).is_dir()}  # renamed when complete
     # the merged model in its dtype ≈ the base's size; each quantized copy its share (bits / 16) of it
     base_bytes = _size(Path(base_dir))
     need = (0 if "merged_dir" in previous and merged.is_dir() else base_bytes) + sum(
@@ -210,6 +210,10 @@ def run(ctx, answers: dict) -> dict:
             if fmt.tool == "bnb":
                 quantize.quantize_bnb(merged, tmp, fmt.bits)
                 tool = "bitsandbytes " + _version("bitsandbytes")
+            elif fmt.tool == "gguf":
+                converter = _q(lambda: quantize.ensure_converter(ctx.home))
+                _q(lambda: quantize.convert_gguf(converter, merged, tmp, f, edir / f".work-{f}"))
+                tool = f"llama.cpp's convert_hf_to_gguf.py ({quantize.LLAMA_CPP_SDIST}), gguf {_version('gguf')}"
             else:
                 spec = {"format": f, "merged_dir": str(merged), "out_dir": str(tmp), "scheme": fmt.scheme,
                         "modifier": fmt.modifier, "calibration": calib if fmt.calibrated else [],
@@ -315,4 +319,4 @@ def card(ctx, fmt: str, art: dict, check: dict | None) -> str:
 def is_done(ctx, record: dict) -> bool:
     out = record["outputs"]
     return bool(out.get("merged_dir")) and (Path(out["merged_dir"]) / "config.json").exists() and all(
-        (Path(a["dir"]) / "config.json").exists() for a in out.get("artifacts", {}).values()) and "formats" in out
+        Path(a["dir"]).is_dir() for a in out.get("artifacts", {}).values()) and "formats" in out

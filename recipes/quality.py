@@ -14,10 +14,18 @@ from __future__ import annotations
 import math
 
 
+def _gguf(path) -> dict:
+    """``{"gguf_file": name}`` for a folder holding a GGUF file (transformers dequantizes it), else ``{}``."""
+    from pathlib import Path
+
+    files = sorted(Path(path).glob("*.gguf"))
+    return {"gguf_file": files[0].name} if files and not (Path(path) / "config.json").exists() else {}
+
+
 def _load(path, device: str):
     from transformers import AutoModelForCausalLM
 
-    kw = {"dtype": "auto"}
+    kw = {"dtype": "auto"} | _gguf(path)
     if device == "cuda":
         kw["device_map"] = {"": 0}
     model = AutoModelForCausalLM.from_pretrained(path, **kw)
@@ -28,7 +36,8 @@ def _load(path, device: str):
 
 def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256,
             question: str | None = None, max_new_tokens: int = 48) -> dict:
-    """Quality figures of ``artifact_dir`` against ``reference_dir`` (both loadable by transformers).
+    """Quality figures of ``artifact_dir`` against ``reference_dir`` (both loadable by transformers; a folder with a
+    GGUF file is read through transformers' GGUF loader, dequantized).
 
     Args:
         texts: held-out texts (rendered conversations), each truncated to ``max_tokens`` tokens.
@@ -44,7 +53,7 @@ def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256
     from transformers import AutoTokenizer
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    tok = AutoTokenizer.from_pretrained(artifact_dir)
+    tok = AutoTokenizer.from_pretrained(artifact_dir, **_gguf(artifact_dir))  # a GGUF's own tokenizer
     ref, art = _load(reference_dir, device), _load(artifact_dir, device)
     kl_sum = nll_ref = nll_art = 0.0
     n = used = 0

@@ -53,15 +53,23 @@ FORMATS = {
     "gptq-w4a16": Format("llmc", 4, "W4A16", "GPTQModifier", group=128, calibrated=True),
     "awq-w4a16": Format("llmc", 4, "W4A16", "AWQModifier", group=128, calibrated=True, gpu_only=True),
     "fp8-dynamic": Format("llmc", 8, "FP8_DYNAMIC", "QuantizationModifier"),
+    # GGUF through llama.cpp's own converter (the optional extra: pip install '.[gguf]'); q4_k_m also needs llama.cpp's
+    # llama-quantize binary on PATH (the Python converter writes f16 and q8_0 only)
+    "gguf-f16": Format("gguf", 16, "f16"),
+    "gguf-q8_0": Format("gguf", 8, "q8_0"),
+    "gguf-q4_k_m": Format("gguf", 4, "Q4_K_M"),
 }
 
 # which formats each serving engine loads ("merged" = the bf16/fp16/fp32 merged model); see the module docstring.
 # LMDeploy's TurboMind reads AWQ/GPTQ only in the AutoAWQ/AutoGPTQ layouts, which nothing maintained writes any more.
+# vLLM reads single-file GGUF (experimental in its docs); llama.cpp (and Ollama) serve GGUF only, and yichui does not
+# launch them: the export is for the user to take there.
 ENGINE_FORMATS = {
-    "vllm": ("merged", "gptq-w4a16", "awq-w4a16", "fp8-dynamic", "bnb-4bit"),
+    "vllm": ("merged", "gptq-w4a16", "awq-w4a16", "fp8-dynamic", "bnb-4bit", "gguf-q8_0", "gguf-q4_k_m"),
     "sglang": ("merged", "gptq-w4a16", "awq-w4a16", "fp8-dynamic"),
     "lmdeploy": ("merged",),
     "transformers": ("merged", "bnb-4bit", "bnb-8bit", "gptq-w4a16", "awq-w4a16", "fp8-dynamic"),
+    "llama.cpp": ("merged", "gguf-f16", "gguf-q8_0", "gguf-q4_k_m"),
 }
 
 # llm-compressor's environment: pinned together (../shared/FACTS.md: llm-compressor 0.14 downgrades transformers to
@@ -88,6 +96,13 @@ def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:
     or None. Checked before any work: a GPU-only quantizer without a GPU, and for grouped INT4 every decoder
     Linear's in-features must divide by the group size (llm-compressor packs whole groups)."""
     f = FORMATS[fmt]
+    if f.tool == "gguf":
+        import importlib.util
+
+        if not all(importlib.util.find_spec(m) for m in ("gguf", "sentencepiece")):
+            return "export.gguf_not_installed", {"format": fmt}
+        if fmt == "gguf-q4_k_m" and not shutil.which("llama-quantize"):
+            return "export.gguf_needs_quantize", {"format": fmt}
     if f.gpu_only and not gpu:
         return "export.needs_gpu", {"format": fmt}
     if f.group:
@@ -210,3 +225,89 @@ def quantize_bnb(merged: Path, out: Path, bits: int) -> None:
                                                  device_map={"": 0} if cuda else {"": "cpu"})
     model.save_pretrained(out)
     AutoTokenizer.from_pretrained(merged).save_pretrained(out)
+
+
+# -- GGUF -------------------------------------------------------------------------------------------------------------
+
+# llama.cpp's converter (convert_hf_to_gguf.py and its conversion/ package) as vendored in this llama-cpp-python
+# source release; its gguf-py is gguf 0.19.0, the version the [gguf] extra pins
+LLAMA_CPP_SDIST = "llama-cpp-python==0.3.36"
+
+
+def ensure_converter(home: Path) -> Path:
+    """llama.cpp's HF → GGUF converter, fetched once (the llama-cpp-python source release, ~75 MB, through pip:
+    ``YICHUI_WHEELS`` folders work like for :func:`ensure_env`) and unpacked to ``envs/llama.cpp-<version>/``:
+    ``convert_hf_to_gguf.py``, ``conversion/``, ``gguf-py/`` (which the converter imports before any installed gguf),
+    ``LICENSE`` and the tokenizer test vocabularies ``models/``.
+
+    Returns:
+        the folder. Raises QuantizeError("export.env_failed") when it cannot be fetched.
+    """
+    import tarfile
+
+    name = "llama.cpp-" + LLAMA_CPP_SDIST.split("==")[1] + "-1"  # -N: what is unpacked changed
+    dest = envs_dir(home) / name
+    if (dest / "yichui-tool.json").exists():
+        return dest
+    shutil.rmtree(dest, ignore_errors=True)
+    dl = envs_dir(home) / (name + ".download")
+    cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
+           "--no-binary", ":all:", "-d", str(dl), LLAMA_CPP_SDIST]
+    wheels = os.environ.get("YICHUI_WHEELS")
+    if wheels:
+        cmd += ["--no-index"] + [a for d in wheels.split(os.pathsep) if d for a in ("--find-links", d)]
+    log = envs_dir(home) / (name + ".pip.log")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as f:
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_clean_env()).returncode
+    sdists = sorted(dl.glob("*.tar.gz"))
+    if rc or not sdists:
+        tail = [x for x in log.read_text().splitlines() if x.strip()][-1:] or ["?"]
+        raise QuantizeError("export.env_failed", env=str(dest), log=str(log), last=tail[0][-200:])
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    # the converter puts its own gguf-py first on sys.path: llama.cpp moves ahead of the gguf release it names
+    keep = ("convert_hf_to_gguf.py", "conversion/", "gguf-py/", "LICENSE", "models/ggml-vocab-")
+    with tarfile.open(sdists[0]) as tar:
+        for m in tar.getmembers():
+            rel = m.name.split("/vendor/llama.cpp/", 1)[-1] if "/vendor/llama.cpp/" in m.name else None
+            if rel and rel.startswith(keep) and m.isfile() and ".." not in rel:
+                target = tmp / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(tar.extractfile(m).read())
+    (tmp / "yichui-tool.json").write_text(json.dumps({"source": LLAMA_CPP_SDIST, "sdist": sdists[0].name}))
+    os.replace(tmp, dest)
+    shutil.rmtree(dl, ignore_errors=True)
+    return dest
+
+
+def convert_gguf(converter: Path, merged: Path, out: Path, fmt: str, work: Path) -> Path:
+    """Write ``out/model-<type>.gguf`` from the merged model with llama.cpp's converter (f16, q8_0), and for
+    q4_k_m quantize its f16 output with ``llama-quantize``. The log goes to ``work/gguf.log``.
+
+    Raises:
+        QuantizeError: "export.gguf_unknown_tokenizer" when the converter does not know the tokenizer's
+            pre-tokenizer (it refuses rather than write a GGUF that tokenizes differently), else
+            "export.quantize_failed" with the log's last line.
+    """
+    work.mkdir(parents=True, exist_ok=True)
+    log = work / "gguf.log"
+    f = FORMATS[fmt]
+    target = out / f"model-{fmt.split('-', 1)[1]}.gguf"
+    first = target if f.scheme in ("f16", "q8_0") else work / "model-f16.gguf"
+    steps = [[sys.executable, str(converter / "convert_hf_to_gguf.py"), str(merged), "--outfile", str(first),
+              "--outtype", f.scheme if first == target else "f16"]]
+    if first != target:
+        steps.append([shutil.which("llama-quantize") or "llama-quantize", str(first), str(target), f.scheme])
+    with open(log, "w") as fh:
+        for cmd in steps:
+            if subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode:
+                text = log.read_text(errors="replace")
+                if "pre-tokenizer was not recognized" in text:
+                    raise QuantizeError("export.gguf_unknown_tokenizer", format=fmt, log=str(log))
+                lines = [x for x in text.splitlines() if x.strip()]
+                raise QuantizeError("export.quantize_failed", format=fmt, log=str(log),
+                                    last=(lines[-1] if lines else "?")[-300:])
+    if first != target:
+        first.unlink(missing_ok=True)
+    return target

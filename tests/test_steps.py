@@ -188,6 +188,12 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
     assert check(q["formats"], "gptq-w4a16", {"serve_with": "lmdeploy"})[1].key == "answer.not_a_choice"
     assert check(q["calibration_samples"], "4", {"formats": ["gptq-w4a16"]})[1].key == "export.too_few_calibration"
     assert check(q["calibration_samples"], "100000", {"formats": ["gptq-w4a16"]})[1].key == "export.calibration_over"
+    import importlib.util
+
+    gguf = check(q["formats"], "gguf-q8_0", {"serve_with": "llama.cpp"})[1]  # the [gguf] extra: CI runs without it
+    assert (gguf is None) if importlib.util.find_spec("gguf") else gguf.key == "export.gguf_not_installed"
+    q4km = check(q["formats"], "gguf-q4_k_m", {"serve_with": "llama.cpp"})[1]
+    assert q4km is not None and q4km.key in ("export.gguf_not_installed", "export.gguf_needs_quantize")
     odd = {"hidden_size": 960, "intermediate_size": 2560}  # SmolLM2-360M: 960 is not a multiple of 128
     assert quantize.unsupported("gptq-w4a16", odd, gpu=True)[0] == "export.group_size"
     assert quantize.unsupported("fp8-dynamic", odd, gpu=False) is None
