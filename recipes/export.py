@@ -35,7 +35,13 @@ def questions(ctx) -> list[Question]:
     n_train = int(strategy.get("n_train") or 0)
 
     def formats_ok(v, a):
+        engine = a.get("serve_with", "transformers")
         for f in v:
+            if f not in quantize.FORMATS:
+                continue  # the engine names it as not a choice
+            if f not in quantize.engine_formats(engine):
+                return msg("export.engine_cannot_load", engine=engine, format=f,
+                           engines=", ".join(e for e, fs in quantize.ENGINE_FORMATS.items() if f in fs))
             why = quantize.unsupported(f, config, gpu)
             if why:
                 return msg(why[0], **why[1])
@@ -135,9 +141,10 @@ def _size(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
 
 
-def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[list[str], list[str]]:
+def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[list[str], list[str], str]:
     """Calibration texts (the first of the training split) and held-out texts (the validation split, else the
-    training records after the calibration ones), rendered through the model's chat template."""
+    training records after the calibration ones, else — too few records — training records), rendered through the
+    model's chat template, and the catalogue key naming where the held-out ones come from."""
     from transformers import AutoTokenizer
 
     from recipes import datasets
@@ -145,10 +152,13 @@ def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[lis
     cs = ctx.outputs("choose_strategy")
     convs = datasets.load(cs["dataset_path"], skip_bad=cs["strategy"].get("skip_bad_records", False)).conversations
     train, held = datasets.train_validation(convs, cs["strategy"].get("val_ratio", 0.0))
-    held = held or train[n_calibration:] or train
+    source = "export.held_out.validation"
+    if not held:
+        held, source = (train[n_calibration:], "export.held_out.after_calibration") if len(train) > n_calibration \
+            else (train, "export.held_out.training")
     tok = AutoTokenizer.from_pretrained(model_dir)
     render = lambda c: tok.apply_chat_template(c, tokenize=False)  # noqa: E731
-    return [render(c) for c in train[:n_calibration]], [render(c) for c in held[:n_quality]]
+    return [render(c) for c in train[:n_calibration]], [render(c) for c in held[:n_quality]], source
 
 
 def run(ctx, answers: dict) -> dict:
@@ -190,6 +200,7 @@ def run(ctx, answers: dict) -> dict:
         ctx.info(msg("export.merging", method=train["method"], path=str(merged)))
         with _atomic_dir(merged) as tmp:
             check = merge(base_dir, adapter, train["method"], tmp, answers["dtype"])
+            (tmp / "README.md").write_text(card(ctx, "merged", {"format": "merged"}, check))
         ctx.record(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done)
     if check:
         ctx.info(msg("export.merge_check", diff=f"{check['max_abs_logit_diff']:.2e}", dtype=check["dtype"]))
@@ -200,7 +211,7 @@ def run(ctx, answers: dict) -> dict:
         ctx.info(msg("export.env", name=quantize.LLMC_ENV))
         env = _q(lambda: quantize.ensure_env(ctx.home, lambda text: ctx.info(msg("export.env_building", path=text))))
         ctx.record(quantizer_env=env)
-    calib, held = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
+    calib, held, held_source = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
                          if any(quantize.FORMATS[f].calibrated for f in todo) else 0, answers.get("quality_samples", 0))
     question = (train.get("samples") or {}).get("question")
     for f in todo:
@@ -224,22 +235,33 @@ def run(ctx, answers: dict) -> dict:
             ctx.info(msg("export.checking", format=f, n=len(held)))
             quality = _quality(merged, tmp, held, question)
             art = {"dir": str(out), "format": f, "tool": tool, "seconds": seconds, "quality": quality,
+                   "held_out": ctx.t(msg(held_source)),
                    "calibration_samples": len(calib) if fmt.calibrated else 0,
                    "calibration_seq_len": answers.get("calibration_seq_len") if fmt.calibrated else None}
             (tmp / "README.md").write_text(card(ctx, f, art, check))
         art["bytes"] = _size(out)
+        shutil.rmtree(edir / f".work-{f}", ignore_errors=True)  # the quantizer's spec and log: kept on failure only
         done[f] = art
         ctx.record(artifacts=done)
-    (merged / "README.md").write_text(card(ctx, "merged", {"format": "merged", "dtype": answers["dtype"]}, check))
-    rows = [("merged", str(merged), round(_size(merged) / 2**20, 2), "", "", "")]
-    for f in formats:
-        q = done[f]["quality"]
-        rows.append((f, done[f]["dir"], round(done[f]["bytes"] / 2**20, 2), f"{q['kl_mean']:.4f}",
-                     f"{q['ppl_ratio']:.3f}", msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no")))
-    ctx.table(msg("export.table"), [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"),
-                                    msg("export.col.stops")], rows)
-    return {"key": key, "merged_dir": str(merged), "merged_bytes": _size(merged), "merge_check": check, "artifacts": done,
+    out = {"key": key, "merged_dir": str(merged), "merged_bytes": _size(merged), "merge_check": check, "artifacts": done,
             "formats": ["merged"] + formats, "serve_with": answers["serve_with"], "quantizer_env": env}
+    ctx.table(msg("export.table"), *table(out))
+    return out
+
+
+def table(outputs: dict) -> tuple[list, list]:
+    """Columns and rows of the exports table (the step prints it; `yichui show` too): format, folder, MiB, mean KL,
+    perplexity ratio, whether the smoke reply stopped."""
+    rows = [("merged", outputs["merged_dir"], round(outputs.get("merged_bytes", 0) / 2**20, 2), "", "", "")]
+    for f in outputs.get("formats", [])[1:]:
+        a = outputs.get("artifacts", {}).get(f)
+        if not a:
+            continue
+        q = a.get("quality") or {}
+        rows.append((f, a["dir"], round(a.get("bytes", 0) / 2**20, 2),
+                     f"{q['kl_mean']:.4f}" if "kl_mean" in q else "", f"{q['ppl_ratio']:.3f}" if "ppl_ratio" in q else "",
+                     msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no") if q else ""))
+    return [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"), msg("export.col.stops")], rows
 
 
 def _source_id(adapter: Path) -> str:
@@ -293,7 +315,8 @@ def card(ctx, fmt: str, art: dict, check: dict | None) -> str:
              f"| data | {cs.get('dataset_path')} ({cs.get('dataset_format')}, {cs.get('n_train')} training / "
              f"{cs.get('n_validation')} validation records) |",
              f"| training | {tr.get('steps')} optimizer steps, effective batch {cs.get('effective_batch')}, learning "
-             f"rate {st.get('learning_rate')}, {st.get('seq_len')} tokens, final loss {tr.get('train_loss')} |"]
+             f"rate {st.get('learning_rate')}, {st.get('seq_len')} tokens; training loss: mean "
+             f"{tr.get('train_loss')}, last 5 steps {tr.get('last5_mean')} |"]
     if check:
         lines.append(f"| merge check | largest logit difference to the unmerged adapter model "
                      f"{check['max_abs_logit_diff']:.2e} ({check['dtype']}) |")
@@ -302,7 +325,8 @@ def card(ctx, fmt: str, art: dict, check: dict | None) -> str:
                  if art.get("calibration_samples") else "none")
         lines += [f"| export | {fmt} with {art['tool']}, calibration {calib}, {art['seconds']} s |", "",
                   "## Quality against the merged model", "",
-                  f"On {art['quality']['samples']} held-out conversations ({art['quality']['tokens']} tokens):", "",
+                  f"On {art['quality']['samples']} held-out conversations ({art['quality']['tokens']} tokens; "
+                  f"{art.get('held_out', 'held out')}):", "",
                   "| mean KL of next-token distributions (nats) | perplexity | merged model's perplexity | ratio |",
                   "|---:|---:|---:|---:|",
                   f"| {art['quality']['kl_mean']:.5f} | {art['quality']['ppl']} | {art['quality']['ppl_reference']} "

@@ -171,6 +171,14 @@ def ensure_env(home: Path, info=lambda text: None) -> dict:
     return rec
 
 
+def _die_with_parent() -> None:
+    """In the quantizer's child process (Linux): SIGKILL when yichui dies, so a killed export leaves no worker behind."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _clean_env() -> dict:
     """The environment without the main interpreter's PYTHONPATH / virtualenv variables: the quantizer's
     environment must see only its own packages (and, from wheels, the main site-packages after them)."""
@@ -202,7 +210,8 @@ def run_llmc(env: dict, spec: dict, work: Path) -> None:
     envvars = _clean_env() | {"PYTHONPATH": str(root), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
     with open(log, "w") as f:
         rc = subprocess.run([env["python"], "-m", "recipes.quantize_worker", str(work / "quantize.json")],
-                            stdout=f, stderr=subprocess.STDOUT, env=envvars, cwd=str(work)).returncode
+                            stdout=f, stderr=subprocess.STDOUT, env=envvars, cwd=str(work),
+                            preexec_fn=_die_with_parent).returncode
     if rc:
         lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
         raise QuantizeError("export.quantize_failed", format=spec["format"], log=str(log),

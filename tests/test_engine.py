@@ -218,3 +218,22 @@ def test_invalid_checkbox_set_is_refused_before_any_work(tmp_path, capsys):
     e = Engine(s, UI(), None, load={"a": step, "b": STEP_B}.__getitem__, overrides={"a": {"formats": "zip"}})
     assert e.run() == 2
     assert "a.formats='zip'" in capsys.readouterr().err
+
+
+def test_set_values_are_checked_against_earlier_set_answers_before_any_work(tmp_path, capsys):
+    """A checkbox whose choices depend on an earlier answer: the --set values are checked in question order."""
+    ran = []
+    step = make_step("a", [
+        Question("engine", "select", "export.serve_with", default="x", choices=[Choice("x", "X"), Choice("y", "Y")]),
+        Question("formats", "checkbox", "export.formats",
+                 choices=lambda a: [Choice("f1", "F1")] + ([Choice("f2", "F2")] if a["engine"] == "y" else []))],
+        run=lambda ctx, a: ran.append(a) or {})
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    bad = Engine(s, UI(), None, load={"a": step, "b": STEP_B}.__getitem__,
+                 overrides={"a": {"engine": "x", "formats": "f2"}})
+    assert bad.run() == 2 and not ran
+    assert "a.formats='f2'" in capsys.readouterr().err
+    ok = Engine(s, UI(), None, load={"a": step, "b": STEP_B}.__getitem__,
+                overrides={"a": {"engine": "y", "formats": "f2"}})
+    assert ok.run() == 0 and ran[0]["formats"] == ["f2"]

@@ -185,7 +185,8 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
 
     q = chain.questions("export")
     assert check(q["formats"], "awq-w4a16", {"serve_with": "vllm"})[1].key == "export.needs_gpu"
-    assert check(q["formats"], "gptq-w4a16", {"serve_with": "lmdeploy"})[1].key == "answer.not_a_choice"
+    assert check(q["formats"], "gptq-w4a16", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"
+    assert check(q["formats"], "zip", {"serve_with": "transformers"})[1].key == "answer.not_a_choice"
     assert check(q["calibration_samples"], "4", {"formats": ["gptq-w4a16"]})[1].key == "export.too_few_calibration"
     assert check(q["calibration_samples"], "100000", {"formats": ["gptq-w4a16"]})[1].key == "export.calibration_over"
     import importlib.util

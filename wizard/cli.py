@@ -235,7 +235,8 @@ def steps():
 
 def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "gpus_detected", "strategy",
                           "losses", "components")) -> str:
-    items = [f"{k}={v}" for k, v in d.items() if k not in skip and not isinstance(v, (dict, list))]
+    items = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in d.items()
+             if k not in skip and not isinstance(v, dict) and not (isinstance(v, list) and len(v) > 8)]
     text = ", ".join(items)
     return text if len(text) <= 90 else text[:87] + "..."
 
@@ -265,6 +266,13 @@ def show(session: Optional[str] = SessionArg,
                 [T("cli.col.step"), T("cli.col.status"), T("cli.col.answers"), T("cli.col.outputs")],
                 [(n, T(f"status.{r['status']}") + (f": {r['error']}" if r.get("error") else ""), _brief(r["answers"]),
                   _brief(r["outputs"])) for n, r in s.steps.items()])
+    exported = s.steps.get("export", {}).get("outputs", {})
+    if exported.get("merged_dir"):  # each export with its quality figures
+        from recipes import export
+
+        columns, rows = export.table(exported)
+        _ui().table(T("export.table"), [i18n.render(c) for c in columns],
+                    [[i18n.render(v) if not isinstance(v, (str, int, float)) else v for v in r] for r in rows])
 
 
 def _job_detail(s, job) -> str:

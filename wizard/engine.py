@@ -65,7 +65,8 @@ def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
         by = {str(c.value): c.value for c in q.resolve_choices(answers)}
         bad = [x for x in raw if str(x) not in by]
         if bad:
-            return raw, msg("answer.not_a_choice", value=bad[0], choices=", ".join(by) or "-")
+            return raw, msg("answer.not_a_choice", value=bad[0], choices=", ".join(by)) if by else \
+                msg("answer.no_choices", value=bad[0])
         return [by[str(x)] for x in raw], None
     if q.kind in ("text", "path", "password"):
         s = "" if raw is None else str(raw).strip()
@@ -77,6 +78,10 @@ def check(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
     value, err = coerce(q, raw, answers)
     if err is None and q.validate is not None:
         err = q.validate(value, answers)
+    elif err is not None and q.kind == "checkbox" and q.validate is not None and isinstance(value, list):
+        # a value outside this moment's choices may be one the validator can explain (e.g. a format another
+        # serving engine loads)
+        err = q.validate(value, answers) or err
     return value, err
 
 
@@ -106,7 +111,8 @@ class StepContext:
         self._e.ui.warn(i18n.render(m, **args))
 
     def table(self, title, columns, rows) -> None:
-        self._e.ui.table(i18n.render(title), [i18n.render(c) for c in columns], rows)
+        self._e.ui.table(i18n.render(title), [i18n.render(c) for c in columns],
+                         [[i18n.render(v) if isinstance(v, Msg) else v for v in r] for r in rows])
 
     def progress(self, description, total=None, unit=""):
         return self._e.ui.progress(i18n.render(description), total=total, unit=unit)
@@ -215,20 +221,31 @@ class Engine:
         """
         for name, sets in self.overrides.items():
             step_mod = self.load(name)
-            qs = {q.key: q for q in step_mod.questions(StepContext(self, name))}
-            for key, raw in sets.items():
-                q = qs.get(key)
-                if q is None:
+            questions = step_mod.questions(StepContext(self, name))
+            qs = {q.key: q for q in questions}
+            for key in sets:
+                if key not in qs:
                     raise AnswerError(msg("answer.unknown_key", name=f"{name}.{key}", step=name, key=key,
                                           keys=", ".join(qs)))
-                if q.secret:
-                    raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=q.env or "?"))
-                if q.kind in ("int", "float", "confirm") or (q.kind in ("select", "checkbox")
-                                                             and not callable(q.choices)):
-                    _, err = check(q, raw, {})
-                    if err is not None:
-                        raise AnswerError(msg("answer.invalid", name=f"{name}.{key}", value=raw,
-                                              reason=i18n.render(err)))
+                if qs[key].secret:
+                    raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=qs[key].env or "?"))
+            # the answers so far, in question order (the --set values, else the defaults), so that choices and
+            # validators that depend on earlier answers check each --set value before any step runs
+            answers: dict = {}
+            for q in questions:
+                err = None
+                try:
+                    if q.when is not None and not q.when(answers):
+                        continue
+                    if q.key in sets and q.kind in ("int", "float", "confirm", "select", "checkbox"):
+                        answers[q.key], err = check(q, sets[q.key], answers)
+                    else:  # text answers are checked by the step (their validators may ask a hub)
+                        answers[q.key] = sets[q.key] if q.key in sets else q.resolve_default(answers)
+                except Exception:  # a default or validator that needs what only the run knows: the step checks it
+                    continue
+                if err is not None:
+                    raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=sets[q.key],
+                                          reason=i18n.render(err)))
 
     # -- running -----------------------------------------------------------------------------------------------
     def run(self) -> int:
