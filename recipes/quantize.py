@@ -107,7 +107,7 @@ def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:
         return "export.needs_gpu", {"format": fmt}
     if f.group:
         widths = {"hidden_size": config.get("hidden_size"), "intermediate_size": config.get("intermediate_size")}
-        bad = {k: v for k, v in widths.items() if not isinstance(v, int) or v % f.group}
+        bad = {k: v for k, v in widths.items() if isinstance(v, int) and v % f.group}  # unknown yet: checked later
         if bad:
             k, v = next(iter(bad.items()))
             return "export.group_size", {"format": fmt, "name": k, "value": v, "group": f.group}

@@ -111,7 +111,10 @@ def test_set_mistakes_are_caught_before_any_work_and_leave_no_session(home):
     for sets, text in ((["deploy.prot=9000"], "no question 'prot'"),
                        (["choose_strategy.learning_rate=0"], "choose_strategy.learning_rate"),
                        (["choose_strategy.lora_rank=abc"], "not a whole number"),
-                       (["choose_strategy.packing=maybe"], "yes/no")):
+                       (["choose_strategy.packing=maybe"], "yes/no"),
+                       (["export.formats=gptq-w4a16,bogus"], "'bogus' is not one of"),
+                       (["export.serve_with=lmdeploy", "export.formats=gptq-w4a16"], "lmdeploy does not load"),
+                       (["export.formats=gptq-w4a16", "export.calibration_samples=3"], "too few")):
         args = [a for x in sets for a in ("--set", x)]
         r = yichui(home, "run", "--yes", *args)
         assert r.returncode == 2 and text in r.stderr, (sets, r.stderr)

@@ -198,6 +198,7 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
     odd = {"hidden_size": 960, "intermediate_size": 2560}  # SmolLM2-360M: 960 is not a multiple of 128
     assert quantize.unsupported("gptq-w4a16", odd, gpu=True)[0] == "export.group_size"
     assert quantize.unsupported("fp8-dynamic", odd, gpu=False) is None
+    assert quantize.unsupported("gptq-w4a16", {}, gpu=False) is None  # no config yet (before download): checked later
     # a disk too small: refused before anything is written (a real 1 MiB filesystem under export/)
     edir = chain.session.run_dir / "export"
     saved = edir.rename(edir.with_name("export-saved")) if edir.exists() else None
