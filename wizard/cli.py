@@ -506,6 +506,105 @@ def stop(session: Optional[str] = SessionArg):
         ui.say(T("cli.nothing_running", id=s.id))
 
 
+serve_app = typer.Typer(help=T("cli.serve"), add_completion=False, no_args_is_help=True)
+app.add_typer(serve_app, name="serve")
+
+
+def _server_session(session: str | None):
+    """SESSION, or the most recent session whose server runs (else the most recent session), and its server job."""
+    from recipes import jobs
+
+    def server(s):
+        return jobs.read(s.run_dir / "serve" / "server.pid.json")
+
+    if session:
+        s = _read(session)
+    else:
+        running = [x for x in _with_running_jobs() if (j := server(x)) and j.alive()]
+        s = running[-1] if running else _read(None)
+    return s, server(s)
+
+
+@serve_app.command("status", help=T("cli.serve.status"))
+def serve_status(session: Optional[str] = SessionArg):
+    s, job = _server_session(session)
+    if job is None:
+        raise _fail("cli.serve.none", code=1, id=s.id)
+    out = s.steps.get("deploy", {}).get("outputs", {})
+    _ui().table(T("cli.serve.title", id=s.id), ["pid", T("cli.col.state"), "endpoint", "model", T("cli.col.log")],
+                [(job.pid, T("cli.state.running" if job.alive() else "cli.state.stopped"), out.get("endpoint", ""),
+                  out.get("served_model", ""), job.log)])
+    if not job.alive():
+        raise typer.Exit(1)
+
+
+@serve_app.command("logs", help=T("cli.serve.logs"))
+def serve_logs(session: Optional[str] = SessionArg,
+               lines: int = typer.Option(40, "-n", "--lines", help=T("cli.opt.lines"))):
+    s, job = _server_session(session)
+    if job is None:
+        raise _fail("cli.serve.none", code=1, id=s.id)
+    print(job.log_tail(lines))
+
+
+@serve_app.command("stop", help=T("cli.serve.stop"))
+def serve_stop(session: Optional[str] = SessionArg):
+    s, job = _server_session(session)
+    if job is None or not job.stop():
+        _ui().say(T("cli.nothing_running", id=s.id))
+        return
+    _ui().say(T("cli.stopped", job=job.name, pid=job.pid, id=s.id))
+
+
+@app.command(help=T("cli.chat"))
+def chat(session: Optional[str] = SessionArg,
+         endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint_chat")),
+         model: Optional[str] = typer.Option(None, "--model", help=T("cli.opt.model_chat")),
+         max_tokens: int = typer.Option(256, "--max-tokens")):
+    """A terminal chat with the running endpoint: streamed replies, multi-turn, /reset, /exit."""
+    from recipes import chat as chat_mod
+
+    if endpoint is None:
+        s, job = _server_session(session)
+        out = s.steps.get("deploy", {}).get("outputs", {})
+        if job is None or not job.alive() or not out.get("endpoint"):
+            raise _fail("cli.chat.no_server", code=1, id=s.id)
+        endpoint, model = out["endpoint"], model or out.get("served_model")
+    ui = _ui()
+    try:
+        model = model or chat_mod.first_model(endpoint)
+    except OSError as e:
+        raise _fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
+    ui.say(T("cli.chat.hello", endpoint=endpoint, model=model))
+    history: list[dict] = []
+    while True:
+        try:
+            line = input(T("cli.chat.you"))
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return
+        if line.strip() == "/exit":
+            return
+        if line.strip() == "/reset":
+            history.clear()
+            ui.say(T("cli.chat.reset"))
+            continue
+        if not line.strip():
+            continue
+        history.append({"role": "user", "content": line})
+        print(T("cli.chat.model"), end="", flush=True)
+        try:
+            reply = "".join(chat_mod.stream(endpoint, model, history, max_tokens,
+                                            lambda piece: print(piece, end="", flush=True)))
+        except OSError as e:
+            print()
+            history.pop()
+            ui.error(T("cli.chat.unreachable", endpoint=endpoint, error=str(e)))
+            continue
+        print()
+        history.append({"role": "assistant", "content": reply})
+
+
 def main() -> None:
     try:
         app()

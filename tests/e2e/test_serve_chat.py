@@ -1,0 +1,90 @@
+"""`yichui serve status | logs | stop` and `yichui chat` against a real `transformers serve` on the tiny model,
+started as the deploy step starts it (detached, its pid in the session's run directory); chat in a real pty, in
+English and Chinese."""
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+from conftest import YICHUI, env_for, yichui
+
+import recipes
+from recipes import deploy, jobs
+from wizard.session import Session
+
+
+@pytest.fixture
+def served(home, tiny_model):
+    s = Session.new("finetune", recipes.STEPS, home)
+    port = deploy.free_port()
+    base = f"http://127.0.0.1:{port}"
+    argv = [str(Path(sys.executable).parent / "transformers"), "serve", str(tiny_model), "--host", "127.0.0.1",
+            "--port", str(port), "--device", "cpu"]
+    job = jobs.spawn("server", argv, s.run_dir / "serve")
+    try:
+        deploy.wait_healthy(job, base)
+        model = deploy._http(base + "/v1/models")["data"][0]["id"]
+        s.steps["deploy"]["outputs"] = {"endpoint": base + "/v1", "served_model": model, "server_pid": job.pid}
+        s.save()
+        yield s, job
+    finally:
+        job.stop()
+
+
+def chat_term(home, *args, lang="en"):
+    env = env_for(home, LANG="zh_CN.UTF-8" if lang == "zh" else "C.UTF-8", TERM="xterm-256color")
+    return pexpect.spawn(YICHUI, ["chat", *args], env=env, encoding="utf-8", dimensions=(40, 160), timeout=120)
+
+
+def test_serve_status_logs_chat_and_stop(home, served):
+    s, job = served
+    r = yichui(home, "serve", "status")  # no SESSION: the most recent session whose server runs
+    assert r.returncode == 0 and str(job.pid) in r.stdout and "running" in r.stdout and "127.0.0.1" in r.stdout
+    r = yichui(home, "serve", "logs", s.id, "-n", "5")
+    assert r.returncode == 0 and 0 < len(r.stdout.strip().splitlines()) <= 5
+
+    t = chat_term(home, s.id)
+    t.expect("Chatting with")
+    t.expect("you> ")
+    t.sendline("What is LoRA?")
+    t.expect("model> ")
+    t.expect("you> ")  # the streamed reply ended, the next turn is asked
+    reply = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", t.before).strip()
+    assert reply  # the tiny model answers something
+    t.sendline("/reset")
+    t.expect(re.escape("(conversation cleared)"))
+    t.sendline("/exit")
+    t.expect(pexpect.EOF)
+    t.close()
+    assert t.exitstatus == 0
+
+    r = yichui(home, "serve", "stop", s.id)
+    assert r.returncode == 0 and f"pid {job.pid}" in r.stdout and not job.alive()
+    r = yichui(home, "serve", "status", s.id)
+    assert r.returncode == 1 and "not running" in r.stdout
+    r = yichui(home, "chat", s.id)
+    assert r.returncode == 1 and "no running server" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_chat_in_chinese_with_an_explicit_endpoint(home, served):
+    s, job = served
+    endpoint = s.steps["deploy"]["outputs"]["endpoint"]
+    t = chat_term(home, "--endpoint", endpoint, lang="zh")
+    t.expect("正在与")
+    t.expect("你> ")
+    t.sendline("你好")
+    t.expect("模型> ")
+    t.expect("你> ")
+    t.sendeof()  # Ctrl-D leaves too
+    t.expect(pexpect.EOF)
+    t.close()
+    assert t.exitstatus == 0
+
+
+def test_chat_with_an_unreachable_endpoint_is_one_line(home):
+    port = deploy.free_port()
+    r = yichui(home, "chat", "--endpoint", f"http://127.0.0.1:{port}/v1")
+    assert r.returncode == 1 and "Cannot reach" in r.stderr and len(r.stderr.strip().splitlines()) == 1
