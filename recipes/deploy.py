@@ -144,4 +144,7 @@ def run(ctx, answers: dict) -> dict:
 
 
 def is_done(ctx, record: dict) -> bool:
-    return bool(record["outputs"].get("reply"))
+    """Deployed, and the server still runs: after a crash (or `yichui stop`) the step runs again with the same
+    answers (`yichui serve start`)."""
+    job = jobs.read(ctx.run_dir / "serve" / "server.pid.json")
+    return bool(record["outputs"].get("reply")) and job is not None and job.alive()

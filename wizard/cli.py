@@ -525,6 +525,22 @@ def _server_session(session: str | None):
     return s, server(s)
 
 
+@serve_app.command("start", help=T("cli.serve.start"))
+def serve_start(session: Optional[str] = SessionArg):
+    """Start the session's server again (after a crash, a reboot or `yichui stop`) with the deploy step's recorded
+    answers; the steps before it are not redone when their results are still there."""
+    s, job = _server_session(session)
+    if not s.steps.get("deploy", {}).get("outputs", {}).get("reply"):
+        raise _fail("cli.serve.never_deployed", code=1, id=s.id)
+    if job is not None and job.alive():
+        _ui().say(T("cli.serve.already", id=s.id, pid=job.pid))
+        return
+    s = _load_locked(s.id)
+    ui = _ui()
+    with _demo_hub(ui, {}, bool(s.data.get("demo"))) as defaults:
+        raise typer.Exit(_engine(s, ui, False, {}, defaults=defaults))
+
+
 @serve_app.command("status", help=T("cli.serve.status"))
 def serve_status(session: Optional[str] = SessionArg):
     s, job = _server_session(session)

@@ -41,6 +41,12 @@ def test_demo_then_replay(finished_demo):
     stop = yichui(home, "stop")
     assert stop.returncode == 0 and "Stopped server" in stop.stdout and s["id"] in stop.stdout
     assert "not running" in yichui(home, "status", s["id"]).stdout
+    # restart after a crash or a stop: the deploy step again, nothing before it
+    start = yichui(home, "serve", "start", s["id"], timeout=600)
+    assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
+    assert "Serving" in start.stdout and "Training finished" not in start.stdout
+    assert yichui(home, "serve", "status", s["id"]).returncode == 0
+    assert "Stopped server" in yichui(home, "serve", "stop", s["id"]).stdout
     shown = yichui(home, "show", s["id"])
     assert shown.returncode == 0 and shown.stdout.count("done") >= 7
 
