@@ -13,7 +13,6 @@ an interrupted export resumes with the artifacts not yet recorded.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
@@ -29,8 +28,7 @@ requires = ("download", "train")
 
 def questions(ctx) -> list[Question]:
     gpu = bool(memory.detect_gpus())
-    base = ctx.outputs("download").get("model_dir")
-    config = _config(base) if base else {}
+    config = ctx.outputs("select_model").get("config") or {}  # unknown before select_model: checked when known
     strategy = ctx.outputs("choose_strategy")
     n_train = int(strategy.get("n_train") or 0)
 
@@ -69,13 +67,6 @@ def questions(ctx) -> list[Question]:
         Question("quality_samples", "int", "export.quality_samples", default=16, validate=in_range(1, 10000),
                  when=lambda a: bool(a.get("formats"))),
     ]
-
-
-def _config(model_dir) -> dict:
-    try:
-        return json.loads((Path(model_dir) / "config.json").read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 @contextlib.contextmanager
@@ -162,19 +153,12 @@ def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[lis
 
 
 def run(ctx, answers: dict) -> dict:
-    import torch
-
     train = ctx.outputs("train")
     base_dir = ctx.outputs("download")["model_dir"]
     adapter = train.get("adapter_dir")
     if not adapter or not Path(adapter).is_dir():
         raise StepError("export.no_adapter", path=str(adapter))
-    formats = list(answers.get("formats", []))
-    gpu = torch.cuda.is_available()
-    for f in formats:  # before any work
-        why = quantize.unsupported(f, _config(base_dir), gpu)
-        if why:
-            raise StepError(why[0], **why[1])
+    formats = list(answers.get("formats", []))  # validated against the model, engine and machine (formats_ok)
     edir = ctx.run_dir / "export"
     merged = edir / "merged"
     # partial outputs of an interrupted export, reused only for the same trained result and the same answers

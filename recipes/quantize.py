@@ -145,11 +145,11 @@ def ensure_env(home: Path, info=lambda text: None) -> dict:
     info(str(env))
     python = env / "bin" / "python"
     torch_pin = "torch==" + torch.__version__.split("+")[0]
-    wheels = os.environ.get("YICHUI_WHEELS")
-    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", torch_pin, *LLMC_REQUIREMENTS]
+    wheels = _wheel_index()
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", torch_pin, *LLMC_REQUIREMENTS,
+           *wheels]
     venv = [sys.executable, "-m", "venv", str(env)]
     if wheels:
-        pip += ["--no-index"] + [a for d in wheels.split(os.pathsep) if d for a in ("--find-links", d)]
         venv.append("--without-pip")  # the main interpreter's pip serves (images often lack ensurepip)
     log = env.parent / f"{LLMC_ENV}.pip.log"
     for cmd in (venv, pip):
@@ -158,9 +158,8 @@ def ensure_env(home: Path, info=lambda text: None) -> dict:
         with open(log, "a") as f:
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_clean_env()).returncode
         if rc:
-            tail = [x for x in log.read_text().splitlines() if x.strip()][-1:] or ["?"]
             shutil.rmtree(env, ignore_errors=True)
-            raise QuantizeError("export.env_failed", env=str(env), log=str(log), last=tail[0][-200:])
+            raise QuantizeError("export.env_failed", env=str(env), log=str(log), last=_last_line(log))
     out = subprocess.run([str(python), "-c", "import json, importlib.metadata as m; print(json.dumps({p: m.version(p) "
                           "for p in ('llmcompressor', 'compressed-tensors', 'transformers', 'torch')}))"],
                          capture_output=True, text=True, check=True, env=_clean_env()).stdout
@@ -169,6 +168,18 @@ def ensure_env(home: Path, info=lambda text: None) -> dict:
     tmp.write_text(json.dumps(rec, indent=2))
     os.replace(tmp, record)
     return rec
+
+
+def _wheel_index() -> list[str]:
+    """pip arguments for ``YICHUI_WHEELS=DIR[:DIR…]``: install from those folders only (no package registry)."""
+    dirs = [d for d in os.environ.get("YICHUI_WHEELS", "").split(os.pathsep) if d]
+    return ["--no-index"] + [a for d in dirs for a in ("--find-links", d)] if dirs else []
+
+
+def _last_line(log: Path) -> str:
+    """The last non-empty line of a log (for a one-line error that names the log)."""
+    lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
+    return (lines[-1] if lines else "?")[-300:]
 
 
 def _die_with_parent() -> None:
@@ -213,9 +224,7 @@ def run_llmc(env: dict, spec: dict, work: Path) -> None:
                             stdout=f, stderr=subprocess.STDOUT, env=envvars, cwd=str(work),
                             preexec_fn=_die_with_parent).returncode
     if rc:
-        lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
-        raise QuantizeError("export.quantize_failed", format=spec["format"], log=str(log),
-                            last=(lines[-1] if lines else "?")[-300:])
+        raise QuantizeError("export.quantize_failed", format=spec["format"], log=str(log), last=_last_line(log))
 
 
 def quantize_bnb(merged: Path, out: Path, bits: int) -> None:
@@ -261,18 +270,14 @@ def ensure_converter(home: Path) -> Path:
     shutil.rmtree(dest, ignore_errors=True)
     dl = envs_dir(home) / (name + ".download")
     cmd = [sys.executable, "-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
-           "--no-binary", ":all:", "-d", str(dl), LLAMA_CPP_SDIST]
-    wheels = os.environ.get("YICHUI_WHEELS")
-    if wheels:
-        cmd += ["--no-index"] + [a for d in wheels.split(os.pathsep) if d for a in ("--find-links", d)]
+           "--no-binary", ":all:", "-d", str(dl), LLAMA_CPP_SDIST, *_wheel_index()]
     log = envs_dir(home) / (name + ".pip.log")
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as f:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_clean_env()).returncode
     sdists = sorted(dl.glob("*.tar.gz"))
     if rc or not sdists:
-        tail = [x for x in log.read_text().splitlines() if x.strip()][-1:] or ["?"]
-        raise QuantizeError("export.env_failed", env=str(dest), log=str(log), last=tail[0][-200:])
+        raise QuantizeError("export.env_failed", env=str(dest), log=str(log), last=_last_line(log))
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     # the converter puts its own gguf-py first on sys.path: llama.cpp moves ahead of the gguf release it names
@@ -311,12 +316,9 @@ def convert_gguf(converter: Path, merged: Path, out: Path, fmt: str, work: Path)
     with open(log, "w") as fh:
         for cmd in steps:
             if subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode:
-                text = log.read_text(errors="replace")
-                if "pre-tokenizer was not recognized" in text:
+                if "pre-tokenizer was not recognized" in log.read_text(errors="replace"):
                     raise QuantizeError("export.gguf_unknown_tokenizer", format=fmt, log=str(log))
-                lines = [x for x in text.splitlines() if x.strip()]
-                raise QuantizeError("export.quantize_failed", format=fmt, log=str(log),
-                                    last=(lines[-1] if lines else "?")[-300:])
+                raise QuantizeError("export.quantize_failed", format=fmt, log=str(log), last=_last_line(log))
     if first != target:
         first.unlink(missing_ok=True)
     return target

@@ -292,7 +292,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
 
     callbacks = [EventsCallback()]
     if spec.get("profile_steps") and RANK == 0:
-        callbacks.append(ProfileCallback(tdir, *spec["profile_steps"]))
+        callbacks.append(profile_callback(tdir, *spec["profile_steps"]))
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=callbacks)
     asked, got = spec.get("distribution", "ddp"), sharding(trainer)
@@ -337,7 +337,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         _leave_process_group()
 
 
-def ProfileCallback(tdir: Path, first: int, last: int):
+def profile_callback(tdir: Path, first: int, last: int):
     """Where a step's time goes (benchmarks: ``"profile_steps": [first, last]`` in the spec): torch.profiler over
     optimizer steps first..last (1-based), written to ``profile.txt`` (operators by device time) and
     ``profile.json`` (wall seconds, summed device-kernel seconds, number of steps)."""
