@@ -7,19 +7,28 @@ import urllib.request
 from typing import Callable, Iterator
 
 
-def first_model(endpoint: str, timeout: float = 10) -> str:
+def _auth(api_key: str | None) -> dict:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def first_model(endpoint: str, timeout: float = 10, api_key: str | None = None) -> str:
     """The id of the first model ``GET {endpoint}/models`` lists. Raises OSError when unreachable."""
-    with urllib.request.urlopen(endpoint.rstrip("/") + "/models", timeout=timeout) as r:
+    req = urllib.request.Request(endpoint.rstrip("/") + "/models", headers=_auth(api_key))
+    with urllib.request.urlopen(req, timeout=timeout) as r:
         return json.loads(r.read())["data"][0]["id"]
 
 
 def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 256,
-           on_piece: Callable[[str], None] = lambda s: None, timeout: float = 300) -> Iterator[str]:
+           on_piece: Callable[[str], None] = lambda s: None, timeout: float = 300, api_key: str | None = None,
+           temperature: float | None = None) -> Iterator[str]:
     """Yield the reply's text pieces as the server streams them (each also passed to ``on_piece``).
-    Raises OSError (URLError, HTTPError) when the endpoint fails."""
-    body = json.dumps({"model": model, "messages": messages, "max_tokens": max_tokens, "stream": True}).encode()
-    req = urllib.request.Request(endpoint.rstrip("/") + "/chat/completions", data=body,
-                                 headers={"Content-Type": "application/json", "Accept": "text/event-stream"})
+    ``api_key`` is sent as ``Authorization: Bearer``. Raises OSError (URLError, HTTPError) when the endpoint fails."""
+    body = {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": True}
+    if temperature is not None:
+        body["temperature"] = temperature
+    req = urllib.request.Request(endpoint.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", "Accept": "text/event-stream"}
+                                 | _auth(api_key))
     with urllib.request.urlopen(req, timeout=timeout) as r:
         for raw in r:
             line = raw.decode("utf-8", "replace").strip()

@@ -1,35 +1,44 @@
-"""Step 7 — deploy: an OpenAI-compatible server on the exported model, detached, checked with one chat completion.
+"""Step 7 — deploy: an OpenAI-compatible server on what was exported, detached, checked with a chat completion and a
+streamed one.
 
-`transformers serve` runs everywhere (the only engine that runs on a CPU); vLLM, SGLang and LMDeploy are shown as
-installed or not, and launching them comes with the deploy issue. The server binds 127.0.0.1: `transformers serve`
-has no API key, so it is refused on any other address.
+The launch comes from the session, not retyped: the model directory and format (export step), the served name, the
+chat template, the longest context from the memory model's KV-cache budget (:func:`recipes.memory.serving`), the GPU
+memory utilization, tensor parallelism over the GPUs the strategy chose, and the LoRA adapter served unmerged when
+asked (maximum LoRA rank from its adapter_config.json). Each engine's command is built and checked against its
+argument table (:mod:`recipes.engines`), then against the installed engine's own ``--help``.
+
+The server binds 127.0.0.1 unless the user asks for another address; then an API key is mandatory: generated once,
+kept in ``<run>/serve/api_key`` (mode 0600), never in the session. ``transformers serve`` has no API key, so it
+stays on loopback.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
+import os
+import secrets
 import shlex
 import socket
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from recipes import jobs, memory, quantize
-from recipes.base import Choice, Question, StepError, msg
+from recipes import chat as chat_mod
+from recipes import engines, jobs, memory
+from recipes.base import Choice, Question, StepError, in_range, msg
 
 name = "deploy"
 requires = ("export",)
-BACKENDS = {"transformers": "fastapi", "vllm": "vllm", "sglang": "sglang", "lmdeploy": "lmdeploy"}
+BACKENDS = ("transformers", "vllm", "sglang", "lmdeploy")
+GPU_ENGINES = ("vllm", "sglang", "lmdeploy")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
-HEALTH_TIMEOUT_S = 300
+HEALTH_TIMEOUT_S = 900  # a GPU engine loads weights, profiles memory and captures CUDA graphs first
+WEIGHT_FORMAT = {"merged": "bf16", "gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4",
+                 "bnb-8bit": "bnb8"}
 
 
-def installed(backend: str) -> bool:
-    mod = BACKENDS[backend]
-    return importlib.util.find_spec(mod) is not None and (backend != "transformers" or
-                                                         importlib.util.find_spec("uvicorn") is not None)
+def envs(ctx) -> Path:
+    return Path(os.environ.get("YICHUI_ENVS") or ctx.home / "envs")
 
 
 def port_free(host: str, port: int) -> bool:
@@ -47,100 +56,256 @@ def free_port(host: str = "127.0.0.1", start: int = 8000) -> int:
     return next((p for p in range(start, start + 200) if port_free(host, p)), 0)
 
 
+def adapter_info(ctx) -> dict | None:
+    """The trained LoRA adapter that can be served unmerged: ``{"path", "rank"}`` (rank: the largest of ``r`` and
+    ``rank_pattern`` in adapter_config.json), or None (full fine-tune, DoRA, no adapter on disk)."""
+    path = ctx.outputs("train").get("adapter_dir")
+    try:
+        cfg = json.loads((Path(path) / "adapter_config.json").read_text()) if path else None
+    except (OSError, ValueError):
+        return None
+    if not cfg or cfg.get("use_dora"):
+        return None  # the engines serve plain LoRA; a DoRA adapter is served merged
+    rank = max([int(cfg.get("r") or 0), *map(int, (cfg.get("rank_pattern") or {}).values())])
+    return {"path": str(path), "rank": rank}
+
+
+def _gpu(ctx) -> tuple[float, int]:
+    """(GiB per GPU, GPUs on this machine) from the memory step, or what is detected now."""
+    found = memory.detect_gpus()
+    gpu = ctx.outputs("evaluate_memory").get("gpu") or {}
+    return float(gpu.get("memory_gib") or (found[0]["memory_gib"] if found else 80.0)), len(found)
+
+
+def serving_budget(ctx, a: dict) -> dict | None:
+    """The memory model's serving estimate for the answers so far (None when the shape is unknown)."""
+    shape = ctx.outputs("evaluate_memory").get("shape")
+    if not shape:
+        return None
+    gib, _ = _gpu(ctx)
+    fmt = WEIGHT_FORMAT.get(a.get("model", "merged"), "bf16") if a.get("model") != "adapter" else "bf16"
+    return memory.serving(memory.shape_from_dict(shape), fmt, gib, a.get("gpu_memory_utilization", 0.9),
+                          a.get("tensor_parallel", 1))
+
+
 def questions(ctx) -> list[Question]:
     exported = ctx.outputs("export")
+    home_envs = envs(ctx)
+    gpu_engine = lambda a: a.get("backend") in GPU_ENGINES  # noqa: E731
+    shape = ctx.outputs("evaluate_memory").get("shape") or {}
 
-    def models(a):
-        """The exports the chosen engine loads (recipes/quantize.py ENGINE_FORMATS)."""
-        loads = quantize.engine_formats(a.get("backend", "transformers"))
-        return [Choice("merged", msg("deploy.model.merged"))] + [
-            Choice(f, msg("deploy.model.format", format=f)) for f in exported.get("artifacts", {}) if f in loads]
+    def state(b):
+        return msg("deploy.installed") if engines.find(b, home_envs) else msg("deploy.not_installed_short")
 
     def check_backend(v, a):
         if v == "transformers":
-            return None if installed(v) else msg("deploy.not_installed", backend=v, pip="transformers[serving]")
-        return msg("deploy.backend_later", backend=v,
-                   state=msg("deploy.installed") if installed(v) else msg("deploy.not_installed_short"))
+            ok = engines.find(v, home_envs) and _has_uvicorn()
+            return None if ok else msg("deploy.not_installed", backend=v, hint="pip install 'transformers[serving]'")
+        if engines.find(v, home_envs) is None:
+            return msg("deploy.not_installed", backend=v, hint=engines.install_hint(v, home_envs))
+        return None
+
+    def models(a):
+        """The exports the chosen engine loads, and the adapter unmerged where the engine serves LoRA."""
+        loads = engines.formats(a.get("backend", "transformers"))
+        out = [Choice("merged", msg("deploy.model.merged"))] + [
+            Choice(f, msg("deploy.model.format", format=f)) for f in exported.get("artifacts", {}) if f in loads]
+        if gpu_engine(a) and adapter_info(ctx):
+            out.append(Choice("adapter", msg("deploy.model.adapter")))
+        return out
 
     def check_host(v, a):
-        return None if v in LOOPBACK else msg("deploy.loopback_only", host=v)
+        if v not in LOOPBACK and a.get("backend") == "transformers":
+            return msg("deploy.loopback_only", host=v)
+        return None
 
     def check_port(v, a):
         if not 1 <= v <= 65535:
             return msg("answer.out_of_range", lo=1, hi=65535)
         return None if port_free(a.get("host", "127.0.0.1"), v) else msg("deploy.port_in_use", port=v)
 
+    def check_tp(v, a):
+        _, found = _gpu(ctx)
+        if v < 1 or (found and v > found):
+            return msg("answer.out_of_range", lo=1, hi=found or 1)
+        heads = shape.get("heads") or 0
+        if heads and heads % v:
+            return msg("deploy.tp_heads", tp=v, heads=heads)
+        return None
+
+    def default_len(a):
+        est = serving_budget(ctx, a)
+        return max(1, est["longest_context"]) if est else 4096
+
+    def check_len(v, a):
+        est = serving_budget(ctx, a)
+        if v < 1:
+            return msg("answer.out_of_range", lo=1, hi=est["longest_context"] if est else v)
+        if est and v > est["longest_context"]:
+            return msg("deploy.context_too_long", tokens=v, most=est["longest_context"],
+                       kv=est["kv_budget_gib"], util=a.get("gpu_memory_utilization", 0.9))
+        return None
+
+    strategy = ctx.answers("choose_strategy")
     return [
         Question("backend", "select", "deploy.backend", validate=check_backend,
                  default=exported["serve_with"] if exported.get("serve_with") in BACKENDS
                  and check_backend(exported["serve_with"], {}) is None else "transformers",
-                 choices=[Choice(b, msg("deploy.backend.label", backend=b, state=msg(
-                     "deploy.installed" if installed(b) else "deploy.not_installed_short"))) for b in BACKENDS]),
+                 choices=[Choice(b, msg("deploy.backend.label", backend=b, state=state(b))) for b in BACKENDS]),
         Question("model", "select", "deploy.model", default="merged", choices=models),
         Question("host", "text", "deploy.host", default="127.0.0.1", validate=check_host),
         Question("port", "int", "deploy.port", default=lambda a: free_port(a.get("host", "127.0.0.1")),
                  validate=check_port),
+        Question("tensor_parallel", "int", "deploy.tensor_parallel", when=gpu_engine, validate=check_tp,
+                 default=lambda a: max(1, min(int(strategy.get("processes") or 1), _gpu(ctx)[1] or 1))),
+        Question("gpu_memory_utilization", "float", "deploy.gpu_memory_utilization", default=0.9, when=gpu_engine,
+                 validate=in_range(0.1, 0.98)),
+        Question("max_model_len", "int", "deploy.max_model_len", when=gpu_engine, default=default_len,
+                 validate=check_len),
     ]
 
 
-def _http(url: str, body: dict | None = None, timeout: float = 120) -> dict:
+def _has_uvicorn() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("uvicorn") is not None
+
+
+def api_key_file(sdir: Path) -> Path:
+    """The server's API key: generated once (32 random bytes, URL-safe), file mode 0600 from its creation."""
+    path = sdir / "api_key"
+    if not path.exists():
+        sdir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(32) + "\n")
+    return path
+
+
+def read_key(path: str | Path | None) -> str | None:
+    try:
+        return Path(path).read_text().strip() if path else None
+    except OSError:
+        return None
+
+
+def client_base(host: str, port: int) -> str:
+    """Where this machine reaches the server: a wildcard bind is reached on loopback."""
+    h = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
+
+
+def _http(url: str, body: dict | None = None, timeout: float = 120, key: str | None = None) -> dict:
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read())
+    headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {key}"} if key else {})
+    with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=timeout) as r:
+        raw = r.read()
+    return json.loads(raw) if raw.strip() else {}
 
 
 def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
+    """GET /health answers 200 (every engine has it, none asks for the key there)."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if not job.alive():
             raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
         try:
-            if _http(base + "/health", timeout=2).get("status") == "ok":
-                return
+            _http(base + "/health", timeout=2)
+            return
         except (urllib.error.URLError, OSError, ValueError):
             pass
         time.sleep(0.5)
     raise StepError("deploy.timeout", seconds=timeout, log=job.log)
 
 
-def chat(base: str, model: str, question: str, max_tokens: int = 48) -> str:
+def chat(base: str, model: str, question: str, max_tokens: int = 48, key: str | None = None) -> str:
     r = _http(base + "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": question}],
-                                              "max_tokens": max_tokens, "temperature": 0})
+                                              "max_tokens": max_tokens, "temperature": 0}, key=key)
     return r["choices"][0]["message"]["content"].strip()
 
 
-def run(ctx, answers: dict) -> dict:
+def _served_name(ctx) -> str:
+    sel = ctx.outputs("select_model")
+    base = Path(str(sel.get("repo_id") or sel.get("local_path") or "model")).name
+    return f"{base}-{ctx.outputs('train').get('method') or 'ft'}".lower()
+
+
+def plan(ctx, answers: dict) -> tuple[engines.Launch, str, dict | None]:
+    """The launch for these answers (checked against the table), the model directory, and the adapter."""
     exported = ctx.outputs("export")
-    model_dir = exported["merged_dir"] if answers["model"] == "merged" else exported["artifacts"][answers["model"]]["dir"]
-    host, port = answers["host"], answers["port"]
+    backend, choice = answers["backend"], answers["model"]
+    adapter = None
+    if choice == "adapter":
+        adapter = adapter_info(ctx)
+        if adapter is None:
+            raise StepError("deploy.no_adapter")
+        model_dir, fmt = ctx.outputs("download")["model_dir"], "merged"
+    elif choice == "merged":
+        model_dir, fmt = exported["merged_dir"], "merged"
+    else:
+        model_dir, fmt = exported["artifacts"][choice]["dir"], choice
+    template = Path(model_dir) / "chat_template.jinja"
+    est = serving_budget(ctx, answers) if backend in GPU_ENGINES else None
+    gib, _ = _gpu(ctx)
+    launch = engines.command(
+        backend, model_dir=model_dir, fmt=fmt, served_name=_served_name(ctx), host=answers["host"],
+        port=answers["port"], chat_template=str(template) if template.exists() and backend != "lmdeploy" else None,
+        max_model_len=answers.get("max_model_len"), gpu_util=answers.get("gpu_memory_utilization"),
+        tensor_parallel=answers.get("tensor_parallel", 1), adapter=adapter,
+        api_key=answers["host"] not in LOOPBACK, device="auto" if memory.detect_gpus() else "cpu",
+        weights_fraction=est["weights_gib"] / gib if est else None)
+    return launch, model_dir, adapter
+
+
+def run(ctx, answers: dict) -> dict:
+    backend, host, port = answers["backend"], answers["host"], answers["port"]
+    launch, model_dir, adapter = plan(ctx, answers)
+    inst = engines.find(backend, envs(ctx))
+    if inst is None:
+        raise StepError("deploy.not_installed", backend=backend, hint=engines.install_hint(backend, envs(ctx)))
+    if inst.version != engines.PINNED[backend]:
+        ctx.warn(msg("deploy.other_version", engine=backend, installed=inst.version, pinned=engines.PINNED[backend]))
+    engines.check_help(inst, launch)
     sdir = ctx.run_dir / "serve"
-    base = f"http://{host}:{port}"
-    job = jobs.read(sdir / "server.pid.json")
-    if job is not None and job.alive():
-        ctx.info(msg("deploy.stopping_old", pid=job.pid))
-        job.stop()
-    exe = Path(sys.executable).parent / "transformers"
-    argv = [str(exe), "serve", model_dir, "--host", host, "--port", str(port),
-            "--device", "auto" if memory.detect_gpus() else "cpu"]
-    job = jobs.spawn("server", argv, sdir)
-    ctx.record(server_pid=job.pid, endpoint=base + "/v1")
+    key_file = api_key_file(sdir) if launch.key_flag else None
+    key = read_key(key_file)
+    old = jobs.read(sdir / "server.pid.json")
+    if old is not None and old.alive():
+        ctx.info(msg("deploy.stopping_old", pid=old.pid))
+        old.stop()
+    job = jobs.spawn("server", engines.argv_for(inst, launch, key_file), sdir)
+    base = client_base(host, port)
+    ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))
     wait_healthy(job, base)
-    served = _http(base + "/v1/models")["data"][0]["id"]
+    served = launch.served_model
+    if backend == "transformers":
+        served = _http(base + "/v1/models")["data"][0]["id"]
     samples = ctx.outputs("train").get("samples", {})
     question = samples.get("question") or "What is LoRA?"
-    reply = chat(base, served, question)
+    reply = chat(base, served, question, key=key)
+    streamed = "".join(chat_mod.stream(base + "/v1", served, [{"role": "user", "content": question}], 48,
+                                       api_key=key, temperature=0))
     ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid))
     if samples.get("before") is not None:
         ctx.info(msg("deploy.before", question=question, answer=samples["before"]))
     ctx.info(msg("deploy.after", question=question, answer=reply))
-    curl = (f"curl {base}/v1/chat/completions -H 'Content-Type: application/json' -d "
+    ctx.info(msg("deploy.streamed", chars=len(streamed)))
+    auth = " -H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"" if key_file else ""
+    curl = (f"curl {base}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d "
             + shlex.quote(json.dumps({"model": served, "messages": [{"role": "user", "content": question}]})))
     ctx.info(msg("deploy.curl", curl=curl))
+    key_expr = f"open({str(key_file)!r}).read().strip()" if key_file else '"none"'
+    ctx.info(msg("deploy.python", code=f"from openai import OpenAI\n  client = OpenAI(base_url={base + '/v1'!r}, "
+                 f"api_key={key_expr})\n  print(client.chat.completions.create(model={served!r}, messages=[{{'role': "
+                 f"'user', 'content': {question!r}}}]).choices[0].message.content)"))
+    if key_file:
+        ctx.info(msg("deploy.key_file", path=str(key_file)))
     ctx.info(msg("deploy.stop_hint", id=ctx.session_id))
-    return {"backend": answers["backend"], "endpoint": base + "/v1", "served_model": served, "model_dir": model_dir,
-            "server_pid": job.pid, "log": job.log, "question": question, "reply": reply}
+    return {"backend": backend, "engine_version": inst.version, "endpoint": base + "/v1", "served_model": served,
+            "model_dir": model_dir, "adapter": adapter, "args": launch.args, "server_pid": job.pid, "log": job.log,
+            "api_key_file": str(key_file) if key_file else None, "question": question, "reply": reply,
+            "streamed": streamed}
 
 
 def is_done(ctx, record: dict) -> bool:

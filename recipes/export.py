@@ -39,7 +39,7 @@ def questions(ctx) -> list[Question]:
                 continue  # the engine names it as not a choice
             if f not in quantize.engine_formats(engine):
                 return msg("export.engine_cannot_load", engine=engine, format=f,
-                           engines=", ".join(e for e, fs in quantize.ENGINE_FORMATS.items() if f in fs))
+                           engines=", ".join(e for e in quantize.ENGINES if f in quantize.engine_formats(e)))
             why = quantize.unsupported(f, config, gpu)
             if why:
                 return msg(why[0], **why[1])
@@ -51,7 +51,7 @@ def questions(ctx) -> list[Question]:
                  choices=[Choice("auto", msg("export.dtype.auto")), Choice("bfloat16", "bfloat16"),
                           Choice("float16", "float16"), Choice("float32", "float32")]),
         Question("serve_with", "select", "export.serve_with", default="vllm" if gpu else "transformers",
-                 choices=[Choice(e, msg("export.engine." + e)) for e in quantize.ENGINE_FORMATS]),
+                 choices=[Choice(e, msg("export.engine." + e)) for e in quantize.ENGINES]),
         Question("formats", "checkbox", "export.formats",
                  default=lambda a: [f for f in ("bnb-4bit",) if f in quantize.engine_formats(a["serve_with"])],
                  choices=lambda a: [Choice(f, msg("export.format." + f))

@@ -64,13 +64,10 @@ FORMATS = {
 # LMDeploy's TurboMind reads AWQ/GPTQ only in the AutoAWQ/AutoGPTQ layouts, which nothing maintained writes any more.
 # vLLM reads single-file GGUF (experimental in its docs); llama.cpp (and Ollama) serve GGUF only, and yichui does not
 # launch them: the export is for the user to take there.
-ENGINE_FORMATS = {
-    "vllm": ("merged", "gptq-w4a16", "awq-w4a16", "fp8-dynamic", "bnb-4bit", "gguf-q8_0", "gguf-q4_k_m"),
-    "sglang": ("merged", "gptq-w4a16", "awq-w4a16", "fp8-dynamic"),
-    "lmdeploy": ("merged",),
-    "transformers": ("merged", "bnb-4bit", "bnb-8bit", "gptq-w4a16", "awq-w4a16", "fp8-dynamic"),
-    "llama.cpp": ("merged", "gguf-f16", "gguf-q8_0", "gguf-q4_k_m"),
-}
+# llama.cpp loads GGUF; the serving engines yichui launches take what their argument tables accept
+# (recipes/engines.py FORMAT_FLAGS, checked against recipes/engine_tables/)
+ENGINE_FORMATS = {"llama.cpp": ("merged", "gguf-f16", "gguf-q8_0", "gguf-q4_k_m")}
+ENGINES = ("vllm", "sglang", "lmdeploy", "transformers", "llama.cpp")  # export targets, in the order offered
 
 # llm-compressor's environment: pinned together (../shared/FACTS.md: llm-compressor 0.14 downgrades transformers to
 # 5.17, so it never enters the main environment)
@@ -88,6 +85,11 @@ class QuantizeError(Exception):
 
 
 def engine_formats(engine: str) -> tuple[str, ...]:
+    """The export formats ``engine`` loads (vLLM, SGLang, LMDeploy, transformers: from their pinned argument tables)."""
+    from recipes import engines
+
+    if engine in engines.PINNED:
+        return engines.formats(engine)
     return ENGINE_FORMATS.get(engine, ("merged",))
 
 

@@ -185,7 +185,8 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
 
     q = chain.questions("export")
     assert check(q["formats"], "awq-w4a16", {"serve_with": "vllm"})[1].key == "export.needs_gpu"
-    assert check(q["formats"], "gptq-w4a16", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"
+    assert check(q["formats"], "fp8-dynamic", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"
+    assert check(q["formats"], "bnb-4bit", {"serve_with": "vllm"})[1].key == "export.engine_cannot_load"  # vLLM 0.33
     assert check(q["formats"], "zip", {"serve_with": "transformers"})[1].key == "answer.not_a_choice"
     assert check(q["calibration_samples"], "4", {"formats": ["gptq-w4a16"]})[1].key == "export.too_few_calibration"
     assert check(q["calibration_samples"], "100000", {"formats": ["gptq-w4a16"]})[1].key == "export.calibration_over"
@@ -227,10 +228,12 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
                                                  messages=[{"role": "user", "content": "Hi"}]))
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     q = chain.questions("deploy")
-    assert check(q["host"], "0.0.0.0", {})[1].key == "deploy.loopback_only"
+    assert check(q["host"], "0.0.0.0", {"backend": "transformers"})[1].key == "deploy.loopback_only"
     port = int(out["endpoint"].rsplit(":", 1)[1].split("/")[0])
     assert check(q["port"], str(port), {"host": "127.0.0.1"})[1].key == "deploy.port_in_use"
-    assert check(q["backend"], "vllm", {})[1].key == "deploy.backend_later"
+    refused = check(q["backend"], "vllm", {})[1]
+    assert refused.key == "deploy.not_installed" and "vllm==0.33.0" in refused.args["hint"]
+    assert out["streamed"] and out["api_key_file"] is None and out["args"][0] == out["model_dir"]
     job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
     assert job.alive() and job.stop() and not job.alive()
 

@@ -525,6 +525,15 @@ def _server_session(session: str | None):
     return s, server(s)
 
 
+def deploy_key(out: dict) -> str | None:
+    """The server's API key, from the 0600 file the deploy step wrote (the session keeps only its path)."""
+    path = out.get("api_key_file")
+    try:
+        return Path(path).read_text().strip() if path else None
+    except OSError:
+        return None
+
+
 @serve_app.command("start", help=T("cli.serve.start"))
 def serve_start(session: Optional[str] = SessionArg):
     """Start the session's server again (after a crash, a reboot or `yichui stop`) with the deploy step's recorded
@@ -586,9 +595,12 @@ def chat(session: Optional[str] = SessionArg,
         if job is None or not job.alive() or not out.get("endpoint"):
             raise _fail("cli.chat.no_server", code=1, id=s.id)
         endpoint, model = out["endpoint"], model or out.get("served_model")
+        key = deploy_key(out)
+    else:
+        key = os.environ.get("OPENAI_API_KEY")  # another endpoint: the key the openai client would use
     ui = _ui()
     try:
-        model = model or chat_mod.first_model(endpoint)
+        model = model or chat_mod.first_model(endpoint, api_key=key)
     except OSError as e:
         raise _fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
     ui.say(T("cli.chat.hello", endpoint=endpoint, model=model))
@@ -611,7 +623,7 @@ def chat(session: Optional[str] = SessionArg,
         print(T("cli.chat.model"), end="", flush=True)
         try:
             reply = "".join(chat_mod.stream(endpoint, model, history, max_tokens,
-                                            lambda piece: print(piece, end="", flush=True)))
+                                            lambda piece: print(piece, end="", flush=True), api_key=key))
         except OSError as e:
             print()
             history.pop()

@@ -3,9 +3,15 @@ replay with a missing answer. Real processes throughout: the wizard, the detache
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import time
 
 import pytest
-from conftest import sessions, stop_all, yichui
+from conftest import YICHUI, env_for, sessions, stop_all, yichui
+
+from recipes import chat, jobs
 
 SECRET = "hf_DoNotLeakThisTokenValue123"
 
@@ -41,8 +47,26 @@ def test_demo_then_replay(finished_demo):
     stop = yichui(home, "stop")
     assert stop.returncode == 0 and "Stopped server" in stop.stdout and s["id"] in stop.stdout
     assert "not running" in yichui(home, "status", s["id"]).stdout
-    # restart after a crash or a stop: the deploy step again, nothing before it
-    start = yichui(home, "serve", "start", s["id"], timeout=600)
+    # restart after a stop: the deploy step again, nothing before it; kill -9 the wizard once the server answers
+    wizard = subprocess.Popen([YICHUI, "serve", "start", s["id"]], env=env_for(home), stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = ""
+    for line in wizard.stdout:
+        seen += line
+        if "Serving" in line:
+            break
+    assert "Training finished" not in seen
+    os.kill(wizard.pid, signal.SIGKILL)
+    wizard.wait(timeout=30)
+    st = yichui(home, "serve", "status", s["id"])  # the server outlived the wizard, and is found from its pid file
+    assert st.returncode == 0 and "running" in st.stdout, seen + st.stdout
+    job = jobs.read(home / "runs" / s["id"] / "serve" / "server.pid.json")
+    endpoint = json.loads((home / "sessions" / f"{s['id']}.json").read_text())["steps"]["deploy"]["outputs"]["endpoint"]
+    assert chat.first_model(endpoint)
+    os.killpg(job.pid, signal.SIGKILL)  # the server crashes
+    time.sleep(1)
+    assert yichui(home, "serve", "status", s["id"]).returncode == 1
+    start = yichui(home, "serve", "start", s["id"], timeout=600)  # restart after a crash
     assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
     assert "Serving" in start.stdout and "Training finished" not in start.stdout
     assert yichui(home, "serve", "status", s["id"]).returncode == 0
