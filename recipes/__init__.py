@@ -6,10 +6,22 @@ from __future__ import annotations
 
 import importlib
 
-STEPS = ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy")
+STEPS = ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy", "evaluate",
+         "chat")
 
-# task → the steps it runs, in order (issue 8 adds deploy / quantize / evaluate / chat tasks)
-TASKS = {"finetune": STEPS}
+# task → the steps it runs, in order; a session holds every step, those outside its task recorded as skipped
+TASKS = {
+    "finetune": ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy",
+                 "evaluate"),
+    "deploy": ("select_model", "evaluate_memory", "download", "deploy"),
+    "quantize": ("select_model", "download", "export"),
+    "evaluate": ("select_model", "download", "evaluate"),
+    "chat": ("select_model", "download", "deploy", "chat"),
+}
+# what a task started from another session (`--from`) takes over when that session finished it: the model and its
+# download always; training and export when the new task does not make them itself
+REUSABLE = ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export")
+INPUTS = ("select_model", "evaluate_memory", "download")
 
 
 def load(name: str):

@@ -119,7 +119,7 @@ def questions(ctx) -> list[Question]:
         Question("bad_records", "select", "choose_strategy.bad_records", default="abort", when=has_bad,
                  choices=[Choice("abort", msg("choose_strategy.bad_records.abort")),
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
-        Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.0, validate=in_range(0.0, 0.5)),
+        Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=min(2048, max_pos), validate=in_range(16, max_pos)),
         Question("processes", "int", "choose_strategy.processes", validate=in_range(1, 64),
                  default=int(ctx.outputs("evaluate_memory").get("gpu", {}).get("count") or 1)

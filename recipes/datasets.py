@@ -49,7 +49,7 @@ def bundled_dataset_path() -> Path:
 
 
 def split_sample(ref: str | Path) -> tuple[Path, int | None]:
-    """``chat.jsonl#200`` → (Path("chat.jsonl"), 200); no suffix → (path, None)."""
+    """``sft.jsonl#200`` → (Path("sft.jsonl"), 200); no suffix → (path, None)."""
     m = re.fullmatch(r"(.+)#(\d+)", str(ref))
     return (Path(m.group(1)), int(m.group(2))) if m else (Path(ref), None)
 

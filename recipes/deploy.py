@@ -28,7 +28,7 @@ from recipes import engines, jobs, memory
 from recipes.base import Choice, Question, StepError, in_range, msg
 
 name = "deploy"
-requires = ("export",)
+requires = ("download",)  # and the export when there is one
 BACKENDS = ("transformers", "vllm", "sglang", "lmdeploy")
 GPU_ENGINES = ("vllm", "sglang", "lmdeploy")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -108,7 +108,7 @@ def questions(ctx) -> list[Question]:
     def models(a):
         """The exports the chosen engine loads, and the adapter unmerged where the engine serves LoRA."""
         loads = engines.formats(a.get("backend", "transformers"))
-        out = [Choice("merged", msg("deploy.model.merged"))] + [
+        out = [Choice("merged", msg("deploy.model.merged" if exported else "deploy.model.downloaded"))] + [
             Choice(f, msg("deploy.model.format", format=f)) for f in exported.get("artifacts", {}) if f in loads]
         if gpu_engine(a) and adapter_info(ctx):
             out.append(Choice("adapter", msg("deploy.model.adapter")))
@@ -227,7 +227,8 @@ def chat(base: str, model: str, question: str, max_tokens: int = 48, key: str | 
 def _served_name(ctx) -> str:
     sel = ctx.outputs("select_model")
     base = Path(str(sel.get("repo_id") or sel.get("local_path") or "model")).name
-    return f"{base}-{ctx.outputs('train').get('method') or 'ft'}".lower()
+    method = ctx.outputs("train").get("method")
+    return (f"{base}-{method}" if method else base).lower()
 
 
 def plan(ctx, answers: dict) -> tuple[engines.Launch, str, dict | None]:
@@ -240,8 +241,8 @@ def plan(ctx, answers: dict) -> tuple[engines.Launch, str, dict | None]:
         if adapter is None:
             raise StepError("deploy.no_adapter")
         model_dir, fmt = ctx.outputs("download")["model_dir"], "merged"
-    elif choice == "merged":
-        model_dir, fmt = exported["merged_dir"], "merged"
+    elif choice == "merged":  # the merged model, or the downloaded one when nothing was exported (deploy/chat tasks)
+        model_dir, fmt = exported.get("merged_dir") or ctx.outputs("download")["model_dir"], "merged"
     else:
         model_dir, fmt = exported["artifacts"][choice]["dir"], choice
     template = Path(model_dir) / "chat_template.jinja"

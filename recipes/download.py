@@ -26,7 +26,7 @@ def _default_dir(ctx) -> str | None:
 
 
 def questions(ctx) -> list[Question]:
-    remote = ctx.outputs("select_model").get("source") != "local"
+    remote = ctx.outputs("select_model").get("source") not in ("local", "endpoint")
 
     def check_mirrors(v, a):
         bad = [m for m in _mirrors(v) if not m.startswith(("http://", "https://"))]
@@ -123,6 +123,11 @@ def run(ctx, answers: dict) -> dict:
             ctx.info(msg("download.faster_mirror", endpoint=timed[0]["endpoint"], id=ctx.session_id))
     return fetch(sel["source"], sel["repo_id"], endpoint, sel.get("revision", "main"),
                  Path(answers["local_dir"]), ctx.progress, ctx.info)
+
+
+def skip(ctx) -> str | None:
+    """An evaluation of an endpoint has no weights to fetch."""
+    return "endpoint" if ctx.outputs("select_model").get("source") == "endpoint" else None
 
 
 def is_done(ctx, record: dict) -> bool:

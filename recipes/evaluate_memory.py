@@ -54,11 +54,14 @@ def training_for(method: str, ckpt: bool, seq: int, gpus: int) -> memory.Trainin
 
 def run(ctx, answers: dict) -> dict:
     gpus = memory.detect_gpus()
+    serving_view = getattr(ctx, "task", "finetune") == "deploy"
     if not gpus:
-        ctx.info(msg("evaluate_memory.no_gpu"))
+        ctx.info(msg("evaluate_memory.no_gpu_serving" if serving_view else "evaluate_memory.no_gpu"))
     config = ctx.outputs("select_model")["config"]
     shape = shape_of(config)
     gpu = target(answers) | {"count": answers["gpu_count"]}
+    if serving_view:
+        return serving(ctx, shape, gpu, gpus)
     seq = assumed_seq(config)
     rows, estimates = [], []
     for method, ckpt in STRATEGIES:
@@ -89,6 +92,29 @@ def run(ctx, answers: dict) -> dict:
     return {"gpu": gpu, "gpus_detected": gpus, "shape": memory.shape_dict(shape), "seq_len_assumed": seq,
             "micro_batch_assumed": 1, "estimates": estimates,
             "recommended": {"method": chosen[0], "activation_checkpointing": chosen[1]}, "approximate": notes}
+
+
+SERVING_FORMATS = ("bf16", "fp8", "gptq", "bnb4")
+
+
+def serving(ctx, shape: memory.Shape, gpu: dict, gpus: list) -> dict:
+    """The deploy task's view: per weight format, weights and KV-cache budget per GPU at utilization 0.9 with tensor
+    parallelism over the GPUs, the tokens of KV cache that fit and the longest context (recipes.memory.serving)."""
+    rows, est = [], {}
+    for fmt in SERVING_FORMATS:
+        e = memory.serving(shape, fmt, gpu["memory_gib"], 0.9, gpu["count"])
+        est[fmt] = e
+        rows.append((fmt, f"{e['weights_gib']:.2f}", f"{e['kv_budget_gib']:.2f}", f"{e['max_tokens']:,}",
+                     f"{e['longest_context']:,}", ctx.t("ui.yes" if e["fits"] else "ui.no")))
+    ctx.table(msg("evaluate_memory.serving_table", gpu=gpu["name"], gib=gpu["memory_gib"], n=gpu["count"]),
+              [msg("evaluate_memory.col.format"), msg("evaluate_memory.col.weights"), msg("evaluate_memory.col.kv"),
+               msg("evaluate_memory.col.kv_tokens"), msg("evaluate_memory.col.longest"),
+               msg("evaluate_memory.col.fits")], rows)
+    fitting = next((f for f in SERVING_FORMATS if est[f]["fits"]), None)
+    if fitting is None:
+        ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu["name"]))
+    return {"gpu": gpu, "gpus_detected": gpus, "shape": memory.shape_dict(shape), "serving": est,
+            "recommended": {"format": fitting}, "approximate": []}
 
 
 def is_done(ctx, record: dict) -> bool:

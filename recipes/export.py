@@ -46,6 +46,17 @@ def questions(ctx) -> list[Question]:
         return None
 
     calibrated = lambda a: any(quantize.FORMATS[f].calibrated for f in a.get("formats", []))  # noqa: E731
+    as_is = getattr(ctx, "task", "finetune") == "quantize" and not ctx.outputs("train")
+
+    def check_data(v, a):
+        from recipes import datasets
+
+        try:
+            datasets.load(v, skip_bad=True)
+        except datasets.DataError as e:
+            return msg(e.key, **e.params)
+        return None
+
     return [
         Question("dtype", "select", "export.dtype", default="auto",
                  choices=[Choice("auto", msg("export.dtype.auto")), Choice("bfloat16", "bfloat16"),
@@ -66,6 +77,9 @@ def questions(ctx) -> list[Question]:
                  default=min(512, int(strategy.get("strategy", {}).get("seq_len") or 512)), validate=in_range(16, 32768)),
         Question("quality_samples", "int", "export.quality_samples", default=16, validate=in_range(1, 10000),
                  when=lambda a: bool(a.get("formats"))),
+        Question("calibration_data", "path", "export.calibration_data", validate=check_data,
+                 default=lambda a: str(__import__("recipes.datasets").datasets.bundled_dataset_path()),
+                 when=lambda a: as_is and bool(a.get("formats"))),
     ]
 
 
@@ -95,10 +109,12 @@ def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str) -
 
     import torch
 
-    tok = AutoTokenizer.from_pretrained(adapter_dir if (Path(adapter_dir) / "tokenizer_config.json").exists()
-                                        else base_dir)
+    tok = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (Path(adapter_dir) / "tokenizer_config.json")
+                                        .exists() else base_dir)
     check = None
-    if method in ("full", "galore"):  # every weight trained: the trainer saved a whole model
+    if method == "none":  # the quantize task: the downloaded model as it is, in the chosen dtype
+        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype)
+    elif method in ("full", "galore"):  # every weight trained: the trainer saved a whole model
         model = AutoModelForCausalLM.from_pretrained(adapter_dir, dtype=dtype)
     else:
         from peft import PeftModel
@@ -141,8 +157,13 @@ def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[lis
     from recipes import datasets
 
     cs = ctx.outputs("choose_strategy")
-    convs = datasets.load(cs["dataset_path"], skip_bad=cs["strategy"].get("skip_bad_records", False)).conversations
-    train, held = datasets.train_validation(convs, cs["strategy"].get("val_ratio", 0.0))
+    if cs.get("dataset_path"):
+        convs = datasets.load(cs["dataset_path"], skip_bad=cs["strategy"].get("skip_bad_records", False)).conversations
+        train, held = datasets.train_validation(convs, cs["strategy"].get("val_ratio", 0.0))
+    else:  # nothing was trained (the quantize task): the calibration file answers both
+        convs = datasets.load(ctx.answers("export").get("calibration_data") or str(datasets.bundled_dataset_path()),
+                              skip_bad=True).conversations
+        train, held = datasets.train_validation(convs, 0.25)
     source = "export.held_out.validation"
     if not held:
         held, source = (train[n_calibration:], "export.held_out.after_calibration") if len(train) > n_calibration \
@@ -156,13 +177,16 @@ def run(ctx, answers: dict) -> dict:
     train = ctx.outputs("train")
     base_dir = ctx.outputs("download")["model_dir"]
     adapter = train.get("adapter_dir")
-    if not adapter or not Path(adapter).is_dir():
+    as_is = not adapter and not train  # nothing trained: quantize the downloaded model as it is
+    if as_is:
+        train = {"method": "none"}
+    elif not adapter or not Path(adapter).is_dir():
         raise StepError("export.no_adapter", path=str(adapter))
     formats = list(answers.get("formats", []))  # validated against the model, engine and machine (formats_ok)
     edir = ctx.run_dir / "export"
     merged = edir / "merged"
     # partial outputs of an interrupted export, reused only for the same trained result and the same answers
-    key = {"source": _source_id(Path(adapter)), "dtype": answers["dtype"],
+    key = {"source": _source_id(Path(adapter or base_dir)), "dtype": answers["dtype"],
            "calibration": [answers.get("calibration_samples"), answers.get("calibration_seq_len")],
            "quality_samples": answers.get("quality_samples", 0)}
     previous = ctx.outputs("export") if ctx.outputs("export").get("key") == key else {}
@@ -181,7 +205,7 @@ def run(ctx, answers: dict) -> dict:
     if "merged_dir" in previous and (merged / "config.json").exists():
         check = previous.get("merge_check")
     else:
-        ctx.info(msg("export.merging", method=train["method"], path=str(merged)))
+        ctx.info(msg("export.as_is" if as_is else "export.merging", method=train["method"], path=str(merged)))
         with _atomic_dir(merged) as tmp:
             check = merge(base_dir, adapter, train["method"], tmp, answers["dtype"])
             (tmp / "README.md").write_text(card(ctx, "merged", {"format": "merged"}, check))
@@ -286,9 +310,16 @@ def card(ctx, fmt: str, art: dict, check: dict | None) -> str:
     sel, dl, cs, tr = (ctx.outputs(s) for s in ("select_model", "download", "choose_strategy", "train"))
     st = cs.get("strategy", {})
     base = sel.get("repo_id") or dl.get("model_dir")
-    method = tr.get("method", "?")
+    method = tr.get("method") or "none"  # none: nothing trained (the quantize task)
     adapter = f" r{st.get('lora_rank')} α{st.get('lora_alpha')} dropout {st.get('lora_dropout')}, targets " \
               f"{st.get('lora_targets')}" if method not in ("full", "galore") else ""
+    if method == "none":  # exported as downloaded (the quantize task)
+        tags = ["yichui"] + ([fmt] if fmt != "merged" else [])
+        lines = ["---", f"base_model: {base}", "library_name: transformers", "tags:", *[f"- {t}" for t in tags], "---",
+                 "", f"# {Path(str(base)).name} — {fmt}", "",
+                 f"Made by yichui {__version__} (session `{ctx.session_id}`) from the downloaded model as it is.", "",
+                 "## How it was made", "", "| | |", "|---|---|", f"| model | {base} @ {dl.get('commit') or 'local'} |"]
+        return _card_tail(lines, fmt, art)
     tags = ["yichui", method] + ([fmt] if fmt != "merged" else [])
     lines = ["---", f"base_model: {base}", "library_name: transformers", "tags:", *[f"- {t}" for t in tags], "---", "",
              f"# {Path(str(base)).name} fine-tuned with {method} — {fmt}", "",
@@ -304,6 +335,11 @@ def card(ctx, fmt: str, art: dict, check: dict | None) -> str:
     if check:
         lines.append(f"| merge check | largest logit difference to the unmerged adapter model "
                      f"{check['max_abs_logit_diff']:.2e} ({check['dtype']}) |")
+    return _card_tail(lines, fmt, art)
+
+
+def _card_tail(lines: list[str], fmt: str, art: dict) -> str:
+    """How the quantized copy was made and what its quality check measured, and the template note."""
     if fmt != "merged":
         calib = (f"{art['calibration_samples']} training samples × ≤ {art['calibration_seq_len']} tokens"
                  if art.get("calibration_samples") else "none")

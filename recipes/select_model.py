@@ -5,6 +5,7 @@ and asked again.
 """
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -62,12 +63,27 @@ def questions(ctx) -> list[Question]:
     def validate_revision(value, answers):
         return None if value == "main" else check_model(_repo(answers), answers, value)
 
-    remote = lambda a: a.get("source") != "local"  # noqa: E731
+    def validate_url(value, answers):
+        """An OpenAI-compatible endpoint answers GET {url}/models now (one line when it does not)."""
+        from recipes import chat
+
+        if not re.match(r"https?://[^\s/]+", value):
+            return msg("select_model.bad_endpoint", value=value)
+        try:
+            chat.first_model(value, timeout=10, api_key=os.environ.get("OPENAI_API_KEY"))
+        except (OSError, ValueError, KeyError, IndexError) as e:
+            return msg("select_model.endpoint_unreachable", url=value, error=str(e))
+        return None
+
+    remote = lambda a: a.get("source") not in ("local", "endpoint")  # noqa: E731
+    sources = [Choice("hf", msg("select_model.source.hf")), Choice("modelscope", msg("select_model.source.modelscope")),
+               Choice("local", msg("select_model.source.local"))]
+    if getattr(ctx, "task", "finetune") == "evaluate":  # only an evaluation can do with an endpoint and no weights
+        sources.append(Choice("endpoint", msg("select_model.source.endpoint")))
     return [
-        Question("source", "select", "select_model.source", default="hf",
-                 choices=[Choice("hf", msg("select_model.source.hf")),
-                          Choice("modelscope", msg("select_model.source.modelscope")),
-                          Choice("local", msg("select_model.source.local"))]),
+        Question("source", "select", "select_model.source", default="hf", choices=sources),
+        Question("endpoint_url", "text", "select_model.endpoint_url", when=lambda a: a.get("source") == "endpoint",
+                 validate=validate_url),
         Question("endpoint", "text", "select_model.endpoint", when=remote,
                  default=lambda a: hub.default_endpoint(a["source"]), validate=validate_endpoint),
         Question("model", "select", "select_model.model", when=remote, default=models.CATALOGUE[0].key,
@@ -76,7 +92,8 @@ def questions(ctx) -> list[Question]:
                  validate=validate_model),
         Question("model_id", "text", "select_model.model_id", when=lambda a: remote(a) and a.get("model") == "other",
                  validate=validate_model_id),
-        Question("path", "path", "select_model.path", when=lambda a: not remote(a), validate=validate_path),
+        Question("path", "path", "select_model.path", when=lambda a: a.get("source") == "local",
+                 validate=validate_path),
         Question("revision", "text", "select_model.revision", when=remote, default="main",
                  validate=validate_revision),
     ]
@@ -84,6 +101,14 @@ def questions(ctx) -> list[Question]:
 
 def run(ctx, answers: dict) -> dict:
     source = answers["source"]
+    if source == "endpoint":
+        from recipes import chat
+
+        url = answers["endpoint_url"].rstrip("/")
+        served = chat.first_model(url, api_key=os.environ.get("OPENAI_API_KEY"))
+        ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
+                  [("endpoint", url), ("model", served)])
+        return {"source": source, "endpoint_url": url, "served_model": served, "config": None}
     repo = _repo(answers)
     revision = answers.get("revision", "main")
     config = hub.fetch_config(source, repo, answers.get("endpoint"), revision)
@@ -97,4 +122,5 @@ def run(ctx, answers: dict) -> dict:
 
 
 def is_done(ctx, record: dict) -> bool:
-    return bool(record["outputs"].get("config"))
+    out = record["outputs"]
+    return bool(out.get("config") or out.get("served_model"))

@@ -273,4 +273,5 @@ def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = Non
 
 def is_done(ctx, record: dict) -> bool:
     adapter = record["outputs"].get("adapter_dir")
-    return bool(adapter) and Path(adapter).is_dir() and (train_dir(ctx) / "result.json").exists()
+    tdir = Path(record["outputs"].get("train_dir") or train_dir(ctx))  # a result taken over (--from) lives there
+    return bool(adapter) and Path(adapter).is_dir() and (tdir / "result.json").exists()

@@ -113,10 +113,10 @@ def tmpfs(tmp_path):
     """A real small filesystem (tmpfs of the given size, e.g. "1m"): a full disk for real, not a mocked one."""
     mounted = []
 
-    def make(size: str) -> Path:
+    def make(size: str, ro: bool = False) -> Path:
         mnt = tmp_path / f"tmpfs-{len(mounted)}"
         mnt.mkdir()
-        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}" + (",ro" if ro else ""), "tmpfs", str(mnt)],
                           capture_output=True).returncode:
             pytest.skip("cannot mount a small tmpfs here")
         mounted.append(mnt)
@@ -125,3 +125,24 @@ def tmpfs(tmp_path):
     yield make
     for mnt in mounted:
         subprocess.run(["umount", str(mnt)])
+
+
+def benchmark_repos(root: Path) -> None:
+    """Lay out the benchmark samples shipped with the tests (tests/data) as the hub dataset repositories the
+    evaluate step fetches: openai/gsm8k (main/{train,test}) and cais/mmlu (<subject>/{test,dev}), in parquet."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = Path(__file__).parent / "data"
+
+    def write(rows, path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rows), path)
+
+    gsm = [json.loads(x) for x in (data / "gsm8k_sample.jsonl").read_text().splitlines()]
+    for split in ("train", "test"):
+        write(gsm, root / "datasets/openai/gsm8k/main" / f"{split}-00000-of-00001.parquet")
+    mmlu = [json.loads(x) for x in (data / "mmlu_sample.jsonl").read_text().splitlines()]
+    sub = mmlu[0]["subject"]
+    write(mmlu, root / f"datasets/cais/mmlu/{sub}/test-00000-of-00001.parquet")
+    write(mmlu[:5], root / f"datasets/cais/mmlu/{sub}/dev-00000-of-00001.parquet")

@@ -32,7 +32,7 @@ def test_help_in_chinese(home):
 
 
 def test_wizard_without_a_terminal_points_to_replay_and_demo(home):
-    Session.new("finetune", recipes.STEPS, home).save()  # an unfinished session for `resume`
+    Session.new("finetune", h=home).save()  # an unfinished session for `resume`
     for args in ([], ["run"], ["resume"]):
         r = yichui(home, *args)
         assert r.returncode == 2 and "replay SESSION --yes" in r.stderr and "demo" in r.stderr, args
@@ -57,7 +57,7 @@ def test_no_sessions_yet(home):
 
 
 def test_truncated_session_file_is_named_and_left_untouched(home):
-    s = Session.new("finetune", recipes.STEPS, home)
+    s = Session.new("finetune", h=home)
     s.save()
     s.path.write_text(s.path.read_text()[:40])
     before = s.path.read_bytes()
@@ -69,7 +69,7 @@ def test_truncated_session_file_is_named_and_left_untouched(home):
 
 
 def test_newer_schema_is_refused_with_the_fix(home):
-    s = Session.new("finetune", recipes.STEPS, home)
+    s = Session.new("finetune", h=home)
     data = dict(s.data, schema_version=SCHEMA_VERSION + 1)
     s.path.parent.mkdir(parents=True, exist_ok=True)
     s.path.write_text(json.dumps(data))
@@ -78,7 +78,7 @@ def test_newer_schema_is_refused_with_the_fix(home):
 
 
 def test_second_wizard_on_one_session_is_refused(home):
-    s = Session.new("finetune", recipes.STEPS, home)
+    s = Session.new("finetune", h=home)
     s.save()
     s.lock()  # this test process holds it, as a running wizard would
     r = yichui(home, "resume", s.id, "--yes")
@@ -130,7 +130,19 @@ def test_unwritable_home_is_one_line(home, tmp_path):
 
 
 def test_show_all_lists_sessions(home):
-    a = Session.new("finetune", recipes.STEPS, home)
+    a = Session.new("finetune", h=home)
     a.save()
     r = yichui(home, "show", "--all")
     assert r.returncode == 0 and a.id in r.stdout and "unfinished" in r.stdout
+
+
+def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
+    r = yichui(home, "doctor")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in ("python", "torch", "GPU", "disk", "host RAM", "deepspeed", "bitsandbytes", "vllm", "llm-compressor"):
+        assert name in r.stdout, name
+    s = Session.new("deploy", h=home)
+    s.steps["deploy"]["answers"] = {"backend": "vllm"}
+    s.save()
+    r = yichui(home, "doctor", s.id)
+    assert r.returncode == 1 and "Missing what is needed: vllm" in r.stderr

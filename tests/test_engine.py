@@ -62,6 +62,7 @@ def engine(tmp_path, prompter=None, **kw):
 def token(monkeypatch):
     monkeypatch.setenv("YICHUI_TEST_TOKEN", "s3cret-value")
     monkeypatch.setitem(recipes.TASKS, "test", ("a", "b"))  # the test steps' task, so sessions of it load
+    monkeypatch.setattr(recipes, "STEPS", ("a", "b"))
 
 
 def saved(s):

@@ -14,7 +14,7 @@ from wizard.session import SCHEMA_VERSION, Session, SessionError, find
 
 
 def make(home) -> Session:
-    s = Session.new("finetune", recipes.STEPS, home)
+    s = Session.new("finetune", h=home)
     s.save()
     return s
 
@@ -25,7 +25,8 @@ def test_new_session_layout(tmp_path):
     assert s.path == tmp_path / "sessions" / f"{s.id}.json"
     assert data["schema_version"] == SCHEMA_VERSION and data["task"] == "finetune"
     assert list(data["steps"]) == list(recipes.STEPS)
-    assert all(r["status"] == "pending" for r in data["steps"].values())
+    assert [n for n, r in data["steps"].items() if r["status"] == "pending"] == list(recipes.TASKS["finetune"])
+    assert data["steps"]["chat"]["status"] == "skipped"
     assert (tmp_path / "runs" / s.id).is_dir() and data["run_dir"] == str(tmp_path / "runs" / s.id)
 
 
@@ -84,8 +85,8 @@ def test_truncated_file_is_refused_and_left_untouched(tmp_path):
     (lambda d: d["steps"]["download"].update(status="finished"), "steps.download.status"),
     (lambda d: d["steps"]["download"].update(answers=[]), "steps.download.answers"),
     (lambda d: d.update(schema_version="1"), "schema_version"),
-    (lambda d: d["steps"].pop("train"), "the steps of task 'finetune'"),
-    (lambda d: d["steps"].update(bogus=d["steps"]["train"]), "the steps of task 'finetune'"),
+    (lambda d: d["steps"].pop("train"), "the steps must be"),
+    (lambda d: d["steps"].update(bogus=d["steps"]["train"]), "the steps must be"),
     (lambda d: d.update(task="bake"), "unknown task 'bake'"),
 ])
 def test_hand_broken_file_names_what_is_wrong(tmp_path, edit, what):
@@ -166,3 +167,26 @@ def test_v2_export_answers_and_bnb_copy_become_formats_and_artifacts(tmp_path):
     assert rec["answers"] == {"dtype": "auto", "serve_with": "transformers", "formats": ["bnb-4bit"]}
     assert rec["outputs"]["artifacts"]["bnb-4bit"]["dir"] == "/r/export/bnb-4bit"
     assert "bnb4_dir" not in rec["outputs"] and rec["outputs"]["serve_with"] == "transformers"
+
+
+@pytest.mark.parametrize("task", list(recipes.TASKS))
+def test_a_task_runs_its_steps_and_records_the_others_as_skipped(tmp_path, task):
+    s = Session.new(task, h=tmp_path)
+    s.save()
+    data = Session.load(s.path).data
+    assert list(data["steps"]) == list(recipes.STEPS) and data["task"] == task
+    assert [n for n, r in data["steps"].items() if r["status"] != "skipped"] == list(recipes.TASKS[task])
+
+
+def test_v3_finished_fine_tune_gets_evaluate_and_chat_as_skipped_and_stays_finished(tmp_path):
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    data["schema_version"] = 3
+    for name in ("evaluate", "chat"):
+        data["steps"].pop(name)
+    for r in data["steps"].values():
+        r["status"] = "done"
+    s.path.write_text(json.dumps(data))
+    loaded = Session.load(s.path)
+    assert list(loaded.steps) == list(recipes.STEPS) and loaded.is_finished()
+    assert loaded.steps["evaluate"]["status"] == loaded.steps["chat"]["status"] == "skipped"

@@ -25,7 +25,7 @@ from wizard.session import Session
 
 class Chain:
     def __init__(self, home: Path, answers: dict):
-        self.session = Session.new("finetune", recipes.STEPS, home)
+        self.session = Session.new("finetune", h=home)
         self.session.save()
         self.engine = Engine(self.session, UI(), None, replay=answers)
 
@@ -236,6 +236,17 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
     assert out["streamed"] and out["api_key_file"] is None and out["args"][0] == out["model_dir"]
     job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
     assert job.alive() and job.stop() and not job.alive()
+
+    # the port was free when asked, and taken when the server binds it: the server dies during start-up
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        answers = dict(chain.session.steps["deploy"]["answers"], port=taken.getsockname()[1])
+        with pytest.raises(StepError) as e:
+            recipes.load("deploy").run(chain.ctx("deploy"), answers)
+    assert e.value.msg.key == "deploy.died" and "address" in e.value.msg.args["tail"].lower()
 
 
 def test_qlora_trains_and_merges_into_the_unquantized_base(chain):

@@ -153,38 +153,84 @@ def main_callback(ctx: typer.Context,
                   lang: Optional[str] = typer.Option(None, "--lang", help=T("cli.lang"), show_default=False)):
     if lang is not None:
         if lang not in i18n.LANGS:
-            raise typer.BadParameter(f"{lang!r} ∉ {{en, zh}}", param_hint="--lang")
+            raise _fail("cli.bad_lang", value=lang)
         i18n.set_lang(lang)
     if ctx.invoked_subcommand is None:
-        ctx.invoke(run, task="finetune", set_=None, yes=False)
+        ctx.invoke(run, task=None, from_=None, set_=None, yes=False)
+
+
+def _ask_task() -> str:
+    """The wizard's first question: what the user came for (recipes.TASKS)."""
+    import recipes
+    from recipes.base import Choice, Question, msg
+    from wizard.prompter import QuestionaryPrompter
+
+    q = Question("task", "select", "cli.task", default="finetune",
+                 choices=[Choice(t, msg(f"task.{t}")) for t in recipes.TASKS])
+    try:
+        return QuestionaryPrompter().ask(q, "finetune", {})
+    except KeyboardInterrupt:
+        raise typer.Exit(130)
+
+
+def _from_session(new, old) -> list[str]:
+    """Take over what ``old`` finished and the new task does not make itself (recipes.REUSABLE, recipes.INPUTS):
+    those steps are not done again. Returns the steps taken over."""
+    import copy
+
+    import recipes
+    from wizard.session import new_record
+
+    taken = []
+    for name in recipes.REUSABLE:
+        rec = old.steps.get(name, {})
+        if rec.get("status") != "done" or (name in recipes.TASKS[new.data["task"]] and name not in recipes.INPUTS):
+            continue
+        new.steps[name] = copy.deepcopy(rec) | {"copied_from": str(old.path)}
+        taken.append(name)
+    for name, rec in new.steps.items():  # what the task runs and the old session did not finish stays to do
+        if name not in taken and rec["status"] == "skipped" and name in recipes.TASKS[new.data["task"]]:
+            new.steps[name] = new_record()
+    new.data["from_session"] = str(old.path)
+    return taken
 
 
 @app.command(help=T("cli.run"))
-def run(task: str = typer.Option("finetune", "--task", help=T("cli.opt.task")), set_: Optional[List[str]] = SetOpt,
-        yes: bool = YesOpt):
+def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"), show_default=False),
+        from_: Optional[str] = typer.Option(None, "--from", help=T("cli.opt.from"), show_default=False),
+        set_: Optional[List[str]] = SetOpt, yes: bool = YesOpt):
+    import recipes
+    from wizard.session import Session
+
+    if task is not None and task not in recipes.TASKS:
+        raise _fail("cli.unknown_task", task=task, tasks=", ".join(recipes.TASKS))
+    overrides = _parse_sets(set_)
+    old = _read(from_) if from_ else None
+    if not yes:
+        _need_tty()
+    ui = _ui()
+    if task is None:
+        task = "finetune" if yes else _ask_task()
+    s = Session.new(task)
+    if old is not None:
+        ui.say(T("cli.from_reused", old=old.id, steps=", ".join(_from_session(s, old)) or "—"))
+    raise typer.Exit(_engine(s, ui, not yes, overrides, new=True))
+
+
+@app.command(help=T("cli.demo"))
+def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.task")), set_: Optional[List[str]] = SetOpt):
     import recipes
     from wizard.session import Session
 
     if task not in recipes.TASKS:
         raise _fail("cli.unknown_task", task=task, tasks=", ".join(recipes.TASKS))
-    overrides = _parse_sets(set_)
-    if not yes:
-        _need_tty()
-    ui = _ui()
-    s = Session.new(task, recipes.TASKS[task])
-    raise typer.Exit(_engine(s, ui, not yes, overrides, new=True))
-
-
-@app.command(help=T("cli.demo"))
-def demo(set_: Optional[List[str]] = SetOpt):
-    import recipes
-    from wizard.session import Session
-
     t0 = time.time()
     overrides = _parse_sets(set_)
     ui = _ui()
     with _demo_hub(ui, overrides) as defaults:
-        s = Session.new("finetune", recipes.TASKS["finetune"], demo=True)
+        if task == "evaluate" and "evaluate" in defaults:  # no training split: the bundled conversations
+            defaults["evaluate"]["heldout"] = "file"
+        s = Session.new(task, demo=True)
         code = _engine(s, ui, False, overrides, defaults=defaults, new=True)
     if code == 0:
         ui.success(T("cli.demo.done", seconds=time.time() - t0))
@@ -217,7 +263,8 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
         _need_tty()
     old = _read(session)
     ui = _ui()
-    s = Session.new(old.data["task"], tuple(old.steps), demo=bool(old.data.get("demo")), replay_of=str(old.path))
+    s = Session.new(old.data["task"], tuple(n for n, r in old.steps.items() if r["status"] != "skipped"),
+                    demo=bool(old.data.get("demo")), replay_of=str(old.path))
     ui.say(T("cli.replaying", path=str(old.path), id=s.id))
     with _demo_hub(ui, overrides, bool(old.data.get("demo"))):
         code = _engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()},
@@ -273,6 +320,13 @@ def show(session: Optional[str] = SessionArg,
         columns, rows = export.table(exported)
         _ui().table(T("export.table"), [i18n.render(c) for c in columns],
                     [[i18n.render(v) if not isinstance(v, (str, int, float)) else v for v in r] for r in rows])
+    evaluated = s.steps.get("evaluate", {}).get("outputs", {})
+    if evaluated.get("table"):  # base vs fine-tuned, held-out and benchmarks
+        _ui().table(T("evaluate.table"), [T("evaluate.col.metric"), *evaluated["columns"]],
+                    [["—" if v is None else v for v in r] for r in evaluated["table"]])
+        ui_path = evaluated.get("report")
+        if ui_path:
+            _ui().say(T("evaluate.report", path=ui_path))
 
 
 def _job_detail(s, job) -> str:
@@ -304,6 +358,35 @@ def _estimate_config(model: str, source: str | None, endpoint: str | None, revis
                                 endpoint or hub.default_endpoint(src), revision)
     except StepError as e:
         raise _fail(e.msg.key, **e.msg.args)
+
+
+@app.command(help=T("cli.doctor"))
+def doctor(session: Optional[str] = SessionArg):
+    """GPU, driver and CUDA against torch, bf16, disk, RAM, optional engines with their install commands, hubs.
+    Exit 1 when something this machine (or SESSION) needs is missing."""
+    from recipes import doctor as doc
+    from recipes import hub
+    from wizard.session import home
+
+    needs: tuple = ()
+    endpoints = {"hf": os.environ.get("HF_ENDPOINT") or hub.default_endpoint("hf"),
+                 "modelscope": os.environ.get("MODELSCOPE_ENDPOINT") or hub.default_endpoint("modelscope")}
+    if session is not None:
+        s = _read(session)
+        needs = doc.needs_of(s.data)
+        sel = s.steps.get("select_model", {}).get("answers", {})
+        if sel.get("source") in endpoints and sel.get("endpoint"):
+            endpoints = {sel["source"]: sel["endpoint"]}  # the hub this session downloads from
+    checks = doc.run_all(home(), endpoints, needs)
+    ui = _ui()
+    ui.table(T("cli.doctor.title"), [T("cli.doctor.col.check"), T("cli.doctor.col.verdict"), T("cli.doctor.col.found"),
+                                     T("cli.doctor.col.fix")],
+             [(c.name + (" *" if c.needed else ""), T(f"cli.doctor.{c.verdict}"), c.found, c.fix) for c in checks])
+    blocking = [c.name for c in checks if c.blocking]
+    if blocking:
+        ui.error(T("cli.doctor.blocked", what=", ".join(blocking)))
+        raise typer.Exit(1)
+    ui.success(T("cli.doctor.ready"))
 
 
 @app.command(help=T("cli.estimate"))
@@ -603,34 +686,7 @@ def chat(session: Optional[str] = SessionArg,
         model = model or chat_mod.first_model(endpoint, api_key=key)
     except OSError as e:
         raise _fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
-    ui.say(T("cli.chat.hello", endpoint=endpoint, model=model))
-    history: list[dict] = []
-    while True:
-        try:
-            line = input(T("cli.chat.you"))
-        except (EOFError, KeyboardInterrupt):
-            print()
-            return
-        if line.strip() == "/exit":
-            return
-        if line.strip() == "/reset":
-            history.clear()
-            ui.say(T("cli.chat.reset"))
-            continue
-        if not line.strip():
-            continue
-        history.append({"role": "user", "content": line})
-        print(T("cli.chat.model"), end="", flush=True)
-        try:
-            reply = "".join(chat_mod.stream(endpoint, model, history, max_tokens,
-                                            lambda piece: print(piece, end="", flush=True), api_key=key))
-        except OSError as e:
-            print()
-            history.pop()
-            ui.error(T("cli.chat.unreachable", endpoint=endpoint, error=str(e)))
-            continue
-        print()
-        history.append({"role": "assistant", "content": reply})
+    chat_mod.repl(endpoint, model, key, T, ui.say, ui.error, max_tokens)
 
 
 def main() -> None:

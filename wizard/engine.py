@@ -93,6 +93,7 @@ class StepContext:
         self.home = engine.home
         self.run_dir = engine.session.run_dir
         self.session_id = engine.session.id
+        self.task = engine.session.data["task"]
         self.interactive = engine.prompter is not None
 
     def t(self, m: Msg | str, **args: Any) -> str:
@@ -220,6 +221,9 @@ class Engine:
             AnswerError: naming ``step.key`` and what to do.
         """
         for name, sets in self.overrides.items():
+            if self.session.steps.get(name, {}).get("status") == "skipped":
+                raise AnswerError(msg("answer.step_not_in_task", name=f"{name}.{next(iter(sets), '')}", step=name,
+                                      task=self.session.data["task"]))
             step_mod = self.load(name)
             questions = step_mod.questions(StepContext(self, name))
             qs = {q.key: q for q in questions}
@@ -256,13 +260,17 @@ class Engine:
         except AnswerError as e:
             self.ui.error(i18n.render(e.msg))
             return 2
-        names = list(s.steps)
+        names = [n for n, r in s.steps.items() if r["status"] != "skipped"]  # the task's steps (numbered 1..n)
         for i, name in enumerate(names, 1):
             rec = s.steps[name]
-            if rec["status"] == "skipped":
-                continue
             step_mod = self.load(name)
             ctx = StepContext(self, name)
+            why = getattr(step_mod, "skip", None) and step_mod.skip(ctx)
+            if why:  # nothing to do for this session (e.g. no download for an endpoint): recorded, not run
+                rec.update(status="skipped", outputs={"skipped": why})
+                s.save()
+                self.ui.step_header(i, len(names), name, done=True)
+                continue
             if rec["status"] == "done":
                 if step_mod.is_done(ctx, rec):
                     self.ui.step_header(i, len(names), name, done=True)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 STATUSES = ("pending", "running", "done", "failed", "skipped")
 
 
@@ -57,8 +57,19 @@ def _v2_to_v3(data: dict) -> dict:
     return data
 
 
+def _v3_to_v4(data: dict) -> dict:
+    """v4: every session holds every step (recipes.STEPS), those outside its task with status ``skipped``; the
+    evaluate and chat steps are new. A v3 session (always a fine-tune) predates them: both are recorded as skipped,
+    so a finished session stays finished (``yichui run --task evaluate --from SESSION`` evaluates it)."""
+    steps = data.get("steps")
+    if isinstance(steps, dict):
+        for name in ("evaluate", "chat"):
+            steps.setdefault(name, new_record() | {"status": "skipped"})
+    return data
+
+
 # from_version → function(data) -> data at from_version + 1
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 class SessionError(Exception):
@@ -99,8 +110,8 @@ def _validate(data: Any, path: Path) -> None:
             bad(f"'{key}' missing or not a {typ.__name__}")
     if data["task"] not in recipes.TASKS:
         bad(f"unknown task '{data['task']}' (tasks: {', '.join(recipes.TASKS)})")
-    if list(data["steps"]) != list(recipes.TASKS[data["task"]]):
-        bad(f"the steps of task '{data['task']}' must be {', '.join(recipes.TASKS[data['task']])}")
+    if list(data["steps"]) != list(recipes.STEPS):
+        bad(f"the steps must be {', '.join(recipes.STEPS)} (those outside task '{data['task']}' skipped)")
     for name, rec in data["steps"].items():
         if not isinstance(rec, dict):
             bad(f"steps.{name} is not an object")
@@ -120,8 +131,13 @@ class Session:
 
     # -- creation and loading -------------------------------------------------------------------------------
     @classmethod
-    def new(cls, task: str, steps: tuple[str, ...], h: Path | None = None, demo: bool = False,
+    def new(cls, task: str, steps: tuple[str, ...] | None = None, h: Path | None = None, demo: bool = False,
             replay_of: str | None = None) -> "Session":
+        """A new session of ``task``: every step of recipes.STEPS, pending when the task runs it (``steps``, default
+        the task's own), skipped otherwise."""
+        import recipes
+
+        run = set(steps if steps is not None else recipes.TASKS[task])
         from wizard import __version__
 
         h = h or home()
@@ -129,7 +145,8 @@ class Session:
         data = {
             "schema_version": SCHEMA_VERSION, "yichui_version": __version__, "id": sid, "task": task,
             "demo": demo, "replay_of": replay_of, "created_at": now(), "updated_at": now(), "finished_at": None,
-            "run_dir": str(h / "runs" / sid), "steps": {name: new_record() for name in steps},
+            "run_dir": str(h / "runs" / sid),
+            "steps": {name: new_record() | ({} if name in run else {"status": "skipped"}) for name in recipes.STEPS},
         }
         s = cls(sessions_dir(h) / f"{sid}.json", data)
         Path(s.run_dir).mkdir(parents=True, exist_ok=True)

@@ -9,16 +9,22 @@ import subprocess
 import time
 
 import pytest
-from conftest import YICHUI, env_for, sessions, stop_all, yichui
+from conftest import YICHUI, benchmark_repos, env_for, sessions, stop_all, yichui
 
+import recipes
 from recipes import chat, jobs
 
 SECRET = "hf_DoNotLeakThisTokenValue123"
 
 
+BENCH = ["--set", "evaluate.benchmarks=gsm8k,mmlu", "--set", "evaluate.mmlu_subjects=high_school_computer_science",
+         "--set", "evaluate.benchmark_limit=4"]
+
+
 @pytest.fixture
 def finished_demo(home):
-    r = yichui(home, "demo", timeout=600, HF_TOKEN=SECRET)
+    benchmark_repos(home / "cache" / "hub")  # the benchmark samples, served by the demo hub
+    r = yichui(home, "demo", *BENCH, timeout=600, HF_TOKEN=SECRET)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     (s,) = sessions(home)
     yield home, s, r
@@ -27,13 +33,26 @@ def finished_demo(home):
 
 def test_demo_then_replay(finished_demo):
     home, s, r = finished_demo
-    assert all(rec["status"] == "done" for rec in s["steps"].values())
+    assert [n for n, rec in s["steps"].items() if rec["status"] == "done"] == list(recipes.TASKS["finetune"])
+    assert s["steps"]["chat"]["status"] == "skipped"
     train = s["steps"]["train"]["outputs"]
     assert train["steps"] >= 30 and train["last5_mean"] < 0.8 * train["first5_mean"], train
     deploy = s["steps"]["deploy"]["outputs"]
     assert deploy["reply"] and deploy["endpoint"].startswith("http://127.0.0.1:")
     assert "Before fine-tuning" in r.stdout and "After fine-tuning" in r.stdout and deploy["reply"] in r.stdout
     assert s["steps"]["download"]["outputs"]["commit"]
+    # the evaluate step: held-out metrics of base and fine-tuned, GSM8K through the server, MMLU in-process
+    ev = s["steps"]["evaluate"]["outputs"]
+    assert ev["columns"] == ["base", "finetuned"] and ev["heldout_samples"] == 15
+    held_base, held_ft = ev["parts"]["heldout:base"], ev["parts"]["heldout:finetuned"]
+    assert held_ft["loss"] < held_base["loss"] and held_ft["perplexity"] < held_base["perplexity"]  # it helped
+    assert ev["parts"]["bench:gsm8k:finetuned"]["where"] == deploy["endpoint"]  # through the transformers server
+    assert ev["parts"]["bench:gsm8k:base"]["where"] == s["steps"]["download"]["outputs"]["model_dir"]
+    for part in ("bench:gsm8k:base", "bench:gsm8k:finetuned", "bench:mmlu:base", "bench:mmlu:finetuned"):
+        assert ev["parts"][part]["samples"] == 4 and 0 <= ev["parts"][part]["score"] <= 1, part
+    assert "held-out loss" in r.stdout and "Example 1" in r.stdout
+    report = (home / "runs" / s["id"] / "evaluate" / "report.md").read_text()
+    assert "| held-out loss |" in report and "gsm8k" in report and ev["chart"].endswith("report.png")
     for f in [p for p in (home / "sessions").iterdir()] + list((home / "runs").rglob("*.log")):
         assert SECRET not in f.read_text(errors="replace"), f  # the hub token reached neither session nor logs
     assert SECRET not in r.stdout + r.stderr
@@ -74,9 +93,18 @@ def test_demo_then_replay(finished_demo):
     shown = yichui(home, "show", s["id"])
     assert shown.returncode == 0 and shown.stdout.count("done") >= 7
 
+    # a second task from the finished session: a quantized export, without training again
+    q = yichui(home, "run", "--task", "quantize", "--from", s["id"], "--yes", "--set", "export.formats=bnb-8bit")
+    assert q.returncode == 0, q.stdout[-2000:] + q.stderr[-2000:]
+    qs = next(x for x in sessions(home) if x["task"] == "quantize")
+    assert qs["steps"]["train"]["status"] == "done" and qs["steps"]["train"]["copied_from"].endswith(s["id"] + ".json")
+    assert "Training finished" not in q.stdout and "Merging the lora result" in q.stdout
+    assert set(qs["steps"]["export"]["outputs"]["artifacts"]) == {"bnb-8bit"}
+
     rp = yichui(home, "replay", s["id"], "--yes", timeout=600)
     assert rp.returncode == 0, rp.stdout[-3000:] + rp.stderr[-3000:]
     new = next(x for x in sessions(home) if x.get("replay_of"))
+    assert new["steps"]["evaluate"]["status"] == "done" and new["steps"]["chat"]["status"] == "skipped"
     assert new["replay_of"].endswith(s["id"] + ".json")
     for name, rec in s["steps"].items():
         old_answers = dict(rec["answers"])

@@ -18,7 +18,7 @@ from wizard.session import Session
 
 @pytest.fixture
 def served(home, tiny_model):
-    s = Session.new("finetune", recipes.STEPS, home)
+    s = Session.new("finetune", h=home)
     port = deploy.free_port()
     base = f"http://127.0.0.1:{port}"
     argv = [str(Path(sys.executable).parent / "transformers"), "serve", str(tiny_model), "--host", "127.0.0.1",

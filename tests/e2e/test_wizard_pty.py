@@ -14,6 +14,7 @@ import pexpect
 import pytest
 from conftest import YICHUI, env_for, sessions, stop_all
 
+import recipes
 from recipes import datasets
 
 DOWN, UP, ENTER, CLEAR, CTRL_C = "\x1b[B", "\x1b[A", "\r", "\x15", "\x03"
@@ -72,8 +73,11 @@ def messages_file(tmp_path):
 
 def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_file, tmp_path):
     port = free_port()
+    no_refs = tmp_path / "questions-only.jsonl"
+    no_refs.write_text('{"messages": [{"role": "user", "content": "What is LoRA?"}]}\n')
     t = Term(home, hub)
     try:
+        t.ask("What do you want to do?")                              # the task menu: fine-tune (first)
         t.ask("Where does the model come from?")                      # Hugging Face
         t.ask("Hub endpoint (mirror URL):")                           # pre-filled from HF_ENDPOINT
         t.ask("Which model?")                                         # Qwen2.5 0.5B: not on this hub
@@ -131,6 +135,15 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Bind address:", "127.0.0.1", clear=True)
         t.ask("Port:", str(port), clear=True)
         t.expect("After fine-tuning (from the server)", timeout=300)
+        t.ask("Held-out data for loss", DOWN)                         # a file instead of the validation split
+        t.ask("Held-out file", str(no_refs))
+        t.expect("has no reference replies")                          # re-prompt 7
+        t.ask("Held-out file", str(messages_file), clear=True)
+        t.ask("Held-out conversations to use", "6", clear=True)
+        t.ask("Longest generated reply", "16", clear=True)
+        t.ask("Also evaluate the base model", "y", enter=False)
+        t.ask("Standard benchmarks")                                  # none ticked
+        t.expect("held-out rouge_l", timeout=300)
         assert t.finish() == 0
         (s,) = sessions(home)
         a = {name: rec["answers"] for name, rec in s["steps"].items()}
@@ -148,6 +161,10 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         assert a["train"] == {"device": "cpu"}
         assert a["export"] == {"dtype": "float32", "serve_with": "transformers", "formats": []}
         assert a["deploy"] == {"backend": "transformers", "model": "merged", "host": "127.0.0.1", "port": port}
+        assert a["evaluate"] == {"heldout": "file", "heldout_path": str(messages_file), "heldout_samples": 6,
+                                 "max_new_tokens": 16, "compare_base": True, "benchmarks": []}
+        assert s["task"] == "finetune" and s["steps"]["chat"]["status"] == "skipped"
+        assert s["steps"]["evaluate"]["outputs"]["columns"] == ["base", "finetuned"]
         assert s["steps"]["train"]["outputs"]["method"] == "qlora" and s["steps"]["train"]["outputs"]["steps"] == 6
         assert s["steps"]["deploy"]["outputs"]["endpoint"] == f"http://127.0.0.1:{port}/v1"
     finally:
@@ -158,6 +175,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
 def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
     t = Term(home, hub, "--lang", "zh", lang="zh")
     try:
+        t.ask("你想做什么？")                                          # the task menu, in Chinese
         t.ask("模型来自哪里？")
         t.ask("仓库地址（镜像 URL）：")
         t.ask("选择哪个模型？")
@@ -216,9 +234,15 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("监听地址：")
         r.ask("端口：")
         r.expect("微调后（来自服务）", timeout=300)
+        r.ask("用于损失、困惑度")                                       # the validation split
+        r.ask("最多使用的留出对话数：", "4", clear=True)
+        r.ask("生成回复的最大长度", "8", clear=True)
+        r.ask("同时评测基座模型", "y", enter=False)
+        r.ask("标准基准")
+        r.expect("评测结果", timeout=300)
         assert r.finish() == 0
         final = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
-        assert all(rec["status"] == "done" for rec in final["steps"].values())
+        assert [n for n, rec in final["steps"].items() if rec["status"] == "done"] == list(recipes.TASKS["finetune"])
         cs = final["steps"]["choose_strategy"]["answers"]
         assert (cs["method"], cs["lora_rank"], cs["lora_alpha"], cs["max_steps"]) == ("lora", 32, 64, 4)
         assert final["steps"]["deploy"]["answers"]["model"] == "bnb-4bit"

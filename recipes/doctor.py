@@ -1,0 +1,182 @@
+"""`yichui doctor`: what this machine can do, checked before the expensive part.
+
+Each check returns a :class:`Check`: a name, a verdict (``ok`` | ``warn`` | ``missing`` | ``fail``), what was found,
+and the exact command or action that fixes it. ``needed`` marks what the session (or yichui itself) cannot do
+without: the command exits 1 when a needed check is not ``ok``/``warn``.
+"""
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+GIB = 2**30
+MIN_FREE_GIB = 20.0  # a 7B model in bf16 (15 GiB) plus a checkpoint's worth of room
+
+
+@dataclass
+class Check:
+    name: str
+    verdict: str          # ok | warn | missing | fail
+    found: str
+    fix: str = ""
+    needed: bool = False
+
+    @property
+    def blocking(self) -> bool:
+        return self.needed and self.verdict in ("missing", "fail")
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def gpu_checks() -> list[Check]:
+    """Driver and GPUs (nvidia-smi), the torch build, CUDA seen by torch, bf16 support."""
+    import torch
+
+    out = []
+    smi = shutil.which("nvidia-smi")
+    driver = cuda_drv = None
+    if smi:
+        try:
+            text = subprocess.run([smi], capture_output=True, text=True, timeout=20).stdout
+            import re
+
+            m = re.search(r"Driver Version:\s*([\d.]+).*?CUDA Version:\s*([\d.]+)", text)
+            if m:
+                driver, cuda_drv = m.groups()
+        except (OSError, subprocess.SubprocessError):
+            pass
+    from recipes import memory
+
+    gpus = memory.detect_gpus()
+    build = torch.version.cuda
+    out.append(Check("torch", "ok", f"{torch.__version__} ({'CUDA ' + build if build else 'CPU build'})"))
+    if not gpus:
+        out.append(Check("GPU", "warn", "no NVIDIA GPU (training runs on the CPU: tiny models only)",
+                         "rent a machine with an NVIDIA GPU for real models"))
+        return out
+    out.append(Check("GPU", "ok", f"{len(gpus)}× {gpus[0]['name']} ({gpus[0]['memory_gib']} GiB)"
+                     + (f", driver {driver} (CUDA ≤ {cuda_drv})" if driver else "")))
+    if not build:
+        out.append(Check("torch CUDA", "fail", "torch is a CPU build on a GPU machine",
+                         "TORCH_SPEC='torch>=2.11,<2.14' ./install.sh (a CUDA build)", needed=True))
+        return out
+    if cuda_drv and tuple(map(int, build.split(".")[:2])) > tuple(map(int, cuda_drv.split(".")[:2])):
+        out.append(Check("torch CUDA", "fail", f"torch needs CUDA {build}, the driver gives ≤ {cuda_drv}",
+                         "update the NVIDIA driver, or install a torch built for the driver's CUDA", needed=True))
+    elif not torch.cuda.is_available():
+        out.append(Check("torch CUDA", "fail", "torch.cuda.is_available() is False",
+                         "check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES", needed=True))
+    else:
+        out.append(Check("torch CUDA", "ok", f"CUDA {build}"))
+        bf16 = torch.cuda.is_bf16_supported()
+        out.append(Check("bf16", "ok" if bf16 else "warn", "supported" if bf16 else "not supported (pre-Ampere GPU)",
+                         "" if bf16 else "yichui trains in fp16 with loss scaling on this GPU"))
+    return out
+
+
+def disk_check(home: Path) -> Check:
+    probe = home if home.exists() else next((p for p in home.parents if p.exists()), Path("/"))
+    free = shutil.disk_usage(probe).free / GIB
+    writable = os.access(probe, os.W_OK)
+    if not writable:
+        return Check("disk", "fail", f"{probe} is not writable", "set YICHUI_HOME to a writable folder", needed=True)
+    verdict = "ok" if free >= MIN_FREE_GIB else "warn" if free >= 1 else "fail"
+    return Check("disk", verdict, f"{free:.1f} GiB free at {probe}",
+                 "" if verdict == "ok" else f"free space or set YICHUI_HOME elsewhere (≥ {MIN_FREE_GIB:.0f} GiB for a 7B model)",
+                 needed=verdict == "fail")
+
+
+def ram_check() -> Check:
+    try:
+        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
+        total, avail = (int(info[k].split()[0]) * 1024 / GIB for k in ("MemTotal", "MemAvailable"))
+    except (OSError, KeyError, ValueError):
+        return Check("host RAM", "warn", "unknown (no /proc/meminfo)")
+    return Check("host RAM", "ok" if avail >= 8 else "warn",
+                 f"{avail:.1f} of {total:.1f} GiB available (CPU offload of ZeRO keeps optimizer states here)")
+
+
+OPTIONAL = (  # (name, distribution or import, install command, what it is for)
+    ("deepspeed", "deepspeed", "pip install deepspeed==0.19.8", "ZeRO-1/2/3, CPU offload"),
+    ("flash-attn", "flash_attn", "pip install flash-attn --no-build-isolation", "FlashAttention-2 kernels"),
+    ("liger-kernel", "liger_kernel", "pip install liger-kernel", "fused RMSNorm/RoPE/SwiGLU/cross-entropy"),
+    ("bitsandbytes", "bitsandbytes", "pip install bitsandbytes==0.50.2", "QLoRA (NF4), 8-bit optimizers, bnb exports"),
+)
+
+
+def optional_checks(home: Path) -> list[Check]:
+    from recipes import engines, quantize
+
+    out = []
+    for name, module, cmd, what in OPTIONAL:
+        have = importlib.util.find_spec(module) is not None
+        out.append(Check(name, "ok" if have else "missing", (_version(name) or "installed") if have else what,
+                         "" if have else cmd))
+    envs = quantize.envs_dir(home)
+    for engine in ("vllm", "sglang", "lmdeploy"):
+        inst = engines.find(engine, envs)
+        out.append(Check(engine, "ok" if inst else "missing",
+                         f"{inst.version} ({inst.where}: {inst.python})" if inst else "serving engine (GPU)",
+                         "" if inst else engines.install_hint(engine, envs)))
+    llmc = envs / quantize.LLMC_ENV / "yichui-env.json"
+    out.append(Check("llm-compressor", "ok" if llmc.exists() else "missing",
+                     str(llmc.parent) if llmc.exists() else "GPTQ / AWQ / FP8 exports",
+                     "" if llmc.exists() else "built by the export step on first use (about a minute)"))
+    return out
+
+
+def hub_checks(endpoints: dict[str, str], timeout: float = 5.0) -> list[Check]:
+    out = []
+    for name, url in endpoints.items():
+        try:
+            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
+            out.append(Check(f"hub {name}", "ok", f"{url} answers"))
+        except urllib.error.HTTPError as e:  # an HTTP answer, even 4xx, means the host is reachable
+            out.append(Check(f"hub {name}", "ok", f"{url} answers (HTTP {e.code})"))
+        except (OSError, ValueError) as e:
+            out.append(Check(f"hub {name}", "warn", f"{url} unreachable ({getattr(e, 'reason', e)})",
+                             "set HF_ENDPOINT / MODELSCOPE_ENDPOINT to a mirror you can reach"))
+    return out
+
+
+def python_check() -> Check:
+    ok = sys.version_info >= (3, 10)
+    return Check("python", "ok" if ok else "fail", sys.version.split()[0], "" if ok else "Python ≥ 3.10", needed=True)
+
+
+def run_all(home: Path, endpoints: dict[str, str], needs: tuple[str, ...] = ()) -> list[Check]:
+    """Every check; names in ``needs`` (a session's requirements) become blocking when missing."""
+    checks = [python_check(), *gpu_checks(), disk_check(home), ram_check(), *optional_checks(home),
+              *hub_checks(endpoints)]
+    for c in checks:
+        if c.name in needs:
+            c.needed = True
+    return checks
+
+
+def needs_of(session_data: dict) -> tuple[str, ...]:
+    """What a session cannot do without: its serving engine, deepspeed for ZeRO, bitsandbytes for QLoRA."""
+    steps = session_data.get("steps", {})
+    active = lambda n: steps.get(n, {}).get("status") not in ("skipped", "done")  # noqa: E731
+    out = []
+    strat = steps.get("choose_strategy", {}).get("answers", {})
+    if active("train") and strat.get("distribution", "").startswith("zero"):
+        out.append("deepspeed")
+    if active("train") and strat.get("method") == "qlora":
+        out.append("bitsandbytes")
+    backend = steps.get("deploy", {}).get("answers", {}).get("backend")
+    if active("deploy") and backend in ("vllm", "sglang", "lmdeploy"):
+        out.append(backend)
+    return tuple(out)

@@ -1,0 +1,341 @@
+"""Step 8 — evaluate: did fine-tuning help? Held-out metrics for the base and the fine-tuned model side by side, a few
+answers next to their references, and standard benchmarks through lm-evaluation-harness (recipes/harness.py).
+
+Held-out data: the validation split the trainer held out (the same seeded split, recomputed from the session), or a
+file of conversations with reference replies. Metrics (recipes/heldout.py): loss and perplexity of the reference
+replies, exact match and ROUGE-L of greedy replies. Against an endpoint with no local model (the evaluate task on a
+URL) only the generation metrics exist: chat endpoints return no log-probabilities of given text.
+
+Each part (a model's held-out metrics, a benchmark on a model) is recorded in the session as soon as it finishes:
+an interrupted evaluation resumes with the parts still missing. The report (``report.md`` and ``report.png``) is
+written to ``<run>/evaluate/``.
+"""
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from pathlib import Path
+
+from recipes import datasets, harness
+from recipes.base import Choice, Question, StepError, in_range, msg
+
+name = "evaluate"
+requires = ("select_model",)
+METRICS = ("loss", "perplexity", "exact_match", "rouge_l")
+EXAMPLES = 3
+
+
+def models(ctx) -> dict:
+    """The models to compare: ``{"base": dir}`` and, after training, ``{"finetuned": dir}``; an endpoint-only
+    evaluation has ``{"endpoint": url}``."""
+    sel, dl, ex, tr = (ctx.outputs(s) for s in ("select_model", "download", "export", "train"))
+    if sel.get("source") == "endpoint":
+        return {"endpoint": sel["endpoint_url"]}
+    out = {"base": dl.get("model_dir") or sel.get("local_path")}
+    if ex.get("merged_dir") and tr.get("adapter_dir"):
+        out["finetuned"] = ex["merged_dir"]
+    return {k: v for k, v in out.items() if v}
+
+
+def training_split(ctx) -> list[list[dict]]:
+    """The validation conversations the trainer held out (same file, ratio and seed)."""
+    cs = ctx.outputs("choose_strategy")
+    st = cs.get("strategy") or {}
+    if not cs.get("dataset_path") or not st.get("val_ratio"):
+        return []
+    convs = datasets.load(cs["dataset_path"], skip_bad=st.get("skip_bad_records", False)).conversations
+    return datasets.train_validation(convs, st["val_ratio"])[1]
+
+
+def _references(path: str) -> str | None:
+    """None when the file gives conversations with reference replies, else why not (a catalogue key)."""
+    try:
+        loaded = datasets.read(path)  # malformed records (e.g. no assistant turn) are listed, not raised
+    except datasets.DataError as e:
+        return msg(e.key, **e.params)
+    if not any(c and c[-1]["role"] == "assistant" and c[-1]["content"].strip() for c in loaded.conversations):
+        return msg("evaluate.no_references", path=path)
+    return None
+
+
+def questions(ctx) -> list[Question]:
+    found = models(ctx)
+    has_split = bool(ctx.outputs("choose_strategy").get("n_validation"))
+    sel = ctx.outputs("select_model")
+
+    def check_benchmarks(v, a):
+        for b in v:
+            if b not in harness.BENCHMARKS:
+                continue  # the engine names it as not a choice
+            if harness.BENCHMARKS[b].kind == "loglikelihood" and "endpoint" in found:
+                return msg("evaluate.needs_local_model", benchmark=b)
+        return None
+
+    def check_data(v, a):
+        """Before any work: each benchmark's data is complete on disk, or its hub lists the files it needs."""
+        source = a.get("benchmark_source", "hf")
+        missing = [b for b in a.get("benchmarks", []) if not _have_data(ctx, b, _subsets(a), source)]
+        from recipes import hub
+
+        for b in missing:
+            try:
+                _, listed = hub.list_files(source, harness.BENCHMARKS[b].repo, v, "main", "dataset")
+            except StepError as e:
+                return msg("evaluate.data_unavailable", benchmark=b, endpoint=v, reason=ctx.t(e.msg))
+            absent = sorted(set(harness.files_for(b, _subsets(a) if b == "mmlu" else None))
+                            - {f.path for f in listed})
+            if absent:
+                return msg("evaluate.data_unavailable", benchmark=b, endpoint=v,
+                           reason=ctx.t(msg("evaluate.files_absent", files=", ".join(absent[:3]))))
+        return None
+
+    default_endpoint = sel.get("endpoint") if sel.get("source") in ("hf", "modelscope") else None
+    return [
+        Question("heldout", "select", "evaluate.heldout", default="training" if has_split else "none",
+                 choices=([Choice("training", msg("evaluate.heldout.training"))] if has_split else [])
+                 + [Choice("file", msg("evaluate.heldout.file")), Choice("none", msg("evaluate.heldout.none"))]),
+        Question("heldout_path", "path", "evaluate.heldout_path", when=lambda a: a.get("heldout") == "file",
+                 validate=lambda v, a: _references(v)),
+        Question("heldout_samples", "int", "evaluate.heldout_samples", default=32, validate=in_range(1, 100000),
+                 when=lambda a: a.get("heldout") != "none"),
+        Question("max_new_tokens", "int", "evaluate.max_new_tokens", default=64, validate=in_range(1, 8192),
+                 when=lambda a: a.get("heldout") != "none"),
+        Question("compare_base", "confirm", "evaluate.compare_base", default=True,
+                 when=lambda a: "finetuned" in found),
+        Question("benchmarks", "checkbox", "evaluate.benchmarks", default=[], validate=check_benchmarks,
+                 choices=[Choice(b, msg("evaluate.benchmark." + b)) for b in harness.BENCHMARKS]),
+        Question("mmlu_subjects", "text", "evaluate.mmlu_subjects",
+                 default=",".join(harness.BENCHMARKS["mmlu"].subsets), when=lambda a: "mmlu" in a.get("benchmarks", [])),
+        Question("benchmark_limit", "int", "evaluate.benchmark_limit", default=50, validate=in_range(1, 100000),
+                 when=lambda a: bool(a.get("benchmarks"))),
+        Question("benchmark_source", "select", "evaluate.benchmark_source", when=lambda a: bool(a.get("benchmarks")),
+                 default=sel.get("source") if sel.get("source") in ("hf", "modelscope") else "hf",
+                 choices=[Choice("hf", "Hugging Face"), Choice("modelscope", "ModelScope")]),
+        Question("benchmark_endpoint", "text", "evaluate.benchmark_endpoint", when=lambda a: bool(a.get("benchmarks")),
+                 default=lambda a: default_endpoint or _default_endpoint(a.get("benchmark_source", "hf")),
+                 validate=check_data),
+    ]
+
+
+def _default_endpoint(source: str) -> str:
+    from recipes import hub
+
+    return hub.default_endpoint(source) or ""
+
+
+def _subsets(a: dict) -> list[str]:
+    return [s.strip() for s in str(a.get("mmlu_subjects", "")).split(",") if s.strip()]
+
+
+def data_dir(ctx, source: str, bench: str) -> Path:
+    return ctx.home / "datasets" / source / harness.BENCHMARKS[bench].repo
+
+
+def _have_data(ctx, bench: str, subsets: list[str], source: str) -> bool:
+    subs = subsets if bench == "mmlu" else None
+    return all((data_dir(ctx, source, bench) / f).exists() for f in harness.files_for(bench, subs))
+
+
+def _fetch(ctx, bench: str, answers: dict) -> Path:
+    """The benchmark's files through yichui's downloader (resumable, verified), unless already complete."""
+    from recipes import download
+
+    source = answers["benchmark_source"]
+    subs = _subsets(answers) if bench == "mmlu" else None
+    target = data_dir(ctx, source, bench)
+    files = harness.files_for(bench, subs)
+    if not all((target / f).exists() for f in files):
+        download.fetch(source, harness.BENCHMARKS[bench].repo, answers["benchmark_endpoint"], "main", target,
+                       ctx.progress, ctx.info, "dataset", files)
+    return target
+
+
+def _endpoint_replies(endpoint: str, model: str, key: str | None, convs, max_new_tokens: int) -> list[str]:
+    out = []
+    for c in convs:
+        body = {"model": model, "messages": c[:-1], "max_tokens": max_new_tokens, "temperature": 0}
+        req = urllib.request.Request(endpoint.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}
+                                     | ({"Authorization": f"Bearer {key}"} if key else {}))
+        with urllib.request.urlopen(req, timeout=600) as r:
+            out.append(json.loads(r.read())["choices"][0]["message"]["content"].strip())
+    return out
+
+
+def _endpoint_metrics(endpoint, model, key, convs, max_new_tokens) -> dict:
+    from recipes import heldout
+
+    replies = _endpoint_replies(endpoint, model, key, convs, max_new_tokens)
+    refs = [c[-1]["content"] for c in convs]
+    return {"loss": None, "perplexity": None,
+            "exact_match": round(sum(heldout.normalize(p) == heldout.normalize(r) for p, r in zip(replies, refs))
+                                 / len(refs), 4),
+            "rouge_l": round(sum(heldout.rouge_l(p, r) for p, r in zip(replies, refs)) / len(refs), 4),
+            "samples": len(refs), "tokens": None, "answers": replies}
+
+
+def _serving(ctx) -> tuple[str | None, str | None, str | None]:
+    """(endpoint, served model, API key) of this session's running server, or of the selected endpoint."""
+    sel, dep = ctx.outputs("select_model"), ctx.outputs("deploy")
+    if sel.get("source") == "endpoint":
+        return sel["endpoint_url"], sel.get("served_model"), None
+    if dep.get("endpoint"):
+        from recipes import deploy, jobs
+
+        job = jobs.read(ctx.run_dir / "serve" / "server.pid.json")
+        if job is not None and job.alive():
+            return dep["endpoint"], dep.get("served_model"), deploy.read_key(dep.get("api_key_file"))
+    return None, None, None
+
+
+def run(ctx, answers: dict) -> dict:
+    found = models(ctx)
+    if not found:
+        raise StepError("evaluate.nothing")
+    edir = ctx.run_dir / "evaluate"
+    edir.mkdir(parents=True, exist_ok=True)
+    config = {k: answers.get(k) for k in ("heldout", "heldout_path", "heldout_samples", "max_new_tokens",
+                                          "compare_base", "benchmarks", "mmlu_subjects", "benchmark_limit")}
+    config["models"] = found
+    previous = ctx.outputs("evaluate")
+    parts: dict = dict(previous.get("parts", {})) if previous.get("config") == config else {}
+    if parts:
+        ctx.info(msg("evaluate.resuming", n=len(parts)))
+    ctx.record(config=config, parts=parts)
+    endpoint, served, key = _serving(ctx)
+    targets = [m for m in ("base", "finetuned", "endpoint") if m in found
+               and (m != "base" or "finetuned" not in found or answers.get("compare_base", True))]
+
+    convs: list = []
+    if answers["heldout"] == "training":
+        convs = training_split(ctx)
+    elif answers["heldout"] == "file":
+        convs = [c for c in datasets.load(answers["heldout_path"], skip_bad=True).conversations
+                 if c[-1]["role"] == "assistant" and c[-1]["content"].strip()]
+    convs = convs[:answers.get("heldout_samples", 32)]
+    if answers["heldout"] != "none" and not convs:
+        raise StepError("evaluate.no_heldout")
+
+    def done(key: str, value) -> None:
+        parts[key] = value
+        ctx.record(parts=parts)
+
+    for m in targets:
+        k = f"heldout:{m}"
+        if not convs or k in parts:
+            continue
+        ctx.info(msg("evaluate.heldout_running", model=m, n=len(convs)))
+        t0 = time.time()
+        if m == "endpoint":
+            res = _endpoint_metrics(found["endpoint"], served, key, convs, answers["max_new_tokens"])
+        else:
+            from recipes import heldout
+
+            with ctx.progress(msg("evaluate.heldout_progress", model=m), total=len(convs)) as bar:
+                res = heldout.evaluate(found[m], convs, answers["max_new_tokens"],
+                                       progress=lambda i, n: bar.update(completed=i))
+        done(k, res | {"seconds": round(time.time() - t0, 1)})
+
+    for b in answers.get("benchmarks", []):
+        bench = harness.BENCHMARKS[b]
+        ddir = _fetch(ctx, b, answers)
+        for m in targets:
+            k = f"bench:{b}:{m}"
+            if k in parts:
+                continue
+            use_endpoint = bench.kind == "generate" and (m == "endpoint" or (m == "finetuned" and endpoint))
+            ctx.info(msg("evaluate.bench_running", benchmark=b, model=m,
+                         where=endpoint if use_endpoint and m != "endpoint" else found.get(m, "")))
+            t0 = time.time()
+            try:
+                res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"],
+                                  endpoint=(found.get("endpoint") or endpoint) if use_endpoint else None,
+                                  served_model=served, api_key=key,
+                                  model_dir=None if m == "endpoint" else found[m],
+                                  subsets=_subsets(answers) if b == "mmlu" else None)
+            except harness.HarnessError as e:
+                raise StepError(e.key, **e.params) from None
+            done(k, res | {"seconds": round(time.time() - t0, 1)})
+
+    table = summary(parts, targets, answers.get("benchmarks", []))
+    ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets], [r[:1] + r[1:] for r in table])
+    examples = []
+    for i, c in enumerate(convs[:EXAMPLES]):
+        ex = {"prompt": c[-2]["content"] if len(c) > 1 else "", "reference": c[-1]["content"]}
+        for m in targets:
+            ex[m] = parts.get(f"heldout:{m}", {}).get("answers", [""] * (i + 1))[i]
+        examples.append(ex)
+        ctx.info(msg("evaluate.example", n=i + 1, prompt=_short(ex["prompt"]), reference=_short(ex["reference"]),
+                     answers="\n  ".join(f"{m}: {_short(ex[m])}" for m in targets)))
+    report, chart = write_report(ctx, edir, config, parts, targets, answers.get("benchmarks", []), examples)
+    ctx.info(msg("evaluate.report", path=str(report)))
+    return {"config": config, "parts": parts, "table": table, "columns": targets, "examples": examples,
+            "heldout_samples": len(convs), "report": str(report), "chart": str(chart) if chart else None}
+
+
+def _short(text: str, n: int = 160) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[:n - 1] + "…"
+
+
+def summary(parts: dict, targets: list[str], benchmarks: list[str]) -> list[list]:
+    """Rows ``[metric, value per target…]`` (None where not measured)."""
+    rows = []
+    for metric in METRICS:
+        vals = [parts.get(f"heldout:{m}", {}).get(metric) for m in targets]
+        if any(v is not None for v in vals):
+            rows.append([f"held-out {metric}", *vals])
+    for b in benchmarks:
+        rows.append([f"{b} ({harness.BENCHMARKS[b].metric.split(',')[0]})",
+                     *[parts.get(f"bench:{b}:{m}", {}).get("score") for m in targets]])
+    return rows
+
+
+def write_report(ctx, edir: Path, config: dict, parts: dict, targets: list[str], benchmarks: list[str],
+                 examples: list[dict]) -> tuple[Path, Path | None]:
+    rows = summary(parts, targets, benchmarks)
+    lines = [f"# Evaluation — session {ctx.session_id}", "", f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
+             "| metric | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
+    lines += ["| " + " | ".join(["—" if v is None else str(v) for v in r]) + " |" for r in rows]
+    lines += ["", "Models: " + ", ".join(f"{k} = `{v}`" for k, v in config["models"].items()), ""]
+    if examples:
+        lines += ["## Examples (held-out)", ""]
+        for i, ex in enumerate(examples, 1):
+            lines += [f"### {i}", "", f"**prompt**: {ex['prompt']}", "", f"**reference**: {ex['reference']}", ""]
+            lines += [f"**{m}**: {ex.get(m, '')}" for m in targets] + [""]
+    lines += ["Held-out metrics: recipes/heldout.py; benchmarks: lm-evaluation-harness (recipes/harness.py), "
+              f"first {config.get('benchmark_limit')} examples of each task.", ""]
+    report = edir / "report.md"
+    report.write_text("\n".join(lines))
+    chart = _chart(rows, targets, edir / "report.png")
+    return report, chart
+
+
+def _chart(rows: list[list], targets: list[str], path: Path) -> Path | None:
+    """Grouped bars of the metrics in [0, 1] (exact match, ROUGE-L, benchmark scores), one bar per model."""
+    shown = [r for r in rows if "loss" not in r[0] and "perplexity" not in r[0] and any(v is not None for v in r[1:])]
+    if not shown:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(max(5, 1.6 * len(shown)), 3.6), dpi=100)
+    width = 0.8 / len(targets)
+    for j, m in enumerate(targets):
+        ax.bar([i + j * width for i in range(len(shown))], [r[1 + j] or 0 for r in shown], width, label=m)
+    ax.set_xticks([i + width * (len(targets) - 1) / 2 for i in range(len(shown))], [r[0] for r in shown], fontsize=8)
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("score")
+    ax.legend()
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def is_done(ctx, record: dict) -> bool:
+    return "table" in record["outputs"]

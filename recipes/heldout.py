@@ -1,0 +1,109 @@
+"""Held-out metrics of one model on conversations it was not trained on: what the evaluate step shows side by side
+for the base model and the fine-tuned one.
+
+Per model, over the held-out conversations (each ends with the reference assistant turn):
+    loss        mean negative log-likelihood (nats) of the reference reply's tokens given the conversation before it,
+                through the model's chat template, averaged over tokens (as the trainer's validation loss);
+    perplexity  exp(loss);
+    exact_match share of greedy replies equal to the reference after normalisation (case, punctuation, articles and
+                whitespace: SQuAD's normalize_answer);
+    rouge_l     mean ROUGE-L F-measure of greedy reply against reference (Lin, 2004) by the ``rouge_score`` package;
+                text with CJK characters is scored per character (rouge_score's default tokenizer drops non-Latin
+                characters).
+"""
+from __future__ import annotations
+
+import math
+import re
+import string
+
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def normalize(text: str) -> str:
+    """SQuAD v1.1 normalize_answer: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in set(string.punctuation))
+    text = re.sub(r"\b(a|an|the)\b", " ", text)
+    return " ".join(text.split())
+
+
+class _Tokenizer:
+    """rouge_score tokenizer: characters for CJK text, else rouge_score's own word tokenizer (lower case, stemmed)."""
+
+    def __init__(self):
+        from rouge_score import tokenizers
+
+        self.words = tokenizers.DefaultTokenizer(use_stemmer=True)
+
+    def tokenize(self, text: str) -> list[str]:
+        if CJK.search(text):
+            return [c for c in text.lower() if not c.isspace() and c not in string.punctuation]
+        return self.words.tokenize(text)
+
+
+def rouge_l(prediction: str, reference: str) -> float:
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"], tokenizer=_Tokenizer())
+    return scorer.score(reference, prediction)["rougeL"].fmeasure
+
+
+def load(path: str, device: str):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(path)
+    kw = {"dtype": "auto"} | ({"device_map": {"": 0}} if device == "cuda" else {})
+    model = AutoModelForCausalLM.from_pretrained(path, **kw)
+    if device == "cpu" and getattr(model, "hf_quantizer", None) is None:
+        model = model.float()
+    return model.eval(), tok
+
+
+def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 64, max_tokens: int = 1024,
+             progress=lambda done, total: None) -> dict:
+    """The metrics of the model in ``path`` on ``conversations``.
+
+    Returns:
+        ``{"loss", "perplexity", "exact_match", "rouge_l", "samples", "tokens", "answers": [str]}``; ``answers`` are
+        the greedy replies in order.
+
+    Raises:
+        ValueError: no conversation has a reference reply token within ``max_tokens``.
+    """
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model, tok = load(path, device)
+    nll = 0.0
+    tokens = 0
+    answers, em, rl = [], [], []
+    for i, conv in enumerate(conversations):
+        prompt = tok.apply_chat_template(conv[:-1], add_generation_prompt=True, return_dict=True,
+                                         return_tensors="pt")["input_ids"]
+        full = tok.apply_chat_template(conv, return_dict=True, return_tensors="pt")["input_ids"][:, :max_tokens]
+        n_prompt = prompt.shape[1]
+        labels = full.clone()
+        labels[:, :n_prompt] = -100  # the reply's tokens only (the template renders the prompt identically)
+        n = int((labels[:, 1:] != -100).sum())
+        with torch.no_grad():
+            if n:
+                logits = model(full.to(model.device)).logits[:, :-1].float()
+                nll += float(torch.nn.functional.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1).to(model.device),
+                    ignore_index=-100, reduction="sum"))
+                tokens += n
+            out = model.generate(prompt.to(model.device), attention_mask=torch.ones_like(prompt).to(model.device),
+                                 max_new_tokens=max_new_tokens, do_sample=False)
+        reply = tok.decode(out[0][n_prompt:], skip_special_tokens=True).strip()
+        reference = conv[-1]["content"]
+        answers.append(reply)
+        em.append(float(normalize(reply) == normalize(reference)))
+        rl.append(rouge_l(reply, reference))
+        progress(i + 1, len(conversations))
+    if not tokens:
+        raise ValueError("no reference tokens")
+    loss = nll / tokens
+    del model
+    return {"loss": round(loss, 4), "perplexity": round(math.exp(min(loss, 50)), 3),
+            "exact_match": round(sum(em) / len(em), 4), "rouge_l": round(sum(rl) / len(rl), 4),
+            "samples": len(conversations), "tokens": tokens, "answers": answers}

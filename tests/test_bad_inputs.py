@@ -1,0 +1,253 @@
+"""The bad-input catalogue: each entry is a real `yichui` command that must fail with one line naming what is wrong
+and what to do (the catalogue message, in the user's language), a non-zero exit, and nothing lost.
+
+The README's troubleshooting section is generated from CATALOGUE (`python tests/test_bad_inputs.py` prints it) and a
+test checks it is current.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest import yichui  # noqa: E402
+
+from wizard import i18n  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Case:
+    id: str
+    what: str                # the bad input, for the README (English; zh from the catalogue message)
+    key: str                 # the catalogue message the user sees
+    argv: Callable           # (env: Env) -> list of yichui arguments
+    code: int = 2
+    setup: Callable | None = None  # (env) -> None
+
+
+class Env:
+    """What a case may use: YICHUI_HOME, a hub with the tiny model, a scratch folder, a valid session, extra env."""
+
+    def __init__(self, home, hub, tmp, tiny, tmpfs):
+        self.home, self.hub, self.tmp, self.tiny, self.tmpfs = home, hub, tmp, tiny, tmpfs
+        self.extra: dict = {}
+        self._session = None
+
+    def session(self) -> Path:
+        if self._session is None:
+            from wizard.session import Session
+
+            s = Session.new("finetune", h=self.home)
+            s.save()
+            self._session = s.path
+        return self._session
+
+    def edited(self, fn) -> str:
+        data = json.loads(self.session().read_text())
+        fn(data)
+        p = self.tmp / "edited.json"
+        p.write_text(json.dumps(data))
+        return str(p)
+
+    def file(self, name: str, content: bytes | str) -> str:
+        p = self.tmp / name
+        p.write_bytes(content.encode() if isinstance(content, str) else content)
+        return str(p)
+
+    def folder(self, name: str, files: dict) -> str:
+        d = self.tmp / name
+        d.mkdir()
+        for k, v in files.items():
+            (d / k).write_text(v)
+        return str(d)
+
+
+def ys(*pairs: str) -> list[str]:
+    return ["run", "--yes", *[a for p in pairs for a in ("--set", p)]]
+
+
+def taken_port(env: Env) -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    env.extra["_socket"] = s  # kept open for the case
+    return s.getsockname()[1]
+
+
+def hold_lock(env: Env) -> None:
+    path = env.session()
+    fd = os.open(str(path) + ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, b"4242")
+    env.extra["_lock"] = fd
+
+
+LOCAL = lambda env: ("select_model.source=local", f"select_model.path={env.tiny}")  # noqa: E731
+BUNDLED_DATA = ("choose_strategy.dataset=local",)
+
+CATALOGUE = [
+    # the command line
+    Case("unknown-task", "an unknown task", "cli.unknown_task", lambda e: ["run", "--task", "bake", "--yes"]),
+    Case("unknown-set-key", "a --set key the step does not have", "answer.unknown_key", lambda e: ys("deploy.prot=9000")),
+    Case("set-not-key-value", "a --set without '='", "cli.bad_set", lambda e: ["run", "--yes", "--set", "deploy"]),
+    Case("set-unknown-step", "a --set for a step that does not exist", "cli.unknown_step", lambda e: ys("bake.x=1")),
+    Case("set-outside-task", "a --set for a step outside the task", "answer.step_not_in_task",
+         lambda e: ["run", "--task", "quantize", *ys("train.device=cpu")[1:]]),
+    Case("not-a-number", "a word where a whole number goes", "answer.not_int", lambda e: ys("choose_strategy.lora_rank=abc")),
+    Case("not-a-float", "a word where a number goes", "answer.not_float", lambda e: ys("choose_strategy.learning_rate=fast")),
+    Case("impossible-number", "a number out of range (learning rate 0)", "answer.out_of_range",
+         lambda e: ys("choose_strategy.learning_rate=0")),
+    Case("impossible-rank", "LoRA rank 0", "answer.out_of_range", lambda e: ys("choose_strategy.lora_rank=0")),
+    Case("not-yes-no", "'maybe' for a yes/no question", "answer.not_bool", lambda e: ys("choose_strategy.packing=maybe")),
+    Case("not-a-choice", "a choice that does not exist", "answer.not_a_choice", lambda e: ys("choose_strategy.method=magic")),
+    Case("bad-format", "an export format that does not exist", "answer.not_a_choice", lambda e: ys("export.formats=zip")),
+    Case("engine-cannot-load", "an export the chosen engine cannot load", "export.engine_cannot_load",
+         lambda e: ys("export.serve_with=vllm", "export.formats=bnb-8bit")),
+    Case("too-few-calibration", "too few calibration samples", "export.too_few_calibration",
+         lambda e: ys("export.formats=gptq-w4a16", "export.calibration_samples=3")),
+    Case("no-tty", "the wizard without a terminal (stdin not a TTY)", "cli.no_tty", lambda e: ["run"]),
+    Case("bad-lang", "an unknown interface language", "cli.bad_lang", lambda e: ["--lang", "fr", "steps"]),
+    Case("demo-unknown-task", "yichui demo with an unknown task", "cli.unknown_task", lambda e: ["demo", "--task", "bake"]),
+    # models and hubs
+    Case("malformed-id", "a hub id that is not org/name", "select_model.bad_id",
+         lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other", "select_model.model_id=not an id")),
+    Case("unknown-model", "a model the hub does not have", "hub.no_such_model",
+         lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other", "select_model.model_id=nobody/nothing")),
+    Case("unreachable-hub", "an unreachable hub endpoint", "hub.unreachable",
+         lambda e: ys("select_model.endpoint=http://127.0.0.1:9", "select_model.model=other",
+                      "select_model.model_id=org/model")),
+    Case("bad-endpoint-url", "a hub endpoint that is not a URL", "select_model.bad_endpoint",
+         lambda e: ys("select_model.endpoint=hub.local", "select_model.model=other", "select_model.model_id=org/model")),
+    Case("no-local-folder", "a local model folder that does not exist", "hub.no_local_model",
+         lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/nowhere")),
+    Case("no-config", "a local folder without config.json", "hub.no_local_model",
+         lambda e: ys("select_model.source=local", f"select_model.path={e.folder('empty-model', {'README.md': 'x'})}")),
+    Case("malformed-config", "a config.json that is not JSON", "hub.bad_config",
+         lambda e: ys("select_model.source=local", f"select_model.path={e.folder('bad-model', {'config.json': '{oops'})}")),
+    # data
+    Case("no-dataset", "a dataset file that does not exist", "data.no_file",
+         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.tmp}/missing.jsonl")),
+    Case("empty-dataset", "an empty dataset file", "data.empty",
+         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('empty.jsonl', '')}")),
+    Case("unknown-data-format", "records of no known format", "data.unknown_format",
+         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('odd.jsonl', json.dumps({'foo': 1}))}")),
+    Case("not-utf8-data", "a dataset that is not UTF-8", "data.not_text",
+         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('bin.jsonl', bytes(range(128, 256)))}")),
+    Case("bad-data-suffix", "a dataset of an unsupported type", "data.bad_suffix",
+         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('data.txt', 'hello')}")),
+    Case("malformed-records", "malformed records, told to abort", "data.bad_records",
+         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, "choose_strategy.bad_records=abort", "choose_strategy.dataset_path=" + e.file(
+             "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n")), code=1),
+    # session files
+    Case("session-truncated", "a truncated session file", "session.not_json",
+         lambda e: ["show", e.file("cut.json", e.session().read_text()[:100])]),
+    Case("session-hand-edited", "a hand-edited session (unknown status)", "session.invalid",
+         lambda e: ["show", e.edited(lambda d: d["steps"]["train"].update(status="finished"))]),
+    Case("session-wrong-steps", "a session whose steps were removed", "session.invalid",
+         lambda e: ["show", e.edited(lambda d: d["steps"].pop("train"))]),
+    Case("session-newer", "a session from a newer yichui", "session.newer",
+         lambda e: ["resume", e.edited(lambda d: d.update(schema_version=99)), "--yes"]),
+    Case("session-folder", "a folder given as the session", "session.is_folder", lambda e: ["show", str(e.tmp)]),
+    Case("session-binary", "a binary file given as the session", "session.not_text",
+         lambda e: ["show", e.file("bin.json", bytes(range(128, 256)))]),
+    Case("session-missing", "a session id that does not exist", "session.not_found", lambda e: ["replay", "19990101-000000-0000", "--yes"]),
+    Case("two-wizards", "two wizards on one session", "session.locked",
+         lambda e: ["resume", str(e.session()), "--yes"], setup=hold_lock),
+    # serving
+    Case("port-in-use", "a port another program holds", "deploy.port_in_use", lambda e: ys(f"deploy.port={taken_port(e)}")),
+    Case("port-out-of-range", "a port above 65535", "answer.out_of_range", lambda e: ys("deploy.port=70000")),
+    Case("engine-not-installed", "a serving engine that is not installed", "deploy.not_installed", lambda e: ys("deploy.backend=vllm")),
+    Case("chat-unreachable", "chat with an endpoint nobody serves", "cli.chat.unreachable",
+         lambda e: ["chat", "--endpoint", "http://127.0.0.1:9/v1"], code=1),
+    Case("evaluate-unreachable", "evaluating an endpoint nobody serves", "select_model.endpoint_unreachable",
+         lambda e: ["run", "--task", "evaluate", *ys("select_model.source=endpoint",
+                                                     "select_model.endpoint_url=http://127.0.0.1:9/v1")[1:]]),
+    Case("benchmark-offline", "a benchmark whose data is neither on disk nor reachable", "evaluate.data_unavailable",
+         lambda e: ["run", "--task", "evaluate", *ys(*LOCAL(e), "evaluate.heldout=none", "evaluate.benchmarks=gsm8k",
+                                                     "evaluate.benchmark_endpoint=http://127.0.0.1:9")[1:]]),
+    Case("heldout-without-references", "an evaluation set with no reference replies", "evaluate.no_references",
+         lambda e: ["run", "--task", "evaluate", *ys(*LOCAL(e), "evaluate.heldout=file", "evaluate.heldout_path=" + e.file(
+             "q.jsonl", json.dumps({"messages": [{"role": "user", "content": "hi"}]})))[1:]]),
+    # disks and folders
+    Case("full-disk", "a download into a full disk", "download.no_space",
+         lambda e: ["download", "yichui/tiny-qwen2-chat", "--endpoint", e.hub.url, "--local-dir", str(e.tmpfs("256k"))]),
+    Case("read-only-home", "YICHUI_HOME on a read-only filesystem", "cli.os_error",
+         lambda e: e.extra.update(YICHUI_HOME=str(e.tmpfs("1m", ro=True) / "home")) or ys("deploy.port=8000")),
+    Case("bad-repo-type", "yichui download --repo-type space", "cli.bad_repo_type",
+         lambda e: ["download", "org/name", "--repo-type", "space"]),
+    Case("bad-source", "yichui download --source github", "hub.unknown_source", lambda e: ["download", "org/name", "--source", "github"]),
+    Case("estimate-bad-method", "yichui estimate with an unknown method", "memory.bad_choice",
+         lambda e: ["estimate", str(e.tiny), "--method", "magic"]),
+    Case("no-server", "serve status of a session without a server", "cli.serve.none",
+         lambda e: ["serve", "status", str(e.session())], code=1),
+]
+
+
+def render(key: str, lang: str) -> str:
+    """The catalogue message with its placeholders shown as …"""
+    return re.sub(r"\{[^}]*\}", "…", i18n.CATALOG[key][lang]).replace("\n", " ")
+
+
+def fixed_prefix(key: str) -> str:
+    """The message's English text up to its first placeholder (what every rendering of it starts with)."""
+    text = i18n.CATALOG[key]["en"]
+    head = text.split("{", 1)[0].strip()
+    return head if len(head) >= 8 else re.split(r"\{[^}]*\}", text)[1].strip()[:40]
+
+
+def markdown() -> str:
+    lines = ["| # | bad input | what yichui says | 中文提示 |", "|---|---|---|---|"]
+    for i, c in enumerate(CATALOGUE, 1):
+        lines.append(f"| {i} | {c.what} | {render(c.key, 'en')} | {render(c.key, 'zh')} |")
+    return "\n".join(lines)
+
+
+def test_the_catalogue_has_forty_cases_and_known_messages():
+    assert len(CATALOGUE) >= 40 and len({c.id for c in CATALOGUE}) == len(CATALOGUE)
+    for c in CATALOGUE:
+        assert c.key in i18n.CATALOG, c.key
+
+
+def test_readme_troubleshooting_is_the_catalogue():
+    readme = (ROOT / "README.md").read_text()
+    start, end = "<!-- bad-inputs:start -->", "<!-- bad-inputs:end -->"
+    assert start in readme and end in readme
+    assert readme.split(start)[1].split(end)[0].strip() == markdown(), \
+        "regenerate with: python tests/test_bad_inputs.py > section, and paste between the markers"
+
+
+@pytest.mark.parametrize("case", CATALOGUE, ids=[c.id for c in CATALOGUE])
+def test_bad_input(case, home, hub, tmp_path, tiny_model, tmpfs):
+    env = Env(home, hub, tmp_path, tiny_model, tmpfs)
+    if case.setup:
+        case.setup(env)
+    argv = case.argv(env)
+    before = {p: p.read_bytes() for p in (home / "sessions").glob("*.json")} if (home / "sessions").exists() else {}
+    extra = {k: v for k, v in env.extra.items() if not k.startswith("_")}
+    r = yichui(home, *argv, timeout=300, **extra)
+    lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
+    assert r.returncode == case.code, (r.returncode, r.stdout[-1500:], r.stderr[-1500:])
+    assert len(lines) == 1, r.stderr  # one line
+    assert fixed_prefix(case.key) in lines[0], (fixed_prefix(case.key), lines[0])
+    assert "Traceback" not in r.stdout + r.stderr
+    for p, data in before.items():  # nothing lost: every session file that existed is unchanged and still loads
+        assert p.read_bytes() == data
+    from wizard.session import Session
+
+    for p in (home / "sessions").glob("*.json") if (home / "sessions").exists() else []:
+        Session.load(p)
+
+
+if __name__ == "__main__":
+    print(markdown())
