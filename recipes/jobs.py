@@ -33,14 +33,17 @@ class Job:
             return False
         return state not in ("Z", "X") and (self.start_ticks is None or ticks == self.start_ticks)
 
-    def stop(self, timeout: float = 20.0) -> bool:
-        """SIGTERM the job's process group, then SIGKILL after ``timeout`` s. True if it was running.
+    def stop(self, timeout: float | None = None) -> bool:
+        """SIGTERM the job's process group, then SIGKILL after ``timeout`` s (the trainer: 120 s, time to finish its
+        step and write a checkpoint; others 20 s). True if it was running.
 
         Leaves ``<job>.stopped`` beside the pid file, so a wizard following the job knows it was stopped on purpose.
         """
         if not self.alive():
             return False
         Path(self.pid_file).with_suffix("").with_suffix(".stopped").write_text(str(self.pid))
+        if timeout is None:
+            timeout = 120.0 if self.name == "trainer" else 20.0
         for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
             try:
                 os.killpg(self.pid, sig)

@@ -36,9 +36,11 @@ def questions(ctx) -> list[Question]:
         if answers["source"] != "local":
             ctx.info(msg("select_model.fetching", repo=repo, endpoint=answers.get("endpoint")))
         try:
-            hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
+            config = hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
         except StepError as e:
             return e.msg
+        if config.get("auto_map"):  # the repository's own Python code: never run it
+            return msg("select_model.custom_code", repo=repo, classes=", ".join(sorted(config["auto_map"]))[:120])
         return None
 
     def validate_model(value, answers):

@@ -239,9 +239,9 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
                 if any(ours(e) and e["event"] == "error" for e in events):
                     offset = 0  # handle the error event on the next pass
                     continue
-                if job.stop_requested():
+                if job.stop_requested() or any(ours(e) and e["event"] == "stopped" for e in events):
                     ctx.info(msg("train.stopped", pid=job.pid, id=ctx.session_id))
-                    raise KeyboardInterrupt  # stopped on purpose (`yichui stop`): resumable, not a failure
+                    raise KeyboardInterrupt  # stopped on purpose (`yichui stop`, SIGTERM): resumable, not a failure
                 ctx.warn(job.log_tail(8))
                 raise StepError("train.died", pid=job.pid, log=job.log)
             time.sleep(POLL_S)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import signal
 import sys
 import time
 import traceback
@@ -249,6 +250,14 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
         eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500,
         use_liger_kernel=bool(spec.get("liger")), **distribution_args(spec))
 
+    stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop
+
+    def _graceful(signum, frame):
+        stop_signal.append(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _graceful)
+
     class EventsCallback(TrainerCallback):
         def __init__(self):
             self.t_last, self.tokens_last = time.time(), None
@@ -275,6 +284,9 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
 
         def on_step_end(self, args, state, control, **kw):
             ev.last_step = state.global_step
+            if stop_signal:  # asked to stop (yichui stop, a closing terminal): lose no step
+                control.should_save = True
+                control.should_training_stop = True
             # test hook (CI has no GPU): YICHUI_INJECT_OOM="STEP:MICRO_BATCH" raises the CUDA out-of-memory error at
             # that step while the micro-batch is larger than MICRO_BATCH
             inject = os.environ.get("YICHUI_INJECT_OOM")
@@ -301,6 +313,12 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     t0 = time.time()
     out = trainer.train(resume_from_checkpoint=last)
     runtime = time.time() - t0
+    if stop_signal:
+        if RANK == 0:
+            ev.emit("stopped", step=trainer.state.global_step, signal=signal.Signals(stop_signal[0]).name,
+                    checkpoint=f"checkpoints/checkpoint-{trainer.state.global_step}")
+        _leave_process_group()
+        return 128 + stop_signal[0]
 
     gpu_memory = cuda_memory() if device == "cuda" else None
     adapter = tdir / "adapter"

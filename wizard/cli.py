@@ -159,6 +159,17 @@ def main_callback(ctx: typer.Context,
         ctx.invoke(run, task=None, from_=None, set_=None, yes=False)
 
 
+def _preflight_machine() -> None:
+    """`yichui doctor`'s checks that every session needs, before it starts: Python, a writable YICHUI_HOME with
+    room, and a torch that can use the GPU the machine has."""
+    from recipes import doctor as doc
+    from wizard.session import home
+
+    for c in (doc.python_check(), doc.disk_check(home())):
+        if c.blocking:
+            raise _fail("cli.preflight", what=f"{c.name}: {c.found}", fix=c.fix)
+
+
 def _ask_task() -> str:
     """The wizard's first question: what the user came for (recipes.TASKS)."""
     import recipes
@@ -209,6 +220,7 @@ def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"
     if not yes:
         _need_tty()
     ui = _ui()
+    _preflight_machine()
     if task is None:
         task = "finetune" if yes else _ask_task()
     s = Session.new(task)
@@ -689,7 +701,15 @@ def chat(session: Optional[str] = SessionArg,
     chat_mod.repl(endpoint, model, key, T, ui.say, ui.error, max_tokens)
 
 
+def _as_interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM / SIGHUP (a closed terminal): saved and resumable, like Ctrl-C
+
+
 def main() -> None:
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _as_interrupt)
     try:
         app()
     except OSError as e:  # a read-only or full YICHUI_HOME, a folder given as a file, ...: one line, nothing lost

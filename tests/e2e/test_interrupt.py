@@ -9,6 +9,7 @@ import subprocess
 
 from conftest import YICHUI, env_for, kill9, sessions, stop_all, wait_for, yichui
 
+import recipes
 from recipes import jobs
 
 LONG = ["--set", "choose_strategy.max_steps=400", "--set", "choose_strategy.save_steps=20",
@@ -52,7 +53,20 @@ def _scenario(home, tmp_path):
     wait_for(lambda: last_step(run_dir) > step_at_kill + 5, 60, what="training to go on under the re-attached view")
     assert trainer.alive()
 
-    # 2. kill -9 the wizard and the trainer: resume restarts from the last checkpoint
+    # 2. `yichui stop` sends SIGTERM: the trainer ends its step, writes a checkpoint there and exits; nothing is lost
+    assert yichui(home, "stop", s["id"]).returncode == 0
+    assert resumed.wait(timeout=120) == 130  # the re-attached wizard saw the stop: resumable, not failed
+    events, _ = jobs.read_events(run_dir / "train" / "events.jsonl")
+    (stopped,) = [e for e in events if e["event"] == "stopped"]
+    assert stopped["signal"] == "SIGTERM" and stopped["step"] == last_step(run_dir)
+    assert (run_dir / "train" / "checkpoints" / f"checkpoint-{stopped['step']}").is_dir()
+    resumed = spawn(home, tmp_path / "resume2.log", "resume", s["id"], "--yes")
+    wait_for(lambda: f"Resuming training from checkpoint-{stopped['step']}" in (tmp_path / "resume2.log").read_text(),
+             120, what="resume from the checkpoint written at the stop")
+    wait_for(lambda: last_step(run_dir) > stopped["step"] + 3, 120, what="training to go on after the stop")
+    trainer = jobs.read(run_dir / "train" / "trainer.pid.json")
+
+    # 3. kill -9 the wizard and the trainer: resume restarts from the last checkpoint
     kill9(resumed.pid)
     resumed.wait()
     wait_for(lambda: 3 <= last_step(run_dir) % 20 <= 15, 60, what="a step between two checkpoints")
@@ -83,7 +97,7 @@ def _scenario(home, tmp_path):
     assert redone and redone[0] == ckpts[-1] + 1, (ckpts, steps_done)
     assert [after[k] for k in redone] == [before[k] for k in redone]
     final = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
-    assert all(rec["status"] == "done" for rec in final["steps"].values())
+    assert [n for n, rec in final["steps"].items() if rec["status"] == "done"] == list(recipes.TASKS["finetune"])
     assert final["steps"]["deploy"]["outputs"]["reply"]
 
 
