@@ -165,6 +165,9 @@ def read(ref: str | Path) -> Loaded:
         DataError: no such file, a folder, not UTF-8, unreadable table, empty, or a first record of no known format.
     """
     path, sample = split_sample(ref)
+    head, hash_, tail = str(ref).rpartition("#")
+    if hash_ and (sample == 0 or (sample is None and Path(head).is_file())):  # file.jsonl#0, #-5, #abc
+        raise DataError("data.bad_sample", path=head, value=tail)
     if path.is_dir():
         raise DataError("data.is_folder", path=str(path))
     if not path.is_file():

@@ -274,14 +274,21 @@ def run(ctx, answers: dict) -> dict:
     if old is not None and old.alive():
         ctx.info(msg("deploy.stopping_old", pid=old.pid))
         old.stop()
+    if not port_free(host, port):  # taken since the question was answered (another server, another session)
+        raise StepError("deploy.port_in_use", port=port)
     job = jobs.spawn("server", engines.argv_for(inst, launch, key_file), sdir)
     base = client_base(host, port)
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))
     wait_healthy(job, base)
-    served = launch.served_model
-    if backend == "transformers":
-        served = _http(base + "/v1/models")["data"][0]["id"]
+    listed = [m["id"] for m in _http(base + "/v1/models", key=key).get("data", [])]
+    served = model_dir if backend == "transformers" else launch.served_model  # transformers names it by its path
+    time.sleep(0.5)  # a server of ours that could not bind its port has exited by now
+    if not job.alive():
+        raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
+    if served not in listed:  # whoever answers on this port, it is not the server we started
+        job.stop()
+        raise StepError("deploy.not_ours", port=port, models=", ".join(listed)[:200] or "?")
     samples = ctx.outputs("train").get("samples", {})
     question = samples.get("question") or "What is LoRA?"
     reply = chat(base, served, question, key=key)
@@ -290,7 +297,7 @@ def run(ctx, answers: dict) -> dict:
     ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid))
     if samples.get("before") is not None:
         ctx.info(msg("deploy.before", question=question, answer=samples["before"]))
-    ctx.info(msg("deploy.after", question=question, answer=reply))
+    ctx.info(msg("deploy.after" if ctx.outputs("train") else "deploy.reply", question=question, answer=reply))
     ctx.info(msg("deploy.streamed", chars=len(streamed)))
     auth = " -H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"" if key_file else ""
     curl = (f"curl {base}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d "

@@ -124,6 +124,10 @@ CATALOGUE = [
          lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other", "select_model.model_id=not an id")),
     Case("unknown-model", "a model the hub does not have", "hub.no_such_model",
          lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other", "select_model.model_id=nobody/nothing")),
+    Case("gated-repo", "a gated repository (licence not accepted)", "hub.gated",
+         lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
+                      "select_model.model_id=yichui/tiny-qwen2-chat"),
+         setup=lambda e: setattr(e.hub.hub, "faults", [{"path": "*config.json", "status": 403, "error_code": "GatedRepo"}])),
     Case("unreachable-hub", "an unreachable hub endpoint", "hub.unreachable",
          lambda e: ys("select_model.endpoint=http://127.0.0.1:9", "select_model.model=other",
                       "select_model.model_id=org/model")),
@@ -148,6 +152,8 @@ CATALOGUE = [
          lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('odd.jsonl', json.dumps({'foo': 1}))}")),
     Case("not-utf8-data", "a dataset that is not UTF-8", "data.not_text",
          lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('bin.jsonl', bytes(range(128, 256)))}")),
+    Case("bad-sample-size", "a dataset sample of -5 records (file.jsonl#-5)", "data.bad_sample",
+         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('ok.jsonl', json.dumps({'instruction': 'a', 'output': 'b'}))}#-5")),
     Case("bad-data-suffix", "a dataset of an unsupported type", "data.bad_suffix",
          lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('data.txt', 'hello')}")),
     Case("malformed-records", "malformed records, told to abort", "data.bad_records",
@@ -193,6 +199,10 @@ CATALOGUE = [
     Case("bad-source", "yichui download --source github", "hub.unknown_source", lambda e: ["download", "org/name", "--source", "github"]),
     Case("estimate-bad-method", "yichui estimate with an unknown method", "memory.bad_choice",
          lambda e: ["estimate", str(e.tiny), "--method", "magic"]),
+    Case("estimate-negative-memory", "yichui estimate --gpu-memory -1", "cli.option_positive",
+         lambda e: ["estimate", str(e.tiny), "--gpu-memory", "-1"]),
+    Case("chat-not-a-url", "yichui chat --endpoint notaurl", "cli.chat.bad_endpoint",
+         lambda e: ["chat", "--endpoint", "notaurl"]),
     Case("no-server", "serve status of a session without a server", "cli.serve.none",
          lambda e: ["serve", "status", str(e.session())], code=1),
 ]
@@ -254,6 +264,24 @@ def test_bad_input(case, home, hub, tmp_path, tiny_model, tmpfs):
 
     for p in (home / "sessions").glob("*.json") if (home / "sessions").exists() else []:
         Session.load(p)
+
+
+def test_a_forty_column_terminal_wraps_and_asks(home, tmp_path):
+    """Not an error: at 40 columns tables wrap within the width and the wizard still asks its first question."""
+    import pexpect
+    from conftest import YICHUI, env_for
+
+    for args in (["steps"], ["doctor"], ["--help"]):
+        r = yichui(home, *args, COLUMNS="40")
+        assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, args
+        assert max(len(x) for x in r.stdout.splitlines()) <= 40, (args, r.stdout)
+    t = pexpect.spawn(YICHUI, [], env=env_for(home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1"),
+                      encoding="utf-8", dimensions=(24, 40), timeout=60)
+    t.expect("What do you want")
+    t.send("\x03")  # Ctrl-C at the task menu: nothing started, exit 130
+    t.expect(pexpect.EOF)
+    t.close()
+    assert t.exitstatus == 130
 
 
 if __name__ == "__main__":

@@ -237,7 +237,7 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
     job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
     assert job.alive() and job.stop() and not job.alive()
 
-    # the port was free when asked, and taken when the server binds it: the server dies during start-up
+    # the port was free when asked, and taken by the time the server would start: refused before spawning
     import socket
 
     with socket.socket() as taken:
@@ -246,7 +246,22 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
         answers = dict(chain.session.steps["deploy"]["answers"], port=taken.getsockname()[1])
         with pytest.raises(StepError) as e:
             recipes.load("deploy").run(chain.ctx("deploy"), answers)
-    assert e.value.msg.key == "deploy.died" and "address" in e.value.msg.args["tail"].lower()
+    assert e.value.msg.key == "deploy.port_in_use"
+    # a server that dies during start-up (a broken config.json): one error with the end of its log
+    exported = chain.session.steps["export"]["outputs"]
+    good = exported["merged_dir"]
+    bad = Path(good).parent / "broken-merged"
+    shutil.copytree(good, bad, dirs_exist_ok=True)
+    (bad / "config.json").write_text("{oops")
+    exported["merged_dir"] = str(bad)
+    try:
+        with pytest.raises(StepError) as e:
+            recipes.load("deploy").run(chain.ctx("deploy"), dict(chain.session.steps["deploy"]["answers"]))
+    finally:
+        exported["merged_dir"] = good
+        shutil.rmtree(bad)
+    assert e.value.msg.key == "deploy.died" and e.value.msg.args["tail"]
+
 
 
 def test_qlora_trains_and_merges_into_the_unquantized_base(chain):

@@ -152,6 +152,7 @@ def _need_tty() -> None:
 def main_callback(ctx: typer.Context,
                   lang: Optional[str] = typer.Option(None, "--lang", help=T("cli.lang"), show_default=False)):
     if lang is not None:
+        lang = lang.lower()
         if lang not in i18n.LANGS:
             raise _fail("cli.bad_lang", value=lang)
         i18n.set_lang(lang)
@@ -431,6 +432,10 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
 
     if gpu is not None and gpu not in memory.GPUS:
         raise _fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
+    for name, value, lo in (("--gpu-memory", gpu_memory, 1e-9), ("--seq", seq, 1), ("--batch", batch, 1),
+                            ("--gpus", gpus, 1), ("--rank", rank, 1)):
+        if value is not None and value < lo:  # checked before any hub is asked
+            raise _fail("cli.option_positive", option=name, value=value)
     config = _estimate_config(model, source, endpoint, revision)
     t = memory.Training(method=method, rank=rank, targets=targets, dropout=dropout, ckpt=ckpt, attn=attn,
                         micro_batch=batch, seq=seq, optim=optim, loss=loss, gpus=gpus, zero=zero, offload=offload,
@@ -682,6 +687,8 @@ def chat(session: Optional[str] = SessionArg,
          model: Optional[str] = typer.Option(None, "--model", help=T("cli.opt.model_chat")),
          max_tokens: int = typer.Option(256, "--max-tokens")):
     """A terminal chat with the running endpoint: streamed replies, multi-turn, /reset, /exit."""
+    import urllib.error
+
     from recipes import chat as chat_mod
 
     if endpoint is None:
@@ -694,9 +701,15 @@ def chat(session: Optional[str] = SessionArg,
     else:
         key = os.environ.get("OPENAI_API_KEY")  # another endpoint: the key the openai client would use
     ui = _ui()
+    if not endpoint.startswith(("http://", "https://")):
+        raise _fail("cli.chat.bad_endpoint", endpoint=endpoint)
     try:
         model = model or chat_mod.first_model(endpoint, api_key=key)
-    except OSError as e:
+    except urllib.error.HTTPError as e:
+        if e.code == 404 and not endpoint.rstrip("/").endswith("/v1"):
+            raise _fail("cli.chat.add_v1", code=1, endpoint=endpoint.rstrip("/"))
+        raise _fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
+    except (OSError, ValueError, KeyError, IndexError) as e:
         raise _fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
     chat_mod.repl(endpoint, model, key, T, ui.say, ui.error, max_tokens)
 

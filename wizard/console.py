@@ -67,8 +67,8 @@ class UI:
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         t = Table(title=title, title_justify="left")
-        for c in columns:
-            t.add_column(c)
+        for i, c in enumerate(columns):
+            t.add_column(c, no_wrap=i == 0, overflow="fold")  # the first column (ids, names) is never cut
         for r in rows:
             t.add_row(*("" if v is None else str(v) for v in r))
         self.out.print(t)

@@ -275,7 +275,8 @@ class Engine:
                 if step_mod.is_done(ctx, rec):
                     self.ui.step_header(i, len(names), name, done=True)
                     continue
-                self.ui.warn(i18n.t("engine.redo", step=name))
+                key = f"engine.redo.{name}"
+                self.ui.warn(i18n.t(key if key in i18n.CATALOG else "engine.redo", step=name))
             self.ui.step_header(i, len(names), name)
             try:
                 answers = self.resolve(step_mod, ctx)

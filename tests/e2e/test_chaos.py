@@ -23,7 +23,7 @@ from wizard.session import Session
 FIXED_SEED = 20261130
 SAVE_STEPS = 10
 # (step number in the fine-tune's 8, how many kills, longest delay after its header in s)
-PLAN = [(3, 4, 2.5), (4, 2, 1.5), (5, 10, 9.0), (6, 6, 3.0), (7, 5, 4.0), (8, 3, 1.5)]
+PLAN = [(3, 4, 2.5), (4, 2, 1.5), (5, 10, 6.0), (6, 6, 3.0), (7, 5, 4.0), (8, 3, 1.5)]
 HEADER = re.compile(r"\[(\d)/8\]")
 THROTTLE = 100_000  # bytes/s for the weights, so that kills land inside the download
 
