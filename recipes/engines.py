@@ -49,6 +49,14 @@ PREFIX = {"vllm": ["serve"], "sglang": [], "lmdeploy": ["serve", "api_server"], 
 HELP = {"vllm": ["--help=all"], "sglang": ["--help"], "lmdeploy": ["--help"], "transformers": ["--help"]}
 KEY_FLAG = {"vllm": "--api-key", "sglang": "--api-key", "lmdeploy": "--api-keys"}
 
+# the same launch settings under each engine's own option names (checked against the tables in tests)
+NAMES = {
+    "vllm": {"model": [], "tp": "--tensor-parallel-size", "context": "--max-model-len",
+             "util": "--gpu-memory-utilization", "lora": "--lora-modules"},
+    "sglang": {"model": ["--model-path"], "tp": "--tp-size", "context": "--context-length",
+               "util": "--mem-fraction-static", "lora": "--lora-paths"},
+}
+
 # export format → the flags that tell the engine how its weights are stored. llm-compressor writes compressed-tensors
 # for GPTQ, AWQ and FP8; transformers reads quantization_config from config.json and needs no flag.
 FORMAT_FLAGS = {
@@ -211,30 +219,19 @@ def command(engine: str, *, model_dir: str, fmt: str, served_name: str, host: st
             raise EngineError("deploy.loopback_only", host=host)
         served = model_dir  # transformers serve names the model by the path it loaded
     else:
-        if engine == "vllm":
-            a = [model_dir, "--served-model-name", base_name, "--host", host, "--port", str(port),
-                 "--tensor-parallel-size", str(tensor_parallel)]
+        if engine in NAMES:  # vLLM and SGLang take the same settings under their own names
+            n = NAMES[engine]
+            a = n["model"] + [model_dir, "--served-model-name", base_name, "--host", host, "--port", str(port),
+                              n["tp"], str(tensor_parallel)]
             if max_model_len:
-                a += ["--max-model-len", str(max_model_len)]
+                a += [n["context"], str(max_model_len)]
             if gpu_util:
-                a += ["--gpu-memory-utilization", f"{gpu_util:g}"]
+                a += [n["util"], f"{gpu_util:g}"]
             if chat_template:
                 a += ["--chat-template", chat_template]
             if adapter:
                 a += ["--enable-lora", "--max-lora-rank", str(lora_rank_flag(engine, adapter["rank"])),
-                      "--lora-modules", f"{served_name}={adapter['path']}"]
-        elif engine == "sglang":
-            a = ["--model-path", model_dir, "--served-model-name", base_name, "--host", host, "--port", str(port),
-                 "--tp-size", str(tensor_parallel)]
-            if max_model_len:
-                a += ["--context-length", str(max_model_len)]
-            if gpu_util:
-                a += ["--mem-fraction-static", f"{gpu_util:g}"]
-            if chat_template:
-                a += ["--chat-template", chat_template]
-            if adapter:
-                a += ["--enable-lora", "--max-lora-rank", str(lora_rank_flag(engine, adapter["rank"])),
-                      "--lora-paths", f"{served_name}={adapter['path']}"]
+                      n["lora"], f"{served_name}={adapter['path']}"]
         elif engine == "lmdeploy":
             # LMDeploy binds 0.0.0.0 unless told: always name the address
             a = [model_dir, "--model-name", base_name, "--server-name", host, "--server-port", str(port),

@@ -12,9 +12,7 @@ written to ``<run>/evaluate/``.
 """
 from __future__ import annotations
 
-import json
 import time
-import urllib.request
 from pathlib import Path
 
 from recipes import datasets, harness
@@ -151,28 +149,15 @@ def _fetch(ctx, bench: str, answers: dict) -> Path:
     return target
 
 
-def _endpoint_replies(endpoint: str, model: str, key: str | None, convs, max_new_tokens: int) -> list[str]:
-    out = []
-    for c in convs:
-        body = {"model": model, "messages": c[:-1], "max_tokens": max_new_tokens, "temperature": 0}
-        req = urllib.request.Request(endpoint.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}
-                                     | ({"Authorization": f"Bearer {key}"} if key else {}))
-        with urllib.request.urlopen(req, timeout=600) as r:
-            out.append(json.loads(r.read())["choices"][0]["message"]["content"].strip())
-    return out
-
-
 def _endpoint_metrics(endpoint, model, key, convs, max_new_tokens) -> dict:
-    from recipes import heldout
+    """Greedy replies through the endpoint; generation metrics only (no log-probabilities there)."""
+    from recipes import deploy, heldout
 
-    replies = _endpoint_replies(endpoint, model, key, convs, max_new_tokens)
-    refs = [c[-1]["content"] for c in convs]
-    return {"loss": None, "perplexity": None,
-            "exact_match": round(sum(heldout.normalize(p) == heldout.normalize(r) for p, r in zip(replies, refs))
-                                 / len(refs), 4),
-            "rouge_l": round(sum(heldout.rouge_l(p, r) for p, r in zip(replies, refs)) / len(refs), 4),
-            "samples": len(refs), "tokens": None, "answers": replies}
+    replies = [deploy._http(endpoint.rstrip("/") + "/chat/completions",
+                            {"model": model, "messages": c[:-1], "max_tokens": max_new_tokens, "temperature": 0},
+                            timeout=600, key=key)["choices"][0]["message"]["content"].strip() for c in convs]
+    return {"loss": None, "perplexity": None, **heldout.generation_scores(replies, [c[-1]["content"] for c in convs]),
+            "samples": len(convs), "tokens": None, "answers": replies}
 
 
 def _serving(ctx) -> tuple[str | None, str | None, str | None]:

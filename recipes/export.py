@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from recipes import memory, quantize
+from recipes import datasets, memory, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
 
 name = "export"
@@ -49,8 +49,6 @@ def questions(ctx) -> list[Question]:
     as_is = getattr(ctx, "task", "finetune") == "quantize" and not ctx.outputs("train")
 
     def check_data(v, a):
-        from recipes import datasets
-
         try:
             datasets.load(v, skip_bad=True)
         except datasets.DataError as e:
@@ -78,7 +76,7 @@ def questions(ctx) -> list[Question]:
         Question("quality_samples", "int", "export.quality_samples", default=16, validate=in_range(1, 10000),
                  when=lambda a: bool(a.get("formats"))),
         Question("calibration_data", "path", "export.calibration_data", validate=check_data,
-                 default=lambda a: str(__import__("recipes.datasets").datasets.bundled_dataset_path()),
+                 default=lambda a: str(datasets.bundled_dataset_path()),
                  when=lambda a: as_is and bool(a.get("formats"))),
     ]
 
@@ -153,8 +151,6 @@ def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[lis
     training records after the calibration ones, else — too few records — training records), rendered through the
     model's chat template, and the catalogue key naming where the held-out ones come from."""
     from transformers import AutoTokenizer
-
-    from recipes import datasets
 
     cs = ctx.outputs("choose_strategy")
     if cs.get("dataset_path"):

@@ -48,6 +48,13 @@ def rouge_l(prediction: str, reference: str) -> float:
     return scorer.score(reference, prediction)["rougeL"].fmeasure
 
 
+def generation_scores(replies: list[str], references: list[str]) -> dict:
+    """Mean exact match and ROUGE-L F of replies against references (same order, non-empty)."""
+    n = len(references)
+    return {"exact_match": round(sum(normalize(p) == normalize(r) for p, r in zip(replies, references)) / n, 4),
+            "rouge_l": round(sum(rouge_l(p, r) for p, r in zip(replies, references)) / n, 4)}
+
+
 def load(path: str, device: str):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -76,7 +83,7 @@ def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 6
     model, tok = load(path, device)
     nll = 0.0
     tokens = 0
-    answers, em, rl = [], [], []
+    answers = []
     for i, conv in enumerate(conversations):
         prompt = tok.apply_chat_template(conv[:-1], add_generation_prompt=True, return_dict=True,
                                          return_tensors="pt")["input_ids"]
@@ -94,16 +101,12 @@ def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 6
                 tokens += n
             out = model.generate(prompt.to(model.device), attention_mask=torch.ones_like(prompt).to(model.device),
                                  max_new_tokens=max_new_tokens, do_sample=False)
-        reply = tok.decode(out[0][n_prompt:], skip_special_tokens=True).strip()
-        reference = conv[-1]["content"]
-        answers.append(reply)
-        em.append(float(normalize(reply) == normalize(reference)))
-        rl.append(rouge_l(reply, reference))
+        answers.append(tok.decode(out[0][n_prompt:], skip_special_tokens=True).strip())
         progress(i + 1, len(conversations))
     if not tokens:
         raise ValueError("no reference tokens")
     loss = nll / tokens
     del model
     return {"loss": round(loss, 4), "perplexity": round(math.exp(min(loss, 50)), 3),
-            "exact_match": round(sum(em) / len(em), 4), "rouge_l": round(sum(rl) / len(rl), 4),
+            **generation_scores(answers, [c[-1]["content"] for c in conversations]),
             "samples": len(conversations), "tokens": tokens, "answers": answers}

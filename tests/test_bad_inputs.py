@@ -94,7 +94,11 @@ def hold_lock(env: Env) -> None:
 
 
 LOCAL = lambda env: ("select_model.source=local", f"select_model.path={env.tiny}")  # noqa: E731
-BUNDLED_DATA = ("choose_strategy.dataset=local",)
+
+
+def data(env: "Env", path: str, *more: str) -> list[str]:
+    """A fine-tune of the tiny local model on the dataset file ``path``."""
+    return ys(*LOCAL(env), "choose_strategy.dataset=local", *more, f"choose_strategy.dataset_path={path}")
 
 CATALOGUE = [
     # the command line
@@ -145,20 +149,20 @@ CATALOGUE = [
              "modeling_mine.py": "raise SystemExit('custom code ran')"}))),
     # data
     Case("no-dataset", "a dataset file that does not exist", "data.no_file",
-         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.tmp}/missing.jsonl")),
+         lambda e: data(e, f"{e.tmp}/missing.jsonl")),
     Case("empty-dataset", "an empty dataset file", "data.empty",
-         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('empty.jsonl', '')}")),
+         lambda e: data(e, e.file('empty.jsonl', ''))),
     Case("unknown-data-format", "records of no known format", "data.unknown_format",
-         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('odd.jsonl', json.dumps({'foo': 1}))}")),
+         lambda e: data(e, e.file('odd.jsonl', json.dumps({'foo': 1})))),
     Case("not-utf8-data", "a dataset that is not UTF-8", "data.not_text",
-         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('bin.jsonl', bytes(range(128, 256)))}")),
+         lambda e: data(e, e.file('bin.jsonl', bytes(range(128, 256))))),
     Case("bad-sample-size", "a dataset sample of -5 records (file.jsonl#-5)", "data.bad_sample",
-         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('ok.jsonl', json.dumps({'instruction': 'a', 'output': 'b'}))}#-5")),
+         lambda e: data(e, e.file('ok.jsonl', json.dumps({'instruction': 'a', 'output': 'b'})) + "#-5")),
     Case("bad-data-suffix", "a dataset of an unsupported type", "data.bad_suffix",
-         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, f"choose_strategy.dataset_path={e.file('data.txt', 'hello')}")),
+         lambda e: data(e, e.file('data.txt', 'hello'))),
     Case("malformed-records", "malformed records, told to abort", "data.bad_records",
-         lambda e: ys(*LOCAL(e), *BUNDLED_DATA, "choose_strategy.bad_records=abort", "choose_strategy.dataset_path=" + e.file(
-             "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n")), code=1),
+         lambda e: data(e, e.file(
+             "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n"), "choose_strategy.bad_records=abort"), code=1),
     # session files
     Case("session-truncated", "a truncated session file", "session.not_json",
          lambda e: ["show", e.file("cut.json", e.session().read_text()[:100])]),

@@ -625,15 +625,6 @@ def _server_session(session: str | None):
     return s, server(s)
 
 
-def deploy_key(out: dict) -> str | None:
-    """The server's API key, from the 0600 file the deploy step wrote (the session keeps only its path)."""
-    path = out.get("api_key_file")
-    try:
-        return Path(path).read_text().strip() if path else None
-    except OSError:
-        return None
-
-
 @serve_app.command("start", help=T("cli.serve.start"))
 def serve_start(session: Optional[str] = SessionArg):
     """Start the session's server again (after a crash, a reboot or `yichui stop`) with the deploy step's recorded
@@ -697,7 +688,9 @@ def chat(session: Optional[str] = SessionArg,
         if job is None or not job.alive() or not out.get("endpoint"):
             raise _fail("cli.chat.no_server", code=1, id=s.id)
         endpoint, model = out["endpoint"], model or out.get("served_model")
-        key = deploy_key(out)
+        from recipes import deploy
+
+        key = deploy.read_key(out.get("api_key_file"))
     else:
         key = os.environ.get("OPENAI_API_KEY")  # another endpoint: the key the openai client would use
     ui = _ui()
