@@ -99,6 +99,7 @@ class Ctx(Protocol):
     home: Path            # YICHUI_HOME
     run_dir: Path         # YICHUI_HOME/runs/<session id>
     session_id: str
+    task: str             # the session's task (recipes.TASKS)
     interactive: bool
 
     def t(self, m: Msg | str, **args: Any) -> str: ...

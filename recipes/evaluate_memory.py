@@ -54,7 +54,7 @@ def training_for(method: str, ckpt: bool, seq: int, gpus: int) -> memory.Trainin
 
 def run(ctx, answers: dict) -> dict:
     gpus = memory.detect_gpus()
-    serving_view = getattr(ctx, "task", "finetune") == "deploy"
+    serving_view = ctx.task == "deploy"
     if not gpus:
         ctx.info(msg("evaluate_memory.no_gpu_serving" if serving_view else "evaluate_memory.no_gpu"))
     config = ctx.outputs("select_model")["config"]

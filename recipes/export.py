@@ -46,7 +46,7 @@ def questions(ctx) -> list[Question]:
         return None
 
     calibrated = lambda a: any(quantize.FORMATS[f].calibrated for f in a.get("formats", []))  # noqa: E731
-    as_is = getattr(ctx, "task", "finetune") == "quantize" and not ctx.outputs("train")
+    as_is = ctx.task == "quantize" and not ctx.outputs("train")
 
     def check_data(v, a):
         try:

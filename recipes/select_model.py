@@ -80,7 +80,7 @@ def questions(ctx) -> list[Question]:
     remote = lambda a: a.get("source") not in ("local", "endpoint")  # noqa: E731
     sources = [Choice("hf", msg("select_model.source.hf")), Choice("modelscope", msg("select_model.source.modelscope")),
                Choice("local", msg("select_model.source.local"))]
-    if getattr(ctx, "task", "finetune") == "evaluate":  # only an evaluation can do with an endpoint and no weights
+    if ctx.task == "evaluate":  # only an evaluation can do with an endpoint and no weights
         sources.append(Choice("endpoint", msg("select_model.source.endpoint")))
     return [
         Question("source", "select", "select_model.source", default="hf", choices=sources),
