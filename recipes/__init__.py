@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import importlib
 
-STEPS = ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy", "evaluate",
+# the strategy is chosen (and smoke-tested on a 2-layer random copy) before the weights are downloaded
+STEPS = ("select_model", "evaluate_memory", "choose_strategy", "download", "train", "export", "deploy", "evaluate",
          "chat")
 
 # task → the steps it runs, in order; a session holds every step, those outside its task recorded as skipped
 TASKS = {
-    "finetune": ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy",
+    "finetune": ("select_model", "evaluate_memory", "choose_strategy", "download", "train", "export", "deploy",
                  "evaluate"),
     "deploy": ("select_model", "evaluate_memory", "download", "deploy"),
     "quantize": ("select_model", "download", "export"),
@@ -20,7 +21,7 @@ TASKS = {
 }
 # what a task started from another session (`--from`) takes over when that session finished it: the model and its
 # download always; training and export when the new task does not make them itself
-REUSABLE = ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export")
+REUSABLE = ("select_model", "evaluate_memory", "choose_strategy", "download", "train", "export")
 INPUTS = ("select_model", "evaluate_memory", "download")
 
 

@@ -3,7 +3,9 @@
 Method (LoRA / QLoRA / full), LoRA rank / alpha / dropout / target modules, activation checkpointing, micro-batch,
 gradient accumulation, sequence length, learning rate, steps or epochs, checkpoint interval; the dataset (the bundled
 one or a local json / jsonl in alpaca or messages format) with two samples rendered through the model's chat template.
-Defaults come from the memory step's recommendation; the chosen configuration is estimated again.
+Defaults come from the memory step's recommendation; the chosen configuration is estimated again. Every record is
+rendered through the chat template, and (unless declined) the strategy is smoke-tested on a 2-layer random copy of
+the architecture (recipes/preflight.py) — all before the weights are downloaded (the next step).
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from recipes import datasets, hub, memory, planner
 from recipes.base import Choice, Question, StepError, in_range, msg
 
 name = "choose_strategy"
-requires = ("select_model", "evaluate_memory", "download")
+requires = ("select_model", "evaluate_memory")
 
 
 def _targets_check(known: list[str]):
@@ -163,6 +165,7 @@ def questions(ctx) -> list[Question]:
         Question("save_steps", "int", "choose_strategy.save_steps", default=50, validate=in_range(1, 10_000_000)),
         Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=3, validate=in_range(1, 1000)),
         Question("sample_question", "text", "choose_strategy.sample_question", default="What is LoRA?"),
+        Question("preflight", "confirm", "choose_strategy.preflight", default=True),
     ]
 
 
@@ -264,10 +267,14 @@ def run(ctx, answers: dict) -> dict:
         raise StepError(e.key, **e.params) from None
     convs, fmt = loaded.conversations, loaded.format
     train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
-    tok = AutoTokenizer.from_pretrained(ctx.outputs("download")["model_dir"])
+    from recipes.select_model import metadata_dir, trusted
+
+    meta = metadata_dir(ctx)
+    tok = AutoTokenizer.from_pretrained(meta, trust_remote_code=trusted(ctx))
     if not tok.chat_template:
-        raise StepError("choose_strategy.no_chat_template", model=ctx.outputs("download")["model_dir"])
-    samples = [tok.apply_chat_template(c, tokenize=False) for c in convs[:2]]
+        raise StepError("choose_strategy.no_chat_template", model=ctx.outputs("select_model").get("repo_id") or meta)
+    rendered = _render_all(tok, convs)
+    samples = rendered[:2]
     for i, s in enumerate(samples, 1):
         ctx.info(msg("choose_strategy.sample", i=i, text=s))
     ctx.info(msg("choose_strategy.dataset_summary", n=len(convs), path=path, format=fmt, train=len(train),
@@ -281,10 +288,32 @@ def run(ctx, answers: dict) -> dict:
     if not fits:
         ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu["memory_gib"]))
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0)}
-    return {"strategy": strategy, "dataset_path": path, "dataset_format": fmt, "n_records": len(convs),
+    smoke = None
+    if answers.get("preflight", True):
+        from recipes import preflight
+
+        smoke = preflight.run(ctx, strategy, path)
+    return {"strategy": strategy, "preflight": smoke, "dataset_path": path, "dataset_format": fmt, "n_records": len(convs),
             "n_train": len(train), "n_validation": len(held), "samples": samples, "estimate": est, "fits": fits,
             "effective_batch": answers["micro_batch"] * answers["grad_accum"] * answers.get("processes", 1)
             * answers.get("nodes", 1)}
+
+
+def _render_all(tok, convs: list) -> list[str]:
+    """Every conversation through the chat template (text only, no tokenizing: seconds for 100k records), so that a
+    template that rejects some record (a system turn, an unknown role) is found here, not at that record in training.
+
+    Raises:
+        StepError: the first record the template rejects, with the template's own message.
+    """
+    out = []
+    for i, c in enumerate(convs, 1):
+        try:
+            out.append(tok.apply_chat_template(c, tokenize=False))
+        except Exception as e:  # jinja2's TemplateError, or whatever the template raises
+            raise StepError("choose_strategy.template_failed", record=i,
+                            error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]) from None
+    return out
 
 
 def is_done(ctx, record: dict) -> bool:

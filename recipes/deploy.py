@@ -26,6 +26,7 @@ from pathlib import Path
 from recipes import chat as chat_mod
 from recipes import engines, jobs, memory
 from recipes.base import Choice, Question, StepError, in_range, msg
+from recipes.select_model import trusted
 
 name = "deploy"
 requires = ("download",)  # and the export when there is one
@@ -98,6 +99,9 @@ def questions(ctx) -> list[Question]:
         return msg("deploy.installed") if engines.find(b, home_envs) else msg("deploy.not_installed_short")
 
     def check_backend(v, a):
+        if v == "transformers" and trusted(ctx):
+            # transformers serve resolves the architecture by name among its own classes (model_manager._load_model)
+            return msg("deploy.custom_code_transformers", version=engines.PINNED["transformers"])
         if v == "transformers":
             ok = engines.find(v, home_envs) and _has_uvicorn()
             return None if ok else msg("deploy.not_installed", backend=v, hint="pip install 'transformers[serving]'")
@@ -254,7 +258,7 @@ def plan(ctx, answers: dict) -> tuple[engines.Launch, str, dict | None]:
         max_model_len=answers.get("max_model_len"), gpu_util=answers.get("gpu_memory_utilization"),
         tensor_parallel=answers.get("tensor_parallel", 1), adapter=adapter,
         api_key=answers["host"] not in LOOPBACK, device="auto" if memory.detect_gpus() else "cpu",
-        weights_fraction=est["weights_gib"] / gib if est else None)
+        weights_fraction=est["weights_gib"] / gib if est else None, trust_remote_code=trusted(ctx))
     return launch, model_dir, adapter
 
 

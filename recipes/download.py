@@ -6,6 +6,7 @@ A local model is used where it lies. `yichui download` runs the same code withou
 """
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from pathlib import Path
@@ -16,6 +17,11 @@ from recipes.base import Question, StepError, msg
 name = "download"
 requires = ("select_model",)
 DISK_MARGIN = 1.05  # free disk must cover what remains + 5 %
+# the small files (config, tokenizer, chat template, generation config) fetched before the weights: what the memory
+# model, the chat-template check and the preflight smoke run need; weights and anything over 64 MiB are left out
+METADATA_INCLUDE = ["*.json", "*.jinja", "tokenizer*", "*.model", "*.tiktoken", "*.txt"]
+METADATA_EXCLUDE = ["*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf", "*.h5", "*.msgpack", "original/*", "*/*"]
+METADATA_MAX_BYTES = 64 * 2**20
 
 
 def _default_dir(ctx) -> str | None:
@@ -49,10 +55,15 @@ def remaining_bytes(local_dir: Path, files: list[hub.RemoteFile]) -> int:
 
 def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Path, progress, say,
           repo_type: str = "model", include: list[str] | None = None, exclude: list[str] | None = None,
-          stop: threading.Event | None = None) -> dict:
+          stop: threading.Event | None = None, seed: Path | None = None, max_file_bytes: int | None = None,
+          title: str = "download.progress") -> dict:
     """List, select, check the disk, download and verify. Returns the outputs recorded in the session.
 
     Args:
+        seed: a folder holding verified files of the same commit (the metadata fetched by select_model): those are
+            copied instead of fetched again.
+        max_file_bytes: leave out files larger than this.
+        title: the catalogue key of the progress view's title.
         progress: a context-manager factory ``progress(description, total, unit)`` whose handle has ``update`` and
             ``file(path, total)`` (wizard.console.UI.progress).
         say: prints one catalogue message.
@@ -63,11 +74,13 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
     """
     local_dir = Path(local_dir).expanduser().resolve()
     commit, listed = hub.list_files(source, repo_id, endpoint, revision, repo_type)
-    files = hub.select_files(listed, include, exclude)
+    files = [f for f in hub.select_files(listed, include, exclude)
+             if max_file_bytes is None or f.size <= max_file_bytes]
     if not files:
         raise StepError("download.nothing_selected", repo=repo_id, n=len(listed))
     total = sum(f.size for f in files)
     local_dir.mkdir(parents=True, exist_ok=True)
+    seeded = _seed(local_dir, Path(seed), files) if seed else 0
     left = remaining_bytes(local_dir, files)
     free = shutil.disk_usage(local_dir).free
     if free < left * DISK_MARGIN:
@@ -79,7 +92,7 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
     ref = commit if source == "hf" and commit else revision
     items = [downloader.Item(f.path, hub.file_url(source, repo_id, endpoint, ref, f.path, repo_type), f.size,
                              f.sha256, f.git_sha1) for f in files]
-    with progress(msg("download.progress", repo=repo_id), total, "B") as bar:
+    with progress(msg(title, repo=repo_id), total, "B") as bar:
         bar.update(completed=total - left)
         subs: dict = {}
 
@@ -102,8 +115,48 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
                                   stop=stop)
         stats = d.fetch(items)
     return {"model_dir": str(local_dir), "source": source, "repo_type": repo_type, "commit": commit,
-            "revision": revision, "bytes": total, "fetched_bytes": stats["fetched_bytes"],
+            "revision": revision, "bytes": total, "fetched_bytes": stats["fetched_bytes"], "copied_bytes": seeded,
             "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]}
+
+
+def _seed(local_dir: Path, seed: Path, files: list[hub.RemoteFile]) -> int:
+    """Copy files already fetched (and verified) into ``seed`` that ``local_dir`` lacks, when size and hash match
+    the listing; returns the bytes copied."""
+    copied = 0
+    if seed.resolve() == local_dir:
+        return 0
+    for f in files:
+        src, dest = seed / f.path, local_dir / f.path
+        if downloader.is_complete(dest, f.size) or not downloader.is_complete(src, f.size):
+            continue
+        if f.sha256 and downloader.hash_file(src, "sha256") != f.sha256 or \
+                not f.sha256 and f.git_sha1 and downloader.hash_file(src, "sha1") != f.git_sha1:
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(dest.name + ".seed.tmp")
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+        copied += f.size
+    return copied
+
+
+def fetch_metadata(ctx, sel: dict) -> tuple[Path, str | None]:
+    """The small files of the chosen revision (METADATA_INCLUDE: config, tokenizer, chat template; the model's own
+    ``*.py`` too when the user trusts its code) into ``YICHUI_HOME/meta/<source>/<repo>/<commit>``, without the
+    weights. Returns (folder, commit); a local model is its own folder.
+
+    Raises:
+        StepError: as :func:`fetch`.
+    """
+    if sel.get("source") == "local":
+        return Path(sel["local_path"]), None
+    commit, _ = hub.list_files(sel["source"], sel["repo_id"], sel["endpoint"], sel.get("revision", "main"))
+    dest = ctx.home / "meta" / sel["source"] / sel["repo_id"] / (commit or sel.get("revision", "main"))
+    include = METADATA_INCLUDE + (["*.py"] if sel.get("trust_remote_code") else [])
+    fetch(sel["source"], sel["repo_id"], sel["endpoint"], sel.get("revision", "main"), dest, ctx.progress,
+          lambda m: None, include=include, exclude=METADATA_EXCLUDE, max_file_bytes=METADATA_MAX_BYTES,
+          title="download.metadata_progress")
+    return dest, commit
 
 
 def run(ctx, answers: dict) -> dict:
@@ -121,8 +174,14 @@ def run(ctx, answers: dict) -> dict:
                    for t in timed])
         if timed[0]["ok"] and timed[0]["endpoint"] != endpoint:
             ctx.info(msg("download.faster_mirror", endpoint=timed[0]["endpoint"], id=ctx.session_id))
-    return fetch(sel["source"], sel["repo_id"], endpoint, sel.get("revision", "main"),
-                 Path(answers["local_dir"]), ctx.progress, ctx.info)
+    meta = sel.get("meta_dir")
+    out = fetch(sel["source"], sel["repo_id"], endpoint, sel.get("revision", "main"),
+                Path(answers["local_dir"]), ctx.progress, ctx.info, seed=Path(meta) if meta else None)
+    approved = (sel.get("custom_code") or {}).get("commit")
+    if approved and out["commit"] and out["commit"] != approved:  # the yes covered the code of another commit
+        raise StepError("download.code_changed", repo=sel["repo_id"], approved=approved[:12], now=out["commit"][:12],
+                        id=ctx.session_id)
+    return out
 
 
 def skip(ctx) -> str | None:

@@ -96,7 +96,8 @@ def segments_for(size: int, ranges: int) -> list[list[int]]:
     return [[i * step, min(size, (i + 1) * step), 0] for i in range(n)] if size else [[0, 0, 0]]
 
 
-def _hash_file(path: Path, algo: str) -> str:
+def hash_file(path: Path, algo: str) -> str:
+    """sha256 of a file, or (``algo="sha1"``) its git object id: sha1 of ``blob <size>\\0`` + content."""
     h = hashlib.sha256() if algo == "sha256" else hashlib.sha1(b"blob %d\0" % path.stat().st_size)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(8 << 20), b""):
@@ -341,7 +342,7 @@ class Downloader:
     def _finish(self, f: _File) -> bool:
         """Verify and move into place. False: the hash was wrong once, the file is to be fetched again."""
         algo, want = ("sha256", f.item.sha256) if f.item.sha256 else ("git", f.item.git_sha1)
-        if want and _hash_file(f.part, algo) != want:
+        if want and hash_file(f.part, algo) != want:
             if f.refetched:
                 self._discard(f)
                 raise StepError("download.bad_hash", file=f.item.path)

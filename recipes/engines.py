@@ -190,7 +190,7 @@ class Launch:
 def command(engine: str, *, model_dir: str, fmt: str, served_name: str, host: str, port: int,
             chat_template: str | None = None, max_model_len: int | None = None, gpu_util: float | None = None,
             tensor_parallel: int = 1, adapter: dict | None = None, api_key: bool = False,
-            device: str = "cpu", weights_fraction: float | None = None) -> Launch:
+            device: str = "cpu", weights_fraction: float | None = None, trust_remote_code: bool = False) -> Launch:
     """The launch of ``engine`` for a session, checked against the engine's table (:func:`check_argv`).
 
     Args:
@@ -203,6 +203,7 @@ def command(engine: str, *, model_dir: str, fmt: str, served_name: str, host: st
             left after the weights, so ``gpu_util`` is converted with it.
         adapter: ``{"path", "rank", "name"}`` to serve a LoRA adapter unmerged on top of ``model_dir``.
         api_key: the engine is started through the key launcher, which appends ``key_flag`` and the key.
+        trust_remote_code: the user's recorded yes to the model's own code (``--trust-remote-code``, every engine).
 
     Raises:
         EngineError: a format or option the pinned engine does not take.
@@ -246,6 +247,8 @@ def command(engine: str, *, model_dir: str, fmt: str, served_name: str, host: st
         for k, v in FORMAT_FLAGS[engine].get(fmt, {}).items():
             a += [k, v]
         served = served_name
+    if trust_remote_code:
+        a.append("--trust-remote-code")
     check_argv(engine, a)
     return Launch(engine, a, served, KEY_FLAG.get(engine) if api_key else None)
 

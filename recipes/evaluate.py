@@ -175,6 +175,9 @@ def _serving(ctx) -> tuple[str | None, str | None, str | None]:
 
 
 def run(ctx, answers: dict) -> dict:
+    from recipes.select_model import trusted
+
+    code = trusted(ctx)
     found = models(ctx)
     if not found:
         raise StepError("evaluate.nothing")
@@ -219,7 +222,7 @@ def run(ctx, answers: dict) -> dict:
 
             with ctx.progress(msg("evaluate.heldout_progress", model=m), total=len(convs)) as bar:
                 res = heldout.evaluate(found[m], convs, answers["max_new_tokens"],
-                                       progress=lambda i, n: bar.update(completed=i))
+                                       progress=lambda i, n: bar.update(completed=i), trust_remote_code=code)
         done(k, res | {"seconds": round(time.time() - t0, 1)})
 
     for b in answers.get("benchmarks", []):
@@ -238,7 +241,7 @@ def run(ctx, answers: dict) -> dict:
                                   endpoint=(found.get("endpoint") or endpoint) if use_endpoint else None,
                                   served_model=served, api_key=key,
                                   model_dir=None if m == "endpoint" else found[m],
-                                  subsets=_subsets(answers) if b == "mmlu" else None)
+                                  subsets=_subsets(answers) if b == "mmlu" else None, trust_remote_code=code)
             except harness.HarnessError as e:
                 raise StepError(e.key, **e.params) from None
             done(k, res | {"seconds": round(time.time() - t0, 1)})

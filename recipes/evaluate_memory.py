@@ -40,9 +40,9 @@ def assumed_seq(config: dict) -> int:
     return min(2048, int(config.get("max_position_embeddings") or 2048))
 
 
-def shape_of(config: dict) -> memory.Shape:
+def shape_of(config: dict, code_dir=None) -> memory.Shape:
     try:
-        return memory.shape_from_config(config)
+        return memory.shape_from_config(config, code_dir)
     except memory.ConfigError as e:
         raise StepError(e.key, **e.params) from None
 
@@ -58,7 +58,9 @@ def run(ctx, answers: dict) -> dict:
     if not gpus:
         ctx.info(msg("evaluate_memory.no_gpu_serving" if serving_view else "evaluate_memory.no_gpu"))
     config = ctx.outputs("select_model")["config"]
-    shape = shape_of(config)
+    from recipes.select_model import metadata_dir, trusted
+
+    shape = shape_of(config, str(metadata_dir(ctx)) if trusted(ctx) else None)
     gpu = target(answers) | {"count": answers["gpu_count"]}
     if serving_view:
         return serving(ctx, shape, gpu, gpus)

@@ -95,9 +95,10 @@ def _atomic_dir(final: Path):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str) -> dict | None:
+def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str, code: bool = False) -> dict | None:
     """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune) and save to ``out`` (safetensors).
     ``dtype``: "auto" (transformers: the config's dtype, else the checkpoint's) or a torch dtype name.
+    ``code``: the user's recorded yes to the model's own code (trust_remote_code; save_pretrained copies the code).
 
     Returns:
         for an adapter, the merge check: the largest absolute difference between the logits of the adapter model
@@ -108,16 +109,16 @@ def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str) -
     import torch
 
     tok = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (Path(adapter_dir) / "tokenizer_config.json")
-                                        .exists() else base_dir)
+                                        .exists() else base_dir, trust_remote_code=code)
     check = None
     if method == "none":  # the quantize task: the downloaded model as it is, in the chosen dtype
-        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, trust_remote_code=code)
     elif method in ("full", "galore"):  # every weight trained: the trainer saved a whole model
-        model = AutoModelForCausalLM.from_pretrained(adapter_dir, dtype=dtype)
+        model = AutoModelForCausalLM.from_pretrained(adapter_dir, dtype=dtype, trust_remote_code=code)
     else:
         from peft import PeftModel
 
-        base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype)  # unquantized, also after QLoRA
+        base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, trust_remote_code=code)  # also QLoRA's
         peft_model = PeftModel.from_pretrained(base, adapter_dir).eval()
         probe = tok("The merged model must answer like the adapter model.", return_tensors="pt")["input_ids"]
         with torch.no_grad():
@@ -146,7 +147,7 @@ def _size(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
 
 
-def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[list[str], list[str], str]:
+def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int, code: bool = False) -> tuple[list[str], list[str], str]:
     """Calibration texts (the first of the training split) and held-out texts (the validation split, else the
     training records after the calibration ones, else — too few records — training records), rendered through the
     model's chat template, and the catalogue key naming where the held-out ones come from."""
@@ -164,12 +165,15 @@ def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int) -> tuple[lis
     if not held:
         held, source = (train[n_calibration:], "export.held_out.after_calibration") if len(train) > n_calibration \
             else (train, "export.held_out.training")
-    tok = AutoTokenizer.from_pretrained(model_dir)
+    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=code)
     render = lambda c: tok.apply_chat_template(c, tokenize=False)  # noqa: E731
     return [render(c) for c in train[:n_calibration]], [render(c) for c in held[:n_quality]], source
 
 
 def run(ctx, answers: dict) -> dict:
+    from recipes.select_model import trusted
+
+    code = trusted(ctx)
     train = ctx.outputs("train")
     base_dir = ctx.outputs("download")["model_dir"]
     adapter = train.get("adapter_dir")
@@ -203,7 +207,7 @@ def run(ctx, answers: dict) -> dict:
     else:
         ctx.info(msg("export.as_is" if as_is else "export.merging", method=train["method"], path=str(merged)))
         with _atomic_dir(merged) as tmp:
-            check = merge(base_dir, adapter, train["method"], tmp, answers["dtype"])
+            check = merge(base_dir, adapter, train["method"], tmp, answers["dtype"], code)
             (tmp / "README.md").write_text(card(ctx, "merged", {"format": "merged"}, check))
         ctx.record(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done)
     if check:
@@ -216,14 +220,15 @@ def run(ctx, answers: dict) -> dict:
         env = _q(lambda: quantize.ensure_env(ctx.home, lambda text: ctx.info(msg("export.env_building", path=text))))
         ctx.record(quantizer_env=env)
     calib, held, held_source = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
-                         if any(quantize.FORMATS[f].calibrated for f in todo) else 0, answers.get("quality_samples", 0))
+                                      if any(quantize.FORMATS[f].calibrated for f in todo) else 0,
+                                      answers.get("quality_samples", 0), code)
     question = (train.get("samples") or {}).get("question")
     for f in todo:
         fmt, out, t0 = quantize.FORMATS[f], edir / f, time.time()
         ctx.info(msg("export.quantizing", format=f, path=str(out)))
         with _atomic_dir(out) as tmp:
             if fmt.tool == "bnb":
-                quantize.quantize_bnb(merged, tmp, fmt.bits)
+                quantize.quantize_bnb(merged, tmp, fmt.bits, code)
                 tool = "bitsandbytes " + _version("bitsandbytes")
             elif fmt.tool == "gguf":
                 converter = _q(lambda: quantize.ensure_converter(ctx.home))
@@ -232,12 +237,12 @@ def run(ctx, answers: dict) -> dict:
             else:
                 spec = {"format": f, "merged_dir": str(merged), "out_dir": str(tmp), "scheme": fmt.scheme,
                         "modifier": fmt.modifier, "calibration": calib if fmt.calibrated else [],
-                        "max_seq_length": answers.get("calibration_seq_len", 512)}
+                        "max_seq_length": answers.get("calibration_seq_len", 512), "trust_remote_code": code}
                 _q(lambda: quantize.run_llmc(env, spec, edir / f".work-{f}"))
                 tool = "llm-compressor " + env["packages"]["llmcompressor"]
             seconds = round(time.time() - t0, 2)
             ctx.info(msg("export.checking", format=f, n=len(held)))
-            quality = _quality(merged, tmp, held, question)
+            quality = _quality(merged, tmp, held, question, code)
             art = {"dir": str(out), "format": f, "tool": tool, "seconds": seconds, "quality": quality,
                    "held_out": ctx.t(msg(held_source)),
                    "calibration_samples": len(calib) if fmt.calibrated else 0,
@@ -284,11 +289,11 @@ def _q(fn):
         raise StepError(e.key, **e.params) from None
 
 
-def _quality(reference: Path, artifact: Path, held: list[str], question: str | None) -> dict:
+def _quality(reference: Path, artifact: Path, held: list[str], question: str | None, code: bool) -> dict:
     from recipes import quality
 
     try:
-        return quality.compare(reference, artifact, held, question=question)
+        return quality.compare(reference, artifact, held, question=question, trust_remote_code=code)
     except ValueError:
         raise StepError("export.no_held_out") from None
 

@@ -90,7 +90,7 @@ def _env(**values):
 
 def run(name: str, data_dir: Path, work_dir: Path, limit: int, *, endpoint: str | None = None,
         served_model: str | None = None, api_key: str | None = None, model_dir: str | None = None,
-        subsets: list[str] | None = None, num_fewshot: int | None = None) -> dict:
+        subsets: list[str] | None = None, num_fewshot: int | None = None, trust_remote_code: bool = False) -> dict:
     """Run one benchmark; return ``{"score", "metric", "samples", "per_task": {task: score}, "where"}``.
 
     ``score`` is the mean over tasks of the benchmark's metric (GSM8K: exact match after the harness's
@@ -117,6 +117,7 @@ def run(name: str, data_dir: Path, work_dir: Path, limit: int, *, endpoint: str 
 
         where = model_dir
         kw |= {"model": "hf", "model_args": {"pretrained": model_dir, "dtype": "auto",
+                                             "trust_remote_code": trust_remote_code,
                                              "device": "cuda" if torch.cuda.is_available() else "cpu"},
                "batch_size": 8, "apply_chat_template": b.kind == "generate"}
     else:

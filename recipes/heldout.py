@@ -55,11 +55,11 @@ def generation_scores(replies: list[str], references: list[str]) -> dict:
             "rouge_l": round(sum(rouge_l(p, r) for p, r in zip(replies, references)) / n, 4)}
 
 
-def load(path: str, device: str):
+def load(path: str, device: str, trust_remote_code: bool = False):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(path)
-    kw = {"dtype": "auto"} | ({"device_map": {"": 0}} if device == "cuda" else {})
+    tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    kw = {"dtype": "auto", "trust_remote_code": trust_remote_code} | ({"device_map": {"": 0}} if device == "cuda" else {})
     model = AutoModelForCausalLM.from_pretrained(path, **kw)
     if device == "cpu" and getattr(model, "hf_quantizer", None) is None:
         model = model.float()
@@ -67,8 +67,9 @@ def load(path: str, device: str):
 
 
 def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 64, max_tokens: int = 1024,
-             progress=lambda done, total: None) -> dict:
-    """The metrics of the model in ``path`` on ``conversations``.
+             progress=lambda done, total: None, trust_remote_code: bool = False) -> dict:
+    """The metrics of the model in ``path`` on ``conversations`` (``trust_remote_code``: the user's recorded yes to
+    the model's own code).
 
     Returns:
         ``{"loss", "perplexity", "exact_match", "rouge_l", "samples", "tokens", "answers": [str]}``; ``answers`` are
@@ -80,7 +81,7 @@ def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 6
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    model, tok = load(path, device)
+    model, tok = load(path, device, trust_remote_code)
     nll = 0.0
     tokens = 0
     answers = []

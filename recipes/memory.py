@@ -157,8 +157,11 @@ def _text_config(cfg):
     return cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
 
 
-def shape_from_config(config: dict) -> Shape:
+def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
     """Exact counts by instantiating the model on the meta device (no memory, no download).
+
+    ``code_dir``: a folder with the model's own code (config.json + ``*.py``), given only when the user trusts it;
+    the architecture is then built from that code (trust_remote_code).
 
     Raises:
         ConfigError: fields missing, or an architecture transformers cannot build as a causal LM (encoder-only,
@@ -170,8 +173,9 @@ def shape_from_config(config: dict) -> Shape:
     if not isinstance(config, dict) or "model_type" not in config:
         raise ConfigError("memory.no_model_type")
     try:
-        cfg = AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
-    except (ValueError, KeyError) as e:
+        cfg = AutoConfig.from_pretrained(code_dir, trust_remote_code=True) if code_dir else \
+            AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
+    except (ValueError, KeyError, OSError) as e:
         raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
                           error=str(e).splitlines()[0][:120]) from None
     archs = config.get("architectures") or []
@@ -187,7 +191,7 @@ def shape_from_config(config: dict) -> Shape:
         raise ConfigError("memory.missing_fields", fields=", ".join(missing))
     try:
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(cfg)
+            model = AutoModelForCausalLM.from_config(cfg, trust_remote_code=bool(code_dir))
     except (ValueError, KeyError, TypeError) as e:
         raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
                           error=str(e).splitlines()[0][:120]) from None

@@ -22,10 +22,10 @@ def _gguf(path) -> dict:
     return {"gguf_file": files[0].name} if files and not (Path(path) / "config.json").exists() else {}
 
 
-def _load(path, device: str):
+def _load(path, device: str, code: bool = False):
     from transformers import AutoModelForCausalLM
 
-    kw = {"dtype": "auto"} | _gguf(path)
+    kw = {"dtype": "auto", "trust_remote_code": code} | _gguf(path)
     if device == "cuda":
         kw["device_map"] = {"": 0}
     model = AutoModelForCausalLM.from_pretrained(path, **kw)
@@ -35,13 +35,14 @@ def _load(path, device: str):
 
 
 def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256,
-            question: str | None = None, max_new_tokens: int = 48) -> dict:
+            question: str | None = None, max_new_tokens: int = 48, trust_remote_code: bool = False) -> dict:
     """Quality figures of ``artifact_dir`` against ``reference_dir`` (both loadable by transformers; a folder with a
     GGUF file is read through transformers' GGUF loader, dequantized).
 
     Args:
         texts: held-out texts (rendered conversations), each truncated to ``max_tokens`` tokens.
         question: asked through the chat template for the smoke test (skipped when None).
+        trust_remote_code: the user's recorded yes to the model's own code.
 
     Returns:
         ``{"kl_mean", "ppl", "ppl_reference", "ppl_ratio", "tokens", "samples", "smoke"}`` (see the module docstring).
@@ -53,8 +54,9 @@ def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256
     from transformers import AutoTokenizer
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    tok = AutoTokenizer.from_pretrained(artifact_dir, **_gguf(artifact_dir))  # a GGUF's own tokenizer
-    ref, art = _load(reference_dir, device), _load(artifact_dir, device)
+    tok = AutoTokenizer.from_pretrained(artifact_dir, trust_remote_code=trust_remote_code,
+                                        **_gguf(artifact_dir))  # a GGUF's own tokenizer
+    ref, art = _load(reference_dir, device, trust_remote_code), _load(artifact_dir, device, trust_remote_code)
     kl_sum = nll_ref = nll_art = 0.0
     n = used = 0
     with torch.no_grad():

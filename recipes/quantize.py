@@ -101,6 +101,8 @@ def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:
     if f.tool == "gguf":
         import importlib.util
 
+        if config.get("auto_map"):  # llama.cpp's converter knows the architectures it was written for only
+            return "export.gguf_custom_code", {"format": fmt}
         if not all(importlib.util.find_spec(m) for m in ("gguf", "sentencepiece")):
             return "export.gguf_not_installed", {"format": fmt}
         if fmt == "gguf-q4_k_m" and not shutil.which("llama-quantize"):
@@ -229,7 +231,7 @@ def run_llmc(env: dict, spec: dict, work: Path) -> None:
         raise QuantizeError("export.quantize_failed", format=spec["format"], log=str(log), last=_last_line(log))
 
 
-def quantize_bnb(merged: Path, out: Path, bits: int) -> None:
+def quantize_bnb(merged: Path, out: Path, bits: int, code: bool = False) -> None:
     """Load the merged model with bitsandbytes (4-bit: NF4 with double quantization; 8-bit: LLM.int8()) and save
     the quantized checkpoint with its tokenizer."""
     import torch
@@ -241,10 +243,10 @@ def quantize_bnb(merged: Path, out: Path, bits: int) -> None:
                                bnb_4bit_compute_dtype=torch.bfloat16 if cuda else torch.float32)
     else:
         q = BitsAndBytesConfig(load_in_8bit=True)
-    model = AutoModelForCausalLM.from_pretrained(merged, quantization_config=q,
+    model = AutoModelForCausalLM.from_pretrained(merged, quantization_config=q, trust_remote_code=code,
                                                  device_map={"": 0} if cuda else {"": "cpu"})
     model.save_pretrained(out)
-    AutoTokenizer.from_pretrained(merged).save_pretrained(out)
+    AutoTokenizer.from_pretrained(merged, trust_remote_code=code).save_pretrained(out)
 
 
 # -- GGUF -------------------------------------------------------------------------------------------------------------

@@ -23,9 +23,10 @@ def main(spec_path: str) -> int:
 
     t0 = time.time()
     cuda = torch.cuda.is_available()
-    model = AutoModelForCausalLM.from_pretrained(spec["merged_dir"], dtype="auto",
+    code = bool(spec.get("trust_remote_code"))  # the user's recorded yes to the model's own code
+    model = AutoModelForCausalLM.from_pretrained(spec["merged_dir"], dtype="auto", trust_remote_code=code,
                                                  device_map="auto" if cuda else None)
-    tok = AutoTokenizer.from_pretrained(spec["merged_dir"])
+    tok = AutoTokenizer.from_pretrained(spec["merged_dir"], trust_remote_code=code)
     if spec["modifier"] == "AWQModifier":
         from llmcompressor.modifiers.awq import AWQModifier as modifier
     else:

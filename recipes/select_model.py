@@ -1,7 +1,9 @@
 """Step 1 — choose a model: a catalogue entry, any hub id, or a local folder.
 
-Fetches only ``config.json`` (no weights) to learn the architecture; an unknown id is refused with "no such model"
-and asked again.
+Fetches ``config.json`` while asking (an unknown id is refused with "no such model" and asked again), then the other
+small files of the revision (tokenizer, chat template, generation config; no weights) into
+``YICHUI_HOME/meta/<source>/<repo>/<commit>``: the strategy step checks the chat template and smoke-tests the
+strategy on them before the weights are downloaded, and the download step copies them instead of fetching them twice.
 """
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import os
 import re
 from pathlib import Path
 
-from recipes import hub, models
+from recipes import download, downloader, hub, models
 from recipes.base import Choice, Question, StepError, msg
 
 name = "select_model"
@@ -39,8 +41,6 @@ def questions(ctx) -> list[Question]:
             config = hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
         except StepError as e:
             return e.msg
-        if config.get("auto_map"):  # the repository's own Python code: never run it
-            return msg("select_model.custom_code", repo=repo, classes=", ".join(sorted(config["auto_map"]))[:120])
         return None
 
     def validate_model(value, answers):
@@ -98,7 +98,27 @@ def questions(ctx) -> list[Question]:
                  validate=validate_path),
         Question("revision", "text", "select_model.revision", when=remote, default="main",
                  validate=validate_revision),
+        # a repository that ships its own Python code: run only with an explicit yes, recorded in the session
+        Question("trust_remote_code", "confirm", "select_model.trust_remote_code", default=False,
+                 when=lambda a: bool(_custom_code(a))),
     ]
+
+
+def _custom_code(answers: dict) -> dict:
+    """The chosen model's ``auto_map`` (its own Python classes), {} when it has none or cannot be read yet."""
+    repo = _repo(answers)
+    if not repo or answers.get("source") == "endpoint":
+        return {}
+    try:
+        config = hub.fetch_config(answers["source"], repo, answers.get("endpoint"), answers.get("revision", "main"))
+    except StepError:
+        return {}
+    return config.get("auto_map") or {}
+
+
+def trusted(ctx) -> bool:
+    """Whether the user said yes to running the model's own code (every loader passes it as trust_remote_code)."""
+    return bool(ctx.outputs("select_model").get("trust_remote_code"))
 
 
 def run(ctx, answers: dict) -> dict:
@@ -114,13 +134,34 @@ def run(ctx, answers: dict) -> dict:
     repo = _repo(answers)
     revision = answers.get("revision", "main")
     config = hub.fetch_config(source, repo, answers.get("endpoint"), revision)
+    code = config.get("auto_map") or {}
+    if code and not answers.get("trust_remote_code"):
+        raise StepError("select_model.custom_code", repo=repo, classes=", ".join(sorted(code))[:120])
     arch = (config.get("architectures") or ["?"])[0]
     summary = {k: config[k] for k in CONFIG_FIELDS if k in config}
     ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
               [("model", repo), ("architecture", arch)] + [(k, v) for k, v in summary.items() if k != "architectures"])
-    return {"source": source, "endpoint": answers.get("endpoint"), "repo_id": repo if source != "local" else None,
-            "local_path": repo if source == "local" else None, "revision": revision, "architecture": arch,
-            "model_type": config.get("model_type"), "config": config}
+    out = {"source": source, "endpoint": answers.get("endpoint"), "repo_id": repo if source != "local" else None,
+           "local_path": repo if source == "local" else None, "revision": revision, "architecture": arch,
+           "model_type": config.get("model_type"), "config": config, "trust_remote_code": bool(code)}
+    meta, commit = download.fetch_metadata(ctx, out)
+    out |= {"meta_dir": str(meta), "commit": commit}
+    if code:  # what the yes covers: these files at this commit (download refuses another commit)
+        out["custom_code"] = {"classes": code, "commit": commit, "files": [
+            {"path": p.name, "sha256": downloader.hash_file(p, "sha256")} for p in sorted(meta.glob("*.py"))]}
+        ctx.warn(msg("select_model.custom_code_trusted", repo=repo, files=", ".join(p.name for p in meta.glob("*.py")),
+                     commit=(commit or revision)[:12]))
+    return out
+
+
+def metadata_dir(ctx) -> Path:
+    """Where the model's small files are: select_model's metadata folder, else (a session from before v5) the
+    downloaded model, else fetched now."""
+    sel = ctx.outputs("select_model")
+    for d in (sel.get("meta_dir"), ctx.outputs("download").get("model_dir")):
+        if d and (Path(d) / "config.json").is_file():
+            return Path(d)
+    return download.fetch_metadata(ctx, sel)[0]
 
 
 def is_done(ctx, record: dict) -> bool:

@@ -49,8 +49,11 @@ def train_dir(ctx) -> Path:
 def _spec(ctx, answers: dict) -> dict:
     """The trainer's spec: the strategy, the data and the device, with every OOM recovery applied."""
     s = ctx.outputs("choose_strategy")
+    from recipes.select_model import trusted
+
     spec = dict(s["strategy"]) | {"model_dir": ctx.outputs("download")["model_dir"],
-                                  "dataset_path": s["dataset_path"], "device": answers["device"]}
+                                  "dataset_path": s["dataset_path"], "device": answers["device"],
+                                  "trust_remote_code": trusted(ctx)}
     for change in ctx.outputs("train").get("recoveries", []):
         spec |= change["to"]
     return spec
@@ -141,13 +144,14 @@ def _hosts(spec: dict) -> list[str]:
 
 def worker_argv(spec: dict, spec_path: Path, node_rank: int = 0) -> list[str]:
     """The trainer's command: one process; several on this node (torch.distributed.run, standalone; gloo on CPU,
-    NCCL on GPUs); or node ``node_rank``'s share of several nodes (static rendezvous at the first host)."""
+    NCCL on GPUs); or node ``node_rank``'s share of several nodes (static rendezvous at the first host). DeepSpeed
+    and FSDP need the launcher's environment even for one process (the preflight smoke run of a multi-node plan)."""
     worker = ["-m", "recipes.train_worker", str(spec_path)]
     n, hosts = int(spec.get("processes") or 1), _hosts(spec)
     if len(hosts) > 1:
         launcher = [f"--nnodes={len(hosts)}", f"--node_rank={node_rank}", f"--master_addr={hosts[0]}",
                     f"--master_port={spec['master_port']}"]
-    elif n > 1:
+    elif n > 1 or spec.get("distribution", "ddp") != "ddp":
         launcher = ["--standalone"]
     else:
         return [sys.executable] + worker

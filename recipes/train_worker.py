@@ -185,24 +185,25 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     if device == "cuda":
         torch.cuda.init()
     attn = spec.get("attn_implementation", "sdpa")
-    tok = AutoTokenizer.from_pretrained(spec["model_dir"])
+    code = bool(spec.get("trust_remote_code"))  # the user's recorded yes to the model's own code
+    tok = AutoTokenizer.from_pretrained(spec["model_dir"], trust_remote_code=code)
     if spec.get("init") == "random":
         # benchmarks: random weights of the config's shape, built in place in the training dtype (building in fp32
         # and casting would put a 2x spike into the measured peak)
         from transformers import AutoConfig
 
         torch.manual_seed(0)
-        cfg = AutoConfig.from_pretrained(spec["model_dir"])
+        cfg = AutoConfig.from_pretrained(spec["model_dir"], trust_remote_code=code)
         previous = torch.get_default_dtype()
         torch.set_default_dtype(dtype)
         try:
             with torch.device(where):
-                model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn)
+                model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn, trust_remote_code=code)
         finally:
             torch.set_default_dtype(previous)
         model.to(masters)  # bf16 → fp32 is exact: every precision starts from the same weights
     else:
-        load_kw = {"dtype": masters, "attn_implementation": attn}
+        load_kw = {"dtype": masters, "attn_implementation": attn, "trust_remote_code": code}
         if method == "qlora":
             load_kw["quantization_config"] = BitsAndBytesConfig(
                 load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,

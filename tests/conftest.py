@@ -146,3 +146,27 @@ def benchmark_repos(root: Path) -> None:
     sub = mmlu[0]["subject"]
     write(mmlu, root / f"datasets/cais/mmlu/{sub}/test-00000-of-00001.parquet")
     write(mmlu[:5], root / f"datasets/cais/mmlu/{sub}/dev-00000-of-00001.parquet")
+
+
+CUSTOM_REPO = "yichui/tiny-custom-code"
+
+
+def custom_code_repo(root: Path, tiny_dir: Path) -> Path:
+    """A copy of the tiny model that ships its own code (auto_map → configuration_yichui.py, modeling_yichui.py,
+    thin subclasses of Qwen2): importing the modeling file appends the process id to $YICHUI_TEST_CODE_MARKER, so a
+    test sees whether, and in which processes, the repository's code ran."""
+    d = root / CUSTOM_REPO
+    shutil.copytree(tiny_dir, d)
+    config = json.loads((d / "config.json").read_text())
+    config.update(model_type="yichui_custom", architectures=["YichuiForCausalLM"],
+                  auto_map={"AutoConfig": "configuration_yichui.YichuiConfig",
+                            "AutoModelForCausalLM": "modeling_yichui.YichuiForCausalLM"})
+    (d / "config.json").write_text(json.dumps(config, indent=2))
+    (d / "configuration_yichui.py").write_text(
+        "from transformers import Qwen2Config\n\n\nclass YichuiConfig(Qwen2Config):\n    model_type = 'yichui_custom'\n")
+    (d / "modeling_yichui.py").write_text(
+        "import os\n\nfrom transformers import Qwen2ForCausalLM\n\nfrom .configuration_yichui import YichuiConfig\n\n"
+        "if os.environ.get('YICHUI_TEST_CODE_MARKER'):\n"
+        "    with open(os.environ['YICHUI_TEST_CODE_MARKER'], 'a') as f:\n        f.write(f'{os.getpid()}\\n')\n\n\n"
+        "class YichuiForCausalLM(Qwen2ForCausalLM):\n    config_class = YichuiConfig\n")
+    return d

@@ -34,6 +34,7 @@ class Case:
     argv: Callable           # (env: Env) -> list of yichui arguments
     code: int = 2
     setup: Callable | None = None  # (env) -> None
+    after: Callable | None = None  # (env) -> None: asserts what else must hold afterwards
 
 
 class Env:
@@ -100,6 +101,31 @@ def data(env: "Env", path: str, *more: str) -> list[str]:
     """A fine-tune of the tiny local model on the dataset file ``path``."""
     return ys(*LOCAL(env), "choose_strategy.dataset=local", *more, f"choose_strategy.dataset_path={path}")
 
+def strict_template_model(env: "Env") -> str:
+    """A copy of the tiny model whose chat template refuses a system turn (as Gemma's does)."""
+    import shutil
+
+    d = env.tmp / "strict-template"
+    shutil.copytree(env.tiny, d)
+    (d / "chat_template.jinja").write_text(
+        "{%- for m in messages %}{%- if m['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+        "{%- endif %}{{ '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' }}{%- endfor %}"
+        "{%- if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{%- endif %}")
+    return str(d)
+
+
+def no_weights_fetched(env: "Env") -> None:
+    """The smoke test ran on the small files alone: the tokenizer was fetched, no weight byte was."""
+    got = [p for m, p, _ in env.hub.hub.requests if m == "GET"]
+    assert any(p.endswith("/tokenizer.json") for p in got), got
+    assert not any(p.endswith(".safetensors") for p in got), got
+    assert not (env.home / "models").exists()
+
+
+def turns(*roles: str) -> str:
+    return json.dumps({"messages": [{"role": r, "content": f"{r} text"} for r in roles]})
+
+
 CATALOGUE = [
     # the command line
     Case("unknown-task", "an unknown task", "cli.unknown_task", lambda e: ["run", "--task", "bake", "--yes"]),
@@ -143,10 +169,10 @@ CATALOGUE = [
          lambda e: ys("select_model.source=local", f"select_model.path={e.folder('empty-model', {'README.md': 'x'})}")),
     Case("malformed-config", "a config.json that is not JSON", "hub.bad_config",
          lambda e: ys("select_model.source=local", f"select_model.path={e.folder('bad-model', {'config.json': '{oops'})}")),
-    Case("custom-code", "a repository that ships its own Python code (auto_map)", "select_model.custom_code",
+    Case("custom-code", "a repository that ships its own Python code (auto_map), without a yes", "select_model.custom_code",
          lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("custom-code", {
              "config.json": json.dumps({"model_type": "mine", "auto_map": {"AutoModelForCausalLM": "modeling_mine.M"}}),
-             "modeling_mine.py": "raise SystemExit('custom code ran')"}))),
+             "modeling_mine.py": "raise SystemExit('custom code ran')"})), code=1),
     # data
     Case("no-dataset", "a dataset file that does not exist", "data.no_file",
          lambda e: data(e, f"{e.tmp}/missing.jsonl")),
@@ -163,6 +189,15 @@ CATALOGUE = [
     Case("malformed-records", "malformed records, told to abort", "data.bad_records",
          lambda e: data(e, e.file(
              "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n"), "choose_strategy.bad_records=abort"), code=1),
+    Case("template-rejects-record", "a chat template that rejects record 3 (a system turn)",
+         "choose_strategy.template_failed",
+         lambda e: ys("select_model.source=local", f"select_model.path={strict_template_model(e)}",
+                      "choose_strategy.dataset=local", "choose_strategy.dataset_path=" + e.file("sys.jsonl", "\n".join(
+                          [turns("user", "assistant")] * 2 + [turns("system", "user", "assistant")]))), code=1),
+    Case("smoke-test-fails", "a strategy the smoke test rejects (sequence length 16: no record fits)", "preflight.failed",
+         lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
+                      "select_model.model_id=yichui/tiny-qwen2-chat", "choose_strategy.seq_len=16"), code=1,
+         after=lambda e: no_weights_fetched(e)),
     # session files
     Case("session-truncated", "a truncated session file", "session.not_json",
          lambda e: ["show", e.file("cut.json", e.session().read_text()[:100])]),
@@ -268,6 +303,8 @@ def test_bad_input(case, home, hub, tmp_path, tiny_model, tmpfs):
 
     for p in (home / "sessions").glob("*.json") if (home / "sessions").exists() else []:
         Session.load(p)
+    if case.after:
+        case.after(env)
 
 
 def test_a_forty_column_terminal_wraps_and_asks(home, tmp_path):

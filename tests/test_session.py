@@ -190,3 +190,60 @@ def test_v3_finished_fine_tune_gets_evaluate_and_chat_as_skipped_and_stays_finis
     loaded = Session.load(s.path)
     assert list(loaded.steps) == list(recipes.STEPS) and loaded.is_finished()
     assert loaded.steps["evaluate"]["status"] == loaded.steps["chat"]["status"] == "skipped"
+
+
+def test_v4_session_stopped_after_its_download_continues_with_the_strategy(tmp_path):
+    """v4 → v5: choose_strategy moved before download; the steps are stored in the new order, records untouched."""
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    old = ["select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy", "evaluate",
+           "chat"]
+    data["schema_version"] = 4
+    data["steps"] = {n: data["steps"][n] for n in old}
+    for n in ("select_model", "evaluate_memory", "download"):
+        data["steps"][n]["status"] = "done"
+    data["steps"]["download"]["outputs"] = {"model_dir": "/m"}
+    s.path.write_text(json.dumps(data))
+    loaded = Session.load(s.path)
+    assert list(loaded.steps) == list(recipes.STEPS) and loaded.current_step() == "choose_strategy"
+    assert loaded.steps["download"]["status"] == "done" and loaded.steps["download"]["outputs"] == {"model_dir": "/m"}
+
+
+SAVER = """
+import sys, time
+from wizard.session import Session
+s = Session.load(sys.argv[1])
+s.lock()
+print("ready", flush=True)
+i = 0
+while True:
+    i += 1
+    s.steps["train"]["outputs"]["log"] = ["x" * 200] * (2000 + i % 500)  # ~0.5 MB: a save takes a while
+    s.steps["train"]["outputs"]["i"] = i
+    s.save()
+"""
+
+
+def test_kill_9_in_the_middle_of_saves_never_leaves_a_broken_session(tmp_path):
+    """30 SIGKILLs of a process that does nothing but save (temp file, fsync, rename): after each the file loads,
+    and the next process to lock the session clears the temp files the kills left."""
+    import random
+    import signal
+    import time
+
+    s = make(tmp_path)
+    rng = random.Random(20261130)
+    seen = set()
+    for _ in range(30):
+        p = subprocess.Popen([sys.executable, "-c", SAVER, str(s.path)], stdout=subprocess.PIPE, text=True,
+                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        assert p.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.01, 0.4))
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        loaded = Session.load(s.path)  # the old file or the new one, never half of one
+        seen.add(loaded.steps["train"]["outputs"].get("i"))
+    assert len(seen) > 10  # the kills landed at many different saves
+    leftovers = list(tmp_path.glob("sessions/.*.tmp"))
+    Session.load(s.path).lock()
+    assert not list(tmp_path.glob("sessions/.*.tmp")), leftovers

@@ -91,21 +91,17 @@ def test_evaluate_memory_counts_parameters_exactly(chain):
     assert all(e["fits"] and e["instance"]["count"] == 1 for e in out["estimates"])
 
 
-def test_download_verifies_and_records_the_commit(chain):
-    out = chain.step("download")
-    d = Path(out["model_dir"])
-    for f in chain.tiny.iterdir():
-        assert hashlib.sha256((d / f.name).read_bytes()).hexdigest() == hashlib.sha256(f.read_bytes()).hexdigest()
-    repo = chain.hub.hub.repo(REPO_ID)
-    assert out["commit"] == repo.commit and out["bytes"] == sum(f["size"] for f in repo.files.values())
-    gets = lambda: sum(1 for m, p, _ in chain.hub.hub.requests if m == "GET" and p.endswith("model.safetensors"))  # noqa
-    before = gets()
-    chain.step("download")  # complete files are not fetched again
-    assert gets() == before
-
-
 def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
+    """Before any weight byte: the samples come from the small files select_model fetched, and the strategy's smoke
+    run trained 2 steps on a 2-layer random copy."""
     out = chain.step("choose_strategy")
+    assert not [p for m, p, _ in chain.hub.hub.requests if p.endswith(".safetensors")]
+    smoke = out["preflight"]
+    assert smoke["ok"] and smoke["steps"] == 2 and smoke["layers"] == 2 and len(smoke["losses"]) == 2
+    assert all(x == x and 0 < x < 20 for x in smoke["losses"])  # finite cross-entropy of random weights
+    copy = json.loads((Path(smoke["dir"]) / "model" / "config.json").read_text())
+    assert copy["num_hidden_layers"] == 2 and copy["hidden_size"] == json.loads(
+        (chain.tiny / "config.json").read_text())["hidden_size"]
     assert out["n_records"] >= 200 and out["dataset_format"] == "alpaca"
     assert all("<|im_start|>assistant\n" in s for s in out["samples"]) and len(out["samples"]) == 2
     q = chain.questions("choose_strategy")
@@ -132,6 +128,22 @@ def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
     assert check(q["lora_rank"], "0", {})[1].key == "answer.out_of_range"
     assert check(q["lora_targets"], "q_proj,v_proj", {})[1] is None
     assert check(q["lora_targets"], "q proj;", {})[1].key == "choose_strategy.bad_targets"
+
+
+def test_download_verifies_and_records_the_commit(chain):
+    out = chain.step("download")
+    d = Path(out["model_dir"])
+    for f in chain.tiny.iterdir():
+        assert hashlib.sha256((d / f.name).read_bytes()).hexdigest() == hashlib.sha256(f.read_bytes()).hexdigest()
+    repo = chain.hub.hub.repo(REPO_ID)
+    assert out["commit"] == repo.commit and out["bytes"] == sum(f["size"] for f in repo.files.values())
+    # the small files select_model fetched are copied, not fetched a second time
+    assert out["copied_bytes"] > 0 and out["fetched_bytes"] == out["bytes"] - out["copied_bytes"]
+    assert sum(1 for m, p, _ in chain.hub.hub.requests if m == "GET" and p.endswith("/tokenizer.json")) == 1
+    gets = lambda: sum(1 for m, p, _ in chain.hub.hub.requests if m == "GET" and p.endswith("model.safetensors"))  # noqa
+    before = gets()
+    chain.step("download")  # complete files are not fetched again
+    assert gets() == before
 
 
 def test_train_runs_detached_and_writes_events_and_checkpoints(chain):

@@ -105,6 +105,10 @@ def _engine(session, ui, interactive: bool, overrides: dict, replay: dict | None
         session.lock()
         ui.say(T("cli.new_session", id=session.id, path=str(session.path)))
     _log_to(session)
+    from recipes import memory
+
+    if not memory.detect_gpus():  # DeepSpeed would guess the CPU itself, warning about it in the middle of a step
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
     return engine.run()
 
 
@@ -316,10 +320,17 @@ def show(session: Optional[str] = SessionArg,
     from wizard.session import all_sessions
 
     if all_:
+        from recipes import jobs
+
+        def server(x) -> str:  # the endpoint of a server that runs now
+            job = jobs.read(x.run_dir / "serve" / "server.pid.json")
+            return x.steps["deploy"]["outputs"].get("endpoint", "") if job is not None and job.alive() else ""
+
         _ui().table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.status"), T("cli.col.step"),
-                                                 T("cli.col.updated")],
+                                                 T("cli.col.server"), T("cli.col.updated")],
                     [(x.id, x.data["task"], T("cli.finished" if x.is_finished() else "cli.unfinished"),
-                      x.current_step() or "", (x.data.get("updated_at") or "")[:19]) for x in all_sessions()])
+                      x.current_step() or "", server(x), (x.data.get("updated_at") or "")[:19])
+                     for x in all_sessions()])
         return
     s = _read(session)
     _ui().table(T("cli.show.title", id=s.id, task=s.data["task"], path=str(s.path)),

@@ -1,4 +1,4 @@
-"""The session file (schema v3, see wizard/README.md): format, validation, migrations, atomic save, lock.
+"""The session file (schema v5, see wizard/README.md): format, validation, migrations, atomic save, lock.
 
 One JSON file per session at ``YICHUI_HOME/sessions/<id>.json``; the run directory is ``YICHUI_HOME/runs/<id>/``.
 Saved after every answer and every status change by writing a temp file in the same folder, fsync, ``os.replace``
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 STATUSES = ("pending", "running", "done", "failed", "skipped")
 
 
@@ -68,8 +68,20 @@ def _v3_to_v4(data: dict) -> dict:
     return data
 
 
+def _v4_to_v5(data: dict) -> dict:
+    """v5: choose_strategy comes before download (its preflight smoke run needs the strategy before the weights are
+    fetched), so the steps are stored in the new order. Records are kept as they are: a v4 session that downloaded
+    and then stopped before choosing its strategy continues with choose_strategy, its download still done."""
+    import recipes
+
+    steps = data.get("steps")
+    if isinstance(steps, dict) and set(steps) == set(recipes.STEPS):
+        data["steps"] = {name: steps[name] for name in recipes.STEPS}
+    return data
+
+
 # from_version → function(data) -> data at from_version + 1
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
 class SessionError(Exception):
@@ -252,6 +264,8 @@ class Session:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._lock_fd = fd
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):  # saves cut short by kill -9: only we write
+            stale.unlink(missing_ok=True)
 
     def unlock(self) -> None:
         if self._lock_fd is not None:

@@ -53,9 +53,14 @@ def test_demo_then_replay(finished_demo):
     assert "held-out loss" in r.stdout and "Example 1" in r.stdout
     report = (home / "runs" / s["id"] / "evaluate" / "report.md").read_text()
     assert "| held-out loss |" in report and "gsm8k" in report and ev["chart"].endswith("report.png")
-    for f in [p for p in (home / "sessions").iterdir()] + list((home / "runs").rglob("*.log")):
-        assert SECRET not in f.read_text(errors="replace"), f  # the hub token reached neither session nor logs
-    assert SECRET not in r.stdout + r.stderr
+    # the hub token reached no file the run wrote (session, logs, events, specs, checkpoints, exports, reports, the
+    # metadata and model folders) and no output, `show` and `status` included
+    written = [p for d in ("sessions", "runs", "meta", "models") for p in (home / d).rglob("*") if p.is_file()]
+    assert len(written) > 50
+    for f in written:
+        assert SECRET.encode() not in f.read_bytes(), f
+    shown = yichui(home, "show", s["id"]).stdout + yichui(home, "show", "--all").stdout
+    assert SECRET not in r.stdout + r.stderr + shown + yichui(home, "status", s["id"]).stdout
 
     st = yichui(home, "status", s["id"])
     assert st.returncode == 0 and "server" in st.stdout and "running" in st.stdout
@@ -85,10 +90,12 @@ def test_demo_then_replay(finished_demo):
     os.killpg(job.pid, signal.SIGKILL)  # the server crashes
     time.sleep(1)
     assert yichui(home, "serve", "status", s["id"]).returncode == 1
+    assert endpoint not in yichui(home, "show", "--all").stdout  # the server column: only servers that run
     start = yichui(home, "serve", "start", s["id"], timeout=600)  # restart after a crash
     assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
     assert "Serving" in start.stdout and "Training finished" not in start.stdout
     assert yichui(home, "serve", "status", s["id"]).returncode == 0
+    assert endpoint in yichui(home, "show", "--all").stdout
     assert "Stopped server" in yichui(home, "serve", "stop", s["id"]).stdout
     shown = yichui(home, "show", s["id"])
     assert shown.returncode == 0 and shown.stdout.count("done") >= 7

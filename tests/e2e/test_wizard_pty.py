@@ -89,9 +89,6 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Revision (branch, tag or commit):")
         t.ask("Which GPU will train it?", UP)                          # T4 instead of the A10 default
         t.ask("How many GPUs?", "2", clear=True)
-        t.ask("Download into folder:")
-        t.ask("Compare the speed of other endpoints", hub.url, clear=True)  # the same hub, timed as a mirror
-        t.expect("Endpoints, fastest first")
         t.ask("Fine-tuning method:", DOWN)                            # QLoRA
         t.ask("LoRA rank r:", "0", clear=True)
         t.expect("Must be between 1 and 1024")                        # re-prompt 3
@@ -121,6 +118,11 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Save a checkpoint every N steps:", "3", clear=True)
         t.ask("Keep the last K checkpoints:", "1", clear=True)
         t.ask("A question to ask the model", "What is QLoRA?", clear=True)
+        t.ask("Smoke-test this strategy before the weights download")  # yes: 2 steps on a 2-layer random copy
+        t.expect("Smoke test passed", timeout=120)
+        t.ask("Download into folder:")
+        t.ask("Compare the speed of other endpoints", hub.url, clear=True)  # the same hub, timed as a mirror
+        t.expect("Endpoints, fastest first")
         t.ask("Train on:", DOWN)                                      # CPU
         t.expect("Training finished", timeout=240)
         t.ask("Weights dtype of the merged model:", DOWN * 3)          # float32
@@ -156,7 +158,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
             "activation_checkpointing": True, "processes": 1, "nodes": 1, "packing": False, "dataset": "local", "dataset_path": str(messages_file),
             "val_ratio": 0.25, "seq_len": 128, "batch_size": 4, "plan": a["choose_strategy"]["plan"],
             "micro_batch": 2, "grad_accum": 2, "optim": "adamw", "learning_rate": 0.002, "max_steps": 6,
-            "save_steps": 3, "save_total_limit": 1, "sample_question": "What is QLoRA?"}
+            "save_steps": 3, "save_total_limit": 1, "sample_question": "What is QLoRA?", "preflight": True}
         assert a["choose_strategy"]["plan"] == "ckpt=off,mb=4,liger=off"  # tiny model: no checkpointing, all in one
         assert a["train"] == {"device": "cpu"}
         assert a["export"] == {"dtype": "float32", "serve_with": "transformers", "formats": []}
@@ -184,8 +186,6 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         t.ask("版本（分支、标签或提交号）：")
         t.ask("用哪种 GPU 训练？")
         t.ask("使用几块 GPU？")
-        t.ask("下载到目录：")
-        t.ask("先比较其他地址的速度")
         t.ask("微调方法：")                                            # LoRA (recommended)
         t.ask("LoRA 秩 r：", "32", clear=True)
         t.expect("LoRA alpha：")
@@ -196,7 +196,8 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         assert t.finish(timeout=30) == 130
         saved = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
         assert saved["steps"]["choose_strategy"]["answers"] == {"method": "lora", "lora_rank": 32}
-        assert saved["steps"]["download"]["status"] == "done"
+        assert saved["steps"]["evaluate_memory"]["status"] == "done"
+        assert saved["steps"]["download"]["status"] == "pending"  # the weights come after the strategy
 
         r = Term(home, hub, "--lang", "zh", "resume", lang="zh")
         r.expect(f"继续会话 {s['id']}")
@@ -223,6 +224,10 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("每 N 步保存一次检查点：", "2", clear=True)
         r.ask("保留最近 K 个检查点：")
         r.ask("训练前后用来提问模型的问题：")
+        r.ask("下载权重前先冒烟测试此策略")
+        r.expect("冒烟测试通过", timeout=120)
+        r.ask("下载到目录：")
+        r.ask("先比较其他地址的速度")
         r.ask("训练设备：")
         r.expect("训练完成", timeout=240)
         r.ask("合并后模型的权重精度：")

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""What the preflight smoke run costs on a GPU, and what it saves: recipes.preflight.run (the choose_strategy step's
+code) on real model shapes — config.json of Qwen2.5-7B / Llama-3.1-8B, the tiny tokenizer (its ids fit any vocab) —
+for LoRA, QLoRA (NF4) and a full fine-tune, plus one strategy that must fail (sequence length 16: no record fits).
+Each row: seconds from nothing to the verdict (building the 2-layer random copy included), peak reserved GPU memory
+of the smoke run, the copy's parameters, and the bytes of the real weights that would have been downloaded first.
+
+    python bench/preflight_cost.py --out $OUT/preflight.jsonl        (GPU machine: bash bench/gpu_run.sh preflight)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+BASE = {"lora_rank": 16, "lora_alpha": 32, "lora_dropout": 0.05, "lora_targets": "all-linear",
+        "activation_checkpointing": True, "micro_batch": 4, "grad_accum": 4, "seq_len": 2048, "learning_rate": 2e-4,
+        "processes": 1, "nodes": 1, "optim": "adamw", "packing": False, "save_total_limit": 1, "val_ratio": 0.05,
+        "skip_bad_records": False, "master_weights": "bf16"}
+CASES = [("qwen2.5-7b", {"method": "lora"}), ("qwen2.5-7b", {"method": "qlora"}),
+         ("llama3.1-8b", {"method": "lora"}), ("qwen2.5-7b", {"method": "full", "learning_rate": 1e-5}),
+         ("qwen2.5-7b", {"method": "lora", "seq_len": 16})]  # the last must fail: every record is cut away
+
+
+class Ctx:
+    """The part of recipes.base.Ctx the preflight uses: where to work, the model's small files, how to speak."""
+
+    def __init__(self, work: Path, meta: Path, rid: str):
+        from wizard import i18n
+
+        self.home, self.run_dir, self.session_id, self.task = work, work / "runs" / rid, rid, "finetune"
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._meta = meta
+        self.t = lambda m, **a: i18n.render(m, **a)
+
+    def outputs(self, step: str) -> dict:
+        return {"select_model": {"meta_dir": str(self._meta)}}.get(step, {})
+
+    def info(self, m, **a) -> None:
+        print(self.t(m, **a), flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args()
+
+    from memory_accuracy import environment, prepare_shape, synthetic_dataset
+
+    from recipes import memory, preflight
+    from recipes.base import StepError
+
+    env = environment()
+    work = Path(tempfile.mkdtemp(prefix="yichui-preflight-"))
+    for i, (shape, over) in enumerate(CASES):
+        meta = prepare_shape(shape, work, weights=False)
+        data = work / f"{shape}.jsonl"
+        if not data.exists():
+            synthetic_dataset(data, meta, 1024, 256)
+        strategy = BASE | over
+        config = json.loads((meta / "config.json").read_text())
+        full_bytes = memory.shape_from_config(config).n_params * 2  # the bf16 checkpoint a download would fetch
+        t0 = time.time()
+        row = {"case": i, "shape": shape, **{k: strategy[k] for k in ("method", "seq_len", "micro_batch", "grad_accum")},
+               "weights_download_gib": round(full_bytes / 2**30, 2)}
+        try:
+            out = preflight.run(Ctx(work, meta, f"case-{i}"), strategy, str(data))
+            row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
+                    "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
+        except StepError as e:
+            row |= {"ok": False, "error_key": e.msg.key, "error": str(e.msg.args.get("error", ""))[:300]}
+        row["seconds"] = round(time.time() - t0, 1)
+        row |= env
+        print(json.dumps(row), flush=True)
+        with open(a.out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,165 @@
+"""Preflight smoke run: the chosen strategy trains 2 optimizer steps on a 2-layer copy of the model's architecture
+with random weights, on the user's data and chat template, before the weights are downloaded.
+
+A chat template that breaks on some record, data the trainer cannot use, or a configuration the libraries reject
+(an optimizer, a sharding, a quantization that does not run on this machine) then costs seconds, not a download and
+an hour. The copy is the model's own config.json with ``num_hidden_layers`` (and every per-layer list such as
+``layer_types``) cut to 2: hidden size, heads, vocabulary and embedding are the real ones. It is written as a normal
+checkpoint, so the trainer loads it through the same path as the real weights (bf16, NF4 for QLoRA), and the trainer
+is launched exactly as the train step launches it (one process, or torch.distributed.run with DeepSpeed / FSDP on
+this node), on the first records of the dataset (enough for 2 steps). Files live in ``<run>/preflight/``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+
+from recipes import datasets, jobs
+from recipes.base import StepError, msg
+
+LAYERS = 2
+STEPS = 2
+TIMEOUT_S = float(os.environ.get("YICHUI_PREFLIGHT_TIMEOUT", "1800"))
+POLL_S = 0.5
+
+
+def two_layer_config(config: dict, layers: int = LAYERS) -> dict:
+    """``config`` (config.json as a dict) with ``layers`` decoder layers: ``num_hidden_layers`` and every list as
+    long as the layer count (``layer_types``, per-layer MoE flags) cut to that length. A ``quantization_config`` (a
+    pre-quantized checkpoint) is dropped: the copy's random weights are written unquantized."""
+    n = int(config.get("num_hidden_layers") or layers)
+    out = {k: v for k, v in config.items() if k != "quantization_config"}
+    out["num_hidden_layers"] = min(layers, n)
+    for k, v in config.items():
+        if isinstance(v, list) and len(v) == n and k != "architectures":
+            out[k] = v[:layers]
+    return out
+
+
+def build_copy(meta_dir: Path, dest: Path, trust_remote_code: bool = False) -> dict:
+    """Write the 2-layer random-weights copy of the model in ``meta_dir`` (its config.json and tokenizer) to
+    ``dest``, in the config's dtype (bf16 for most checkpoints). Returns ``{"params": N, "bytes": B}``.
+    ``trust_remote_code``: the user said yes to the model's own code (it is copied along by save_pretrained).
+
+    Raises:
+        StepError: transformers cannot build the architecture (an unknown ``model_type``).
+    """
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    dest.mkdir(parents=True, exist_ok=True)
+    config = json.loads((meta_dir / "config.json").read_text())
+    (dest / "config.json").write_text(json.dumps(two_layer_config(config), indent=2))
+    for code in meta_dir.glob("*.py") if trust_remote_code else ():
+        shutil.copyfile(code, dest / code.name)
+    AutoTokenizer.from_pretrained(meta_dir, trust_remote_code=trust_remote_code).save_pretrained(dest)
+    if (meta_dir / "generation_config.json").is_file():
+        shutil.copyfile(meta_dir / "generation_config.json", dest / "generation_config.json")
+    try:
+        cfg = AutoConfig.from_pretrained(dest, trust_remote_code=trust_remote_code)
+    except (ValueError, KeyError) as e:
+        raise StepError("preflight.unknown_architecture", error=str(e).splitlines()[0][:200]) from None
+    dtype = getattr(cfg, "dtype", None) or getattr(cfg, "torch_dtype", None) or torch.float32
+    dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+    torch.manual_seed(0)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # built in place in its dtype: no fp32 copy of a large embedding first
+    try:
+        model = AutoModelForCausalLM.from_config(cfg, trust_remote_code=trust_remote_code)
+    finally:
+        torch.set_default_dtype(previous)
+    model.save_pretrained(dest)
+    params = sum(p.numel() for p in model.parameters())
+    return {"params": params, "bytes": sum(p.numel() * p.element_size() for p in model.parameters())}
+
+
+def records_needed(strategy: dict) -> int:
+    """Records for STEPS optimizer steps: micro-batch × gradient accumulation × processes each (at least 8)."""
+    per_step = int(strategy["micro_batch"]) * int(strategy["grad_accum"]) * int(strategy.get("processes") or 1)
+    return max(8, STEPS * per_step)
+
+
+def _sample(dataset_path: str, n: int) -> str:
+    """The dataset reference limited to its first ``n`` records (``path#n``; a smaller ``#m`` already there wins)."""
+    path, have = datasets.split_sample(dataset_path)
+    return f"{path}#{min(n, have) if have else n}"
+
+
+def run(ctx, strategy: dict, dataset_path: str) -> dict:
+    """Build the copy, run the trainer for STEPS steps, report. Returns the outputs recorded under ``preflight``.
+
+    Raises:
+        StepError: the smoke run failed (the trainer's error and its log), ran out of memory, or timed out.
+        KeyboardInterrupt: Ctrl-C; the smoke run is stopped (it is redone on resume).
+    """
+    from recipes import train
+    from recipes.select_model import metadata_dir, trusted
+
+    pdir = ctx.run_dir / "preflight"
+    old = jobs.read(pdir / "trainer.pid.json")
+    if old is not None and old.alive():
+        old.stop(timeout=5)
+    shutil.rmtree(pdir, ignore_errors=True)  # a smoke run starts from nothing: no checkpoint to resume
+    t0 = time.time()
+    copy = build_copy(metadata_dir(ctx), pdir / "model", trusted(ctx))
+    spec = dict(strategy) | {
+        "model_dir": str(pdir / "model"), "dataset_path": _sample(dataset_path, records_needed(strategy)),
+        "device": "auto", "max_steps": STEPS, "epochs": None, "save_steps": STEPS, "save_total_limit": 1,
+        "sample_question": None, "save_final": False, "logging_steps": 1, "nodes": 1, "hosts": "",
+        "trust_remote_code": trusted(ctx),
+        "launch": secrets.token_hex(6)}
+    spec_path = pdir / "spec.json"
+    spec_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False))
+    ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
+                 records=records_needed(strategy)))
+    job = jobs.spawn("trainer", train.worker_argv(spec, spec_path), pdir, env=train.trainer_env(), cwd=train.REPO)
+    try:
+        result = _wait(job, pdir, spec["launch"])
+    except KeyboardInterrupt:
+        job.stop(timeout=5)
+        raise
+    seconds = round(time.time() - t0, 1)
+    ctx.info(msg("preflight.passed", seconds=seconds, losses=" → ".join(f"{x:.3f}" for x in result["losses"]),
+                 peak=result["peak_mem_gib"], kind=ctx.t("train.mem." + result["mem_kind"])))
+    return {"ok": True, "seconds": seconds, "layers": LAYERS, "steps": result["steps"], "params": copy["params"],
+            "losses": result["losses"], "peak_mem_gib": result["peak_mem_gib"], "mem_kind": result["mem_kind"],
+            "device": result["device"], "processes": result.get("processes", 1), "dir": str(pdir)}
+
+
+def _wait(job: jobs.Job, pdir: Path, launch: str) -> dict:
+    """Follow the smoke run's events until ``done`` (returns result.json) or an error (StepError)."""
+    events_path, offset, end = pdir / "events.jsonl", 0, time.monotonic() + TIMEOUT_S
+    while True:
+        events, offset = jobs.read_events(events_path, offset)
+        for e in events:
+            if e.get("launch") != launch:
+                continue
+            if e["event"] == "error":
+                _reap(job)
+                key = "preflight.oom" if e.get("kind") == "oom" else "preflight.failed"
+                raise StepError(key, error=e.get("message", "?"), log=job.log)
+            if e["event"] == "done":
+                _reap(job)
+                return json.loads((pdir / "result.json").read_text())
+        if not job.alive():
+            events, _ = jobs.read_events(events_path, offset)
+            if not any(e.get("launch") == launch for e in events):
+                tail = [line for line in job.log_tail(30).splitlines() if line.strip()]
+                raise StepError("preflight.failed", error=(tail or ["the trainer exited"])[-1][:300], log=job.log)
+            continue
+        if time.monotonic() > end:
+            job.stop(timeout=5)
+            raise StepError("preflight.timeout", seconds=int(TIMEOUT_S), log=job.log)
+        time.sleep(POLL_S)
+
+
+def _reap(job: jobs.Job, timeout: float = 30.0) -> None:
+    end = time.monotonic() + timeout
+    while job.alive() and time.monotonic() < end:
+        time.sleep(0.1)
+    if job.alive():
+        job.stop(timeout=5)
