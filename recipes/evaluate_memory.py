@@ -21,7 +21,8 @@ def questions(ctx) -> list[Question]:
         choices.append(Choice("detected", f"{gpus[0]['name']} ({gpus[0]['memory_gib']} GiB) × {len(gpus)}"))
     choices += [Choice(k, f"{n} ({g} GiB)") for k, (n, g) in memory.GPUS.items()]
     return [
-        Question("target_gpu", "select", "evaluate_memory.target_gpu", choices=choices,
+        Question("target_gpu", "select", "evaluate_memory.target_gpu_serve" if ctx.task == "deploy"
+                 else "evaluate_memory.target_gpu", choices=choices,
                  default="detected" if gpus else "a10-24g"),
         Question("gpu_count", "int", "evaluate_memory.gpu_count", default=len(gpus) or 1,
                  validate=lambda v, a: None if 1 <= v <= 1024 else msg("answer.out_of_range", lo=1, hi=1024)),

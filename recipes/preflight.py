@@ -70,9 +70,11 @@ def build_copy(meta_dir: Path, dest: Path, trust_remote_code: bool = False) -> d
     torch.set_default_dtype(dtype)  # built in place in its dtype: no fp32 copy of a large embedding first
     try:
         model = AutoModelForCausalLM.from_config(cfg, trust_remote_code=trust_remote_code)
+        model.save_pretrained(dest)
+    except Exception as e:  # the architecture (or a repository's own code) cannot be built or saved
+        raise StepError("preflight.copy_failed", error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
     finally:
         torch.set_default_dtype(previous)
-    model.save_pretrained(dest)
     params = sum(p.numel() for p in model.parameters())
     return {"params": params, "bytes": sum(p.numel() * p.element_size() for p in model.parameters())}
 
@@ -118,7 +120,7 @@ def run(ctx, strategy: dict, dataset_path: str) -> dict:
                  records=records_needed(strategy)))
     job = jobs.spawn("trainer", train.worker_argv(spec, spec_path), pdir, env=train.trainer_env(), cwd=train.REPO)
     try:
-        result = _wait(job, pdir, spec["launch"])
+        result = _wait(job, pdir, spec["launch"], int(spec["seq_len"]))
     except KeyboardInterrupt:
         job.stop(timeout=5)
         raise
@@ -130,7 +132,7 @@ def run(ctx, strategy: dict, dataset_path: str) -> dict:
             "device": result["device"], "processes": result.get("processes", 1), "dir": str(pdir)}
 
 
-def _wait(job: jobs.Job, pdir: Path, launch: str) -> dict:
+def _wait(job: jobs.Job, pdir: Path, launch: str, seq_len: int) -> dict:
     """Follow the smoke run's events until ``done`` (returns result.json) or an error (StepError)."""
     events_path, offset, end = pdir / "events.jsonl", 0, time.monotonic() + TIMEOUT_S
     while True:
@@ -140,8 +142,11 @@ def _wait(job: jobs.Job, pdir: Path, launch: str) -> dict:
                 continue
             if e["event"] == "error":
                 _reap(job)
+                error = e.get("message", "?")
+                if "num_samples=0" in error:  # trl dropped every record: none has a completion within seq_len
+                    raise StepError("preflight.no_records_fit", seq_len=seq_len, log=job.log)
                 key = "preflight.oom" if e.get("kind") == "oom" else "preflight.failed"
-                raise StepError(key, error=e.get("message", "?"), log=job.log)
+                raise StepError(key, error=error, log=job.log)
             if e["event"] == "done":
                 _reap(job)
                 return json.loads((pdir / "result.json").read_text())

@@ -447,10 +447,14 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
                             ("--gpus", gpus, 1), ("--rank", rank, 1)):
         if value is not None and value < lo:  # checked before any hub is asked
             raise _fail("cli.option_positive", option=name, value=value)
+    try:  # the options are checked before any hub is asked
+        t = memory.Training(method=method, rank=rank, targets=targets, dropout=dropout, ckpt=ckpt, attn=attn,
+                            micro_batch=batch, seq=seq, optim=optim, loss=loss, gpus=gpus, zero=zero,
+                            offload=offload, fsdp=fsdp)
+        t.check()
+    except memory.ConfigError as err:
+        raise _fail(err.key, **err.params)
     config = _estimate_config(model, source, endpoint, revision)
-    t = memory.Training(method=method, rank=rank, targets=targets, dropout=dropout, ckpt=ckpt, attn=attn,
-                        micro_batch=batch, seq=seq, optim=optim, loss=loss, gpus=gpus, zero=zero, offload=offload,
-                        fsdp=fsdp)
     detected = memory.detect_gpus()
     gpu_name, gib = (memory.GPUS[gpu] if gpu else (T("cli.estimate.target_gpu"), gpu_memory) if gpu_memory
                      else (detected[0]["name"], detected[0]["memory_gib"]) if detected else (None, None))

@@ -98,8 +98,15 @@ class UI:
             return t
 
         if self.is_terminal:
-            with Live(render({}), console=self.out, refresh_per_second=4, transient=False) as lv:
+            lv = Live(render({}), console=self.out, refresh_per_second=4, transient=False)
+            lv.start()
+            try:
                 yield lambda fields: lv.update(render(fields))
+            finally:
+                try:
+                    lv.stop()
+                except OSError:  # the terminal is gone (SIGHUP, a dropped SSH link): nothing left to draw on
+                    pass
             return
         last = [0.0]
 

@@ -260,6 +260,12 @@ class Engine:
         except AnswerError as e:
             self.ui.error(i18n.render(e.msg))
             return 2
+        # --set values for steps not run yet are kept with them at once, as given: a run that stops earlier (a failed
+        # step) resumes with them; each is parsed and validated again when its step runs
+        for name, sets in self.overrides.items():
+            if s.steps[name]["status"] in ("pending", "failed"):
+                s.steps[name]["answers"].update(sets)
+        s.save()
         names = [n for n, r in s.steps.items() if r["status"] != "skipped"]  # the task's steps (numbered 1..n)
         for i, name in enumerate(names, 1):
             rec = s.steps[name]
@@ -286,8 +292,11 @@ class Engine:
             except KeyboardInterrupt:
                 rec["status"] = "pending"
                 s.save()
-                self.ui.say("")
-                self.ui.warn(i18n.t("engine.interrupted", id=s.id))
+                try:
+                    self.ui.say("")
+                    self.ui.warn(i18n.t("engine.interrupted", id=s.id))
+                except OSError:  # the terminal is gone (SIGHUP): the session is saved, resume says the rest
+                    pass
                 return 130
             except AnswerError as e:
                 rec["status"] = "pending"

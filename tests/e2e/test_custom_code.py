@@ -18,7 +18,7 @@ def test_custom_code_runs_only_after_a_recorded_yes(home, tiny_model, tmp_path):
     env = {"YICHUI_TEST_CODE_MARKER": str(marker)}
     pick = ["--set", "select_model.model=other", "--set", f"select_model.model_id={CUSTOM_REPO}"]
     try:
-        r = yichui(home, "demo", *pick, **env)
+        r = yichui(home, "demo", *pick, "--set", "choose_strategy.sample_question=Custom code?", **env)
         assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
         errors = [x for x in r.stderr.splitlines() if x.startswith(i18n.t("ui.error_prefix").strip())]
         assert len(errors) == 1 and "ships its own Python code" in errors[0] and "trust_remote_code=yes" in errors[0]
@@ -35,6 +35,8 @@ def test_custom_code_runs_only_after_a_recorded_yes(home, tiny_model, tmp_path):
         (s,) = sessions(home)
         assert [n for n, x in s["steps"].items() if x["status"] == "done"] == [
             "select_model", "evaluate_memory", "choose_strategy", "download", "train", "export"]
+        # the --set of a later step, given to the run that stopped at step 1, was kept for the resume
+        assert s["steps"]["choose_strategy"]["answers"]["sample_question"] == "Custom code?"
         sel = s["steps"]["select_model"]
         assert sel["answers"]["trust_remote_code"] is True and sel["outputs"]["trust_remote_code"] is True
         code = sel["outputs"]["custom_code"]

@@ -201,7 +201,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
 
         r = Term(home, hub, "--lang", "zh", "resume", lang="zh")
         r.expect(f"继续会话 {s['id']}")
-        r.expect("已完成，跳过")                                       # done steps are not asked again
+        r.expect("此前已完成")                                         # done steps are not asked again
         r.ask("微调方法：")                                            # pre-filled: lora
         r.ask("LoRA 秩 r：")                                           # pre-filled: 32, confirmed
         r.ask("LoRA alpha：")                                          # default 2 × 32
