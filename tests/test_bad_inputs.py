@@ -194,7 +194,8 @@ CATALOGUE = [
          lambda e: ys("select_model.source=local", f"select_model.path={strict_template_model(e)}",
                       "choose_strategy.dataset=local", "choose_strategy.dataset_path=" + e.file("sys.jsonl", "\n".join(
                           [turns("user", "assistant")] * 2 + [turns("system", "user", "assistant")]))), code=1),
-    Case("smoke-test-fails", "a strategy the smoke test rejects (sequence length 16: no record fits)", "preflight.failed",
+    Case("smoke-test-fails", "a strategy the smoke test rejects (sequence length 16: no record fits)",
+         "preflight.no_records_fit",
          lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
                       "select_model.model_id=yichui/tiny-qwen2-chat", "choose_strategy.seq_len=16"), code=1,
          after=lambda e: no_weights_fetched(e)),
