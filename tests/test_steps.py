@@ -1,6 +1,6 @@
 """Each step's run on the tiny model, in order, with the real engine resolving answers against a real local hub.
 
-The chain shares one session (module scope): select_model → evaluate_memory → download → choose_strategy → train →
+The chain shares one session (module scope): select_model → evaluate_memory → choose_strategy → download → train →
 export → deploy, then a QLoRA train + export on the same download.
 """
 from __future__ import annotations
@@ -326,7 +326,7 @@ def test_out_of_memory_recovers_from_the_last_checkpoint(chain, monkeypatch):
     for name in ("train", "export"):
         shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
     chain.session.steps["train"]["outputs"] = {}
-    chain.step("choose_strategy", method="lora", max_steps="8", save_steps="4", micro_batch="4", grad_accum="1",
+    chain.step("choose_strategy", preflight="false", method="lora", max_steps="8", save_steps="4", micro_batch="4", grad_accum="1",
                activation_checkpointing="false")
     monkeypatch.setenv("YICHUI_INJECT_OOM", "5:2")
     out = chain.step("train")
@@ -368,7 +368,7 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, tmp_path):
     for name in ("train", "export"):
         shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
     chain.session.steps["train"]["outputs"] = {}
-    out = chain.step("choose_strategy", method="dora", dataset="hub", dataset_repo="org/chat",
+    out = chain.step("choose_strategy", preflight="false", method="dora", dataset="hub", dataset_repo="org/chat",
                      dataset_file="*.jsonl#120", val_ratio="0.1", max_steps="6", save_steps="3", micro_batch="2",
                      activation_checkpointing="false")
     assert out["dataset_format"] == "sharegpt" and out["n_records"] == 120
@@ -389,7 +389,7 @@ def test_two_processes_data_parallel_on_cpu(chain):
     for name in ("train", "export"):
         shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
     chain.session.steps["train"]["outputs"] = {}
-    out = chain.step("choose_strategy", method="lora", dataset="bundled", processes="2", max_steps="6",
+    out = chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes="2", max_steps="6",
                      save_steps="3", micro_batch="2", grad_accum="1", val_ratio="0")
     assert out["effective_batch"] == 4
     tr = chain.step("train")
@@ -403,6 +403,9 @@ def test_two_processes_data_parallel_on_cpu(chain):
     assert spec["processes"] == 2 and "torch.distributed.run" in jobs.read(
         Path(tr["train_dir"]) / "trainer.pid.json").argv
 
+
+# the tests below are about training, not the smoke run (test_choose_strategy_renders_samples_and_checks_data and the
+# QLoRA test keep it): preflight="false" saves its ~10 s each in CI
 
 def _fresh_train(chain):
     for name in ("train", "export"):
@@ -426,7 +429,7 @@ def test_deepspeed_zero_stages_match_data_parallel(chain):
     runs = {}
     for dist, offload in (("ddp", "none"), ("zero3", "none"), ("zero2", "optimizer")):
         _fresh_train(chain)
-        out = chain.step("choose_strategy", method="lora", dataset="bundled", processes="2", max_steps="4",
+        out = chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes="2", max_steps="4",
                          save_steps="2", micro_batch="2", grad_accum="1", val_ratio="0", distribution=dist,
                          offload=offload, activation_checkpointing="false")
         assert out["strategy"]["distribution"] == dist and out["estimate"]["peak_gib"] > 0
@@ -468,7 +471,7 @@ def test_two_nodes_meet_at_the_rendezvous_then_train(chain, monkeypatch):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     _fresh_train(chain)
-    two_nodes = dict(method="lora", dataset="bundled", processes="1", nodes="2", hosts="127.0.0.1,127.0.0.1",
+    two_nodes = dict(preflight="false", method="lora", dataset="bundled", processes="1", nodes="2", hosts="127.0.0.1,127.0.0.1",
                      master_port=str(port), max_steps="4", save_steps="2", micro_batch="2", grad_accum="1",
                      val_ratio="0", activation_checkpointing="false")
     chain.step("choose_strategy", **two_nodes)
@@ -515,7 +518,7 @@ def test_galore_and_padding_free_packing(chain):
     seen = {}
     for packing in ("false", "true"):
         _fresh_train(chain)
-        out = chain.step("choose_strategy", method="galore", galore_rank="8", dataset="bundled", processes="1", nodes="1",
+        out = chain.step("choose_strategy", preflight="false", method="galore", galore_rank="8", dataset="bundled", processes="1", nodes="1",
                          max_steps="3", save_steps="3", micro_batch="2", grad_accum="1", val_ratio="0",
                          packing=packing, activation_checkpointing="false", learning_rate="1e-3")
         assert out["estimate"]["trainable"] > 0 and "galore" in out["estimate"]["approximate"]
