@@ -15,6 +15,7 @@ from pathlib import Path
 
 from recipes import datasets, hub, memory, planner
 from recipes.base import Choice, Question, StepError, in_range, msg
+from recipes.select_model import metadata_dir, trusted
 
 name = "choose_strategy"
 requires = ("select_model", "evaluate_memory")
@@ -267,8 +268,6 @@ def run(ctx, answers: dict) -> dict:
         raise StepError(e.key, **e.params) from None
     convs, fmt = loaded.conversations, loaded.format
     train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
-    from recipes.select_model import metadata_dir, trusted
-
     meta = metadata_dir(ctx)
     tok = AutoTokenizer.from_pretrained(meta, trust_remote_code=trusted(ctx))
     if not tok.chat_template:

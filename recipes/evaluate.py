@@ -17,6 +17,7 @@ from pathlib import Path
 
 from recipes import datasets, harness
 from recipes.base import Choice, Question, StepError, in_range, msg
+from recipes.select_model import trusted
 
 name = "evaluate"
 requires = ("select_model",)
@@ -175,8 +176,6 @@ def _serving(ctx) -> tuple[str | None, str | None, str | None]:
 
 
 def run(ctx, answers: dict) -> dict:
-    from recipes.select_model import trusted
-
     code = trusted(ctx)
     found = models(ctx)
     if not found:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from recipes import memory
 from recipes.base import Choice, Question, StepError, msg
+from recipes.select_model import metadata_dir, trusted
 
 name = "evaluate_memory"
 requires = ("select_model",)
@@ -59,8 +60,6 @@ def run(ctx, answers: dict) -> dict:
     if not gpus:
         ctx.info(msg("evaluate_memory.no_gpu_serving" if serving_view else "evaluate_memory.no_gpu"))
     config = ctx.outputs("select_model")["config"]
-    from recipes.select_model import metadata_dir, trusted
-
     shape = shape_of(config, str(metadata_dir(ctx)) if trusted(ctx) else None)
     gpu = target(answers) | {"count": answers["gpu_count"]}
     if serving_view:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from recipes import datasets, memory, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
+from recipes.select_model import trusted
 
 name = "export"
 requires = ("download", "train")
@@ -171,8 +172,6 @@ def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int, code: bool =
 
 
 def run(ctx, answers: dict) -> dict:
-    from recipes.select_model import trusted
-
     code = trusted(ctx)
     train = ctx.outputs("train")
     base_dir = ctx.outputs("download")["model_dir"]

@@ -12,19 +12,17 @@ this node), on the first records of the dataset (enough for 2 steps). Files live
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import time
 from pathlib import Path
 
-from recipes import datasets, jobs
+from recipes import datasets, jobs, train
 from recipes.base import StepError, msg
+from recipes.select_model import metadata_dir, trusted
 
 LAYERS = 2
 STEPS = 2
-TIMEOUT_S = float(os.environ.get("YICHUI_PREFLIGHT_TIMEOUT", "1800"))
-POLL_S = 0.5
 
 
 def two_layer_config(config: dict, layers: int = LAYERS) -> dict:
@@ -95,12 +93,9 @@ def run(ctx, strategy: dict, dataset_path: str) -> dict:
     """Build the copy, run the trainer for STEPS steps, report. Returns the outputs recorded under ``preflight``.
 
     Raises:
-        StepError: the smoke run failed (the trainer's error and its log), ran out of memory, or timed out.
+        StepError: the smoke run failed (the trainer's error and its log), or ran out of memory.
         KeyboardInterrupt: Ctrl-C; the smoke run is stopped (it is redone on resume).
     """
-    from recipes import train
-    from recipes.select_model import metadata_dir, trusted
-
     pdir = ctx.run_dir / "preflight"
     old = jobs.read(pdir / "trainer.pid.json")
     if old is not None and old.alive():
@@ -119,52 +114,23 @@ def run(ctx, strategy: dict, dataset_path: str) -> dict:
     ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
                  records=records_needed(strategy)))
     job = jobs.spawn("trainer", train.worker_argv(spec, spec_path), pdir, env=train.trainer_env(), cwd=train.REPO)
-    try:
-        result = _wait(job, pdir, spec["launch"], int(spec["seq_len"]))
+    try:  # the train step's own view of the trainer's events
+        train.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))
     except KeyboardInterrupt:
-        job.stop(timeout=5)
+        job.stop(timeout=5)  # a smoke run is not worth keeping: it starts from nothing on resume
         raise
+    except train.OutOfMemory:
+        raise StepError("preflight.oom", log=job.log) from None
+    except StepError as e:  # train.failed (the trainer's error) or train.died (its log's last line)
+        error = e.msg.args.get("error") or next(
+            (line for line in reversed(job.log_tail(30).splitlines()) if line.strip()), "?")
+        if "num_samples=0" in error:  # trl dropped every record: none has a completion within seq_len
+            raise StepError("preflight.no_records_fit", seq_len=spec["seq_len"], log=job.log) from None
+        raise StepError("preflight.failed", error=error[:300], log=job.log) from None
+    result = json.loads((pdir / "result.json").read_text())
     seconds = round(time.time() - t0, 1)
     ctx.info(msg("preflight.passed", seconds=seconds, losses=" → ".join(f"{x:.3f}" for x in result["losses"]),
                  peak=result["peak_mem_gib"], kind=ctx.t("train.mem." + result["mem_kind"])))
     return {"ok": True, "seconds": seconds, "layers": LAYERS, "steps": result["steps"], "params": copy["params"],
             "losses": result["losses"], "peak_mem_gib": result["peak_mem_gib"], "mem_kind": result["mem_kind"],
             "device": result["device"], "processes": result.get("processes", 1), "dir": str(pdir)}
-
-
-def _wait(job: jobs.Job, pdir: Path, launch: str, seq_len: int) -> dict:
-    """Follow the smoke run's events until ``done`` (returns result.json) or an error (StepError)."""
-    events_path, offset, end = pdir / "events.jsonl", 0, time.monotonic() + TIMEOUT_S
-    while True:
-        events, offset = jobs.read_events(events_path, offset)
-        for e in events:
-            if e.get("launch") != launch:
-                continue
-            if e["event"] == "error":
-                _reap(job)
-                error = e.get("message", "?")
-                if "num_samples=0" in error:  # trl dropped every record: none has a completion within seq_len
-                    raise StepError("preflight.no_records_fit", seq_len=seq_len, log=job.log)
-                key = "preflight.oom" if e.get("kind") == "oom" else "preflight.failed"
-                raise StepError(key, error=error, log=job.log)
-            if e["event"] == "done":
-                _reap(job)
-                return json.loads((pdir / "result.json").read_text())
-        if not job.alive():
-            events, _ = jobs.read_events(events_path, offset)
-            if not any(e.get("launch") == launch for e in events):
-                tail = [line for line in job.log_tail(30).splitlines() if line.strip()]
-                raise StepError("preflight.failed", error=(tail or ["the trainer exited"])[-1][:300], log=job.log)
-            continue
-        if time.monotonic() > end:
-            job.stop(timeout=5)
-            raise StepError("preflight.timeout", seconds=int(TIMEOUT_S), log=job.log)
-        time.sleep(POLL_S)
-
-
-def _reap(job: jobs.Job, timeout: float = 30.0) -> None:
-    end = time.monotonic() + timeout
-    while job.alive() and time.monotonic() < end:
-        time.sleep(0.1)
-    if job.alive():
-        job.stop(timeout=5)

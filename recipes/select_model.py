@@ -38,7 +38,7 @@ def questions(ctx) -> list[Question]:
         if answers["source"] != "local":
             ctx.info(msg("select_model.fetching", repo=repo, endpoint=answers.get("endpoint")))
         try:
-            config = hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
+            hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
         except StepError as e:
             return e.msg
         return None

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from recipes import jobs, memory, plots
 from recipes.base import Choice, Question, StepError, msg
+from recipes.select_model import trusted
 
 name = "train"
 requires = ("download", "choose_strategy")
@@ -49,8 +50,6 @@ def train_dir(ctx) -> Path:
 def _spec(ctx, answers: dict) -> dict:
     """The trainer's spec: the strategy, the data and the device, with every OOM recovery applied."""
     s = ctx.outputs("choose_strategy")
-    from recipes.select_model import trusted
-
     spec = dict(s["strategy"]) | {"model_dir": ctx.outputs("download")["model_dir"],
                                   "dataset_path": s["dataset_path"], "device": answers["device"],
                                   "trust_remote_code": trusted(ctx)}
@@ -91,7 +90,7 @@ def run(ctx, answers: dict) -> dict:
             job = _launch(ctx, answers, tdir)
         ctx.record(trainer_pid=job.pid, train_dir=str(tdir))
         try:
-            _follow(ctx, job, tdir)
+            follow(ctx, job, tdir)
         except KeyboardInterrupt:
             ctx.info(msg("train.detached", pid=job.pid, id=ctx.session_id))
             raise
@@ -200,13 +199,15 @@ def _meet(ctx, spec: dict, tdir: Path, spec_path: Path) -> None:
     ctx.info(msg("train.rendezvous_ok", nodes=len(hosts), hosts=", ".join(json.loads(p.stdout)["hosts"])))
 
 
-def follow(ctx, job: jobs.Job, tdir: Path) -> None:
-    """Public name for `yichui attach`: the same view as the step's."""
-    _follow(ctx, job, tdir)
+def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
+    """Show the trainer's events (``tdir``: train/, or preflight/ for the smoke run; `yichui attach` too) in a live
+    view titled ``title`` until its ``done`` event.
 
-
-def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
-    """Show the job's events until its ``done`` event; raise StepError when it fails or dies, OutOfMemory on OOM."""
+    Raises:
+        StepError: ``train.failed`` (its ``error`` event) or ``train.died``.
+        OutOfMemory: a CUDA out-of-memory error.
+        KeyboardInterrupt: Ctrl-C, or the trainer was stopped on purpose (`yichui stop`, SIGTERM).
+    """
     events_path, offset, last, first, t_start = tdir / "events.jsonl", 0, {}, {}, time.time()
     losses: list[float] = []
     try:
@@ -216,7 +217,7 @@ def _follow(ctx, job: jobs.Job, tdir: Path) -> None:
 
     def ours(e: dict) -> bool:  # events of this launch (one or several worker processes)
         return e.get("launch") == launch if launch else e.get("pid") == job.pid
-    with ctx.live(msg("train.live_title", pid=job.pid)) as update:
+    with ctx.live(title or msg("train.live_title", pid=job.pid)) as update:
         while True:
             events, offset = jobs.read_events(events_path, offset)
             for e in events:

@@ -165,8 +165,8 @@ def main_callback(ctx: typer.Context,
 
 
 def _preflight_machine() -> None:
-    """`yichui doctor`'s checks that every session needs, before it starts: Python, a writable YICHUI_HOME with
-    room, and a torch that can use the GPU the machine has."""
+    """`yichui doctor`'s checks that every session needs, before it starts: Python, and a writable YICHUI_HOME
+    with room."""
     from recipes import doctor as doc
     from wizard.session import home
 
