@@ -11,11 +11,23 @@ def _auth(api_key: str | None) -> dict:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
+def request_json(url: str, body: dict | None = None, timeout: float = 120, api_key: str | None = None) -> dict:
+    """GET ``url`` (POST ``body`` as JSON when given) and parse the JSON reply ({} for an empty one).
+
+    Raises:
+        OSError: unreachable, or an HTTP error status (urllib's URLError / HTTPError).
+        ValueError: the reply is not JSON.
+    """
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} | _auth(api_key)
+    with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=timeout) as r:
+        raw = r.read()
+    return json.loads(raw) if raw.strip() else {}
+
+
 def first_model(endpoint: str, timeout: float = 10, api_key: str | None = None) -> str:
     """The id of the first model ``GET {endpoint}/models`` lists. Raises OSError when unreachable."""
-    req = urllib.request.Request(endpoint.rstrip("/") + "/models", headers=_auth(api_key))
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read())["data"][0]["id"]
+    return request_json(endpoint.rstrip("/") + "/models", timeout=timeout, api_key=api_key)["data"][0]["id"]
 
 
 def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 256,

@@ -19,8 +19,6 @@ import secrets
 import shlex
 import socket
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from recipes import chat as chat_mod
@@ -199,14 +197,6 @@ def client_base(host: str, port: int) -> str:
     return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
 
 
-def _http(url: str, body: dict | None = None, timeout: float = 120, key: str | None = None) -> dict:
-    data = json.dumps(body).encode() if body is not None else None
-    headers = {"Content-Type": "application/json"} | ({"Authorization": f"Bearer {key}"} if key else {})
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=timeout) as r:
-        raw = r.read()
-    return json.loads(raw) if raw.strip() else {}
-
-
 def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
     """GET /health answers 200 (every engine has it, none asks for the key there)."""
     end = time.monotonic() + timeout
@@ -214,17 +204,18 @@ def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) ->
         if not job.alive():
             raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
         try:
-            _http(base + "/health", timeout=2)
+            chat_mod.request_json(base + "/health", timeout=2)
             return
-        except (urllib.error.URLError, OSError, ValueError):
+        except (OSError, ValueError):  # URLError is an OSError
             pass
         time.sleep(0.5)
     raise StepError("deploy.timeout", seconds=timeout, log=job.log)
 
 
 def chat(base: str, model: str, question: str, max_tokens: int = 48, key: str | None = None) -> str:
-    r = _http(base + "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": question}],
-                                              "max_tokens": max_tokens, "temperature": 0}, key=key)
+    r = chat_mod.request_json(base + "/v1/chat/completions", {
+        "model": model, "messages": [{"role": "user", "content": question}], "max_tokens": max_tokens,
+        "temperature": 0}, api_key=key)
     return r["choices"][0]["message"]["content"].strip()
 
 
@@ -285,7 +276,7 @@ def run(ctx, answers: dict) -> dict:
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))
     wait_healthy(job, base)
-    listed = [m["id"] for m in _http(base + "/v1/models", key=key).get("data", [])]
+    listed = [m["id"] for m in chat_mod.request_json(base + "/v1/models", api_key=key).get("data", [])]
     served = model_dir if backend == "transformers" else launch.served_model  # transformers names it by its path
     time.sleep(0.5)  # a server of ours that could not bind its port has exited by now
     if not job.alive():

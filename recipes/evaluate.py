@@ -152,11 +152,11 @@ def _fetch(ctx, bench: str, answers: dict) -> Path:
 
 def _endpoint_metrics(endpoint, model, key, convs, max_new_tokens) -> dict:
     """Greedy replies through the endpoint; generation metrics only (no log-probabilities there)."""
-    from recipes import deploy, heldout
+    from recipes import chat, heldout
 
-    replies = [deploy._http(endpoint.rstrip("/") + "/chat/completions",
-                            {"model": model, "messages": c[:-1], "max_tokens": max_new_tokens, "temperature": 0},
-                            timeout=600, key=key)["choices"][0]["message"]["content"].strip() for c in convs]
+    replies = [chat.request_json(endpoint.rstrip("/") + "/chat/completions",
+                                 {"model": model, "messages": c[:-1], "max_tokens": max_new_tokens, "temperature": 0},
+                                 timeout=600, api_key=key)["choices"][0]["message"]["content"].strip() for c in convs]
     return {"loss": None, "perplexity": None, **heldout.generation_scores(replies, [c[-1]["content"] for c in convs]),
             "samples": len(convs), "tokens": None, "answers": replies}
 
