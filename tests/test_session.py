@@ -240,13 +240,15 @@ def test_kill_9_in_the_middle_of_saves_never_leaves_a_broken_session(tmp_path):
         p = subprocess.Popen([sys.executable, "-c", SAVER, str(s.path)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, text=True,
                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        assert p.stdout.readline().strip() == "ready"  # it holds the lock and waits before its first save
-        assert not tmp_files()  # what the previous kill left was cleared by taking the lock
-        p.stdin.write("go\n")
-        p.stdin.flush()
-        time.sleep(rng.uniform(0.01, 0.4))
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        try:
+            assert p.stdout.readline().strip() == "ready"  # it holds the lock and waits before its first save
+            assert not tmp_files()  # what the previous kill left was cleared by taking the lock
+            p.stdin.write("go\n")
+            p.stdin.flush()
+            time.sleep(rng.uniform(0.01, 0.4))
+        finally:
+            p.send_signal(signal.SIGKILL)
+            p.wait()
         loaded = Session.load(s.path)  # the old file or the new one, never half of one
         seen.add(loaded.steps["train"]["outputs"].get("i"))
         cut_short += bool(tmp_files())
