@@ -146,3 +146,17 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
     s.save()
     r = yichui(home, "doctor", s.id)
     assert r.returncode == 1 and "Missing what is needed: vllm" in r.stderr
+
+
+def test_resume_speaks_the_sessions_language(home, hub):
+    r = yichui(home, "--lang", "zh", "run", "--yes", "--set", f"select_model.endpoint={hub.url}",
+               "--set", "select_model.model=other")
+    assert r.returncode == 2
+    (s,) = sessions(home)
+    assert s["lang"] == "zh"
+    r = yichui(home, "resume", "--yes")  # the test's locale is C.UTF-8: English, but the session was started in zh
+    assert r.returncode == 2 and "继续会话" in r.stdout and "--set select_model.model_id=" in r.stderr, r.stdout
+    r = yichui(home, "--lang", "en", "resume", "--yes")  # an explicit --lang wins and is remembered
+    assert r.returncode == 2 and "Resuming session" in r.stdout
+    (s,) = sessions(home)
+    assert s["lang"] == "en"

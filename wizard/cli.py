@@ -258,6 +258,11 @@ def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.task")),
 def resume(session: Optional[str] = SessionArg, yes: bool = YesOpt, set_: Optional[List[str]] = SetOpt):
     overrides = _parse_sets(set_)
     s = _load_locked(session, unfinished=session is None)
+    given = i18n.lang_from_argv(sys.argv[1:])
+    if given:  # the latest explicit choice is the session's language from now on
+        s.data["lang"] = given
+    elif s.data.get("lang") in i18n.LANGS:  # the language the session was started in, whatever the locale now
+        i18n.set_lang(s.data["lang"])
     ui = _ui()
     ui.say(T("cli.resuming", id=s.id, path=str(s.path)))
     if s.is_finished():

@@ -797,14 +797,21 @@ CATALOG: dict[str, dict[str, str]] = {
 }
 
 
+def lang_from_argv(argv: list[str]) -> str | None:
+    """The language given as ``--lang X`` / ``--lang=X`` (en or zh), or None."""
+    for i, a in enumerate(argv):
+        if a == "--lang" and i + 1 < len(argv) and argv[i + 1].lower() in LANGS:
+            return argv[i + 1].lower()
+        if a.startswith("--lang=") and a.split("=", 1)[1].lower() in LANGS:
+            return a.split("=", 1)[1].lower()
+    return None
+
+
 def detect_lang(argv: list[str] | None = None, env: dict | None = None) -> str:
     """``--lang X`` / ``--lang=X`` in argv, else the locale variables, else English."""
-    argv = argv or []
-    for i, a in enumerate(argv):
-        if a == "--lang" and i + 1 < len(argv) and argv[i + 1] in LANGS:
-            return argv[i + 1]
-        if a.startswith("--lang=") and a.split("=", 1)[1] in LANGS:
-            return a.split("=", 1)[1]
+    given = lang_from_argv(argv or [])
+    if given:
+        return given
     env = os.environ if env is None else env
     for var in ("LC_ALL", "LC_MESSAGES", "LANG"):
         if env.get(var):
