@@ -86,11 +86,12 @@ def client_cmd(kind: str, url: str, out: Path) -> list[str]:
     return [sys.executable, "-c", PEER_MS, REPO, url, str(out)]
 
 
-def env() -> dict:
+def env(work: Path) -> dict:
+    """Each client gets fresh caches under ``work`` (removed with it): no run reuses another's bytes."""
     e = dict(os.environ, HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HUB_DISABLE_TELEMETRY="1", PYTHONUNBUFFERED="1")
-    e["YICHUI_HOME"] = e.get("YICHUI_HOME") or tempfile.mkdtemp(prefix="yichui-bench-home-")
-    e["HF_HOME"] = tempfile.mkdtemp(prefix="bench-hf-")
-    e["MODELSCOPE_CACHE"] = tempfile.mkdtemp(prefix="bench-ms-")
+    e["YICHUI_HOME"] = e.get("YICHUI_HOME") or tempfile.mkdtemp(prefix="home-", dir=work)
+    e["HF_HOME"] = tempfile.mkdtemp(prefix="hf-", dir=work)
+    e["MODELSCOPE_CACHE"] = tempfile.mkdtemp(prefix="ms-", dir=work)
     return e
 
 
@@ -106,7 +107,7 @@ def throughput(work: Path, total_mib: int, rounds: int) -> dict:
                 out = work / f"tp-{kind}"
                 shutil.rmtree(out, ignore_errors=True)
                 t = time.monotonic()
-                subprocess.run(client_cmd(kind, url, out), env=env(), check=True, stdout=subprocess.DEVNULL,
+                subprocess.run(client_cmd(kind, url, out), env=env(work), check=True, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
                 times[kind].append(time.monotonic() - t)
                 shutil.rmtree(out, ignore_errors=True)
@@ -155,7 +156,7 @@ def kill_scenario(work: Path, kill_mib: int, kinds: list[str], seed: int) -> dic
             stats(url, reset=True)
             kills, t0 = 0, time.monotonic()
             for frac in points:
-                p = subprocess.Popen(client_cmd(kind, url, out), env=env(), stdout=subprocess.DEVNULL,
+                p = subprocess.Popen(client_cmd(kind, url, out), env=env(work), stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL, start_new_session=True)
                 end = time.monotonic() + 120
                 while time.monotonic() < end and p.poll() is None and partial_bytes(out, name) < frac * size:
@@ -166,7 +167,7 @@ def kill_scenario(work: Path, kill_mib: int, kinds: list[str], seed: int) -> dic
                 p.wait()
                 if (out / name).exists():
                     break
-            subprocess.run(client_cmd(kind, url, out), env=env(), stdout=subprocess.DEVNULL,
+            subprocess.run(client_cmd(kind, url, out), env=env(work), stdout=subprocess.DEVNULL,
                            stderr=subprocess.DEVNULL, timeout=600)
             sent = stats(url).get(name, 0)
             ok = (out / name).exists() and hashlib.sha256((out / name).read_bytes()).hexdigest() == want

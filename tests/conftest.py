@@ -31,6 +31,10 @@ os.environ.setdefault("YICHUI_ENVS", str(REPO / ".cache" / "envs"))
 YICHUI = str(Path(sys.executable).parent / "yichui")
 
 
+def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(_CACHES, ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """The embedded tiny model, built once for the whole run (seconds)."""
