@@ -68,6 +68,34 @@ def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
     return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 
+def _unreachable(source: str, endpoint: str | None) -> StepError | None:
+    """One HEAD to the endpoint (5 s to connect, proxies from the environment as the hub clients use them): the
+    hub.unreachable error when nothing answers there, else None. The clients retry a refused connection for
+    ~23 s (huggingface_hub 1.x: 5 retries) or ~31 s (modelscope) per call: a wrong endpoint should cost a moment,
+    not a minute per question. Any HTTP answer, even an error status, counts as reachable (the client then
+    reports what it means). Skipped in offline mode (HF_HUB_OFFLINE), where the client reads its cache."""
+    import requests
+
+    if source not in ENDPOINT_ENV or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return None
+    endpoint = endpoint or default_endpoint(source) or ""
+    try:
+        requests.head(endpoint, timeout=(5, 10), allow_redirects=False)
+    except (requests.ConnectionError, requests.exceptions.InvalidURL, requests.exceptions.MissingSchema,
+            requests.exceptions.InvalidSchema) as e:
+        return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(e).__name__}: {_reason(e)}")
+    except requests.RequestException:  # e.g. a slow answer: something is there
+        return None
+    return None
+
+
+def _reason(exc: Exception) -> str:
+    """The innermost cause of a requests/urllib3 connection error, e.g. "[Errno 111] Connection refused"."""
+    text = str(exc)
+    m = re.search(r"(\[Errno -?\d+\][^'\")]*)", text)
+    return m.group(1).strip() if m else _first_line(exc)
+
+
 def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: str = "main") -> dict:
     """Return the parsed config.json of a hub repository or local folder, without fetching weights.
 
@@ -82,13 +110,17 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
     elif source == "hf":
         import huggingface_hub as hh
 
-        try:
-            path = hh.hf_hub_download(ref, "config.json", revision=revision, endpoint=endpoint)
+        down = _unreachable(source, endpoint)
+        try:  # nothing answers: a config cached earlier still serves
+            path = hh.hf_hub_download(ref, "config.json", revision=revision, endpoint=endpoint,
+                                      local_files_only=down is not None)
         except Exception as e:
-            raise _hf_errors(e, ref, endpoint or "", revision) from None
+            raise down or _hf_errors(e, ref, endpoint or "", revision) from None
     elif source == "modelscope":
         from modelscope.hub.file_download import model_file_download
 
+        if (down := _unreachable(source, endpoint)) is not None:
+            raise down
         try:
             path = model_file_download(ref, "config.json", revision=_ms_rev(revision), endpoint=endpoint)
         except Exception as e:
@@ -109,6 +141,8 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
                repo_type: str = "model") -> tuple[str | None, list[RemoteFile]]:
     """The commit a revision resolves to and the files in it: path, size in bytes, sha256 (LFS files on Hugging Face,
     every file on ModelScope), git blob sha1 (Hugging Face)."""
+    if (down := _unreachable(source, endpoint)) is not None:
+        raise down
     if source == "hf":
         import huggingface_hub as hh
 

@@ -72,10 +72,49 @@ def test_fetch_config_and_listing_through_yichui(hub, source, tiny_model):
     assert e.value.msg.key == "hub.no_such_model"
 
 
-def test_unreachable_endpoint_is_one_clear_error():
-    with pytest.raises(StepError) as e:
-        hub_mod.fetch_config("hf", "nobody/never-cached", "http://127.0.0.1:9")
-    assert e.value.msg.key == "hub.unreachable"
+@pytest.mark.parametrize("source", ["hf", "modelscope"])
+def test_unreachable_endpoint_is_one_clear_error_after_one_attempt(source):
+    """The hub clients retry a dead connection for ~25 s per call; yichui asks once and says so."""
+    import socket
+    import threading
+
+    for call in (hub_mod.fetch_config, lambda *a: hub_mod.list_files(*a, "main")):
+        with pytest.raises(StepError) as e:
+            call(source, "nobody/never-cached", "http://127.0.0.1:9")  # nothing listens: refused
+        assert e.value.msg.key == "hub.unreachable" and "Connection refused" in e.value.msg.args["error"]
+
+    # something that accepts and hangs up at once, counting the attempts
+    srv = socket.create_server(("127.0.0.1", 0))
+    attempts = []
+
+    def accept():
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            attempts.append(1)
+            conn.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    url = f"http://127.0.0.1:{srv.getsockname()[1]}"
+    try:
+        for call in (hub_mod.fetch_config, lambda *a: hub_mod.list_files(*a, "main")):
+            attempts.clear()
+            with pytest.raises(StepError) as e:
+                call(source, "nobody/never-cached", url)
+            assert e.value.msg.key == "hub.unreachable" and len(attempts) == 1, attempts
+    finally:
+        srv.close()
+
+
+def test_a_cached_config_serves_when_the_hub_is_down(home, tiny_model):
+    from recipes.hubserver import HubServer
+
+    with HubServer(home / "cache" / "hub") as server:
+        url = server.url
+        assert hub_mod.fetch_config("hf", REPO_ID, url)["model_type"] == "qwen2"
+    assert hub_mod.fetch_config("hf", REPO_ID, url) == json.loads((tiny_model / "config.json").read_text())
 
 
 def test_file_selection_prefers_safetensors():
