@@ -70,10 +70,11 @@ def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
 
 def _unreachable(source: str, endpoint: str | None) -> StepError | None:
     """One HEAD to the endpoint (5 s to connect, proxies from the environment as the hub clients use them): the
-    hub.unreachable error when nothing answers there, else None. The clients retry a refused connection for
-    ~23 s (huggingface_hub 2.4: 5 retries, backoff 1-8 s) or ~31 s (modelscope 1.40) per call: a wrong endpoint should cost a moment,
-    not a minute per question. Any HTTP answer, even an error status, counts as reachable (the client then
-    reports what it means). Skipped in offline mode (HF_HUB_OFFLINE), where the client reads its cache."""
+    hub.unreachable error when nothing answers there, else None. The clients retry a refused connection for ~23 s
+    (huggingface_hub 2.4: 5 retries, backoff 1-8 s) or ~31 s (modelscope 1.40) per call, and a question makes up to
+    three calls: a wrong endpoint should cost a moment, not a minute. Any HTTP answer, even an error status, counts
+    as reachable (the client then says what it means). Skipped in offline mode (HF_HUB_OFFLINE), where the client
+    reads its cache."""
     import requests
 
     if source not in ENDPOINT_ENV or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
