@@ -27,6 +27,18 @@ name = "export"
 requires = ("download", "train")
 
 
+def _default_engine(ctx, gpu: bool) -> str:
+    """The first GPU engine (vLLM, SGLang, LMDeploy) installed here, else transformers: a default the deploy step
+    can then start (it refuses an engine that is not installed)."""
+    from recipes import deploy, engines
+
+    if gpu:
+        for e in deploy.GPU_ENGINES:
+            if engines.find(e, deploy.envs(ctx)):
+                return e
+    return "transformers"
+
+
 def questions(ctx) -> list[Question]:
     gpu = bool(memory.detect_gpus())
     config = ctx.outputs("select_model").get("config") or {}  # unknown before select_model: checked when known
@@ -60,7 +72,7 @@ def questions(ctx) -> list[Question]:
         Question("dtype", "select", "export.dtype", default="auto",
                  choices=[Choice("auto", msg("export.dtype.auto")), Choice("bfloat16", "bfloat16"),
                           Choice("float16", "float16"), Choice("float32", "float32")]),
-        Question("serve_with", "select", "export.serve_with", default="vllm" if gpu else "transformers",
+        Question("serve_with", "select", "export.serve_with", default=lambda a: _default_engine(ctx, gpu),
                  choices=[Choice(e, msg("export.engine." + e)) for e in quantize.ENGINES]),
         Question("formats", "checkbox", "export.formats",
                  default=lambda a: [f for f in ("bnb-4bit",) if f in quantize.engine_formats(a["serve_with"])],
