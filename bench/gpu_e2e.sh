@@ -25,6 +25,6 @@ yichui stop 2>&1 | tee -a "$OUT/demo.txt"
 cp -r "$YICHUI_HOME/sessions" "$OUT/" 2>/dev/null
 fi
 if [ $# -gt 0 ]; then
-  echo "== pytest $*"; timeout "${E2E_PYTEST_TIMEOUT:-3600}" python3 -m pytest -q -p no:cacheprovider -rA "$@" 2>&1 \
+  echo "== pytest $*"; timeout "${E2E_PYTEST_TIMEOUT:-3600}" python3 -m pytest -p no:cacheprovider -rA "$@" 2>&1 \
     | tee "$OUT/pytest.txt"
 fi

@@ -124,7 +124,7 @@ def questions(ctx) -> list[Question]:
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=min(2048, max_pos), validate=in_range(16, max_pos)),
-        Question("processes", "int", "choose_strategy.processes", validate=in_range(1, 64),
+        Question("processes", "int", "choose_strategy.processes", validate=_processes_check,
                  default=int(ctx.outputs("evaluate_memory").get("gpu", {}).get("count") or 1)
                  if memory.detect_gpus() else 1),
         Question("nodes", "int", "choose_strategy.nodes", default=1, validate=in_range(1, 1024)),
@@ -188,6 +188,17 @@ def training(answers: dict) -> memory.Training:
                            offload=answers.get("offload", "none") != "none", optim=answers.get("optim", "adamw"),
                            liger=bool(answers.get("liger")), fp32_masters=answers.get("master_weights", "fp32") == "fp32",
                            packing=bool(answers.get("packing")))
+
+
+def _processes_check(v: int, a: dict):
+    """1..64; on a machine with GPUs at most one process per GPU it has (two processes cannot share one: NCCL
+    refuses a duplicate GPU). Without GPUs, processes train on the CPU (gloo), as many as asked."""
+    if (err := in_range(1, 64)(v, a)) is not None:
+        return err
+    gpus = memory.detect_gpus()
+    if gpus and v > len(gpus):
+        return msg("choose_strategy.processes_over_gpus", n=v, gpus=len(gpus))
+    return None
 
 
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:]+\]?")

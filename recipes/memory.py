@@ -26,6 +26,7 @@ Sources
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import asdict, dataclass, field, replace
 
 GIB = 2**30
@@ -536,8 +537,9 @@ def shape_from_dict(d: dict) -> Shape:
 
 @functools.cache
 def detect_gpus() -> list[dict]:
-    """GPUs from ``nvidia-smi`` (no torch import): ``[{"name", "memory_gib"}]``; empty when there are none.
-    Asked once per process (several steps ask; the GPUs do not change). Callers must not mutate the list."""
+    """The GPUs this process may use, from ``nvidia-smi`` (no torch import): ``[{"name", "memory_gib"}]``; empty when
+    there are none. ``CUDA_VISIBLE_DEVICES`` narrows them as CUDA does (nvidia-smi itself ignores it). Asked once per
+    process (several steps ask; the GPUs do not change). Callers must not mutate the list."""
     import shutil
     import subprocess
 
@@ -545,16 +547,34 @@ def detect_gpus() -> list[dict]:
     if not exe:
         return []
     try:
-        out = subprocess.run([exe, "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+        out = subprocess.run([exe, "--query-gpu=index,uuid,name,memory.total", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=15).stdout
     except (OSError, subprocess.SubprocessError):
         return []
-    gpus = []
-    for line in out.strip().splitlines():
-        name, _, mib = line.rpartition(",")
+    return parse_gpus(out, os.environ.get("CUDA_VISIBLE_DEVICES"))
+
+
+def parse_gpus(smi_csv: str, visible: str | None) -> list[dict]:
+    """``nvidia-smi --query-gpu=index,uuid,name,memory.total --format=csv,noheader,nounits`` rows → the GPUs that
+    ``visible`` (CUDA_VISIBLE_DEVICES: indices or UUID prefixes, in the order given; parsing stops at the first
+    entry that names no GPU, as CUDA's does; unset = all) leaves, in that order. Memory in GiB (2^30 bytes)."""
+    rows = []
+    for line in smi_csv.strip().splitlines():
+        parts = [x.strip() for x in line.split(",")]
+        if len(parts) < 4:
+            continue
         try:
-            gpus.append({"name": name.strip(), "memory_gib": round(float(mib) / 1024, 1)})
+            rows.append({"index": parts[0], "uuid": parts[1], "name": ",".join(parts[2:-1]),
+                         "memory_gib": round(float(parts[-1]) / 1024, 1)})
         except ValueError:
             continue
-    return gpus
+    if visible is not None:
+        picked = []
+        for token in (t.strip() for t in visible.split(",")):
+            match = next((r for r in rows if token and (r["index"] == token or r["uuid"].startswith(token))), None)
+            if match is None or match in picked:
+                break
+            picked.append(match)
+        rows = picked
+    return [{"name": r["name"], "memory_gib": r["memory_gib"]} for r in rows]
 

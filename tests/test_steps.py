@@ -22,6 +22,10 @@ from recipes.base import StepError
 from wizard.engine import Engine, StepContext, check
 from wizard.session import Session
 
+# two training processes on one machine: on the CPU (gloo) anywhere; on GPUs only with one GPU per process
+TWO_RANKS = pytest.mark.skipif(0 < len(memory.detect_gpus()) < 2,
+                               reason="two processes need two GPUs on a machine that has GPUs (one per process)")
+
 
 class Chain:
     def __init__(self, home: Path, answers: dict):
@@ -386,6 +390,7 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, tmp_path):
     assert Path(exp["merged_dir"], "model.safetensors").exists()
 
 
+@TWO_RANKS
 def test_two_processes_data_parallel_on_cpu(chain):
     """The same launcher as on several GPUs (torch.distributed.run), two CPU processes over gloo: one events
     stream (rank 0), the adapter saved once, the effective batch counting both processes."""
@@ -425,6 +430,7 @@ def _sharding(tr) -> str:
     return [e for e in events if e["event"] == "start"][-1]["sharding"]
 
 
+@TWO_RANKS
 def test_deepspeed_zero_stages_match_data_parallel(chain):
     """Two CPU processes (gloo) through the same launcher: plain DDP, DeepSpeed ZeRO-3, and ZeRO-2 with the
     optimizer states offloaded (DeepSpeed's CPU Adam). The Trainer really runs the asked sharding (the start event
@@ -453,12 +459,17 @@ def test_distribution_choices_refused_with_a_reason(chain):
     assert (fsdp is None) if memory.detect_gpus() else fsdp.key == "choose_strategy.fsdp_needs_gpus"
     assert check(q["distribution"], "zero3", a | {"method": "qlora"})[1].key == "choose_strategy.qlora_sharded"
     assert check(q["distribution"], "zero2", a)[1] is None
+    n = len(memory.detect_gpus())  # one process per GPU; as many as asked on the CPU
+    over = check(q["processes"], str(max(n, 1) + 1), a)[1]
+    assert (over.key == "choose_strategy.processes_over_gpus") if n else over is None
+    assert check(q["processes"], "65", a)[1].key == "answer.out_of_range"
     assert check(q["offload"], "all", a | {"distribution": "zero2"})[1].key == "choose_strategy.offload_all_needs_zero3"
     assert check(q["hosts"], "10.0.0.1", {"nodes": 2})[1].key == "choose_strategy.hosts_count"
     assert check(q["hosts"], "10.0.0.1,bad host", {"nodes": 2})[1].key == "choose_strategy.bad_host"
     assert check(q["hosts"], "10.0.0.1, node-2.cluster", {"nodes": 2})[1] is None
 
 
+@TWO_RANKS
 def test_two_nodes_meet_at_the_rendezvous_then_train(chain, monkeypatch):
     """Two "nodes" on this machine (127.0.0.1 twice), one process each: the step writes node-1's script and the
     hostfile, waits at the rendezvous until the script is run (here by a thread, as a user would on the other

@@ -725,6 +725,10 @@ CATALOG: dict[str, dict[str, str]] = {
                         "zh": "会话 {id} 的训练已完成；`yichui resume {id}` 继续导出与部署。"},
     "cli.attach.oom": {"en": "The trainer of session {id} ran out of GPU memory; `yichui resume {id}` recovers (smaller micro-batch, checkpointing) and goes on.",
                        "zh": "会话 {id} 的训练显存不足；`yichui resume {id}` 会自动调整（更小的微批、激活检查点）后继续。"},
+    "choose_strategy.processes_over_gpus": {
+        "en": "{n} processes, but this machine has {gpus} GPU(s): one process per GPU, at most {gpus} per node "
+              "(CUDA_VISIBLE_DEVICES narrows the GPUs yichui sees).",
+        "zh": "{n} 个进程，但本机只有 {gpus} 块 GPU：每块 GPU 一个进程，每个节点最多 {gpus} 个（CUDA_VISIBLE_DEVICES 可限定 yichui 看到的 GPU）。"},
     "choose_strategy.processes": {"en": "Training processes (one per GPU; data parallel):", "zh": "训练进程数（每块 GPU 一个；数据并行）："},
     "choose_strategy.batch_size": {"en": "Sequences per optimizer step per process (micro-batch × accumulation):",
                                    "zh": "每个进程每个优化步的序列数（微批 × 累积步数）："},
