@@ -158,7 +158,8 @@ class Session:
         sid = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
         data = {
             "schema_version": SCHEMA_VERSION, "yichui_version": __version__, "id": sid, "task": task,
-            "demo": demo, "replay_of": replay_of, "lang": i18n.get_lang(), "created_at": now(), "updated_at": now(), "finished_at": None,
+            "demo": demo, "replay_of": replay_of, "lang": i18n.get_lang(),
+            "created_at": now(), "updated_at": now(), "finished_at": None,
             "run_dir": str(h / "runs" / sid),
             "steps": {name: new_record() | ({} if name in run else {"status": "skipped"}) for name in recipes.STEPS},
         }
