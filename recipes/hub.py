@@ -44,7 +44,7 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
     if isinstance(exc, errors.LocalEntryNotFoundError):  # no connection and nothing cached
         cause = exc.__cause__ or exc.__context__
         return StepError("hub.unreachable", endpoint=endpoint,
-                         error=f"{type(cause).__name__}: {cause}" if cause else type(exc).__name__)
+                         error=f"{type(cause).__name__}: {_first_line(cause)}" if cause else type(exc).__name__)
     if isinstance(exc, errors.GatedRepoError):
         return StepError("hub.gated", repo=repo_id, endpoint=endpoint)
     if isinstance(exc, errors.RepositoryNotFoundError):
@@ -68,7 +68,7 @@ def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
     return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 
-def _unreachable(source: str, endpoint: str | None) -> StepError | None:
+def unreachable(source: str, endpoint: str | None) -> StepError | None:
     """One HEAD to the endpoint (5 s to connect, proxies from the environment as the hub clients use them): the
     hub.unreachable error when nothing answers there, else None. The clients retry a refused connection for ~23 s
     (huggingface_hub 2.4: 5 retries, backoff 1-8 s) or ~31 s (modelscope 1.40) per call, and a question makes up to
@@ -111,7 +111,7 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
     elif source == "hf":
         import huggingface_hub as hh
 
-        down = _unreachable(source, endpoint)
+        down = unreachable(source, endpoint)
         try:  # nothing answers: a config cached earlier still serves
             path = hh.hf_hub_download(ref, "config.json", revision=revision, endpoint=endpoint,
                                       local_files_only=down is not None)
@@ -120,7 +120,7 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
     elif source == "modelscope":
         from modelscope.hub.file_download import model_file_download
 
-        if (down := _unreachable(source, endpoint)) is not None:
+        if (down := unreachable(source, endpoint)) is not None:
             raise down
         try:
             path = model_file_download(ref, "config.json", revision=_ms_rev(revision), endpoint=endpoint)
@@ -142,7 +142,7 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
                repo_type: str = "model") -> tuple[str | None, list[RemoteFile]]:
     """The commit a revision resolves to and the files in it: path, size in bytes, sha256 (LFS files on Hugging Face,
     every file on ModelScope), git blob sha1 (Hugging Face)."""
-    if (down := _unreachable(source, endpoint)) is not None:
+    if (down := unreachable(source, endpoint)) is not None:
         raise down
     if source == "hf":
         import huggingface_hub as hh

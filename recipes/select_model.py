@@ -57,7 +57,10 @@ def questions(ctx) -> list[Question]:
         return check_model(value, answers)
 
     def validate_endpoint(value, answers):
-        return None if re.match(r"https?://[^\s/]+", value) else msg("select_model.bad_endpoint", value=value)
+        if not re.match(r"https?://[^\s/]+", value):
+            return msg("select_model.bad_endpoint", value=value)
+        down = hub.unreachable(answers["source"], value)  # blamed here, not on the model id asked next
+        return down.msg if down else None
 
     def validate_path(value, answers):
         return check_model(value, answers)

@@ -134,6 +134,12 @@ def test_show_all_lists_sessions(home):
     a.save()
     r = yichui(home, "show", "--all")
     assert r.returncode == 0 and a.id in r.stdout and "unfinished" in r.stdout
+    b = Session.new("finetune", h=home)
+    b.save()
+    b.path.write_text(b.path.read_text()[:40])  # truncated: listed as a warning, not silently left out
+    r = yichui(home, "show", "--all")
+    assert r.returncode == 0 and a.id in r.stdout
+    assert str(b.path) in r.stdout + r.stderr and "not valid JSON" in r.stdout + r.stderr
 
 
 def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
@@ -156,7 +162,7 @@ def test_resume_speaks_the_sessions_language(home, hub):
     assert s["lang"] == "zh"
     r = yichui(home, "resume", "--yes")  # the test's locale is C.UTF-8: English, but the session was started in zh
     assert r.returncode == 2 and "继续会话" in r.stdout and "--set select_model.model_id=" in r.stderr, r.stdout
-    r = yichui(home, "--lang", "en", "resume", "--yes")  # an explicit --lang wins and is remembered
+    r = yichui(home, "resume", "--yes", "--lang", "en")  # an explicit --lang (anywhere) wins and is remembered
     assert r.returncode == 2 and "Resuming session" in r.stdout
     (s,) = sessions(home)
     assert s["lang"] == "en"

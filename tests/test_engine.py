@@ -238,3 +238,12 @@ def test_set_values_are_checked_against_earlier_set_answers_before_any_work(tmp_
     ok = Engine(s, UI(), None, load={"a": step, "b": STEP_B}.__getitem__,
                 overrides={"a": {"engine": "y", "formats": "f2"}})
     assert ok.run() == 0 and ran[0]["formats"] == ["f2"]
+
+
+def test_a_path_answer_expands_the_home_folder(monkeypatch, tmp_path):
+    from wizard.engine import check
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    q = Question("data", "path", "choose_strategy.dataset_path")
+    assert check(q, "~/data.jsonl", {}) == (str(tmp_path / "data.jsonl"), None)
+    assert check(Question("name", "text", "x"), "~keep", {}) == ("~keep", None)  # text stays as typed

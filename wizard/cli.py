@@ -288,9 +288,15 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     s = Session.new(old.data["task"], tuple(n for n, r in old.steps.items() if r["status"] != "skipped"),
                     demo=bool(old.data.get("demo")), replay_of=str(old.path))
     ui.say(T("cli.replaying", path=str(old.path), id=s.id))
+    answers = {n: dict(r["answers"]) for n, r in old.steps.items()}
+    dep = answers.get("deploy", {})
+    if isinstance(dep.get("port"), int) and "port" not in overrides.get("deploy", {}):
+        from recipes.deploy import port_free
+
+        if not port_free(dep.get("host", "127.0.0.1"), dep["port"]):  # e.g. the replayed session's own server
+            ui.say(T("cli.replay_port_taken", port=dep.pop("port")))
     with _demo_hub(ui, overrides, bool(old.data.get("demo"))):
-        code = _engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()},
-                       new=True)
+        code = _engine(s, ui, not yes, overrides, replay=answers, new=True)
     raise typer.Exit(code)
 
 
@@ -331,11 +337,15 @@ def show(session: Optional[str] = SessionArg,
             job = jobs.read(x.run_dir / "serve" / "server.pid.json")
             return x.steps["deploy"]["outputs"].get("endpoint", "") if job is not None and job.alive() else ""
 
-        _ui().table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.status"), T("cli.col.step"),
-                                                 T("cli.col.server"), T("cli.col.updated")],
-                    [(x.id, x.data["task"], T("cli.finished" if x.is_finished() else "cli.unfinished"),
-                      x.current_step() or "", server(x), (x.data.get("updated_at") or "")[:19])
-                     for x in all_sessions()])
+        unreadable: list = []
+        found = all_sessions(unreadable=unreadable)
+        ui = _ui()
+        ui.table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.status"), T("cli.col.step"),
+                                           T("cli.col.server"), T("cli.col.updated")],
+                 [(x.id, x.data["task"], T("cli.finished" if x.is_finished() else "cli.unfinished"),
+                   x.current_step() or "", server(x), (x.data.get("updated_at") or "")[:19]) for x in found])
+        for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
+            ui.warn(T(e.key, **e.params))
         return
     s = _read(session)
     _ui().table(T("cli.show.title", id=s.id, task=s.data["task"], path=str(s.path)),
@@ -450,8 +460,8 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         raise _fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
     for name, value, lo in (("--gpu-memory", gpu_memory, 1e-9), ("--seq", seq, 1), ("--batch", batch, 1),
                             ("--gpus", gpus, 1), ("--rank", rank, 1)):
-        if value is not None and value < lo:  # checked before any hub is asked
-            raise _fail("cli.option_positive", option=name, value=value)
+        if value is not None and (value != value or value in (float("inf"), float("-inf")) or value < lo):
+            raise _fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
     try:  # the options are checked before any hub is asked
         t = memory.Training(method=method, rank=rank, targets=targets, dropout=dropout, ckpt=ckpt, attn=attn,
                             micro_batch=batch, seq=seq, optim=optim, loss=loss, gpus=gpus, zero=zero,
@@ -465,6 +475,8 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
                      else (detected[0]["name"], detected[0]["memory_gib"]) if detected else (None, None))
     try:
         shape = memory.shape_from_config(config)
+        if shape.max_position and seq > shape.max_position:
+            raise _fail("cli.seq_over_max", seq=seq, max=shape.max_position)
         e = memory.estimate(shape, t, gib)
         inst = memory.smallest_instance(shape, t)
         srv = memory.serving(shape, serve, gib or 80.0, utilization, gpus)
@@ -731,8 +743,24 @@ def _as_interrupt(signum, frame):
     raise KeyboardInterrupt  # SIGTERM / SIGHUP (a closed terminal): saved and resumable, like Ctrl-C
 
 
+def _lang_first(argv: list[str]) -> list[str]:
+    """``--lang X`` / ``--lang=X`` moved to the front, where the command line takes it: users put it after the
+    command too (``yichui resume --lang zh``)."""
+    front, rest, i = [], [], 0
+    while i < len(argv):
+        if argv[i] == "--lang" and i + 1 < len(argv):
+            front += argv[i:i + 2]
+            i += 2
+            continue
+        (front if argv[i].startswith("--lang=") else rest).append(argv[i])
+        i += 1
+    return front + rest
+
+
 def main() -> None:
     import signal
+
+    sys.argv[1:] = _lang_first(sys.argv[1:])
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _as_interrupt)

@@ -66,9 +66,10 @@ CATALOG: dict[str, dict[str, str]] = {
     "cli.from_reused": {"en": "From session {old}: reusing {steps}.", "zh": "来自会话 {old}：复用 {steps}。"},
     "cli.arg.session": {"en": "Session id or path to a session file.", "zh": "会话 ID 或会话文件路径。"},
     "cli.no_tty": {"en": "No terminal here (stdin is not a TTY), so the wizard cannot ask questions. "
-                         "Use `yichui replay SESSION --yes`, `yichui run --yes` or `yichui demo`.",
+                         "Use `yichui resume SESSION --yes`, `yichui replay SESSION --yes`, `yichui run --yes` or "
+                         "`yichui demo`.",
                    "zh": "当前没有终端（stdin 不是 TTY），向导无法提问。"
-                         "请使用 `yichui replay SESSION --yes`、`yichui run --yes` 或 `yichui demo`。"},
+                         "请使用 `yichui resume SESSION --yes`、`yichui replay SESSION --yes`、`yichui run --yes` 或 `yichui demo`。"},
     "cli.bad_set": {"en": "--set expects step.key=value, got {value!r}.",
                     "zh": "--set 的格式应为 step.key=value，收到的是 {value!r}。"},
     "cli.unknown_step": {"en": "--set names an unknown step {step!r}; steps are: {steps}.",
@@ -165,7 +166,14 @@ CATALOG: dict[str, dict[str, str]] = {
                            "zh": "--set {name}：步骤 {step} 没有问题 {key!r}；它的问题有：{keys}。"},
     "engine.redo.deploy": {"en": "The server of this session is not running; starting it again with the recorded answers.",
                            "zh": "此会话的服务未在运行；按记录的答案重新启动。"},
-    "cli.option_positive": {"en": "{option} {value}: must be a positive number.", "zh": "{option} {value}：必须是正数。"},
+    "cli.replay_port_taken": {"en": "Port {port} of the saved session is in use now: the replay serves on the next "
+                                    "free one (--set deploy.port=N to choose).",
+                              "zh": "已保存会话的端口 {port} 正被占用：重放将使用下一个空闲端口（可用 --set deploy.port=N 指定）。"},
+    "cli.option_positive": {"en": "{option} {value}: must be a positive, finite number.",
+                            "zh": "{option} {value}：必须是有限的正数。"},
+    "cli.seq_over_max": {"en": "--seq {seq}: the model's context is {max} tokens (max_position_embeddings); give "
+                               "--seq {max} or less.",
+                         "zh": "--seq {seq}：模型的上下文长度为 {max} 个 token（max_position_embeddings），请给出不超过 {max} 的 --seq。"},
     "cli.chat.bad_endpoint": {"en": "{endpoint!r} is not an http(s) URL: give the server's base, e.g. http://127.0.0.1:8000/v1.",
                               "zh": "{endpoint!r} 不是 http(s) 网址：请给出服务地址，例如 http://127.0.0.1:8000/v1。"},
     "cli.chat.add_v1": {"en": "{endpoint} answers, but not as an OpenAI-compatible API: the URL usually ends with /v1 ({endpoint}/v1).",
@@ -229,8 +237,8 @@ CATALOG: dict[str, dict[str, str]] = {
     "step.evaluate.desc": {"en": "held-out loss, perplexity, exact match, ROUGE-L for base vs fine-tuned; benchmarks through lm-evaluation-harness",
                            "zh": "基座与微调模型的留出集损失、困惑度、精确匹配、ROUGE-L；通过 lm-evaluation-harness 跑基准"},
     "step.chat.desc": {"en": "a terminal chat with the served model", "zh": "在终端与部署的模型对话"},
-    "data.no_file": {"en": "Dataset {path} does not exist: give a .json or .jsonl file.",
-                     "zh": "数据集 {path} 不存在：请提供 .json 或 .jsonl 文件。"},
+    "data.no_file": {"en": "Dataset {path} does not exist: give a .json, .jsonl, .csv or .parquet file.",
+                     "zh": "数据集 {path} 不存在：请提供 .json、.jsonl、.csv 或 .parquet 文件。"},
     "data.bad_sample": {"en": "Dataset {path}#{value}: after # comes the number of records to sample (a whole number ≥ 1).",
                         "zh": "数据集 {path}#{value}：# 后应为要抽样的记录数（≥ 1 的整数）。"},
     "data.empty": {"en": "Dataset {path} has no records.", "zh": "数据集 {path} 没有任何记录。"},
@@ -253,9 +261,11 @@ CATALOG: dict[str, dict[str, str]] = {
                              "zh": "{repo} 没有版本 {revision!r}：请使用存在的分支、标签或提交号。"},
     "hub.no_config": {"en": "{repo} has no config.json: it is not a transformers model.",
                       "zh": "{repo} 没有 config.json：它不是 transformers 模型。"},
-    "hub.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network or choose a mirror "
-                              "(HF_ENDPOINT / MODELSCOPE_ENDPOINT).",
-                        "zh": "无法连接 {endpoint}（{error}）。请检查网络或选择镜像（HF_ENDPOINT / MODELSCOPE_ENDPOINT）。"},
+    "hub.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, choose a mirror "
+                              "(select_model.endpoint, or HF_ENDPOINT / MODELSCOPE_ENDPOINT), or use a model already on "
+                              "disk (select_model.source=local).",
+                        "zh": "无法连接 {endpoint}（{error}）。请检查网络、选择镜像（select_model.endpoint，或 HF_ENDPOINT / "
+                              "MODELSCOPE_ENDPOINT），或使用本地已有的模型（select_model.source=local）。"},
     "hub.no_local_model": {"en": "{path} holds no config.json: give the folder of a transformers model.",
                            "zh": "{path} 中没有 config.json：请给出 transformers 模型所在的目录。"},
     "hub.unknown_source": {"en": "Unknown source {source!r}; sources are: {sources}.",
@@ -610,7 +620,7 @@ CATALOG: dict[str, dict[str, str]] = {
     "session.not_text": {"en": "Session file {path} is not UTF-8 text. It was left untouched; fix it by hand or start a new session.",
                          "zh": "会话文件 {path} 不是 UTF-8 文本。文件未被改动；请手动修复或开始新会话。"},
     "data.not_text": {"en": "Dataset {path} is not UTF-8 text.", "zh": "数据集 {path} 不是 UTF-8 文本。"},
-    "data.is_folder": {"en": "{path} is a folder: give a .json or .jsonl file.", "zh": "{path} 是目录：请提供 .json 或 .jsonl 文件。"},
+    "data.is_folder": {"en": "{path} is a folder: give a .json, .jsonl, .csv or .parquet file.", "zh": "{path} 是目录：请提供 .json、.jsonl、.csv 或 .parquet 文件。"},
     "ui.select_instruction": {"en": "(arrow keys, Enter)", "zh": "（方向键选择，回车确认）"},
     "ui.checkbox_instruction": {"en": "(arrow keys, Space to tick, Enter)", "zh": "（方向键移动，空格勾选，回车确认）"},
     "ui.confirm_default_yes": {"en": "(Y/n)", "zh": "（是 Y / 否 n）"},

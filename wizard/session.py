@@ -297,12 +297,14 @@ def find(ref: str | None, h: Path | None = None, unfinished: bool = False) -> Pa
     return candidates[-1].path
 
 
-def all_sessions(h: Path | None = None) -> list[Session]:
-    """Every readable session file under ``h``, least recently updated first (unreadable ones are left out)."""
+def all_sessions(h: Path | None = None, unreadable: list | None = None) -> list[Session]:
+    """Every readable session file under ``h``, least recently updated first. Unreadable ones are left out; their
+    SessionErrors are appended to ``unreadable`` when given."""
     out = []
     for p in sorted(sessions_dir(h or home()).glob("*.json")):
         try:
             out.append(Session.load(p))
-        except SessionError:
-            continue
+        except SessionError as e:
+            if unreadable is not None:
+                unreadable.append(e)
     return sorted(out, key=lambda s: s.data.get("updated_at") or "")

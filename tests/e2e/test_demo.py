@@ -108,8 +108,12 @@ def test_demo_then_replay(finished_demo):
     assert "Training finished" not in q.stdout and "Merging the lora result" in q.stdout
     assert set(qs["steps"]["export"]["outputs"]["artifacts"]) == {"bnb-8bit"}
 
-    rp = yichui(home, "replay", s["id"], "--yes", "--set", "evaluate.benchmarks=", timeout=600)  # measured above
+    import socket
+
+    with socket.create_server(("127.0.0.1", s["steps"]["deploy"]["answers"]["port"])):  # the old port is taken now
+        rp = yichui(home, "replay", s["id"], "--yes", "--set", "evaluate.benchmarks=", timeout=600)  # measured above
     assert rp.returncode == 0, rp.stdout[-3000:] + rp.stderr[-3000:]
+    assert "is in use now: the replay serves on the next free one" in rp.stdout
     new = next(x for x in sessions(home) if x.get("replay_of"))
     assert new["steps"]["evaluate"]["status"] == "done" and new["steps"]["chat"]["status"] == "skipped"
     assert new["replay_of"].endswith(s["id"] + ".json")
@@ -118,6 +122,8 @@ def test_demo_then_replay(finished_demo):
         new_answers = dict(new["steps"][name]["answers"])
         if name == "select_model":  # the demo hub moved to a new port; the rest is the same decision
             assert old_answers.pop("endpoint") != new_answers.pop("endpoint")
+        if name == "deploy":  # its port was taken: the next free one
+            assert old_answers.pop("port") != new_answers.pop("port")
         if name == "evaluate":  # the replay skipped the benchmarks (--set), the held-out part is the same decision
             assert new_answers.pop("benchmarks") == [] and old_answers.pop("benchmarks") == ["gsm8k", "mmlu"]
             for k in ("mmlu_subjects", "benchmark_limit", "benchmark_source", "benchmark_endpoint"):
