@@ -43,6 +43,8 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
 
     if isinstance(exc, errors.LocalEntryNotFoundError):  # no connection and nothing cached
         cause = exc.__cause__ or exc.__context__
+        if type(cause) is errors.HfHubHTTPError:  # something answered, with an error no hub gives for a model
+            return StepError("hub.bad_answer", endpoint=endpoint, error=_first_line(cause))
         return StepError("hub.unreachable", endpoint=endpoint,
                          error=f"{type(cause).__name__}: {_first_line(cause)}" if cause else type(exc).__name__)
     if isinstance(exc, errors.GatedRepoError):
@@ -53,6 +55,8 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
         return StepError("hub.no_such_revision", repo=repo_id, revision=revision)
     if isinstance(exc, errors.EntryNotFoundError):
         return StepError("hub.no_config", repo=repo_id)
+    if type(exc) is errors.HfHubHTTPError:
+        return StepError("hub.bad_answer", endpoint=endpoint, error=_first_line(exc))
     return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 

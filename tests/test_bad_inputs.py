@@ -61,6 +61,17 @@ class Env:
         p.write_text(json.dumps(data))
         return str(p)
 
+    def web(self) -> str:
+        """A plain web server (404 for everything) on 127.0.0.1: it answers, but it is no hub."""
+        import functools
+        import http.server
+        import threading
+
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(
+            http.server.SimpleHTTPRequestHandler, directory=str(self.tmp)))
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{srv.server_address[1]}"
+
     def file(self, name: str, content: bytes | str) -> str:
         p = self.tmp / name
         p.write_bytes(content.encode() if isinstance(content, str) else content)
@@ -161,6 +172,8 @@ CATALOGUE = [
     Case("unreachable-hub", "an unreachable hub endpoint", "hub.unreachable",
          lambda e: ys("select_model.endpoint=http://127.0.0.1:9", "select_model.model=other",
                       "select_model.model_id=org/model")),
+    Case("endpoint-not-a-hub", "a hub endpoint that is a web server, not a hub", "hub.bad_answer",
+         lambda e: ys(f"select_model.endpoint={e.web()}", "select_model.model=other", "select_model.model_id=org/model")),
     Case("bad-endpoint-url", "a hub endpoint that is not a URL", "select_model.bad_endpoint",
          lambda e: ys("select_model.endpoint=hub.local", "select_model.model=other", "select_model.model_id=org/model")),
     Case("no-local-folder", "a local model folder that does not exist", "hub.no_local_model",

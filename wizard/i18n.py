@@ -266,6 +266,9 @@ CATALOG: dict[str, dict[str, str]] = {
                               "disk (select_model.source=local).",
                         "zh": "无法连接 {endpoint}（{error}）。请检查网络、选择镜像（select_model.endpoint，或 HF_ENDPOINT / "
                               "MODELSCOPE_ENDPOINT），或使用本地已有的模型（select_model.source=local）。"},
+    "hub.bad_answer": {"en": "{endpoint} answers, but not as a Hugging Face hub does ({error}): check that it is a "
+                             "hub or a mirror's base URL (e.g. https://hf-mirror.com).",
+                       "zh": "{endpoint} 有应答，但不像 Hugging Face 仓库（{error}）：请确认它是模型仓库或镜像的根地址（例如 https://hf-mirror.com）。"},
     "hub.no_local_model": {"en": "{path} holds no config.json: give the folder of a transformers model.",
                            "zh": "{path} 中没有 config.json：请给出 transformers 模型所在的目录。"},
     "hub.unknown_source": {"en": "Unknown source {source!r}; sources are: {sources}.",
