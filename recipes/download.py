@@ -92,7 +92,7 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
     ref = commit if source == "hf" and commit else revision
     items = [downloader.Item(f.path, hub.file_url(source, repo_id, endpoint, ref, f.path, repo_type), f.size,
                              f.sha256, f.git_sha1) for f in files]
-    with progress(msg(title, repo=repo_id), total, "B") as bar:
+    with progress(msg(title if left else "download.verify", repo=repo_id), total, "B") as bar:
         bar.update(completed=total - left)
         subs: dict = {}
 

@@ -105,11 +105,17 @@ def _engine(session, ui, interactive: bool, overrides: dict, replay: dict | None
         session.lock()
         ui.say(T("cli.new_session", id=session.id, path=str(session.path)))
     _log_to(session)
+    _cpu_deepspeed()
+    return engine.run()
+
+
+def _cpu_deepspeed() -> None:
+    """Without GPUs, tell DeepSpeed so before anything imports it (transformers does): it would guess the CPU
+    itself, with a warning in the middle of the output."""
     from recipes import memory
 
-    if not memory.detect_gpus():  # DeepSpeed would guess the CPU itself, warning about it in the middle of a step
+    if not memory.detect_gpus():
         os.environ.setdefault("DS_ACCELERATOR", "cpu")
-    return engine.run()
 
 
 def _load_locked(ref: str | None, unfinished: bool = False):
@@ -135,6 +141,7 @@ def _demo_hub(ui, overrides: dict, on: bool = True):
     from wizard.session import home
 
     h = home()
+    _cpu_deepspeed()
     if not demo.model_ready(h):
         ui.say(T("cli.demo.building", path=str(demo.hub_root(h))))
     demo.ensure_model(h)

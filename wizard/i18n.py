@@ -323,6 +323,8 @@ CATALOG: dict[str, dict[str, str]] = {
     "download.plan": {"en": "{n} files, {gib} GiB, of {repo} at commit {commit} into {path} ({left} GiB still to fetch).",
                       "zh": "{repo}（提交 {commit}）的 {n} 个文件，共 {gib} GiB，下载到 {path}（还需下载 {left} GiB）。"},
     "download.progress": {"en": "Downloading {repo}", "zh": "正在下载 {repo}"},
+    "download.verify": {"en": "Checking the files of {repo} (nothing left to fetch)",
+                        "zh": "正在校验 {repo} 的文件（无需再下载）"},
     "download.no_space": {"en": "Not enough disk in {path}: {need} GiB needed, {free} GiB free. Free space or choose "
                                 "another folder (--set download.local_dir=...).",
                           "zh": "{path} 磁盘空间不足：需要 {need} GiB，仅剩 {free} GiB。请清理空间或换目录（--set download.local_dir=...）。"},
