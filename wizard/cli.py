@@ -441,7 +441,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
              rank: int = typer.Option(8, "--rank", help=T("cli.opt.rank")),
              targets: str = typer.Option("all-linear", "--targets", help="all-linear | q_proj,v_proj,…"),
              dropout: float = typer.Option(0.05, "--dropout", help=T("cli.opt.dropout")),
-             seq: int = typer.Option(2048, "--seq", help=T("cli.opt.seq")),
+             seq: Optional[int] = typer.Option(None, "--seq", help=T("cli.opt.seq"), show_default=False),
              batch: int = typer.Option(1, "--batch", help=T("cli.opt.batch")),
              ckpt: bool = typer.Option(True, "--ckpt/--no-ckpt", help=T("cli.opt.ckpt")),
              attn: str = typer.Option("sdpa", "--attn", help="sdpa | flash | eager"),
@@ -459,6 +459,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
              endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint")),
              revision: str = typer.Option("main", "--revision", help=T("cli.opt.revision")),
              as_json: bool = typer.Option(False, "--json", help=T("cli.opt.json"))):
+    import dataclasses
     import json as _json
 
     from recipes import memory
@@ -471,7 +472,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
             raise _fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
     try:  # the options are checked before any hub is asked
         t = memory.Training(method=method, rank=rank, targets=targets, dropout=dropout, ckpt=ckpt, attn=attn,
-                            micro_batch=batch, seq=seq, optim=optim, loss=loss, gpus=gpus, zero=zero,
+                            micro_batch=batch, seq=seq or 2048, optim=optim, loss=loss, gpus=gpus, zero=zero,
                             offload=offload, fsdp=fsdp)
         t.check()
     except memory.ConfigError as err:
@@ -482,7 +483,10 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
                      else (detected[0]["name"], detected[0]["memory_gib"]) if detected else (None, None))
     try:
         shape = memory.shape_from_config(config)
-        if shape.max_position and seq > shape.max_position:
+        if seq is None:  # the default: 2048 tokens, or the model's whole context when shorter
+            seq = min(2048, shape.max_position or 2048)
+            t = dataclasses.replace(t, seq=seq)
+        elif shape.max_position and seq > shape.max_position:
             raise _fail("cli.seq_over_max", seq=seq, max=shape.max_position)
         e = memory.estimate(shape, t, gib)
         inst = memory.smallest_instance(shape, t)
