@@ -57,6 +57,8 @@ class Question:
         when: ``(answers) -> bool``; False skips the question (and drops any stale answer).
         secret: never written to the session; read from ``env`` or asked with a hidden prompt.
         env: environment variable that supplies a secret.
+        volatile: the answer names a resource of this machine at this moment (a free port): a replayed answer that
+            no longer validates gives way to the next source, with a note, as a resumed one does.
     """
 
     key: str
@@ -68,6 +70,7 @@ class Question:
     when: Callable[[Answers], bool] | None = None
     secret: bool = False
     env: str | None = None
+    volatile: bool = False
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -157,7 +157,7 @@ def questions(ctx) -> list[Question]:
         Question("model", "select", "deploy.model", default="merged", choices=models),
         Question("host", "text", "deploy.host", default="127.0.0.1", validate=check_host),
         Question("port", "int", "deploy.port", default=lambda a: free_port(a.get("host", "127.0.0.1")),
-                 validate=check_port),
+                 validate=check_port, volatile=True),
         Question("tensor_parallel", "int", "deploy.tensor_parallel", when=gpu_engine, validate=check_tp,
                  default=lambda a: max(1, min(int(strategy.get("processes") or 1), _gpu(ctx)[1] or 1))),
         Question("gpu_memory_utilization", "float", "deploy.gpu_memory_utilization", default=0.9, when=gpu_engine,

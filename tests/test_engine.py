@@ -101,6 +101,18 @@ def test_defaults_layer_replaces_question_defaults_below_resumed(tmp_path):
     assert saved(s)["steps"]["b"]["answers"] == {"x": 0.125}
 
 
+def test_a_volatile_replayed_answer_that_no_longer_fits_gives_way_others_stop(tmp_path, capsys):
+    steps = dict(STEPS, b=make_step("b", [Question("x", "int", "deploy.port", default=8, validate=even,
+                                                   volatile=True)]))
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__, replay={"b": {"x": 7}}).run() == 0
+    assert saved(s)["steps"]["b"]["answers"] == {"x": 8}  # the default, with a note naming the --set
+    assert "The saved b.x=7 does not fit this machine now" in capsys.readouterr().err
+    e, s = engine(tmp_path / "other", replay={"a": {"n": 7}})  # a decision, not a machine's resource: it stops
+    assert e.run() == 2 and saved(s)["steps"]["a"]["answers"] == {}
+
+
 def test_invalid_resumed_answer_is_dropped_for_the_default(tmp_path):
     e, s = engine(tmp_path)
     s.steps["a"]["answers"] = {"n": 7, "mode": "gone"}  # 7 fails validation, "gone" is no longer a choice

@@ -167,6 +167,7 @@ def main_callback(ctx: typer.Context,
         if lang not in i18n.LANGS:
             raise _fail("cli.bad_lang", value=lang)
         i18n.set_lang(lang)
+    ctx.obj = {"lang": lang}  # what was asked for, not the locale's guess: `resume` records it
     if ctx.invoked_subcommand is None:
         ctx.invoke(run, task=None, from_=None, set_=None, yes=False)
 
@@ -262,10 +263,11 @@ def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.task")),
 
 
 @app.command(help=T("cli.resume"))
-def resume(session: Optional[str] = SessionArg, yes: bool = YesOpt, set_: Optional[List[str]] = SetOpt):
+def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = YesOpt,
+           set_: Optional[List[str]] = SetOpt):
     overrides = _parse_sets(set_)
     s = _load_locked(session, unfinished=session is None)
-    given = i18n.lang_from_argv(sys.argv[1:])
+    given = (ctx.obj or {}).get("lang")
     if given:  # the latest explicit choice is the session's language from now on
         s.data["lang"] = given
     elif s.data.get("lang") in i18n.LANGS:  # the language the session was started in, whatever the locale now
@@ -295,15 +297,9 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     s = Session.new(old.data["task"], tuple(n for n, r in old.steps.items() if r["status"] != "skipped"),
                     demo=bool(old.data.get("demo")), replay_of=str(old.path))
     ui.say(T("cli.replaying", path=str(old.path), id=s.id))
-    answers = {n: dict(r["answers"]) for n, r in old.steps.items()}
-    dep = answers.get("deploy", {})
-    if isinstance(dep.get("port"), int) and "port" not in overrides.get("deploy", {}):
-        from recipes.deploy import port_free
-
-        if not port_free(dep.get("host", "127.0.0.1"), dep["port"]):  # e.g. the replayed session's own server
-            ui.say(T("cli.replay_port_taken", port=dep.pop("port")))
     with _demo_hub(ui, overrides, bool(old.data.get("demo"))):
-        code = _engine(s, ui, not yes, overrides, replay=answers, new=True)
+        code = _engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()},
+                       new=True)
     raise typer.Exit(code)
 
 
@@ -461,6 +457,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
              as_json: bool = typer.Option(False, "--json", help=T("cli.opt.json"))):
     import dataclasses
     import json as _json
+    import math
 
     from recipes import memory
 
@@ -468,7 +465,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         raise _fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
     for name, value, lo in (("--gpu-memory", gpu_memory, 1e-9), ("--seq", seq, 1), ("--batch", batch, 1),
                             ("--gpus", gpus, 1), ("--rank", rank, 1)):
-        if value is not None and (value != value or value in (float("inf"), float("-inf")) or value < lo):
+        if value is not None and (not math.isfinite(value) or value < lo):
             raise _fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
     try:  # the options are checked before any hub is asked
         t = memory.Training(method=method, rank=rank, targets=targets, dropout=dropout, ckpt=ckpt, attn=attn,

@@ -155,7 +155,13 @@ class Engine:
         if q.key in self.overrides.get(step, {}):
             yield "set", self.overrides[step][q.key]
         if q.key in self.replay.get(step, {}):
-            yield "replay", self.replay[step][q.key]
+            raw = self.replay[step][q.key]
+            err = check(q, raw, answers)[1] if q.volatile else None
+            if err is None:
+                yield "replay", raw
+            else:  # e.g. the saved port is taken now (the replayed session's own server)
+                self.ui.warn(i18n.t("engine.replay_gives_way", name=f"{step}.{q.key}", value=raw,
+                                    reason=i18n.render(err)))
         if q.key in resumed:
             value, err = check(q, resumed[q.key], answers)
             if err is None:

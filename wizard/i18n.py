@@ -166,9 +166,6 @@ CATALOG: dict[str, dict[str, str]] = {
                            "zh": "--set {name}：步骤 {step} 没有问题 {key!r}；它的问题有：{keys}。"},
     "engine.redo.deploy": {"en": "The server of this session is not running; starting it again with the recorded answers.",
                            "zh": "此会话的服务未在运行；按记录的答案重新启动。"},
-    "cli.replay_port_taken": {"en": "Port {port} of the saved session is in use now: the replay serves on the next "
-                                    "free one (--set deploy.port=N to choose).",
-                              "zh": "已保存会话的端口 {port} 正被占用：重放将使用下一个空闲端口（可用 --set deploy.port=N 指定）。"},
     "cli.option_positive": {"en": "{option} {value}: must be a positive, finite number.",
                             "zh": "{option} {value}：必须是有限的正数。"},
     "cli.seq_over_max": {"en": "--seq {seq}: the model's context is {max} tokens (max_position_embeddings); give "
@@ -183,6 +180,9 @@ CATALOG: dict[str, dict[str, str]] = {
                         "zh": "端口 {port} 上响应的是另一个服务（提供 {models}），不是 yichui 启动的：请用 --set deploy.port=N 换一个端口。"},
     "engine.redo": {"en": "The outputs of {step} are gone from disk; running it again.",
                     "zh": "{step} 的输出已不在磁盘上，重新运行该步骤。"},
+    "engine.replay_gives_way": {"en": "The saved {name}={value!r} does not fit this machine now ({reason}): the default "
+                                      "is used instead (--set {name}=VALUE to choose).",
+                                "zh": "已保存的 {name}={value!r} 此刻不适用于本机（{reason}）：改用默认值（可用 --set {name}=VALUE 指定）。"},
     "engine.interrupted": {"en": "Interrupted. Answers so far are saved. Continue with: yichui resume {id}",
                            "zh": "已中断，已保存目前的答案。继续请运行：yichui resume {id}"},
     "engine.crashed": {"en": "{step} failed: {error} (traceback in {log}).", "zh": "{step} 失败：{error}（调用栈见 {log}）。"},
