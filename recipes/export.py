@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from recipes import datasets, memory, quantize
+from recipes import datasets, deploy, engines, memory, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
 
@@ -30,8 +30,6 @@ requires = ("download", "train")
 def _default_engine(ctx, gpu: bool) -> str:
     """The first GPU engine (vLLM, SGLang, LMDeploy) installed here, else transformers: a default the deploy step
     can then start (it refuses an engine that is not installed)."""
-    from recipes import deploy, engines
-
     if gpu:
         for e in deploy.GPU_ENGINES:
             if engines.find(e, deploy.envs(ctx)):

@@ -229,10 +229,11 @@ def test_cost_model_orders_the_measured_h200_runs():
 
 def test_gpus_seen_through_cuda_visible_devices():
     smi = ("0, GPU-8f1a2b3c-0000-1111-2222-333344445555, NVIDIA H200, 143771\n"
-           "1, GPU-9e0d1c2b-6666-7777-8888-9999aaaabbbb, NVIDIA H200, 143771\n")  # nvidia-smi's csv, noheader, nounits
-    h200 = {"name": "NVIDIA H200", "memory_gib": 140.4}
-    assert memory.parse_gpus(smi, None) == [h200, h200]
-    assert memory.parse_gpus(smi, "1") == [h200]
-    assert memory.parse_gpus(smi, "GPU-9e0d") == [h200]  # a UUID prefix, as CUDA takes it
+           "1, GPU-9e0d1c2b-6666-7777-8888-9999aaaabbbb, NVIDIA A100-SXM4-80GB, 81920\n")  # csv, noheader, nounits
+    h200, a100 = {"name": "NVIDIA H200", "memory_gib": 140.4}, {"name": "NVIDIA A100-SXM4-80GB", "memory_gib": 80.0}
+    assert memory.parse_gpus(smi, None) == [h200, a100]
+    assert memory.parse_gpus(smi, "1") == [a100]
+    assert memory.parse_gpus(smi, "1,0") == [a100, h200]  # in the order given
+    assert memory.parse_gpus(smi, "GPU-9e0d") == [a100]  # a UUID prefix, as CUDA takes it
     assert memory.parse_gpus(smi, "") == [] and memory.parse_gpus(smi, "-1") == []
     assert memory.parse_gpus(smi, "0,7,1") == [h200]  # CUDA stops at the first entry naming no GPU
