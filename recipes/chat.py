@@ -1,60 +1,9 @@
-"""Talking to an OpenAI-compatible endpoint (what `yichui chat` uses): the served model's name and a streamed chat
-completion, with the standard library only (Server-Sent Events: ``data: {json}`` lines, ``data: [DONE]`` last)."""
+"""The chat step (task "chat": select_model → download → deploy → chat) and the terminal chat `yichui chat` uses:
+streamed replies from an OpenAI-compatible endpoint (:mod:`recipes.serving.client`), multi-turn, ``/reset``, ``/exit``.
+"""
 from __future__ import annotations
 
-import json
-import urllib.request
-from typing import Callable, Iterator
-
-
-def _auth(api_key: str | None) -> dict:
-    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
-
-
-def request_json(url: str, body: dict | None = None, timeout: float = 120, api_key: str | None = None) -> dict:
-    """GET ``url`` (POST ``body`` as JSON when given) and parse the JSON reply ({} for an empty one).
-
-    Raises:
-        OSError: unreachable, or an HTTP error status (urllib's URLError / HTTPError).
-        ValueError: the reply is not JSON.
-    """
-    data = json.dumps(body).encode() if body is not None else None
-    headers = {"Content-Type": "application/json"} | _auth(api_key)
-    with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=timeout) as r:
-        raw = r.read()
-    return json.loads(raw) if raw.strip() else {}
-
-
-def first_model(endpoint: str, timeout: float = 10, api_key: str | None = None) -> str:
-    """The id of the first model ``GET {endpoint}/models`` lists. Raises OSError when unreachable."""
-    return request_json(endpoint.rstrip("/") + "/models", timeout=timeout, api_key=api_key)["data"][0]["id"]
-
-
-def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 256,
-           on_piece: Callable[[str], None] = lambda s: None, timeout: float = 300, api_key: str | None = None,
-           temperature: float | None = None) -> Iterator[str]:
-    """Yield the reply's text pieces as the server streams them (each also passed to ``on_piece``).
-    ``api_key`` is sent as ``Authorization: Bearer``. Raises OSError (URLError, HTTPError) when the endpoint fails."""
-    body = {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": True}
-    if temperature is not None:
-        body["temperature"] = temperature
-    req = urllib.request.Request(endpoint.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json", "Accept": "text/event-stream"}
-                                 | _auth(api_key))
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        for raw in r:
-            line = raw.decode("utf-8", "replace").strip()
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                return
-            for choice in json.loads(data).get("choices", []):
-                piece = (choice.get("delta") or {}).get("content") or ""
-                if piece:
-                    on_piece(piece)
-                    yield piece
-
+from recipes.serving import client, keys
 
 # ---- the chat step (task "chat": select_model → download → deploy → chat) ----------------------------------------
 
@@ -93,8 +42,8 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
         history.append({"role": "user", "content": line})
         print(t("cli.chat.model"), end="", flush=True)
         try:
-            reply = "".join(stream(endpoint, model, history, max_tokens, lambda piece: print(piece, end="", flush=True),
-                                   api_key=api_key))
+            reply = client.stream(endpoint, model, history, max_tokens, lambda piece: print(piece, end="", flush=True),
+                                  api_key=api_key).text
         except OSError as e:
             print()
             history.pop()
@@ -106,14 +55,13 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
 
 
 def run(ctx, answers: dict) -> dict:
-    from recipes import deploy
     from recipes.base import StepError, msg
 
     out = ctx.outputs("deploy")
     endpoint, model = out.get("endpoint"), out.get("served_model")
-    key = deploy.read_key(out.get("api_key_file"))
+    key = keys.read_key(out.get("api_key_file"))
     try:
-        model = model or first_model(endpoint, api_key=key)
+        model = model or client.first_model(endpoint, api_key=key)
     except (OSError, TypeError):
         raise StepError("cli.chat.unreachable", endpoint=endpoint, error="no server") from None
     if ctx.interactive:
@@ -121,11 +69,12 @@ def run(ctx, answers: dict) -> dict:
         return {"endpoint": endpoint, "model": model, "turns": turns}
     question = answers.get("question") or "What is LoRA?"
     try:
-        reply = "".join(stream(endpoint, model, [{"role": "user", "content": question}], 64, api_key=key))
+        reply = client.stream(endpoint, model, [{"role": "user", "content": question}], 64, api_key=key)
     except OSError as e:
         raise StepError("cli.chat.unreachable", endpoint=endpoint, error=str(e)) from None
-    ctx.info(msg("chat.one", question=question, answer=reply))
-    return {"endpoint": endpoint, "model": model, "turns": 1, "question": question, "reply": reply}
+    ctx.info(msg("chat.one", question=question, answer=reply.text))
+    return {"endpoint": endpoint, "model": model, "turns": 1, "question": question, "reply": reply.text,
+            "finish_reason": reply.finish_reason}
 
 
 def is_done(ctx, record: dict) -> bool:

@@ -1,37 +1,46 @@
 """Step 7 — deploy: an OpenAI-compatible server on what was exported, detached, checked with a chat completion and a
-streamed one.
+streamed one that must both end where the model ends its turn.
 
 The launch comes from the session, not retyped: the model directory and format (export step), the served name, the
 chat template, the longest context from the memory model's KV-cache budget (:func:`recipes.memory.serving`), the GPU
-memory utilization, tensor parallelism over the GPUs the strategy chose, and the LoRA adapter served unmerged when
-asked (maximum LoRA rank from its adapter_config.json). Each engine's command is built and checked against its
-argument table (:mod:`recipes.engines`), then against the installed engine's own ``--help``.
+memory utilization, tensor parallelism over the GPUs the strategy chose, CUDA graphs or not, and the LoRA adapter
+served unmerged when asked (maximum LoRA rank from its adapter_config.json). The options come from the installed
+engine version's argument table — committed, or read from the engine's own parser when yichui has none for that
+version (:mod:`recipes.serving.engines`) — and are checked against the engine's own ``--help`` before the start.
+
+The replies are checked, not only received: both must end with ``finish_reason == "stop"`` within
+:data:`STOP_CHECK_TOKENS`. When the export showed that the merged model stops and the served one does not, the step
+fails with the likely cause (a server that never stops is a serving fault, not the model's); a model that never
+stopped in the export's check either gets a warning. The engine's own KV-cache size (when it logs one) is recorded
+beside the memory model's prediction.
 
 The server binds 127.0.0.1 unless the user asks for another address; then an API key is mandatory: generated once,
-kept in ``<run>/serve/api_key`` (mode 0600), never in the session. ``transformers serve`` has no API key, so it
-stays on loopback.
+kept in ``<run>/serve/api_key`` (mode 0600), never in the session, on a command line or in the server's log.
+``transformers serve`` has no API key, so it stays on loopback.
 """
 from __future__ import annotations
 
 import json
 import os
-import secrets
+import re
 import shlex
 import socket
 import time
 from pathlib import Path
 
-from recipes import chat as chat_mod
-from recipes import engines, jobs, memory
+from recipes import jobs, memory
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
+from recipes.serving import client, engines, keys
+from recipes.serving import spec as specs
 
 name = "deploy"
 requires = ("download",)  # and the export when there is one
-BACKENDS = ("transformers", "vllm", "sglang", "lmdeploy")
-GPU_ENGINES = ("vllm", "sglang", "lmdeploy")
+BACKENDS = specs.ENGINES
+GPU_ENGINES = specs.GPU_ENGINES
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HEALTH_TIMEOUT_S = 900  # a GPU engine loads weights, profiles memory and captures CUDA graphs first
+STOP_CHECK_TOKENS = 256  # the replies of the start-up check must end within this many tokens
 WEIGHT_FORMAT = {"merged": "bf16", "gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4",
                  "bnb-8bit": "bnb8"}
 
@@ -94,30 +103,33 @@ def questions(ctx) -> list[Question]:
     shape = ctx.outputs("evaluate_memory").get("shape") or {}
 
     def state(b):
-        return msg("deploy.installed") if engines.find(b, home_envs) else msg("deploy.not_installed_short")
+        inst = engines.find(b, home_envs)
+        return msg("deploy.installed_version", version=inst.version) if inst else msg("deploy.not_installed_short")
 
     def check_backend(v, a):
         if v == "transformers" and trusted(ctx):
             # transformers serve resolves the architecture by name among its own classes (model_manager._load_model)
-            return msg("deploy.custom_code_transformers", version=engines.PINNED["transformers"])
+            return msg("deploy.custom_code_transformers", version=specs.recommended("transformers").version)
         if v == "transformers":
             ok = engines.find(v, home_envs) and _has_uvicorn()
-            return None if ok else msg("deploy.not_installed", backend=v, hint="pip install 'transformers[serving]'")
+            return None if ok else msg("deploy.not_installed", backend=v, hint=engines.install_hint(v, home_envs))
         if engines.find(v, home_envs) is None:
             return msg("deploy.not_installed", backend=v, hint=engines.install_hint(v, home_envs))
         return None
 
     def models(a):
         """The exports the chosen engine loads, and the adapter unmerged where the engine serves LoRA."""
-        loads = engines.formats(a.get("backend", "transformers"))
+        backend = a.get("backend", "transformers")
+        inst = engines.find(backend, home_envs)
+        loads = engines.formats(backend, inst)
         out = [Choice("merged", msg("deploy.model.merged" if exported else "deploy.model.downloaded"))] + [
             Choice(f, msg("deploy.model.format", format=f)) for f in exported.get("artifacts", {}) if f in loads]
-        if gpu_engine(a) and adapter_info(ctx):
+        if (inst.spec if inst else specs.recommended(backend)).lora and adapter_info(ctx):
             out.append(Choice("adapter", msg("deploy.model.adapter")))
         return out
 
     def check_host(v, a):
-        if v not in LOOPBACK and a.get("backend") == "transformers":
+        if v not in LOOPBACK and specs.recommended(a.get("backend", "transformers")).loopback_only:
             return msg("deploy.loopback_only", host=v)
         return None
 
@@ -164,6 +176,7 @@ def questions(ctx) -> list[Question]:
                  validate=in_range(0.1, 0.98)),
         Question("max_model_len", "int", "deploy.max_model_len", when=gpu_engine, default=default_len,
                  validate=check_len),
+        Question("cuda_graphs", "confirm", "deploy.cuda_graphs", when=gpu_engine, default=True),
     ]
 
 
@@ -171,24 +184,6 @@ def _has_uvicorn() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("uvicorn") is not None
-
-
-def api_key_file(sdir: Path) -> Path:
-    """The server's API key: generated once (32 random bytes, URL-safe), file mode 0600 from its creation."""
-    path = sdir / "api_key"
-    if not path.exists():
-        sdir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(secrets.token_urlsafe(32) + "\n")
-    return path
-
-
-def read_key(path: str | Path | None) -> str | None:
-    try:
-        return Path(path).read_text().strip() if path else None
-    except OSError:
-        return None
 
 
 def client_base(host: str, port: int) -> str:
@@ -204,19 +199,12 @@ def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) ->
         if not job.alive():
             raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
         try:
-            chat_mod.request_json(base + "/health", timeout=2)
+            client.request_json(base + "/health", timeout=2)
             return
         except (OSError, ValueError):  # URLError is an OSError
             pass
         time.sleep(0.5)
     raise StepError("deploy.timeout", seconds=timeout, log=job.log)
-
-
-def chat(base: str, model: str, question: str, max_tokens: int = 48, key: str | None = None) -> str:
-    r = chat_mod.request_json(base + "/v1/chat/completions", {
-        "model": model, "messages": [{"role": "user", "content": question}], "max_tokens": max_tokens,
-        "temperature": 0}, api_key=key)
-    return r["choices"][0]["message"]["content"].strip()
 
 
 def _served_name(ctx) -> str:
@@ -226,77 +214,135 @@ def _served_name(ctx) -> str:
     return (f"{base}-{method}" if method else base).lower()
 
 
-def plan(ctx, answers: dict) -> tuple[engines.Launch, str, dict | None]:
-    """The launch for these answers (checked against the table), the model directory, and the adapter."""
+def _target(ctx, answers: dict) -> tuple[str, str, dict | None]:
+    """(model directory, format, adapter) the answers ask to serve."""
     exported = ctx.outputs("export")
-    backend, choice = answers["backend"], answers["model"]
-    adapter = None
+    choice = answers["model"]
     if choice == "adapter":
         adapter = adapter_info(ctx)
         if adapter is None:
             raise StepError("deploy.no_adapter")
-        model_dir, fmt = ctx.outputs("download")["model_dir"], "merged"
-    elif choice == "merged":  # the merged model, or the downloaded one when nothing was exported (deploy/chat tasks)
-        model_dir, fmt = exported.get("merged_dir") or ctx.outputs("download")["model_dir"], "merged"
-    else:
-        model_dir, fmt = exported["artifacts"][choice]["dir"], choice
+        return ctx.outputs("download")["model_dir"], "merged", adapter
+    if choice == "merged":  # the merged model, or the downloaded one when nothing was exported (deploy/chat tasks)
+        return exported.get("merged_dir") or ctx.outputs("download")["model_dir"], "merged", None
+    return exported["artifacts"][choice]["dir"], choice, None
+
+
+def plan(ctx, answers: dict, inst: engines.Installed, tab: dict) -> tuple[engines.Launch, str, dict | None]:
+    """The launch for these answers in the installed version's options (checked against ``tab``), the model
+    directory, and the adapter."""
+    backend = answers["backend"]
+    model_dir, fmt, adapter = _target(ctx, answers)
+    spec = inst.spec
     template = Path(model_dir) / "chat_template.jinja"
-    est = serving_budget(ctx, answers) if backend in GPU_ENGINES else None
+    est = serving_budget(ctx, answers) if spec.gpu else None
     gib, _ = _gpu(ctx)
     launch = engines.command(
-        backend, model_dir=model_dir, fmt=fmt, served_name=_served_name(ctx), host=answers["host"],
-        port=answers["port"], chat_template=str(template) if template.exists() and backend != "lmdeploy" else None,
+        spec, tab, model_dir=model_dir, fmt=fmt, served_name=_served_name(ctx), host=answers["host"],
+        port=answers["port"], chat_template=str(template) if template.exists() else None,
         max_model_len=answers.get("max_model_len"), gpu_util=answers.get("gpu_memory_utilization"),
         tensor_parallel=answers.get("tensor_parallel", 1), adapter=adapter,
         api_key=answers["host"] not in LOOPBACK, device="auto" if memory.detect_gpus() else "cpu",
-        weights_fraction=est["weights_gib"] / gib if est else None, trust_remote_code=trusted(ctx))
+        weights_fraction=est["weights_gib"] / gib if est else None, trust_remote_code=trusted(ctx),
+        eager=spec.gpu and not answers.get("cuda_graphs", True))
     return launch, model_dir, adapter
+
+
+def kv_cache_tokens(spec: specs.EngineSpec, log: str) -> int | None:
+    """The KV-cache size in tokens the engine logged at start (the spec's ``kv_tokens_log`` pattern), or None."""
+    if not spec.kv_tokens_log:
+        return None
+    try:
+        text = Path(log).read_text(errors="replace")
+    except OSError:
+        return None
+    found = re.findall(spec.kv_tokens_log, text)
+    return int(found[-1].replace(",", "")) if found else None
+
+
+def stop_cause(model_dir: str) -> tuple[str, dict]:
+    """Why a served model may not stop, read from the served directory: its generation_config.json lists no EOS
+    id for the chat template's end-of-turn token, else the template, else the engine (catalogue key, params)."""
+    d = Path(model_dir)
+    try:
+        gen = json.loads((d / "generation_config.json").read_text())
+        tok = json.loads((d / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):
+        return "deploy.stop_cause.no_config", {"dir": model_dir}
+    eos = gen.get("eos_token_id")
+    eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    end = tok.get("eos_token")
+    end = end.get("content") if isinstance(end, dict) else end
+    ids = {int(k): v.get("content") for k, v in (tok.get("added_tokens_decoder") or {}).items() if isinstance(v, dict)}
+    end_id = next((i for i, c in ids.items() if c == end), None)
+    if end_id is not None and end_id not in eos:
+        return "deploy.stop_cause.eos", {"dir": model_dir, "token": end, "id": end_id, "eos": sorted(eos)}
+    if not (d / "chat_template.jinja").exists() and not tok.get("chat_template"):
+        return "deploy.stop_cause.template", {"dir": model_dir}
+    return "deploy.stop_cause.engine", {"dir": model_dir}
 
 
 def run(ctx, answers: dict) -> dict:
     backend, host, port = answers["backend"], answers["host"], answers["port"]
-    launch, model_dir, adapter = plan(ctx, answers)
     inst = engines.find(backend, envs(ctx))
     if inst is None:
         raise StepError("deploy.not_installed", backend=backend, hint=engines.install_hint(backend, envs(ctx)))
-    if inst.version != engines.PINNED[backend]:
-        ctx.warn(msg("deploy.other_version", engine=backend, installed=inst.version, pinned=engines.PINNED[backend]))
+    tab = engines.table_for(inst, ctx.home / "cache" / "engine_tables")
+    if tab["origin"] == "parser":
+        ctx.info(msg("deploy.table_from_parser", engine=backend, version=inst.version, path=tab["path"]))
+    launch, model_dir, adapter = plan(ctx, answers, inst, tab)
     engines.check_help(inst, launch)
     sdir = ctx.run_dir / "serve"
-    key_file = api_key_file(sdir) if launch.key_flag else None
-    key = read_key(key_file)
+    key_file = keys.key_file(sdir) if launch.key_flag else None
+    key = keys.read_key(key_file)
     old = jobs.read(sdir / "server.pid.json")
     if old is not None and old.alive():
         ctx.info(msg("deploy.stopping_old", pid=old.pid))
         old.stop()
     if not port_free(host, port):  # taken since the question was answered (another server, another session)
         raise StepError("deploy.port_in_use", port=port)
-    job = jobs.spawn("server", engines.argv_for(inst, launch, key_file), sdir)
+    t0 = time.monotonic()
+    job = jobs.spawn("server", engines.argv_for(inst, launch, key_file), sdir, env=engines.process_env(inst))
     base = client_base(host, port)
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))
     wait_healthy(job, base)
-    listed = [m["id"] for m in chat_mod.request_json(base + "/v1/models", api_key=key).get("data", [])]
-    served = model_dir if backend == "transformers" else launch.served_model  # transformers names it by its path
+    start_s = round(time.monotonic() - t0, 1)
+    listed = client.models(base + "/v1", api_key=key)
     time.sleep(0.5)  # a server of ours that could not bind its port has exited by now
     if not job.alive():
         raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
+    served = launch.served_model
     if served not in listed:  # whoever answers on this port, it is not the server we started
         job.stop()
         raise StepError("deploy.not_ours", port=port, models=", ".join(listed)[:200] or "?")
     samples = ctx.outputs("train").get("samples", {})
     question = samples.get("question") or "What is LoRA?"
-    reply = chat(base, served, question, key=key)
-    streamed = "".join(chat_mod.stream(base + "/v1", served, [{"role": "user", "content": question}], 48,
-                                       api_key=key, temperature=0))
-    ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid))
+    turn = [{"role": "user", "content": question}]
+    reply = client.complete(base + "/v1", served, turn, STOP_CHECK_TOKENS, api_key=key)
+    streamed = client.stream(base + "/v1", served, turn, STOP_CHECK_TOKENS, api_key=key, temperature=0)
+    ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid, seconds=start_s))
     if samples.get("before") is not None:
         ctx.info(msg("deploy.before", question=question, answer=samples["before"]))
-    ctx.info(msg("deploy.after" if ctx.outputs("train") else "deploy.reply", question=question, answer=reply))
-    ctx.info(msg("deploy.streamed", chars=len(streamed)))
+    ctx.info(msg("deploy.after" if ctx.outputs("train") else "deploy.reply", question=question, answer=reply.text))
+    ctx.info(msg("deploy.streamed", chars=len(streamed.text), finish=streamed.finish_reason))
+    if not (reply.stopped and streamed.stopped):
+        merged_stops = (ctx.outputs("export").get("merged_smoke") or {}).get("stopped")
+        key_, params = stop_cause(model_dir)
+        why = msg(key_, **params)
+        if merged_stops:  # the model stops (the export saw it): the serving does not
+            job.stop()
+            raise StepError("deploy.never_stops", engine=backend, tokens=STOP_CHECK_TOKENS, why=why, log=job.log)
+        ctx.warn(msg("deploy.no_stop", tokens=STOP_CHECK_TOKENS, why=why))
+    est = serving_budget(ctx, answers) if inst.spec.gpu else None
+    kv = {"reported_tokens": kv_cache_tokens(inst.spec, job.log),
+          "predicted_tokens": est["max_tokens"] if est else None}
+    if kv["reported_tokens"] and kv["predicted_tokens"]:
+        ctx.info(msg("deploy.kv_cache", reported=f"{kv['reported_tokens']:,}", predicted=f"{kv['predicted_tokens']:,}",
+                      error=f"{(kv['predicted_tokens'] / kv['reported_tokens'] - 1) * 100:+.1f}"))
     auth = " -H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"" if key_file else ""
     curl = (f"curl {base}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d "
-            + shlex.quote(json.dumps({"model": served, "messages": [{"role": "user", "content": question}]})))
+            + shlex.quote(json.dumps({"model": served, "messages": turn})))
     ctx.info(msg("deploy.curl", curl=curl))
     key_expr = f"open({str(key_file)!r}).read().strip()" if key_file else '"none"'
     ctx.info(msg("deploy.python", code=f"from openai import OpenAI\n  client = OpenAI(base_url={base + '/v1'!r}, "
@@ -305,10 +351,12 @@ def run(ctx, answers: dict) -> dict:
     if key_file:
         ctx.info(msg("deploy.key_file", path=str(key_file)))
     ctx.info(msg("deploy.stop_hint", id=ctx.session_id))
-    return {"backend": backend, "engine_version": inst.version, "endpoint": base + "/v1", "served_model": served,
-            "model_dir": model_dir, "adapter": adapter, "args": launch.args, "server_pid": job.pid, "log": job.log,
-            "api_key_file": str(key_file) if key_file else None, "question": question, "reply": reply,
-            "streamed": streamed}
+    return {"backend": backend, "engine_version": inst.version, "engine_table": tab["origin"],
+            "endpoint": base + "/v1", "served_model": served, "model_dir": model_dir, "adapter": adapter,
+            "args": launch.args, "server_pid": job.pid, "log": job.log, "start_seconds": start_s,
+            "api_key_file": str(key_file) if key_file else None, "question": question, "reply": reply.text,
+            "finish_reason": reply.finish_reason, "reply_tokens": reply.tokens, "streamed": streamed.text,
+            "stream_finish_reason": streamed.finish_reason, "kv_cache": kv}
 
 
 def is_done(ctx, record: dict) -> bool:

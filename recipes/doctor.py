@@ -117,7 +117,8 @@ OPTIONAL = (  # (name, distribution or import, install command, what it is for)
 
 
 def optional_checks(home: Path) -> list[Check]:
-    from recipes import engines, quantize
+    from recipes import quantize
+    from recipes.serving import engines, spec
 
     out = []
     for name, module, cmd, what in OPTIONAL:
@@ -125,7 +126,7 @@ def optional_checks(home: Path) -> list[Check]:
         out.append(Check(name, "ok" if have else "missing", (_version(name) or "installed") if have else what,
                          "" if have else cmd))
     envs = quantize.envs_dir(home)
-    for engine in ("vllm", "sglang", "lmdeploy"):
+    for engine in spec.GPU_ENGINES:
         inst = engines.find(engine, envs)
         out.append(Check(engine, "ok" if inst else "missing",
                          f"{inst.version} ({inst.where}: {inst.python})" if inst else "serving engine (GPU)",

@@ -60,7 +60,12 @@ def _references(path: str) -> str | None:
 
 def questions(ctx) -> list[Question]:
     found = models(ctx)
-    has_split = bool(ctx.outputs("choose_strategy").get("n_validation"))
+    import recipes
+
+    strategy = ctx.outputs("choose_strategy")
+    # before the strategy step has run (a --set checked at the start) its split is not known yet: "training" is
+    # offered, and checked again when this step runs
+    has_split = bool(strategy.get("n_validation")) or (not strategy and "choose_strategy" in recipes.TASKS[ctx.task])
     sel = ctx.outputs("select_model")
 
     def check_benchmarks(v, a):
@@ -152,11 +157,10 @@ def _fetch(ctx, bench: str, answers: dict) -> Path:
 
 def _endpoint_metrics(endpoint, model, key, convs, max_new_tokens) -> dict:
     """Greedy replies through the endpoint; generation metrics only (no log-probabilities there)."""
-    from recipes import chat, heldout
+    from recipes import heldout
+    from recipes.serving import client
 
-    replies = [chat.request_json(endpoint.rstrip("/") + "/chat/completions",
-                                 {"model": model, "messages": c[:-1], "max_tokens": max_new_tokens, "temperature": 0},
-                                 timeout=600, api_key=key)["choices"][0]["message"]["content"].strip() for c in convs]
+    replies = [client.complete(endpoint, model, c[:-1], max_new_tokens, api_key=key, timeout=600).text for c in convs]
     return {"loss": None, "perplexity": None, **heldout.generation_scores(replies, [c[-1]["content"] for c in convs]),
             "samples": len(convs), "tokens": None, "answers": replies}
 
@@ -167,11 +171,12 @@ def _serving(ctx) -> tuple[str | None, str | None, str | None]:
     if sel.get("source") == "endpoint":
         return sel["endpoint_url"], sel.get("served_model"), None
     if dep.get("endpoint"):
-        from recipes import deploy, jobs
+        from recipes import jobs
+        from recipes.serving import keys
 
         job = jobs.read(ctx.run_dir / "serve" / "server.pid.json")
         if job is not None and job.alive():
-            return dep["endpoint"], dep.get("served_model"), deploy.read_key(dep.get("api_key_file"))
+            return dep["endpoint"], dep.get("served_model"), keys.read_key(dep.get("api_key_file"))
     return None, None, None
 
 

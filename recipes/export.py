@@ -19,20 +19,24 @@ import tempfile
 import time
 from pathlib import Path
 
-from recipes import datasets, deploy, engines, memory, quantize
+from recipes import datasets, memory, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
+from recipes.serving import engines
+from recipes.serving import spec as specs
 
 name = "export"
 requires = ("download", "train")
+SMOKE_QUESTION = "What is LoRA?"  # when training left no sample question (the quantize task)
+SMOKE_TOKENS = 128  # the greedy reply of the stop check must end within this many tokens
 
 
 def _default_engine(ctx, gpu: bool) -> str:
     """The first GPU engine (vLLM, SGLang, LMDeploy) installed here, else transformers: a default the deploy step
     can then start (it refuses an engine that is not installed)."""
     if gpu:
-        for e in deploy.GPU_ENGINES:
-            if engines.find(e, deploy.envs(ctx)):
+        for e in specs.GPU_ENGINES:
+            if engines.find(e, quantize.envs_dir(ctx.home)):
                 return e
     return "transformers"
 
@@ -43,14 +47,17 @@ def questions(ctx) -> list[Question]:
     strategy = ctx.outputs("choose_strategy")
     n_train = int(strategy.get("n_train") or 0)
 
+    envs = quantize.envs_dir(ctx.home)
+    loads = lambda engine: quantize.engine_formats(engine, envs)  # noqa: E731
+
     def formats_ok(v, a):
         engine = a.get("serve_with", "transformers")
         for f in v:
             if f not in quantize.FORMATS:
                 continue  # the engine names it as not a choice
-            if f not in quantize.engine_formats(engine):
+            if f not in loads(engine):
                 return msg("export.engine_cannot_load", engine=engine, format=f,
-                           engines=", ".join(e for e in quantize.ENGINES if f in quantize.engine_formats(e)))
+                           engines=", ".join(e for e in quantize.engines() if f in loads(e)))
             why = quantize.unsupported(f, config, gpu)
             if why:
                 return msg(why[0], **why[1])
@@ -71,11 +78,11 @@ def questions(ctx) -> list[Question]:
                  choices=[Choice("auto", msg("export.dtype.auto")), Choice("bfloat16", "bfloat16"),
                           Choice("float16", "float16"), Choice("float32", "float32")]),
         Question("serve_with", "select", "export.serve_with", default=lambda a: _default_engine(ctx, gpu),
-                 choices=[Choice(e, msg("export.engine." + e)) for e in quantize.ENGINES]),
+                 choices=[Choice(e, msg("export.engine." + e)) for e in quantize.engines()]),
         Question("formats", "checkbox", "export.formats",
-                 default=lambda a: [f for f in ("bnb-4bit",) if f in quantize.engine_formats(a["serve_with"])],
+                 default=lambda a: [f for f in ("bnb-4bit",) if f in loads(a["serve_with"])],
                  choices=lambda a: [Choice(f, msg("export.format." + f))
-                                    for f in quantize.engine_formats(a["serve_with"]) if f != "merged"],
+                                    for f in loads(a["serve_with"]) if f != "merged"],
                  validate=formats_ok),
         Question("calibration_samples", "int", "export.calibration_samples", when=calibrated,
                  default=min(128, max(n_train, quantize.MIN_CALIBRATION)),
@@ -211,7 +218,8 @@ def run(ctx, answers: dict) -> dict:
     if shutil.disk_usage(edir).free < need:
         raise StepError("export.no_space", need=f"{need / 2**30:.2f}", path=str(edir))
 
-    if "merged_dir" in previous and (merged / "config.json").exists():
+    reused = "merged_dir" in previous and (merged / "config.json").exists()
+    if reused:
         check = previous.get("merge_check")
     else:
         ctx.info(msg("export.as_is" if as_is else "export.merging", method=train["method"], path=str(merged)))
@@ -221,6 +229,11 @@ def run(ctx, answers: dict) -> dict:
         ctx.record(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done)
     if check:
         ctx.info(msg("export.merge_check", diff=f"{check['max_abs_logit_diff']:.2e}", dtype=check["dtype"]))
+    question = (train.get("samples") or {}).get("question") or SMOKE_QUESTION
+    merged_smoke = previous["merged_smoke"] if reused and previous.get("merged_smoke") else _smoke(merged, question, code)
+    ctx.record(merged_smoke=merged_smoke)
+    ctx.info(msg("export.merged_stops" if merged_smoke["stopped"] else "export.merged_runs_on",
+                 tokens=merged_smoke["tokens"], limit=SMOKE_TOKENS, reply=merged_smoke["reply"][:120]))
 
     todo = [f for f in formats if f not in done]
     env = previous.get("quantizer_env")
@@ -231,7 +244,6 @@ def run(ctx, answers: dict) -> dict:
     calib, held, held_source = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
                                       if any(quantize.FORMATS[f].calibrated for f in todo) else 0,
                                       answers.get("quality_samples", 0), code)
-    question = (train.get("samples") or {}).get("question")
     for f in todo:
         fmt, out, t0 = quantize.FORMATS[f], edir / f, time.time()
         ctx.info(msg("export.quantizing", format=f, path=str(out)))
@@ -250,8 +262,16 @@ def run(ctx, answers: dict) -> dict:
                 _q(lambda: quantize.run_llmc(env, spec, edir / f".work-{f}"))
                 tool = "llm-compressor " + env["packages"]["llmcompressor"]
             seconds = round(time.time() - t0, 2)
+            if fmt.tool != "gguf":  # one end-of-turn for every copy: the merged model's (GGUF carries its own)
+                for name_ in ("generation_config.json", "chat_template.jinja"):
+                    if (merged / name_).exists():
+                        shutil.copy(merged / name_, tmp / name_)
             ctx.info(msg("export.checking", format=f, n=len(held)))
             quality = _quality(merged, tmp, held, question, code)
+            if merged_smoke["stopped"] and quality.get("smoke") and not quality["smoke"]["stopped"]:
+                key_, params = stop_cause(merged, tmp, question, quality, code)
+                raise StepError("export.never_stops", format=f, tokens=SMOKE_TOKENS, why=msg(key_, **params),
+                                formats=",".join(x for x in formats if x != f) or "none")
             art = {"dir": str(out), "format": f, "tool": tool, "seconds": seconds, "quality": quality,
                    "held_out": ctx.t(msg(held_source)),
                    "calibration_samples": len(calib) if fmt.calibrated else 0,
@@ -262,7 +282,8 @@ def run(ctx, answers: dict) -> dict:
         done[f] = art
         ctx.record(artifacts=done)
     out = {"key": key, "merged_dir": str(merged), "merged_bytes": _size(merged), "merge_check": check, "artifacts": done,
-            "formats": ["merged"] + formats, "serve_with": answers["serve_with"], "quantizer_env": env}
+           "merged_smoke": merged_smoke, "formats": ["merged"] + formats, "serve_with": answers["serve_with"],
+           "quantizer_env": env}
     ctx.table(msg("export.table"), *table(out))
     return out
 
@@ -270,7 +291,9 @@ def run(ctx, answers: dict) -> dict:
 def table(outputs: dict) -> tuple[list, list]:
     """Columns and rows of the exports table (the step prints it; `yichui show` too): format, folder, MiB, mean KL,
     perplexity ratio, whether the smoke reply stopped."""
-    rows = [("merged", outputs["merged_dir"], round(outputs.get("merged_bytes", 0) / 2**20, 2), "", "", "")]
+    ms = outputs.get("merged_smoke")
+    rows = [("merged", outputs["merged_dir"], round(outputs.get("merged_bytes", 0) / 2**20, 2), "", "",
+             msg("ui.yes" if ms["stopped"] else "ui.no") if ms else "")]
     for f in outputs.get("formats", [])[1:]:
         a = outputs.get("artifacts", {}).get(f)
         if not a:
@@ -302,9 +325,49 @@ def _quality(reference: Path, artifact: Path, held: list[str], question: str | N
     from recipes import quality
 
     try:
-        return quality.compare(reference, artifact, held, question=question, trust_remote_code=code)
+        return quality.compare(reference, artifact, held, question=question, trust_remote_code=code,
+                               max_new_tokens=SMOKE_TOKENS)
     except ValueError:
         raise StepError("export.no_held_out") from None
+
+
+def _smoke(model_dir: Path, question: str, code: bool) -> dict:
+    """The merged model's greedy reply to ``question`` (see :func:`recipes.quality.smoke`)."""
+    import torch
+
+    from recipes import quality
+
+    model = quality._load(model_dir, "cuda" if torch.cuda.is_available() else "cpu", code)
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=code)
+    return quality.smoke(model, tok, question, SMOKE_TOKENS)
+
+
+def stop_cause(merged: Path, copy: Path, question: str, quality_: dict, code: bool) -> tuple[str, dict]:
+    """Why a copy runs past the end of turn where the merged model stops: an EOS id of the merged model's
+    generation config missing from the copy's, a chat template that renders the question differently, else the
+    quantization itself (catalogue key, params)."""
+    import json
+
+    def eos(d: Path) -> set:
+        try:
+            e = json.loads((d / "generation_config.json").read_text()).get("eos_token_id")
+        except (OSError, ValueError):
+            return set()
+        return set(e if isinstance(e, list) else [e] if e is not None else [])
+
+    missing = eos(merged) - eos(copy)
+    if missing:
+        return "export.stop_cause.eos", {"ids": sorted(missing)}
+    from transformers import AutoTokenizer
+
+    turn = [{"role": "user", "content": question}]
+    rendered = [AutoTokenizer.from_pretrained(d, trust_remote_code=code).apply_chat_template(
+        turn, tokenize=False, add_generation_prompt=True) for d in (merged, copy)]
+    if rendered[0] != rendered[1]:
+        return "export.stop_cause.template", {}
+    return "export.stop_cause.quantization", {"kl": f"{quality_['kl_mean']:.4f}"}
 
 
 def _version(dist: str) -> str:

@@ -60,14 +60,10 @@ FORMATS = {
     "gguf-q4_k_m": Format("gguf", 4, "Q4_K_M"),
 }
 
-# which formats each serving engine loads ("merged" = the bf16/fp16/fp32 merged model); see the module docstring.
-# LMDeploy's TurboMind reads AWQ/GPTQ only in the AutoAWQ/AutoGPTQ layouts, which nothing maintained writes any more.
-# vLLM reads single-file GGUF (experimental in its docs); llama.cpp (and Ollama) serve GGUF only, and yichui does not
-# launch them: the export is for the user to take there.
-# llama.cpp loads GGUF; the serving engines yichui launches take what their argument tables accept
-# (recipes/engines.py FORMAT_FLAGS, checked against recipes/engine_tables/)
+# which formats each serving engine loads ("merged" = the bf16/fp16/fp32 merged model): the engines yichui launches
+# say so in their EngineSpec (recipes/serving/spec.py, checked against the version's argument table); llama.cpp (and
+# Ollama) serve GGUF only, and yichui does not launch them: the export is for the user to take there.
 ENGINE_FORMATS = {"llama.cpp": ("merged", "gguf-f16", "gguf-q8_0", "gguf-q4_k_m")}
-ENGINES = ("vllm", "sglang", "lmdeploy", "transformers", "llama.cpp")  # export targets, in the order offered
 
 # llm-compressor's environment: pinned together (../shared/FACTS.md: llm-compressor 0.14 downgrades transformers to
 # 5.17, so it never enters the main environment)
@@ -84,13 +80,21 @@ class QuantizeError(Exception):
         self.key, self.params = key, params
 
 
-def engine_formats(engine: str) -> tuple[str, ...]:
-    """The export formats ``engine`` loads (vLLM, SGLang, LMDeploy, transformers: from their pinned argument tables)."""
-    from recipes import engines
+def engines() -> tuple[str, ...]:
+    """The export targets, in the order offered: the GPU engines, transformers, then llama.cpp."""
+    from recipes.serving import spec
 
-    if engine in engines.PINNED:
-        return engines.formats(engine)
-    return ENGINE_FORMATS.get(engine, ("merged",))
+    return (*spec.GPU_ENGINES, *(e for e in spec.ENGINES if e not in spec.GPU_ENGINES), *ENGINE_FORMATS)
+
+
+def engine_formats(engine: str, envs: Path | None = None) -> tuple[str, ...]:
+    """The export formats ``engine`` loads: for the engines yichui launches, at the version installed in ``envs``
+    (else the recommended one), from its EngineSpec and argument table; llama.cpp: GGUF."""
+    from recipes.serving import engines as serving
+
+    if engine in ENGINE_FORMATS:
+        return ENGINE_FORMATS[engine]
+    return serving.formats(engine, serving.find(engine, envs) if envs is not None else None)
 
 
 def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:

@@ -70,12 +70,12 @@ def questions(ctx) -> list[Question]:
 
     def validate_url(value, answers):
         """An OpenAI-compatible endpoint answers GET {url}/models now (one line when it does not)."""
-        from recipes import chat
+        from recipes.serving import client
 
         if not re.match(r"https?://[^\s/]+", value):
             return msg("select_model.bad_endpoint", value=value)
         try:
-            chat.first_model(value, timeout=10, api_key=os.environ.get("OPENAI_API_KEY"))
+            client.first_model(value, timeout=10, api_key=os.environ.get("OPENAI_API_KEY"))
         except (OSError, ValueError, KeyError, IndexError) as e:
             return msg("select_model.endpoint_unreachable", url=value, error=str(e))
         return None
@@ -127,10 +127,10 @@ def trusted(ctx) -> bool:
 def run(ctx, answers: dict) -> dict:
     source = answers["source"]
     if source == "endpoint":
-        from recipes import chat
+        from recipes.serving import client
 
         url = answers["endpoint_url"].rstrip("/")
-        served = chat.first_model(url, api_key=os.environ.get("OPENAI_API_KEY"))
+        served = client.first_model(url, api_key=os.environ.get("OPENAI_API_KEY"))
         ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
                   [("endpoint", url), ("model", served)])
         return {"source": source, "endpoint_url": url, "served_model": served, "config": None}

@@ -1,11 +1,13 @@
-"""Serving engines' argument tables (recipes/engine_tables) and the launches built from them.
+"""Serving engines: their specs, their argument tables (recipes/serving/tables) and the launches built from them.
 
-The tables were dumped from each pinned engine's own parser (recipes/engine_dump.py); the transformers table is dumped
-again here from the installed transformers and must be identical. Every launch the deploy step can build, for each
-engine, each format it loads, with and without an unmerged adapter and on loopback or all addresses, is checked here
-by a reader of the table independent of recipes.engines.check_argv. The help check runs against the real
+The tables were dumped from each engine version's own parser (recipes/serving/dump.py); the transformers table is
+dumped again here from the installed transformers and must be identical. Every launch the deploy step can build, for
+each engine version yichui has a table for, each format that version loads, with and without an unmerged adapter,
+with and without CUDA graphs, on loopback or all addresses, is checked here by a reader of the table independent of
+recipes.serving.engines.check_argv: it uses only that version's options. The help check runs against the real
 `transformers serve --help`; with YICHUI_ENGINE_ENVS=DIR (DIR/<engine>-<version>/bin/python) also against vLLM,
-SGLang and LMDeploy.
+SGLang and LMDeploy. An installed version without a committed table is launched from its own parser: here
+transformers, with its table hidden.
 """
 from __future__ import annotations
 
@@ -18,28 +20,37 @@ from pathlib import Path
 
 import pytest
 
-from recipes import deploy, engines
+from recipes.serving import engines, keys, launcher
+from recipes.serving import spec as specs
 
 ROOT = Path(__file__).resolve().parents[1]
-GPU = ("vllm", "sglang", "lmdeploy")
+GPU = specs.GPU_ENGINES
+
+
+def versions():
+    return [(e, s.version) for e, known in specs.SPECS.items() for s in known]
 
 
 def launches():
-    """Every (engine, format, adapter, host) launch the deploy step can build."""
-    for engine in engines.PINNED:
-        for fmt in engines.formats(engine):
-            for adapter in ([None] if engine == "transformers" else [None, {"path": "/a/adapter", "rank": 12}]):
-                for host in (["127.0.0.1"] if engine == "transformers" else ["127.0.0.1", "0.0.0.0"]):
-                    yield engine, fmt, adapter, host
+    """Every (engine, version, format, adapter, host, eager) launch the deploy step can build."""
+    for engine, version in versions():
+        s, tab = specs.spec(engine, version), engines.table(engine, version)
+        for fmt in engines.loads(s, tab):
+            for adapter in ([None, {"path": "/a/adapter", "rank": 12}] if s.lora else [None]):
+                for host in (["127.0.0.1"] if s.loopback_only else ["127.0.0.1", "0.0.0.0"]):
+                    for eager in ((False, True) if s.gpu else (False,)):
+                        yield engine, version, fmt, adapter, host, eager
 
 
-def build(engine, fmt, adapter=None, host="127.0.0.1"):
-    gpu = engine in GPU
-    return engines.command(engine, model_dir="/m/merged", fmt=fmt, served_name="tiny-lora", host=host, port=8123,
+def build(engine, fmt, adapter=None, host="127.0.0.1", version=None, eager=False):
+    s = specs.spec(engine, version)
+    gpu = s.gpu
+    return engines.command(s, engines.table(engine, s.version), model_dir="/m/merged", fmt=fmt,
+                           served_name="tiny-lora", host=host, port=8123,
                            chat_template="/m/merged/chat_template.jinja" if gpu else None,
                            max_model_len=4096 if gpu else None, gpu_util=0.9 if gpu else None,
                            tensor_parallel=2 if gpu else 1, adapter=adapter, api_key=host != "127.0.0.1",
-                           weights_fraction=0.1 if gpu else None)
+                           weights_fraction=0.1 if gpu else None, eager=eager)
 
 
 def typed(kind: str, value: str) -> bool:
@@ -51,58 +62,101 @@ def typed(kind: str, value: str) -> bool:
     return True
 
 
-def test_tables_are_the_pinned_versions_read_from_the_engines_parsers():
-    for engine, version in engines.PINNED.items():
-        tab = engines.table(engine)
+def test_every_spec_has_its_versions_table_read_from_the_engines_parser():
+    for engine, version in versions():
+        tab = engines.table(engine, version)
         assert tab["engine"] == engine and tab["version"] == version and tab["source"]
         assert len(tab["flags"]) > 20
         for flag, spec in tab["flags"].items():
             assert flag in spec["aliases"] and spec["kind"] in ("int", "float", "str", "json", "bool", "flag",
                                                                  "switch") or spec["kind"].startswith("other:")
+    assert {f.stem for f in engines.TABLES.glob("*.json")} == {f"{e}-{v}" for e, v in versions()}
 
 
-def test_transformers_table_is_what_the_installed_transformers_parser_says():
-    out = subprocess.run([sys.executable, str(ROOT / "recipes" / "engine_dump.py"), "transformers"],
-                         capture_output=True, text=True, timeout=120, check=True)
-    now = json.loads(out.stdout)
-    assert now["version"] == engines.PINNED["transformers"]
+def test_every_setting_of_every_spec_has_an_option_in_its_versions_table():
+    for engine, version in versions():
+        s, tab = specs.spec(engine, version), engines.table(engine, version)
+        missing = [k for k in s.options if engines.option(s, tab, k) is None]
+        assert not missing, (engine, version, missing)
+
+
+def test_transformers_table_is_what_the_installed_transformers_parser_says(tmp_path):
+    subprocess.run([sys.executable, str(engines.DUMP), "transformers", "--out", str(tmp_path / "t.json")],
+                   capture_output=True, text=True, timeout=120, check=True)
+    now = json.loads((tmp_path / "t.json").read_text())
+    assert now["version"] == specs.recommended("transformers").version
     assert now["flags"] == engines.table("transformers")["flags"]
 
 
-@pytest.mark.parametrize("engine,fmt,adapter,host", list(launches()))
-def test_every_launch_uses_only_table_flags_with_values_of_their_kind(engine, fmt, adapter, host):
-    launch = build(engine, fmt, adapter, host)
-    tab = engines.table(engine)["flags"]
+@pytest.mark.parametrize("engine,version,fmt,adapter,host,eager", list(launches()))
+def test_every_launch_uses_only_its_versions_options_with_values_of_their_kind(engine, version, fmt, adapter, host,
+                                                                              eager):
+    launch = build(engine, fmt, adapter, host, version, eager)
+    s, tab = specs.spec(engine, version), engines.table(engine, version)["flags"]
+    assert launch.version == version
     args, i, seen = launch.args, 0, []
-    if engine != "sglang":  # the model directory is the positional argument
+    if s.model_option is None:  # the model directory is the positional argument
         assert args[0] == "/m/merged"
         i = 1
     while i < len(args):
         flag = args[i]
-        assert flag in tab, (engine, flag)
+        assert flag in tab, (engine, version, flag)
         spec = tab[flag]
-        seen.append(flag)
+        seen.append(spec["dest"])
         if spec["kind"] in ("flag", "switch"):
             i += 1
             continue
+        n = 1 if spec["nargs"] in (None, 1, "?") else len([a for a in args[i + 1:i + 3] if not a.startswith("--")][:1])
         value = args[i + 1]
-        assert not value.startswith("--") and typed(spec["kind"], value), (flag, value, spec["kind"])
+        assert n and not value.startswith("--") and typed(spec["kind"], value), (flag, value, spec["kind"])
         if spec["choices"] is not None:
             assert value in [str(c) for c in spec["choices"]], (flag, value)
         i += 2
-    assert len(seen) == len(set(seen))  # no option given twice
-    if engine in GPU:
+    assert len(seen) == len(set(seen))  # no setting given twice
+    if s.gpu:
         joined = " ".join(args)
-        assert "0.9" in joined or "--cache-max-entry-count" in joined  # the utilization reached the engine
+        assert "0.9" in joined or s.utilization == "after_weights"  # the utilization reached the engine
         assert "4096" in args and "2" in args  # context length and tensor parallelism
-        assert "--server-name" in args if engine == "lmdeploy" else "--host" in args  # LMDeploy would bind 0.0.0.0
+        assert engines.option(s, engines.table(engine, version), "host") in args  # LMDeploy would bind 0.0.0.0
+        assert (engines.option(s, engines.table(engine, version), "eager") in args) == eager
         if adapter:
             assert any(a.startswith("tiny-lora=/a/adapter") for a in args)
-        assert launch.key_flag == (engines.KEY_FLAG[engine] if host == "0.0.0.0" else None)
+        assert launch.key_flag == (engines.option(s, engines.table(engine, version), "api_key")
+                                   if host == "0.0.0.0" else None)
         assert launch.key_flag is None or launch.key_flag in tab
 
 
+def test_versions_differ_where_their_parsers_do():
+    """vLLM 0.26 spells the negation of a switch --no-…, 0.33 --disable-…; 0.33 lost bitsandbytes."""
+    old, new = engines.table("vllm", "0.26.0"), engines.table("vllm", "0.33.0")
+    assert "--no-enable-prefix-caching" in old["flags"] and "--no-enable-prefix-caching" not in new["flags"]
+    assert "--disable-prefix-caching" in new["flags"] and "--disable-prefix-caching" not in old["flags"]
+    assert "bnb-4bit" in engines.loads(specs.spec("vllm", "0.26.0"), old)
+    assert "bnb-4bit" not in engines.loads(specs.spec("vllm", "0.33.0"), new)
+    with pytest.raises(engines.EngineError) as e:
+        build("vllm", "bnb-4bit", version="0.33.0")
+    assert e.value.msg.key == "deploy.format_unsupported"
+    assert build("vllm", "bnb-4bit", version="0.26.0").args[-2:] == ["--quantization", "bitsandbytes"]
+
+
+def test_a_version_without_its_own_spec_takes_the_newest_older_one():
+    assert specs.spec("vllm", "0.30.1").version == "0.26.0"
+    assert specs.spec("vllm", "0.40.0").version == "0.33.0"
+    assert specs.spec("vllm", "0.20.0").version == "0.26.0"  # older than any: the oldest
+    assert specs.spec("vllm", "0.26.1rc1").version == "0.26.0"
+
+
+def test_a_renamed_option_is_found_under_the_name_the_version_has():
+    s = specs.spec("vllm", "0.26.0")
+    fake = {"engine": "vllm", "version": "9.0", "positional": [{"dest": "m", "nargs": "?"}],
+            "flags": {"-tp": {"dest": "tp", "kind": "int", "nargs": None, "choices": None, "default": 1,
+                              "aliases": ["-tp"]}}}
+    assert engines.option(s, fake, "tensor_parallel") == "-tp"  # the older name, the only one this table has
+    assert engines.option(s, fake, "max_model_len") is None
+
+
 def test_check_argv_refuses_unknown_flags_wrong_kinds_and_values_outside_the_choices():
+    tab = engines.table("vllm", "0.33.0")
     for args, key in ((["/m", "--no-such-flag", "1"], "deploy.flag_unknown"),
                       (["/m", "--port", "eighty"], "deploy.flag_value"),
                       (["/m", "--gpu-memory-utilization", "most"], "deploy.flag_value"),
@@ -110,27 +164,27 @@ def test_check_argv_refuses_unknown_flags_wrong_kinds_and_values_outside_the_cho
                       (["/m", "--quantization", "bitsandbytes"], "deploy.flag_value"),  # gone from vLLM 0.33
                       (["/m", "--port"], "deploy.flag_arity")):
         with pytest.raises(engines.EngineError) as e:
-            engines.check_argv("vllm", args)
+            engines.check_argv(tab, args)
         assert e.value.msg.key == key, args
-    engines.check_argv("vllm", ["/m", "--port", "8000", "--enable-lora", "--disable-prefix-caching"])
+    engines.check_argv(tab, ["/m", "--port", "8000", "--enable-lora", "--disable-prefix-caching"])
     with pytest.raises(engines.EngineError):  # vLLM 0.33 spells the negation --disable-…, not --no-…
-        engines.check_argv("vllm", ["/m", "--no-enable-prefix-caching"])
+        engines.check_argv(tab, ["/m", "--no-enable-prefix-caching"])
+    engines.check_argv(engines.table("vllm", "0.26.0"), ["/m", "--no-enable-prefix-caching"])  # 0.26 does
 
 
-def test_formats_come_from_the_tables():
-    assert "bnb-4bit" not in engines.formats("vllm") and "gptq-w4a16" in engines.formats("vllm")
+def test_formats_come_from_the_specs_and_the_tables():
     assert set(engines.formats("sglang")) >= {"merged", "gptq-w4a16", "awq-w4a16", "fp8-dynamic"}
-    assert "fp8-dynamic" not in engines.formats("lmdeploy") and "awq-w4a16" in engines.formats("lmdeploy")
-    with pytest.raises(engines.EngineError) as e:
-        build("vllm", "bnb-4bit")
-    assert e.value.msg.key == "deploy.format_unsupported"
+    assert engines.formats("lmdeploy") == ("merged",)  # its PyTorch engine does not load compressed-tensors
+    assert "bnb-8bit" in engines.formats("transformers")
 
 
 def test_lora_rank_is_raised_to_a_rank_the_engine_takes():
-    assert engines.lora_rank_flag("vllm", 12) == 16 and engines.lora_rank_flag("vllm", 64) == 64
-    assert engines.lora_rank_flag("sglang", 12) == 12  # no choices in SGLang's table
+    v, sg = specs.spec("vllm"), specs.spec("sglang")
+    assert engines.lora_rank(v, engines.table("vllm", v.version), 12) == 16
+    assert engines.lora_rank(v, engines.table("vllm", v.version), 64) == 64
+    assert engines.lora_rank(sg, engines.table("sglang", sg.version), 12) == 12  # no choices in SGLang's table
     with pytest.raises(engines.EngineError):
-        engines.lora_rank_flag("vllm", 1024)
+        engines.lora_rank(v, engines.table("vllm", v.version), 1024)
 
 
 def test_transformers_serve_stays_on_loopback_and_serves_no_unmerged_adapter():
@@ -144,10 +198,36 @@ def test_help_check_against_the_real_transformers_serve(tmp_path):
     inst = engines.find("transformers", tmp_path)
     text = engines.help_text(inst)
     engines.check_help(inst, build("transformers", "merged"), text)
-    bad = engines.Launch("transformers", ["/m", "--host", "127.0.0.1", "--max-model-len", "9"], "x")
+    bad = engines.Launch("transformers", inst.version, ["/m", "--host", "127.0.0.1", "--max-model-len", "9"], "x")
     with pytest.raises(engines.EngineError) as e:
         engines.check_help(inst, bad, text)
     assert e.value.msg.key == "deploy.flag_not_in_help" and e.value.msg.args["flag"] == "--max-model-len"
+
+
+def test_an_installed_version_without_a_committed_table_is_read_from_its_own_parser(tmp_path, monkeypatch):
+    """transformers with its table hidden: the table comes from its parser (cached), the launch from that table."""
+    hidden = tmp_path / "tables"
+    hidden.mkdir()
+    monkeypatch.setenv("YICHUI_ENGINE_TABLES", str(hidden))
+    inst = engines.find("transformers", tmp_path)
+    assert engines.committed("transformers", inst.version) is None
+    tab = engines.table_for(inst, tmp_path / "cache")
+    assert tab["origin"] == "parser" and Path(tab["path"]).parent == tmp_path / "cache"
+    monkeypatch.delenv("YICHUI_ENGINE_TABLES")
+    assert tab["flags"] == engines.table("transformers")["flags"]  # the same parser, read at launch
+    launch = engines.command(inst.spec, tab, model_dir="/m", fmt="merged", served_name="x", host="127.0.0.1",
+                             port=8000)
+    assert launch.table_origin == "parser" and launch.args[:3] == ["/m", "--host", "127.0.0.1"]
+    engines.check_help(inst, launch)
+
+
+def test_an_engine_whose_parser_cannot_be_read_is_one_line_naming_the_tested_versions(tmp_path, monkeypatch):
+    monkeypatch.setenv("YICHUI_ENGINE_TABLES", str(tmp_path))
+    broken = engines.Installed("vllm", sys.executable, "0.99.0", "main")  # vllm is not importable here
+    with pytest.raises(engines.EngineError) as e:
+        engines.table_for(broken, tmp_path / "cache")
+    assert e.value.msg.key == "deploy.no_table" and "0.26.0" in e.value.msg.args["tested"]
+    assert "vllm" in e.value.msg.args["last"]  # the dump's own last line: No module named 'vllm'
 
 
 @pytest.mark.skipif(not os.environ.get("YICHUI_ENGINE_ENVS"), reason="YICHUI_ENGINE_ENVS: folders of installed engines")
@@ -157,25 +237,59 @@ def test_help_check_against_installed_gpu_engines(engine):
     if inst is None:
         pytest.skip(f"{engine} not under YICHUI_ENGINE_ENVS")
     text = engines.help_text(inst)
-    for _, fmt, adapter, host in [x for x in launches() if x[0] == engine]:
-        engines.check_help(inst, build(engine, fmt, adapter, host), text)
+    for e, version, fmt, adapter, host, eager in launches():
+        if e == engine and version == inst.spec.version:
+            engines.check_help(inst, build(engine, fmt, adapter, host, version, eager), text)
 
 
-def test_key_launcher_hands_the_key_to_the_engine_but_not_to_the_command_line(tmp_path):
-    (tmp_path / "probe_engine.py").write_text(
-        "import json, sys\n"
-        "def main():\n"
-        "    cmdline = open('/proc/self/cmdline', 'rb').read().split(b'\\0')\n"
-        "    json.dump({'argv': sys.argv, 'cmdline': [c.decode() for c in cmdline if c]}, open(sys.argv[-3], 'w'))\n")
-    key_file = deploy.api_key_file(tmp_path / "serve")
+PROBE = ("import json, subprocess, sys\n"
+         "def main():\n"
+         "    cmdline = open('/proc/self/cmdline', 'rb').read().split(b'\\0')\n"
+         "    json.dump({'argv': sys.argv, 'cmdline': [c.decode() for c in cmdline if c]}, open(sys.argv[-3], 'w'))\n"
+         "    print('non-default args:', {'api_key': sys.argv[-1:]}, flush=True)  # as vLLM logs its arguments\n"
+         "    subprocess.run([sys.executable, '-c', 'import sys; sys.stderr.write(\"child sees \" + %r)' % sys.argv[-1]])\n")
+
+
+def test_the_key_reaches_the_engine_but_no_command_line_and_no_log(tmp_path):
+    """The launcher appends the key inside the process (not in /proc/PID/cmdline), and everything the engine and
+    its children print reaches the log with the key replaced."""
+    (tmp_path / "probe_engine.py").write_text(PROBE)
+    key_file = keys.key_file(tmp_path / "serve")
     key = key_file.read_text().strip()
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600 and len(key) >= 32
-    assert deploy.api_key_file(tmp_path / "serve") == key_file and key_file.read_text().strip() == key  # kept
-    launch = engines.Launch("vllm", ["/m", str(tmp_path / "seen.json")], "x", key_flag="--api-key")
-    inst = engines.Installed("vllm", sys.executable, "0", "main")
+    assert keys.key_file(tmp_path / "serve") == key_file and key_file.read_text().strip() == key  # kept
+    launch = engines.Launch("vllm", "0.26.0", ["/m", str(tmp_path / "seen.json")], "x", key_flag="--api-key")
+    inst = engines.Installed("vllm", sys.executable, "0.26.0", "main")
     argv = engines.argv_for(inst, launch, key_file)
     argv[argv.index("--entry") + 1] = "probe_engine:main"
-    subprocess.run(argv, check=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    log = tmp_path / "server.log"
+    with open(log, "wb") as out:
+        subprocess.run(argv, check=True, timeout=60, stdout=out, stderr=subprocess.STDOUT,
+                       env=dict(os.environ, PYTHONPATH=str(tmp_path)))
     seen = json.loads((tmp_path / "seen.json").read_text())
     assert seen["argv"][-2:] == ["--api-key", key] and seen["argv"][1:3] == ["serve", "/m"]
     assert key not in " ".join(seen["cmdline"]) and key not in " ".join(argv)
+    text = log.read_text()
+    assert "non-default args" in text and "child sees <redacted>" in text  # the engine's and its child's lines
+    assert key not in text and text.count("<redacted>") == 2
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 4096])
+def test_the_redactor_finds_a_key_split_across_reads(tmp_path, chunk):
+    secret = b"s3cr3t-key-0123456789"
+    data = (b"start " + secret + b" middle\n" + secret * 3 + b"\nend " + secret[:5]) * 50
+    src, dst = tmp_path / "in", tmp_path / "out"
+    src.write_bytes(data)
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the writer: pieces of `chunk` bytes, so the secret straddles reads
+        os.close(r)
+        for i in range(0, len(data), chunk):
+            os.write(w, data[i:i + chunk])
+        os._exit(0)
+    os.close(w)
+    with open(dst, "wb") as f:
+        launcher.redact(r, f.fileno(), secret)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert dst.read_bytes() == data.replace(secret, launcher.MASK)

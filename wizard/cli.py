@@ -728,16 +728,18 @@ def chat(session: Optional[str] = SessionArg,
         if job is None or not job.alive() or not out.get("endpoint"):
             raise _fail("cli.chat.no_server", code=1, id=s.id)
         endpoint, model = out["endpoint"], model or out.get("served_model")
-        from recipes import deploy
+        from recipes.serving import keys
 
-        key = deploy.read_key(out.get("api_key_file"))
+        key = keys.read_key(out.get("api_key_file"))
     else:
         key = os.environ.get("OPENAI_API_KEY")  # another endpoint: the key the openai client would use
     ui = _ui()
     if not endpoint.startswith(("http://", "https://")):
         raise _fail("cli.chat.bad_endpoint", endpoint=endpoint)
     try:
-        model = model or chat_mod.first_model(endpoint, api_key=key)
+        from recipes.serving import client
+
+        model = model or client.first_model(endpoint, api_key=key)
     except urllib.error.HTTPError as e:
         if e.code == 404 and not endpoint.rstrip("/").endswith("/v1"):
             raise _fail("cli.chat.add_v1", code=1, endpoint=endpoint.rstrip("/"))

@@ -48,10 +48,10 @@ def answers(hub_url: str) -> dict:
         "choose_strategy": {"method": "lora", "lora_rank": 16, "lora_alpha": 32, "lora_dropout": 0.0,
                             "lora_targets": "all-linear", "activation_checkpointing": False, "dataset": "bundled",
                             "seq_len": 256, "batch_size": 8, "micro_batch": 8, "grad_accum": 1, "learning_rate": 3e-3,
-                            "max_steps": 60, "save_steps": 20, "save_total_limit": 2, "val_ratio": 0.05,
+                            "max_steps": 150, "save_steps": 50, "save_total_limit": 2, "val_ratio": 0.05,
                             "sample_question": "What is LoRA?"},
         "train": {"device": "auto"},
-        "export": {"dtype": "auto", "serve_with": "transformers", "formats": ["bnb-4bit"], "quality_samples": 8},
+        "export": {"dtype": "auto", "serve_with": "transformers", "formats": ["bnb-8bit"], "quality_samples": 8},
         "deploy": {"backend": "transformers", "model": "merged", "host": "127.0.0.1"},
         # held-out: the training split (fine-tune) or 16 bundled conversations (the evaluate task)
         "evaluate": {"heldout": "training", "heldout_path": f"{datasets.bundled_dataset_path()}#16",

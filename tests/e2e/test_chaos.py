@@ -65,7 +65,7 @@ def test_thirty_kills_then_resume_finishes_with_nothing_lost(home, hub):
     assert len(kills) >= 30
     hub.hub.faults = [{"path": "*.safetensors", "throttle": THROTTLE}]
     sets = ["--set", f"select_model.endpoint={hub.url}", "--set", f"choose_strategy.save_steps={SAVE_STEPS}",
-            "--set", "choose_strategy.save_total_limit=3"]
+            "--set", "choose_strategy.save_total_limit=3", "--set", "choose_strategy.max_steps=60"]
     sid, log, download_kills, train_kills = None, [], 0, []
     try:
         for i, (target, top) in enumerate(kills):

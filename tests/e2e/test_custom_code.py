@@ -46,7 +46,7 @@ def test_custom_code_runs_only_after_a_recorded_yes(home, tiny_model, tmp_path):
         assert "Running the model's own code" in r.stdout + r.stderr and s["steps"]["choose_strategy"]["outputs"]["preflight"]["ok"]
         merged = Path(s["steps"]["export"]["outputs"]["merged_dir"])
         assert (merged / "modeling_yichui.py").is_file() and json.loads((merged / "config.json").read_text())["auto_map"]
-        assert s["steps"]["export"]["outputs"]["artifacts"]["bnb-4bit"]["quality"]["ppl_ratio"] > 0
+        assert s["steps"]["export"]["outputs"]["artifacts"]["bnb-8bit"]["quality"]["ppl_ratio"] > 0
 
         # the evaluation of that session loads base and fine-tuned model with the recorded yes
         r = yichui(home, "run", "--task", "evaluate", "--from", s["id"], "--yes", **env)

@@ -12,7 +12,8 @@ import pytest
 from conftest import YICHUI, benchmark_repos, env_for, sessions, stop_all, yichui
 
 import recipes
-from recipes import chat, jobs
+from recipes import jobs
+from recipes.serving import client
 
 SECRET = "hf_DoNotLeakThisTokenValue123"
 
@@ -39,6 +40,10 @@ def test_demo_then_replay(finished_demo):
     assert train["steps"] >= 30 and train["last5_mean"] < 0.8 * train["first5_mean"], train
     deploy = s["steps"]["deploy"]["outputs"]
     assert deploy["reply"] and deploy["endpoint"].startswith("http://127.0.0.1:")
+    # the demo trains until the model ends its turns: the export's check has teeth on the demo as on a real model
+    export = s["steps"]["export"]["outputs"]
+    assert export["merged_smoke"]["stopped"] and export["artifacts"]["bnb-8bit"]["quality"]["smoke"]["stopped"]
+    assert deploy["finish_reason"] == deploy["stream_finish_reason"] == "stop", deploy
     assert "Before fine-tuning" in r.stdout and "After fine-tuning" in r.stdout and deploy["reply"] in r.stdout
     assert s["steps"]["download"]["outputs"]["commit"]
     # the evaluate step: held-out metrics of base and fine-tuned, GSM8K through the server, MMLU in-process
@@ -86,7 +91,7 @@ def test_demo_then_replay(finished_demo):
     assert st.returncode == 0 and "running" in st.stdout, seen + st.stdout
     job = jobs.read(home / "runs" / s["id"] / "serve" / "server.pid.json")
     endpoint = json.loads((home / "sessions" / f"{s['id']}.json").read_text())["steps"]["deploy"]["outputs"]["endpoint"]
-    assert chat.first_model(endpoint)
+    assert client.first_model(endpoint)
     os.killpg(job.pid, signal.SIGKILL)  # the server crashes
     time.sleep(1)
     assert yichui(home, "serve", "status", s["id"]).returncode == 1

@@ -12,7 +12,8 @@ import pytest
 from conftest import YICHUI, env_for, yichui
 
 import recipes
-from recipes import chat, deploy, jobs
+from recipes import deploy, jobs
+from recipes.serving import client
 from wizard.session import Session
 
 
@@ -26,7 +27,7 @@ def served(home, tiny_model):
     job = jobs.spawn("server", argv, s.run_dir / "serve")
     try:
         deploy.wait_healthy(job, base)
-        model = chat.first_model(base + "/v1")
+        model = client.first_model(base + "/v1")
         s.steps["deploy"]["outputs"] = {"endpoint": base + "/v1", "served_model": model, "server_pid": job.pid}
         s.save()
         yield s, job

@@ -3,7 +3,11 @@
 Run with the Python of an environment where the engine is installed (its wheel is enough; the parser is built, no
 server starts and no GPU is needed)::
 
-    VLLM_TARGET_DEVICE=cpu ENV/bin/python recipes/engine_dump.py vllm > recipes/engine_tables/vllm-0.33.0.json
+    ENV/bin/python recipes/serving/dump.py vllm --out recipes/serving/tables/vllm-0.26.0.json
+
+Without ``--out`` the table goes to stdout (engines log to stdout while they import: use ``--out``). The deploy step
+runs this module the same way, in the installed engine's interpreter, when no committed table matches the installed
+version (:func:`recipes.serving.engines.table_for`).
 
 Standard library only (besides the engine): it must run in the engine's environment, not yichui's. For each engine
 the parser is the one its launch command builds (vLLM: ``vllm serve``; SGLang: ``python -m sglang.launch_server``;
@@ -111,6 +115,13 @@ def click_table(command) -> dict:
 
 def build(engine: str) -> tuple[dict, str]:
     if engine == "vllm":
+        import vllm.platforms as platforms
+
+        if platforms.resolve_current_platform_cls_qualname().endswith("UnspecifiedPlatform"):
+            # no GPU here (and a CUDA build): vLLM's config defaults need a platform; the options do not depend on it
+            from vllm.platforms.cpu import CpuPlatform
+
+            platforms.current_platform = CpuPlatform()
         from vllm.entrypoints.cli.serve import ServeSubcommand
         from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -147,9 +158,19 @@ def build(engine: str) -> tuple[dict, str]:
 
 def main(argv: list[str]) -> None:
     engine = argv[0]
+    out = argv[argv.index("--out") + 1] if "--out" in argv else None
     tab, source = build(engine)
-    print(json.dumps({"engine": engine, "version": importlib.metadata.version(engine), "source": source,
-                      "python": sys.version.split()[0], **tab}, indent=1, sort_keys=False))
+    text = json.dumps({"engine": engine, "version": importlib.metadata.version(engine), "source": source,
+                       "python": sys.version.split()[0], **tab}, indent=1, sort_keys=False) + "\n"
+    if out is None:
+        sys.stdout.write(text)
+        return
+    tmp = out + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    import os
+
+    os.replace(tmp, out)  # a reader never sees half a table
 
 
 if __name__ == "__main__":

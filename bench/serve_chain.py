@@ -1,0 +1,446 @@
+#!/usr/bin/env python3
+"""The whole chain on a GPU through yichui's own commands, then every export served by a real engine (issue 17).
+
+    python bench/serve_chain.py run --work /root/chain --results /root/results [--engine vllm]
+    python bench/serve_chain.py report RESULTS_DIR --md bench/results/DATE-serve-h200.md
+
+``run`` does, one phase after another, each appended to ``RESULTS/rows.jsonl`` the moment it ends (a phase that fails
+is recorded with its error and the next one still runs):
+
+1. ``base``: a base model of a real shape (``--shape``, bench/configs) with the tiny tokenizer and chat template,
+   randomly initialised and briefly pre-trained on generic text on the GPU (what a machine without hub access can
+   have; a random model never ends a turn, a pre-trained one learns to in fine-tuning).
+2. ``chain``: ``yichui run --yes`` — LoRA rank 64 on the bundled data, export merged + GPTQ + AWQ + FP8 (+ NF4 where the
+   engine loads it), deploy on ``--engine`` bound to 0.0.0.0 (so with an API key), CUDA graphs on, then evaluate —
+   with the wall time of every step from the session file.
+3. ``server:<label>``: for the running server: /v1/models, HTTP 401 without the key and 200 with it (curl), the key in
+   no file under the run directory or YICHUI_HOME's logs, and ``yichui chat`` with a question piped in.
+4. ``load``: ``bench/serve_load.py`` against that server and against ``transformers serve`` on the same GPU and model.
+5. ``formats``: every other export (and the unmerged adapter) served at once by ``yichui run --task deploy --from``,
+   without CUDA graphs (a functional check: each starts, lists, answers and stops), each checked as in 3.
+6. ``holdout``: a model shape not used for the calibration (``--holdout``; random weights, not trained) served alone
+   with CUDA graphs: the engine's KV-cache size against the memory model's prediction.
+
+Environment: ``YICHUI_HOME`` (the sessions), ``YICHUI_ENVS`` (the engines' environments), and ``yichui`` beside
+``sys.executable``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+CONFIGS = Path(__file__).resolve().parent / "configs"
+YICHUI = str(Path(sys.executable).parent / "yichui")
+QUESTION = "What is LoRA?"
+
+
+def home() -> Path:
+    return Path(os.environ.get("YICHUI_HOME") or Path.home() / ".yichui")
+
+
+def row(results: Path, phase: str, **fields) -> dict:
+    r = {"phase": phase, "at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), **fields}
+    with open(results / "rows.jsonl", "a") as f:
+        f.write(json.dumps(r, default=str) + "\n")
+    print(json.dumps(r, default=str)[:2000], flush=True)
+    return r
+
+
+def phase(results: Path, name: str, fn, *args, **kw):
+    """Run one phase, record its row (with ``seconds`` and any error); never raises."""
+    t0 = time.time()
+    try:
+        out = fn(*args, **kw) or {}
+        return row(results, name, seconds=round(time.time() - t0, 1), **out)
+    except Exception as e:  # recorded; the next phase still runs
+        return row(results, name, seconds=round(time.time() - t0, 1), error=f"{type(e).__name__}: {e}"[-3000:],
+                   trace=traceback.format_exc()[-3000:])
+
+
+def sh(argv: list[str], log: Path, timeout: float, stdin: str | None = None, env: dict | None = None) -> int:
+    with open(log, "a") as f:
+        f.write(f"\n$ {' '.join(argv)}\n")
+        f.flush()
+        return subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, timeout=timeout, input=stdin, text=True,
+                              env=env).returncode
+
+
+# ---- 1. the base model ---------------------------------------------------------------------------------------------
+
+def prepare(shape: str, dest: Path, pretrain_steps: int, seq: int = 512, batch: int = 32, lr: float = 1e-3) -> dict:
+    """A model folder of ``shape``'s real config.json with the tiny tokenizer (its ids fit any vocabulary) and its
+    ChatML template; random weights, pre-trained ``pretrain_steps`` causal-LM steps on generic text (fp32 master
+    weights, bf16 autocast), saved in bf16."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
+
+    from recipes import tiny
+
+    if (dest / "yichui_build.json").exists():
+        return json.loads((dest / "yichui_build.json").read_text())
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    generic = tiny._generic_corpus()
+    tok = tiny._train_tokenizer(generic + tiny._instruction_texts())
+    eos = [tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
+    shutil.copy((Path(shape) if Path(shape).is_dir() else CONFIGS / shape) / "config.json", tmp / "config.json")
+    cfg = AutoConfig.from_pretrained(tmp)
+    cfg.eos_token_id, cfg.pad_token_id, cfg.bos_token_id = eos[0], eos[1], None
+    torch.manual_seed(0)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    with torch.device(dev):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32 if pretrain_steps else torch.bfloat16)
+    losses = []
+    t0 = time.time()
+    if pretrain_steps:
+        ids = tok("\n\n".join(generic), add_special_tokens=False)["input_ids"]
+        data = torch.tensor(ids[: (len(ids) // seq) * seq]).view(-1, seq)
+        gen = torch.Generator().manual_seed(0)
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0, fused=dev == "cuda")
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=pretrain_steps, pct_start=0.1)
+        model.train()
+        for _ in range(pretrain_steps):
+            rows = data[torch.randint(0, data.shape[0], (batch,), generator=gen)].to(dev)
+            with torch.autocast(dev, dtype=torch.bfloat16, enabled=dev == "cuda"):
+                loss = model(input_ids=rows, labels=rows).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step(); sched.step(); opt.zero_grad(set_to_none=True)
+            losses.append(round(loss.item(), 4))
+        model = model.to(torch.bfloat16).eval()
+    model.generation_config = GenerationConfig(eos_token_id=eos, pad_token_id=eos[1])
+    model.save_pretrained(tmp)
+    tok.save_pretrained(tmp)
+    info = {"shape": shape, "parameters": sum(p.numel() for p in model.parameters()), "pretrain_steps": pretrain_steps,
+            "pretrain_tokens": pretrain_steps * batch * seq, "pretrain_seconds": round(time.time() - t0, 1),
+            "loss_first": losses[:3], "loss_last": losses[-3:], "tokenizer_vocab": len(tok), "dir": str(dest)}
+    (tmp / "yichui_build.json").write_text(json.dumps(info, indent=2))
+    del model
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+    os.replace(tmp, dest)
+    return info
+
+
+# ---- 2. the session --------------------------------------------------------------------------------------------
+
+def session(sid: str) -> dict:
+    return json.loads((home() / "sessions" / f"{sid}.json").read_text())
+
+
+def newest_session(after: float) -> str | None:
+    found = [p for p in (home() / "sessions").glob("*.json") if p.stat().st_mtime >= after]
+    return max(found, key=lambda p: p.stat().st_mtime).stem if found else None
+
+
+def step_times(s: dict) -> dict:
+    """Wall seconds of each step that ran, from the session file's timestamps."""
+    out = {}
+    for name, st in s["steps"].items():
+        if st.get("started_at") and st.get("finished_at"):
+            a, b = (dt.datetime.fromisoformat(st[k]) for k in ("started_at", "finished_at"))
+            out[name] = round((b - a).total_seconds(), 1)
+    return out
+
+
+def summary(s: dict) -> dict:
+    """What the checks need from a session: per-step times, the deploy step's outputs, the export's and the
+    training's figures."""
+    st = {k: v.get("outputs") or {} for k, v in s["steps"].items()}
+    ex = st.get("export", {})
+    return {"session": s["id"], "task": s["task"], "status": {k: v.get("status") for k, v in s["steps"].items()},
+            "errors": {k: v.get("error") for k, v in s["steps"].items() if v.get("error")},
+            "step_seconds": step_times(s), "deploy": {k: v for k, v in st.get("deploy", {}).items() if k != "args"},
+            "deploy_args": st.get("deploy", {}).get("args"),
+            "export": {"merged_smoke": ex.get("merged_smoke"), "merge_check": ex.get("merge_check"),
+                       "artifacts": {f: {k: a.get(k) for k in ("seconds", "bytes", "tool", "quality")}
+                                     for f, a in (ex.get("artifacts") or {}).items()}},
+            "train": {k: st.get("train", {}).get(k) for k in ("steps", "train_loss", "first5_mean", "last5_mean",
+                                                              "peak_mem_gib", "device", "samples")},
+            "evaluate": {"table": st.get("evaluate", {}).get("table"), "columns": st.get("evaluate", {}).get("columns")}}
+
+
+def chain(a, base_dir: Path, results: Path) -> dict:
+    formats = a.formats.split(",")
+    sets = {"select_model.source": "local", "select_model.path": str(base_dir),
+            "choose_strategy.method": "lora", "choose_strategy.lora_rank": 64, "choose_strategy.lora_alpha": 128,
+            "choose_strategy.lora_dropout": 0.0, "choose_strategy.lora_targets": "all-linear",
+            "choose_strategy.dataset": "bundled", "choose_strategy.seq_len": 512,
+            "choose_strategy.batch_size": 16, "choose_strategy.micro_batch": 16, "choose_strategy.grad_accum": 1,
+            "choose_strategy.learning_rate": a.lr, "choose_strategy.max_steps": a.steps,
+            "choose_strategy.save_steps": a.steps, "choose_strategy.val_ratio": 0.05,
+            "choose_strategy.sample_question": QUESTION,
+            "export.serve_with": a.engine, "export.formats": ",".join(formats),
+            "deploy.backend": a.engine, "deploy.model": "merged", "deploy.host": "0.0.0.0" if a.engine != "transformers"
+            else "127.0.0.1", "deploy.port": a.port, "deploy.cuda_graphs": "yes",
+            "deploy.gpu_memory_utilization": a.util,
+            "evaluate.heldout": "training", "evaluate.heldout_samples": 16, "evaluate.max_new_tokens": 64}
+    argv = [YICHUI, "run", "--yes", "--task", "finetune"]
+    for k, v in sets.items():
+        argv += ["--set", f"{k}={v}"]
+    t0 = time.time()
+    rc = sh(argv, results / "chain.log", timeout=3600)
+    sid = newest_session(t0 - 1)
+    out = {"rc": rc, "wall_seconds": round(time.time() - t0, 1)}
+    if sid:
+        out |= summary(session(sid))
+    return out
+
+
+# ---- 3. checks on a running server -------------------------------------------------------------------------------
+
+def curl_status(url: str, key: str | None, body: dict | None = None) -> int:
+    argv = ["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "120", url]
+    if body is not None:
+        argv += ["-H", "Content-Type: application/json", "-d", json.dumps(body)]
+    cfg = None
+    if key:  # through curl's config on stdin: the key stays off this command line too
+        cfg = f'header = "Authorization: Bearer {key}"\n'
+        argv += ["-K", "-"]
+    r = subprocess.run(argv, capture_output=True, text=True, input=cfg, timeout=180)
+    return int(r.stdout.strip() or 0)
+
+
+def key_leaks(key: str, where: list[Path]) -> list[str]:
+    """Files under ``where`` that hold ``key`` (the key file itself excluded)."""
+    leaks = []
+    for root in where:
+        for p in root.rglob("*") if root.is_dir() else []:
+            if p.is_file() and p.name != "api_key":
+                try:
+                    if key.encode() in p.read_bytes():
+                        leaks.append(str(p))
+                except OSError:
+                    pass
+    return leaks
+
+
+def check_server(sid: str, results: Path, label: str) -> dict:
+    """401 without the key and 200 with it, the key in no file, and `yichui chat` against the session's server."""
+    s = session(sid)
+    dep = s["steps"]["deploy"]["outputs"]
+    endpoint, model = dep["endpoint"], dep["served_model"]
+    key = Path(dep["api_key_file"]).read_text().strip() if dep.get("api_key_file") else None
+    body = {"model": model, "messages": [{"role": "user", "content": QUESTION}], "max_tokens": 64}
+    out = {"session": sid, "endpoint": endpoint, "served_model": model, "engine": dep.get("backend"),
+           "engine_version": dep.get("engine_version"), "start_seconds": dep.get("start_seconds"),
+           "finish_reason": dep.get("finish_reason"), "stream_finish_reason": dep.get("stream_finish_reason"),
+           "reply": dep.get("reply"), "reply_tokens": dep.get("reply_tokens"), "kv_cache": dep.get("kv_cache"),
+           "engine_table": dep.get("engine_table")}
+    from recipes.serving import client
+
+    out["models_listed"] = client.models(endpoint, api_key=key)
+    if key:
+        out["http_without_key"] = curl_status(endpoint + "/chat/completions", None, body)
+        out["http_with_wrong_key"] = curl_status(endpoint + "/chat/completions", "not-the-key", body)
+        out["http_with_key"] = curl_status(endpoint + "/chat/completions", key, body)
+        out["key_in_files"] = key_leaks(key, [Path(s["run_dir"]), home() / "sessions", results])
+    log = results / f"chat-{label}.txt"
+    t0 = time.time()
+    rc = sh([YICHUI, "chat", sid, "--max-tokens", "128"], log, timeout=300, stdin=QUESTION + "\n/exit\n")
+    text = log.read_text(errors="replace")
+    out["yichui_chat"] = {"rc": rc, "seconds": round(time.time() - t0, 1), "output": text[-600:]}
+    # the engine's own start-up lines about memory (vLLM: weights, KV cache), for the calibration
+    try:
+        lines = Path(dep["log"]).read_text(errors="replace").splitlines()
+        out["engine_memory_lines"] = [x[-300:] for x in lines if re.search(
+            r"KV cache|Model loading took|memory profiling|Memory profiling|non_torch|torch peak|CUDA graph|"
+            r"Available KV|weights_memory|model weights take", x)][:40]
+    except OSError:
+        pass
+    if Path(dep["log"]).exists():
+        shutil.copy(dep["log"], results / f"server-{label}.log")
+    return out
+
+
+# ---- 4. load -----------------------------------------------------------------------------------------------------
+
+def load(a, sid: str, results: Path) -> dict:
+    dep = session(sid)["steps"]["deploy"]["outputs"]
+    merged = session(sid)["steps"]["export"]["outputs"]["merged_dir"]
+    common = [sys.executable, str(ROOT / "bench" / "serve_load.py"), "--requests", str(a.load_requests),
+              "--concurrency", "1,8,64", "--max-tokens", "64"]
+    argv = common + ["--endpoint", dep["endpoint"], "--model", dep["served_model"], "--label", a.engine,
+                     "--out", str(results / "load-engine.json")]
+    if dep.get("api_key_file"):
+        argv += ["--key-file", dep["api_key_file"]]
+    rc1 = sh(argv, results / "load.log", timeout=1200)
+    rc2 = sh(common + ["--serve-transformers", merged, "--device", "cuda", "--label", "transformers",
+                       "--out", str(results / "load-transformers.json")], results / "load.log", timeout=1800)
+    out = {"rc": [rc1, rc2]}
+    for name in ("engine", "transformers"):
+        p = results / f"load-{name}.json"
+        if p.exists():
+            out[name] = json.loads(p.read_text())
+    return out
+
+
+# ---- 5. every export, served ---------------------------------------------------------------------------------------
+
+def formats(a, sid: str, results: Path) -> dict:
+    """Every export of session ``sid`` and its adapter, each deployed by ``yichui run --task deploy --from``: started
+    ``--stagger`` s apart (their imports overlap; an engine profiling memory while another releases some can fail
+    its start), and any that failed started once more alone."""
+    s = session(sid)
+    exported = list((s["steps"]["export"]["outputs"].get("artifacts") or {}))
+    targets = exported + (["adapter"] if a.engine != "transformers" else [])
+    host = "127.0.0.1" if a.engine == "transformers" else "0.0.0.0"
+
+    def start(i: int, fmt: str, attempt: int) -> subprocess.Popen:
+        sets = {"deploy.backend": a.engine, "deploy.model": fmt, "deploy.host": host,
+                "deploy.port": a.port + 1 + i + 20 * attempt, "deploy.cuda_graphs": "no",
+                "deploy.gpu_memory_utilization": a.format_util}
+        argv = [YICHUI, "run", "--yes", "--task", "deploy", "--from", sid]
+        for k, v in sets.items():
+            argv += ["--set", f"{k}={v}"]
+        return subprocess.Popen(argv, stdout=open(results / f"deploy-{fmt}.log", "a"), stderr=subprocess.STDOUT)
+
+    out = {}
+    for attempt in (0, 1):
+        todo = [f for f in targets if f not in out or out[f]["rc"] != 0]
+        if not todo:
+            break
+        procs = {}
+        for i, fmt in enumerate(todo):
+            procs[fmt] = (start(targets.index(fmt), fmt, attempt), time.time())
+            if attempt == 0:
+                time.sleep(a.stagger)
+            else:  # alone, one after another
+                procs[fmt][0].wait(timeout=1800)
+        for fmt, (p, started) in procs.items():
+            rc = p.wait(timeout=1800)
+            out[fmt] = {"rc": rc, "attempt": attempt, "wall_seconds": round(time.time() - started, 1),
+                        "concurrent_start": attempt == 0 and len(todo) > 1}
+    # the sessions made here, matched by the format their deploy served (the last attempt's)
+    t0 = min(p.stat().st_mtime for p in results.glob("deploy-*.log")) - 5
+    for path in sorted((home() / "sessions").glob("*.json"), key=lambda p: p.stat().st_mtime):
+        if path.stat().st_mtime < t0 or path.stem == sid:
+            continue
+        d = json.loads(path.read_text())
+        fmt = (d["steps"]["deploy"].get("answers") or {}).get("model")
+        if fmt in out and d.get("task") == "deploy":
+            out[fmt] |= summary(d)
+            if d["steps"]["deploy"]["status"] == "done":
+                out[fmt]["server"] = _safe(check_server, d["id"], results, fmt)
+    return {"formats": out}
+
+
+def _safe(fn, *args):
+    try:
+        return fn(*args)
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}"[-2000:]}
+
+
+def stop_servers(results: Path) -> None:
+    for path in (home() / "sessions").glob("*.json"):
+        sh([YICHUI, "serve", "stop", path.stem], results / "stop.log", timeout=120)
+
+
+# ---- 6. a shape not used for the calibration -----------------------------------------------------------------
+
+def holdout(a, results: Path) -> dict:
+    d = prepare(a.holdout, Path(a.work) / Path(a.holdout).name, 0)
+    sets = {"select_model.source": "local", "select_model.path": d["dir"], "deploy.backend": a.engine,
+            "deploy.model": "merged", "deploy.host": "127.0.0.1", "deploy.port": a.port + 50, "deploy.cuda_graphs": "yes",
+            "deploy.gpu_memory_utilization": a.util}
+    argv = [YICHUI, "run", "--yes", "--task", "deploy"]
+    for k, v in sets.items():
+        argv += ["--set", f"{k}={v}"]
+    t0 = time.time()
+    rc = sh(argv, results / "holdout.log", timeout=1800)
+    sid = newest_session(t0 - 1)
+    out = {"rc": rc, "model": d}
+    if sid:
+        s = session(sid)
+        out |= summary(s)
+        if s["steps"]["deploy"]["status"] == "done":
+            out["server"] = _safe(check_server, sid, results, "holdout")
+        sh([YICHUI, "serve", "stop", sid], results / "stop.log", timeout=120)
+    return out
+
+
+def versions(a) -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    from recipes.serving import engines
+
+    v = {}
+    for p in ("torch", "transformers", "peft", "trl", "bitsandbytes", "compressed-tensors"):
+        try:
+            v[p] = version(p)
+        except PackageNotFoundError:
+            v[p] = None
+    inst = engines.find(a.engine, Path(os.environ.get("YICHUI_ENVS") or home() / "envs"))
+    smi = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
+                         capture_output=True, text=True).stdout.strip() if shutil.which("nvidia-smi") else None
+    return {"versions": v, "engine": a.engine, "engine_version": inst.version if inst else None,
+            "engine_python": inst.python if inst else None, "gpu": smi, "python": sys.version.split()[0]}
+
+
+def cmd_run(a) -> None:
+    results, work = Path(a.results), Path(a.work)
+    results.mkdir(parents=True, exist_ok=True)
+    work.mkdir(parents=True, exist_ok=True)
+    phase(results, "env", versions, a)
+    base = phase(results, "base", prepare, a.shape, work / Path(a.shape).name, a.pretrain_steps)
+    c = phase(results, "chain", chain, a, Path(base.get("dir") or work / Path(a.shape).name), results)
+    sid = c.get("session")
+    if sid and c.get("status", {}).get("deploy") == "done":
+        phase(results, "server:merged", check_server, sid, results, "merged")
+        if a.load_requests:
+            phase(results, "load", load, a, sid, results)
+    if sid and c.get("status", {}).get("export") == "done":  # beside the main server: --util + N × --format-util ≤ 1
+        phase(results, "formats", formats, a, sid, results)
+    stop_servers(results)
+    if a.holdout:
+        phase(results, "holdout", holdout, a, results)
+    stop_servers(results)
+    row(results, "done")
+
+
+def cmd_report(a) -> None:
+    rows = [json.loads(x) for x in (Path(a.results) / "rows.jsonl").read_text().splitlines() if x.strip()]
+    print(json.dumps([{k: r.get(k) for k in ("phase", "seconds", "error")} for r in rows], indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--work", required=True)
+    r.add_argument("--results", required=True)
+    r.add_argument("--engine", default="vllm")
+    r.add_argument("--shape", default="qwen2.5-0.5b")
+    r.add_argument("--holdout", default="qwen2.5-1.5b")
+    r.add_argument("--pretrain-steps", type=int, default=300)
+    r.add_argument("--steps", type=int, default=400)
+    r.add_argument("--lr", type=float, default=5e-4)
+    r.add_argument("--port", type=int, default=8100)
+    r.add_argument("--util", type=float, default=0.5, help="the main server's GPU memory utilization")
+    r.add_argument("--format-util", type=float, default=0.08, help="each format server's (they run beside it)")
+    r.add_argument("--load-requests", type=int, default=64)
+    r.add_argument("--formats", default="gptq-w4a16,awq-w4a16,fp8-dynamic,bnb-4bit",
+                   help="the exports the chain makes (bnb-4bit: vLLM 0.26's --quantization bitsandbytes)")
+    r.add_argument("--stagger", type=float, default=20.0, help="seconds between the format servers' starts")
+    p = sub.add_parser("report")
+    p.add_argument("results")
+    p.add_argument("--md")
+    a = ap.parse_args()
+    {"run": cmd_run, "report": cmd_report}[a.cmd](a)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# On the GPU machine (device tool): yichui and a serving engine from carried parts, then the chain of
+# bench/serve_chain.py, detached so that it outlives one device call (bench/README.md, "Serving engines on the GPU").
+#
+#   bash bench/serve_gpu.sh setup                 join /root/parts-carry/part-*, unpack: yichui's stack into a venv
+#                                                 over the image's torch, the engine into envs/<engine>-<version>,
+#                                                 llm-compressor's wheels for the export step; a copy of the project
+#   bash bench/serve_gpu.sh start [CHAIN ARGS]    serve_chain.py run, detached (setsid): it survives the call
+#   bash bench/serve_gpu.sh wait SECONDS          follow it until done or SECONDS pass; results to $OUT
+set -uo pipefail
+R=${YG_ROOT:-/root/yichui-gpu}; PARTS=${YG_PARTS:-/root/parts-carry}
+src=$(cd "$(dirname "$0")/.." && pwd)
+export YICHUI_HOME=$R/home YICHUI_WHEELS=$R/llmc HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 \
+       VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+case "${1:?setup|start|wait}" in
+  setup)
+    t0=$(date +%s)
+    mkdir -p $R && cat $PARTS/part-* | tar -x -C $R || exit 3   # → $R/carry/{stack,vllm,llmc}.tar.xz
+    python3 -m venv --system-site-packages --without-pip $R/venv || exit 3
+    tar -xJf $R/carry/stack.tar.xz -C "$(site $R/venv/bin/python)" --strip-components=1 || exit 3
+    for e in $R/carry/*.tar.xz; do
+      n=$(basename "$e" .tar.xz)
+      case $n in stack|llmc) continue ;; esac
+      v=$(ls "$src/bench/carry/$n"-*.txt | head -1 | sed "s/.*$n-//; s/\.txt$//")
+      python3 -m venv --system-site-packages --without-pip "$YICHUI_HOME/envs/$n-$v" || exit 3
+      tar -xJf "$e" -C "$(site "$YICHUI_HOME/envs/$n-$v/bin/python")" --strip-components=1 || exit 3
+    done
+    tar -xJf $R/carry/llmc.tar.xz -C $R || exit 3
+    rm -rf $R/src && cp -r "$src" $R/src && rm -rf $R/src/.git $R/src/.carry-p*   # runs from its own copy
+    # the project on the venv's path and its `yichui` command (what `pip install -e .` gives, without a build backend)
+    echo $R/src > "$(site $R/venv/bin/python)/yichui-src.pth"
+    printf '#!%s\nimport sys\nfrom wizard.cli import main\nsys.exit(main())\n' $R/venv/bin/python > $R/venv/bin/yichui
+    chmod +x $R/venv/bin/yichui
+    $R/venv/bin/yichui doctor 2>&1 | tail -25
+    echo "setup in $(( $(date +%s) - t0 )) s" ;;
+  start)
+    shift
+    mkdir -p $R/results
+    cd $R/src && setsid nohup $R/venv/bin/python bench/serve_chain.py run --work $R/work --results $R/results "$@" \
+      > $R/results/driver.log 2>&1 < /dev/null &
+    echo "started pid $!" ;;
+  wait)
+    end=$(( $(date +%s) + ${2:-60} ))
+    while [ "$(date +%s)" -lt "$end" ] && ! grep -q '"phase": "done"' $R/results/rows.jsonl 2>/dev/null; do sleep 10; done
+    python3 - <<'EOF'
+import json
+import os
+for line in open(os.environ.get("YG_ROOT", "/root/yichui-gpu") + "/results/rows.jsonl"):
+    r = json.loads(line)
+    print(r["phase"], r.get("seconds"), (r.get("error") or "")[:300])
+EOF
+    tail -c 3000 $R/results/driver.log
+    nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader
+    [ -n "${OUT:-}" ] && tar -czf "$OUT/results.tgz" -C $R results && ls -la "$OUT" ;;
+esac

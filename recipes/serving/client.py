@@ -1,0 +1,97 @@
+"""Talking to an OpenAI-compatible endpoint with the standard library only: the served models, a chat completion and
+a streamed one (Server-Sent Events: ``data: {json}`` lines, ``data: [DONE]`` last), each with why it ended.
+
+Every function takes the server's base URL ending in ``/v1`` and an optional API key (sent as
+``Authorization: Bearer``). Errors: :class:`OSError` when the endpoint is unreachable or answers an HTTP error
+(urllib's URLError / HTTPError, whose ``code`` is the status), :class:`ValueError` when the answer is not the JSON
+the API describes.
+"""
+from __future__ import annotations
+
+import json
+import urllib.request
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass
+class Reply:
+    """One chat completion: its text, why it ended (``"stop"``: an end-of-turn token or a stop string;
+    ``"length"``: the token limit) and how many tokens it took (None when the server does not say)."""
+
+    text: str
+    finish_reason: str | None
+    tokens: int | None = None
+
+    @property
+    def stopped(self) -> bool:
+        return self.finish_reason == "stop"
+
+
+def _auth(api_key: str | None) -> dict:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def request_json(url: str, body: dict | None = None, timeout: float = 120, api_key: str | None = None) -> dict:
+    """GET ``url`` (POST ``body`` as JSON when given) and parse the JSON reply ({} for an empty one)."""
+    data = json.dumps(body).encode() if body is not None else None
+    headers = {"Content-Type": "application/json"} | _auth(api_key)
+    with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers), timeout=timeout) as r:
+        raw = r.read()
+    return json.loads(raw) if raw.strip() else {}
+
+
+def models(endpoint: str, timeout: float = 10, api_key: str | None = None) -> list[str]:
+    """The ids ``GET {endpoint}/models`` lists."""
+    return [m["id"] for m in request_json(endpoint.rstrip("/") + "/models", timeout=timeout,
+                                          api_key=api_key).get("data", [])]
+
+
+def first_model(endpoint: str, timeout: float = 10, api_key: str | None = None) -> str:
+    """The id of the first model the endpoint lists. Raises OSError when unreachable, IndexError when it lists none."""
+    return models(endpoint, timeout, api_key)[0]
+
+
+def complete(endpoint: str, model: str, messages: list[dict], max_tokens: int = 256, api_key: str | None = None,
+             temperature: float | None = 0, timeout: float = 300) -> Reply:
+    """One chat completion (not streamed)."""
+    body = {"model": model, "messages": messages, "max_tokens": max_tokens}
+    if temperature is not None:
+        body["temperature"] = temperature
+    r = request_json(endpoint.rstrip("/") + "/chat/completions", body, timeout=timeout, api_key=api_key)
+    try:
+        choice = r["choices"][0]
+        return Reply((choice["message"].get("content") or "").strip(), choice.get("finish_reason"),
+                     (r.get("usage") or {}).get("completion_tokens"))
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ValueError(f"not a chat completion: {str(r)[:200]}") from None
+
+
+def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 256,
+           on_piece: Callable[[str], None] = lambda s: None, timeout: float = 300, api_key: str | None = None,
+           temperature: float | None = None) -> Reply:
+    """A streamed chat completion: each text piece goes to ``on_piece`` as it arrives; returns the whole reply with
+    the finish reason of its last chunk."""
+    body = {"model": model, "messages": messages, "max_tokens": max_tokens, "stream": True}
+    if temperature is not None:
+        body["temperature"] = temperature
+    req = urllib.request.Request(endpoint.rstrip("/") + "/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", "Accept": "text/event-stream"}
+                                 | _auth(api_key))
+    pieces: list[str] = []
+    finish = None
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        for raw in r:
+            line = raw.decode("utf-8", "replace").strip()
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                break
+            for choice in json.loads(data).get("choices", []):
+                piece = (choice.get("delta") or {}).get("content") or ""
+                finish = choice.get("finish_reason") or finish
+                if piece:
+                    pieces.append(piece)
+                    on_piece(piece)
+    return Reply("".join(pieces), finish)

@@ -1,0 +1,91 @@
+"""Start a serving engine in this interpreter, with its API key read from a file and kept out of sight.
+
+    python launcher.py --entry vllm.entrypoints.cli.main:main [--key-file F --key-flag --api-key] -- serve DIR …
+
+Two places would show the key, and both are closed here:
+
+* the command line: ``/proc/<pid>/cmdline`` (what ``ps`` shows every user) keeps the argv this process was exec'd
+  with, so a key appended to ``sys.argv`` here reaches the engine's parser without ever being visible there;
+* the log: engines print their arguments when they start (vLLM's "non-default args: {… 'api_key': [...]}", SGLang's
+  ``server_args=ServerArgs(… api_key=…)``). With a key, this process first forks a *redactor*: the engine's stdout
+  and stderr (and those of every process it starts, which inherit them) become a pipe, and the redactor copies the
+  pipe to the real output (the server log) with every occurrence of the key replaced by ``<redacted>``.
+
+``--entry`` is ``module:function`` (called with no arguments) or ``runpy:module`` (run as ``python -m module``).
+Standard library only: it runs in the engine's environment.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import runpy
+import signal
+import sys
+
+MASK = b"<redacted>"
+
+
+def redact(src: int, dst: int, secret: bytes) -> None:
+    """Copy ``src`` to ``dst`` until end of file, every ``secret`` replaced by :data:`MASK`. A key split across two
+    reads is still found: the last ``len(secret) - 1`` bytes wait for the next read."""
+    keep = len(secret) - 1
+    pending = b""
+    while True:
+        chunk = os.read(src, 65536)
+        if not chunk:
+            break
+        pending = (pending + chunk).replace(secret, MASK)
+        cut = max(0, len(pending) - keep)
+        nl = pending.rfind(b"\n", 0, cut) + 1 or cut  # whole lines when possible: logs stay readable when tailed
+        _write_all(dst, pending[:nl])
+        pending = pending[nl:]
+    _write_all(dst, pending.replace(secret, MASK))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _start_redactor(secret: bytes) -> None:
+    """Fork the redactor and point this process's stdout and stderr at it (see the module docstring)."""
+    r, w = os.pipe()
+    if os.fork() == 0:  # the redactor: outlives a SIGTERM to the group, so the engine's last lines still get through
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)
+        os.close(w)
+        try:
+            redact(r, 1, secret)
+        finally:
+            os._exit(0)
+    os.close(r)
+    os.dup2(w, 1)
+    os.dup2(w, 2)
+    os.close(w)
+
+
+def main(argv: list[str]) -> None:
+    if "--" not in argv:
+        raise SystemExit("launcher: usage: --entry MOD:FN [--key-file F --key-flag FLAG] -- ARGS…")
+    cut = argv.index("--")
+    opts, rest = argv[:cut], argv[cut + 1:]
+    o = dict(zip(opts[::2], opts[1::2]))
+    kind, _, target = o["--entry"].partition(":")
+    if "--key-file" in o:
+        with open(o["--key-file"]) as f:
+            key = f.read().strip()
+        if key:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            _start_redactor(key.encode())
+        rest = rest + [o["--key-flag"], key]
+    prog = target if kind == "runpy" else kind.split(".")[0]
+    sys.argv = [prog, *rest]
+    if kind == "runpy":
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        getattr(importlib.import_module(kind), target)()
+
+
+if __name__ == "__main__":  # guarded: engines that spawn workers re-import the main module
+    main(sys.argv[1:])
