@@ -13,25 +13,33 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 export YICHUI_HOME=$R/home YICHUI_WHEELS=$R/llmc HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 \
        VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
+# the image's python3 is itself a venv (/opt/torch/.venv): a venv made from it sees the base interpreter's packages,
+# not the image venv's torch, so each venv made here gets the image's site-packages through a .pth, after its own
+layer() { python3 -m venv --without-pip "$1" && python3 -c 'import site; print(site.getsitepackages()[0])' \
+            > "$(site "$1/bin/python")/image-site.pth"; }
 case "${1:?setup|start|wait}" in
   setup)
     t0=$(date +%s)
     mkdir -p $R && cat $PARTS/part-* | tar -x -C $R || exit 3   # → $R/carry/{stack,vllm,llmc}.tar.xz
-    python3 -m venv --system-site-packages --without-pip $R/venv || exit 3
+    layer $R/venv || exit 3
     tar -xJf $R/carry/stack.tar.xz -C "$(site $R/venv/bin/python)" --strip-components=1 || exit 3
     for e in $R/carry/*.tar.xz; do
       n=$(basename "$e" .tar.xz)
       case $n in stack|llmc) continue ;; esac
       v=$(ls "$src/bench/carry/$n"-*.txt | head -1 | sed "s/.*$n-//; s/\.txt$//")
-      python3 -m venv --system-site-packages --without-pip "$YICHUI_HOME/envs/$n-$v" || exit 3
+      layer "$YICHUI_HOME/envs/$n-$v" || exit 3
       tar -xJf "$e" -C "$(site "$YICHUI_HOME/envs/$n-$v/bin/python")" --strip-components=1 || exit 3
     done
     tar -xJf $R/carry/llmc.tar.xz -C $R || exit 3
     rm -rf $R/src && cp -r "$src" $R/src && rm -rf $R/src/.git $R/src/.carry-p*   # runs from its own copy
     # the project on the venv's path and its `yichui` command (what `pip install -e .` gives, without a build backend)
     echo $R/src > "$(site $R/venv/bin/python)/yichui-src.pth"
-    printf '#!%s\nimport sys\nfrom wizard.cli import main\nsys.exit(main())\n' $R/venv/bin/python > $R/venv/bin/yichui
-    chmod +x $R/venv/bin/yichui
+    # console scripts beside the venv's python (the packed trees carry none): yichui, and transformers (its serve)
+    for cmd in "yichui wizard.cli" "transformers transformers.cli.transformers"; do
+      set -- $cmd
+      printf '#!%s\nimport sys\nfrom %s import main\nsys.exit(main())\n' $R/venv/bin/python $2 > $R/venv/bin/$1
+      chmod +x $R/venv/bin/$1
+    done
     $R/venv/bin/yichui doctor 2>&1 | tail -25
     echo "setup in $(( $(date +%s) - t0 )) s" ;;
   start)

@@ -205,13 +205,17 @@ def _clean_env() -> dict:
 
 
 def _see_main_site(python: Path) -> None:
-    """Let the venv see the main interpreter's site-packages after its own (a .pth file): torch and whatever else
-    satisfies the pins is used from there; pip installs the rest into the venv and never uninstalls outside it."""
-    import site
+    """Let the venv see the main interpreter's packages after its own (a .pth file): torch and whatever else
+    satisfies the pins is used from there; pip installs the rest into the venv and never uninstalls outside it.
+    "The main interpreter's packages" are every folder on its ``sys.path`` that holds installed distributions, in
+    its order: its site-packages, and those a .pth file or PYTHONPATH adds (a venv layered over another one, as on
+    images whose torch lives in a venv of their own — ``site.getsitepackages()`` names only the first)."""
+    import glob
 
     purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                              capture_output=True, text=True, check=True, env=_clean_env()).stdout.strip()
-    paths = [p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p)]
+    paths = [p for p in dict.fromkeys(sys.path) if p and os.path.isdir(p) and os.path.abspath(p) != purelib
+             and glob.glob(os.path.join(glob.escape(p), "*.dist-info"))]
     Path(purelib, "yichui-main-site.pth").write_text("\n".join(paths) + "\n")
 
 
