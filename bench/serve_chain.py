@@ -411,9 +411,109 @@ def cmd_run(a) -> None:
     row(results, "done")
 
 
+LOG_RE = {"weights_gib": r"Model loading took ([\d.]+) GiB", "kv_gib": r"Available KV cache memory: ([\d.]+) GiB",
+          "kv_tokens": r"GPU KV cache size: ([\d,]+) tokens", "graphs_gib": r"Graph capturing finished in \d+ secs, took ([\d.]+) GiB",
+          "init_s": r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s",
+          "utilization": r"'gpu_memory_utilization': ([\d.]+)"}
+
+
+def engine_log(path: Path) -> dict:
+    """The start-up figures vLLM logs (weights, KV-cache memory and tokens, CUDA graphs, init time)."""
+    text = path.read_text(errors="replace") if path.exists() else ""
+    out = {}
+    for k, rx in LOG_RE.items():
+        m = re.findall(rx, text)
+        if m:
+            out[k] = float(m[-1].replace(",", ""))
+    out["eager"] = "Enforce eager set" in text
+    return out
+
+
+def memory_rows(results: Path) -> list[dict]:
+    """Every vLLM start of the run: the engine's KV-cache tokens, the prediction made at deploy time (the memory
+    model of that day) and the current memory model's."""
+    from recipes import memory
+
+    rows = [json.loads(x) for x in (results / "rows.jsonl").read_text().splitlines() if x.strip()]
+    chain = next(r for r in rows if r["phase"] == "chain" and r.get("session"))
+    shapes = {k: memory.shape_from_config(json.loads((CONFIGS / k / "config.json").read_text()))
+              for k in ("qwen2.5-0.5b", "qwen2.5-1.5b")}
+    formats = next((r for r in reversed(rows) if r["phase"] == "formats" and r.get("formats")), {}).get("formats", {})
+    runs = [("merged", "qwen2.5-0.5b", "bf16", chain["deploy"], "server-merged.log", "fit")]
+    fmt_key = {"gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4", "adapter": "bf16"}
+    for f, o in formats.items():
+        if o.get("deploy"):
+            runs.append((f, "qwen2.5-0.5b", fmt_key.get(f, "bf16"), o["deploy"], f"server-{f}.log", "formats"))
+    hold = next((r for r in rows if r["phase"] == "holdout" and r.get("deploy")), None)
+    if hold:
+        runs.append(("holdout", "qwen2.5-1.5b", "bf16", hold["deploy"], "server-holdout.log", "held out"))
+    extra = results / "extra.jsonl"
+    for line, (name, shape, kind) in zip(extra.read_text().splitlines() if extra.exists() else [],
+                                         (("merged", "qwen2.5-0.5b", "fit"), ("holdout", "qwen2.5-1.5b", "held out"))):
+        d = json.loads(line)
+        runs.append((name + " (eager, 0.9)", shape, "bf16", d, f"server-extra-{name}-eager-0.9.log", kind))
+    out = []
+    lora = shapes["qwen2.5-0.5b"].lora_params(64, "all-linear")
+    for name, shape, fmt, dep, log, kind in runs:
+        e = engine_log(results / log)
+        pred = memory.serving(shapes[shape], fmt, 140.4, e.get("utilization", 0.9), cuda_graphs=not e["eager"],
+                              gpu_name="NVIDIA H200", adapter_params=lora if name == "adapter" else 0)
+        rep = (dep.get("kv_cache") or {}).get("reported_tokens")
+        then = (dep.get("kv_cache") or {}).get("predicted_tokens")
+        out.append({"run": name, "shape": shape, "format": fmt, "kind": kind, "utilization": e.get("utilization"),
+                    "cuda_graphs": not e["eager"], "engine_weights_gib": e.get("weights_gib"),
+                    "model_weights_gib": pred["weights_gib"], "engine_kv_gib": e.get("kv_gib"),
+                    "reported_tokens": rep, "predicted_then": then, "predicted_now": pred["max_tokens"],
+                    "error_then_pct": round((then / rep - 1) * 100, 2) if rep and then else None,
+                    "error_now_pct": round((pred["max_tokens"] / rep - 1) * 100, 2) if rep else None})
+    return out
+
+
 def cmd_report(a) -> None:
-    rows = [json.loads(x) for x in (Path(a.results) / "rows.jsonl").read_text().splitlines() if x.strip()]
-    print(json.dumps([{k: r.get(k) for k in ("phase", "seconds", "error")} for r in rows], indent=1))
+    """Tables from a results folder (raw rows and the engines' logs), printed as markdown."""
+    results = Path(a.results)
+    rows = [json.loads(x) for x in (results / "rows.jsonl").read_text().splitlines() if x.strip()]
+    by = {}
+    for r in rows:
+        by.setdefault(r["phase"], []).append(r)
+    chain = next(r for r in by["chain"] if r.get("session"))
+    lines = ["### Engine × format", "",
+             "| served | start s | /v1/models | reply (tokens, finish) | stream finish | no key | wrong key | key | "
+             "key in files | `yichui chat` |", "|---|---:|---|---|---|---:|---:|---:|---|---|"]
+    served = [("merged (CUDA graphs)", by["server:merged"][-1])]
+    for f, o in (by.get("formats") or [{}])[-1].get("formats", {}).items():
+        if o.get("server"):
+            served.append((f + " (eager)", o["server"]))
+    for name, sv in served:
+        chat = sv.get("yichui_chat") or {}
+        answered = "Short answer" in chat.get("output", "")
+        lines.append(f"| {name} | {sv.get('start_seconds')} | {', '.join(sv.get('models_listed') or [])} | "
+                     f"{sv.get('reply_tokens')}, {sv.get('finish_reason')} | {sv.get('stream_finish_reason')} | "
+                     f"{sv.get('http_without_key')} | {sv.get('http_with_wrong_key')} | {sv.get('http_with_key')} | "
+                     f"{'none' if sv.get('key_in_files') == [] else sv.get('key_in_files')} | "
+                     f"rc {chat.get('rc')}{', answered' if answered else ''} |")
+    lines += ["", "### KV cache: the engine's against the memory model's", "",
+              "| run | shape | format | util | graphs | weights GiB engine / model | KV GiB | engine tokens | "
+              "predicted at deploy | error | recalibrated | error |", "|---|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+    for m in memory_rows(results):
+        lines.append(f"| {m['run']} ({m['kind']}) | {m['shape']} | {m['format']} | {m['utilization']} | "
+                     f"{'yes' if m['cuda_graphs'] else 'no'} | {m['engine_weights_gib']} / {m['model_weights_gib']} | "
+                     f"{m['engine_kv_gib']} | {m['reported_tokens']:,} | {m['predicted_then']:,} | "
+                     f"{m['error_then_pct']:+.2f} % | {m['predicted_now']:,} | {m['error_now_pct']:+.2f} % |")
+    load = (by.get("load") or [{}])[-1]
+    if load.get("engine") and load.get("transformers"):
+        lines += ["", "### Load: the deploy step's vLLM against transformers serve, same GPU, same model", "",
+                  "| concurrent | server | ok | requests/s | p50 s | p99 s | generated tokens/s | ratio (req/s) |",
+                  "|---:|---|---:|---:|---:|---:|---:|---:|"]
+        for e, t in zip(load["engine"]["rows"], load["transformers"]["rows"]):
+            for label, r in (("vLLM", e), ("transformers", t)):
+                ratio = f"{e['requests_per_s'] / t['requests_per_s']:.1f}×" if label == "vLLM" else ""
+                lines.append(f"| {r['concurrency']} | {label} | {r['ok']}/{r['requests']} | {r['requests_per_s']} | "
+                             f"{r['p50_s']} | {r['p99_s']} | {r['completion_tokens_per_s']} | {ratio} |")
+    lines += ["", "### Time to a served model (wall seconds per step, from the session file)", "",
+              "| " + " | ".join(chain["step_seconds"]) + " | total |", "|" + "---:|" * (len(chain["step_seconds"]) + 1),
+              "| " + " | ".join(str(v) for v in chain["step_seconds"].values()) + f" | {chain['wall_seconds']} |"]
+    print("\n".join(lines))
 
 
 def main() -> None:

@@ -86,14 +86,20 @@ def _gpu(ctx) -> tuple[float, int]:
 
 
 def serving_budget(ctx, a: dict) -> dict | None:
-    """The memory model's serving estimate for the answers so far (None when the shape is unknown)."""
+    """The memory model's serving estimate for the answers so far (None when the shape is unknown): the weights of
+    the chosen export (an unmerged adapter beside the base's bf16 weights), CUDA graphs or not, on the target GPU."""
     shape = ctx.outputs("evaluate_memory").get("shape")
     if not shape:
         return None
+    shape = memory.shape_from_dict(shape)
     gib, _ = _gpu(ctx)
-    fmt = WEIGHT_FORMAT.get(a.get("model", "merged"), "bf16") if a.get("model") != "adapter" else "bf16"
-    return memory.serving(memory.shape_from_dict(shape), fmt, gib, a.get("gpu_memory_utilization", 0.9),
-                          a.get("tensor_parallel", 1))
+    adapter = adapter_info(ctx) if a.get("model") == "adapter" else None
+    fmt = WEIGHT_FORMAT.get(a.get("model", "merged"), "bf16")
+    targets = ctx.outputs("choose_strategy").get("strategy", {}).get("lora_targets") or "all-linear"
+    name = (ctx.outputs("evaluate_memory").get("gpu") or {}).get("name") or ""
+    return memory.serving(shape, fmt, gib, a.get("gpu_memory_utilization", 0.9), a.get("tensor_parallel", 1),
+                          cuda_graphs=a.get("cuda_graphs", True), gpu_name=name,
+                          adapter_params=shape.lora_params(adapter["rank"], targets) if adapter else 0)
 
 
 def questions(ctx) -> list[Question]:
@@ -149,7 +155,11 @@ def questions(ctx) -> list[Question]:
 
     def default_len(a):
         est = serving_budget(ctx, a)
-        return max(1, est["longest_context"]) if est else 4096
+        if not est:
+            return 4096
+        if est["longest_context"] < est["max_tokens"]:  # the model's own limit
+            return max(1, est["longest_context"])
+        return max(1, int(est["longest_context"] * 0.97))  # the KV cache's: 3 % below the prediction (±0.3 % measured)
 
     def check_len(v, a):
         est = serving_budget(ctx, a)
@@ -273,7 +283,14 @@ def stop_cause(model_dir: str) -> tuple[str, dict]:
     eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
     end = tok.get("eos_token")
     end = end.get("content") if isinstance(end, dict) else end
+    # the end-of-turn token's id: tokenizer.json's added tokens (what transformers 5 writes), else the older
+    # tokenizer_config.json's added_tokens_decoder
     ids = {int(k): v.get("content") for k, v in (tok.get("added_tokens_decoder") or {}).items() if isinstance(v, dict)}
+    try:
+        ids |= {int(t["id"]): t.get("content") for t in json.loads((d / "tokenizer.json").read_text())
+                .get("added_tokens", []) if isinstance(t, dict) and "id" in t}
+    except (OSError, ValueError, TypeError):
+        pass
     end_id = next((i for i, c in ids.items() if c == end), None)
     if end_id is not None and end_id not in eos:
         return "deploy.stop_cause.eos", {"dir": model_dir, "token": end, "id": end_id, "eos": sorted(eos)}
@@ -287,11 +304,12 @@ def run(ctx, answers: dict) -> dict:
     inst = engines.find(backend, envs(ctx))
     if inst is None:
         raise StepError("deploy.not_installed", backend=backend, hint=engines.install_hint(backend, envs(ctx)))
-    tab = engines.table_for(inst, ctx.home / "cache" / "engine_tables")
+    cache = ctx.home / "cache" / "engine_tables"
+    tab = engines.table_for(inst, cache)
     if tab["origin"] == "parser":
         ctx.info(msg("deploy.table_from_parser", engine=backend, version=inst.version, path=tab["path"]))
     launch, model_dir, adapter = plan(ctx, answers, inst, tab)
-    engines.check_help(inst, launch)
+    engines.check_help(inst, launch, cache=cache)
     sdir = ctx.run_dir / "serve"
     key_file = keys.key_file(sdir) if launch.key_flag else None
     key = keys.read_key(key_file)

@@ -104,7 +104,7 @@ def serving(ctx, shape: memory.Shape, gpu: dict, gpus: list) -> dict:
     parallelism over the GPUs, the tokens of KV cache that fit and the longest context (recipes.memory.serving)."""
     rows, est = [], {}
     for fmt in SERVING_FORMATS:
-        e = memory.serving(shape, fmt, gpu["memory_gib"], 0.9, gpu["count"])
+        e = memory.serving(shape, fmt, gpu["memory_gib"], 0.9, gpu["count"], gpu_name=gpu.get("name") or "")
         est[fmt] = e
         rows.append((fmt, f"{e['weights_gib']:.2f}", f"{e['kv_budget_gib']:.2f}", f"{e['max_tokens']:,}",
                      f"{e['longest_context']:,}", ctx.t("ui.yes" if e["fits"] else "ui.no")))

@@ -475,8 +475,32 @@ def smallest_instance(shape: Shape, t: Training) -> dict | None:
 
 # -- serving --------------------------------------------------------------------------------------------------------
 WEIGHT_FORMATS = ("bf16", "fp8", "awq", "gptq", "bnb4", "bnb8")
-SERVING_OVERHEAD_GIB = 1.5  # activations of a forward pass, CUDA graphs and context beside weights and KV cache
-                            # (order of vLLM's profile run; uncalibrated until the deploy issue measures engines)
+# Serving memory, calibrated on vLLM 0.26.0 on an H200 (bench/results/2026-12-01-serve-h200.md): KV cache =
+# utilization × the memory CUDA reports − weights − the start-up profile's peak (vllm/v1/worker/gpu_worker.py
+# determine_available_memory: requested − (weights + torch peak increase + non-torch increase) − CUDA graphs).
+CUDA_RESERVED_FRACTION = 0.0043  # cudaMemGetInfo's total vs nvidia-smi's: 139.80 GiB of 143,771 MiB on an H200
+SERVING_BASE_GIB = 0.346  # non-torch memory + the sampler's pass over max_num_seqs rows of logits (Qwen's 151,936
+                          # vocabulary: fitted there, another vocabulary is not measured)
+SERVING_GRAPHS_GIB = 0.015  # what the CUDA-graph estimate took from the KV cache (0.5B: 0.576 vs 0.561 GiB)
+SERVING_MLP_PASSES = 3  # the profile's MLP peak: gate_up (2 × intermediate) + activation (1 ×), per batched token
+SERVING_OVERHEAD_GIB = 1.5  # before the calibration (kept for the record: 0.3–7 % under on the runs measured)
+
+
+def batched_tokens(gpu_gib: float, gpu_name: str = "") -> int:
+    """vLLM's default ``max_num_batched_tokens`` for its API server: 8192 on GPUs of ≥ 70 GiB other than the A100,
+    else 2048 (vllm/engine/arg_utils.py ``_get_default_max_num_seqs_and_batched_tokens``, 0.26.0): the tokens of
+    the start-up profile's forward pass."""
+    return 8192 if gpu_gib >= 70 and "a100" not in gpu_name.lower() else 2048
+
+
+def serving_overhead(shape: Shape, gpu_gib: float, gpus: int = 1, cuda_graphs: bool = True,
+                     gpu_name: str = "") -> float:
+    """Bytes an engine keeps at start beside weights and KV cache, per GPU: :data:`SERVING_BASE_GIB` + the MLP
+    activations of the profile's forward pass (:data:`SERVING_MLP_PASSES` × batched tokens × intermediate / tensor
+    parallel × 2 bytes) + :data:`SERVING_GRAPHS_GIB` with CUDA graphs. Fitted on Qwen2.5-0.5B, checked on
+    Qwen2.5-1.5B (bench/results/2026-12-01-serve-h200.md)."""
+    act = SERVING_MLP_PASSES * batched_tokens(gpu_gib, gpu_name) * shape.intermediate / gpus * 2
+    return SERVING_BASE_GIB * GIB + act + (SERVING_GRAPHS_GIB * GIB if cuda_graphs else 0)
 
 
 def weight_bytes(shape: Shape, fmt: str) -> float:
@@ -500,26 +524,33 @@ def kv_bytes_per_token(shape: Shape, kv_dtype_bytes: int = 2) -> int:
 
 
 def serving(shape: Shape, fmt: str = "bf16", gpu_gib: float = 80.0, utilization: float = 0.9, gpus: int = 1,
-            kv_dtype_bytes: int = 2) -> dict:
-    """What fits when serving: the KV-cache budget at ``utilization`` of the GPU memory (as vLLM's
-    --gpu-memory-utilization), in tokens, and the longest single context (capped by max_position_embeddings;
-    a sliding window caps what one sequence keeps per layer, so the budget goes further).
+            kv_dtype_bytes: int = 2, cuda_graphs: bool = True, gpu_name: str = "", adapter_params: int = 0) -> dict:
+    """What fits when serving: the KV-cache budget at ``utilization`` of the GPU memory (vLLM's
+    --gpu-memory-utilization, of the memory CUDA reports), in tokens, and the longest single context (capped by
+    max_position_embeddings; a sliding window caps what one sequence keeps per layer, so the budget goes further).
 
-    Returns ``{"weights_gib", "kv_bytes_per_token", "kv_budget_gib", "max_tokens", "longest_context", "fits"}``
-    per GPU with tensor parallelism over ``gpus`` (weights and KV heads divided).
+    Args:
+        gpu_gib: the GPU's memory as nvidia-smi reports it, GiB (2^30 bytes).
+        adapter_params: parameters of a LoRA adapter served unmerged (its bf16 copy sits beside the weights).
+
+    Returns ``{"weights_gib", "overhead_gib", "kv_bytes_per_token", "kv_budget_gib", "max_tokens",
+    "longest_context", "fits"}`` per GPU with tensor parallelism over ``gpus`` (weights and KV heads divided).
+    Measured against vLLM 0.26.0's own "GPU KV cache size" on an H200 within 0.3 % on a held-out shape
+    (bench/results/2026-12-01-serve-h200.md).
     """
     if not 0 < utilization <= 1:
         raise ConfigError("memory.bad_number", name="utilization", value=utilization)
-    w = weight_bytes(shape, fmt) / gpus
+    w = (weight_bytes(shape, fmt) + 2 * adapter_params) / gpus
     kv_tok = kv_bytes_per_token(shape, kv_dtype_bytes) / gpus
-    budget = utilization * gpu_gib * GIB - w - SERVING_OVERHEAD_GIB * GIB
+    over = serving_overhead(shape, gpu_gib, gpus, cuda_graphs, gpu_name)
+    budget = utilization * gpu_gib * (1 - CUDA_RESERVED_FRACTION) * GIB - w - over
     tokens = max(0, int(budget // kv_tok)) if budget > 0 else 0
     longest = tokens
     if shape.sliding_window and tokens >= shape.sliding_window:
         longest = shape.max_position or tokens
     if shape.max_position:
         longest = min(longest, shape.max_position)
-    return {"weights_gib": round(w / GIB, 3), "kv_bytes_per_token": int(kv_tok),
+    return {"weights_gib": round(w / GIB, 3), "overhead_gib": round(over / GIB, 3), "kv_bytes_per_token": int(kv_tok),
             "kv_budget_gib": round(max(0.0, budget) / GIB, 3), "max_tokens": tokens, "longest_context": longest,
             "fits": budget > 0}
 

@@ -139,6 +139,13 @@ def test_versions_differ_where_their_parsers_do():
     assert build("vllm", "bnb-4bit", version="0.26.0").args[-2:] == ["--quantization", "bitsandbytes"]
 
 
+def test_the_install_hint_names_the_version_started_on_a_gpu(tmp_path):
+    assert specs.recommended("vllm").version == "0.26.0" and specs.recommended("vllm").started
+    assert "vllm==0.26.0" in engines.install_hint("vllm", tmp_path)
+    assert str(tmp_path / "vllm-0.26.0") in engines.install_hint("vllm", tmp_path)
+    assert specs.recommended("sglang").version == "0.5.23"  # none started yet: the newest with a table
+
+
 def test_a_version_without_its_own_spec_takes_the_newest_older_one():
     assert specs.spec("vllm", "0.30.1").version == "0.26.0"
     assert specs.spec("vllm", "0.40.0").version == "0.33.0"
@@ -196,7 +203,11 @@ def test_transformers_serve_stays_on_loopback_and_serves_no_unmerged_adapter():
 
 def test_help_check_against_the_real_transformers_serve(tmp_path):
     inst = engines.find("transformers", tmp_path)
-    text = engines.help_text(inst)
+    text = engines.help_text(inst, cache=tmp_path / "cache")
+    cached = tmp_path / "cache" / f"transformers-{inst.version}.help.txt"
+    assert cached.read_text() == text and "--port" in text  # kept: the next start does not import the engine
+    cached.write_text(text + "\n--only-in-the-cache")
+    assert engines.help_text(inst, cache=tmp_path / "cache").endswith("--only-in-the-cache")
     engines.check_help(inst, build("transformers", "merged"), text)
     bad = engines.Launch("transformers", inst.version, ["/m", "--host", "127.0.0.1", "--max-model-len", "9"], "x")
     with pytest.raises(engines.EngineError) as e:
@@ -293,3 +304,45 @@ def test_the_redactor_finds_a_key_split_across_reads(tmp_path, chunk):
     os.close(r)
     os.waitpid(pid, 0)
     assert dst.read_bytes() == data.replace(secret, launcher.MASK)
+
+
+def test_the_kv_cache_size_is_read_from_a_real_vllm_log():
+    """The start-up log of vLLM 0.26.0 on an H200 (bench/results): the spec's pattern finds the KV-cache size."""
+    from recipes import deploy
+
+    log = ROOT / "bench" / "results" / "2026-12-01-serve-h200" / "server-merged.log"
+    assert deploy.kv_cache_tokens(specs.spec("vllm", "0.26.0"), str(log)) == 5_976_320
+    assert deploy.kv_cache_tokens(specs.spec("transformers"), str(log)) is None  # no pattern: nothing claimed
+    assert deploy.kv_cache_tokens(specs.spec("vllm", "0.26.0"), str(ROOT / "no-such.log")) is None
+
+
+def test_the_real_engines_logs_show_the_redaction_not_the_key():
+    """vLLM prints its non-default arguments at start; on the H200 run the launcher's redactor stood in for the
+    key in every server bound beyond loopback."""
+    logs = sorted((ROOT / "bench" / "results" / "2026-12-01-serve-h200").glob("server-*.log"))
+    keyed = [p for p in logs if "'host': '0.0.0.0'" in p.read_text(errors="replace")]
+    assert len(keyed) == 6
+    for p in keyed:
+        args = next(x for x in p.read_text(errors="replace").splitlines() if "non-default args" in x)
+        assert "'api_key': ['<redacted>']" in args, p.name
+
+
+def test_why_a_served_model_may_not_stop(tiny_model, tmp_path):
+    """deploy.stop_cause reads the served folder: an EOS id missing for the template's end-of-turn token is named."""
+    import shutil
+
+    from recipes import deploy
+
+    d = tmp_path / "m"
+    shutil.copytree(tiny_model, d)
+    key, params = deploy.stop_cause(str(d))
+    assert key == "deploy.stop_cause.engine"  # the tiny model names <|im_end|> among its EOS ids
+    gen = json.loads((d / "generation_config.json").read_text())
+    added = json.loads((d / "tokenizer.json").read_text())["added_tokens"]
+    end = next(t["id"] for t in added if t["content"] == "<|im_end|>")
+    gen["eos_token_id"] = [i for i in gen["eos_token_id"] if i != end]
+    (d / "generation_config.json").write_text(json.dumps(gen))
+    key, params = deploy.stop_cause(str(d))
+    assert key == "deploy.stop_cause.eos" and params["id"] == end and params["token"] == "<|im_end|>"
+    (d / "generation_config.json").unlink()
+    assert deploy.stop_cause(str(d))[0] == "deploy.stop_cause.no_config"

@@ -109,9 +109,18 @@ def test_zero_sharding_arithmetic(qwen7b):
 
 def test_kv_cache_and_serving_by_hand(qwen7b):
     assert memory.kv_bytes_per_token(qwen7b) == 28 * 4 * 128 * 2 * 2  # layers × KV heads × head dim × K,V × bf16
-    s = memory.serving(qwen7b, "bf16", gpu_gib=80.0, utilization=0.9)
-    budget = 0.9 * 80 * GIB - 2 * qwen7b.n_params - memory.SERVING_OVERHEAD_GIB * GIB
+    s = memory.serving(qwen7b, "bf16", gpu_gib=80.0, utilization=0.9, gpu_name="NVIDIA H100 80GB HBM3")
+    # vLLM's start-up profile: base + 3 MLP passes over 8192 batched tokens (a ≥ 70 GiB GPU) + CUDA graphs
+    over = (memory.SERVING_BASE_GIB + memory.SERVING_GRAPHS_GIB) * GIB + 3 * 8192 * 18944 * 2
+    budget = 0.9 * 80 * (1 - memory.CUDA_RESERVED_FRACTION) * GIB - 2 * qwen7b.n_params - over
     assert s["max_tokens"] == int(budget // (28 * 4 * 128 * 4)) and s["longest_context"] == 32768
+    assert s["overhead_gib"] == round(over / GIB, 3)
+    a100 = memory.serving(qwen7b, "bf16", gpu_gib=80.0, utilization=0.9, gpu_name="NVIDIA A100-SXM4-80GB")
+    assert a100["overhead_gib"] < s["overhead_gib"]  # vLLM batches 2048 tokens on an A100, 8192 on an H100
+    eager = memory.serving(qwen7b, "bf16", gpu_gib=80.0, utilization=0.9, cuda_graphs=False, gpu_name="H100")
+    assert eager["max_tokens"] > s["max_tokens"]
+    lora = memory.serving(qwen7b, "bf16", gpu_gib=80.0, utilization=0.9, adapter_params=40_000_000, gpu_name="H100")
+    assert lora["weights_gib"] == round((2 * qwen7b.n_params + 80_000_000) / GIB, 3)
     awq = memory.serving(qwen7b, "awq", gpu_gib=24.0)
     assert awq["weights_gib"] < s["weights_gib"] / 2.5 and awq["max_tokens"] > 0
     assert not memory.serving(qwen7b, "bf16", gpu_gib=16.0)["fits"]

@@ -547,3 +547,24 @@ def test_galore_and_padding_free_packing(chain):
     assert seen["true"] > 1.5 * seen["false"], seen
     exp = chain.step("export", formats="")
     assert Path(exp["merged_dir"], "model.safetensors").exists()
+
+
+def test_why_an_exported_copy_runs_past_the_end_of_turn(tiny_model, tmp_path):
+    """export.stop_cause, on real folders: a copy missing an EOS id, a copy with another template, else the
+    quantization (named with its KL)."""
+    from recipes import export
+
+    merged, copy = tmp_path / "merged", tmp_path / "copy"
+    shutil.copytree(tiny_model, merged)
+    shutil.copytree(tiny_model, copy)
+    quality = {"kl_mean": 0.0123}
+    assert export.stop_cause(merged, copy, "What is LoRA?", quality, False) == (
+        "export.stop_cause.quantization", {"kl": "0.0123"})
+    template = (copy / "chat_template.jinja").read_text()
+    (copy / "chat_template.jinja").write_text(template.replace("<|im_start|>assistant", "<|im_start|>bot"))
+    assert export.stop_cause(merged, copy, "What is LoRA?", quality, False)[0] == "export.stop_cause.template"
+    gen = json.loads((copy / "generation_config.json").read_text())
+    dropped = gen["eos_token_id"].pop(0)
+    (copy / "generation_config.json").write_text(json.dumps(gen))
+    assert export.stop_cause(merged, copy, "What is LoRA?", quality, False) == (
+        "export.stop_cause.eos", {"ids": [dropped]})

@@ -487,7 +487,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
             raise _fail("cli.seq_over_max", seq=seq, max=shape.max_position)
         e = memory.estimate(shape, t, gib)
         inst = memory.smallest_instance(shape, t)
-        srv = memory.serving(shape, serve, gib or 80.0, utilization, gpus)
+        srv = memory.serving(shape, serve, gib or 80.0, utilization, gpus, gpu_name=gpu_name or "")
     except memory.ConfigError as err:
         raise _fail(err.key, **err.params)
     result = {"model": model, "peak_gib": e["peak_gib"], "components": e["components"], "fits": e.get("fits"),

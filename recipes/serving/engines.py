@@ -388,8 +388,13 @@ def process_env(inst: Installed) -> dict | None:
     return None if inst.where == "main" else _clean_env()
 
 
-def help_text(inst: Installed, timeout: float = 300) -> str:
-    """The engine's own ``--help`` for its launch command (``vllm serve --help=all``, …)."""
+def help_text(inst: Installed, timeout: float = 300, cache: Path | None = None) -> str:
+    """The engine's own ``--help`` for its launch command (``vllm serve --help=all``, …). With ``cache``, kept in
+    ``cache/<engine>-<version>.help.txt`` once read: printing it imports the engine (vLLM: ~15 s of every start on an
+    H200), and an installed version's options do not change."""
+    path = cache / f"{inst.engine}-{inst.version}.help.txt" if cache else None
+    if path is not None and path.exists():
+        return path.read_text(errors="replace")
     spec = inst.spec
     if spec.entry is None:
         argv = [str(Path(inst.python).parent / spec.console), *spec.prefix, *spec.help]
@@ -397,19 +402,26 @@ def help_text(inst: Installed, timeout: float = 300) -> str:
         argv = [inst.python, str(LAUNCHER), "--entry", spec.entry, "--", *spec.prefix, *spec.help]
     env = (process_env(inst) or dict(os.environ)) | {"COLUMNS": "400", "TERM": "dumb", "NO_COLOR": "1"}
     out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
-    return out.stdout + out.stderr
+    text = out.stdout + out.stderr
+    if path is not None and out.returncode == 0 and FLAG_RE.search(text):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return text
 
 
 FLAG_RE = re.compile(r"(?<![\w-])(--?[A-Za-z0-9][\w.-]*)")
 
 
-def check_help(inst: Installed, launch: Launch, text: str | None = None) -> None:
-    """Every option of the launch (and the key option) appears in the installed engine's ``--help``.
+def check_help(inst: Installed, launch: Launch, text: str | None = None, cache: Path | None = None) -> None:
+    """Every option of the launch (and the key option) appears in the installed engine's ``--help``
+    (:func:`help_text`, cached in ``cache`` when given).
 
     Raises:
         EngineError("deploy.flag_not_in_help"): naming the option, the installed version and the table's version.
     """
-    listed = set(FLAG_RE.findall(text if text is not None else help_text(inst)))
+    listed = set(FLAG_RE.findall(text if text is not None else help_text(inst, cache=cache)))
     used = [x.partition("=")[0] for x in launch.args if x.startswith("--")] + ([launch.key_flag] if launch.key_flag else [])
     for flag in used:
         if flag not in listed:

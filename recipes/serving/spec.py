@@ -93,7 +93,8 @@ _VLLM_026 = EngineSpec(
     # compressed-tensors (llm-compressor's GPTQ/AWQ/FP8); pre-quantized bitsandbytes 4-bit while vLLM has it
     formats={"merged": {}, **{f: {"quantization": "compressed-tensors"} for f in COMPRESSED_TENSORS},
              "bnb-4bit": {"quantization": "bitsandbytes"}},
-    lora=True, kv_tokens_log=r"GPU KV cache size: ([\d,]+) tokens")  # vllm/v1/core/kv_cache_utils.py
+    lora=True, kv_tokens_log=r"GPU KV cache size: ([\d,]+) tokens",  # vllm/v1/core/kv_cache_utils.py
+    started="bench/results/2026-12-01-serve-h200.md")  # every format above and a rank-64 adapter, on an H200
 
 _SGLANG_0517 = EngineSpec(
     engine="sglang", version="0.5.17", gpu=True, entry="runpy:sglang.launch_server", console="sglang",
@@ -106,7 +107,8 @@ _SGLANG_0517 = EngineSpec(
              "trust_remote_code": ("--trust-remote-code",), "api_key": ("--api-key",),
              "quantization": ("--quantization",)},
     formats={"merged": {}, **{f: {"quantization": "compressed-tensors"} for f in COMPRESSED_TENSORS}},
-    lora=True, kv_tokens_log=r"KV Cache is allocated\. #tokens: (\d+)")  # sglang/srt/mem_cache/memory_pool.py
+    # sglang/srt/mem_cache/memory_pool.py (0.5.17's source; not yet seen in a log of a started server)
+    lora=True, kv_tokens_log=r"KV Cache is allocated\. dtype: [^,]+, #tokens: (\d+)")
 
 # LMDeploy's TurboMind engine is a CUDA 12 build; its PyTorch engine runs wherever torch does. The PyTorch engine
 # does not load compressed-tensors checkpoints (only TurboMind's --model-format compressed-tensors takes them), so
@@ -134,7 +136,7 @@ _TRANSFORMERS_524 = EngineSpec(
 # every version with a committed table, oldest first
 SPECS: dict[str, tuple[EngineSpec, ...]] = {
     "transformers": (_TRANSFORMERS_524,),
-    "vllm": (_VLLM_026, replace(_VLLM_026, version="0.33.0")),
+    "vllm": (_VLLM_026, replace(_VLLM_026, version="0.33.0", started="")),
     "sglang": (_SGLANG_0517, replace(_SGLANG_0517, version="0.5.23")),
     "lmdeploy": (_LMDEPLOY_018,),
 }

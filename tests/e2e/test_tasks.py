@@ -38,12 +38,19 @@ def clean(home):
 def test_deploy_quantize_and_chat_tasks(clean, hub):
     home = clean
     benchmark_repos(home / "cache" / "hub")  # served by `hub` for the endpoint evaluation below
-    r = yichui(home, "demo", "--task", "deploy")
+    # an installed engine version yichui has no committed table for: its options are read from its own parser and
+    # the server starts from them (transformers serve, its table hidden)
+    hidden = home / "no-tables"
+    hidden.mkdir()
+    r = yichui(home, "demo", "--task", "deploy", YICHUI_ENGINE_TABLES=str(hidden))
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     s = only(home, "deploy")
     assert_task_shape(s)
     out = s["steps"]["deploy"]["outputs"]
     assert out["reply"] and out["model_dir"] == s["steps"]["download"]["outputs"]["model_dir"]  # served as it is
+    assert out["engine_table"] == "parser" and "has no committed argument table" in r.stdout
+    read = json.loads((home / "cache" / "engine_tables" / f"transformers-{out['engine_version']}.json").read_text())
+    assert read["engine"] == "transformers" and "--port" in read["flags"]
     assert "bf16" in s["steps"]["evaluate_memory"]["outputs"]["serving"]  # the serving view of the memory model
     assert "Training" not in r.stdout and "[4/4] Deploy" in r.stdout, r.stdout
 

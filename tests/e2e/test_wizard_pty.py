@@ -129,7 +129,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Which engine will serve the model?")                    # transformers (no GPU here)
         t.ask("Quantized copies to make", " ")                         # untick bnb-4bit: the merged model only
         t.ask("Serving engine:", DOWN)                                # vLLM: not installed here
-        t.expect("vllm==0.33.0")                                      # re-prompt 5, with the install line
+        t.expect("vllm==0.26.0")                                      # re-prompt 5, with the install line
         t.ask("Serving engine:", UP)
         t.ask("Which export to serve?")
         t.ask("Bind address:", "0.0.0.0", clear=True)
