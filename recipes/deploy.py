@@ -127,7 +127,7 @@ def questions(ctx) -> list[Question]:
         """The exports the chosen engine loads, and the adapter unmerged where the engine serves LoRA."""
         backend = a.get("backend", "transformers")
         inst = engines.find(backend, home_envs)
-        loads = engines.formats(backend, inst)
+        loads = engines.formats(backend, inst, engines.cache_dir(ctx.home))
         out = [Choice("merged", msg("deploy.model.merged" if exported else "deploy.model.downloaded"))] + [
             Choice(f, msg("deploy.model.format", format=f)) for f in exported.get("artifacts", {}) if f in loads]
         if (inst.spec if inst else specs.recommended(backend)).lora and adapter_info(ctx):
@@ -304,7 +304,7 @@ def run(ctx, answers: dict) -> dict:
     inst = engines.find(backend, envs(ctx))
     if inst is None:
         raise StepError("deploy.not_installed", backend=backend, hint=engines.install_hint(backend, envs(ctx)))
-    cache = ctx.home / "cache" / "engine_tables"
+    cache = engines.cache_dir(ctx.home)
     tab = engines.table_for(inst, cache)
     if tab["origin"] == "parser":
         ctx.info(msg("deploy.table_from_parser", engine=backend, version=inst.version, path=tab["path"]))

@@ -48,7 +48,7 @@ def questions(ctx) -> list[Question]:
     n_train = int(strategy.get("n_train") or 0)
 
     envs = quantize.envs_dir(ctx.home)
-    loads = lambda engine: quantize.engine_formats(engine, envs)  # noqa: E731
+    loads = lambda engine: quantize.engine_formats(engine, envs, engines.cache_dir(ctx.home))  # noqa: E731
 
     def formats_ok(v, a):
         engine = a.get("serve_with", "transformers")

@@ -87,14 +87,15 @@ def engines() -> tuple[str, ...]:
     return (*spec.GPU_ENGINES, *(e for e in spec.ENGINES if e not in spec.GPU_ENGINES), *ENGINE_FORMATS)
 
 
-def engine_formats(engine: str, envs: Path | None = None) -> tuple[str, ...]:
+def engine_formats(engine: str, envs: Path | None = None, cache: Path | None = None) -> tuple[str, ...]:
     """The export formats ``engine`` loads: for the engines yichui launches, at the version installed in ``envs``
-    (else the recommended one), from its EngineSpec and argument table; llama.cpp: GGUF."""
+    (else the recommended one), from its EngineSpec and argument table (read into ``cache`` from the installed
+    engine when yichui has none for its version); llama.cpp: GGUF."""
     from recipes.serving import engines as serving
 
     if engine in ENGINE_FORMATS:
         return ENGINE_FORMATS[engine]
-    return serving.formats(engine, serving.find(engine, envs) if envs is not None else None)
+    return serving.formats(engine, serving.find(engine, envs) if envs is not None else None, cache)
 
 
 def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:

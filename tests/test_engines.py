@@ -224,6 +224,8 @@ def test_an_installed_version_without_a_committed_table_is_read_from_its_own_par
     assert engines.committed("transformers", inst.version) is None
     tab = engines.table_for(inst, tmp_path / "cache")
     assert tab["origin"] == "parser" and Path(tab["path"]).parent == tmp_path / "cache"
+    assert engines.formats("transformers", inst, tmp_path / "cache") == engines.loads(inst.spec, tab)
+    assert "bnb-8bit" in engines.formats("transformers", inst, tmp_path / "cache")
     monkeypatch.delenv("YICHUI_ENGINE_TABLES")
     assert tab["flags"] == engines.table("transformers")["flags"]  # the same parser, read at launch
     launch = engines.command(inst.spec, tab, model_dir="/m", fmt="merged", served_name="x", host="127.0.0.1",

@@ -61,6 +61,7 @@ def chain(tmp_path_factory, tiny_model):
     with HubServer(demo.hub_root(home)) as hub:
         answers = demo.answers(hub.url)
         answers["choose_strategy"] |= {"max_steps": 12, "save_steps": 5, "micro_batch": 4}
+        answers["export"] |= {"formats": ["bnb-4bit"]}  # the demo's is 8-bit; the steps here check NF4
         c = Chain(home, answers)
         c.hub, c.home, c.tiny = hub, home, tiny_model
         yield c

@@ -254,12 +254,24 @@ def loads(spec: EngineSpec, tab: dict) -> tuple[str, ...]:
     return tuple(out)
 
 
-def formats(engine: str, inst: Installed | None = None) -> tuple[str, ...]:
+def formats(engine: str, inst: Installed | None = None, cache: Path | None = None) -> tuple[str, ...]:
     """The export formats ``engine`` loads: at the installed version when ``inst`` is given (its committed table,
-    else that of the nearest version yichui knows), else at the recommended version."""
+    else the one read from its own parser into ``cache``, else that of the nearest version yichui knows), else at
+    the recommended version."""
     spec = inst.spec if inst else specs.recommended(engine)
-    tab = (committed(engine, inst.version) if inst else None) or table(engine, spec.version)
-    return loads(spec, tab)
+    tab = committed(engine, inst.version) if inst else None
+    if tab is None and inst is not None and cache is not None:
+        try:
+            tab = table_for(inst, cache)
+        except EngineError:  # the launch says so, with the reason; here the spec's own version answers
+            tab = None
+    tab = tab or committed(engine, spec.version)
+    return loads(spec, tab) if tab else tuple(spec.formats)
+
+
+def cache_dir(home: Path) -> Path:
+    """Where tables read from installed engines, and their --help, are kept: ``YICHUI_HOME/cache/engine_tables``."""
+    return Path(home) / "cache" / "engine_tables"
 
 
 def lora_rank(spec: EngineSpec, tab: dict, rank: int) -> int:
