@@ -214,7 +214,7 @@ def curl_status(url: str, key: str | None, body: dict | None = None) -> int:
 
 
 def key_leaks(key: str, where: list[Path]) -> list[str]:
-    """Files under ``where`` that hold ``key`` (the key file itself excluded)."""
+    """Files under ``where`` that hold ``key`` (the key's own 0600 file excluded)."""
     leaks = []
     for root in where:
         for p in root.rglob("*") if root.is_dir() else []:
@@ -225,6 +225,13 @@ def key_leaks(key: str, where: list[Path]) -> list[str]:
                 except OSError:
                     pass
     return leaks
+
+
+def _holds(path: Path, key: str) -> bool:
+    try:
+        return key.encode() in path.read_bytes()
+    except OSError:
+        return False
 
 
 def check_server(sid: str, results: Path, label: str) -> dict:
@@ -247,6 +254,8 @@ def check_server(sid: str, results: Path, label: str) -> dict:
         out["http_with_wrong_key"] = curl_status(endpoint + "/chat/completions", "not-the-key", body)
         out["http_with_key"] = curl_status(endpoint + "/chat/completions", key, body)
         out["key_in_files"] = key_leaks(key, [Path(s["run_dir"]), home() / "sessions", results])
+        out["key_in_command_lines"] = [p.parent.name for p in Path("/proc").glob("[0-9]*/cmdline")
+                                       if _holds(p, key)]  # what `ps` shows every user
     log = results / f"chat-{label}.txt"
     t0 = time.time()
     rc = sh([YICHUI, "chat", sid, "--max-tokens", "128"], log, timeout=300, stdin=QUESTION + "\n/exit\n")

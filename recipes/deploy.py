@@ -60,6 +60,17 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def host_error(host: str) -> str | None:
+    """Why a server cannot listen on ``host`` at all (no such name, not an address of this machine), or None:
+    binding port 0 there, so a busy port is not mistaken for a bad address."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, 0))
+    except OSError as e:
+        return getattr(e, "strerror", None) or str(e)
+    return None
+
+
 def free_port(host: str = "127.0.0.1", start: int = 8000) -> int:
     return next((p for p in range(start, start + 200) if port_free(host, p)), 0)
 
@@ -120,7 +131,10 @@ def questions(ctx) -> list[Question]:
             ok = engines.find(v, home_envs) and _has_uvicorn()
             return None if ok else msg("deploy.not_installed", backend=v, hint=engines.install_hint(v, home_envs))
         if engines.find(v, home_envs) is None:
-            return msg("deploy.not_installed", backend=v, hint=engines.install_hint(v, home_envs))
+            hint = engines.install_hint(v, home_envs)
+            if specs.recommended(v).gpu and not memory.detect_gpus():  # no use installing it on this machine
+                hint = msg("deploy.gpu_only_hint", hint=hint)
+            return msg("deploy.not_installed", backend=v, hint=hint)
         return None
 
     def models(a):
@@ -137,7 +151,8 @@ def questions(ctx) -> list[Question]:
     def check_host(v, a):
         if v not in LOOPBACK and specs.recommended(a.get("backend", "transformers")).loopback_only:
             return msg("deploy.loopback_only", host=v)
-        return None
+        err = host_error(v)
+        return msg("deploy.bad_host", host=v, error=err) if err else None
 
     def check_port(v, a):
         if not 1 <= v <= 65535:
@@ -266,37 +281,59 @@ def kv_cache_tokens(spec: specs.EngineSpec, log: str) -> int | None:
         text = Path(log).read_text(errors="replace")
     except OSError:
         return None
-    found = re.findall(spec.kv_tokens_log, text)
-    return int(found[-1].replace(",", "")) if found else None
+    for found in reversed(re.findall(spec.kv_tokens_log, text)):
+        digits = found.replace(",", "")
+        if digits.isdigit():
+            return int(digits)
+    return None
 
 
 def stop_cause(model_dir: str) -> tuple[str, dict]:
     """Why a served model may not stop, read from the served directory: its generation_config.json lists no EOS
-    id for the chat template's end-of-turn token, else the template, else the engine (catalogue key, params)."""
+    id for the chat template's end-of-turn token, else the template, else the engine (catalogue key, params). The
+    files are the model's, so untrusted: anything that is not the expected shape counts as absent."""
     d = Path(model_dir)
-    try:
-        gen = json.loads((d / "generation_config.json").read_text())
-        tok = json.loads((d / "tokenizer_config.json").read_text())
-    except (OSError, ValueError):
+
+    def obj(name: str) -> dict | None:
+        try:
+            v = json.loads((d / name).read_text())
+        except (OSError, ValueError, UnicodeDecodeError):
+            return None
+        return v if isinstance(v, dict) else None
+
+    gen, tok = obj("generation_config.json"), obj("tokenizer_config.json")
+    if gen is None or tok is None:
         return "deploy.stop_cause.no_config", {"dir": model_dir}
     eos = gen.get("eos_token_id")
-    eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    eos = {e for e in (eos if isinstance(eos, list) else [eos]) if isinstance(e, int)}
     end = tok.get("eos_token")
     end = end.get("content") if isinstance(end, dict) else end
     # the end-of-turn token's id: tokenizer.json's added tokens (what transformers 5 writes), else the older
     # tokenizer_config.json's added_tokens_decoder
-    ids = {int(k): v.get("content") for k, v in (tok.get("added_tokens_decoder") or {}).items() if isinstance(v, dict)}
-    try:
-        ids |= {int(t["id"]): t.get("content") for t in json.loads((d / "tokenizer.json").read_text())
-                .get("added_tokens", []) if isinstance(t, dict) and "id" in t}
-    except (OSError, ValueError, TypeError):
-        pass
-    end_id = next((i for i, c in ids.items() if c == end), None)
+    ids = {}
+    decoder = tok.get("added_tokens_decoder")
+    for k, v in (decoder.items() if isinstance(decoder, dict) else []):
+        if isinstance(v, dict) and str(k).isdigit():
+            ids[int(k)] = v.get("content")
+    added = (obj("tokenizer.json") or {}).get("added_tokens")
+    for t in added if isinstance(added, list) else []:
+        if isinstance(t, dict) and isinstance(t.get("id"), int):
+            ids[t["id"]] = t.get("content")
+    end_id = next((i for i, c in ids.items() if c == end), None) if isinstance(end, str) else None
     if end_id is not None and end_id not in eos:
         return "deploy.stop_cause.eos", {"dir": model_dir, "token": end, "id": end_id, "eos": sorted(eos)}
     if not (d / "chat_template.jinja").exists() and not tok.get("chat_template"):
         return "deploy.stop_cause.template", {"dir": model_dir}
     return "deploy.stop_cause.engine", {"dir": model_dir}
+
+
+def _asked(what: str, fn, log: str):
+    """Call ``fn`` (one request to the server); an unreachable server, an HTTP error or an answer that is not the
+    API's is one line naming what was asked and the server's log."""
+    try:
+        return fn()
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:
+        raise StepError("deploy.bad_answer", what=what, error=f"{type(e).__name__}: {e}"[:300], log=log) from None
 
 
 def run(ctx, answers: dict) -> dict:
@@ -311,7 +348,10 @@ def run(ctx, answers: dict) -> dict:
     launch, model_dir, adapter = plan(ctx, answers, inst, tab)
     engines.check_help(inst, launch, cache=cache)
     sdir = ctx.run_dir / "serve"
-    key_file = keys.key_file(sdir) if launch.key_flag else None
+    try:
+        key_file = keys.key_file(sdir) if launch.key_flag else None
+    except keys.KeyError_ as e:  # an engine given an empty key serves everyone: nothing starts
+        raise StepError("deploy.bad_key", path=str(e.path), why=e.why) from None
     key = keys.read_key(key_file)
     old = jobs.read(sdir / "server.pid.json")
     if old is not None and old.alive():
@@ -324,34 +364,47 @@ def run(ctx, answers: dict) -> dict:
     base = client_base(host, port)
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))
+    try:
+        return _check(ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir, adapter, t0)
+    except Exception:  # a server that failed its start-up check does not stay behind, holding the port and the GPU
+        job.stop()
+        raise
+
+
+def _check(ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir, adapter, t0) -> dict:
+    """The start-up check of a spawned server (see the module docstring) and the step's outputs."""
+    backend, port = answers["backend"], answers["port"]
     wait_healthy(job, base)
     start_s = round(time.monotonic() - t0, 1)
-    listed = client.models(base + "/v1", api_key=key)
+    listed = _asked("/v1/models", lambda: client.models(base + "/v1", api_key=key), job.log)
     time.sleep(0.5)  # a server of ours that could not bind its port has exited by now
     if not job.alive():
         raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
     served = launch.served_model
     if served not in listed:  # whoever answers on this port, it is not the server we started
-        job.stop()
-        raise StepError("deploy.not_ours", port=port, models=", ".join(listed)[:200] or "?")
-    samples = ctx.outputs("train").get("samples", {})
+        raise StepError("deploy.not_ours", port=port, models=", ".join(map(str, listed))[:200] or "?")
+    samples = ctx.outputs("train").get("samples") or {}
     question = samples.get("question") or "What is LoRA?"
     turn = [{"role": "user", "content": question}]
-    reply = client.complete(base + "/v1", served, turn, STOP_CHECK_TOKENS, api_key=key)
-    streamed = client.stream(base + "/v1", served, turn, STOP_CHECK_TOKENS, api_key=key, temperature=0)
+    reply = _asked("a chat completion", lambda: client.complete(base + "/v1", served, turn, STOP_CHECK_TOKENS,
+                                                                api_key=key), job.log)
+    streamed = _asked("a streamed chat completion", lambda: client.stream(
+        base + "/v1", served, turn, STOP_CHECK_TOKENS, api_key=key, temperature=0), job.log)
     ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid, seconds=start_s))
     if samples.get("before") is not None:
         ctx.info(msg("deploy.before", question=question, answer=samples["before"]))
     ctx.info(msg("deploy.after" if ctx.outputs("train") else "deploy.reply", question=question, answer=reply.text))
     ctx.info(msg("deploy.streamed", chars=len(streamed.text), finish=streamed.finish_reason))
-    if not (reply.stopped and streamed.stopped):
-        merged_stops = (ctx.outputs("export").get("merged_smoke") or {}).get("stopped")
+    if reply.stopped and streamed.stopped:
+        ctx.info(msg("deploy.stops", tokens=reply.tokens if reply.tokens is not None else "?"))
+    else:
+        smoke = ctx.outputs("export").get("merged_smoke")
         key_, params = stop_cause(model_dir)
         why = msg(key_, **params)
-        if merged_stops:  # the model stops (the export saw it): the serving does not
-            job.stop()
+        if isinstance(smoke, dict) and smoke.get("stopped") is True:  # the model stops (the export saw it): the serving does not
             raise StepError("deploy.never_stops", engine=backend, tokens=STOP_CHECK_TOKENS, why=why, log=job.log)
-        ctx.warn(msg("deploy.no_stop", tokens=STOP_CHECK_TOKENS, why=why))
+        ctx.warn(msg("deploy.no_stop" if isinstance(smoke, dict) else "deploy.no_stop_unchecked",
+                     tokens=STOP_CHECK_TOKENS, why=why))
     est = serving_budget(ctx, answers) if inst.spec.gpu else None
     kv = {"reported_tokens": kv_cache_tokens(inst.spec, job.log),
           "predicted_tokens": est["max_tokens"] if est else None}

@@ -230,7 +230,11 @@ def run(ctx, answers: dict) -> dict:
     if check:
         ctx.info(msg("export.merge_check", diff=f"{check['max_abs_logit_diff']:.2e}", dtype=check["dtype"]))
     question = (train.get("samples") or {}).get("question") or SMOKE_QUESTION
-    merged_smoke = previous["merged_smoke"] if reused and previous.get("merged_smoke") else _smoke(merged, question, code)
+    # the merged model's own reply, measured again unless this very folder was measured (a session file is input)
+    merged_id = _source_id(merged)
+    smoke = previous.get("merged_smoke")
+    merged_smoke = smoke if reused and isinstance(smoke, dict) and smoke.get("merged") == merged_id \
+        and isinstance(smoke.get("stopped"), bool) else _smoke(merged, question, code) | {"merged": merged_id}
     ctx.record(merged_smoke=merged_smoke)
     ctx.info(msg("export.merged_stops" if merged_smoke["stopped"] else "export.merged_runs_on",
                  tokens=merged_smoke["tokens"], limit=SMOKE_TOKENS, reply=merged_smoke["reply"][:120]))
@@ -271,7 +275,7 @@ def run(ctx, answers: dict) -> dict:
             if merged_smoke["stopped"] and quality.get("smoke") and not quality["smoke"]["stopped"]:
                 key_, params = stop_cause(merged, tmp, question, quality, code)
                 raise StepError("export.never_stops", format=f, tokens=SMOKE_TOKENS, why=msg(key_, **params),
-                                formats=",".join(x for x in formats if x != f) or "none")
+                                formats=",".join(x for x in formats if x != f))
             art = {"dir": str(out), "format": f, "tool": tool, "seconds": seconds, "quality": quality,
                    "held_out": ctx.t(msg(held_source)),
                    "calibration_samples": len(calib) if fmt.calibrated else 0,
@@ -293,7 +297,7 @@ def table(outputs: dict) -> tuple[list, list]:
     perplexity ratio, whether the smoke reply stopped."""
     ms = outputs.get("merged_smoke")
     rows = [("merged", outputs["merged_dir"], round(outputs.get("merged_bytes", 0) / 2**20, 2), "", "",
-             msg("ui.yes" if ms["stopped"] else "ui.no") if ms else "")]
+             msg("ui.yes" if ms.get("stopped") else "ui.no") if isinstance(ms, dict) else "")]
     for f in outputs.get("formats", [])[1:]:
         a = outputs.get("artifacts", {}).get(f)
         if not a:

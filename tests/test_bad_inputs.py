@@ -260,7 +260,7 @@ CATALOGUE = [
          lambda e: ["estimate", str(e.tiny), "--seq", "4096"]),
     Case("chat-not-a-url", "yichui chat --endpoint notaurl", "cli.chat.bad_endpoint",
          lambda e: ["chat", "--endpoint", "notaurl"]),
-    Case("no-server", "serve status of a session without a server", "cli.serve.none",
+    Case("no-server", "serve status of a session that never deployed", "cli.serve.never_deployed",
          lambda e: ["serve", "status", str(e.session())], code=1),
 ]
 

@@ -348,3 +348,122 @@ def test_why_a_served_model_may_not_stop(tiny_model, tmp_path):
     assert key == "deploy.stop_cause.eos" and params["id"] == end and params["token"] == "<|im_end|>"
     (d / "generation_config.json").unlink()
     assert deploy.stop_cause(str(d))[0] == "deploy.stop_cause.no_config"
+
+
+def test_a_key_file_without_a_usable_key_starts_nothing(tmp_path):
+    """An engine given an empty key serves without one: the key file is checked, and the launcher refuses too."""
+    sdir = tmp_path / "serve"
+    good = keys.key_file(sdir)
+    assert keys.KEY_RE.fullmatch(good.read_text().strip())
+    for bad, why in (("", "empty"), ("  \n", "empty"), ("firstLine0123456789\nsecondLine0123456789", "several lines"),
+                     ("short", "characters"), ("Back\\slash0123456789", "characters")):
+        good.write_text(bad)
+        with pytest.raises(keys.KeyError_) as e:
+            keys.key_file(sdir)
+        assert why in e.value.why and bad.strip()[:8] not in e.value.why or not bad.strip()
+        assert keys.read_key(good) is None
+        r = subprocess.run([sys.executable, str(engines.LAUNCHER), "--entry", "json:dumps", "--key-file", str(good),
+                            "--key-flag", "--api-key", "--", "x"], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no usable key" in r.stderr
+        assert not bad.strip() or bad.strip() not in r.stderr
+
+
+def test_the_launcher_refuses_bad_arguments_in_one_line(tmp_path):
+    for argv, text in (([], "usage"), (["--entry", "json:dumps", "x"], "usage"),
+                       (["--", "x"], "--entry"), (["--entry", "json", "--", "x"], "MOD:FN"),
+                       (["--entry", "json:dumps", "--key-file", str(tmp_path / "none"), "--", "x"], "go together"),
+                       (["--entry", "json:dumps", "--key-file", str(tmp_path / "none"), "--key-flag", "--k", "--", "x"],
+                        "cannot read the key file"),
+                       (["--entry", "no_such_engine.cli:main", "--", "x"], "cannot import"),
+                       (["--entry", "runpy:no_such_engine", "--", "x"], "not installed")):
+        r = subprocess.run([sys.executable, str(engines.LAUNCHER), *argv], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith("launcher: ") and r.stderr.count("\n") == 1, (argv, r.stderr)
+        assert text in r.stderr, (argv, r.stderr)
+
+
+def test_a_damaged_table_is_named_and_a_damaged_cached_one_is_read_again(tmp_path, monkeypatch):
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    monkeypatch.setenv("YICHUI_ENGINE_TABLES", str(tables))
+    inst = engines.find("transformers", tmp_path)
+    for content, why in (('{"engine": "transformers", "flags": {', "JSONDecodeError"), ("{}", "'engine'"),
+                         ("[1, 2]", "not a JSON object"),
+                         ('{"engine": "t", "version": "1", "positional": [], "flags": {"--port": {}}}', "--port")):
+        (tables / f"transformers-{inst.version}.json").write_text(content)
+        engines._read.cache_clear()
+        with pytest.raises(engines.EngineError) as e:
+            engines.table_for(inst, tmp_path / "cache")
+        assert e.value.msg.key == "deploy.bad_table" and why in e.value.msg.args["why"], content
+        assert e.value.msg.args["path"].endswith(f"transformers-{inst.version}.json")
+    (tables / f"transformers-{inst.version}.json").unlink()
+    cached = tmp_path / "cache" / f"transformers-{inst.version}.json"
+    cached.parent.mkdir()
+    cached.write_text("{}")  # a damaged cache entry: read again from the engine's parser
+    engines._read.cache_clear()
+    tab = engines.table_for(inst, tmp_path / "cache")
+    assert tab["origin"] == "parser" and "--port" in tab["flags"] and json.loads(cached.read_text())["flags"]
+
+
+def test_a_damaged_help_cache_is_read_again_before_a_launch_is_refused(tmp_path):
+    inst = engines.find("transformers", tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / f"transformers-{inst.version}.help.txt").write_bytes(b"\x00garbage")
+    engines.check_help(inst, build("transformers", "merged"), cache=cache)  # read again from the engine: passes
+    assert "--port" in (cache / f"transformers-{inst.version}.help.txt").read_text()
+    (cache / f"transformers-{inst.version}.help.txt").unlink()
+    (cache / f"transformers-{inst.version}.help.txt").mkdir()  # not a file: left aside
+    engines.check_help(inst, build("transformers", "merged"), cache=cache)
+
+
+def test_stop_cause_reads_odd_model_files_as_absent(tiny_model, tmp_path):
+    import shutil
+
+    from recipes import deploy
+
+    d = tmp_path / "m"
+    shutil.copytree(tiny_model, d)
+    for name, content in (("generation_config.json", "[1, 2]"), ("generation_config.json", '{"eos_token_id": {"a": 1}}'),
+                          ("tokenizer_config.json", '{"eos_token": 5, "added_tokens_decoder": {"x": 1}}'),
+                          ("tokenizer.json", '{"added_tokens": "none"}')):
+        saved = (d / name).read_text()
+        (d / name).write_text(content)
+        key, _ = deploy.stop_cause(str(d))
+        assert key.startswith("deploy.stop_cause."), (name, content)
+        (d / name).write_text(saved)
+
+
+def test_a_server_answering_garbage_is_one_line_naming_what_was_asked(tmp_path):
+    """A real HTTP server whose /v1/models is not JSON: the deploy step's request helper turns it into one line."""
+    import http.server
+    import threading
+
+    from recipes import deploy
+    from recipes.base import StepError
+    from recipes.serving import client
+
+    class Garbage(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"<html>not an API</html>")
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Garbage)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+        with pytest.raises(StepError) as e:
+            deploy._asked("/v1/models", lambda: client.models(base), "/x/server.log")
+        assert e.value.msg.key == "deploy.bad_answer" and "JSONDecodeError" in e.value.msg.args["error"]
+    finally:
+        srv.shutdown()
+
+
+def test_an_address_of_no_interface_is_not_called_a_busy_port():
+    from recipes import deploy
+
+    assert deploy.host_error("127.0.0.1") is None and deploy.host_error("0.0.0.0") is None
+    assert deploy.host_error("example.invalid") and deploy.host_error("192.0.2.123")  # no such name / no such interface

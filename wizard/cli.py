@@ -665,13 +665,25 @@ def _server_session(session: str | None):
     return s, server(s)
 
 
+def _no_server(s, key: str) -> typer.Exit:
+    """The one line for a session without a server: a task with no deploy step is pointed at `run --task deploy
+    --from`, an unfinished deploy at `resume`, a stopped server at ``key``'s own advice."""
+    deploy = s.steps.get("deploy", {})
+    if deploy.get("status") == "skipped":
+        return _fail("cli.serve.no_deploy_step", code=1, id=s.id, task=s.data.get("task", "?"))
+    out = deploy.get("outputs", {})
+    if not (out.get("reply") or out.get("endpoint")):
+        return _fail("cli.serve.never_deployed", code=1, id=s.id)
+    return _fail(key, code=1, id=s.id)
+
+
 @serve_app.command("start", help=T("cli.serve.start"))
 def serve_start(session: Optional[str] = SessionArg):
     """Start the session's server again (after a crash, a reboot or `yichui stop`) with the deploy step's recorded
     answers; the steps before it are not redone when their results are still there."""
     s, job = _server_session(session)
     if not s.steps.get("deploy", {}).get("outputs", {}).get("reply"):
-        raise _fail("cli.serve.never_deployed", code=1, id=s.id)
+        raise _no_server(s, "cli.serve.never_deployed")
     if job is not None and job.alive():
         _ui().say(T("cli.serve.already", id=s.id, pid=job.pid))
         return
@@ -685,7 +697,7 @@ def serve_start(session: Optional[str] = SessionArg):
 def serve_status(session: Optional[str] = SessionArg):
     s, job = _server_session(session)
     if job is None:
-        raise _fail("cli.serve.none", code=1, id=s.id)
+        raise _no_server(s, "cli.serve.none")
     out = s.steps.get("deploy", {}).get("outputs", {})
     _ui().table(T("cli.serve.title", id=s.id), ["pid", T("cli.col.state"), "endpoint", "model", T("cli.col.log")],
                 [(job.pid, T("cli.state.running" if job.alive() else "cli.state.stopped"), out.get("endpoint", ""),
@@ -699,7 +711,7 @@ def serve_logs(session: Optional[str] = SessionArg,
                lines: int = typer.Option(40, "-n", "--lines", help=T("cli.opt.lines"))):
     s, job = _server_session(session)
     if job is None:
-        raise _fail("cli.serve.none", code=1, id=s.id)
+        raise _no_server(s, "cli.serve.none")
     print(job.log_tail(lines))
 
 
@@ -726,7 +738,7 @@ def chat(session: Optional[str] = SessionArg,
         s, job = _server_session(session)
         out = s.steps.get("deploy", {}).get("outputs", {})
         if job is None or not job.alive() or not out.get("endpoint"):
-            raise _fail("cli.chat.no_server", code=1, id=s.id)
+            raise _no_server(s, "cli.chat.no_server")
         endpoint, model = out["endpoint"], model or out.get("served_model")
         from recipes.serving import keys
 

@@ -44,9 +44,31 @@ def tables_dir() -> Path:
     return Path(os.environ.get("YICHUI_ENGINE_TABLES") or TABLES)
 
 
+def _problem(tab) -> str | None:
+    """What makes ``tab`` not an argument table (the keys the launch reads), or None."""
+    if not isinstance(tab, dict):
+        return "not a JSON object"
+    for key, kind in (("engine", str), ("version", str), ("flags", dict), ("positional", list)):
+        if not isinstance(tab.get(key), kind):
+            return f"no {key!r} ({kind.__name__})"
+    for flag, spec in tab["flags"].items():
+        if not (flag.startswith("-") and isinstance(spec, dict) and isinstance(spec.get("kind"), str)
+                and "nargs" in spec and isinstance(spec.get("choices"), (list, type(None)))):
+            return f"option {flag!r} lacks its kind, nargs or choices"
+    return None
+
+
 @functools.lru_cache(maxsize=None)
 def _read(path: str) -> dict:
-    return json.loads(Path(path).read_text())
+    """The table in ``path``. Raises EngineError("deploy.bad_table") naming the file and what is wrong."""
+    try:
+        tab = json.loads(Path(path).read_text())
+    except (OSError, ValueError, UnicodeDecodeError) as e:
+        raise EngineError("deploy.bad_table", path=path, why=f"{type(e).__name__}: {e}"[:200]) from None
+    why = _problem(tab)
+    if why:
+        raise EngineError("deploy.bad_table", path=path, why=why)
+    return tab
 
 
 def committed(engine: str, version: str) -> dict | None:
@@ -55,9 +77,12 @@ def committed(engine: str, version: str) -> dict | None:
     A table is ``{"engine", "version", "source", "flags": {"--opt": {"dest", "kind", "nargs", "choices",
     "default", "aliases"}}, "positional"}``; ``kind`` is int | float | str | json | bool | flag (no value) |
     switch (--x/--no-x) | other:NAME.
+
+    Raises:
+        EngineError("deploy.bad_table"): the file is there but is no table (names the file and the fault).
     """
     path = tables_dir() / f"{engine}-{version}.json"
-    return _read(str(path)) | {"origin": "committed", "path": str(path)} if path.exists() else None
+    return _read(str(path)) | {"origin": "committed", "path": str(path)} if path.is_file() else None
 
 
 def table(engine: str, version: str | None = None) -> dict:
@@ -154,26 +179,52 @@ def table_for(inst: Installed, cache: Path) -> dict:
     if tab is not None:
         return tab
     path = cache / f"{inst.engine}-{inst.version}.json"
-    if not path.exists():
-        cache.mkdir(parents=True, exist_ok=True)
-        log = path.with_suffix(".log")
-        env = _clean_env() | {"PYTHONUNBUFFERED": "1"}
+    for attempt in (0, 1):
+        if not path.is_file():
+            _dump(inst, path)
         try:
-            with open(log, "w") as f:
-                rc = subprocess.run([inst.python, str(DUMP), inst.engine, "--out", str(path)], stdout=f,
-                                    stderr=subprocess.STDOUT, timeout=DUMP_TIMEOUT_S, env=env).returncode
-        except (OSError, subprocess.TimeoutExpired) as e:
-            rc, _ = 1, log.write_text(str(e))
-        if rc or not path.exists():
-            lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
-            raise EngineError("deploy.no_table", engine=inst.engine, version=inst.version, tested=tested(inst.engine),
-                              last=(lines[-1] if lines else "?")[-200:])
+            return _read(str(path)) | {"origin": "parser", "path": str(path)}
+        except EngineError:
+            _read.cache_clear()
+            if attempt:
+                raise
+            try:
+                path.unlink()  # a damaged cache entry is read again from the engine, once
+            except OSError:
+                raise EngineError("deploy.bad_table", path=str(path), why="cannot be replaced") from None
+    raise AssertionError("unreachable")
+
+
+def _dump(inst: Installed, path: Path) -> None:
+    """Write the installed engine's table to ``path`` with dump.py in the engine's own interpreter.
+
+    Raises:
+        EngineError("deploy.no_table"): the dump failed (its last line is in the message).
+    """
     try:
-        return _read(str(path)) | {"origin": "parser", "path": str(path)}
-    except ValueError:
-        path.unlink(missing_ok=True)  # a broken cache entry is read again next time
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
         raise EngineError("deploy.no_table", engine=inst.engine, version=inst.version, tested=tested(inst.engine),
-                          last="unreadable table") from None
+                          last=f"{path.parent}: {type(e).__name__}") from None
+    log = path.with_suffix(".log")
+    env = _clean_env() | {"PYTHONUNBUFFERED": "1"}
+    try:
+        with open(log, "w") as f:
+            rc = subprocess.run([inst.python, str(DUMP), inst.engine, "--out", str(path)], stdout=f,
+                                stderr=subprocess.STDOUT, timeout=DUMP_TIMEOUT_S, env=env).returncode
+    except (OSError, subprocess.TimeoutExpired) as e:
+        rc = 1
+        try:
+            log.write_text(str(e))
+        except OSError:
+            pass
+    if rc or not path.is_file():
+        try:
+            lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
+        except OSError:
+            lines = []
+        raise EngineError("deploy.no_table", engine=inst.engine, version=inst.version, tested=tested(inst.engine),
+                          last=(lines[-1] if lines else "?")[-200:])
 
 
 # ---- options and values ------------------------------------------------------------------------------------------
@@ -362,7 +413,8 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
             continue  # a setting this engine has no notion of (transformers: context length, tensor parallelism)
         opt = option(spec, tab, setting)
         if opt is None:
-            raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting=setting)
+            raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting=setting,
+                              path=tab.get("path", "?"))
         if value is True:
             args.append(opt)
         elif isinstance(value, list):
@@ -373,7 +425,8 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
     if api_key:
         key_flag = option(spec, tab, "api_key")
         if key_flag is None:
-            raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting="api_key")
+            raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting="api_key",
+                              path=tab.get("path", "?"))
     check_argv(tab, args)
     return Launch(engine, tab["version"], args, model_dir if spec.served_by_path else served_name, key_flag,
                   tab.get("origin", "committed"))
@@ -400,13 +453,17 @@ def process_env(inst: Installed) -> dict | None:
     return None if inst.where == "main" else _clean_env()
 
 
-def help_text(inst: Installed, timeout: float = 300, cache: Path | None = None) -> str:
+def help_text(inst: Installed, timeout: float = 300, cache: Path | None = None, fresh: bool = False) -> str:
     """The engine's own ``--help`` for its launch command (``vllm serve --help=all``, …). With ``cache``, kept in
-    ``cache/<engine>-<version>.help.txt`` once read: printing it imports the engine (vLLM: ~15 s of every start on an
-    H200), and an installed version's options do not change."""
+    ``cache/<engine>-<version>.help.txt`` once read (``fresh``: read again): printing it imports the engine (vLLM:
+    ~15 s of every start on an H200), and an installed version's options do not change. A cache that cannot be
+    read or written is left aside."""
     path = cache / f"{inst.engine}-{inst.version}.help.txt" if cache else None
-    if path is not None and path.exists():
-        return path.read_text(errors="replace")
+    if path is not None and not fresh:
+        try:
+            return path.read_text(errors="replace")
+        except OSError:  # absent, or not a file
+            pass
     spec = inst.spec
     if spec.entry is None:
         argv = [str(Path(inst.python).parent / spec.console), *spec.prefix, *spec.help]
@@ -416,10 +473,13 @@ def help_text(inst: Installed, timeout: float = 300, cache: Path | None = None) 
     out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     text = out.stdout + out.stderr
     if path is not None and out.returncode == 0 and FLAG_RE.search(text):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        except OSError:
+            pass
     return text
 
 
@@ -428,14 +488,20 @@ FLAG_RE = re.compile(r"(?<![\w-])(--?[A-Za-z0-9][\w.-]*)")
 
 def check_help(inst: Installed, launch: Launch, text: str | None = None, cache: Path | None = None) -> None:
     """Every option of the launch (and the key option) appears in the installed engine's ``--help``
-    (:func:`help_text`, cached in ``cache`` when given).
+    (:func:`help_text`, cached in ``cache`` when given; a cached text that lacks one is read again first).
 
     Raises:
         EngineError("deploy.flag_not_in_help"): naming the option, the installed version and the table's version.
     """
-    listed = set(FLAG_RE.findall(text if text is not None else help_text(inst, cache=cache)))
     used = [x.partition("=")[0] for x in launch.args if x.startswith("--")] + ([launch.key_flag] if launch.key_flag else [])
-    for flag in used:
-        if flag not in listed:
-            raise EngineError("deploy.flag_not_in_help", engine=inst.engine, flag=flag, installed=inst.version,
-                              pinned=launch.version)
+
+    def missing(t: str) -> str | None:
+        listed = set(FLAG_RE.findall(t))
+        return next((f for f in used if f not in listed), None)
+
+    flag = missing(text if text is not None else help_text(inst, cache=cache))
+    if flag and text is None and cache is not None:
+        flag = missing(help_text(inst, cache=cache, fresh=True))  # the cached help may be damaged
+    if flag:
+        raise EngineError("deploy.flag_not_in_help", engine=inst.engine, flag=flag, installed=inst.version,
+                          pinned=launch.version)

@@ -17,6 +17,7 @@ Standard library only: it runs in the engine's environment.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import runpy
 import signal
@@ -64,27 +65,60 @@ def _start_redactor(secret: bytes) -> None:
     os.close(w)
 
 
+KEY_RE = r"[A-Za-z0-9._~+/=-]{16,512}"  # recipes/serving/keys.py KEY_RE (this file runs in the engine's environment)
+
+
+def _fail(text: str) -> None:
+    """One line on stderr and exit 2: the launcher was given something it cannot start from."""
+    sys.stderr.write(f"launcher: {text}\n")
+    raise SystemExit(2)
+
+
 def main(argv: list[str]) -> None:
+    import re
+
     if "--" not in argv:
-        raise SystemExit("launcher: usage: --entry MOD:FN [--key-file F --key-flag FLAG] -- ARGS…")
+        _fail("usage: --entry MOD:FN [--key-file F --key-flag FLAG] -- ARGS…")
     cut = argv.index("--")
     opts, rest = argv[:cut], argv[cut + 1:]
+    if len(opts) % 2:
+        _fail(f"options come in pairs: {' '.join(opts)}")
     o = dict(zip(opts[::2], opts[1::2]))
+    if "--entry" not in o:
+        _fail("--entry MOD:FN or runpy:MODULE is required")
     kind, _, target = o["--entry"].partition(":")
+    if not target:
+        _fail(f"--entry {o['--entry']!r}: give MOD:FN or runpy:MODULE")
+    if ("--key-file" in o) != ("--key-flag" in o):
+        _fail("--key-file and --key-flag go together")
     if "--key-file" in o:
-        with open(o["--key-file"]) as f:
-            key = f.read().strip()
-        if key:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            _start_redactor(key.encode())
+        try:
+            with open(o["--key-file"]) as f:
+                key = f.read().strip()
+        except (OSError, UnicodeDecodeError) as e:
+            _fail(f"cannot read the key file {o['--key-file']}: {type(e).__name__}")
+        if not re.fullmatch(KEY_RE, key):  # an empty key would start the engine without authentication
+            _fail(f"the key file {o['--key-file']} holds no usable key (empty, several lines or odd characters)")
+        sys.stdout.flush()
+        sys.stderr.flush()
+        _start_redactor(key.encode())
         rest = rest + [o["--key-flag"], key]
     prog = target if kind == "runpy" else kind.split(".")[0]
     sys.argv = [prog, *rest]
     if kind == "runpy":
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
-    else:
-        getattr(importlib.import_module(kind), target)()
+        try:
+            found = importlib.util.find_spec(target) is not None
+        except ImportError:
+            found = False
+        if not found:
+            _fail(f"the engine's module {target} is not installed in {sys.executable}")
+        runpy.run_module(target, run_name="__main__", alter_sys=True)  # the engine's own errors keep their traceback
+        return
+    try:
+        module = importlib.import_module(kind)
+    except ImportError as e:
+        _fail(f"cannot import the engine's entry point {o['--entry']}: {e}")
+    getattr(module, target)()
 
 
 if __name__ == "__main__":  # guarded: engines that spawn workers re-import the main module

@@ -136,8 +136,9 @@ _TRANSFORMERS_524 = EngineSpec(
 # every version with a committed table, oldest first
 SPECS: dict[str, tuple[EngineSpec, ...]] = {
     "transformers": (_TRANSFORMERS_524,),
-    "vllm": (_VLLM_026, replace(_VLLM_026, version="0.33.0", started="")),
-    "sglang": (_SGLANG_0517, replace(_SGLANG_0517, version="0.5.23")),
+    # replace() copies every field: the install line and the GPU record belong to one version only
+    "vllm": (_VLLM_026, replace(_VLLM_026, version="0.33.0", started="", install="")),
+    "sglang": (_SGLANG_0517, replace(_SGLANG_0517, version="0.5.23", install="")),
     "lmdeploy": (_LMDEPLOY_018,),
 }
 ENGINES = tuple(SPECS)  # the order the deploy step offers them
