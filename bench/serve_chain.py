@@ -134,6 +134,11 @@ def prepare(shape: str, dest: Path, pretrain_steps: int, seq: int = 512, batch: 
     return info
 
 
+def run_argv(task: str, sets: dict, *more: str) -> list[str]:
+    """``yichui run --yes --task TASK [MORE…] --set k=v …``: a session that asks nothing."""
+    return [YICHUI, "run", "--yes", "--task", task, *more, *(x for k, v in sets.items() for x in ("--set", f"{k}={v}"))]
+
+
 # ---- 2. the session --------------------------------------------------------------------------------------------
 
 def session(sid: str) -> dict:
@@ -187,9 +192,7 @@ def chain(a, base_dir: Path, results: Path) -> dict:
             else "127.0.0.1", "deploy.port": a.port, "deploy.cuda_graphs": "yes",
             "deploy.gpu_memory_utilization": a.util,
             "evaluate.heldout": "training", "evaluate.heldout_samples": 16, "evaluate.max_new_tokens": 64}
-    argv = [YICHUI, "run", "--yes", "--task", "finetune"]
-    for k, v in sets.items():
-        argv += ["--set", f"{k}={v}"]
+    argv = run_argv("finetune", sets)
     t0 = time.time()
     rc = sh(argv, results / "chain.log", timeout=3600)
     sid = newest_session(t0 - 1)
@@ -311,9 +314,7 @@ def formats(a, sid: str, results: Path) -> dict:
         sets = {"deploy.backend": a.engine, "deploy.model": fmt, "deploy.host": host,
                 "deploy.port": a.port + 1 + i + 20 * attempt, "deploy.cuda_graphs": "no",
                 "deploy.gpu_memory_utilization": a.format_util}
-        argv = [YICHUI, "run", "--yes", "--task", "deploy", "--from", sid]
-        for k, v in sets.items():
-            argv += ["--set", f"{k}={v}"]
+        argv = run_argv("deploy", sets, "--from", sid)
         return subprocess.Popen(argv, stdout=open(results / f"deploy-{fmt}.log", "a"), stderr=subprocess.STDOUT)
 
     out = {}
@@ -365,9 +366,7 @@ def holdout(a, results: Path) -> dict:
     sets = {"select_model.source": "local", "select_model.path": d["dir"], "deploy.backend": a.engine,
             "deploy.model": "merged", "deploy.host": "127.0.0.1", "deploy.port": a.port + 50, "deploy.cuda_graphs": "yes",
             "deploy.gpu_memory_utilization": a.util}
-    argv = [YICHUI, "run", "--yes", "--task", "deploy"]
-    for k, v in sets.items():
-        argv += ["--set", f"{k}={v}"]
+    argv = run_argv("deploy", sets)
     t0 = time.time()
     rc = sh(argv, results / "holdout.log", timeout=1800)
     sid = newest_session(t0 - 1)

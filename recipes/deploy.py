@@ -21,14 +21,13 @@ kept in ``<run>/serve/api_key`` (mode 0600), never in the session, on a command 
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import socket
 import time
 from pathlib import Path
 
-from recipes import jobs, memory
+from recipes import jobs, memory, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
 from recipes.serving import client, engines, keys
@@ -46,7 +45,8 @@ WEIGHT_FORMAT = {"merged": "bf16", "gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp
 
 
 def envs(ctx) -> Path:
-    return Path(os.environ.get("YICHUI_ENVS") or ctx.home / "envs")
+    """Where the engines' own environments live (the quantizer's too): ``YICHUI_ENVS``, else ``YICHUI_HOME/envs``."""
+    return quantize.envs_dir(ctx.home)
 
 
 def port_free(host: str, port: int) -> bool:
@@ -350,7 +350,7 @@ def run(ctx, answers: dict) -> dict:
     sdir = ctx.run_dir / "serve"
     try:
         key_file = keys.key_file(sdir) if launch.key_flag else None
-    except keys.KeyError_ as e:  # an engine given an empty key serves everyone: nothing starts
+    except keys.BadKey as e:  # an engine given an empty key serves everyone: nothing starts
         raise StepError("deploy.bad_key", path=str(e.path), why=e.why) from None
     key = keys.read_key(key_file)
     old = jobs.read(sdir / "server.pid.json")

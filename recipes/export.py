@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from recipes import datasets, memory, quantize
+from recipes import datasets, memory, quality, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
 from recipes.serving import engines
@@ -232,9 +232,10 @@ def run(ctx, answers: dict) -> dict:
     question = (train.get("samples") or {}).get("question") or SMOKE_QUESTION
     # the merged model's own reply, measured again unless this very folder was measured (a session file is input)
     merged_id = _source_id(merged)
-    smoke = previous.get("merged_smoke")
-    merged_smoke = smoke if reused and isinstance(smoke, dict) and smoke.get("merged") == merged_id \
-        and isinstance(smoke.get("stopped"), bool) else _smoke(merged, question, code) | {"merged": merged_id}
+    merged_smoke = previous.get("merged_smoke")
+    if not (reused and isinstance(merged_smoke, dict) and merged_smoke.get("merged") == merged_id
+            and isinstance(merged_smoke.get("stopped"), bool)):
+        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code) | {"merged": merged_id}
     ctx.record(merged_smoke=merged_smoke)
     ctx.info(msg("export.merged_stops" if merged_smoke["stopped"] else "export.merged_runs_on",
                  tokens=merged_smoke["tokens"], limit=SMOKE_TOKENS, reply=merged_smoke["reply"][:120]))
@@ -271,12 +272,12 @@ def run(ctx, answers: dict) -> dict:
                     if (merged / name_).exists():
                         shutil.copy(merged / name_, tmp / name_)
             ctx.info(msg("export.checking", format=f, n=len(held)))
-            quality = _quality(merged, tmp, held, question, code)
-            if merged_smoke["stopped"] and quality.get("smoke") and not quality["smoke"]["stopped"]:
-                key_, params = stop_cause(merged, tmp, question, quality, code)
+            figures = _quality(merged, tmp, held, question, code)
+            if merged_smoke["stopped"] and figures.get("smoke") and not figures["smoke"]["stopped"]:
+                key_, params = stop_cause(merged, tmp, question, figures, code)
                 raise StepError("export.never_stops", format=f, tokens=SMOKE_TOKENS, why=msg(key_, **params),
                                 formats=",".join(x for x in formats if x != f))
-            art = {"dir": str(out), "format": f, "tool": tool, "seconds": seconds, "quality": quality,
+            art = {"dir": str(out), "format": f, "tool": tool, "seconds": seconds, "quality": figures,
                    "held_out": ctx.t(msg(held_source)),
                    "calibration_samples": len(calib) if fmt.calibrated else 0,
                    "calibration_seq_len": answers.get("calibration_seq_len") if fmt.calibrated else None}
@@ -326,8 +327,6 @@ def _q(fn):
 
 
 def _quality(reference: Path, artifact: Path, held: list[str], question: str | None, code: bool) -> dict:
-    from recipes import quality
-
     try:
         return quality.compare(reference, artifact, held, question=question, trust_remote_code=code,
                                max_new_tokens=SMOKE_TOKENS)
@@ -335,20 +334,7 @@ def _quality(reference: Path, artifact: Path, held: list[str], question: str | N
         raise StepError("export.no_held_out") from None
 
 
-def _smoke(model_dir: Path, question: str, code: bool) -> dict:
-    """The merged model's greedy reply to ``question`` (see :func:`recipes.quality.smoke`)."""
-    import torch
-
-    from recipes import quality
-
-    model = quality._load(model_dir, "cuda" if torch.cuda.is_available() else "cpu", code)
-    from transformers import AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=code)
-    return quality.smoke(model, tok, question, SMOKE_TOKENS)
-
-
-def stop_cause(merged: Path, copy: Path, question: str, quality_: dict, code: bool) -> tuple[str, dict]:
+def stop_cause(merged: Path, copy: Path, question: str, figures: dict, code: bool) -> tuple[str, dict]:
     """Why a copy runs past the end of turn where the merged model stops: an EOS id of the merged model's
     generation config missing from the copy's, a chat template that renders the question differently, else the
     quantization itself (catalogue key, params)."""
@@ -371,7 +357,7 @@ def stop_cause(merged: Path, copy: Path, question: str, quality_: dict, code: bo
         turn, tokenize=False, add_generation_prompt=True) for d in (merged, copy)]
     if rendered[0] != rendered[1]:
         return "export.stop_cause.template", {}
-    return "export.stop_cause.quantization", {"kl": f"{quality_['kl_mean']:.4f}"}
+    return "export.stop_cause.quantization", {"kl": f"{figures['kl_mean']:.4f}"}
 
 
 def _version(dist: str) -> str:

@@ -86,6 +86,13 @@ def _stat(pid: int) -> tuple[int | None, str | None]:
     return int(rest[19]), rest[0]
 
 
+def foreign_env() -> dict:
+    """This process's environment without its Python and virtualenv variables (PYTHONPATH, PYTHONHOME, VIRTUAL_ENV,
+    …): for a job run by another interpreter (an engine's or the quantizer's own environment), which must see its
+    own packages, not yichui's."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+
+
 def spawn(name: str, argv: list[str], directory: Path, env: dict | None = None, cwd: Path | None = None) -> Job:
     directory.mkdir(parents=True, exist_ok=True)
     log = directory / f"{name}.log"

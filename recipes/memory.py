@@ -483,7 +483,6 @@ SERVING_BASE_GIB = 0.346  # non-torch memory + the sampler's pass over max_num_s
                           # vocabulary: fitted there, another vocabulary is not measured)
 SERVING_GRAPHS_GIB = 0.015  # what the CUDA-graph estimate took from the KV cache (0.5B: 0.576 vs 0.561 GiB)
 SERVING_MLP_PASSES = 3  # the profile's MLP peak: gate_up (2 × intermediate) + activation (1 ×), per batched token
-SERVING_OVERHEAD_GIB = 1.5  # before the calibration (kept for the record: 0.3–7 % under on the runs measured)
 
 
 def batched_tokens(gpu_gib: float, gpu_name: str = "") -> int:

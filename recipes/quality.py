@@ -82,6 +82,17 @@ def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256
     return out
 
 
+def reply(model_dir, question: str, max_new_tokens: int = 48, trust_remote_code: bool = False) -> dict:
+    """:func:`smoke` of the model in ``model_dir`` (on the GPU when there is one): one model's own reply, with no
+    reference to compare it with."""
+    import torch
+    from transformers import AutoTokenizer
+
+    model = _load(model_dir, "cuda" if torch.cuda.is_available() else "cpu", trust_remote_code)
+    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
+    return smoke(model, tok, question, max_new_tokens)
+
+
 def smoke(model, tok, question: str, max_new_tokens: int = 48) -> dict:
     """Greedy reply to ``question`` through the chat template; ``stopped``: it ended with an EOS token."""
     import torch

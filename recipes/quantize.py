@@ -200,9 +200,10 @@ def _die_with_parent() -> None:
 
 
 def _clean_env() -> dict:
-    """The environment without the main interpreter's PYTHONPATH / virtualenv variables: the quantizer's
-    environment must see only its own packages (and, from wheels, the main site-packages after them)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
+    """The quantizer's environment sees only its own packages (and, from wheels, the main ones after them)."""
+    from recipes.jobs import foreign_env
+
+    return foreign_env()
 
 
 def _see_main_site(python: Path) -> None:

