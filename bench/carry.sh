@@ -5,7 +5,8 @@
 #   bash bench/carry.sh stack  OUT   # yichui's pinned stack minus what the image already has (bench/carry/image-packages.txt)
 #   bash bench/carry.sh vllm   OUT   # vLLM 0.26.0 + dependencies (bench/carry/vllm-0.26.0.txt; the newest vLLM that pins torch 2.11)
 #   bash bench/carry.sh llmc   OUT   # llm-compressor's wheels, for the export step's own environment (YICHUI_WHEELS)
-#   bash bench/carry.sh sglang OUT | lmdeploy OUT   # the other engines, from their lists (not yet started on the GPU)
+#   bash bench/carry.sh sglang OUT | lmdeploy OUT   # the other engines, from their lists (SGLang without its FA3
+#                                                   # library, LMDeploy without TurboMind: see install_tree)
 #
 # Each writes OUT/<name>.tar.xz holding one folder <name>/ (an installed site-packages tree, or wheels for llmc).
 # Then, in the project's root: ../shared/tools/split-for-device OUT parts  → one ignored folder per ≤ 58 MiB part, and
@@ -23,11 +24,15 @@ fetch() {  # fetch WHEELDIR REQUIREMENT… : one wheel each, no dependencies (th
   python3 -m pip download -q --no-deps "${PLAT[@]}" -d "$d" "$@" 2>&1 | grep -v "^WARNING: Location" || true
 }
 install_tree() {  # install_tree WHEELDIR TREE: unpack the wheels as pip installs them for the GPU machine's Python
-  python3 -m pip install -q --no-deps --no-compile --target "$2" "${PLAT[@]}" "$1"/*.whl 2>&1 \
+  python3 -m pip install -q --no-deps --no-compile --ignore-requires-python --target "$2" "${PLAT[@]}" "$1"/*.whl 2>&1 \
     | grep -v "^WARNING: \(Location\|Running pip\|Target directory\)" || true
   rm -rf "$2"/bin  # console scripts with this machine's interpreter path: yichui starts engines by module
   # bitsandbytes ships a library per CUDA version, ROCm and XPU: keep the CUDA 13.0 one and the CPU one
   [ -d "$2/bitsandbytes" ] && find "$2/bitsandbytes" -maxdepth 1 -name 'libbitsandbytes_*' ! -name '*cuda130*' ! -name '*cpu*' -delete
+  # sglang-kernel: its FA3 library (1.1 GB; SGLang then runs with --attention-backend triton), Blackwell's ops and
+  # DeepSeek's FlashMLA (imported only when used); LMDeploy: TurboMind (a CUDA 12 build that cannot run on CUDA 13)
+  rm -rf "$2"/sgl_kernel/flash_ops.abi3.so "$2"/sgl_kernel/sm100 "$2"/sgl_kernel/flashmla_ops.abi3.so \
+         "$2"/lmdeploy/turbomind/_turbomind.*.so "$2"/lmdeploy/turbomind/lib64
   return 0
 }
 pack() {  # pack FOLDER NAME

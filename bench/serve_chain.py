@@ -10,15 +10,19 @@ is recorded with its error and the next one still runs):
 1. ``base``: a base model of a real shape (``--shape``, bench/configs) with the tiny tokenizer and chat template,
    randomly initialised and briefly pre-trained on generic text on the GPU (what a machine without hub access can
    have; a random model never ends a turn, a pre-trained one learns to in fine-tuning).
-2. ``chain``: ``yichui run --yes`` — LoRA rank 64 on the bundled data, export merged + GPTQ + AWQ + FP8 (+ NF4 where the
-   engine loads it), deploy on ``--engine`` bound to 0.0.0.0 (so with an API key), CUDA graphs on, then evaluate —
-   with the wall time of every step from the session file.
-3. ``server:<label>``: for the running server: /v1/models, HTTP 401 without the key and 200 with it (curl), the key in
+2. ``chain``: ``yichui run --yes`` — LoRA rank 64 on the bundled data, export merged + ``--formats``, deploy on
+   ``--engine`` bound to 0.0.0.0 (so with an API key; CUDA graphs with ``--graphs``), then evaluate with both models'
+   replies from that engine (the fine-tuned one's server and a second one for the base): the held-out set and, with
+   ``--gsm8k``, GSM8K — with the wall time of every step from the session file.
+3. ``server:merged``: for the running server: /v1/models, HTTP 401 without the key and 200 with it (curl), the key in
    no file under the run directory or YICHUI_HOME's logs, and ``yichui chat`` with a question piped in.
-4. ``load``: ``bench/serve_load.py`` against that server and against ``transformers serve`` on the same GPU and model.
-5. ``formats``: every other export (and the unmerged adapter) served at once by ``yichui run --task deploy --from``,
-   without CUDA graphs (a functional check: each starts, lists, answers and stops), each checked as in 3.
-6. ``holdout``: a model shape not used for the calibration (``--holdout``; random weights, not trained) served alone
+4. ``load`` (``--load-requests``): ``bench/serve_load.py`` against that server and against ``transformers serve`` on
+   the same GPU and model.
+5. ``formats``, once per engine of ``--format-engines``: every export that engine loads (and the merged model when it
+   is not the chain's engine, and the unmerged adapter) served by ``yichui run --task deploy --from``, without CUDA
+   graphs (a functional check: each starts, lists, answers and stops), each checked as in 3. The chain's engine
+   serves them all at once beside its server; another engine serves them one at a time on a GPU of its own.
+6. ``holdout`` (``--holdout``): a model shape not used for the calibration (random weights, not trained) served alone
    with CUDA graphs: the engine's KV-cache size against the memory model's prediction.
 
 Environment: ``YICHUI_HOME`` (the sessions), ``YICHUI_ENVS`` (the engines' environments), and ``yichui`` beside
@@ -134,6 +138,19 @@ def prepare(shape: str, dest: Path, pretrain_steps: int, seq: int = 512, batch: 
     return info
 
 
+def engine_args(a, engine: str) -> str:
+    """The extra options ``--engine-args`` gives ``engine`` (SGLang carried without its FA3 library: triton
+    attention and PyTorch sampling)."""
+    return json.loads(a.engine_args).get(engine, "")
+
+
+def place_gsm8k(src: str) -> None:
+    """GSM8K's parquet files (openai/gsm8k's layout: main/{train,test}-00000-of-00001.parquet) where the evaluate
+    step looks for them before fetching (YICHUI_HOME/datasets/hf/openai/gsm8k): the GPU machine reaches no hub."""
+    dest = home() / "datasets" / "hf" / "openai" / "gsm8k"
+    shutil.copytree(src, dest, dirs_exist_ok=True)
+
+
 def run_argv(task: str, sets: dict, *more: str) -> list[str]:
     """``yichui run --yes --task TASK [MORE…] --set k=v …``: a session that asks nothing."""
     return [YICHUI, "run", "--yes", "--task", task, *more, *(x for k, v in sets.items() for x in ("--set", f"{k}={v}"))]
@@ -174,7 +191,10 @@ def summary(s: dict) -> dict:
                                      for f, a in (ex.get("artifacts") or {}).items()}},
             "train": {k: st.get("train", {}).get(k) for k in ("steps", "train_loss", "first5_mean", "last5_mean",
                                                               "peak_mem_gib", "device", "samples")},
-            "evaluate": {"table": st.get("evaluate", {}).get("table"), "columns": st.get("evaluate", {}).get("columns")}}
+            "evaluate": {"table": st.get("evaluate", {}).get("table"), "columns": st.get("evaluate", {}).get("columns"),
+                         "verdict": st.get("evaluate", {}).get("verdict"),
+                         "parts": {k: {x: y for x, y in v.items() if x != "answers"} | {"answers": v.get("answers", [])[:3]}
+                                   for k, v in (st.get("evaluate", {}).get("parts") or {}).items()}}}
 
 
 def chain(a, base_dir: Path, results: Path) -> dict:
@@ -189,9 +209,15 @@ def chain(a, base_dir: Path, results: Path) -> dict:
             "choose_strategy.sample_question": QUESTION,
             "export.serve_with": a.engine, "export.formats": ",".join(formats),
             "deploy.backend": a.engine, "deploy.model": "merged", "deploy.host": "0.0.0.0" if a.engine != "transformers"
-            else "127.0.0.1", "deploy.port": a.port, "deploy.cuda_graphs": "yes",
-            "deploy.gpu_memory_utilization": a.util,
-            "evaluate.heldout": "training", "evaluate.heldout_samples": 16, "evaluate.max_new_tokens": 64}
+            else "127.0.0.1", "deploy.port": a.port, "deploy.cuda_graphs": "yes" if a.graphs else "no",
+            "deploy.gpu_memory_utilization": a.util, "deploy.engine_args": engine_args(a, a.engine),
+            "evaluate.heldout": "training", "evaluate.heldout_samples": 16, "evaluate.max_new_tokens": 64,
+            "evaluate.generate_with": "engine"}
+    if a.engine == "transformers":
+        for k in ("deploy.cuda_graphs", "deploy.gpu_memory_utilization", "deploy.engine_args"):
+            sets.pop(k)
+    if a.benchmark_limit:  # GSM8K through the engine, base and fine-tuned (the data placed by --gsm8k)
+        sets |= {"evaluate.benchmarks": "gsm8k", "evaluate.benchmark_limit": a.benchmark_limit}
     argv = run_argv("finetune", sets)
     t0 = time.time()
     rc = sh(argv, results / "chain.log", timeout=3600)
@@ -269,7 +295,8 @@ def check_server(sid: str, results: Path, label: str) -> dict:
         lines = Path(dep["log"]).read_text(errors="replace").splitlines()
         out["engine_memory_lines"] = [x[-300:] for x in lines if re.search(
             r"KV cache|Model loading took|memory profiling|Memory profiling|non_torch|torch peak|CUDA graph|"
-            r"Available KV|weights_memory|model weights take", x)][:40]
+            r"Available KV|weights_memory|model weights take|KV Cache is allocated|Load weight end|CacheConfig\(|"
+            r"max_total_num_tokens|mem usage|avail mem", x)][:40]
     except OSError:
         pass
     if Path(dep["log"]).exists():
@@ -301,50 +328,88 @@ def load(a, sid: str, results: Path) -> dict:
 
 # ---- 5. every export, served ---------------------------------------------------------------------------------------
 
-def formats(a, sid: str, results: Path) -> dict:
-    """Every export of session ``sid`` and its adapter, each deployed by ``yichui run --task deploy --from``: started
-    ``--stagger`` s apart (their imports overlap; an engine profiling memory while another releases some can fail
-    its start), and any that failed started once more alone."""
+def _wait(p: subprocess.Popen, timeout: float) -> int:
+    """The exit status of ``p``, or 124 after killing it when it outlasts ``timeout`` (a start that hangs)."""
+    try:
+        return p.wait(timeout=max(1.0, timeout))
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+        return 124
+
+
+def formats(a, sid: str, results: Path, engine: str, port: int) -> dict:
+    """Every export of session ``sid`` that ``engine`` loads, the merged model when it is not the chain's engine,
+    and the adapter, each deployed by ``yichui run --task deploy --from``: started ``--stagger`` s apart (their
+    imports overlap; an engine profiling memory while another releases some can fail its start), and any that
+    failed started once more alone. Each deploy is given ``--deploy-timeout`` seconds."""
+    from recipes.serving import engines
+
     s = session(sid)
-    exported = list((s["steps"]["export"]["outputs"].get("artifacts") or {}))
-    targets = exported + (["adapter"] if a.engine != "transformers" else [])
-    host = "127.0.0.1" if a.engine == "transformers" else "0.0.0.0"
+    inst = engines.find(engine, Path(os.environ.get("YICHUI_ENVS") or home() / "envs"))
+    loads = engines.formats(engine, inst, engines.cache_dir(home()))
+    exported = [f for f in (s["steps"]["export"]["outputs"].get("artifacts") or {}) if f in loads]
+    targets = (["merged"] if engine != a.engine else []) + exported + (["adapter"] if engine != "transformers" else [])
+    host = "127.0.0.1" if engine == "transformers" else "0.0.0.0"
+    label = lambda fmt: f"{engine}-{fmt}"  # noqa: E731
 
     def start(i: int, fmt: str, attempt: int) -> subprocess.Popen:
-        sets = {"deploy.backend": a.engine, "deploy.model": fmt, "deploy.host": host,
-                "deploy.port": a.port + 1 + i + 20 * attempt, "deploy.cuda_graphs": "no",
-                "deploy.gpu_memory_utilization": a.format_util}
+        sets = {"deploy.backend": engine, "deploy.model": fmt, "deploy.host": host,
+                "deploy.port": port + i + 20 * attempt, "deploy.cuda_graphs": "no",
+                "deploy.gpu_memory_utilization": a.format_util, "deploy.engine_args": engine_args(a, engine)}
         argv = run_argv("deploy", sets, "--from", sid)
-        return subprocess.Popen(argv, stdout=open(results / f"deploy-{fmt}.log", "a"), stderr=subprocess.STDOUT)
+        return subprocess.Popen(argv, stdout=open(results / f"deploy-{label(fmt)}.log", "a"), stderr=subprocess.STDOUT)
 
     out = {}
+    t_start = time.time()
+    if engine != a.engine:  # one at a time: SGLang's memory fraction counts what other processes hold (it fails
+        # to size its KV cache beside them), and each start then sees the whole GPU, as a user's would
+        for i, fmt in enumerate(targets):
+            t0 = time.time()
+            rc = _wait(start(i, fmt, 0), a.deploy_timeout)
+            out[fmt] = {"rc": rc, "attempt": 0, "wall_seconds": round(time.time() - t0, 1), "concurrent_start": False}
+            d = _deploy_session(engine, fmt, t0, sid)
+            if d:
+                out[fmt] |= summary(d)
+                if d["steps"]["deploy"]["status"] == "done":
+                    out[fmt]["server"] = _safe(check_server, d["id"], results, label(fmt))
+                sh([YICHUI, "serve", "stop", d["id"]], results / "stop.log", timeout=120)
+        return {"engine": engine, "formats": out}
     for attempt in (0, 1):
         todo = [f for f in targets if f not in out or out[f]["rc"] != 0]
         if not todo:
             break
         procs = {}
-        for i, fmt in enumerate(todo):
+        for fmt in todo:
             procs[fmt] = (start(targets.index(fmt), fmt, attempt), time.time())
             if attempt == 0:
                 time.sleep(a.stagger)
             else:  # alone, one after another
-                procs[fmt][0].wait(timeout=1800)
+                _wait(procs[fmt][0], a.deploy_timeout)
         for fmt, (p, started) in procs.items():
-            rc = p.wait(timeout=1800)
+            rc = _wait(p, a.deploy_timeout - (time.time() - started))
             out[fmt] = {"rc": rc, "attempt": attempt, "wall_seconds": round(time.time() - started, 1),
                         "concurrent_start": attempt == 0 and len(todo) > 1}
-    # the sessions made here, matched by the format their deploy served (the last attempt's)
-    t0 = min(p.stat().st_mtime for p in results.glob("deploy-*.log")) - 5
-    for path in sorted((home() / "sessions").glob("*.json"), key=lambda p: p.stat().st_mtime):
-        if path.stat().st_mtime < t0 or path.stem == sid:
-            continue
-        d = json.loads(path.read_text())
-        fmt = (d["steps"]["deploy"].get("answers") or {}).get("model")
-        if fmt in out and d.get("task") == "deploy":
+    for fmt in out:
+        d = _deploy_session(engine, fmt, t_start, sid)
+        if d:
             out[fmt] |= summary(d)
             if d["steps"]["deploy"]["status"] == "done":
-                out[fmt]["server"] = _safe(check_server, d["id"], results, fmt)
-    return {"formats": out}
+                out[fmt]["server"] = _safe(check_server, d["id"], results, label(fmt))
+    return {"engine": engine, "formats": out}
+
+
+def _deploy_session(engine: str, fmt: str, since: float, chain_sid: str) -> dict | None:
+    """The newest deploy session saved since ``since`` that served ``fmt`` with ``engine``."""
+    found = None
+    for path in sorted((home() / "sessions").glob("*.json"), key=lambda p: p.stat().st_mtime):
+        if path.stat().st_mtime < since - 5 or path.stem == chain_sid:
+            continue
+        d = json.loads(path.read_text())
+        answers = d["steps"]["deploy"].get("answers") or {}
+        if d.get("task") == "deploy" and answers.get("model") == fmt and answers.get("backend") == engine:
+            found = d
+    return found
 
 
 def _safe(fn, *args):
@@ -403,6 +468,8 @@ def cmd_run(a) -> None:
     results.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     phase(results, "env", versions, a)
+    if a.gsm8k:
+        place_gsm8k(a.gsm8k)
     base = phase(results, "base", prepare, a.shape, work / Path(a.shape).name, a.pretrain_steps)
     c = phase(results, "chain", chain, a, Path(base.get("dir") or work / Path(a.shape).name), results)
     sid = c.get("session")
@@ -410,8 +477,11 @@ def cmd_run(a) -> None:
         phase(results, "server:merged", check_server, sid, results, "merged")
         if a.load_requests:
             phase(results, "load", load, a, sid, results)
-    if sid and c.get("status", {}).get("export") == "done":  # beside the main server: --util + N × --format-util ≤ 1
-        phase(results, "formats", formats, a, sid, results)
+    for i, engine in enumerate(e for e in a.format_engines.split(",") if e):
+        if engine != a.engine:
+            stop_servers(results)  # another engine's servers start on a GPU of their own
+        if sid and c.get("status", {}).get("export") == "done":  # beside the main server: --util + N × --format-util ≤ 1
+            phase(results, "formats", formats, a, sid, results, engine, a.port + 100 * (i + 1))
     stop_servers(results)
     if a.holdout:
         phase(results, "holdout", holdout, a, results)
@@ -444,9 +514,12 @@ def memory_rows(results: Path) -> list[dict]:
 
     rows = [json.loads(x) for x in (results / "rows.jsonl").read_text().splitlines() if x.strip()]
     chain = next(r for r in rows if r["phase"] == "chain" and r.get("session"))
+    if (chain.get("deploy") or {}).get("backend") != "vllm":
+        return []
     shapes = {k: memory.shape_from_config(json.loads((CONFIGS / k / "config.json").read_text()))
               for k in ("qwen2.5-0.5b", "qwen2.5-1.5b")}
-    formats = next((r for r in reversed(rows) if r["phase"] == "formats" and r.get("formats")), {}).get("formats", {})
+    formats = next((r for r in reversed(rows) if r["phase"] == "formats" and r.get("formats")
+                    and r.get("engine", "vllm") == "vllm"), {}).get("formats", {})
     runs = [("merged", "qwen2.5-0.5b", "bf16", chain["deploy"], "server-merged.log", "fit")]
     fmt_key = {"gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4", "adapter": "bf16"}
     for f, o in formats.items():
@@ -488,10 +561,18 @@ def cmd_report(a) -> None:
     lines = ["### Engine × format", "",
              "| served | start s | /v1/models | reply (tokens, finish) | stream finish | no key | wrong key | key | "
              "key in files | `yichui chat` |", "|---|---:|---|---|---|---:|---:|---:|---|---|"]
-    served = [("merged (CUDA graphs)", by["server:merged"][-1])]
-    for f, o in (by.get("formats") or [{}])[-1].get("formats", {}).items():
-        if o.get("server"):
-            served.append((f + " (eager)", o["server"]))
+    main = by["server:merged"][-1]
+    eager = any(x in (chain.get("deploy_args") or []) for x in ("--enforce-eager", "--disable-cuda-graph", "--eager-mode"))
+    served = [(f"{main.get('engine')} merged{' (eager)' if eager else ''}", main)]
+    failed = []
+    last = {fr.get("engine", "vllm"): fr for fr in by.get("formats") or []}  # each engine's last run
+    for fr in last.values():
+        for f, o in fr.get("formats", {}).items():
+            if o.get("server"):
+                served.append((f"{fr.get('engine', 'vllm')} {f} (eager)", o["server"]))
+            else:
+                err = next(iter((o.get("errors") or {}).values()), None) or f"rc {o.get('rc')}"
+                failed.append(f"- {fr.get('engine', 'vllm')} {f}: {str(err)[:400]}")
     for name, sv in served:
         chat = sv.get("yichui_chat") or {}
         answered = "Short answer" in chat.get("output", "")
@@ -500,10 +581,30 @@ def cmd_report(a) -> None:
                      f"{sv.get('http_without_key')} | {sv.get('http_with_wrong_key')} | {sv.get('http_with_key')} | "
                      f"{'none' if sv.get('key_in_files') == [] else sv.get('key_in_files')} | "
                      f"rc {chat.get('rc')}{', answered' if answered else ''} |")
-    lines += ["", "### KV cache: the engine's against the memory model's", "",
+    if failed:
+        lines += ["", "Did not serve:", ""] + failed
+    lines += ["", "### KV cache reported by each engine at start, and the memory model's prediction at deploy", "",
+              "| served | engine tokens | predicted | error |", "|---|---:|---:|---:|"]
+    for name, sv in served:
+        kv = sv.get("kv_cache") or {}
+        rep, pred = kv.get("reported_tokens"), kv.get("predicted_tokens")
+        err = f"{(pred / rep - 1) * 100:+.1f} %" if rep and pred else "—"
+        lines.append(f"| {name} | {rep if rep is not None else '—'} | {pred if pred is not None else '—'} | {err} |")
+    ev = chain.get("evaluate") or {}
+    if ev.get("parts"):
+        lines += ["", "### Evaluation through the engine: base and fine-tuned both served", "",
+                  "| part | where | loss | ROUGE-L | exact match | GSM8K | samples | seconds |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
+        for k, v in ev["parts"].items():
+            lines.append(f"| {k} | {v.get('where')} | {v.get('loss', '—')} | {v.get('rouge_l', '—')} | "
+                         f"{v.get('exact_match', '—')} | {v.get('score', '—')} | {v.get('samples')} | {v.get('seconds')} |")
+        lines += ["", f"Verdict: {ev.get('verdict')}"]
+    rows_m = memory_rows(results)
+    if rows_m:
+        lines += ["", "### KV cache: the engine's against the memory model's", "",
               "| run | shape | format | util | graphs | weights GiB engine / model | KV GiB | engine tokens | "
               "predicted at deploy | error | recalibrated | error |", "|---|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|"]
-    for m in memory_rows(results):
+    for m in rows_m:
         lines.append(f"| {m['run']} ({m['kind']}) | {m['shape']} | {m['format']} | {m['utilization']} | "
                      f"{'yes' if m['cuda_graphs'] else 'no'} | {m['engine_weights_gib']} / {m['model_weights_gib']} | "
                      f"{m['engine_kv_gib']} | {m['reported_tokens']:,} | {m['predicted_then']:,} | "
@@ -532,13 +633,21 @@ def main() -> None:
     r.add_argument("--results", required=True)
     r.add_argument("--engine", default="vllm")
     r.add_argument("--shape", default="qwen2.5-0.5b")
-    r.add_argument("--holdout", default="qwen2.5-1.5b")
+    r.add_argument("--holdout", default="qwen2.5-1.5b", help="a shape for phase 6 ('' to skip it)")
     r.add_argument("--pretrain-steps", type=int, default=300)
     r.add_argument("--steps", type=int, default=400)
     r.add_argument("--lr", type=float, default=5e-4)
     r.add_argument("--port", type=int, default=8100)
     r.add_argument("--util", type=float, default=0.5, help="the main server's GPU memory utilization")
-    r.add_argument("--format-util", type=float, default=0.08, help="each format server's (they run beside it)")
+    r.add_argument("--format-util", type=float, default=0.1, help="each format server's (they run beside it; the "
+                   "deploy step takes 0.1 at least)")
+    r.add_argument("--format-engines", default="vllm", help="the engines that serve every export in turn (comma list)")
+    r.add_argument("--engine-args", default=json.dumps({"sglang": "--attention-backend triton --sampling-backend pytorch"}),
+                   help="JSON: engine → its extra options (deploy.engine_args)")
+    r.add_argument("--graphs", action="store_true", help="the chain's server with CUDA graphs (for the load benchmark)")
+    r.add_argument("--deploy-timeout", type=float, default=480, help="seconds each format's deploy may take")
+    r.add_argument("--gsm8k", default="", help="a folder of GSM8K's parquet files (main/test-…), for the evaluate step")
+    r.add_argument("--benchmark-limit", type=int, default=50, help="GSM8K questions per model (0: no benchmark)")
     r.add_argument("--load-requests", type=int, default=64)
     r.add_argument("--formats", default="gptq-w4a16,awq-w4a16,fp8-dynamic,bnb-4bit",
                    help="the exports the chain makes (bnb-4bit: vLLM 0.26's --quantization bitsandbytes)")

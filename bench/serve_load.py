@@ -89,8 +89,9 @@ def main() -> None:
 
     from importlib.metadata import version
 
-    from recipes import deploy, jobs, tiny
+    from recipes import jobs, tiny
     from recipes.serving import client, keys
+    from recipes.serving import server as engine_server
 
     job = None
     key = keys.read_key(a.key_file)
@@ -100,13 +101,13 @@ def main() -> None:
     else:
         work = Path(tempfile.mkdtemp(prefix="yichui-serveload-"))
         model_dir = Path(a.serve_transformers) if a.serve_transformers else tiny.build(work / "tiny")
-        port = deploy.free_port()
+        port = engine_server.free_port()
         argv = [str(Path(sys.executable).parent / "transformers"), "serve", str(model_dir), "--host", "127.0.0.1",
                 "--port", str(port), "--device", a.device]
         job = jobs.spawn("server", argv, work)
         endpoint, server = f"http://127.0.0.1:{port}/v1", a.label or "transformers serve"
         t0 = time.time()
-        deploy.wait_healthy(job, endpoint[:-3])
+        engine_server.wait_healthy(job, endpoint[:-3])
         ready_s = round(time.time() - t0, 1)
         model = client.first_model(endpoint)
     try:

@@ -21,24 +21,23 @@ kept in ``<run>/serve/api_key`` (mode 0600), never in the session, on a command 
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
-import socket
 import time
 from pathlib import Path
 
 from recipes import jobs, memory, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
-from recipes.serving import client, engines, keys
+from recipes.serving import client, engines, keys, server
 from recipes.serving import spec as specs
+from recipes.serving.server import LOOPBACK, client_base, free_port, host_error, port_free, wait_healthy
 
 name = "deploy"
 requires = ("download",)  # and the export when there is one
 BACKENDS = specs.ENGINES
 GPU_ENGINES = specs.GPU_ENGINES
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
-HEALTH_TIMEOUT_S = 900  # a GPU engine loads weights, profiles memory and captures CUDA graphs first
 STOP_CHECK_TOKENS = 256  # the replies of the start-up check must end within this many tokens
 WEIGHT_FORMAT = {"merged": "bf16", "gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4",
                  "bnb-8bit": "bnb8"}
@@ -49,30 +48,10 @@ def envs(ctx) -> Path:
     return quantize.envs_dir(ctx.home)
 
 
-def port_free(host: str, port: int) -> bool:
-    """Can a server listen on host:port? SO_REUSEADDR as uvicorn sets it, so TIME_WAIT leftovers do not count."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
-def host_error(host: str) -> str | None:
-    """Why a server cannot listen on ``host`` at all (no such name, not an address of this machine), or None:
-    binding port 0 there, so a busy port is not mistaken for a bad address."""
-    try:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
-            s.bind((host, 0))
-    except OSError as e:
-        return getattr(e, "strerror", None) or str(e)
-    return None
 
 
-def free_port(host: str = "127.0.0.1", start: int = 8000) -> int:
-    return next((p for p in range(start, start + 200) if port_free(host, p)), 0)
 
 
 def adapter_info(ctx) -> dict | None:
@@ -185,6 +164,25 @@ def questions(ctx) -> list[Question]:
                        kv=est["kv_budget_gib"], util=a.get("gpu_memory_utilization", 0.9))
         return None
 
+    def check_args(v, a):
+        try:
+            args = engines.split_args(v)
+        except ValueError as e:
+            return msg("deploy.engine_args_bad", error=str(e))
+        backend = a.get("backend", "transformers")
+        inst = engines.find(backend, home_envs)
+        owned = engines.owned_option(inst.spec if inst else specs.recommended(backend), args)
+        if owned:
+            return msg("deploy.engine_args_owned", flag=owned)
+        tab = engines.committed(backend, inst.version) if inst else None
+        if tab is not None:  # the version's own options (else the run reads them from the engine and checks then)
+            try:
+                engines.check_argv(tab, ["x"] * len(tab["positional"]) + args)
+            except engines.EngineError as e:
+                key = "deploy.engine_args_unknown" if e.msg.key == "deploy.flag_unknown" else e.msg.key
+                return msg(key, **e.msg.args)
+        return None
+
     strategy = ctx.answers("choose_strategy")
     return [
         Question("backend", "select", "deploy.backend", validate=check_backend,
@@ -202,6 +200,7 @@ def questions(ctx) -> list[Question]:
         Question("max_model_len", "int", "deploy.max_model_len", when=gpu_engine, default=default_len,
                  validate=check_len),
         Question("cuda_graphs", "confirm", "deploy.cuda_graphs", when=gpu_engine, default=True),
+        Question("engine_args", "text", "deploy.engine_args", when=gpu_engine, default="", validate=check_args),
     ]
 
 
@@ -211,25 +210,8 @@ def _has_uvicorn() -> bool:
     return importlib.util.find_spec("uvicorn") is not None
 
 
-def client_base(host: str, port: int) -> str:
-    """Where this machine reaches the server: a wildcard bind is reached on loopback."""
-    h = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
-    return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
 
 
-def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
-    """GET /health answers 200 (every engine has it, none asks for the key there)."""
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if not job.alive():
-            raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
-        try:
-            client.request_json(base + "/health", timeout=2)
-            return
-        except (OSError, ValueError):  # URLError is an OSError
-            pass
-        time.sleep(0.5)
-    raise StepError("deploy.timeout", seconds=timeout, log=job.log)
 
 
 def _served_name(ctx) -> str:
@@ -269,7 +251,7 @@ def plan(ctx, answers: dict, inst: engines.Installed, tab: dict) -> tuple[engine
         tensor_parallel=answers.get("tensor_parallel", 1), adapter=adapter,
         api_key=answers["host"] not in LOOPBACK, device="auto" if memory.detect_gpus() else "cpu",
         weights_fraction=est["weights_gib"] / gib if est else None, trust_remote_code=trusted(ctx),
-        eager=spec.gpu and not answers.get("cuda_graphs", True))
+        eager=spec.gpu and not answers.get("cuda_graphs", True), extra=engines.split_args(answers.get("engine_args")))
     return launch, model_dir, adapter
 
 
@@ -282,9 +264,9 @@ def kv_cache_tokens(spec: specs.EngineSpec, log: str) -> int | None:
     except OSError:
         return None
     for found in reversed(re.findall(spec.kv_tokens_log, text)):
-        digits = found.replace(",", "")
-        if digits.isdigit():
-            return int(digits)
+        numbers = [x.replace(",", "") for x in (found if isinstance(found, tuple) else (found,))]
+        if all(x.isdigit() for x in numbers):
+            return math.prod(int(x) for x in numbers)  # LMDeploy logs blocks and tokens per block
     return None
 
 
@@ -360,7 +342,7 @@ def run(ctx, answers: dict) -> dict:
     if not port_free(host, port):  # taken since the question was answered (another server, another session)
         raise StepError("deploy.port_in_use", port=port)
     t0 = time.monotonic()
-    job = jobs.spawn("server", engines.argv_for(inst, launch, key_file), sdir, env=engines.process_env(inst))
+    job = server.start("server", inst, launch, sdir, key_file)
     base = client_base(host, port)
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))

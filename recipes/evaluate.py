@@ -95,6 +95,7 @@ def questions(ctx) -> list[Question]:
         return None
 
     default_endpoint = sel.get("endpoint") if sel.get("source") in ("hf", "modelscope") else None
+    engine = _deploy_backend(ctx)
     return [
         Question("heldout", "select", "evaluate.heldout", default="training" if has_split else "none",
                  choices=([Choice("training", msg("evaluate.heldout.training"))] if has_split else [])
@@ -107,6 +108,11 @@ def questions(ctx) -> list[Question]:
                  when=lambda a: a.get("heldout") != "none"),
         Question("compare_base", "confirm", "evaluate.compare_base", default=True,
                  when=lambda a: "finetuned" in found),
+        Question("generate_with", "select", "evaluate.generate_with",
+                 default=lambda a: "engine" if engine in GPU_ENGINES else "local",
+                 choices=[Choice("engine", msg("evaluate.generate_with.engine", engine=engine or "?")),
+                          Choice("local", msg("evaluate.generate_with.local"))],
+                 when=lambda a: engine is not None and "finetuned" in found),
         Question("benchmarks", "checkbox", "evaluate.benchmarks", default=[], validate=check_benchmarks,
                  choices=[Choice(b, msg("evaluate.benchmark." + b)) for b in harness.BENCHMARKS]),
         Question("mmlu_subjects", "text", "evaluate.mmlu_subjects",
@@ -165,6 +171,86 @@ def _endpoint_metrics(endpoint, model, key, convs, max_new_tokens) -> dict:
             "samples": len(convs), "tokens": None, "answers": replies}
 
 
+GPU_ENGINES = ("vllm", "sglang", "lmdeploy")  # recipes/serving/spec.py GPU_ENGINES (not imported: --help stays fast)
+EVAL_CONTEXT = 4096  # tokens: a held-out conversation (≤ 1024) or a 5-shot GSM8K prompt, and the reply
+
+
+def _deploy_backend(ctx) -> str | None:
+    """The engine this session's deploy step serves with (answered or run), or None."""
+    return ctx.outputs("deploy").get("backend") or ctx.answers("deploy").get("backend")
+
+
+def _free_fraction() -> float | None:
+    """The share of GPU 0's memory free now (torch.cuda.mem_get_info), or None without a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    free, total = torch.cuda.mem_get_info(0)
+    return free / total
+
+
+def serve_base(ctx, model_dir: str, trust_remote_code: bool):
+    """A second server of the deploy step's engine (same version, same extra options) for the base model in
+    ``model_dir``, on 127.0.0.1 (no key: loopback only), eager, at most :data:`EVAL_CONTEXT` tokens, taking 80 % of
+    the GPU memory free now; the caller stops it.
+
+    Returns:
+        (endpoint ``http://127.0.0.1:PORT/v1``, served model name, the server's job).
+
+    Raises:
+        StepError: the engine is not installed, its launch does not check, or it does not start
+            ("deploy.not_installed", the launch's EngineError, "deploy.died", "deploy.timeout").
+    """
+    from recipes import jobs, quantize
+    from recipes.serving import engines, server
+
+    dep, dep_a = ctx.outputs("deploy"), ctx.answers("deploy")
+    backend = dep["backend"]
+    envs = quantize.envs_dir(ctx.home)
+    inst = engines.find(backend, envs)
+    if inst is None:
+        raise StepError("deploy.not_installed", backend=backend, hint=engines.install_hint(backend, envs))
+    tab = engines.table_for(inst, engines.cache_dir(ctx.home))
+    port = server.free_port("127.0.0.1", 8200)
+    template = Path(model_dir) / "chat_template.jinja"
+    free = _free_fraction()
+    launch = engines.command(
+        inst.spec, tab, model_dir=model_dir, fmt="merged", served_name="base", host="127.0.0.1", port=port,
+        chat_template=str(template) if template.exists() else None,
+        max_model_len=min(int(dep_a.get("max_model_len") or EVAL_CONTEXT), EVAL_CONTEXT),
+        gpu_util=round(0.8 * free, 2) if free else None, tensor_parallel=int(dep_a.get("tensor_parallel") or 1),
+        device="auto" if free else "cpu", trust_remote_code=trust_remote_code, eager=inst.spec.gpu,
+        extra=engines.split_args(dep_a.get("engine_args")))
+    d = ctx.run_dir / "evaluate"
+    old = jobs.read(d / "base-server.pid.json")
+    if old is not None and old.alive():  # left by an evaluation that was killed
+        old.stop()
+    job = server.start("base-server", inst, launch, d)
+    base = server.client_base("127.0.0.1", port)
+    try:
+        server.wait_healthy(job, base)
+    except BaseException:
+        job.stop()
+        raise
+    return base + "/v1", launch.served_model, job
+
+
+def verdict(parts: dict) -> dict | None:
+    """Does the fine-tuned model beat the base on the held-out set? Every metric both have among loss (lower is
+    better) and ROUGE-L (higher) must say so. ``{"beats": bool | None, "checks": {metric: bool}}``; None without both
+    models' held-out parts."""
+    b, f = parts.get("heldout:base"), parts.get("heldout:finetuned")
+    if not b or not f:
+        return None
+    checks = {}
+    if b.get("loss") is not None and f.get("loss") is not None:
+        checks["loss"] = f["loss"] < b["loss"]
+    if b.get("rouge_l") is not None and f.get("rouge_l") is not None:
+        checks["rouge_l"] = f["rouge_l"] > b["rouge_l"]
+    return {"beats": all(checks.values()) if checks else None, "checks": checks}
+
+
 def _serving(ctx) -> tuple[str | None, str | None, str | None]:
     """(endpoint, served model, API key) of this session's running server, or of the selected endpoint."""
     sel, dep = ctx.outputs("select_model"), ctx.outputs("deploy")
@@ -188,7 +274,8 @@ def run(ctx, answers: dict) -> dict:
     edir = ctx.run_dir / "evaluate"
     edir.mkdir(parents=True, exist_ok=True)
     config = {k: answers.get(k) for k in ("heldout", "heldout_path", "heldout_samples", "max_new_tokens",
-                                          "compare_base", "benchmarks", "mmlu_subjects", "benchmark_limit")}
+                                          "compare_base", "generate_with", "benchmarks", "mmlu_subjects",
+                                          "benchmark_limit")}
     config["models"] = found
     previous = ctx.outputs("evaluate")
     parts: dict = dict(previous.get("parts", {})) if previous.get("config") == config else {}
@@ -213,6 +300,57 @@ def run(ctx, answers: dict) -> dict:
         parts[key] = value
         ctx.record(parts=parts)
 
+    # replies of both models from the deploy step's engine: the fine-tuned one from the session's server, the base
+    # from a second server of the same engine started here (when a part needs it)
+    through = answers.get("generate_with") == "engine" and "finetuned" in found
+    if through and not endpoint:
+        ctx.warn(msg("evaluate.no_server_local"))
+        through = False
+    base_server: list = []  # [(endpoint, served name, job)] once started
+
+    def engine_for(m: str) -> tuple[str, str, str | None]:
+        if m == "finetuned":
+            return endpoint, served, key
+        if not base_server:
+            ctx.info(msg("evaluate.serving_base", engine=ctx.outputs("deploy").get("backend")))
+            base_server.append(serve_base(ctx, found["base"], code))
+        return base_server[0][0], base_server[0][1], None
+
+    try:
+        _run_parts(ctx, answers, found, targets, convs, parts, done, through, engine_for, edir, endpoint, served, key,
+                   code)
+    finally:
+        for _, _, job in base_server:
+            job.stop()
+
+    table = summary(parts, targets, answers.get("benchmarks", []))
+    ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets], [r[:1] + r[1:] for r in table])
+    verdict_ = verdict(parts)
+    if verdict_ and verdict_["beats"] is not None:
+        b, f = parts["heldout:base"], parts["heldout:finetuned"]
+        figures = ", ".join(f"{k} {f[k]} vs {b[k]}" for k in verdict_["checks"])
+        if verdict_["beats"]:
+            ctx.info(msg("evaluate.beats", figures=figures))
+        else:
+            ctx.warn(msg("evaluate.not_better", figures=figures))
+    examples = []
+    for i, c in enumerate(convs[:EXAMPLES]):
+        ex = {"prompt": c[-2]["content"] if len(c) > 1 else "", "reference": c[-1]["content"]}
+        for m in targets:
+            ex[m] = parts.get(f"heldout:{m}", {}).get("answers", [""] * (i + 1))[i]
+        examples.append(ex)
+        ctx.info(msg("evaluate.example", n=i + 1, prompt=_short(ex["prompt"]), reference=_short(ex["reference"]),
+                     answers="\n  ".join(f"{m}: {_short(ex[m])}" for m in targets)))
+    report, chart = write_report(ctx, edir, config, parts, targets, answers.get("benchmarks", []), examples)
+    ctx.info(msg("evaluate.report", path=str(report)))
+    return {"config": config, "parts": parts, "table": table, "columns": targets, "examples": examples,
+            "heldout_samples": len(convs), "report": str(report), "chart": str(chart) if chart else None,
+            "verdict": verdict_}
+
+
+def _run_parts(ctx, answers, found, targets, convs, parts, done, through, engine_for, edir, endpoint, served, key,
+               code) -> None:
+    """Each part still missing: held-out metrics per model, then each benchmark per model."""
     for m in targets:
         k = f"heldout:{m}"
         if not convs or k in parts:
@@ -225,8 +363,12 @@ def run(ctx, answers: dict) -> dict:
             from recipes import heldout
 
             with ctx.progress(msg("evaluate.heldout_progress", model=m), total=len(convs)) as bar:
-                res = heldout.evaluate(found[m], convs, answers["max_new_tokens"],
+                res = heldout.evaluate(found[m], convs, answers["max_new_tokens"], generate=not through,
                                        progress=lambda i, n: bar.update(completed=i), trust_remote_code=code)
+            if through:  # the loss from the weights on disk, the replies from the engine
+                url, name, k_ = engine_for(m)
+                res = _endpoint_metrics(url, name, k_, convs, answers["max_new_tokens"]) | \
+                    {x: res[x] for x in ("loss", "perplexity", "tokens")} | {"where": url}
         done(k, res | {"seconds": round(time.time() - t0, 1)})
 
     for b in answers.get("benchmarks", []):
@@ -236,34 +378,21 @@ def run(ctx, answers: dict) -> dict:
             k = f"bench:{b}:{m}"
             if k in parts:
                 continue
-            use_endpoint = bench.kind == "generate" and (m == "endpoint" or (m == "finetuned" and endpoint))
-            ctx.info(msg("evaluate.bench_running", benchmark=b, model=m,
-                         where=endpoint if use_endpoint and m != "endpoint" else found.get(m, "")))
+            if bench.kind == "generate" and through and m in ("base", "finetuned"):
+                url, name, k_ = engine_for(m)
+            elif bench.kind == "generate" and (m == "endpoint" or (m == "finetuned" and endpoint)):
+                url, name, k_ = found.get("endpoint") or endpoint, served, key
+            else:
+                url, name, k_ = None, served, key
+            ctx.info(msg("evaluate.bench_running", benchmark=b, model=m, where=url or found.get(m, "")))
             t0 = time.time()
             try:
-                res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"],
-                                  endpoint=(found.get("endpoint") or endpoint) if use_endpoint else None,
-                                  served_model=served, api_key=key,
-                                  model_dir=None if m == "endpoint" else found[m],
+                res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"], endpoint=url,
+                                  served_model=name, api_key=k_, model_dir=None if m == "endpoint" else found[m],
                                   subsets=_subsets(answers) if b == "mmlu" else None, trust_remote_code=code)
             except harness.HarnessError as e:
                 raise StepError(e.key, **e.params) from None
             done(k, res | {"seconds": round(time.time() - t0, 1)})
-
-    table = summary(parts, targets, answers.get("benchmarks", []))
-    ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets], [r[:1] + r[1:] for r in table])
-    examples = []
-    for i, c in enumerate(convs[:EXAMPLES]):
-        ex = {"prompt": c[-2]["content"] if len(c) > 1 else "", "reference": c[-1]["content"]}
-        for m in targets:
-            ex[m] = parts.get(f"heldout:{m}", {}).get("answers", [""] * (i + 1))[i]
-        examples.append(ex)
-        ctx.info(msg("evaluate.example", n=i + 1, prompt=_short(ex["prompt"]), reference=_short(ex["reference"]),
-                     answers="\n  ".join(f"{m}: {_short(ex[m])}" for m in targets)))
-    report, chart = write_report(ctx, edir, config, parts, targets, answers.get("benchmarks", []), examples)
-    ctx.info(msg("evaluate.report", path=str(report)))
-    return {"config": config, "parts": parts, "table": table, "columns": targets, "examples": examples,
-            "heldout_samples": len(convs), "report": str(report), "chart": str(chart) if chart else None}
 
 
 def _short(text: str, n: int = 160) -> str:

@@ -67,13 +67,13 @@ def load(path: str, device: str, trust_remote_code: bool = False):
 
 
 def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 64, max_tokens: int = 1024,
-             progress=lambda done, total: None, trust_remote_code: bool = False) -> dict:
+             progress=lambda done, total: None, trust_remote_code: bool = False, generate: bool = True) -> dict:
     """The metrics of the model in ``path`` on ``conversations`` (``trust_remote_code``: the user's recorded yes to
-    the model's own code).
+    the model's own code; ``generate`` False: the loss only, the replies come from elsewhere, e.g. a server).
 
     Returns:
         ``{"loss", "perplexity", "exact_match", "rouge_l", "samples", "tokens", "answers": [str]}``; ``answers`` are
-        the greedy replies in order.
+        the greedy replies in order (without ``generate``: only loss, perplexity, samples and tokens).
 
     Raises:
         ValueError: no conversation has a reference reply token within ``max_tokens``.
@@ -100,14 +100,17 @@ def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 6
                     logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1).to(model.device),
                     ignore_index=-100, reduction="sum"))
                 tokens += n
-            out = model.generate(prompt.to(model.device), attention_mask=torch.ones_like(prompt).to(model.device),
-                                 max_new_tokens=max_new_tokens, do_sample=False)
-        answers.append(tok.decode(out[0][n_prompt:], skip_special_tokens=True).strip())
+            if generate:
+                out = model.generate(prompt.to(model.device), attention_mask=torch.ones_like(prompt).to(model.device),
+                                     max_new_tokens=max_new_tokens, do_sample=False)
+                answers.append(tok.decode(out[0][n_prompt:], skip_special_tokens=True).strip())
         progress(i + 1, len(conversations))
     if not tokens:
         raise ValueError("no reference tokens")
     loss = nll / tokens
     del model
-    return {"loss": round(loss, 4), "perplexity": round(math.exp(min(loss, 50)), 3),
-            **generation_scores(answers, [c[-1]["content"] for c in conversations]),
-            "samples": len(conversations), "tokens": tokens, "answers": answers}
+    out = {"loss": round(loss, 4), "perplexity": round(math.exp(min(loss, 50)), 3), "samples": len(conversations),
+           "tokens": tokens}
+    if generate:
+        out |= generation_scores(answers, [c[-1]["content"] for c in conversations]) | {"answers": answers}
+    return out

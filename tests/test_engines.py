@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes.serving import engines, keys, launcher
+from recipes.serving import engines, keys, launcher, server
 from recipes.serving import spec as specs
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -454,5 +454,26 @@ def test_a_server_answering_garbage_is_one_line_naming_what_was_asked(tmp_path):
 def test_an_address_of_no_interface_is_not_called_a_busy_port():
     from recipes import deploy
 
-    assert deploy.host_error("127.0.0.1") is None and deploy.host_error("0.0.0.0") is None
-    assert deploy.host_error("example.invalid") and deploy.host_error("192.0.2.123")  # no such name / no such interface
+    assert server.host_error("127.0.0.1") is None and server.host_error("0.0.0.0") is None
+    assert server.host_error("example.invalid") and server.host_error("192.0.2.123")  # no such name / no such interface
+
+
+def test_extra_engine_options_are_checked_against_the_versions_options():
+    """deploy.engine_args: the user's own options reach the launch after the ones yichui sets, checked like them;
+    an option yichui sets from the session (or the key's) is refused, and so is one the version lacks."""
+    s = specs.spec("sglang", "0.5.17")
+    tab = engines.table("sglang", "0.5.17")
+    common = dict(model_dir="/m/merged", fmt="merged", served_name="m", host="0.0.0.0", port=8123, api_key=True)
+    extra = engines.split_args("--attention-backend triton --sampling-backend 'pytorch'")
+    launch = engines.command(s, tab, extra=extra, **common)
+    assert launch.args[-4:] == ["--attention-backend", "triton", "--sampling-backend", "pytorch"]
+    for given, key in ((["--port", "9"], "deploy.engine_args_owned"), (["--api-key", "k" * 20], "deploy.engine_args_owned"),
+                       (["--mem-fraction-static=0.5"], "deploy.engine_args_owned"),
+                       (["--no-such-option"], "deploy.engine_args_unknown"),
+                       (["--attention-backend", "warp-drive"], "deploy.flag_value")):
+        with pytest.raises(engines.EngineError) as e:
+            engines.command(s, tab, extra=given, **common)
+        assert e.value.msg.key == key, (given, e.value.msg)
+    with pytest.raises(ValueError):
+        engines.split_args("--chat-template 'unclosed")
+    assert engines.split_args(None) == [] and engines.split_args("") == []

@@ -338,6 +338,24 @@ def lora_rank(spec: EngineSpec, tab: dict, rank: int) -> int:
     return bigger[0]
 
 
+def split_args(text: str | None) -> list[str]:
+    """The user's extra engine options (the deploy step's ``engine_args``), split as a shell would.
+
+    Raises:
+        ValueError: unbalanced quotes.
+    """
+    import shlex
+
+    return shlex.split(text or "")
+
+
+def owned_option(spec: EngineSpec, args: list[str]) -> str | None:
+    """The first option of ``args`` that yichui sets itself from the session (host, port, memory, the API key, …):
+    given twice, the engine would take one of them silently; the key would reach the command line."""
+    owned = {o for names in spec.options.values() for o in names}
+    return next((a.partition("=")[0] for a in args if a.partition("=")[0] in owned), None)
+
+
 @dataclass
 class Launch:
     """What :func:`command` produces. ``args`` go after the engine's launch prefix; no secret is in them."""
@@ -353,7 +371,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
             chat_template: str | None = None, max_model_len: int | None = None, gpu_util: float | None = None,
             tensor_parallel: int = 1, adapter: dict | None = None, api_key: bool = False, device: str = "cpu",
             weights_fraction: float | None = None, trust_remote_code: bool = False,
-            eager: bool = False) -> Launch:
+            eager: bool = False, extra: list[str] | tuple[str, ...] = ()) -> Launch:
     """The launch of ``spec``'s engine for a session, in the options of ``tab``'s version, checked against it.
 
     Args:
@@ -368,10 +386,12 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
         api_key: the engine is started through the key launcher, which appends the key option and the key.
         eager: no CUDA graph capture or compilation (a start minutes shorter; slower decoding).
         trust_remote_code: the user's recorded yes to the model's own code.
+        extra: the user's own options for the engine (:func:`split_args`), appended; none that yichui sets.
 
     Raises:
         EngineError: a format, setting or value the version does not take ("deploy.format_unsupported",
-            "deploy.loopback_only", "deploy.no_lora", "deploy.setting_unsupported", or check_argv's).
+            "deploy.loopback_only", "deploy.no_lora", "deploy.setting_unsupported", "deploy.engine_args_owned", or
+            check_argv's).
     """
     engine = spec.engine
     loaded = loads(spec, tab)
@@ -415,13 +435,22 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
             args += [opt, *value]
         else:
             args += [opt, value]
+    owned = owned_option(spec, list(extra))
+    if owned:
+        raise EngineError("deploy.engine_args_owned", flag=owned)
+    args += list(extra)
     key_flag = None
     if api_key:
         key_flag = option(spec, tab, "api_key")
         if key_flag is None:
             raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting="api_key",
                               path=tab.get("path", "?"))
-    check_argv(tab, args)
+    try:
+        check_argv(tab, args)
+    except EngineError as e:  # an option of the user's own, not a fault of yichui's table
+        if e.msg.key == "deploy.flag_unknown" and e.msg.args.get("flag") in extra:
+            raise EngineError("deploy.engine_args_unknown", **e.msg.args) from None
+        raise
     return Launch(engine, tab["version"], args, model_dir if spec.served_by_path else served_name, key_flag)
 
 

@@ -47,7 +47,8 @@ class EngineSpec:
         lora: serves an unmerged LoRA adapter.
         loopback_only: has no API key: never bound beyond 127.0.0.1.
         served_by_path: names the served model by the directory it loaded (transformers serve).
-        kv_tokens_log: a pattern finding the KV-cache size in tokens in the engine's start-up log (group 1).
+        kv_tokens_log: a pattern finding the KV-cache size in tokens in the engine's start-up log: its groups'
+            product (one group: tokens; LMDeploy: blocks and tokens per block).
         started: where this version was really started on a GPU (a bench/results file), "" when it never was.
         install: the pip requirement that installs this version.
     """
@@ -107,8 +108,8 @@ _SGLANG_0517 = EngineSpec(
              "trust_remote_code": ("--trust-remote-code",), "api_key": ("--api-key",),
              "quantization": ("--quantization",)},
     formats={"merged": {}, **{f: {"quantization": "compressed-tensors"} for f in COMPRESSED_TENSORS}},
-    # sglang/srt/mem_cache/memory_pool.py (0.5.17's source; not yet seen in a log of a started server)
-    lora=True, kv_tokens_log=r"KV Cache is allocated\. dtype: [^,]+, #tokens: (\d+)")
+    # sglang/srt/mem_cache/memory_pool.py, and kv_pool_runtime.py's after CUDA-graph capture (0.5.17's source)
+    lora=True, kv_tokens_log=r"KV [Cc]ache (?:is )?allocated\. dtype: [^,]+, #tokens: (\d+)")
 
 # LMDeploy's TurboMind engine is a CUDA 12 build; its PyTorch engine runs wherever torch does. The PyTorch engine
 # does not load compressed-tensors checkpoints (only TurboMind's --model-format compressed-tensors takes them), so
@@ -120,8 +121,12 @@ _LMDEPLOY_018 = EngineSpec(
     options={"served_name": ("--model-name",), "host": ("--server-name",), "port": ("--server-port",),
              "tensor_parallel": ("--tp",), "max_model_len": ("--session-len",),
              "gpu_memory_utilization": ("--cache-max-entry-count",), "lora_modules": ("--adapters",), "eager": ("--eager-mode",),
-             "trust_remote_code": ("--trust-remote-code",), "api_key": ("--api-keys",), "backend": ("--backend",)},
-    formats={"merged": {}}, fixed={"backend": "pytorch"}, utilization="after_weights", lora=True)
+             "trust_remote_code": ("--trust-remote-code",), "api_key": ("--api-keys",), "backend": ("--backend",),
+             "log_level": ("--log-level",)},
+    # INFO: the start-up line that gives the KV cache ("Building CacheEngine with config: CacheConfig(…)",
+    # lmdeploy/pytorch/engine/executor/base.py) is not printed at the default WARNING
+    formats={"merged": {}}, fixed={"backend": "pytorch", "log_level": "INFO"}, utilization="after_weights", lora=True,
+    kv_tokens_log=r"CacheConfig\(max_batches=\d+, block_size=(\d+), num_cpu_blocks=\d+, num_gpu_blocks=(\d+)")
 
 # transformers serve: no API key (loopback only), no tensor parallelism, no context or memory options; it reads the
 # quantization_config from config.json, so every format transformers loads needs no flag.

@@ -19,7 +19,7 @@ SECRET = "hf_DoNotLeakThisTokenValue123"
 
 
 BENCH = ["--set", "evaluate.benchmarks=gsm8k,mmlu", "--set", "evaluate.mmlu_subjects=high_school_computer_science",
-         "--set", "evaluate.benchmark_limit=4"]
+         "--set", "evaluate.benchmark_limit=4", "--set", "evaluate.generate_with=engine"]
 
 
 @pytest.fixture
@@ -46,13 +46,21 @@ def test_demo_then_replay(finished_demo):
     assert deploy["finish_reason"] == deploy["stream_finish_reason"] == "stop", deploy
     assert "Before fine-tuning" in r.stdout and "After fine-tuning" in r.stdout and deploy["reply"] in r.stdout
     assert s["steps"]["download"]["outputs"]["commit"]
-    # the evaluate step: held-out metrics of base and fine-tuned, GSM8K through the server, MMLU in-process
+    # the evaluate step: held-out metrics of base and fine-tuned, both models' replies (held-out and GSM8K) from the
+    # deploy step's engine — the fine-tuned one's server and a second one for the base, stopped after — MMLU in-process
     ev = s["steps"]["evaluate"]["outputs"]
     assert ev["columns"] == ["base", "finetuned"] and ev["heldout_samples"] == 15
     held_base, held_ft = ev["parts"]["heldout:base"], ev["parts"]["heldout:finetuned"]
     assert held_ft["loss"] < held_base["loss"] and held_ft["perplexity"] < held_base["perplexity"]  # it helped
-    assert ev["parts"]["bench:gsm8k:finetuned"]["where"] == deploy["endpoint"]  # through the transformers server
-    assert ev["parts"]["bench:gsm8k:base"]["where"] == s["steps"]["download"]["outputs"]["model_dir"]
+    assert ev["verdict"]["beats"] is True and ev["verdict"]["checks"] == {"loss": True, "rouge_l": True}, ev["verdict"]
+    assert "beats the base" in r.stdout
+    assert held_ft["where"] == deploy["endpoint"] and ev["parts"]["bench:gsm8k:finetuned"]["where"] == deploy["endpoint"]
+    base_url = held_base["where"]
+    assert base_url.startswith("http://127.0.0.1:") and base_url != deploy["endpoint"], held_base
+    assert ev["parts"]["bench:gsm8k:base"]["where"] == base_url
+    assert len(held_base["answers"]) == 15 and held_base["answers"] != held_ft["answers"]
+    base_job = jobs.read(home / "runs" / s["id"] / "evaluate" / "base-server.pid.json")
+    assert base_job is not None and not base_job.alive()  # the base's server went with the step
     for part in ("bench:gsm8k:base", "bench:gsm8k:finetuned", "bench:mmlu:base", "bench:mmlu:finetuned"):
         assert ev["parts"][part]["samples"] == 4 and 0 <= ev["parts"][part]["score"] <= 1, part
     assert "held-out loss" in r.stdout and "Example 1" in r.stdout

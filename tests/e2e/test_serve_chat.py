@@ -12,21 +12,21 @@ import pytest
 from conftest import YICHUI, env_for, yichui
 
 import recipes
-from recipes import deploy, jobs
-from recipes.serving import client
+from recipes import jobs
+from recipes.serving import client, server
 from wizard.session import Session
 
 
 @pytest.fixture
 def served(home, tiny_model):
     s = Session.new("finetune", h=home)
-    port = deploy.free_port()
+    port = server.free_port()
     base = f"http://127.0.0.1:{port}"
     argv = [str(Path(sys.executable).parent / "transformers"), "serve", str(tiny_model), "--host", "127.0.0.1",
             "--port", str(port), "--device", "cpu"]
     job = jobs.spawn("server", argv, s.run_dir / "serve")
     try:
-        deploy.wait_healthy(job, base)
+        server.wait_healthy(job, base)
         model = client.first_model(base + "/v1")
         s.steps["deploy"]["outputs"] = {"endpoint": base + "/v1", "served_model": model, "server_pid": job.pid}
         s.save()
@@ -86,6 +86,6 @@ def test_chat_in_chinese_with_an_explicit_endpoint(home, served):
 
 
 def test_chat_with_an_unreachable_endpoint_is_one_line(home):
-    port = deploy.free_port()
+    port = server.free_port()
     r = yichui(home, "chat", "--endpoint", f"http://127.0.0.1:{port}/v1")
     assert r.returncode == 1 and "Cannot reach" in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -1,0 +1,76 @@
+"""A serving engine's process: where it may listen, starting it detached, and waiting until it answers.
+
+Used by the deploy step (the session's server) and the evaluate step (a second server of the same engine for the
+base model, so that base and fine-tuned replies come from one engine).
+"""
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+from recipes import jobs
+from recipes.base import StepError
+from recipes.serving import client, engines
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+HEALTH_TIMEOUT_S = 900  # a GPU engine loads weights, profiles memory and captures CUDA graphs first
+
+
+def port_free(host: str, port: int) -> bool:
+    """Can a server listen on host:port? SO_REUSEADDR as uvicorn sets it, so TIME_WAIT leftovers do not count."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def host_error(host: str) -> str | None:
+    """Why a server cannot listen on ``host`` at all (no such name, not an address of this machine), or None:
+    binding port 0 there, so a busy port is not mistaken for a bad address."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.bind((host, 0))
+    except OSError as e:
+        return getattr(e, "strerror", None) or str(e)
+    return None
+
+
+def free_port(host: str = "127.0.0.1", start: int = 8000) -> int:
+    """The first port from ``start`` (200 tried) a server can listen on at ``host``; 0 when none."""
+    return next((p for p in range(start, start + 200) if port_free(host, p)), 0)
+
+
+def client_base(host: str, port: int) -> str:
+    """Where this machine reaches the server: a wildcard bind is reached on loopback."""
+    h = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
+
+
+def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
+    """GET /health answers 200 (every engine has it, none asks for the key there).
+
+    Raises:
+        StepError("deploy.died"): the process exited first (the message holds its log's last lines).
+        StepError("deploy.timeout"): no answer within ``timeout`` seconds.
+    """
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if not job.alive():
+            raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
+        try:
+            client.request_json(base + "/health", timeout=2)
+            return
+        except (OSError, ValueError):  # URLError is an OSError
+            pass
+        time.sleep(0.5)
+    raise StepError("deploy.timeout", seconds=timeout, log=job.log)
+
+
+def start(name: str, inst: engines.Installed, launch: engines.Launch, directory: Path,
+          key_file: Path | None = None) -> jobs.Job:
+    """Spawn the engine detached (its own process group; log ``directory/<name>.log``, pid file beside it)."""
+    return jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory, env=engines.process_env(inst))
