@@ -132,6 +132,8 @@ def prepare(shape: str, dest: Path, pretrain_steps: int, seq: int = 512, batch: 
             "loss_first": losses[:3], "loss_last": losses[-3:], "tokenizer_vocab": len(tok), "dir": str(dest)}
     (tmp / "yichui_build.json").write_text(json.dumps(info, indent=2))
     del model
+    if pretrain_steps:
+        del opt, sched, data  # their memory goes back too: engines started later size their KV cache by what is free
     if dev == "cuda":
         torch.cuda.empty_cache()
     os.replace(tmp, dest)
@@ -558,12 +560,14 @@ def cmd_report(a) -> None:
     for r in rows:
         by.setdefault(r["phase"], []).append(r)
     chain = next(r for r in by["chain"] if r.get("session"))
+    resumed = results / "chain-session.json"  # the chain's session as it stood after a `yichui resume` by hand
+    if resumed.exists():
+        chain = chain | summary(json.loads(resumed.read_text()))
     lines = ["### Engine × format", "",
              "| served | start s | /v1/models | reply (tokens, finish) | stream finish | no key | wrong key | key | "
              "key in files | `yichui chat` |", "|---|---:|---|---|---|---:|---:|---:|---|---|"]
-    main = by["server:merged"][-1]
     eager = any(x in (chain.get("deploy_args") or []) for x in ("--enforce-eager", "--disable-cuda-graph", "--eager-mode"))
-    served = [(f"{main.get('engine')} merged{' (eager)' if eager else ''}", main)]
+    served = [(f"{m.get('engine')} merged{' (eager)' if eager else ''}", m) for m in by.get("server:merged", [])[-1:]]
     failed = []
     last = {fr.get("engine", "vllm"): fr for fr in by.get("formats") or []}  # each engine's last run
     for fr in last.values():

@@ -59,6 +59,7 @@ class Question:
         env: environment variable that supplies a secret.
         volatile: the answer names a resource of this machine at this moment (a free port): a replayed answer that
             no longer validates gives way to the next source, with a note, as a resumed one does.
+        optional: a text answer may be empty (``--set step.key=``): "none" (e.g. extra engine options).
     """
 
     key: str
@@ -71,6 +72,7 @@ class Question:
     secret: bool = False
     env: str | None = None
     volatile: bool = False
+    optional: bool = False
 
     def __post_init__(self):
         if self.kind not in KINDS:

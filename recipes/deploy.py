@@ -200,7 +200,8 @@ def questions(ctx) -> list[Question]:
         Question("max_model_len", "int", "deploy.max_model_len", when=gpu_engine, default=default_len,
                  validate=check_len),
         Question("cuda_graphs", "confirm", "deploy.cuda_graphs", when=gpu_engine, default=True),
-        Question("engine_args", "text", "deploy.engine_args", when=gpu_engine, default="", validate=check_args),
+        Question("engine_args", "text", "deploy.engine_args", when=gpu_engine, default="", validate=check_args,
+                 optional=True),
     ]
 
 
@@ -363,7 +364,7 @@ def _check(ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir,
     if not job.alive():
         raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
     served = launch.served_model
-    if served not in listed:  # whoever answers on this port, it is not the server we started
+    if launch.listed_name not in listed:  # whoever answers on this port, it is not the server we started
         raise StepError("deploy.not_ours", port=port, models=", ".join(map(str, listed))[:200] or "?")
     samples = ctx.outputs("train").get("samples") or {}
     question = samples.get("question") or "What is LoRA?"

@@ -259,3 +259,13 @@ def test_a_path_answer_expands_the_home_folder(monkeypatch, tmp_path):
     q = Question("data", "path", "choose_strategy.dataset_path")
     assert check(q, "~/data.jsonl", {}) == (str(tmp_path / "data.jsonl"), None)
     assert check(Question("name", "text", "x"), "~keep", {}) == ("~keep", None)  # text stays as typed
+
+
+def test_an_optional_text_answer_may_be_empty_others_may_not():
+    """deploy.engine_args is optional: `--set deploy.engine_args=` (and Enter at its prompt) means none; a text
+    question that is not optional still refuses an empty answer."""
+    from wizard.engine import check
+
+    assert check(Question("engine_args", "text", "deploy.engine_args", default="", optional=True), "", {}) == ("", None)
+    assert check(Question("engine_args", "text", "deploy.engine_args", default="", optional=True), "  ", {}) == ("", None)
+    assert check(Question("name", "text", "x", default=""), "", {})[1].key == "answer.empty"

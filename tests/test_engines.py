@@ -142,7 +142,8 @@ def test_the_install_hint_names_the_version_started_on_a_gpu(tmp_path):
     assert specs.recommended("vllm").version == "0.26.0" and specs.recommended("vllm").started
     assert "vllm==0.26.0" in engines.install_hint("vllm", tmp_path)
     assert str(tmp_path / "vllm-0.26.0") in engines.install_hint("vllm", tmp_path)
-    assert specs.recommended("sglang").version == "0.5.23"  # none started yet: the newest with a table
+    assert specs.recommended("sglang").version == "0.5.17"  # started, although 0.5.23 has a table too
+    assert specs.recommended("lmdeploy").version == "0.18.0" and not specs.recommended("lmdeploy").started
 
 
 def test_a_version_without_its_own_spec_takes_the_newest_older_one():
@@ -477,3 +478,29 @@ def test_extra_engine_options_are_checked_against_the_versions_options():
     with pytest.raises(ValueError):
         engines.split_args("--chat-template 'unclosed")
     assert engines.split_args(None) == [] and engines.split_args("") == []
+
+
+def test_an_adapter_is_asked_for_by_the_name_each_engine_reads():
+    """/v1/models lists the adapter's name on every engine; SGLang serves the base model for a request that carries
+    only that name (it reads ``base:adapter``), so the deploy step's check and every client use its form."""
+    adapter = {"path": "/a/adapter", "rank": 64}
+    for engine, version, request in (("vllm", "0.26.0", "tiny-lora"), ("sglang", "0.5.17", "tiny-lora-base:tiny-lora"),
+                                     ("lmdeploy", "0.18.0", "tiny-lora")):
+        launch = build(engine, "merged", adapter, version=version)
+        assert (launch.served_model, launch.listed_name) == (request, "tiny-lora"), engine
+        plain = build(engine, "merged", version=version)
+        assert plain.served_model == plain.listed_name == "tiny-lora"
+
+
+def test_the_kv_cache_size_is_read_from_a_real_sglang_log_and_lmdeploys_blocks_are_multiplied(tmp_path):
+    """SGLang 0.5.17's start-up log on an H200 (bench/results, round 2); LMDeploy's line as its executor formats it
+    (lmdeploy/pytorch/engine/executor/base.py: CacheConfig's repr at INFO; no LMDeploy start succeeded yet)."""
+    from recipes import deploy
+
+    log = ROOT / "bench" / "results" / "2026-12-01-serve-h200-round2" / "server-sglang-merged.log"
+    assert deploy.kv_cache_tokens(specs.spec("sglang", "0.5.17"), str(log)) == 1_027_726
+    lm = tmp_path / "lmdeploy.log"
+    lm.write_text("Building CacheEngine with config: \nCacheConfig(max_batches=256, block_size=64, num_cpu_blocks=0, "
+                  "num_gpu_blocks=4231, kernel_block_size=64, window_size=-1)\n")
+    assert deploy.kv_cache_tokens(specs.spec("lmdeploy", "0.18.0"), str(lm)) == 64 * 4231
+    assert "--log-level" in build("lmdeploy", "merged", version="0.18.0").args  # INFO, or that line is not printed

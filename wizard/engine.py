@@ -72,7 +72,7 @@ def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
         s = "" if raw is None else str(raw).strip()
         if q.kind == "path" and s.startswith("~"):  # a shell would have expanded it; --set and prompts do not
             s = os.path.expanduser(s)
-        return (s, None) if s else (s, msg("answer.empty"))
+        return (s, None) if s or q.optional else (s, msg("answer.empty"))
     return raw, None
 
 

@@ -363,8 +363,12 @@ class Launch:
     engine: str
     version: str
     args: list[str]
-    served_model: str          # the name /v1/models lists and chat requests use
+    served_model: str          # the name chat requests use
     key_flag: str | None = None
+    listed_name: str = ""      # the name /v1/models lists (when it is not served_model: SGLang's adapters)
+
+    def __post_init__(self):
+        self.listed_name = self.listed_name or self.served_model
 
 
 def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_name: str, host: str, port: int,
@@ -451,7 +455,10 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
         if e.msg.key == "deploy.flag_unknown" and e.msg.args.get("flag") in extra:
             raise EngineError("deploy.engine_args_unknown", **e.msg.args) from None
         raise
-    return Launch(engine, tab["version"], args, model_dir if spec.served_by_path else served_name, key_flag)
+    if spec.served_by_path:
+        return Launch(engine, tab["version"], args, model_dir, key_flag)
+    request = spec.adapter_request.format(base=served_name + "-base", adapter=served_name) if adapter else served_name
+    return Launch(engine, tab["version"], args, request, key_flag, listed_name=served_name)
 
 
 # ---- starting it -------------------------------------------------------------------------------------------------

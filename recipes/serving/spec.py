@@ -47,6 +47,9 @@ class EngineSpec:
         lora: serves an unmerged LoRA adapter.
         loopback_only: has no API key: never bound beyond 127.0.0.1.
         served_by_path: names the served model by the directory it loaded (transformers serve).
+        adapter_request: the model name a request for the unmerged adapter must carry, from ``{base}`` (the base's
+            served name) and ``{adapter}`` (the adapter's, which /v1/models lists): SGLang reads ``base:adapter``
+            and serves the base for a bare adapter name (sglang/srt/entrypoints/openai/serving_base.py).
         kv_tokens_log: a pattern finding the KV-cache size in tokens in the engine's start-up log: its groups'
             product (one group: tokens; LMDeploy: blocks and tokens per block).
         started: where this version was really started on a GPU (a bench/results file), "" when it never was.
@@ -68,6 +71,7 @@ class EngineSpec:
     lora: bool = False
     loopback_only: bool = False
     served_by_path: bool = False
+    adapter_request: str = "{adapter}"
     kv_tokens_log: str = ""
     started: str = ""
     install: str = ""
@@ -109,7 +113,8 @@ _SGLANG_0517 = EngineSpec(
              "quantization": ("--quantization",)},
     formats={"merged": {}, **{f: {"quantization": "compressed-tensors"} for f in COMPRESSED_TENSORS}},
     # sglang/srt/mem_cache/memory_pool.py, and kv_pool_runtime.py's after CUDA-graph capture (0.5.17's source)
-    lora=True, kv_tokens_log=r"KV [Cc]ache (?:is )?allocated\. dtype: [^,]+, #tokens: (\d+)")
+    lora=True, adapter_request="{base}:{adapter}", kv_tokens_log=r"KV [Cc]ache (?:is )?allocated\. dtype: [^,]+, #tokens: (\d+)",
+    started="bench/results/2026-12-01-serve-h200-round2.md")  # merged, GPTQ, AWQ, FP8 on an H200 (adapter: not yet)
 
 # LMDeploy's TurboMind engine is a CUDA 12 build; its PyTorch engine runs wherever torch does. The PyTorch engine
 # does not load compressed-tensors checkpoints (only TurboMind's --model-format compressed-tensors takes them), so
@@ -143,7 +148,7 @@ SPECS: dict[str, tuple[EngineSpec, ...]] = {
     "transformers": (_TRANSFORMERS_524,),
     # replace() copies every field: the install line and the GPU record belong to one version only
     "vllm": (_VLLM_026, replace(_VLLM_026, version="0.33.0", started="", install="")),
-    "sglang": (_SGLANG_0517, replace(_SGLANG_0517, version="0.5.23", install="")),
+    "sglang": (_SGLANG_0517, replace(_SGLANG_0517, version="0.5.23", started="", install="")),
     "lmdeploy": (_LMDEPLOY_018,),
 }
 ENGINES = tuple(SPECS)  # the order the deploy step offers them
