@@ -200,8 +200,7 @@ def questions(ctx) -> list[Question]:
         Question("max_model_len", "int", "deploy.max_model_len", when=gpu_engine, default=default_len,
                  validate=check_len),
         Question("cuda_graphs", "confirm", "deploy.cuda_graphs", when=gpu_engine, default=True),
-        Question("engine_args", "text", "deploy.engine_args", when=gpu_engine, default="", validate=check_args,
-                 optional=True),
+        Question("engine_args", "text", "deploy.engine_args", default="", validate=check_args, optional=True),
     ]
 
 

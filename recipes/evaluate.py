@@ -110,9 +110,9 @@ def questions(ctx) -> list[Question]:
                  when=lambda a: "finetuned" in found),
         Question("generate_with", "select", "evaluate.generate_with",
                  default=lambda a: "engine" if engine in GPU_ENGINES else "local",
-                 choices=[Choice("engine", msg("evaluate.generate_with.engine", engine=engine or "?")),
+                 choices=[Choice("engine", msg("evaluate.generate_with.engine")),
                           Choice("local", msg("evaluate.generate_with.local"))],
-                 when=lambda a: engine is not None and "finetuned" in found),
+                 when=lambda a: "finetuned" in found or "train" in recipes.TASKS[ctx.task]),
         Question("benchmarks", "checkbox", "evaluate.benchmarks", default=[], validate=check_benchmarks,
                  choices=[Choice(b, msg("evaluate.benchmark." + b)) for b in harness.BENCHMARKS]),
         Question("mmlu_subjects", "text", "evaluate.mmlu_subjects",
@@ -166,7 +166,11 @@ def _endpoint_metrics(endpoint, model, key, convs, max_new_tokens) -> dict:
     from recipes import heldout
     from recipes.serving import client
 
-    replies = [client.complete(endpoint, model, c[:-1], max_new_tokens, api_key=key, timeout=600).text for c in convs]
+    try:
+        replies = [client.complete(endpoint, model, c[:-1], max_new_tokens, api_key=key, timeout=600).text
+                   for c in convs]
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as e:  # URLError is an OSError
+        raise StepError("evaluate.server_failed", endpoint=endpoint, error=f"{type(e).__name__}: {e}"[:200]) from None
     return {"loss": None, "perplexity": None, **heldout.generation_scores(replies, [c[-1]["content"] for c in convs]),
             "samples": len(convs), "tokens": None, "answers": replies}
 
@@ -238,8 +242,9 @@ def serve_base(ctx, model_dir: str, trust_remote_code: bool):
 
 def verdict(parts: dict) -> dict | None:
     """Does the fine-tuned model beat the base on the held-out set? Every metric both have among loss (lower is
-    better) and ROUGE-L (higher) must say so. ``{"beats": bool | None, "checks": {metric: bool}}``; None without both
-    models' held-out parts."""
+    better) and ROUGE-L (higher) must say so; no allowance for noise (15–30 held-out conversations move ROUGE-L by
+    a few hundredths). ``{"beats": bool | None, "checks": {metric: bool}, "figures": "loss 2.0 vs 3.0, …"}``; None
+    without both models' held-out parts."""
     b, f = parts.get("heldout:base"), parts.get("heldout:finetuned")
     if not b or not f:
         return None
@@ -248,7 +253,8 @@ def verdict(parts: dict) -> dict | None:
         checks["loss"] = f["loss"] < b["loss"]
     if b.get("rouge_l") is not None and f.get("rouge_l") is not None:
         checks["rouge_l"] = f["rouge_l"] > b["rouge_l"]
-    return {"beats": all(checks.values()) if checks else None, "checks": checks}
+    return {"beats": all(checks.values()) if checks else None, "checks": checks,
+            "figures": ", ".join(f"{k} {f[k]} vs {b[k]}" for k in checks)}
 
 
 def _serving(ctx) -> tuple[str | None, str | None, str | None]:
@@ -264,6 +270,48 @@ def _serving(ctx) -> tuple[str | None, str | None, str | None]:
         if job is not None and job.alive():
             return dep["endpoint"], dep.get("served_model"), keys.read_key(dep.get("api_key_file"))
     return None, None, None
+
+
+class Replies:
+    """Where each model's replies come from: ``(url, served model, API key)`` of a server, or None (generated here).
+
+    With ``through`` (generate_with: engine) the fine-tuned model answers from the session's server and the base from
+    a second server of the same engine (:func:`serve_base`), started at its first use and ended by :meth:`stop`.
+    Without it an endpoint model answers from its URL, and the fine-tuned model from the session's server for
+    generative benchmarks only (as before: its held-out replies are generated here).
+    """
+
+    def __init__(self, ctx, found: dict, code: bool, through: bool, endpoint, served, key):
+        self.ctx, self.found, self.code, self.through = ctx, found, code, through
+        self.session = (endpoint, served, key) if endpoint else None
+        self._base = None  # (url, name, None, job) once started
+
+    def _engine(self, m: str):
+        if m == "finetuned":
+            return self.session
+        if self._base is None:
+            self.ctx.info(msg("evaluate.serving_base", engine=self.ctx.outputs("deploy").get("backend")))
+            url, name, job = serve_base(self.ctx, self.found["base"], self.code)
+            self._base = (url, name, None, job)
+        return self._base[:3]
+
+    def heldout(self, m: str):
+        if m == "endpoint":  # the selected endpoint is the session's server (evaluate._serving)
+            return self.session
+        return self._engine(m) if self.through else None
+
+    def benchmark(self, m: str, kind: str):
+        if kind != "generate":
+            return None  # log-likelihood benchmarks run on the weights
+        if self.through and m in ("base", "finetuned"):
+            return self._engine(m)
+        if m == "endpoint" or m == "finetuned":
+            return self.session
+        return None
+
+    def stop(self) -> None:
+        if self._base is not None:
+            self._base[3].stop()
 
 
 def run(ctx, answers: dict) -> dict:
@@ -283,6 +331,11 @@ def run(ctx, answers: dict) -> dict:
         ctx.info(msg("evaluate.resuming", n=len(parts)))
     ctx.record(config=config, parts=parts)
     endpoint, served, key = _serving(ctx)
+    from recipes import jobs
+
+    left = jobs.read(edir / "base-server.pid.json")
+    if left is not None and left.alive():  # a killed evaluation's base server: this run starts its own when needed
+        left.stop()
     targets = [m for m in ("base", "finetuned", "endpoint") if m in found
                and (m != "base" or "finetuned" not in found or answers.get("compare_base", True))]
 
@@ -300,39 +353,59 @@ def run(ctx, answers: dict) -> dict:
         parts[key] = value
         ctx.record(parts=parts)
 
-    # replies of both models from the deploy step's engine: the fine-tuned one from the session's server, the base
-    # from a second server of the same engine started here (when a part needs it)
     through = answers.get("generate_with") == "engine" and "finetuned" in found
     if through and not endpoint:
         ctx.warn(msg("evaluate.no_server_local"))
         through = False
-    base_server: list = []  # [(endpoint, served name, job)] once started
-
-    def engine_for(m: str) -> tuple[str, str, str | None]:
-        if m == "finetuned":
-            return endpoint, served, key
-        if not base_server:
-            ctx.info(msg("evaluate.serving_base", engine=ctx.outputs("deploy").get("backend")))
-            base_server.append(serve_base(ctx, found["base"], code))
-        return base_server[0][0], base_server[0][1], None
-
+    replies = Replies(ctx, found, code, through, endpoint, served, key)
     try:
-        _run_parts(ctx, answers, found, targets, convs, parts, done, through, engine_for, edir, endpoint, served, key,
-                   code)
+        for m in targets:
+            k = f"heldout:{m}"
+            if not convs or k in parts:
+                continue
+            ctx.info(msg("evaluate.heldout_running", model=m, n=len(convs)))
+            t0 = time.time()
+            server = replies.heldout(m)
+            res = {}
+            if m != "endpoint":  # the loss from the weights on disk; the replies too, unless a server gives them
+                from recipes import heldout
+
+                with ctx.progress(msg("evaluate.heldout_progress", model=m), total=len(convs)) as bar:
+                    res = heldout.evaluate(found[m], convs, answers["max_new_tokens"], generate=server is None,
+                                           progress=lambda i, n: bar.update(completed=i), trust_remote_code=code)
+            if server is not None:
+                res = _endpoint_metrics(*server, convs, answers["max_new_tokens"]) | \
+                    {x: res[x] for x in ("loss", "perplexity", "tokens") if x in res} | {"where": server[0]}
+            done(k, res | {"seconds": round(time.time() - t0, 1)})
+
+        for b in answers.get("benchmarks", []):
+            ddir = _fetch(ctx, b, answers)
+            for m in targets:
+                k = f"bench:{b}:{m}"
+                if k in parts:
+                    continue
+                url, name, api_key = replies.benchmark(m, harness.BENCHMARKS[b].kind) or (None, served, key)
+                ctx.info(msg("evaluate.bench_running", benchmark=b, model=m, where=url or found.get(m, "")))
+                t0 = time.time()
+                try:
+                    res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"], endpoint=url,
+                                      served_model=name, api_key=api_key,
+                                      model_dir=None if m == "endpoint" else found[m],
+                                      subsets=_subsets(answers) if b == "mmlu" else None, trust_remote_code=code)
+                except harness.HarnessError as e:
+                    raise StepError(e.key, **e.params) from None
+                done(k, res | {"seconds": round(time.time() - t0, 1)})
     finally:
-        for _, _, job in base_server:
-            job.stop()
+        replies.stop()
 
     table = summary(parts, targets, answers.get("benchmarks", []))
     ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets], [r[:1] + r[1:] for r in table])
     verdict_ = verdict(parts)
     if verdict_ and verdict_["beats"] is not None:
-        b, f = parts["heldout:base"], parts["heldout:finetuned"]
-        figures = ", ".join(f"{k} {f[k]} vs {b[k]}" for k in verdict_["checks"])
         if verdict_["beats"]:
-            ctx.info(msg("evaluate.beats", figures=figures))
+            ctx.info(msg("evaluate.beats", figures=verdict_["figures"]))
         else:
-            ctx.warn(msg("evaluate.not_better", figures=figures))
+            ctx.warn(msg("evaluate.not_better", figures=verdict_["figures"]))
     examples = []
     for i, c in enumerate(convs[:EXAMPLES]):
         ex = {"prompt": c[-2]["content"] if len(c) > 1 else "", "reference": c[-1]["content"]}
@@ -346,53 +419,6 @@ def run(ctx, answers: dict) -> dict:
     return {"config": config, "parts": parts, "table": table, "columns": targets, "examples": examples,
             "heldout_samples": len(convs), "report": str(report), "chart": str(chart) if chart else None,
             "verdict": verdict_}
-
-
-def _run_parts(ctx, answers, found, targets, convs, parts, done, through, engine_for, edir, endpoint, served, key,
-               code) -> None:
-    """Each part still missing: held-out metrics per model, then each benchmark per model."""
-    for m in targets:
-        k = f"heldout:{m}"
-        if not convs or k in parts:
-            continue
-        ctx.info(msg("evaluate.heldout_running", model=m, n=len(convs)))
-        t0 = time.time()
-        if m == "endpoint":
-            res = _endpoint_metrics(found["endpoint"], served, key, convs, answers["max_new_tokens"])
-        else:
-            from recipes import heldout
-
-            with ctx.progress(msg("evaluate.heldout_progress", model=m), total=len(convs)) as bar:
-                res = heldout.evaluate(found[m], convs, answers["max_new_tokens"], generate=not through,
-                                       progress=lambda i, n: bar.update(completed=i), trust_remote_code=code)
-            if through:  # the loss from the weights on disk, the replies from the engine
-                url, name, k_ = engine_for(m)
-                res = _endpoint_metrics(url, name, k_, convs, answers["max_new_tokens"]) | \
-                    {x: res[x] for x in ("loss", "perplexity", "tokens")} | {"where": url}
-        done(k, res | {"seconds": round(time.time() - t0, 1)})
-
-    for b in answers.get("benchmarks", []):
-        bench = harness.BENCHMARKS[b]
-        ddir = _fetch(ctx, b, answers)
-        for m in targets:
-            k = f"bench:{b}:{m}"
-            if k in parts:
-                continue
-            if bench.kind == "generate" and through and m in ("base", "finetuned"):
-                url, name, k_ = engine_for(m)
-            elif bench.kind == "generate" and (m == "endpoint" or (m == "finetuned" and endpoint)):
-                url, name, k_ = found.get("endpoint") or endpoint, served, key
-            else:
-                url, name, k_ = None, served, key
-            ctx.info(msg("evaluate.bench_running", benchmark=b, model=m, where=url or found.get(m, "")))
-            t0 = time.time()
-            try:
-                res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"], endpoint=url,
-                                  served_model=name, api_key=k_, model_dir=None if m == "endpoint" else found[m],
-                                  subsets=_subsets(answers) if b == "mmlu" else None, trust_remote_code=code)
-            except harness.HarnessError as e:
-                raise StepError(e.key, **e.params) from None
-            done(k, res | {"seconds": round(time.time() - t0, 1)})
 
 
 def _short(text: str, n: int = 160) -> str:
@@ -420,13 +446,23 @@ def write_report(ctx, edir: Path, config: dict, parts: dict, targets: list[str],
              "| metric | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
     lines += ["| " + " | ".join(["—" if v is None else str(v) for v in r]) + " |" for r in rows]
     lines += ["", "Models: " + ", ".join(f"{k} = `{v}`" for k, v in config["models"].items()), ""]
+    wheres = {m: parts.get(f"heldout:{m}", {}).get("where") for m in targets}
+    if any(wheres.values()):
+        lines += ["Held-out replies from: " + ", ".join(f"{m} = {w or 'generated in-process'}"
+                                                         for m, w in wheres.items()), ""]
+    v = verdict(parts)
+    if v and v["beats"] is not None:
+        lines += [("**The fine-tuned model beats the base**" if v["beats"] else
+                   "**The fine-tuned model does NOT beat the base**") + " on the held-out set ("
+                  + ", ".join(f"{k}: {'yes' if ok else 'no'}" for k, ok in v["checks"].items()) + ").", ""]
     if examples:
         lines += ["## Examples (held-out)", ""]
         for i, ex in enumerate(examples, 1):
             lines += [f"### {i}", "", f"**prompt**: {ex['prompt']}", "", f"**reference**: {ex['reference']}", ""]
             lines += [f"**{m}**: {ex.get(m, '')}" for m in targets] + [""]
-    lines += ["Held-out metrics: recipes/heldout.py; benchmarks: lm-evaluation-harness (recipes/harness.py), "
-              f"first {config.get('benchmark_limit')} examples of each task.", ""]
+    lines += ["Held-out metrics: recipes/heldout.py" + (
+        f"; benchmarks: lm-evaluation-harness (recipes/harness.py), first {config.get('benchmark_limit')} examples "
+        "of each task." if benchmarks else "."), ""]
     report = edir / "report.md"
     report.write_text("\n".join(lines))
     chart = _chart(rows, targets, edir / "report.png")

@@ -366,6 +366,10 @@ def show(session: Optional[str] = SessionArg,
     if evaluated.get("table"):  # base vs fine-tuned, held-out and benchmarks
         _ui().table(T("evaluate.table"), [T("evaluate.col.metric"), *evaluated["columns"]],
                     [["—" if v is None else v for v in r] for r in evaluated["table"]])
+        v = evaluated.get("verdict") or {}
+        if v.get("beats") is not None:
+            (_ui().say if v["beats"] else _ui().warn)(T("evaluate.beats" if v["beats"] else "evaluate.not_better",
+                                                       figures=v.get("figures", "")))
         ui_path = evaluated.get("report")
         if ui_path:
             _ui().say(T("evaluate.report", path=ui_path))

@@ -53,7 +53,7 @@ def test_demo_then_replay(finished_demo):
     held_base, held_ft = ev["parts"]["heldout:base"], ev["parts"]["heldout:finetuned"]
     assert held_ft["loss"] < held_base["loss"] and held_ft["perplexity"] < held_base["perplexity"]  # it helped
     assert ev["verdict"]["beats"] is True and ev["verdict"]["checks"] == {"loss": True, "rouge_l": True}, ev["verdict"]
-    assert "beats the base" in r.stdout
+    assert "beats the base" in r.stdout and "beats the base" in yichui(home, "show", s["id"]).stdout
     assert held_ft["where"] == deploy["endpoint"] and ev["parts"]["bench:gsm8k:finetuned"]["where"] == deploy["endpoint"]
     base_url = held_base["where"]
     assert base_url.startswith("http://127.0.0.1:") and base_url != deploy["endpoint"], held_base
@@ -66,6 +66,7 @@ def test_demo_then_replay(finished_demo):
     assert "held-out loss" in r.stdout and "Example 1" in r.stdout
     report = (home / "runs" / s["id"] / "evaluate" / "report.md").read_text()
     assert "| held-out loss |" in report and "gsm8k" in report and ev["chart"].endswith("report.png")
+    assert "The fine-tuned model beats the base" in report and f"finetuned = {deploy['endpoint']}" in report
     # the hub token reached no file the run wrote (session, logs, events, specs, checkpoints, exports, reports, the
     # metadata and model folders) and no output, `show` and `status` included
     written = [p for d in ("sessions", "runs", "meta", "models") for p in (home / d).rglob("*") if p.is_file()]

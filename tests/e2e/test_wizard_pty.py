@@ -136,6 +136,9 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.expect("only binds 127.0.0.1")                              # re-prompt 6
         t.ask("Bind address:", "127.0.0.1", clear=True)
         t.ask("Port:", str(port), clear=True)
+        t.ask("Extra options for the engine", "--port 1")
+        t.expect("is set by yichui from the session")                 # re-prompt: an option yichui sets itself
+        t.ask("Extra options for the engine", "", clear=True)         # none
         t.expect("After fine-tuning (from the server)", timeout=300)
         t.ask("Held-out data for loss", DOWN)                         # a file instead of the validation split
         t.ask("Held-out file", str(no_refs))
@@ -144,7 +147,9 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Held-out conversations to use", "6", clear=True)
         t.ask("Longest generated reply", "16", clear=True)
         t.ask("Also evaluate the base model", "y", enter=False)
+        t.ask("Which replies should", UP)                             # both models served (the base by a 2nd server)
         t.ask("Standard benchmarks")                                  # none ticked
+        t.expect("Starting a second transformers server", timeout=300)
         t.expect("held-out rouge_l", timeout=300)
         assert t.finish() == 0
         (s,) = sessions(home)
@@ -162,9 +167,14 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         assert a["choose_strategy"]["plan"] == "ckpt=off,mb=4,liger=off"  # tiny model: no checkpointing, all in one
         assert a["train"] == {"device": "cpu"}
         assert a["export"] == {"dtype": "float32", "serve_with": "transformers", "formats": []}
-        assert a["deploy"] == {"backend": "transformers", "model": "merged", "host": "127.0.0.1", "port": port}
+        assert a["deploy"] == {"backend": "transformers", "model": "merged", "host": "127.0.0.1", "port": port,
+                               "engine_args": ""}
         assert a["evaluate"] == {"heldout": "file", "heldout_path": str(messages_file), "heldout_samples": 6,
-                                 "max_new_tokens": 16, "compare_base": True, "benchmarks": []}
+                                 "max_new_tokens": 16, "compare_base": True, "generate_with": "engine",
+                                 "benchmarks": []}
+        held = s["steps"]["evaluate"]["outputs"]["parts"]
+        assert held["heldout:finetuned"]["where"] == s["steps"]["deploy"]["outputs"]["endpoint"]
+        assert held["heldout:base"]["where"].startswith("http://127.0.0.1:")
         assert s["task"] == "finetune" and s["steps"]["chat"]["status"] == "skipped"
         assert s["steps"]["evaluate"]["outputs"]["columns"] == ["base", "finetuned"]
         assert s["steps"]["train"]["outputs"]["method"] == "qlora" and s["steps"]["train"]["outputs"]["steps"] == 6
@@ -238,11 +248,13 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("部署哪个导出结果？", DOWN)                               # the bnb 4-bit copy
         r.ask("监听地址：")
         r.ask("端口：")
+        r.ask("引擎的额外选项")                                         # none
         r.expect("微调后（来自服务）", timeout=300)
         r.ask("用于损失、困惑度")                                       # the validation split
         r.ask("最多使用的留出对话数：", "4", clear=True)
         r.ask("生成回复的最大长度", "8", clear=True)
         r.ask("同时评测基座模型", "y", enter=False)
+        r.ask("留出集与生成式基准用哪里")                               # generated here (transformers' default)
         r.ask("标准基准")
         r.expect("评测结果", timeout=300)
         assert r.finish() == 0
