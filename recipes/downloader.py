@@ -58,6 +58,8 @@ class _File:
     refetched: bool = False
     since_flush: dict = field(default_factory=dict)
     side_len: int = -1
+    whole: bool = False     # the server ignored a Range: once its other ranges end, one stream from byte 0
+    restarts: int = 0       # such restarts so far
 
 
 def safe_relpath(path: str) -> str:
@@ -67,7 +69,10 @@ def safe_relpath(path: str) -> str:
         StepError: ``download.unsafe_path``.
     """
     p = PurePosixPath(path)
-    if not path or p.is_absolute() or ".." in p.parts or "\\" in path or ":" in p.parts[0]:
+    segments = path.split("/")
+    # "." and empty segments ("a/./b", "a//b", "a/") would name another file than the hub's once normalised
+    if (not path or p.is_absolute() or any(x in ("", ".", "..") for x in segments) or "\\" in path
+            or ":" in segments[0]):
         raise StepError("download.unsafe_path", path=path)
     return str(p)
 
@@ -373,17 +378,25 @@ class Downloader:
             while pending:
                 done, _ = wait(list(pending), timeout=0.2, return_when=FIRST_COMPLETED)
                 for fut in done:
-                    f = pending.pop(fut)
+                    f = pending.pop(fut, None)
+                    if f is None:  # cancelled by a range of its file that ended before it in this turn
+                        continue
                     try:
                         fut.result()
                     except _RangeIgnored:
+                        f.whole = True
                         for other in [k for k, v in pending.items() if v is f]:
-                            other.cancel()
-                            pending.pop(other)
+                            if other.cancel():  # not started; a running one ends by itself (at the same 200)
+                                pending.pop(other)
+                    if any(v is f for v in pending.values()):
+                        continue  # its other ranges still run: they share the partial file and its segments
+                    if f.whole:
+                        f.whole, f.restarts = False, f.restarts + 1
+                        if f.restarts > RETRIES:
+                            raise StepError("download.range_ignored", file=f.item.path, n=RETRIES)
                         self._reset(f, [[0, f.item.size, 0]])  # the server ignores Range: one stream from byte 0
                         submit(f)
-                        continue
-                    if not any(v is f for v in pending.values()) and not self._finish(f):
+                    elif not self._finish(f):
                         submit(f)
         except BaseException:
             self.stop.set()

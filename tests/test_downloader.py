@@ -279,3 +279,28 @@ def test_kill_9_of_the_download_command_then_the_same_command_continues(root, tm
         assert sent <= 24 * MB + 3 * 2 * MB, sent  # at most ~one sidecar interval + a socket buffer per kill
     finally:
         srv.terminate()
+
+
+def test_a_server_ignoring_range_on_a_fresh_many_range_download_is_one_stream(server, root, tmp_path, monkeypatch):
+    """Issue 18: several ranges of one file answered 200 and taken in by the same turn of the loop (it waits here
+    until every running range has ended, as a busy machine does by chance): the file restarts once as one stream
+    from byte 0 (it crashed with a KeyError on the second one)."""
+    import concurrent.futures as cf
+
+    monkeypatch.setattr(downloader, "SEGMENT_MIN", 4 * MB)  # several ranges at once for the 24 MiB file
+    monkeypatch.setattr(downloader, "wait", lambda fs, timeout, return_when: cf.wait(fs, 5, cf.ALL_COMPLETED))
+    commit, its = items(server)
+    server.hub.faults = [{"path": "model.safetensors", "ignore_range": True}]
+    statuses = []
+    downloader.Downloader(tmp_path, commit=commit, ranges=8, workers=8,
+                          on_file=lambda p, s: statuses.append((p, s))).fetch(its)
+    assert sha(tmp_path / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert all((tmp_path / i.path).is_file() for i in its)
+    assert ("model.safetensors", "refetch") not in statuses
+
+
+@pytest.mark.parametrize("bad", [".", "./", "a/./b", "a/.", "a//b", "a/"])
+def test_dot_and_empty_path_segments_are_refused(bad):
+    with pytest.raises(StepError) as e:
+        downloader.safe_relpath(bad)
+    assert e.value.msg.key == "download.unsafe_path"
