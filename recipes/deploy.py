@@ -48,12 +48,6 @@ def envs(ctx) -> Path:
     return quantize.envs_dir(ctx.home)
 
 
-
-
-
-
-
-
 def adapter_info(ctx) -> dict | None:
     """The trained LoRA adapter that can be served unmerged: ``{"path", "rank"}`` (rank: the largest of ``r`` and
     ``rank_pattern`` in adapter_config.json), or None (full fine-tune, DoRA, no adapter on disk)."""
@@ -171,16 +165,12 @@ def questions(ctx) -> list[Question]:
             return msg("deploy.engine_args_bad", error=str(e))
         backend = a.get("backend", "transformers")
         inst = engines.find(backend, home_envs)
-        owned = engines.owned_option(inst.spec if inst else specs.recommended(backend), args)
-        if owned:
-            return msg("deploy.engine_args_owned", flag=owned)
-        tab = engines.committed(backend, inst.version) if inst else None
-        if tab is not None:  # the version's own options (else the run reads them from the engine and checks then)
-            try:
-                engines.check_argv(tab, ["x"] * len(tab["positional"]) + args)
-            except engines.EngineError as e:
-                key = "deploy.engine_args_unknown" if e.msg.key == "deploy.flag_unknown" else e.msg.key
-                return msg(key, **e.msg.args)
+        # the version's own options when its table is committed (else the run reads them from the engine, checks then)
+        try:
+            engines.check_extra(inst.spec if inst else specs.recommended(backend),
+                                engines.committed(backend, inst.version) if inst else None, args)
+        except engines.EngineError as e:
+            return e.msg
         return None
 
     strategy = ctx.answers("choose_strategy")
@@ -208,10 +198,6 @@ def _has_uvicorn() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("uvicorn") is not None
-
-
-
-
 
 
 def _served_name(ctx) -> str:

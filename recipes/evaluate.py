@@ -15,9 +15,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from recipes import datasets, harness
+from recipes import datasets, harness, jobs
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
+from recipes.serving.spec import GPU_ENGINES
 
 name = "evaluate"
 requires = ("select_model",)
@@ -175,7 +176,6 @@ def _endpoint_metrics(endpoint, model, key, convs, max_new_tokens) -> dict:
             "samples": len(convs), "tokens": None, "answers": replies}
 
 
-GPU_ENGINES = ("vllm", "sglang", "lmdeploy")  # recipes/serving/spec.py GPU_ENGINES (not imported: --help stays fast)
 EVAL_CONTEXT = 4096  # tokens: a held-out conversation (≤ 1024) or a 5-shot GSM8K prompt, and the reply
 
 
@@ -206,7 +206,7 @@ def serve_base(ctx, model_dir: str, trust_remote_code: bool):
         StepError: the engine is not installed, its launch does not check, or it does not start
             ("deploy.not_installed", the launch's EngineError, "deploy.died", "deploy.timeout").
     """
-    from recipes import jobs, quantize
+    from recipes import quantize
     from recipes.serving import engines, server
 
     dep, dep_a = ctx.outputs("deploy"), ctx.answers("deploy")
@@ -226,11 +226,7 @@ def serve_base(ctx, model_dir: str, trust_remote_code: bool):
         gpu_util=round(0.8 * free, 2) if free else None, tensor_parallel=int(dep_a.get("tensor_parallel") or 1),
         device="auto" if free else "cpu", trust_remote_code=trust_remote_code, eager=inst.spec.gpu,
         extra=engines.split_args(dep_a.get("engine_args")))
-    d = ctx.run_dir / "evaluate"
-    old = jobs.read(d / "base-server.pid.json")
-    if old is not None and old.alive():  # left by an evaluation that was killed
-        old.stop()
-    job = server.start("base-server", inst, launch, d)
+    job = server.start("base-server", inst, launch, ctx.run_dir / "evaluate")  # run() stopped a killed run's one
     base = server.client_base("127.0.0.1", port)
     try:
         server.wait_healthy(job, base)
@@ -284,16 +280,15 @@ class Replies:
     def __init__(self, ctx, found: dict, code: bool, through: bool, endpoint, served, key):
         self.ctx, self.found, self.code, self.through = ctx, found, code, through
         self.session = (endpoint, served, key) if endpoint else None
-        self._base = None  # (url, name, None, job) once started
+        self._base = None  # (url, name, job) once started
 
     def _engine(self, m: str):
         if m == "finetuned":
             return self.session
         if self._base is None:
             self.ctx.info(msg("evaluate.serving_base", engine=self.ctx.outputs("deploy").get("backend")))
-            url, name, job = serve_base(self.ctx, self.found["base"], self.code)
-            self._base = (url, name, None, job)
-        return self._base[:3]
+            self._base = serve_base(self.ctx, self.found["base"], self.code)
+        return self._base[0], self._base[1], None  # loopback: no key
 
     def heldout(self, m: str):
         if m == "endpoint":  # the selected endpoint is the session's server (evaluate._serving)
@@ -311,7 +306,7 @@ class Replies:
 
     def stop(self) -> None:
         if self._base is not None:
-            self._base[3].stop()
+            self._base[2].stop()
 
 
 def run(ctx, answers: dict) -> dict:
@@ -331,8 +326,6 @@ def run(ctx, answers: dict) -> dict:
         ctx.info(msg("evaluate.resuming", n=len(parts)))
     ctx.record(config=config, parts=parts)
     endpoint, served, key = _serving(ctx)
-    from recipes import jobs
-
     left = jobs.read(edir / "base-server.pid.json")
     if left is not None and left.alive():  # a killed evaluation's base server: this run starts its own when needed
         left.stop()

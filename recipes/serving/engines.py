@@ -356,6 +356,27 @@ def owned_option(spec: EngineSpec, args: list[str]) -> str | None:
     return next((a.partition("=")[0] for a in args if a.partition("=")[0] in owned), None)
 
 
+def check_extra(spec: EngineSpec, tab: dict | None, args: list[str]) -> None:
+    """The user's extra options: none that yichui sets (:func:`owned_option`), and, with ``tab``, each one the
+    version has, with values of its kind.
+
+    Raises:
+        EngineError("deploy.engine_args_owned" | "deploy.engine_args_unknown" | "deploy.flag_value" |
+            "deploy.flag_arity").
+    """
+    owned = owned_option(spec, list(args))
+    if owned:
+        raise EngineError("deploy.engine_args_owned", flag=owned)
+    if tab is None:
+        return
+    try:
+        check_argv(tab, ["x"] * len(tab["positional"]) + list(args))  # placeholders for the positional arguments
+    except EngineError as e:  # an option of the user's own, not a fault of yichui's table
+        if e.msg.key == "deploy.flag_unknown":
+            raise EngineError("deploy.engine_args_unknown", **e.msg.args) from None
+        raise
+
+
 @dataclass
 class Launch:
     """What :func:`command` produces. ``args`` go after the engine's launch prefix; no secret is in them."""
@@ -439,9 +460,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
             args += [opt, *value]
         else:
             args += [opt, value]
-    owned = owned_option(spec, list(extra))
-    if owned:
-        raise EngineError("deploy.engine_args_owned", flag=owned)
+    check_extra(spec, tab, extra)
     args += list(extra)
     key_flag = None
     if api_key:
@@ -449,12 +468,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
         if key_flag is None:
             raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting="api_key",
                               path=tab.get("path", "?"))
-    try:
-        check_argv(tab, args)
-    except EngineError as e:  # an option of the user's own, not a fault of yichui's table
-        if e.msg.key == "deploy.flag_unknown" and e.msg.args.get("flag") in extra:
-            raise EngineError("deploy.engine_args_unknown", **e.msg.args) from None
-        raise
+    check_argv(tab, args)
     if spec.served_by_path:
         return Launch(engine, tab["version"], args, model_dir, key_flag)
     request = spec.adapter_request.format(base=served_name + "-base", adapter=served_name) if adapter else served_name
