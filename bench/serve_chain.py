@@ -140,6 +140,15 @@ def prepare(shape: str, dest: Path, pretrain_steps: int, seq: int = 512, batch: 
     return info
 
 
+def prepare_apart(*args) -> dict:
+    """:func:`prepare` in a child process: this driver then holds no CUDA context (~0.5 GiB) while engines started
+    later size their KV cache from the memory free at their start."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(prepare, args)
+
+
 def engine_args(a, engine: str) -> str:
     """The extra options ``--engine-args`` gives ``engine`` (SGLang carried without its FA3 library: triton
     attention and PyTorch sampling)."""
@@ -150,6 +159,10 @@ def place_gsm8k(src: str) -> None:
     """GSM8K's parquet files (openai/gsm8k's layout: main/{train,test}-00000-of-00001.parquet) where the evaluate
     step looks for them before fetching (YICHUI_HOME/datasets/hf/openai/gsm8k): the GPU machine reaches no hub."""
     dest = home() / "datasets" / "hf" / "openai" / "gsm8k"
+    if not (Path(src) / "main").is_dir():  # given main/ itself (round 3 lost its GSM8K run to that)
+        if not list(Path(src).glob("test-*.parquet")):
+            raise SystemExit(f"--gsm8k {src}: neither main/ nor test-*.parquet there (bench/gsm8k_parquet.py writes them)")
+        dest = dest / "main"
     shutil.copytree(src, dest, dirs_exist_ok=True)
 
 
@@ -375,6 +388,8 @@ def formats(a, sid: str, results: Path, engine: str, port: int) -> dict:
                 out[fmt] |= summary(d)
                 if d["steps"]["deploy"]["status"] == "done":
                     out[fmt]["server"] = _safe(check_server, d["id"], results, label(fmt))
+                else:  # the engine's own error is in its log, not in the deploy step's one line
+                    keep_log(d, results, label(fmt))
                 sh([YICHUI, "serve", "stop", d["id"]], results / "stop.log", timeout=120)
         return {"engine": engine, "formats": out}
     for attempt in (0, 1):
@@ -414,6 +429,13 @@ def _deploy_session(engine: str, fmt: str, since: float, chain_sid: str) -> dict
     return found
 
 
+def keep_log(d: dict, results: Path, label: str) -> None:
+    """A failed deploy's engine log, beside the results (a started one's is copied by check_server)."""
+    log = Path(d["run_dir"]) / "serve" / "server.log"
+    if log.exists():
+        shutil.copy(log, results / f"server-{label}.log")
+
+
 def _safe(fn, *args):
     try:
         return fn(*args)
@@ -428,21 +450,28 @@ def stop_servers(results: Path) -> None:
 
 # ---- 6. a shape not used for the calibration -----------------------------------------------------------------
 
-def holdout(a, results: Path) -> dict:
-    d = prepare(a.holdout, Path(a.work) / Path(a.holdout).name, 0)
-    sets = {"select_model.source": "local", "select_model.path": d["dir"], "deploy.backend": a.engine,
-            "deploy.model": "merged", "deploy.host": "127.0.0.1", "deploy.port": a.port + 50, "deploy.cuda_graphs": "yes",
-            "deploy.gpu_memory_utilization": a.util}
+def holdout(a, results: Path, engine: str, port: int) -> dict:
+    """The held-out shape (random weights) deployed alone on ``engine``: its KV cache against the memory model's.
+    The chain's engine starts with CUDA graphs at --util; another engine eager at --format-util, as its formats."""
+    d = prepare_apart(a.holdout, Path(a.work) / Path(a.holdout).name, 0)
+    own = engine == a.engine
+    sets = {"select_model.source": "local", "select_model.path": d["dir"], "deploy.backend": engine,
+            "deploy.model": "merged", "deploy.host": "127.0.0.1", "deploy.port": port,
+            "deploy.cuda_graphs": "yes" if own else "no", "deploy.gpu_memory_utilization": a.util if own else a.format_util,
+            "deploy.engine_args": engine_args(a, engine)}
     argv = run_argv("deploy", sets)
+    label = "holdout" if own else f"holdout-{engine}"
     t0 = time.time()
-    rc = sh(argv, results / "holdout.log", timeout=1800)
+    rc = sh(argv, results / f"{label}.log", timeout=1800)
     sid = newest_session(t0 - 1)
-    out = {"rc": rc, "model": d}
+    out = {"rc": rc, "model": d, "engine": engine}
     if sid:
         s = session(sid)
         out |= summary(s)
         if s["steps"]["deploy"]["status"] == "done":
-            out["server"] = _safe(check_server, sid, results, "holdout")
+            out["server"] = _safe(check_server, sid, results, label)
+        else:
+            keep_log(s, results, label)
         sh([YICHUI, "serve", "stop", sid], results / "stop.log", timeout=120)
     return out
 
@@ -461,7 +490,7 @@ def versions(a) -> dict:
     inst = engines.find(a.engine, Path(os.environ.get("YICHUI_ENVS") or home() / "envs"))
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total,driver_version", "--format=csv,noheader"],
                          capture_output=True, text=True).stdout.strip() if shutil.which("nvidia-smi") else None
-    return {"versions": v, "engine": a.engine, "engine_version": inst.version if inst else None,
+    return {"args": vars(a), "versions": v, "engine": a.engine, "engine_version": inst.version if inst else None,
             "engine_python": inst.python if inst else None, "gpu": smi, "python": sys.version.split()[0]}
 
 
@@ -472,7 +501,7 @@ def cmd_run(a) -> None:
     phase(results, "env", versions, a)
     if a.gsm8k:
         place_gsm8k(a.gsm8k)
-    base = phase(results, "base", prepare, a.shape, work / Path(a.shape).name, a.pretrain_steps)
+    base = phase(results, "base", prepare_apart, a.shape, work / Path(a.shape).name, a.pretrain_steps)
     c = phase(results, "chain", chain, a, Path(base.get("dir") or work / Path(a.shape).name), results)
     sid = c.get("session")
     if sid and c.get("status", {}).get("deploy") == "done":
@@ -485,71 +514,75 @@ def cmd_run(a) -> None:
         if sid and c.get("status", {}).get("export") == "done":  # beside the main server: --util + N × --format-util ≤ 1
             phase(results, "formats", formats, a, sid, results, engine, a.port + 100 * (i + 1))
     stop_servers(results)
-    if a.holdout:
-        phase(results, "holdout", holdout, a, results)
+    for i, engine in enumerate(e for e in (a.holdout_engines.split(",") if a.holdout else []) if e):
+        phase(results, "holdout", holdout, a, results, engine, a.port + 50 + i)
+        stop_servers(results)
+    row(results, "done")
+
+
+def memory_rows(results: Path) -> list[dict]:
+    """Every engine start of the run (the chain's server, each format's, each held-out shape's): the engine's
+    KV-cache tokens, the prediction made at deploy time (the memory model of that day) and the current model's."""
+    from recipes import memory
+
+    rows = [json.loads(x) for x in (results / "rows.jsonl").read_text().splitlines() if x.strip()]
+    env = next((r for r in rows if r["phase"] == "env"), {})
+    format_util = (env.get("args") or {}).get("format_util", 0.1)  # runs before args were recorded: the default
+    shapes = {k: memory.shape_from_config(json.loads((CONFIGS / k / "config.json").read_text()))
+              for k in ("qwen2.5-0.5b", "qwen2.5-1.5b")}
+    fmt_key = {"gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4"}
+    runs = []  # (name, kind, shape, format, deploy outputs, deploy argv)
+    for r in rows:
+        if r["phase"] == "chain" and r.get("deploy", {}).get("kv_cache"):
+            runs.append(("merged", "fit", "qwen2.5-0.5b", "merged", r["deploy"], r.get("deploy_args") or []))
+        elif r["phase"] == "formats":
+            for f, o in r.get("formats", {}).items():
+                if (o.get("deploy") or {}).get("kv_cache"):
+                    runs.append((f, "formats", "qwen2.5-0.5b", f, o["deploy"], o.get("deploy_args") or []))
+        elif r["phase"] == "holdout" and (r.get("deploy") or {}).get("kv_cache"):
+            shape = Path((r.get("model") or {}).get("shape") or "qwen2.5-1.5b").name
+            runs.append(("merged", "held out" if shape != "qwen2.5-0.5b" else "fit", shape, "merged", r["deploy"],
+                         r.get("deploy_args") or []))
+    lora = shapes["qwen2.5-0.5b"].lora_params(64, "all-linear")
+    out = []
+    for name, kind, shape, fmt, dep, argv in runs:
+        engine = dep.get("backend") or "vllm"
+        util = next((float(argv[i + 1]) for i, x in enumerate(argv[:-1])
+                     if x in ("--gpu-memory-utilization", "--mem-fraction-static")), format_util)
+        eager = any(x in argv for x in ("--enforce-eager", "--disable-cuda-graph", "--eager-mode"))
+        if shape not in shapes:
+            continue
+        pred = memory.serving(shapes[shape], fmt_key.get(fmt, "bf16"), 143771 / 1024, util, cuda_graphs=not eager,
+                              gpu_name="NVIDIA H200", adapter_params=lora if fmt == "adapter" else 0, engine=engine)
+        rep, then = dep["kv_cache"].get("reported_tokens"), dep["kv_cache"].get("predicted_tokens")
+        out.append({"run": f"{engine} {name}", "kind": kind, "shape": shape, "format": fmt, "utilization": util,
+                    "cuda_graphs": not eager, "reported_tokens": rep, "predicted_then": then,
+                    "predicted_now": pred["max_tokens"],
+                    "error_then_pct": round((then / rep - 1) * 100, 2) if rep and then else None,
+                    "error_now_pct": round((pred["max_tokens"] / rep - 1) * 100, 2) if rep else None})
+    return out
+
+
+def cmd_one(a) -> None:
+    """One engine started alone on a shape of random weights (no training, no export): the deploy step's checks,
+    the server checks and its KV cache; for an engine carried on its own in a short device call."""
+    results = Path(a.results)
+    results.mkdir(parents=True, exist_ok=True)
+    a.engine = a.serve
+    phase(results, "env", versions, a)
+    a.holdout, a.engine = a.shape, ""  # holdout(): an engine other than the chain's starts eager at --format-util
+    phase(results, "holdout", holdout, a, results, a.serve, a.port)
     stop_servers(results)
     row(results, "done")
 
 
-LOG_RE = {"weights_gib": r"Model loading took ([\d.]+) GiB", "kv_gib": r"Available KV cache memory: ([\d.]+) GiB",
-          "kv_tokens": r"GPU KV cache size: ([\d,]+) tokens", "graphs_gib": r"Graph capturing finished in \d+ secs, took ([\d.]+) GiB",
-          "init_s": r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s",
-          "utilization": r"'gpu_memory_utilization': ([\d.]+)"}
-
-
-def engine_log(path: Path) -> dict:
-    """The start-up figures vLLM logs (weights, KV-cache memory and tokens, CUDA graphs, init time)."""
-    text = path.read_text(errors="replace") if path.exists() else ""
-    out = {}
-    for k, rx in LOG_RE.items():
-        m = re.findall(rx, text)
-        if m:
-            out[k] = float(m[-1].replace(",", ""))
-    out["eager"] = "Enforce eager set" in text
-    return out
-
-
-def memory_rows(results: Path) -> list[dict]:
-    """Every vLLM start of the run: the engine's KV-cache tokens, the prediction made at deploy time (the memory
-    model of that day) and the current memory model's."""
-    from recipes import memory
-
-    rows = [json.loads(x) for x in (results / "rows.jsonl").read_text().splitlines() if x.strip()]
-    chain = next(r for r in rows if r["phase"] == "chain" and r.get("session"))
-    if (chain.get("deploy") or {}).get("backend") != "vllm":
-        return []
-    shapes = {k: memory.shape_from_config(json.loads((CONFIGS / k / "config.json").read_text()))
-              for k in ("qwen2.5-0.5b", "qwen2.5-1.5b")}
-    formats = next((r for r in reversed(rows) if r["phase"] == "formats" and r.get("formats")
-                    and r.get("engine", "vllm") == "vllm"), {}).get("formats", {})
-    runs = [("merged", "qwen2.5-0.5b", "bf16", chain["deploy"], "server-merged.log", "fit")]
-    fmt_key = {"gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4", "adapter": "bf16"}
-    for f, o in formats.items():
-        if o.get("deploy"):
-            runs.append((f, "qwen2.5-0.5b", fmt_key.get(f, "bf16"), o["deploy"], f"server-{f}.log", "formats"))
-    hold = next((r for r in rows if r["phase"] == "holdout" and r.get("deploy")), None)
-    if hold:
-        runs.append(("holdout", "qwen2.5-1.5b", "bf16", hold["deploy"], "server-holdout.log", "held out"))
-    extra = results / "extra.jsonl"
-    for line, (name, shape, kind) in zip(extra.read_text().splitlines() if extra.exists() else [],
-                                         (("merged", "qwen2.5-0.5b", "fit"), ("holdout", "qwen2.5-1.5b", "held out"))):
-        d = json.loads(line)
-        runs.append((name + " (eager, 0.9)", shape, "bf16", d, f"server-extra-{name}-eager-0.9.log", kind))
-    out = []
-    lora = shapes["qwen2.5-0.5b"].lora_params(64, "all-linear")
-    for name, shape, fmt, dep, log, kind in runs:
-        e = engine_log(results / log)
-        pred = memory.serving(shapes[shape], fmt, 140.4, e.get("utilization", 0.9), cuda_graphs=not e["eager"],
-                              gpu_name="NVIDIA H200", adapter_params=lora if name == "adapter" else 0)
-        rep = (dep.get("kv_cache") or {}).get("reported_tokens")
-        then = (dep.get("kv_cache") or {}).get("predicted_tokens")
-        out.append({"run": name, "shape": shape, "format": fmt, "kind": kind, "utilization": e.get("utilization"),
-                    "cuda_graphs": not e["eager"], "engine_weights_gib": e.get("weights_gib"),
-                    "model_weights_gib": pred["weights_gib"], "engine_kv_gib": e.get("kv_gib"),
-                    "reported_tokens": rep, "predicted_then": then, "predicted_now": pred["max_tokens"],
-                    "error_then_pct": round((then / rep - 1) * 100, 2) if rep and then else None,
-                    "error_now_pct": round((pred["max_tokens"] / rep - 1) * 100, 2) if rep else None})
-    return out
+def root_cause(results: Path, label: str) -> str | None:
+    """The first exception line in a failed start's engine log (the cause, before the wrappers' errors)."""
+    log = results / f"server-{label}.log"
+    if not log.exists():
+        return None
+    first = next((x for x in log.read_text(errors="replace").splitlines() if re.match(r"^[\w.]*(Error|Exception): ", x)), None)
+    return f"`{first.strip()}` (engine log)" if first else None
 
 
 def cmd_report(a) -> None:
@@ -575,8 +608,17 @@ def cmd_report(a) -> None:
             if o.get("server"):
                 served.append((f"{fr.get('engine', 'vllm')} {f} (eager)", o["server"]))
             else:
-                err = next(iter((o.get("errors") or {}).values()), None) or f"rc {o.get('rc')}"
+                err = root_cause(results, f"{fr.get('engine', 'vllm')}-{f}") or \
+                    next(iter((o.get("errors") or {}).values()), None) or f"rc {o.get('rc')}"
                 failed.append(f"- {fr.get('engine', 'vllm')} {f}: {str(err)[:400]}")
+    for h in by.get("holdout", []):
+        shape = Path((h.get("model") or {}).get("shape") or "").name
+        if h.get("server"):
+            served.append((f"{h.get('engine', 'vllm')} {shape} random weights", h["server"]))
+        else:
+            err = root_cause(results, f"holdout-{h.get('engine')}") or \
+                next(iter((h.get("errors") or {}).values()), None) or f"rc {h.get('rc')}"
+            failed.append(f"- {h.get('engine', 'vllm')} {shape}: {str(err)[:400]}")
     for name, sv in served:
         chat = sv.get("yichui_chat") or {}
         answered = "Short answer" in chat.get("output", "")
@@ -606,13 +648,13 @@ def cmd_report(a) -> None:
     rows_m = memory_rows(results)
     if rows_m:
         lines += ["", "### KV cache: the engine's against the memory model's", "",
-              "| run | shape | format | util | graphs | weights GiB engine / model | KV GiB | engine tokens | "
-              "predicted at deploy | error | recalibrated | error |", "|---|---|---|---:|---|---|---:|---:|---:|---:|---:|---:|"]
+                  "| run | shape | format | util | graphs | engine tokens | predicted at deploy | error | "
+                  "memory model now | error |", "|---|---|---|---:|---|---:|---:|---:|---:|---:|"]
     for m in rows_m:
+        then = f"{m['predicted_then']:,} | {m['error_then_pct']:+.2f} %" if m["predicted_then"] else "— | —"
         lines.append(f"| {m['run']} ({m['kind']}) | {m['shape']} | {m['format']} | {m['utilization']} | "
-                     f"{'yes' if m['cuda_graphs'] else 'no'} | {m['engine_weights_gib']} / {m['model_weights_gib']} | "
-                     f"{m['engine_kv_gib']} | {m['reported_tokens']:,} | {m['predicted_then']:,} | "
-                     f"{m['error_then_pct']:+.2f} % | {m['predicted_now']:,} | {m['error_now_pct']:+.2f} % |")
+                     f"{'yes' if m['cuda_graphs'] else 'no'} | {m['reported_tokens']:,} | {then} | "
+                     f"{m['predicted_now']:,} | {m['error_now_pct']:+.2f} % |")
     load = (by.get("load") or [{}])[-1]
     if load.get("engine") and load.get("transformers"):
         lines += ["", "### Load: the deploy step's vLLM against transformers serve, same GPU, same model", "",
@@ -638,6 +680,7 @@ def main() -> None:
     r.add_argument("--engine", default="vllm")
     r.add_argument("--shape", default="qwen2.5-0.5b")
     r.add_argument("--holdout", default="qwen2.5-1.5b", help="a shape for phase 6 ('' to skip it)")
+    r.add_argument("--holdout-engines", default="vllm", help="the engines that serve the held-out shape (comma list)")
     r.add_argument("--pretrain-steps", type=int, default=300)
     r.add_argument("--steps", type=int, default=400)
     r.add_argument("--lr", type=float, default=5e-4)
@@ -656,11 +699,19 @@ def main() -> None:
     r.add_argument("--formats", default="gptq-w4a16,awq-w4a16,fp8-dynamic,bnb-4bit",
                    help="the exports the chain makes (bnb-4bit: vLLM 0.26's --quantization bitsandbytes)")
     r.add_argument("--stagger", type=float, default=20.0, help="seconds between the format servers' starts")
+    o = sub.add_parser("one", help="one engine on a random-weight shape: deploy, server checks, KV cache")
+    o.add_argument("--work", required=True)
+    o.add_argument("--results", required=True)
+    o.add_argument("--serve", required=True, help="the engine")
+    o.add_argument("--shape", default="qwen2.5-0.5b")
+    o.add_argument("--port", type=int, default=8150)
+    o.add_argument("--format-util", type=float, default=0.1)
+    o.add_argument("--engine-args", default=json.dumps({"sglang": "--attention-backend triton --sampling-backend pytorch"}))
     p = sub.add_parser("report")
     p.add_argument("results")
     p.add_argument("--md")
     a = ap.parse_args()
-    {"run": cmd_run, "report": cmd_report}[a.cmd](a)
+    {"run": cmd_run, "report": cmd_report, "one": cmd_one}[a.cmd](a)
 
 
 if __name__ == "__main__":

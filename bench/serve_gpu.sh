@@ -30,7 +30,7 @@ case "${1:?setup|start|wait}" in
       layer "$YICHUI_HOME/envs/$n-$v" || exit 3
       tar -xJf "$e" -C "$(site "$YICHUI_HOME/envs/$n-$v/bin/python")" --strip-components=1 || exit 3
     done
-    tar -xJf $R/carry/llmc.tar.xz -C $R || exit 3
+    [ ! -f $R/carry/llmc.tar.xz ] || tar -xJf $R/carry/llmc.tar.xz -C $R || exit 3   # absent: no export step
     rm -rf $R/src && cp -r "$src" $R/src && rm -rf $R/src/.git $R/src/.carry-p*   # runs from its own copy
     # the project on the venv's path and its `yichui` command (what `pip install -e .` gives, without a build backend)
     echo $R/src > "$(site $R/venv/bin/python)/yichui-src.pth"

@@ -71,7 +71,8 @@ def _gpu(ctx) -> tuple[float, int]:
 
 def serving_budget(ctx, a: dict) -> dict | None:
     """The memory model's serving estimate for the answers so far (None when the shape is unknown): the weights of
-    the chosen export (an unmerged adapter beside the base's bf16 weights), CUDA graphs or not, on the target GPU."""
+    the chosen export (an unmerged adapter beside the base's bf16 weights), CUDA graphs or not, on the target GPU,
+    as the chosen engine sizes its KV cache."""
     shape = ctx.outputs("evaluate_memory").get("shape")
     if not shape:
         return None
@@ -83,7 +84,8 @@ def serving_budget(ctx, a: dict) -> dict | None:
     name = (ctx.outputs("evaluate_memory").get("gpu") or {}).get("name") or ""
     return memory.serving(shape, fmt, gib, a.get("gpu_memory_utilization", 0.9), a.get("tensor_parallel", 1),
                           cuda_graphs=a.get("cuda_graphs", True), gpu_name=name,
-                          adapter_params=shape.lora_params(adapter["rank"], targets) if adapter else 0)
+                          adapter_params=shape.lora_params(adapter["rank"], targets) if adapter else 0,
+                          engine=a.get("backend") or "vllm")
 
 
 def questions(ctx) -> list[Question]:

@@ -13,11 +13,14 @@ written to ``<run>/evaluate/``.
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from recipes import datasets, harness, jobs
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
+from recipes.serving import spec as specs
 from recipes.serving.spec import GPU_ENGINES
 
 name = "evaluate"
@@ -162,16 +165,39 @@ def _fetch(ctx, bench: str, answers: dict) -> Path:
     return target
 
 
-def _endpoint_metrics(endpoint, model, key, convs, max_new_tokens) -> dict:
-    """Greedy replies through the endpoint; generation metrics only (no log-probabilities there)."""
+@dataclass(frozen=True)
+class Server:
+    """A server a model's replies come from.
+
+    Attributes:
+        url: its OpenAI-compatible base URL (``…/v1``).
+        model: the model name requests carry.
+        api_key: its key, or None (loopback servers yichui starts for the evaluation have none).
+        concurrency: requests sent at once (:attr:`recipes.serving.spec.EngineSpec.concurrent_requests`; 1 for a
+            server of unknown kind).
+    """
+
+    url: str
+    model: str | None
+    api_key: str | None = None
+    concurrency: int = 1
+
+
+def _endpoint_metrics(server: Server, convs, max_new_tokens) -> dict:
+    """Greedy replies through the server, ``server.concurrency`` requests at a time, in the order of ``convs``;
+    generation metrics only (no log-probabilities there)."""
     from recipes import heldout
     from recipes.serving import client
 
+    def ask(c):
+        return client.complete(server.url, server.model, c[:-1], max_new_tokens, api_key=server.api_key,
+                               timeout=600).text
+
     try:
-        replies = [client.complete(endpoint, model, c[:-1], max_new_tokens, api_key=key, timeout=600).text
-                   for c in convs]
+        with ThreadPoolExecutor(max(1, server.concurrency)) as pool:
+            replies = list(pool.map(ask, convs))
     except (OSError, ValueError, KeyError, IndexError, TypeError) as e:  # URLError is an OSError
-        raise StepError("evaluate.server_failed", endpoint=endpoint, error=f"{type(e).__name__}: {e}"[:200]) from None
+        raise StepError("evaluate.server_failed", endpoint=server.url, error=f"{type(e).__name__}: {e}"[:200]) from None
     return {"loss": None, "perplexity": None, **heldout.generation_scores(replies, [c[-1]["content"] for c in convs]),
             "samples": len(convs), "tokens": None, "answers": replies}
 
@@ -269,7 +295,7 @@ def _serving(ctx) -> tuple[str | None, str | None, str | None]:
 
 
 class Replies:
-    """Where each model's replies come from: ``(url, served model, API key)`` of a server, or None (generated here).
+    """Where each model's replies come from: a :class:`Server`, or None (generated here from the weights).
 
     With ``through`` (generate_with: engine) the fine-tuned model answers from the session's server and the base from
     a second server of the same engine (:func:`serve_base`), started at its first use and ended by :meth:`stop`.
@@ -279,23 +305,29 @@ class Replies:
 
     def __init__(self, ctx, found: dict, code: bool, through: bool, endpoint, served, key):
         self.ctx, self.found, self.code, self.through = ctx, found, code, through
-        self.session = (endpoint, served, key) if endpoint else None
-        self._base = None  # (url, name, job) once started
+        backend = ctx.outputs("deploy").get("backend")
+        # a server of the session's engine answers many requests at once; the user's own endpoint: one at a time
+        self.concurrency = specs.recommended(backend).concurrent_requests if backend in specs.SPECS else 1
+        own = ctx.outputs("select_model").get("source") != "endpoint"
+        self.session = Server(endpoint, served, key, self.concurrency if own else 1) if endpoint else None
+        self._base: Server | None = None
+        self._job = None  # the base server's, once started
 
-    def _engine(self, m: str):
+    def _engine(self, m: str) -> Server | None:
         if m == "finetuned":
             return self.session
         if self._base is None:
             self.ctx.info(msg("evaluate.serving_base", engine=self.ctx.outputs("deploy").get("backend")))
-            self._base = serve_base(self.ctx, self.found["base"], self.code)
-        return self._base[0], self._base[1], None  # loopback: no key
+            url, name, self._job = serve_base(self.ctx, self.found["base"], self.code)
+            self._base = Server(url, name, None, self.concurrency)  # loopback: no key
+        return self._base
 
-    def heldout(self, m: str):
+    def heldout(self, m: str) -> Server | None:
         if m == "endpoint":  # the selected endpoint is the session's server (evaluate._serving)
             return self.session
         return self._engine(m) if self.through else None
 
-    def benchmark(self, m: str, kind: str):
+    def benchmark(self, m: str, kind: str) -> Server | None:
         if kind != "generate":
             return None  # log-likelihood benchmarks run on the weights
         if self.through and m in ("base", "finetuned"):
@@ -305,8 +337,8 @@ class Replies:
         return None
 
     def stop(self) -> None:
-        if self._base is not None:
-            self._base[2].stop()
+        if self._job is not None:
+            self._job.stop()
 
 
 def run(ctx, answers: dict) -> dict:
@@ -367,8 +399,8 @@ def run(ctx, answers: dict) -> dict:
                     res = heldout.evaluate(found[m], convs, answers["max_new_tokens"], generate=server is None,
                                            progress=lambda i, n: bar.update(completed=i), trust_remote_code=code)
             if server is not None:
-                res = _endpoint_metrics(*server, convs, answers["max_new_tokens"]) | \
-                    {x: res[x] for x in ("loss", "perplexity", "tokens") if x in res} | {"where": server[0]}
+                res = _endpoint_metrics(server, convs, answers["max_new_tokens"]) | \
+                    {x: res[x] for x in ("loss", "perplexity", "tokens") if x in res} | {"where": server.url}
             done(k, res | {"seconds": round(time.time() - t0, 1)})
 
         for b in answers.get("benchmarks", []):
@@ -377,12 +409,13 @@ def run(ctx, answers: dict) -> dict:
                 k = f"bench:{b}:{m}"
                 if k in parts:
                     continue
-                url, name, api_key = replies.benchmark(m, harness.BENCHMARKS[b].kind) or (None, served, key)
-                ctx.info(msg("evaluate.bench_running", benchmark=b, model=m, where=url or found.get(m, "")))
+                srv = replies.benchmark(m, harness.BENCHMARKS[b].kind) or Server("", served, key)
+                ctx.info(msg("evaluate.bench_running", benchmark=b, model=m, where=srv.url or found.get(m, "")))
                 t0 = time.time()
                 try:
-                    res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"], endpoint=url,
-                                      served_model=name, api_key=api_key,
+                    res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"],
+                                      endpoint=srv.url or None, served_model=srv.model, api_key=srv.api_key,
+                                      concurrency=srv.concurrency,
                                       model_dir=None if m == "endpoint" else found[m],
                                       subsets=_subsets(answers) if b == "mmlu" else None, trust_remote_code=code)
                 except harness.HarnessError as e:

@@ -90,11 +90,13 @@ def _env(**values):
 
 def run(name: str, data_dir: Path, work_dir: Path, limit: int, *, endpoint: str | None = None,
         served_model: str | None = None, api_key: str | None = None, model_dir: str | None = None,
-        subsets: list[str] | None = None, num_fewshot: int | None = None, trust_remote_code: bool = False) -> dict:
+        subsets: list[str] | None = None, num_fewshot: int | None = None, trust_remote_code: bool = False,
+        concurrency: int = 1) -> dict:
     """Run one benchmark; return ``{"score", "metric", "samples", "per_task": {task: score}, "where"}``.
 
     ``score`` is the mean over tasks of the benchmark's metric (GSM8K: exact match after the harness's
-    flexible-extract filter; MMLU: accuracy), on the first ``limit`` test examples of each task.
+    flexible-extract filter; MMLU: accuracy), on the first ``limit`` test examples of each task. Through an
+    endpoint ``concurrency`` requests go at once (lm-eval's ``num_concurrent``: an engine batches them).
 
     Raises:
         HarnessError("evaluate.no_endpoint" | "evaluate.no_local_model"): nothing to run it on.
@@ -111,7 +113,7 @@ def run(name: str, data_dir: Path, work_dir: Path, limit: int, *, endpoint: str 
         where = endpoint
         kw |= {"model": "local-chat-completions", "apply_chat_template": True,
                "model_args": {"model": served_model, "base_url": endpoint.rstrip("/") + "/chat/completions",
-                              "num_concurrent": 1, "max_retries": 2, "tokenized_requests": False}}
+                              "num_concurrent": max(1, concurrency), "max_retries": 2, "tokenized_requests": False}}
     elif model_dir:
         import torch
 

@@ -485,6 +485,36 @@ SERVING_GRAPHS_GIB = 0.015  # what the CUDA-graph estimate took from the KV cach
 SERVING_MLP_PASSES = 3  # the profile's MLP peak: gate_up (2 × intermediate) + activation (1 ×), per batched token
 
 
+# SGLang 0.5.17 (sglang/srt/mem_cache/kv_cache_configurator.py ``_profile_available_bytes``): KV cache = the memory
+# free after the weights − (1 − mem_fraction_static) × the memory free at its first measurement, i.e. ≈
+# mem_fraction_static × (CUDA's total − context) − weights − overhead. Fitted on an H200, eager, Qwen2.5-0.5B bf16;
+# checked on FP8, a rank-64 adapter and Qwen2.5-1.5B (bench/results/2026-12-01-serve-h200-round3.md).
+SGLANG_CONTEXT_GIB = 0.58  # CUDA's total − what is free at SGLang's first measurement (its logs: 139.22 of 139.80)
+SGLANG_OVERHEAD_GIB = 0.178  # taken between that measurement and the KV cache beside the weights (0.5B fit)
+SGLANG_LORA_SLOTS = 8  # --max-loras-per-batch's default: a bf16 buffer per adapter slot at the served rank
+# LMDeploy 0.18.0, PyTorch engine (lmdeploy/pytorch/engine/executor/base.py ``_get_runtime_size``,
+# ``_update_num_gpu_blocks``): KV cache = cache_max_entry_count × (free after the weights − runtime), runtime =
+# (max_prefill_token_num + 2 × max_batches) × vocabulary × 2 bytes (its logits buffers); whole blocks of 64 tokens.
+LMDEPLOY_CONTEXT_GIB = 0.73  # CUDA's total − free before the weights, as far as our weight sizes go (one 0.5B point)
+LMDEPLOY_PREFILL_TOKENS = 8192  # PytorchEngineConfig.max_prefill_token_num's default
+LMDEPLOY_BLOCK = 64  # CacheConfig.block_size's default
+
+
+def lmdeploy_max_batches(gpu_name: str) -> int:
+    """LMDeploy's default max_batch_size on CUDA by GPU name (lmdeploy/utils.py ``get_max_batch_size``, 0.18.0)."""
+    name = gpu_name.lower()
+    for key, size in (("a100", 384), ("a800", 384), ("h100", 1024), ("h800", 1024), ("l20y", 1024), ("h200", 1024)):
+        if key in name:
+            return size
+    return 128
+
+
+def after_weights_fraction(utilization: float, weights_fraction: float) -> float:
+    """The share of what the weights leave that gives an engine ``utilization`` of the GPU in all (LMDeploy's
+    --cache-max-entry-count): ``(u − w) / (1 − w)``, clipped to [0.05, 0.95], 3 decimals (as the launch writes it)."""
+    return round(min(0.95, max(0.05, (utilization - weights_fraction) / max(1e-6, 1 - weights_fraction))), 3)
+
+
 def batched_tokens(gpu_gib: float, gpu_name: str = "") -> int:
     """vLLM's default ``max_num_batched_tokens`` for its API server: 8192 on GPUs of ≥ 70 GiB other than the A100,
     else 2048 (vllm/engine/arg_utils.py ``_get_default_max_num_seqs_and_batched_tokens``, 0.26.0): the tokens of
@@ -523,26 +553,48 @@ def kv_bytes_per_token(shape: Shape, kv_dtype_bytes: int = 2) -> int:
 
 
 def serving(shape: Shape, fmt: str = "bf16", gpu_gib: float = 80.0, utilization: float = 0.9, gpus: int = 1,
-            kv_dtype_bytes: int = 2, cuda_graphs: bool = True, gpu_name: str = "", adapter_params: int = 0) -> dict:
-    """What fits when serving: the KV-cache budget at ``utilization`` of the GPU memory (vLLM's
-    --gpu-memory-utilization, of the memory CUDA reports), in tokens, and the longest single context (capped by
-    max_position_embeddings; a sliding window caps what one sequence keeps per layer, so the budget goes further).
+            kv_dtype_bytes: int = 2, cuda_graphs: bool = True, gpu_name: str = "", adapter_params: int = 0,
+            engine: str = "vllm") -> dict:
+    """What fits when serving: the KV-cache budget when the engine may take ``utilization`` of the GPU memory (of
+    the memory CUDA reports), in tokens, and the longest single context (capped by max_position_embeddings; a
+    sliding window caps what one sequence keeps per layer, so the budget goes further).
+
+    Each engine sizes its KV cache its own way: vLLM (and any engine without a model of its own) as
+    ``u × total − weights − its start-up profile`` (:func:`serving_overhead`); SGLang as ``u × (total − context) −
+    weights − overhead − adapter slots`` (:data:`SGLANG_OVERHEAD_GIB`); LMDeploy as ``cache_max_entry_count × (total
+    − context − weights − logits buffers)``, its fraction from ``u`` by :func:`after_weights_fraction`.
 
     Args:
         gpu_gib: the GPU's memory as nvidia-smi reports it, GiB (2^30 bytes).
-        adapter_params: parameters of a LoRA adapter served unmerged (its bf16 copy sits beside the weights).
+        adapter_params: parameters of a LoRA adapter served unmerged (bf16 beside the weights: one copy in vLLM and
+            LMDeploy, one per adapter slot in SGLang).
+        engine: ``vllm``, ``sglang`` or ``lmdeploy``.
 
     Returns ``{"weights_gib", "overhead_gib", "kv_bytes_per_token", "kv_budget_gib", "max_tokens",
     "longest_context", "fits"}`` per GPU with tensor parallelism over ``gpus`` (weights and KV heads divided).
-    Measured against vLLM 0.26.0's own "GPU KV cache size" on an H200 within 0.3 % on a held-out shape
-    (bench/results/2026-12-01-serve-h200.md).
+    Measured on an H200 against each engine's own count: vLLM 0.26.0 within 0.3 % on a held-out shape
+    (bench/results/2026-12-01-serve-h200.md), SGLang 0.5.17 (eager) within 0.7 %, LMDeploy 0.18.0 on its fit point
+    only (bench/results/2026-12-01-serve-h200-round3.md).
     """
     if not 0 < utilization <= 1:
         raise ConfigError("memory.bad_number", name="utilization", value=utilization)
-    w = (weight_bytes(shape, fmt) + 2 * adapter_params) / gpus
+    total = gpu_gib * (1 - CUDA_RESERVED_FRACTION) * GIB  # what CUDA reports
+    base = weight_bytes(shape, fmt) / gpus
     kv_tok = kv_bytes_per_token(shape, kv_dtype_bytes) / gpus
-    over = serving_overhead(shape, gpu_gib, gpus, cuda_graphs, gpu_name)
-    budget = utilization * gpu_gib * (1 - CUDA_RESERVED_FRACTION) * GIB - w - over
+    if engine == "sglang":
+        w = base
+        over = SGLANG_OVERHEAD_GIB * GIB + SGLANG_LORA_SLOTS * 2 * adapter_params / gpus
+        budget = utilization * (total - SGLANG_CONTEXT_GIB * GIB) - w - over
+    elif engine == "lmdeploy":
+        w = base + 2 * adapter_params / gpus
+        over = (LMDEPLOY_PREFILL_TOKENS + 2 * lmdeploy_max_batches(gpu_name)) * shape.vocab * 2
+        share = after_weights_fraction(utilization, w / (gpu_gib * GIB))
+        budget = share * (total - LMDEPLOY_CONTEXT_GIB * GIB - w - over)
+        budget -= budget % (LMDEPLOY_BLOCK * kv_tok)
+    else:
+        w = base + 2 * adapter_params / gpus
+        over = serving_overhead(shape, gpu_gib, gpus, cuda_graphs, gpu_name)
+        budget = utilization * total - w - over
     tokens = max(0, int(budget // kv_tok)) if budget > 0 else 0
     longest = tokens
     if shape.sliding_window and tokens >= shape.sliding_window:

@@ -126,6 +126,27 @@ def test_kv_cache_and_serving_by_hand(qwen7b):
     assert not memory.serving(qwen7b, "bf16", gpu_gib=16.0)["fits"]
 
 
+def test_serving_as_sglang_and_lmdeploy_size_their_kv_cache(qwen7b):
+    total = 80 * (1 - memory.CUDA_RESERVED_FRACTION) * GIB
+    w = 2 * qwen7b.n_params
+    kv_tok = memory.kv_bytes_per_token(qwen7b)
+    # SGLang: mem_fraction_static × (total − context) − weights − overhead, one bf16 adapter copy per slot
+    sgl = memory.serving(qwen7b, "bf16", 80.0, 0.9, engine="sglang")
+    budget = 0.9 * (total - memory.SGLANG_CONTEXT_GIB * GIB) - w - memory.SGLANG_OVERHEAD_GIB * GIB
+    assert sgl["max_tokens"] == int(budget // kv_tok)
+    slots = memory.serving(qwen7b, "bf16", 80.0, 0.9, engine="sglang", adapter_params=10_000_000)
+    assert sgl["max_tokens"] - slots["max_tokens"] in range(int(8 * 2e7 // kv_tok), int(8 * 2e7 // kv_tok) + 2)
+    # LMDeploy: cache_max_entry_count of what the weights and its logits buffers leave, in whole 64-token blocks
+    lmd = memory.serving(qwen7b, "bf16", 80.0, 0.9, engine="lmdeploy", gpu_name="NVIDIA H100 80GB HBM3")
+    share = memory.after_weights_fraction(0.9, w / (80 * GIB))
+    assert share == round((0.9 - w / (80 * GIB)) / (1 - w / (80 * GIB)), 3)
+    logits = (8192 + 2 * 1024) * qwen7b.vocab * 2  # max_prefill_token_num + 2 × max_batches (1024 on an H100)
+    blocks = int(share * (total - memory.LMDEPLOY_CONTEXT_GIB * GIB - w - logits) // (64 * kv_tok))
+    assert lmd["max_tokens"] == 64 * blocks and lmd["overhead_gib"] == round(logits / GIB, 3)
+    assert memory.lmdeploy_max_batches("NVIDIA L4") == 128 and memory.lmdeploy_max_batches("A100-SXM4-80GB") == 384
+    assert memory.after_weights_fraction(0.05, 0.2) == 0.05 and memory.after_weights_fraction(1.0, 0.0) == 0.95
+
+
 def test_instance_sizing(qwen7b):
     lora = memory.smallest_instance(qwen7b, memory.Training(method="lora", seq=2048))
     assert lora["count"] == 1 and lora["gpu"] in ("a10-24g", "l4-24g")

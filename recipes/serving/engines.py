@@ -406,7 +406,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
         max_model_len: longest context in tokens (from :func:`recipes.memory.serving`'s KV-cache budget).
         gpu_util: fraction of each GPU's memory the engine may take (weights + KV cache + activations).
         weights_fraction: weights / GPU memory, for an engine whose fraction counts what the weights leave
-            (LMDeploy: ``kv = (gpu_util - weights) / (1 - weights)``, clipped to [0.05, 0.95]).
+            (LMDeploy: :func:`recipes.memory.after_weights_fraction`).
         adapter: ``{"path", "rank"}`` to serve a LoRA adapter unmerged on top of ``model_dir``.
         api_key: the engine is started through the key launcher, which appends the key option and the key.
         eager: no CUDA graph capture or compilation (a start minutes shorter; slower decoding).
@@ -434,8 +434,9 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
     if gpu_util and spec.utilization == "total":
         settings["gpu_memory_utilization"] = f"{gpu_util:g}"
     elif gpu_util and weights_fraction is not None:
-        kv = (gpu_util - weights_fraction) / max(1e-6, 1 - weights_fraction)
-        settings["gpu_memory_utilization"] = f"{min(0.95, max(0.05, kv)):.3f}"
+        from recipes import memory
+
+        settings["gpu_memory_utilization"] = f"{memory.after_weights_fraction(gpu_util, weights_fraction):.3f}"
     if chat_template:
         settings["chat_template"] = chat_template
     if eager:

@@ -52,6 +52,8 @@ class EngineSpec:
             and serves the base for a bare adapter name (sglang/srt/entrypoints/openai/serving_base.py).
         kv_tokens_log: a pattern finding the KV-cache size in tokens in the engine's start-up log: its groups'
             product (one group: tokens; LMDeploy: blocks and tokens per block).
+        concurrent_requests: how many requests the evaluate step sends it at once: engines with continuous batching
+            (vLLM, SGLang, LMDeploy) answer a batch in about the time of one; transformers serve, one at a time.
         started: where this version was really started on a GPU (a bench/results file), "" when it never was.
         install: the pip requirement that installs this version.
     """
@@ -73,6 +75,7 @@ class EngineSpec:
     served_by_path: bool = False
     adapter_request: str = "{adapter}"
     kv_tokens_log: str = ""
+    concurrent_requests: int = 1
     started: str = ""
     install: str = ""
 
@@ -99,6 +102,7 @@ _VLLM_026 = EngineSpec(
     formats={"merged": {}, **{f: {"quantization": "compressed-tensors"} for f in COMPRESSED_TENSORS},
              "bnb-4bit": {"quantization": "bitsandbytes"}},
     lora=True, kv_tokens_log=r"GPU KV cache size: ([\d,]+) tokens",  # vllm/v1/core/kv_cache_utils.py
+    concurrent_requests=16,
     started="bench/results/2026-12-01-serve-h200.md")  # every format above and a rank-64 adapter, on an H200
 
 _SGLANG_0517 = EngineSpec(
@@ -113,12 +117,16 @@ _SGLANG_0517 = EngineSpec(
              "quantization": ("--quantization",)},
     formats={"merged": {}, **{f: {"quantization": "compressed-tensors"} for f in COMPRESSED_TENSORS}},
     # sglang/srt/mem_cache/memory_pool.py, and kv_pool_runtime.py's after CUDA-graph capture (0.5.17's source)
-    lora=True, adapter_request="{base}:{adapter}", kv_tokens_log=r"KV [Cc]ache (?:is )?allocated\. dtype: [^,]+, #tokens: (\d+)",
-    started="bench/results/2026-12-01-serve-h200-round2.md")  # merged, GPTQ, AWQ, FP8 on an H200 (adapter: not yet)
+    lora=True, adapter_request="{base}:{adapter}", concurrent_requests=16,
+    kv_tokens_log=r"KV [Cc]ache (?:is )?allocated\. dtype: [^,]+, #tokens: (\d+)",
+    # merged, GPTQ, AWQ, FP8 on an H200 (round 2); the rank-64 adapter as base:adapter (round 3)
+    started="bench/results/2026-12-01-serve-h200-round2.md")
 
 # LMDeploy's TurboMind engine is a CUDA 12 build; its PyTorch engine runs wherever torch does. The PyTorch engine
-# does not load compressed-tensors checkpoints (only TurboMind's --model-format compressed-tensors takes them), so
-# it serves the merged model and adapters. Its --chat-template takes a template name or a JSON file, not Jinja: it
+# loads compressed-tensors only as int4 pack-quantized, symmetric, group size 32, weights only
+# (lmdeploy/pytorch/config.py _parse_compressed_tensors_config, 0.18.0); llm-compressor's W4A16 exports use group
+# size 128 and FP8 dynamic quantizes activations, so none of the exports loads: it serves the merged model and
+# adapters. Its --chat-template takes a template name or a JSON file, not Jinja: it
 # reads the template from the tokenizer (which the export writes), so no setting is passed.
 _LMDEPLOY_018 = EngineSpec(
     engine="lmdeploy", version="0.18.0", gpu=True, entry="lmdeploy.cli.entrypoint:run", console="lmdeploy",
@@ -131,7 +139,9 @@ _LMDEPLOY_018 = EngineSpec(
     # INFO: the start-up line that gives the KV cache ("Building CacheEngine with config: CacheConfig(…)",
     # lmdeploy/pytorch/engine/executor/base.py) is not printed at the default WARNING
     formats={"merged": {}}, fixed={"backend": "pytorch", "log_level": "INFO"}, utilization="after_weights", lora=True,
-    kv_tokens_log=r"CacheConfig\(max_batches=\d+, block_size=(\d+), num_cpu_blocks=\d+, num_gpu_blocks=(\d+)")
+    concurrent_requests=16,
+    kv_tokens_log=r"CacheConfig\(max_batches=\d+, block_size=(\d+), num_cpu_blocks=\d+, num_gpu_blocks=(\d+)",
+    started="bench/results/2026-12-01-serve-h200-round3.md")  # merged (random weights, loopback) on an H200
 
 # transformers serve: no API key (loopback only), no tensor parallelism, no context or memory options; it reads the
 # quantization_config from config.json, so every format transformers loads needs no flag.

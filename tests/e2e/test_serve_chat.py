@@ -89,3 +89,19 @@ def test_chat_with_an_unreachable_endpoint_is_one_line(home):
     port = server.free_port()
     r = yichui(home, "chat", "--endpoint", f"http://127.0.0.1:{port}/v1")
     assert r.returncode == 1 and "Cannot reach" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_concurrent_replies_come_back_in_order(served):
+    """The evaluate step sends an engine several requests at once (EngineSpec.concurrent_requests): greedy replies
+    from a real server, 4 at a time, are the ones sent one at a time, each beside its own conversation."""
+    from recipes.evaluate import Server, _endpoint_metrics
+
+    s, _ = served
+    out = s.steps["deploy"]["outputs"]
+    convs = [[{"role": "user", "content": q}, {"role": "assistant", "content": "ref"}]
+             for q in ("What is LoRA?", "Name a colour.", "Count to three.", "What is a GPU?", "Say hello.",
+                       "What is NF4?")]
+    one = _endpoint_metrics(Server(out["endpoint"], out["served_model"], None, 1), convs, 12)["answers"]
+    many = _endpoint_metrics(Server(out["endpoint"], out["served_model"], None, 4), convs, 12)["answers"]
+    assert len(set(one)) > 1  # the questions get different replies, so an order mix-up would show
+    assert many == one
