@@ -43,6 +43,11 @@ def questions(ctx) -> list[Question]:
                      validate=check_mirrors)]
 
 
+# Errors that say the user's own input is wrong (exit 2, as a bad answer in a session); every other error of a
+# download is a failure of the world — network, hub, access, disk, hash — and exits 1 (wizard/README.md, exit status)
+BAD_INPUT = frozenset({"hub.no_such_model", "hub.no_such_revision", "download.nothing_selected"})
+
+
 def _mirrors(value: str) -> list[str]:
     return [] if value.strip().lower() in ("", "none", "-") else [m.strip() for m in value.split(",") if m.strip()]
 
@@ -74,8 +79,23 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
     """
     local_dir = Path(local_dir).expanduser().resolve()
     commit, listed = hub.list_files(source, repo_id, endpoint, revision, repo_type)
-    files = [f for f in hub.select_files(listed, include, exclude)
-             if max_file_bytes is None or f.size <= max_file_bytes]
+    # Hugging Face URLs pin the commit, so every file comes from one snapshot; ModelScope takes branch or tag names
+    ref = commit if source == "hf" and commit else revision
+    url = lambda f: hub.file_url(source, repo_id, endpoint, ref, f.path, repo_type)  # noqa: E731
+    files = hub.select_files(listed, include, exclude)
+    for f in files:  # before any request names the file
+        downloader.safe_relpath(f.path)
+    unknown = [f for f in files if f.size is None]
+    if unknown:  # a listing of names only: each file's HEAD tells its size (never taken as 0) and what hash it can
+        say(msg("download.describing", n=len(unknown)))
+        head = downloader.Downloader(local_dir, hub.auth_headers(source), stop=stop)
+        for f in unknown:
+            it = head.describe(downloader.Item(f.path, url(f), 0, f.sha256, f.git_sha1))
+            f.size, f.sha256, f.git_sha1 = it.size, it.sha256, it.git_sha1
+        unhashed = [f.path for f in unknown if not f.sha256 and not f.git_sha1]
+        if unhashed:
+            say(msg("download.size_only", n=len(unhashed), files=", ".join(unhashed[:3])))
+    files = [f for f in files if max_file_bytes is None or f.size <= max_file_bytes]
     if not files:
         raise StepError("download.nothing_selected", repo=repo_id, n=len(listed))
     total = sum(f.size for f in files)
@@ -88,10 +108,7 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
                         path=str(local_dir))
     say(msg("download.plan", n=len(files), gib=f"{total / 2**30:.3f}", repo=repo_id, commit=(commit or revision)[:12],
             path=str(local_dir), left=f"{left / 2**30:.3f}"))
-    # Hugging Face URLs pin the commit, so every file comes from one snapshot; ModelScope takes branch or tag names
-    ref = commit if source == "hf" and commit else revision
-    items = [downloader.Item(f.path, hub.file_url(source, repo_id, endpoint, ref, f.path, repo_type), f.size,
-                             f.sha256, f.git_sha1) for f in files]
+    items = [downloader.Item(f.path, url(f), f.size, f.sha256, f.git_sha1) for f in files]
     with progress(msg(title if left else "download.verify", repo=repo_id), total, "B") as bar:
         bar.update(completed=total - left)
         subs: dict = {}

@@ -159,6 +159,43 @@ class Downloader:
             self._run(todo)
         return {"files": len(files), "skipped": skipped, "fetched_bytes": self.fetched}
 
+    def describe(self, it: Item) -> Item:
+        """``it`` with the size and hashes its listing lacked, from the file's HEAD, read as huggingface_hub's
+        ``get_hf_file_metadata`` reads it (file_download.py): size from ``X-Linked-Size`` (a large file redirected to
+        storage) or ``Content-Length``; ``X-Linked-Etag`` is a large file's sha256, a directly served file's 40-hex
+        ``ETag`` its git blob sha1; other ETags (storage MD5s) are no hash. A relative redirect (a renamed
+        repository) is followed as the hub client does; an absolute one (storage) only when it gave no size, with a
+        HEAD that carries no token (another host).
+
+        Raises:
+            StepError: ``download.size_unknown`` when no answer gives a size; :meth:`_request`'s errors.
+        """
+        from urllib.parse import urljoin
+
+        url = it.url
+        for _ in range(3):
+            r = self._request("HEAD", Item(it.path, url, 0), allow_redirects=False)
+            loc = r.headers.get("Location", "")
+            if not (r.is_redirect and loc.startswith("/") and not r.headers.get("X-Linked-Size")):
+                break
+            url = urljoin(url, loc)
+        size = r.headers.get("X-Linked-Size") or (None if r.is_redirect else r.headers.get("Content-Length"))
+        if size is None and r.is_redirect and loc:
+            import requests
+
+            try:
+                size = requests.head(urljoin(url, loc), allow_redirects=True, timeout=TIMEOUT).headers.get(
+                    "Content-Length")
+            except requests.RequestException:
+                size = None
+        if size is None or not size.strip().isdigit():
+            raise StepError("download.size_unknown", file=it.path, url=it.url)
+        linked = (r.headers.get("X-Linked-Etag") or "").strip('"').lower()
+        etag = (r.headers.get("ETag") or "").strip('"').lower()
+        hexed = lambda v, n: v if len(v) == n and all(c in "0123456789abcdef" for c in v) else None  # noqa: E731
+        return Item(it.path, it.url, int(size), it.sha256 or hexed(linked, 64),
+                    it.git_sha1 or (None if linked else hexed(etag, 40)))
+
     # -- preparation -----------------------------------------------------------------------------------------
     def _prepare(self, it: Item) -> _File | None:
         rel = safe_relpath(it.path)

@@ -32,8 +32,10 @@ def default_endpoint(source: str) -> str | None:
 
 @dataclass
 class RemoteFile:
+    """One file of a listing: path, size in bytes (None: the listing did not say), sha256, git blob sha1."""
+
     path: str
-    size: int
+    size: int | None
     sha256: str | None
     git_sha1: str | None = None
 
@@ -157,7 +159,8 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
                 repo_id, revision=revision, files_metadata=True)
         except Exception as e:
             raise _hf_errors(e, repo_id, endpoint, revision) from None
-        files = [RemoteFile(s.rfilename, s.size or 0, s.lfs.sha256 if s.lfs else None, None if s.lfs else s.blob_id)
+        # a mirror may list names only (no ``blobs``): sizes and hashes unknown, never 0 (download.describe)
+        files = [RemoteFile(s.rfilename, s.size, s.lfs.sha256 if s.lfs else None, None if s.lfs else s.blob_id)
                  for s in info.siblings or []]
         return info.sha, files
     # modelscope 1.40 delegates to modelscope_hub; its file listing keeps each file's sha256 (the legacy wrapper
@@ -168,7 +171,10 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
         kind = RepoType.DATASET if repo_type == "dataset" else RepoType.MODEL
         entries = HubApi(endpoint=endpoint).list_repo_files(repo_id, kind, revision=_ms_rev(revision),
                                                            recursive=True)
-        files = [RemoteFile(f.path, int(f.size or 0), f.sha256) for f in entries if f.type != "tree"]
+        # ModelScope lists every file's Sha256; modelscope_hub reads a missing Size as 0, so 0 without a hash is a
+        # listing that said nothing (a mirror, a proxy): unknown, asked for with a HEAD, never taken as an empty file
+        files = [RemoteFile(f.path, None if not f.size and not f.sha256 else int(f.size), f.sha256 or None)
+                 for f in entries if f.type != "tree"]
     except Exception as e:
         raise _ms_errors(e, repo_id, endpoint, revision) from None
     return _ms_commit(repo_id, endpoint, revision, repo_type), files

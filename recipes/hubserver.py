@@ -21,6 +21,14 @@ Datasets live under ``root/datasets/<org>/<name>`` and are served at the same pa
 ``/datasets/{repo}/resolve/…`` (Hugging Face) or ``/api/v1/datasets/{repo}/repo/tree`` and ``…/repo?FilePath=``
 (ModelScope).
 
+As the real Hub, the model info lists each file's ``size``, ``blobId`` and ``lfs`` only when asked with
+``blobs=true`` (huggingface_hub's ``files_metadata=True``); without, file names only.
+
+Modes, for tests and benchmarks: ``POST /_yichui/modes`` with a JSON object, ``DELETE /_yichui/modes`` to clear:
+``{"listing": "names"}`` lists file names without sizes or hashes on both hubs (a mirror that ignores ``blobs``, a
+proxy that rewrites listings), while each file's HEAD still tells its size and ETag; ``{"head_size": false}``
+answers a file's HEAD without ``Content-Length`` or ``X-Linked-Size`` (a proxy that strips them).
+
 Faults, for tests and benchmarks (loopback only): ``POST /_yichui/faults`` with a JSON list of rules, each
 ``{"path": glob, "drop_after": bytes, "throttle": bytes per s, "corrupt_at": file offset, "status": code,
 "error_code": X-Error-Code, "ignore_range": bool, "times": n}`` applied to file responses (``times``: to the first n
@@ -102,6 +110,7 @@ class Hub:
         self._lock = threading.Lock()
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header): for tests and logs
         self.faults: list[dict] = list(faults or [])
+        self.modes: dict = {}
         self.bytes_sent: dict[str, int] = {}
 
     def take_fault(self, path: str) -> dict | None:
@@ -191,7 +200,11 @@ class Handler(BaseHTTPRequestHandler):
         length = max(0, end - start + 1)
         self.send_response(status)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(length))
+        sized = self.command != "HEAD" or self.hub.modes.get("head_size", True)
+        if sized:
+            self.send_header("Content-Length", str(length))
+        else:
+            extra = {k: v for k, v in extra.items() if k != "X-Linked-Size"}
         self.send_header("Accept-Ranges", "bytes")
         self.send_header("ETag", repo.etag(path))
         self.send_header("Last-Modified", repo.mtime)
@@ -236,6 +249,16 @@ class Handler(BaseHTTPRequestHandler):
         self.do_GET()
 
     def do_POST(self):
+        if urlparse(self.path).path == "/_yichui/modes":
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                modes = json.loads(body or b"{}")
+            except ValueError:
+                modes = None
+            if not isinstance(modes, dict):
+                return self._json({"error": "modes must be a JSON object"}, 400)
+            self.hub.modes = modes
+            return self._json({"modes": modes})
         if urlparse(self.path).path == "/_yichui/faults":
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             try:
@@ -251,6 +274,9 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_yichui/faults":
             self.hub.faults = []
             return self._json({"faults": 0})
+        if path == "/_yichui/modes":
+            self.hub.modes = {}
+            return self._json({"modes": {}})
         if path == "/_yichui/stats":
             self.hub.bytes_sent.clear()
             self.hub.requests.clear()
@@ -292,9 +318,10 @@ class Handler(BaseHTTPRequestHandler):
             if query.get("recursive", ["false"])[0].lower() not in ("true", "1"):
                 files = [p for p in files if "/" not in p[len(prefix) + 1 if prefix else 0:]]
             return self._json([repo.hf_entry(p) for p in files])
-        siblings = [{"rfilename": p, "size": f["size"], "blobId": f["oid"],
-                     **({"lfs": {"sha256": f["sha256"], "size": f["size"], "pointerSize": 134}} if f["lfs"] else {})}
-                    for p, f in repo.files.items()]
+        blobs = query.get("blobs", ["false"])[0].lower() in ("true", "1") and self.hub.modes.get("listing") != "names"
+        siblings = [{"rfilename": p, **({"size": f["size"], "blobId": f["oid"], **(
+                     {"lfs": {"sha256": f["sha256"], "size": f["size"], "pointerSize": 134}} if f["lfs"] else {})}
+                     if blobs else {})} for p, f in repo.files.items()]
         self._json({"_id": repo.commit[:24], "id": repo.id, "modelId": repo.id, "sha": repo.commit,
                     "private": False, "gated": False, "disabled": False, "downloads": 0, "likes": 0,
                     "lastModified": "2026-01-01T00:00:00.000Z", "tags": [], "library_name": "transformers",
@@ -326,9 +353,10 @@ class Handler(BaseHTTPRequestHandler):
         if not self._revision_ok(repo, rev):
             return self._ms_error(f"revision {rev} not found")
         if tail in ("/repo/files", "/repo/tree"):
-            files = [{"Path": p, "Name": p.rsplit("/", 1)[-1], "Type": "blob", "Size": f["size"],
-                      "Sha256": f["sha256"], "IsLFS": f["lfs"], "Revision": repo.commit, "Mode": "33188",
-                      "CommitId": repo.commit, "CommittedDate": 0}
+            names = self.hub.modes.get("listing") == "names"
+            files = [{"Path": p, "Name": p.rsplit("/", 1)[-1], "Type": "blob",
+                      **({} if names else {"Size": f["size"], "Sha256": f["sha256"]}), "IsLFS": f["lfs"],
+                      "Revision": repo.commit, "Mode": "33188", "CommitId": repo.commit, "CommittedDate": 0}
                      for p, f in repo.files.items()]
             return self._json({"Code": 200, "Data": {"Files": files}, "Message": "success", "Success": True})
         if tail == "/repo":

@@ -304,3 +304,66 @@ def test_dot_and_empty_path_segments_are_refused(bad):
     with pytest.raises(StepError) as e:
         downloader.safe_relpath(bad)
     assert e.value.msg.key == "download.unsafe_path"
+
+
+def download_cmd(home, server, source, out, *more):
+    from conftest import yichui
+
+    return yichui(home, "download", "org/model", "--source", source, "--endpoint", server.url, "--local-dir", str(out),
+                  *more, LANG="C.UTF-8", COLUMNS="200")
+
+
+def one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+@pytest.mark.parametrize("source", ["hf", "modelscope"])
+def test_a_listing_of_names_only_is_completed_from_each_files_head(server, root, tmp_path, home, source):
+    """Issue 18: a mirror listing names without sizes or hashes. It wrote a 0-byte model.safetensors and said
+    "nothing left to fetch"; now each file's HEAD gives its size (and, on Hugging Face, its sha256 from
+    X-Linked-Etag and the git blob id of small files), so every file arrives whole and verified."""
+    from wizard import i18n
+
+    server.hub.modes = {"listing": "names"}
+    r = download_cmd(home, server, source, tmp_path / "out")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert one_line(i18n.t("download.describing", n=2)) in one_line(r.stdout)
+    for name in ("model.safetensors", "config.json"):
+        assert sha(tmp_path / "out" / name) == sha(root / "org/model" / name)
+    heads = [p for m, p, _ in server.hub.requests if m == "HEAD" and "model.safetensors" in p]
+    assert heads  # the size came from the file's HEAD, not from the listing
+    if source == "hf":  # verified by hash: a corrupted byte is fetched again once, then refused in one line
+        server.hub.faults = [{"path": "model.safetensors", "corrupt_at": MB}]
+        r = download_cmd(home, server, source, tmp_path / "again")
+        assert r.returncode == 1
+        assert one_line(i18n.t("download.bad_hash", file="model.safetensors")) in one_line(r.stderr + r.stdout)
+        assert not (tmp_path / "again" / "model.safetensors").exists()
+
+
+def test_a_file_whose_size_nobody_gives_is_refused_before_any_byte(server, tmp_path, home):
+    from wizard import i18n
+
+    server.hub.modes = {"listing": "names", "head_size": False}
+    r = download_cmd(home, server, "hf", tmp_path / "out")
+    assert r.returncode == 1, r.stdout + r.stderr  # the hub's fault, not the user's input
+    first = next(p for p in ("config.json", "model.safetensors"))
+    url = hub.file_url("hf", "org/model", server.url, hub.list_files("hf", "org/model", server.url, "main")[0], first)
+    assert one_line(i18n.t("download.size_unknown", file=first, url=url)) in one_line(r.stderr + r.stdout)
+    assert not server.hub.bytes_sent  # nothing fetched …
+    assert not any(p.is_file() and p.stat().st_size == 0 for p in (tmp_path / "out").rglob("*"))  # … no 0-byte file
+
+
+def test_exit_status_is_2_for_the_users_input_and_1_for_the_world(server, tmp_path, home, tmpfs):
+    from wizard import i18n
+
+    r = download_cmd(home, server, "hf", tmp_path / "a", "--revision", "no-such-branch")
+    assert r.returncode == 2 and one_line(i18n.t("hub.no_such_revision", repo="org/model", revision="no-such-branch")) \
+        in one_line(r.stderr + r.stdout)
+    r = download_cmd(home, server, "hf", tmp_path / "b", "--include", "*.nothing")
+    assert r.returncode == 2, r.stderr
+    disk = tmpfs("8m")  # a real full disk: the plan refuses before any byte
+    r = download_cmd(home, server, "hf", disk)
+    assert r.returncode == 1 and "Not enough disk" in one_line(r.stderr + r.stdout)
+    server.hub.faults = [{"path": "model.safetensors", "status": 403}]
+    r = download_cmd(home, server, "hf", tmp_path / "c")
+    assert r.returncode == 1, r.stderr

@@ -547,8 +547,8 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
         out = dl.fetch(source, repo_id, endpoint or hub.default_endpoint(source), revision, target,
                        lambda d, total, unit: ui.progress(i18n.render(d), total, unit),
                        lambda m: ui.say(i18n.render(m)), repo_type, include, exclude)
-    except StepError as e:
-        raise _fail(e.msg.key, **e.msg.args)
+    except StepError as e:  # the exit status rule of wizard/README.md: 2 for the user's input, 1 for the world
+        raise _fail(e.msg.key, 2 if e.msg.key in dl.BAD_INPUT else 1, **e.msg.args)
     except KeyboardInterrupt:
         ui.warn(T("cli.download.interrupted", repo=repo_id))
         raise typer.Exit(130)

@@ -767,6 +767,15 @@ CATALOG: dict[str, dict[str, str]] = {
                           "zh": "已下载到 {path}（提交 {commit}；本次传输 {mib} MiB）。"},
     "download.nothing_selected": {"en": "No file of {repo} ({n} listed) matches the selection: check --include / --exclude.",
                                   "zh": "{repo} 的文件（共 {n} 个）都不符合选择条件：请检查 --include / --exclude。"},
+    "download.describing": {"en": "The hub's listing gives no size for {n} file(s); asking the hub for each (HEAD).",
+                            "zh": "Hub 的文件列表没有给出 {n} 个文件的大小；逐个向 Hub 查询（HEAD）。"},
+    "download.size_only": {"en": "No hash is known for {n} file(s) ({files}): they are checked by size only.",
+                           "zh": "{n} 个文件（{files}）没有可用的哈希值：只按大小校验。"},
+    "download.size_unknown": {"en": "The hub gives no size for {file}, neither in its listing nor in the file's headers "
+                                    "({url}): it cannot be verified, so it is not downloaded — use another endpoint "
+                                    "(HF_ENDPOINT / MODELSCOPE_ENDPOINT or select_model.endpoint).",
+                              "zh": "Hub 没有给出 {file} 的大小（列表和文件头 {url} 中都没有）：无法校验，因此不下载——请换一个端点"
+                                    "（HF_ENDPOINT / MODELSCOPE_ENDPOINT 或 select_model.endpoint）。"},
     "download.refetch": {"en": "{file} did not match its hash; fetching it again once.", "zh": "{file} 校验不符，重新下载一次。"},
     "download.unsafe_path": {"en": "The hub lists a file named {path!r}, which is no safe file name (it leaves the model folder, or has an empty, '.' or '..' part); refused: the listing is damaged or hostile — use another endpoint.",
                              "zh": "仓库列出的文件名 {path!r} 不是安全的文件名（会写到模型目录之外，或含空、'.'、'..' 段）；已拒绝：列表已损坏或不可信——请换一个地址。"},
