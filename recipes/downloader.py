@@ -33,6 +33,22 @@ SEGMENT_MIN = 64 << 20        # files larger than this are fetched as several ra
 RETRIES = 6                   # attempts per range before giving up (backoff 0.5 s, doubling, at most 8 s)
 TIMEOUT = (10, 60)            # connect, read timeouts (s): a stalled connection is retried, never waited on forever
 PART, SIDE = ".yichui-part", ".yichui-part.json"
+RETRY_AFTER_MAX = 60.0        # s: the longest Retry-After (429 / 503) waited for before the next attempt
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds a ``Retry-After`` header asks for (RFC 9110 §10.2.3: delay-seconds or an HTTP-date), or None."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    from email.utils import parsedate_to_datetime
+
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
 
 
 @dataclass
@@ -284,16 +300,19 @@ class Downloader:
                 raise StepError("download.not_found", file=it.path, url=it.url)
             if r.status_code >= 500 or r.status_code == 429:
                 r.close()
-                self._backoff(attempt, it, f"HTTP {r.status_code}")
+                wait = retry_after(r.headers.get("Retry-After"))
+                if r.status_code == 429 and attempt + 1 >= RETRIES:
+                    raise StepError("download.rate_limited", file=it.path, seconds=round(wait or RETRY_AFTER_MAX))
+                self._backoff(attempt, it, f"HTTP {r.status_code}", wait)
                 continue
             return r
 
-    def _backoff(self, attempt: int, it: Item, why) -> None:
-        """Wait before attempt ``attempt + 1`` (0.5 s doubling, at most 8 s); raise ``download.network`` once
-        RETRIES attempts in a row have failed."""
+    def _backoff(self, attempt: int, it: Item, why, wait: float | None = None) -> None:
+        """Wait before attempt ``attempt + 1`` (0.5 s doubling, at most 8 s; longer when the server's Retry-After
+        says so, at most RETRY_AFTER_MAX); raise ``download.network`` once RETRIES attempts in a row have failed."""
         if attempt + 1 >= RETRIES:
             raise StepError("download.network", file=it.path, error=str(why).splitlines()[0][:200])
-        end = time.monotonic() + min(8.0, 0.5 * 2**attempt)
+        end = time.monotonic() + max(min(8.0, 0.5 * 2**attempt), min(wait or 0.0, RETRY_AFTER_MAX))
         while time.monotonic() < end:
             if self.stop.is_set():
                 raise KeyboardInterrupt

@@ -31,7 +31,7 @@ answers a file's HEAD without ``Content-Length`` or ``X-Linked-Size`` (a proxy t
 
 Faults, for tests and benchmarks (loopback only): ``POST /_yichui/faults`` with a JSON list of rules, each
 ``{"path": glob, "drop_after": bytes, "throttle": bytes per s, "corrupt_at": file offset, "status": code,
-"error_code": X-Error-Code, "ignore_range": bool, "times": n}`` applied to file responses (``times``: to the first n
+"error_code": X-Error-Code, "retry_after": Retry-After header (with a status), "ignore_range": bool, "times": n}`` applied to file responses (``times``: to the first n
 matching responses; absent: to all); ``DELETE /_yichui/faults`` clears them; ``GET /_yichui/stats`` returns the bytes
 sent per file and the request count; ``DELETE /_yichui/stats`` resets them.
 
@@ -177,6 +177,8 @@ class Handler(BaseHTTPRequestHandler):
         fault = self.hub.take_fault(path) if self.command == "GET" else None
         if fault and fault.get("status"):
             headers = {"X-Error-Code": fault["error_code"]} if fault.get("error_code") else {}
+            if fault.get("retry_after") is not None:
+                headers["Retry-After"] = str(fault["retry_after"])
             return self._json({"error": f"injected {fault['status']}"}, fault["status"], headers)
         size, start, end = f["size"], 0, f["size"] - 1
         rng = None if fault and fault.get("ignore_range") else self.headers.get("Range")

@@ -367,3 +367,18 @@ def test_exit_status_is_2_for_the_users_input_and_1_for_the_world(server, tmp_pa
     server.hub.faults = [{"path": "model.safetensors", "status": 403}]
     r = download_cmd(home, server, "hf", tmp_path / "c")
     assert r.returncode == 1, r.stderr
+
+
+def test_429_waits_as_long_as_retry_after_says_then_a_persistent_one_is_one_line(server, root, tmp_path, monkeypatch):
+    server.hub.faults = [{"path": "model.safetensors", "status": 429, "retry_after": 2, "times": 2}]
+    commit, its = items(server)
+    t = time.monotonic()
+    downloader.Downloader(tmp_path / "a", commit=commit).fetch(its)
+    assert time.monotonic() - t >= 4  # two Retry-After: 2 waited in full (the backoff alone is 0.5 + 1 s)
+    assert sha(tmp_path / "a" / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    monkeypatch.setattr(downloader, "RETRIES", 2)
+    server.hub.faults = [{"path": "model.safetensors", "status": 429, "retry_after": "Wed, 21 Oct 2015 07:28:00 GMT"}]
+    with pytest.raises(StepError) as e:
+        downloader.Downloader(tmp_path / "b", commit=commit).fetch(its)
+    assert e.value.msg.key == "download.rate_limited" and e.value.msg.args["file"] == "model.safetensors"
+    assert downloader.retry_after("7") == 7.0 and downloader.retry_after("soon") is None

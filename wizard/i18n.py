@@ -776,6 +776,10 @@ CATALOG: dict[str, dict[str, str]] = {
                                     "(HF_ENDPOINT / MODELSCOPE_ENDPOINT or select_model.endpoint).",
                               "zh": "Hub 没有给出 {file} 的大小（列表和文件头 {url} 中都没有）：无法校验，因此不下载——请换一个端点"
                                     "（HF_ENDPOINT / MODELSCOPE_ENDPOINT 或 select_model.endpoint）。"},
+    "download.rate_limited": {"en": "The hub keeps answering 429 (too many requests) for {file}; what was fetched is "
+                                    "kept — wait about {seconds} s, then resume (a token raises the hub's limits).",
+                              "zh": "Hub 对 {file} 持续返回 429（请求过多）；已下载的部分保留——约 {seconds} 秒后再继续"
+                                    "（使用 token 可提高 Hub 的限额）。"},
     "download.refetch": {"en": "{file} did not match its hash; fetching it again once.", "zh": "{file} 校验不符，重新下载一次。"},
     "download.unsafe_path": {"en": "The hub lists a file named {path!r}, which is no safe file name (it leaves the model folder, or has an empty, '.' or '..' part); refused: the listing is damaged or hostile — use another endpoint.",
                              "zh": "仓库列出的文件名 {path!r} 不是安全的文件名（会写到模型目录之外，或含空、'.'、'..' 段）；已拒绝：列表已损坏或不可信——请换一个地址。"},
