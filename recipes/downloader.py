@@ -292,6 +292,15 @@ class Downloader:
             except requests.RequestException as e:
                 self._backoff(attempt, it, e)
                 continue
+            if r.status_code in (401, 403) and r.history:  # storage refused the hub's signed link (it expired
+                r.close()                                  # or was cut short): resolve the file again
+                if attempt + 1 >= RETRIES:
+                    from urllib.parse import urlparse
+
+                    raise StepError("download.link_expired", file=it.path, host=urlparse(r.url).netloc,
+                                    status=r.status_code)
+                self._backoff(attempt, it, f"HTTP {r.status_code} from storage")
+                continue
             if r.status_code in (401, 403):
                 gated = r.headers.get("X-Error-Code") == "GatedRepo"
                 raise StepError("download.gated" if gated else "download.denied", file=it.path,

@@ -28,6 +28,12 @@ Modes, for tests and benchmarks: ``POST /_yichui/modes`` with a JSON object, ``D
 ``{"listing": "names"}`` lists file names without sizes or hashes on both hubs (a mirror that ignores ``blobs``, a
 proxy that rewrites listings), while each file's HEAD still tells its size and ETag; ``{"head_size": false}``
 answers a file's HEAD without ``Content-Length`` or ``X-Linked-Size`` (a proxy that strips them).
+``{"cdn": true}`` answers a large (LFS) file's ``resolve`` with a 302 to storage on another host (``localhost`` on
+the second port, as the Hub redirects to its CDN) carrying ``X-Linked-Size``, ``X-Linked-Etag`` (sha256) and
+``X-Repo-Commit``; storage serves the bytes only behind the signed URL until it expires (``"cdn_ttl"`` seconds,
+default 3600; ``"cdn_expired": n`` hands out the first n links already expired) and answers 403 otherwise, as signed
+storage URLs do. ``Hub.cdn_auth`` records the Authorization header of every storage request (a token must not go
+there).
 
 Faults, for tests and benchmarks (loopback only): ``POST /_yichui/faults`` with a JSON list of rules, each
 ``{"path": glob, "drop_after": bytes, "throttle": bytes per s, "corrupt_at": file offset, "status": code,
@@ -44,6 +50,7 @@ import argparse
 import email.utils
 import fnmatch
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -112,6 +119,22 @@ class Hub:
         self.faults: list[dict] = list(faults or [])
         self.modes: dict = {}
         self.bytes_sent: dict[str, int] = {}
+        self.cdn_url = ""  # storage's base URL (HubServer sets it)
+        self.cdn_auth: list[str | None] = []  # the Authorization header of each storage request
+        self.cdn_refused: list[str] = []  # why storage refused a request (expired, bad signature)
+        self._secret = os.urandom(16)
+
+    def sign(self, target: str, expires: int) -> str:
+        return hmac.new(self._secret, f"{target}|{expires}".encode(), hashlib.sha256).hexdigest()
+
+    def storage_link(self, target: str) -> str:
+        """A signed storage URL for ``target`` (``kind/repo/path``), expiring per the modes."""
+        with self._lock:
+            expired = int(self.modes.get("cdn_expired", 0))
+            if expired:
+                self.modes["cdn_expired"] = expired - 1
+        expires = int(time.time()) + (-60 if expired else int(self.modes.get("cdn_ttl", 3600)))
+        return f"{self.cdn_url}/cdn/{target}?Expires={expires}&Signature={self.sign(target, expires)}"
 
     def take_fault(self, path: str) -> dict | None:
         """The first fault rule matching a file path that still has uses left (and use it once)."""
@@ -340,6 +363,12 @@ class Handler(BaseHTTPRequestHandler):
         extra = {"X-Repo-Commit": repo.commit}
         if repo.files[path]["lfs"]:
             extra |= {"X-Linked-Etag": repo.etag(path), "X-Linked-Size": str(repo.files[path]["size"])}
+            if self.hub.modes.get("cdn") and self.hub.cdn_url:  # the Hub's 302 to its storage on another host
+                link = self.hub.storage_link(f"{kind}/{repo_id}/{path}")
+                self.send_response(302)
+                for k, v in (extra | {"Location": link, "ETag": repo.etag(path), "Content-Length": "0"}).items():
+                    self.send_header(k, v)
+                return self.end_headers()
         self._send_file(repo, path, extra)
 
     def _modelscope(self, rest: str, query: dict) -> None:
@@ -374,6 +403,46 @@ class Handler(BaseHTTPRequestHandler):
                                           "LatestCommitId": repo.commit}, "Success": True})
 
 
+class StorageHandler(Handler):
+    """The storage host behind the Hub's redirects: bytes for a valid, unexpired signed URL; 403 otherwise."""
+
+    server_version = "yichui-storage/1"
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        self.hub.cdn_auth.append(self.headers.get("Authorization"))
+        self.hub.requests.append((self.command, "storage:" + self.path, self.headers.get("Range")))
+        m = re.fullmatch(r"/cdn/(model|dataset)/([\w.-]+/[\w.-]+)/(.+)", unquote(url.path))
+        q = parse_qs(url.query)
+        try:
+            expires, sig = int(q["Expires"][0]), q["Signature"][0]
+        except (KeyError, ValueError, IndexError):
+            expires, sig = 0, ""
+        if not m or not hmac.compare_digest(sig, self.hub.sign(f"{m.group(1)}/{m.group(2)}/{m.group(3)}", expires)):
+            return self._storage_denied("SignatureDoesNotMatch")
+        if expires < time.time():
+            return self._storage_denied("Request has expired")
+        repo = self.hub.repo(m.group(2), m.group(1))
+        if repo is None or m.group(3) not in repo.files:
+            return self._storage_denied("NoSuchKey")
+        self._send_file(repo, m.group(3), {})
+
+    def do_POST(self):
+        self._storage_denied("MethodNotAllowed")
+
+    do_DELETE = do_POST
+
+    def _storage_denied(self, why: str) -> None:
+        self.hub.cdn_refused.append(why)
+        body = f"<?xml version='1.0'?><Error><Code>AccessDenied</Code><Message>{why}</Message></Error>".encode()
+        self.send_response(403)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+
 class _QuietServer(ThreadingHTTPServer):
     def handle_error(self, request, client_address):  # a client that hangs up mid-file is normal here
         pass
@@ -389,16 +458,23 @@ class HubServer:
         self.httpd = _QuietServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.url = f"http://{host}:{self.httpd.server_address[1]}"
-        self._thread: threading.Thread | None = None
+        # storage: another host name for the same loopback (clients strip a token on a redirect to another host)
+        self.storage = _QuietServer((host, 0), type("BoundStorage", (StorageHandler,), {"hub": self.hub}))
+        self.storage.daemon_threads = True
+        self.hub.cdn_url = f"http://{'localhost' if host == '127.0.0.1' else host}:{self.storage.server_address[1]}"
+        self._threads: list[threading.Thread] = []
 
     def start(self) -> "HubServer":
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="yichui-hub", daemon=True)
-        self._thread.start()
+        for name, srv in (("yichui-hub", self.httpd), ("yichui-storage", self.storage)):
+            t = threading.Thread(target=srv.serve_forever, name=name, daemon=True)
+            t.start()
+            self._threads.append(t)
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        for srv in (self.httpd, self.storage):
+            srv.shutdown()
+            srv.server_close()
 
     def __enter__(self) -> "HubServer":
         return self.start()
@@ -417,6 +493,7 @@ def main(argv: list[str] | None = None) -> None:
     faults = json.loads(Path(a.faults).read_text()) if a.faults else None
     server = HubServer(a.root, a.host, a.port, faults)
     print(server.url, flush=True)
+    threading.Thread(target=server.storage.serve_forever, name="yichui-storage", daemon=True).start()
     try:
         server.httpd.serve_forever()
     except KeyboardInterrupt:

@@ -382,3 +382,43 @@ def test_429_waits_as_long_as_retry_after_says_then_a_persistent_one_is_one_line
         downloader.Downloader(tmp_path / "b", commit=commit).fetch(its)
     assert e.value.msg.key == "download.rate_limited" and e.value.msg.args["file"] == "model.safetensors"
     assert downloader.retry_after("7") == 7.0 and downloader.retry_after("soon") is None
+
+
+def test_storage_redirects_carry_no_token_and_expired_links_are_resolved_again(server, root, tmp_path, monkeypatch):
+    """The Hub answers a large file's resolve with a 302 to signed storage on another host: the token stays with
+    the hub, the bytes come from storage, and a link that expired is resolved again at the hub (a signed URL is
+    never retried as such); links that keep failing end in one line with the partial kept."""
+    server.hub.modes = {"cdn": True, "cdn_expired": 2}
+    server.hub.faults = [{"path": "model.safetensors", "drop_after": 3 * MB, "times": 2}]
+    commit, its = items(server)
+    token = {"Authorization": "Bearer hf_secret_token"}
+    downloader.Downloader(tmp_path / "a", token, commit=commit).fetch(its)
+    assert sha(tmp_path / "a" / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert server.hub.cdn_auth and not any(server.hub.cdn_auth)  # storage never saw the token
+    assert "Request has expired" in server.hub.cdn_refused  # at least one link had expired (the HEAD takes one)
+    storage = [p for m, p, _ in server.hub.requests if m == "GET" and p.startswith("storage:")]
+    resolved = [p for m, p, _ in server.hub.requests if m == "GET" and "/resolve/" in p and "safetensors" in p]
+    assert len(storage) == len(resolved) >= 4  # each storage request on a fresh link from the hub, none replayed
+    monkeypatch.setattr(downloader, "RETRIES", 2)
+    server.hub.faults = []
+    server.hub.modes = {"cdn": True, "cdn_expired": 100}
+    with pytest.raises(StepError) as e:
+        downloader.Downloader(tmp_path / "b", token, commit=commit).fetch(its)
+    assert e.value.msg.key == "download.link_expired" and e.value.msg.args["status"] == 403
+    assert e.value.msg.args["host"].startswith("localhost:")
+
+
+@pytest.mark.parametrize("mode", [{"cdn": True}, {"listing": "names"}, {"listing": "names", "cdn": True}])
+def test_the_hub_client_downloads_through_each_fixture_mode(server, root, tmp_path, mode, monkeypatch):
+    """The fixture's fidelity: huggingface_hub's own snapshot_download (HF_HUB_DISABLE_XET: plain resolve
+    downloads) fetches the repository through each mode, as it does from the real Hub, and sends storage no token."""
+    import huggingface_hub
+
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    server.hub.modes = dict(mode)
+    out = huggingface_hub.snapshot_download("org/model", endpoint=server.url, local_dir=tmp_path / "hf",
+                                            token="hf_secret_token", cache_dir=tmp_path / "cache")
+    assert sha(Path(out) / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert not any(server.hub.cdn_auth)
+    if mode.get("cdn"):
+        assert server.hub.cdn_auth  # the bytes came from storage

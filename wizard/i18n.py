@@ -780,6 +780,10 @@ CATALOG: dict[str, dict[str, str]] = {
                                     "kept — wait about {seconds} s, then resume (a token raises the hub's limits).",
                               "zh": "Hub 对 {file} 持续返回 429（请求过多）；已下载的部分保留——约 {seconds} 秒后再继续"
                                     "（使用 token 可提高 Hub 的限额）。"},
+    "download.link_expired": {"en": "Storage at {host} keeps refusing {file} (HTTP {status}) through fresh links from "
+                                    "the hub; what was fetched is kept — check the machine's clock, then resume.",
+                              "zh": "存储服务 {host} 持续拒绝 {file}（HTTP {status}），即使 Hub 给了新的链接；已下载的部分保留——"
+                                    "请检查本机时钟，然后继续。"},
     "download.refetch": {"en": "{file} did not match its hash; fetching it again once.", "zh": "{file} 校验不符，重新下载一次。"},
     "download.unsafe_path": {"en": "The hub lists a file named {path!r}, which is no safe file name (it leaves the model folder, or has an empty, '.' or '..' part); refused: the listing is damaged or hostile — use another endpoint.",
                              "zh": "仓库列出的文件名 {path!r} 不是安全的文件名（会写到模型目录之外，或含空、'.'、'..' 段）；已拒绝：列表已损坏或不可信——请换一个地址。"},
