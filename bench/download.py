@@ -8,7 +8,11 @@
    and the final sha256. yichui for both sources; the peers: huggingface_hub (restarts from zero) and the
    ModelScope client.
 
-    python bench/download.py [--total-mib 1024] [--kill-mib 500] [--rounds 3] [--out bench/results/DATE-download.json]
+    python bench/download.py [--total-mib 1024] [--kill-mib 500] [--rounds 3] [--cdn] [--throttle-mib M]
+                             [--out bench/results/DATE-download.json]
+
+--cdn: the hub answers large files with a 302 to signed storage on another host, as the Hugging Face Hub does
+(recipes/hubserver.py, modes); --throttle-mib: a per-response bandwidth cap in the throughput runs.
 
 Every client is a separate process; the server (recipes.hubserver) is another, throttled for the kill scenario so the
 kill points can be reached.
@@ -57,6 +61,9 @@ def make_repo(root: Path, files: dict[str, int]) -> None:
                 left -= n
 
 
+MODES: dict = {}  # the hub's modes for every run (--cdn: large files redirected to signed storage on another host)
+
+
 def start_hub(root: Path, faults: list | None = None):
     ff = None
     if faults:
@@ -66,6 +73,9 @@ def start_hub(root: Path, faults: list | None = None):
                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
     url = p.stdout.readline().strip()
     urllib.request.urlopen(f"{url}/api/models/{REPO}").read()  # hash the files once before timing anything
+    if MODES:
+        urllib.request.urlopen(urllib.request.Request(url + "/_yichui/modes", json.dumps(MODES).encode(),
+                                                      method="POST")).read()
     return p, url
 
 
@@ -95,15 +105,18 @@ def env(work: Path) -> dict:
     return e
 
 
-def throughput(work: Path, total_mib: int, rounds: int) -> dict:
+def throughput(work: Path, total_mib: int, rounds: int, throttle_mib: float = 0) -> dict:
+    """Each client in turn, both hubs' APIs (yichui and huggingface_hub on the HF API, yichui and the ModelScope
+    client on ModelScope's); ``throttle_mib``: every response capped at that many MiB/s (a per-connection limit)."""
     root = work / "hub-tp"
     n = 4
     make_repo(root, {f"model-0000{i + 1}-of-0000{n}.safetensors": total_mib * MB // n for i in range(n)})
-    hub, url = start_hub(root)
-    times = {"yichui-hf": [], "huggingface_hub": []}
+    hub, url = start_hub(root, [{"path": "*", "throttle": int(throttle_mib * MB)}] if throttle_mib else None)
+    kinds = ("yichui-hf", "huggingface_hub", "yichui-modelscope", "modelscope")
+    times = {k: [] for k in kinds}
     try:
         for r in range(rounds):
-            for kind in (("yichui-hf", "huggingface_hub") if r % 2 == 0 else ("huggingface_hub", "yichui-hf")):
+            for kind in (kinds if r % 2 == 0 else kinds[::-1]):
                 out = work / f"tp-{kind}"
                 shutil.rmtree(out, ignore_errors=True)
                 t = time.monotonic()
@@ -114,9 +127,10 @@ def throughput(work: Path, total_mib: int, rounds: int) -> dict:
     finally:
         hub.terminate()
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"total_mib": total_mib, "files": n + 1, "seconds": times,
+    return {"total_mib": total_mib, "files": n + 1, "seconds": times, "throttle_mib_s": throttle_mib or None,
             "mib_per_s": {k: round(total_mib / v, 1) for k, v in med.items()},
-            "ratio_yichui_over_peer": round(med["huggingface_hub"] / med["yichui-hf"], 3)}
+            "ratio_yichui_over_peer": round(med["huggingface_hub"] / med["yichui-hf"], 3),
+            "ratio_yichui_over_modelscope": round(med["modelscope"] / med["yichui-modelscope"], 3)}
 
 
 def partial_bytes(out: Path, name: str) -> int:
@@ -194,13 +208,18 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--out", default=None)
     ap.add_argument("--skip-throughput", action="store_true")
+    ap.add_argument("--cdn", action="store_true", help="the hub redirects large files to signed storage (HF API)")
+    ap.add_argument("--throttle-mib", type=float, default=0, help="throughput: each response capped at MiB/s")
     a = ap.parse_args()
+    if a.cdn:
+        MODES["cdn"] = True
     work = Path(tempfile.mkdtemp(prefix="yichui-dlbench-"))
     try:
         result = {"date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                  "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, loopback", "versions": versions()}
+                  "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, loopback", "versions": versions(),
+                  "hub_modes": dict(MODES)}
         if not a.skip_throughput:
-            result["throughput"] = throughput(work, a.total_mib, a.rounds)
+            result["throughput"] = throughput(work, a.total_mib, a.rounds, a.throttle_mib)
             print(json.dumps(result["throughput"]), flush=True)
         result["kill"] = kill_scenario(work, a.kill_mib, ["yichui-hf", "yichui-modelscope", "huggingface_hub",
                                                           "modelscope"], a.seed)

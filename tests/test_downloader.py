@@ -422,3 +422,16 @@ def test_the_hub_client_downloads_through_each_fixture_mode(server, root, tmp_pa
     assert not any(server.hub.cdn_auth)
     if mode.get("cdn"):
         assert server.hub.cdn_auth  # the bytes came from storage
+
+
+def test_the_modelscope_client_downloads_through_a_names_only_listing(server, root, tmp_path, monkeypatch):
+    """The fixture's fidelity on ModelScope's API: the ModelScope client's own snapshot_download fetches through a
+    listing without Size or Sha256 (it sizes files from the download itself), as it does from a real mirror."""
+    monkeypatch.setenv("MODELSCOPE_ENDPOINT", server.url)
+    monkeypatch.setenv("MODELSCOPE_CACHE", str(tmp_path / "cache"))
+    from modelscope.hub.snapshot_download import snapshot_download
+
+    server.hub.modes = {"listing": "names"}
+    out = snapshot_download("org/model", local_dir=str(tmp_path / "ms"))
+    for name in ("model.safetensors", "config.json"):
+        assert sha(Path(out) / name) == sha(root / "org/model" / name)
