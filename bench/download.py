@@ -12,9 +12,9 @@
                              [--out bench/results/DATE-download.json]
 
 --cdn: the hub answers large files with a 302 to signed storage on another host, as the Hugging Face Hub does
-(recipes/hubserver.py, modes); --throttle-mib: a per-response bandwidth cap in the throughput runs.
+(recipes/hub/server.py, modes); --throttle-mib: a per-response bandwidth cap in the throughput runs.
 
-Every client is a separate process; the server (recipes.hubserver) is another, throttled for the kill scenario so the
+Every client is a separate process; the server (recipes.hub.server) is another, throttled for the kill scenario so the
 kill points can be reached.
 """
 from __future__ import annotations
@@ -69,7 +69,7 @@ def start_hub(root: Path, faults: list | None = None):
     if faults:
         ff = root.parent / "faults.json"
         ff.write_text(json.dumps(faults))
-    p = subprocess.Popen([sys.executable, "-m", "recipes.hubserver", str(root)] + (["--faults", str(ff)] if ff else []),
+    p = subprocess.Popen([sys.executable, "-m", "recipes.hub.server", str(root)] + (["--faults", str(ff)] if ff else []),
                          stdout=subprocess.PIPE, text=True, cwd=ROOT)
     url = p.stdout.readline().strip()
     urllib.request.urlopen(f"{url}/api/models/{REPO}").read()  # hash the files once before timing anything

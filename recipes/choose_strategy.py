@@ -13,7 +13,8 @@ import re
 
 from pathlib import Path
 
-from recipes import datasets, hub, memory, planner
+from recipes import datasets, memory, planner
+from recipes.hub import client as hub
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import metadata_dir, trusted
 

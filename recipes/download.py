@@ -1,4 +1,4 @@
-"""Step 3 — download the chosen revision with yichui's resumable, verified downloader (recipes/downloader.py).
+"""Step 3 — download the chosen revision with yichui's resumable, verified downloader (recipes/hub/downloader.py).
 
 File selection (safetensors over .bin duplicates; no original/ or GGUF unless asked; include/exclude patterns), a
 free-disk check before starting (what remains + 5 %), one progress view (total and per file), the commit recorded.
@@ -11,7 +11,8 @@ import shutil
 import threading
 from pathlib import Path
 
-from recipes import downloader, hub
+from recipes.hub import client as hub
+from recipes.hub import downloader
 from recipes.base import Question, StepError, msg
 
 name = "download"
@@ -54,7 +55,7 @@ def _mirrors(value: str) -> list[str]:
 
 def remaining_bytes(local_dir: Path, files: list[hub.RemoteFile]) -> int:
     """Bytes still to fetch: complete files count 0, partial ones what their sidecar has not recorded yet."""
-    return sum(0 if downloader.is_complete(local_dir / f.path, f.size)
+    return sum(0 if downloader.is_complete(local_dir / f.path, f.size, f.sha256, f.git_sha1)
                else max(0, f.size - downloader.recorded_bytes(local_dir / f.path, f.size, f.sha256)) for f in files)
 
 
@@ -133,7 +134,7 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
         stats = d.fetch(items)
     return {"model_dir": str(local_dir), "source": source, "repo_type": repo_type, "commit": commit,
             "revision": revision, "bytes": total, "fetched_bytes": stats["fetched_bytes"], "copied_bytes": seeded,
-            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256} for f in files]}
+            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256, "git_sha1": f.git_sha1} for f in files]}
 
 
 def _seed(local_dir: Path, seed: Path, files: list[hub.RemoteFile]) -> int:
@@ -144,15 +145,15 @@ def _seed(local_dir: Path, seed: Path, files: list[hub.RemoteFile]) -> int:
         return 0
     for f in files:
         src, dest = seed / f.path, local_dir / f.path
-        if downloader.is_complete(dest, f.size) or not downloader.is_complete(src, f.size):
-            continue
-        if f.sha256 and downloader.hash_file(src, "sha256") != f.sha256 or \
-                not f.sha256 and f.git_sha1 and downloader.hash_file(src, "sha1") != f.git_sha1:
+        if downloader.is_complete(dest, f.size, f.sha256, f.git_sha1) or \
+                not downloader.is_complete(src, f.size, f.sha256, f.git_sha1):
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = dest.with_name(dest.name + ".seed.tmp")
         shutil.copyfile(src, tmp)
         os.replace(tmp, dest)
+        if f.sha256 or f.git_sha1:
+            downloader.record_verified(dest, f.sha256, f.git_sha1)
         copied += f.size
     return copied
 
@@ -209,5 +210,6 @@ def skip(ctx) -> str | None:
 def is_done(ctx, record: dict) -> bool:
     out = record["outputs"]
     d = Path(out.get("model_dir") or "/nonexistent")
-    return (d / "config.json").is_file() and all(downloader.is_complete(d / f["path"], f["size"])
+    return (d / "config.json").is_file() and all(downloader.is_complete(d / f["path"], f["size"], f.get("sha256"),
+                                                                        f.get("git_sha1"))
                                                  for f in out.get("files", []))

@@ -84,7 +84,7 @@ def questions(ctx) -> list[Question]:
         """Before any work: each benchmark's data is complete on disk, or its hub lists the files it needs."""
         source = a.get("benchmark_source", "hf")
         missing = [b for b in a.get("benchmarks", []) if not _have_data(ctx, b, _subsets(a), source)]
-        from recipes import hub
+        from recipes.hub import client as hub
 
         for b in missing:
             try:
@@ -133,7 +133,7 @@ def questions(ctx) -> list[Question]:
 
 
 def _default_endpoint(source: str) -> str:
-    from recipes import hub
+    from recipes.hub import client as hub
 
     return hub.default_endpoint(source) or ""
 

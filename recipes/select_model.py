@@ -11,7 +11,9 @@ import os
 import re
 from pathlib import Path
 
-from recipes import download, downloader, hub, models
+from recipes import download, models
+from recipes.hub import client as hub
+from recipes.hub import downloader
 from recipes.base import Choice, Question, StepError, msg
 
 name = "select_model"

@@ -56,7 +56,7 @@ def home(tmp_path, tiny_model, monkeypatch) -> Path:
 @pytest.fixture
 def hub(home):
     """A real hub server (HF + ModelScope APIs) on 127.0.0.1 serving the tiny model as yichui/tiny-qwen2-chat."""
-    from recipes.hubserver import HubServer
+    from recipes.hub.server import HubServer
 
     with HubServer(home / "cache" / "hub") as server:
         yield server

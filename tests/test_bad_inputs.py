@@ -244,7 +244,8 @@ CATALOGUE = [
              "q.jsonl", json.dumps({"messages": [{"role": "user", "content": "hi"}]})))[1:]]),
     # disks and folders
     Case("full-disk", "a download into a full disk", "download.no_space",
-         lambda e: ["download", "yichui/tiny-qwen2-chat", "--endpoint", e.hub.url, "--local-dir", str(e.tmpfs("256k"))]),
+         lambda e: ["download", "yichui/tiny-qwen2-chat", "--endpoint", e.hub.url, "--local-dir", str(e.tmpfs("256k"))],
+         code=1),  # the world (a disk), not the user's input: wizard/README.md, exit status
     Case("read-only-home", "YICHUI_HOME on a read-only filesystem", "cli.preflight",
          lambda e: e.extra.update(YICHUI_HOME=str(e.tmpfs("1m", ro=True) / "home")) or ys("deploy.port=8000")),
     Case("bad-repo-type", "yichui download --repo-type space", "cli.bad_repo_type",

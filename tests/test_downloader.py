@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 from conftest import YICHUI, env_for, wait_for
 
-from recipes import downloader, hub
+from recipes.hub import client as hub
+from recipes.hub import downloader
 from recipes.base import StepError
-from recipes.hubserver import HubServer
+from recipes.hub.server import HubServer
 
 MB = 1 << 20
 
@@ -248,7 +249,7 @@ def test_kill_9_of_the_download_command_then_the_same_command_continues(root, tm
     what the hub sent stays within the file size plus what was in flight at each kill."""
     faults = tmp_path / "faults.json"
     faults.write_text(json.dumps([{"path": "model.safetensors", "throttle": 12 * MB}]))
-    srv = subprocess.Popen([sys.executable, "-m", "recipes.hubserver", str(root), "--faults", str(faults)],
+    srv = subprocess.Popen([sys.executable, "-m", "recipes.hub.server", str(root), "--faults", str(faults)],
                            stdout=subprocess.PIPE, text=True)
     try:
         url = srv.stdout.readline().strip()
@@ -359,8 +360,17 @@ def test_exit_status_is_2_for_the_users_input_and_1_for_the_world(server, tmp_pa
     r = download_cmd(home, server, "hf", tmp_path / "a", "--revision", "no-such-branch")
     assert r.returncode == 2 and one_line(i18n.t("hub.no_such_revision", repo="org/model", revision="no-such-branch")) \
         in one_line(r.stderr + r.stdout)
+    r = download_cmd(home, server, "modelscope", tmp_path / "a", "--revision", "v9")  # ModelScope says which
+    assert r.returncode == 2 and one_line(i18n.t("hub.no_such_revision", repo="org/model", revision="v9")) \
+        in one_line(r.stderr + r.stdout)
     r = download_cmd(home, server, "hf", tmp_path / "b", "--include", "*.nothing")
     assert r.returncode == 2, r.stderr
+    from conftest import yichui
+
+    for argv in (["../model"], ["org/.."], ["org/model", "--endpoint", "notaurl"]):
+        r = yichui(home, "download", *argv, "--local-dir", str(tmp_path / "x"))
+        assert r.returncode == 2 and "Traceback" not in r.stderr, (argv, r.stderr)
+    assert not (tmp_path / "x").exists()
     disk = tmpfs("8m")  # a real full disk: the plan refuses before any byte
     r = download_cmd(home, server, "hf", disk)
     assert r.returncode == 1 and "Not enough disk" in one_line(r.stderr + r.stdout)
@@ -435,3 +445,186 @@ def test_the_modelscope_client_downloads_through_a_names_only_listing(server, ro
     out = snapshot_download("org/model", local_dir=str(tmp_path / "ms"))
     for name in ("model.safetensors", "config.json"):
         assert sha(Path(out) / name) == sha(root / "org/model" / name)
+
+
+def test_a_file_of_the_same_size_from_another_commit_or_changed_on_disk_is_fetched_again(tmp_path):
+    """A re-run kept an old config.json of the same length after the hub moved to a new commit, and accepted a
+    downloaded file damaged on disk: a file counts as complete only while it is what the listing's hash says."""
+    repo = tmp_path / "hub" / "org" / "m"
+    repo.mkdir(parents=True)
+    (repo / "config.json").write_text('{"hidden_size": 64}')
+    (repo / "model.safetensors").write_bytes(os.urandom(2 * MB))
+    out = tmp_path / "out"
+    with HubServer(tmp_path / "hub") as srv:
+        def fetch():
+            commit, files = hub.list_files("hf", "org/m", srv.url, "main")
+            its = [downloader.Item(f.path, hub.file_url("hf", "org/m", srv.url, commit, f.path), f.size, f.sha256,
+                                   f.git_sha1) for f in files]
+            return downloader.Downloader(out, commit=commit).fetch(its)
+
+        assert fetch()["skipped"] == 0
+        assert fetch()["skipped"] == 2  # unchanged: nothing hashed or fetched again
+        (repo / "config.json").write_text('{"hidden_size": 96}')  # a new commit, same size
+        assert fetch()["skipped"] == 1 and (out / "config.json").read_text() == '{"hidden_size": 96}'
+        with open(out / "model.safetensors", "r+b") as f:  # damaged on disk, same size
+            f.seek(MB)
+            f.write(b"XXXX")
+        assert fetch()["skipped"] == 1 and sha(out / "model.safetensors") == sha(repo / "model.safetensors")
+
+
+def test_a_second_download_into_the_same_folder_is_one_line(server, tmp_path):
+    commit, its = items(server)
+    with downloader.folder_lock(tmp_path):
+        with pytest.raises(StepError) as e:
+            downloader.Downloader(tmp_path, commit=commit).fetch(its)
+    assert e.value.msg.key == "download.busy" and e.value.msg.args["pid"] == str(os.getpid())
+    assert not (tmp_path / "model.safetensors").exists()
+    downloader.Downloader(tmp_path, commit=commit).fetch(its)  # the lock went with its holder
+
+
+def test_a_disk_filling_mid_block_records_only_the_bytes_that_reached_the_file(server, root, small_disk):
+    """A write cut short by a full disk: the sidecar counts what is in the part file, not the whole block (the
+    resumed file was damaged, and once reported done)."""
+    commit, its = items(server)
+    with pytest.raises(StepError) as e:
+        downloader.Downloader(small_disk, commit=commit).fetch(its)
+    assert e.value.msg.key == "download.disk_full"
+    side = json.loads((small_disk / ("model.safetensors" + downloader.SIDE)).read_text())
+    part = (small_disk / ("model.safetensors" + downloader.PART)).read_bytes()
+    src = (root / "org/model/model.safetensors").read_bytes()
+    assert sum(s[2] for s in side["segments"]) > 0
+    for start, _, done in side["segments"]:
+        assert part[start:start + done] == src[start:start + done]
+
+
+# -- a hub that answers wrongly on purpose (issue 18's bad-input trial): each case a listing and file answers ----------
+CFG = b'{"model_type": "qwen2"}\n'
+COMMIT = "c0ffee" + "0" * 34
+
+
+def hostile(siblings=None, sha=COMMIT, raw_listing=None, head=None, get=None):
+    """A real HTTP server on 127.0.0.1 with Hugging Face's paths: ``siblings`` (default: config.json, sized, with its
+    git blob id), ``raw_listing`` (bytes instead of JSON), ``head(handler)`` / ``get(handler)`` answering a file."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    blob = hashlib.sha1(b"blob %d\0" % len(CFG) + CFG).hexdigest()
+    sibs = siblings if siblings is not None else [{"rfilename": "config.json", "size": len(CFG), "blobId": blob}]
+
+    class H(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def send(self, code, body=b"", headers=None):
+            self.send_response(code)
+            for k, v in {"Content-Length": str(len(body)), **(headers or {})}.items():
+                self.send_header(k, v)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        def do_HEAD(self):
+            if "/resolve/" in self.path and head:
+                return head(self)
+            self.do_GET()
+
+        def do_GET(self):
+            if self.path.startswith("/api/models/"):
+                return self.send(200, raw_listing if raw_listing is not None else json.dumps(
+                    {"id": "org/m", "sha": sha, "siblings": sibs}).encode(), {"Content-Type": "application/json"})
+            if "/resolve/" in self.path:
+                if get and self.command == "GET":
+                    return get(self)
+                return self.send(200, CFG, {"ETag": f'"{blob}"'})
+            self.send(200, b"{}")
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def fetch_from(srv, out):
+    import contextlib
+
+    from recipes import download
+
+    class Bar:  # the progress view's handle, drawing nothing
+        def update(self, **k):
+            pass
+
+        def done(self):
+            pass
+
+        def file(self, *a):
+            return self
+
+    return download.fetch("hf", "org/m", f"http://127.0.0.1:{srv.server_address[1]}", "main", out,
+                          lambda *a: contextlib.nullcontext(Bar()), lambda m: None)
+
+
+@pytest.mark.parametrize("case, key", [
+    (dict(siblings=[{"rfilename": "a\x00b.json", "size": 3}]), "download.unsafe_path"),
+    (dict(siblings=[{"rfilename": "w.json.yichui-part", "size": 3}]), "download.unsafe_path"),
+    (dict(siblings=[{"rfilename": "x" * 300, "size": 3}]), "download.unsafe_path"),
+    (dict(siblings=[{"rfilename": 5, "size": 3}]), "hub.bad_answer"),
+    (dict(siblings=[{"rfilename": "a", "size": 3}, {"rfilename": "a/b", "size": 3}]), "hub.bad_answer"),
+    (dict(siblings=[{"rfilename": "c.json", "size": 3}, {"rfilename": "c.json", "size": 3}]), "hub.bad_answer"),
+    (dict(sha="abc\nerror: a line of the hub's own"), "hub.bad_answer"),
+    (dict(raw_listing=b"<html>not json</html>"), "hub.bad_answer"),
+    (dict(siblings=[]), "hub.empty_listing"),
+    # sizes a HEAD cannot give: superscript digits, 5000 digits, a 302 without Location
+    (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(200, headers={"X-Linked-Size": "1\u00b9"})),
+     "download.size_unknown"),
+    (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(200, headers={"X-Linked-Size": "9" * 5000})),
+     "download.size_unknown"),
+    (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(302)), "download.size_unknown"),
+    # a HEAD that says 0 bytes for a file whose GET has some
+    (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(200)), "download.size_unknown"),
+    # answers that are not the part asked for, or not the size described
+    (dict(siblings=[{"rfilename": "config.json", "size": 10}]), "download.size_mismatch"),
+    (dict(get=lambda h: h.send(206, CFG[:14], {"Content-Range": f"bytes 0-13/{len(CFG)}"}) if "Range" not in
+          h.headers or h.headers["Range"].startswith("bytes=0-") else h.send(206, CFG[:14],
+          {"Content-Range": f"bytes 0-13/{len(CFG)}"})), "download.size_mismatch"),
+    # Retry-After that is no number, or longer than is waited for in silence
+    (dict(get=lambda h: h.send(429, headers={"Retry-After": "\u00b2"})), "download.rate_limited"),
+    (dict(get=lambda h: h.send(429, headers={"Retry-After": "999999"})), "download.rate_limited"),
+])
+def test_a_hostile_hub_is_one_line_and_leaves_no_file_called_done(case, key, tmp_path, monkeypatch):
+    monkeypatch.setattr(downloader, "RETRIES", 2)
+    srv = hostile(**case)
+    try:
+        with pytest.raises(StepError) as e:
+            fetch_from(srv, tmp_path / "out")
+        assert e.value.msg.key == key, e.value.msg
+    finally:
+        srv.shutdown()
+    done = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and not p.name.startswith(".")
+            and not p.name.endswith((downloader.PART, downloader.SIDE))]
+    assert done == [] or key == "download.size_mismatch" and not (tmp_path / "out" / "config.json").exists()
+
+
+def test_bytes_before_a_dropped_connection_are_kept(tmp_path):
+    """Every answer ends after 4000 bytes: each run keeps what arrived (it lost any read short of 256 KiB)."""
+    data = os.urandom(10_000)
+    sha256 = hashlib.sha256(data).hexdigest()
+
+    def get(h):
+        if "w.bin" not in h.path:
+            return h.send(200, CFG)
+        a = int(h.headers.get("Range", "bytes=0-")[6:].split("-")[0])
+        h.send_response(206)
+        h.send_header("Content-Length", str(len(data) - a))
+        h.send_header("Content-Range", f"bytes {a}-{len(data) - 1}/{len(data)}")
+        h.end_headers()
+        h.wfile.write(data[a:a + 4000])
+        h.close_connection = True
+
+    srv = hostile(siblings=[{"rfilename": "w.bin", "size": len(data), "lfs": {"sha256": sha256, "size": len(data), "pointerSize": 134}},
+                            {"rfilename": "config.json", "size": len(CFG)}], get=get)
+    try:
+        fetch_from(srv, tmp_path / "out")
+    finally:
+        srv.shutdown()
+    assert (tmp_path / "out" / "w.bin").read_bytes() == data

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes import hub as hub_mod
+from recipes.hub import client as hub_mod
 from recipes.base import StepError
 from recipes.tiny import REPO_ID
 
@@ -109,7 +109,7 @@ def test_unreachable_endpoint_is_one_clear_error_after_one_attempt(source):
 
 
 def test_a_cached_config_serves_when_the_hub_is_down(home, tiny_model):
-    from recipes.hubserver import HubServer
+    from recipes.hub.server import HubServer
 
     with HubServer(home / "cache" / "hub") as server:
         url = server.url

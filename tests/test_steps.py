@@ -14,7 +14,7 @@ import pytest
 
 import recipes
 from recipes import jobs, memory
-from recipes.hubserver import HubServer
+from recipes.hub.server import HubServer
 from recipes.tiny import REPO_ID
 from wizard import demo
 from wizard.console import UI

@@ -394,7 +394,7 @@ def _job_detail(s, job) -> str:
 
 
 def _estimate_config(model: str, source: str | None, endpoint: str | None, revision: str) -> dict:
-    from recipes import hub
+    from recipes.hub import client as hub
     from recipes.base import StepError
 
     local = Path(model).expanduser()
@@ -411,7 +411,7 @@ def doctor(session: Optional[str] = SessionArg):
     """GPU, driver and CUDA against torch, bf16, disk, RAM, optional engines with their install commands, hubs.
     Exit 1 when something this machine (or SESSION) needs is missing."""
     from recipes import doctor as doc
-    from recipes import hub
+    from recipes.hub import client as hub
     from wizard.session import home
 
     needs: tuple = ()
@@ -531,7 +531,7 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
     import re
 
     from recipes import download as dl
-    from recipes import hub
+    from recipes.hub import client as hub
     from recipes.base import StepError
     from wizard.session import home
 
@@ -539,8 +539,10 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
         raise _fail("hub.unknown_source", source=source, sources="hf, modelscope")
     if repo_type not in ("model", "dataset"):
         raise _fail("cli.bad_repo_type", value=repo_type)
-    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id):
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id) or any(x in (".", "..") for x in repo_id.split("/")):
         raise _fail("select_model.bad_id", value=repo_id)
+    if endpoint and not re.match(r"https?://[^/\s]+", endpoint):
+        raise _fail("select_model.bad_endpoint", value=endpoint)
     ui = _ui()
     target = local_dir or home() / ("datasets" if repo_type == "dataset" else "models") / source / repo_id
     try:

@@ -32,7 +32,7 @@ def ensure_model(home: Path) -> None:
 
 
 def start_hub(home: Path):
-    from recipes.hubserver import HubServer
+    from recipes.hub.server import HubServer
 
     return HubServer(hub_root(home)).start()
 

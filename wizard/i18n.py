@@ -268,6 +268,9 @@ CATALOG: dict[str, dict[str, str]] = {
                               "disk (select_model.source=local).",
                         "zh": "无法连接 {endpoint}（{error}）。请检查网络、选择镜像（select_model.endpoint，或 HF_ENDPOINT / "
                               "MODELSCOPE_ENDPOINT），或使用本地已有的模型（select_model.source=local）。"},
+    "hub.empty_listing": {"en": "{endpoint} lists no files for this repository and revision: check the id and the "
+                                "revision on the hub, or use another endpoint.",
+                          "zh": "{endpoint} 没有列出该仓库此版本的任何文件：请在 Hub 上核对 ID 和版本，或换一个端点。"},
     "hub.bad_answer": {"en": "{endpoint} answers, but not as a Hugging Face hub does ({error}): check that it is a "
                              "hub or a mirror's base URL (e.g. https://hf-mirror.com).",
                        "zh": "{endpoint} 有应答，但不像 Hugging Face 仓库（{error}）：请确认它是模型仓库或镜像的根地址（例如 https://hf-mirror.com）。"},
@@ -784,6 +787,14 @@ CATALOG: dict[str, dict[str, str]] = {
                                     "the hub; what was fetched is kept — check the machine's clock, then resume.",
                               "zh": "存储服务 {host} 持续拒绝 {file}（HTTP {status}），即使 Hub 给了新的链接；已下载的部分保留——"
                                     "请检查本机时钟，然后继续。"},
+    "download.busy": {"en": "Another process (pid {pid}) is downloading into {path}; let it finish (or stop it), then "
+                            "run this again — nothing was touched.",
+                      "zh": "另一个进程（pid {pid}）正在向 {path} 下载；请等它结束（或停止它）后再运行——未做任何改动。"},
+    "download.size_mismatch": {"en": "{file}: the hub described it as {expected} bytes but serves another size ({got}); "
+                                      "what was fetched is kept — the listing or the server is inconsistent: try again "
+                                      "later or use another endpoint.",
+                                "zh": "{file}：Hub 描述其大小为 {expected} 字节，实际提供的却是另一个大小（{got}）；已下载的部分保留——"
+                                      "列表或服务器前后不一致：请稍后重试或换一个端点。"},
     "download.refetch": {"en": "{file} did not match its hash; fetching it again once.", "zh": "{file} 校验不符，重新下载一次。"},
     "download.unsafe_path": {"en": "The hub lists a file named {path!r}, which is no safe file name (it leaves the model folder, or has an empty, '.' or '..' part); refused: the listing is damaged or hostile — use another endpoint.",
                              "zh": "仓库列出的文件名 {path!r} 不是安全的文件名（会写到模型目录之外，或含空、'.'、'..' 段）；已拒绝：列表已损坏或不可信——请换一个地址。"},
@@ -796,8 +807,8 @@ CATALOG: dict[str, dict[str, str]] = {
     "download.not_found": {"en": "{file} is not on the hub ({url}): the repository or revision changed.",
                            "zh": "仓库中没有 {file}（{url}）：仓库或版本已改变。"},
     "download.http": {"en": "{file}: unexpected HTTP {status} from the hub.", "zh": "{file}：仓库返回了意外的 HTTP {status}。"},
-    "download.network": {"en": "{file}: the network failed ({error}); what was fetched is kept — run the same command again to continue.",
-                         "zh": "{file}：网络失败（{error}）；已下载的部分保留——再次运行同一命令即可续传。"},
+    "download.network": {"en": "{file}: fetching failed several times in a row ({error}); what was fetched is kept — run the same command again to continue.",
+                         "zh": "{file}：连续多次获取失败（{error}）；已下载的部分保留——再次运行同一命令即可续传。"},
     "download.disk_full": {"en": "{file}: the disk under {path} is full; the partial file is kept — free space, then resume.",
                            "zh": "{file}：{path} 所在磁盘已满；部分文件已保留——释放空间后续传。"},
     "download.compare_mirrors": {"en": "Compare the speed of other endpoints first (comma-separated URLs, or none):",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from conftest import CUSTOM_REPO, custom_code_repo, sessions, stop_all, yichui
 
-from recipes import downloader
+from recipes.hub import downloader
 from wizard import i18n
 
 

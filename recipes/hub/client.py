@@ -4,7 +4,7 @@ Used by select_model (config.json only, no weights) and download (the files of o
 bar and the commit recorded). Tokens come from the environment (HF_TOKEN / MODELSCOPE_API_TOKEN) or the hubs' own
 login caches, read by the clients themselves; yichui never stores them.
 
-File bytes are fetched by yichui's own resumable, verified downloader (recipes/downloader.py) from the URLs
+File bytes are fetched by yichui's own resumable, verified downloader (recipes/hub/downloader.py) from the URLs
 :func:`file_url` builds; listing, configs and tokens go through the hubs' clients.
 """
 from __future__ import annotations
@@ -59,6 +59,8 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
         return StepError("hub.no_config", repo=repo_id)
     if type(exc) is errors.HfHubHTTPError:
         return StepError("hub.bad_answer", endpoint=endpoint, error=_first_line(exc))
+    if isinstance(exc, (ValueError, TypeError, KeyError, AttributeError)):  # it answered, with no listing we can read
+        return StepError("hub.bad_answer", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
     return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 
@@ -69,7 +71,11 @@ def _first_line(exc: Exception) -> str:
 
 def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> StepError:
     text = str(exc)
+    if isinstance(exc, (ValueError, TypeError, KeyError, AttributeError)) and "404" not in text:
+        return StepError("hub.bad_answer", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
     if "404" in text or "not found" in text.lower() or "not exist" in text.lower():
+        if "revision" in text.lower() and revision not in ("main", "master", ""):  # ModelScope names what is missing
+            return StepError("hub.no_such_revision", repo=repo_id, revision=revision)
         return StepError("hub.no_such_model", repo=repo_id, endpoint=endpoint)
     return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
@@ -155,29 +161,97 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
 
         api = hh.HfApi(endpoint=endpoint)
         try:
-            info = (api.dataset_info if repo_type == "dataset" else api.model_info)(
-                repo_id, revision=revision, files_metadata=True)
+            info = _answered_within(LISTING_TIMEOUT, endpoint, lambda: (
+                api.dataset_info if repo_type == "dataset" else api.model_info)(
+                repo_id, revision=revision, files_metadata=True))
+            # a mirror may list names only (no ``blobs``): sizes and hashes unknown, never 0 (download.describe)
+            files = [RemoteFile(s.rfilename, s.size, s.lfs.sha256 if s.lfs else None, None if s.lfs else s.blob_id)
+                     for s in info.siblings or []]
+        except StepError:
+            raise
         except Exception as e:
             raise _hf_errors(e, repo_id, endpoint, revision) from None
-        # a mirror may list names only (no ``blobs``): sizes and hashes unknown, never 0 (download.describe)
-        files = [RemoteFile(s.rfilename, s.size, s.lfs.sha256 if s.lfs else None, None if s.lfs else s.blob_id)
-                 for s in info.siblings or []]
-        return info.sha, files
+        return _checked(endpoint, info.sha, files)
     # modelscope 1.40 delegates to modelscope_hub; its file listing keeps each file's sha256 (the legacy wrapper
     # drops it) but not the commit, which the files API carries per file ("Revision"): read there, else None.
     from modelscope_hub import HubApi, RepoType
 
     try:
         kind = RepoType.DATASET if repo_type == "dataset" else RepoType.MODEL
-        entries = HubApi(endpoint=endpoint).list_repo_files(repo_id, kind, revision=_ms_rev(revision),
-                                                           recursive=True)
+        entries = _answered_within(LISTING_TIMEOUT, endpoint, lambda: HubApi(endpoint=endpoint).list_repo_files(
+            repo_id, kind, revision=_ms_rev(revision), recursive=True))
         # ModelScope lists every file's Sha256; modelscope_hub reads a missing Size as 0, so 0 without a hash is a
         # listing that said nothing (a mirror, a proxy): unknown, asked for with a HEAD, never taken as an empty file
-        files = [RemoteFile(f.path, None if not f.size and not f.sha256 else int(f.size), f.sha256 or None)
+        files = [RemoteFile(f.path, None if not f.size and not f.sha256 else f.size, f.sha256 or None)
                  for f in entries if f.type != "tree"]
+    except StepError:
+        raise
     except Exception as e:
         raise _ms_errors(e, repo_id, endpoint, revision) from None
-    return _ms_commit(repo_id, endpoint, revision, repo_type), files
+    return _checked(endpoint, _ms_commit(repo_id, endpoint, revision, repo_type), files, strict_commit=False)
+
+
+LISTING_TIMEOUT = 60.0  # s: a hub that accepts the connection but never lists (the clients wait forever) is given up
+
+
+def _answered_within(seconds: float, endpoint: str, call):
+    """``call()``, or ``hub.unreachable`` when it has not returned within ``seconds`` (it runs on in a daemon thread,
+    which the process does not wait for)."""
+    import threading
+
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = call()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=run, name="yichui-listing", daemon=True)
+    t.start()
+    t.join(seconds)
+    if t.is_alive():
+        raise StepError("hub.unreachable", endpoint=endpoint, error=f"no listing within {seconds:.0f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _checked(endpoint: str, commit, files: list[RemoteFile], strict_commit: bool = True
+             ) -> tuple[str | None, list[RemoteFile]]:
+    """A listing as untrusted input: a commit of hex digits, names that are text, each once, none both a file and a
+    folder, sizes that are whole numbers ≥ 0 (anything else: unknown, asked for with a HEAD), hashes of hex digits.
+
+    Raises:
+        StepError: ``hub.bad_answer`` naming what is wrong; ``hub.empty_listing`` when it lists no file.
+    """
+    def bad(why: str) -> StepError:
+        return StepError("hub.bad_answer", endpoint=endpoint, error=why)
+
+    if commit is not None and not (isinstance(commit, str) and re.fullmatch(r"[0-9a-f]{7,64}", commit)):
+        if strict_commit:
+            raise bad(f"commit id {str(commit)[:40]!r}")
+        commit = None  # ModelScope's per-file "Revision" is a courtesy: without it the branch name is used
+    hexed = lambda v, n: v if isinstance(v, str) and re.fullmatch(f"[0-9a-f]{{{n}}}", v) else None  # noqa: E731
+    out, seen = [], set()
+    for f in files:
+        if not isinstance(f.path, str):
+            raise bad(f"a file name that is not text: {str(f.path)[:40]!r}")
+        if f.path in seen:
+            raise bad(f"{f.path[:80]!r} listed twice")
+        seen.add(f.path)
+        size = f.size if isinstance(f.size, int) and not isinstance(f.size, bool) and f.size >= 0 else None
+        out.append(RemoteFile(f.path, size, hexed(f.sha256, 64) if f.sha256 else None,
+                              hexed(f.git_sha1, 40) if f.git_sha1 else None))
+        if f.sha256 and not out[-1].sha256 or f.git_sha1 and not out[-1].git_sha1:
+            raise bad(f"a hash of {f.path[:80]!r} that is not hexadecimal")
+    folders = {"/".join(p.split("/")[:i]) for p in seen for i in range(1, p.count("/") + 1)}
+    clash = sorted(seen & folders)
+    if clash:
+        raise bad(f"{clash[0][:80]!r} is listed as a file and as a folder")
+    if not out:
+        raise StepError("hub.empty_listing", endpoint=endpoint)
+    return commit, out
 
 
 def _ms_commit(repo_id: str, endpoint: str, revision: str, repo_type: str) -> str | None:

@@ -41,7 +41,7 @@ Faults, for tests and benchmarks (loopback only): ``POST /_yichui/faults`` with 
 matching responses; absent: to all); ``DELETE /_yichui/faults`` clears them; ``GET /_yichui/stats`` returns the bytes
 sent per file and the request count; ``DELETE /_yichui/stats`` resets them.
 
-Run standalone: ``python -m recipes.hubserver ROOT [--port P] [--faults FILE.json]`` prints its URL on the first line
+Run standalone: ``python -m recipes.hub.server ROOT [--port P] [--faults FILE.json]`` prints its URL on the first line
 of stdout.
 """
 from __future__ import annotations
@@ -484,7 +484,7 @@ class HubServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m recipes.hubserver", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m recipes.hub.server", description=__doc__.splitlines()[0])
     ap.add_argument("root")
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)

@@ -13,11 +13,13 @@ or whose ETag changed.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import itertools
 import json
 import os
+import re
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -33,6 +35,7 @@ SEGMENT_MIN = 64 << 20        # files larger than this are fetched as several ra
 RETRIES = 6                   # attempts per range before giving up (backoff 0.5 s, doubling, at most 8 s)
 TIMEOUT = (10, 60)            # connect, read timeouts (s): a stalled connection is retried, never waited on forever
 PART, SIDE = ".yichui-part", ".yichui-part.json"
+LOCK = ".yichui-download.lock"  # in the target folder while a download runs there (folder_lock)
 RETRY_AFTER_MAX = 60.0        # s: the longest Retry-After (429 / 503) waited for before the next attempt
 
 
@@ -40,8 +43,8 @@ def retry_after(value: str | None) -> float | None:
     """Seconds a ``Retry-After`` header asks for (RFC 9110 §10.2.3: delay-seconds or an HTTP-date), or None."""
     if not value:
         return None
-    value = value.strip()
-    if value.isdigit():
+    value = value.strip()[:64]
+    if re.fullmatch(r"[0-9]{1,12}", value):  # ASCII digits only ("²".isdigit() is True)
         return float(value)
     from email.utils import parsedate_to_datetime
 
@@ -49,6 +52,12 @@ def retry_after(value: str | None) -> float | None:
         return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
     except (TypeError, ValueError, IndexError, OverflowError):
         return None
+
+
+def header_size(value: str | None) -> int | None:
+    """A byte count from a header (Content-Length, X-Linked-Size): ASCII digits, at most 19 (< 2^63), else None."""
+    m = re.fullmatch(r"\s*([0-9]{1,19})\s*", value or "")
+    return int(m.group(1)) if m else None
 
 
 @dataclass
@@ -84,18 +93,70 @@ def safe_relpath(path: str) -> str:
     Raises:
         StepError: ``download.unsafe_path``.
     """
+    if not isinstance(path, str):
+        raise StepError("download.unsafe_path", path=repr(path))
     p = PurePosixPath(path)
     segments = path.split("/")
-    # "." and empty segments ("a/./b", "a//b", "a/") would name another file than the hub's once normalised
+    # "." and empty segments ("a/./b", "a//b", "a/") would name another file than the hub's once normalised;
+    # control characters (NUL, newlines) and names past the filesystem's limits cannot be written as listed;
+    # a name ending like yichui's own files would be taken for a partial download, or removed as one
     if (not path or p.is_absolute() or any(x in ("", ".", "..") for x in segments) or "\\" in path
-            or ":" in segments[0]):
+            or ":" in segments[0] or any(ord(c) < 32 or c == "\x7f" for c in path)
+            or len(path.encode()) > 4000 or any(len(x.encode()) > 255 for x in segments)
+            or segments[-1].endswith((PART, SIDE)) or segments[-1] in (VERIFIED, LOCK)):
         raise StepError("download.unsafe_path", path=path)
     return str(p)
 
 
-def is_complete(dest: Path, size: int) -> bool:
-    """A file in place at its full size (the downloader only ever renames a verified file there)."""
-    return dest.is_file() and dest.stat().st_size == size
+VERIFIED = ".yichui-verified.json"  # per folder: name → the hash a file was verified against, and its stat then
+_verified_lock = threading.Lock()
+_hashed: dict = {}  # (path, size, mtime_ns, sha256, git_sha1) → bool: a file hashed once in this process
+
+
+def _stamp(dest: Path, sha256: str | None, git_sha1: str | None) -> dict:
+    st = dest.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256, "git_sha1": git_sha1}
+
+
+def _verified(folder: Path) -> dict:
+    try:
+        d = json.loads((folder / VERIFIED).read_text())
+        return d if isinstance(d, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def record_verified(dest: Path, sha256: str | None, git_sha1: str | None) -> None:
+    """Note that ``dest`` (as it is now: size, modification time) holds the content of these hashes."""
+    with _verified_lock:
+        d = _verified(dest.parent)
+        d[dest.name] = _stamp(dest, sha256, git_sha1)
+        tmp = dest.parent / (VERIFIED + f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(d, indent=0, sort_keys=True))
+        os.replace(tmp, dest.parent / VERIFIED)
+
+
+def is_complete(dest: Path, size: int, sha256: str | None = None, git_sha1: str | None = None) -> bool:
+    """A file in place whose content is the listing's: its size, and — when the listing gives a hash — recorded as
+    verified against that hash and unchanged since (size and modification time, :data:`VERIFIED`), or else hashed
+    now (once per process) and recorded. A file of the right size from another commit, or changed on disk, is not
+    complete; without any hash the size is all there is to check."""
+    try:
+        st = dest.stat()
+    except OSError:
+        return False
+    if not dest.is_file() or st.st_size != size:
+        return False
+    if not sha256 and not git_sha1:
+        return True
+    if _verified(dest.parent).get(dest.name) == _stamp(dest, sha256, git_sha1):
+        return True
+    key = (str(dest), st.st_size, st.st_mtime_ns, sha256, git_sha1)
+    if key not in _hashed:
+        _hashed[key] = hash_file(dest, "sha256" if sha256 else "sha1") == (sha256 or git_sha1)
+        if _hashed[key]:
+            record_verified(dest, sha256, git_sha1)
+    return _hashed[key]
 
 
 def recorded_bytes(dest: Path, size: int, sha256: str | None) -> int:
@@ -124,6 +185,33 @@ def hash_file(path: Path, algo: str) -> str:
         for block in iter(lambda: f.read(8 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path):
+    """One download into ``folder`` at a time (an exclusive flock on ``folder/.yichui-download.lock``, released when
+    the process ends, however it ends).
+
+    Raises:
+        StepError: ``download.busy`` (with the holder's pid) while another process downloads there.
+    """
+    import fcntl
+
+    folder.mkdir(parents=True, exist_ok=True)
+    fh = open(folder / LOCK, "a+")
+    try:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            raise StepError("download.busy", path=str(folder), pid=fh.read().strip() or "?") from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(os.getpid()))
+        fh.flush()
+        yield
+    finally:
+        fh.close()
 
 
 class Downloader:
@@ -168,11 +256,12 @@ class Downloader:
             StepError: access denied / not found / disk full / hash still wrong / retries exhausted / unsafe name.
             KeyboardInterrupt: after ``stop`` was set (Ctrl-C); partial files and sidecars are kept.
         """
-        files = [self._prepare(it) for it in items]
-        todo = [f for f in files if f is not None]
-        skipped = len(files) - len(todo)
-        if todo:
-            self._run(todo)
+        with folder_lock(self.local_dir):
+            files = [self._prepare(it) for it in items]
+            todo = [f for f in files if f is not None]
+            skipped = len(files) - len(todo)
+            if todo:
+                self._run(todo)
         return {"files": len(files), "skipped": skipped, "fetched_bytes": self.fetched}
 
     def describe(self, it: Item) -> Item:
@@ -195,16 +284,24 @@ class Downloader:
             if not (r.is_redirect and loc.startswith("/") and not r.headers.get("X-Linked-Size")):
                 break
             url = urljoin(url, loc)
-        size = r.headers.get("X-Linked-Size") or (None if r.is_redirect else r.headers.get("Content-Length"))
+        redirect = 300 <= r.status_code < 400
+        size = header_size(r.headers.get("X-Linked-Size"))
+        if size is None and not redirect and r.status_code == 200:
+            size = header_size(r.headers.get("Content-Length"))
         if size is None and r.is_redirect and loc:
             import requests
 
             try:
-                size = requests.head(urljoin(url, loc), allow_redirects=True, timeout=TIMEOUT).headers.get(
-                    "Content-Length")
+                size = header_size(requests.head(urljoin(url, loc), allow_redirects=True, timeout=TIMEOUT).headers
+                                   .get("Content-Length"))
             except requests.RequestException:
                 size = None
-        if size is None or not size.strip().isdigit():
+        if size == 0:  # an empty file by its headers: its GET must say so too (a HEAD can be wrong)
+            g = self._request("GET", Item(it.path, it.url, 0), stream=True)
+            body = g.raw.read(1)
+            g.close()
+            size = None if body or header_size(g.headers.get("Content-Length")) not in (0, None) else 0
+        if size is None:
             raise StepError("download.size_unknown", file=it.path, url=it.url)
         linked = (r.headers.get("X-Linked-Etag") or "").strip('"').lower()
         etag = (r.headers.get("ETag") or "").strip('"').lower()
@@ -216,7 +313,7 @@ class Downloader:
     def _prepare(self, it: Item) -> _File | None:
         rel = safe_relpath(it.path)
         dest = self.local_dir / rel
-        if is_complete(dest, it.size):
+        if is_complete(dest, it.size, it.sha256, it.git_sha1):
             self.on_file(it.path, "skipped")
             return None
         f = _File(it, dest, dest.with_name(dest.name + PART), dest.with_name(dest.name + SIDE))
@@ -310,11 +407,35 @@ class Downloader:
             if r.status_code >= 500 or r.status_code == 429:
                 r.close()
                 wait = retry_after(r.headers.get("Retry-After"))
-                if r.status_code == 429 and attempt + 1 >= RETRIES:
-                    raise StepError("download.rate_limited", file=it.path, seconds=round(wait or RETRY_AFTER_MAX))
+                longer = wait is not None and wait > RETRY_AFTER_MAX  # not waited for in silence: said at once
+                if r.status_code == 429 and (attempt + 1 >= RETRIES or longer):
+                    raise StepError("download.rate_limited", file=it.path,
+                                    seconds=int(min(wait if wait is not None else RETRY_AFTER_MAX, 10**9)))
+                if longer:
+                    raise StepError("download.network", file=it.path,
+                                    error=f"HTTP {r.status_code}, Retry-After {int(min(wait, 10**9))} s")
                 self._backoff(attempt, it, f"HTTP {r.status_code}", wait)
                 continue
             return r
+
+    def _check_answer(self, f: _File, r, start: int) -> None:
+        """The answer is the part that was asked for, of a file of the expected size: a 206's Content-Range starts at
+        ``start`` and gives the file's size as its total, a 200's Content-Length is the file's size.
+
+        Raises:
+            StepError: ``download.size_mismatch`` (the hub serves another file than it described; partial kept).
+        """
+        if r.status_code == 206:
+            m = re.fullmatch(r"\s*bytes\s+([0-9]+)-([0-9]+)/([0-9]+|\*)\s*", r.headers.get("Content-Range") or "")
+            ok = m is not None and int(m.group(1)) == start and m.group(3) in ("*", str(f.item.size))
+            got = f"Content-Range {(r.headers.get('Content-Range') or '')[:60]!r} for bytes {start}-"
+        else:
+            n = header_size(r.headers.get("Content-Length"))
+            ok, got = n is None or n == f.item.size, n
+        if not ok:
+            r.close()
+            self._flush_quietly(f)
+            raise StepError("download.size_mismatch", file=f.item.path, expected=f.item.size, got=got)
 
     def _backoff(self, attempt: int, it: Item, why, wait: float | None = None) -> None:
         """Wait before attempt ``attempt + 1`` (0.5 s doubling, at most 8 s; longer when the server's Retry-After
@@ -332,6 +453,7 @@ class Downloader:
         against RETRIES: a connection that moved the segment forward starts the count again (a long download over
         a flaky link must not fail for drops spread over hours)."""
         import requests
+        import urllib3
 
         seg = f.segments[idx]
         attempt = 0
@@ -348,24 +470,33 @@ class Downloader:
                     raise _RangeIgnored()
                 if r.status_code not in (200, 206):
                     raise StepError("download.http", file=f.item.path, status=r.status_code)
+                self._check_answer(f, r, start + done)
+                # one socket read at a time (read1): the bytes that arrived before a connection dropped are written,
+                # where a read that fills CHUNK would raise and discard them
+                r.raw.enforce_content_length = False
                 with open(f.part, "r+b") as fh:
                     pos = start + done
-                    for block in r.iter_content(CHUNK):
+                    while True:
                         if self.stop.is_set():
                             raise KeyboardInterrupt
-                        block = block[: end - pos]
+                        block = r.raw.read1(CHUNK)[: end - pos]
                         if not block:
                             break
-                        os.pwrite(fh.fileno(), block, pos)
-                        pos += len(block)
-                        self._advance(f, idx, len(block))
+                        view = memoryview(block)
+                        while view:  # a short write (a disk filling up) counts only what reached the file
+                            n = os.pwrite(fh.fileno(), view, pos)
+                            if n <= 0:
+                                raise OSError(errno.ENOSPC, "short write")
+                            pos += n
+                            self._advance(f, idx, n)
+                            view = view[n:]
                         if pos >= end:
                             break
                 if seg[0] + seg[2] >= end:
                     self._flush(f, idx, force=True)
                     return
                 raise requests.ConnectionError("connection closed early")
-            except (requests.RequestException, ConnectionError) as e:
+            except (requests.RequestException, urllib3.exceptions.HTTPError, ConnectionError) as e:
                 self._flush(f, idx, force=True)
                 attempt = 0 if seg[2] > done else attempt
                 self._backoff(attempt, f.item, e)
@@ -421,6 +552,8 @@ class Downloader:
             self._reset(f, segments_for(f.item.size, self.ranges))
             return False
         os.replace(f.part, f.dest)
+        if want:
+            record_verified(f.dest, f.item.sha256, f.item.git_sha1)
         f.side.unlink(missing_ok=True)
         self.on_file(f.item.path, "done")
         return True
