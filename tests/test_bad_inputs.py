@@ -243,7 +243,7 @@ CATALOGUE = [
          lambda e: ["run", "--task", "evaluate", *ys(*LOCAL(e), "evaluate.heldout=file", "evaluate.heldout_path=" + e.file(
              "q.jsonl", json.dumps({"messages": [{"role": "user", "content": "hi"}]})))[1:]]),
     # disks and folders
-    Case("full-disk", "a download into a full disk", "download.no_space",
+    Case("full-disk", "a download into a full disk", "cli.download.no_space",
          lambda e: ["download", "yichui/tiny-qwen2-chat", "--endpoint", e.hub.url, "--local-dir", str(e.tmpfs("256k"))],
          code=1),  # the world (a disk), not the user's input: wizard/README.md, exit status
     Case("read-only-home", "YICHUI_HOME on a read-only filesystem", "cli.preflight",

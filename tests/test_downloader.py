@@ -349,7 +349,7 @@ def test_a_file_whose_size_nobody_gives_is_refused_before_any_byte(server, tmp_p
     assert r.returncode == 1, r.stdout + r.stderr  # the hub's fault, not the user's input
     first = next(p for p in ("config.json", "model.safetensors"))
     url = hub.file_url("hf", "org/model", server.url, hub.list_files("hf", "org/model", server.url, "main")[0], first)
-    assert one_line(i18n.t("download.size_unknown", file=first, url=url)) in one_line(r.stderr + r.stdout)
+    assert one_line(i18n.t("cli.download.size_unknown", file=first, url=url)) in one_line(r.stderr + r.stdout)
     assert not server.hub.bytes_sent  # nothing fetched …
     assert not any(p.is_file() and p.stat().st_size == 0 for p in (tmp_path / "out").rglob("*"))  # … no 0-byte file
 

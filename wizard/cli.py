@@ -550,12 +550,19 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
                        lambda d, total, unit: ui.progress(i18n.render(d), total, unit),
                        lambda m: ui.say(i18n.render(m)), repo_type, include, exclude)
     except StepError as e:  # the exit status rule of wizard/README.md: 2 for the user's input, 1 for the world
-        raise _fail(e.msg.key, 2 if e.msg.key in dl.BAD_INPUT else 1, **e.msg.args)
+        key = CLI_WORDING.get(e.msg.key, e.msg.key)  # this command's options, not the wizard's settings
+        raise _fail(key, 2 if e.msg.key in dl.BAD_INPUT else 1, **e.msg.args)
     except KeyboardInterrupt:
         ui.warn(T("cli.download.interrupted", repo=repo_id))
         raise typer.Exit(130)
     ui.success(T("cli.download.done", path=out["model_dir"], commit=out["commit"] or revision,
                  mib=f"{out['fetched_bytes'] / 2**20:.1f}"))
+
+
+# faults whose advice names a session's settings, in `yichui download`'s own words
+CLI_WORDING = {"download.no_space": "cli.download.no_space", "hub.unreachable": "cli.download.unreachable",
+               "download.size_unknown": "cli.download.size_unknown", "download.disk_full": "cli.download.disk_full",
+               "download.rate_limited": "cli.download.rate_limited"}
 
 
 class _ViewCtx:

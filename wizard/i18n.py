@@ -766,6 +766,27 @@ CATALOG: dict[str, dict[str, str]] = {
     "cli.bad_repo_type": {"en": "--repo-type {value!r}: use model or dataset.", "zh": "--repo-type {value!r}：请用 model 或 dataset。"},
     "cli.download.interrupted": {"en": "Stopped. What was fetched of {repo} is kept; the same command continues from there.",
                                  "zh": "已停止。{repo} 已下载的部分都保留；再次运行同一命令即可续传。"},
+    # the same faults as in a session, in yichui download's own words (its options, not the wizard's settings)
+    "cli.download.no_space": {"en": "Not enough disk in {path}: {need} GiB needed, {free} GiB free. Free space or choose "
+                                     "another folder (--local-dir).",
+                               "zh": "{path} 磁盘空间不足：需要 {need} GiB，仅剩 {free} GiB。请清理空间或换目录（--local-dir）。"},
+    "cli.download.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, or choose a mirror "
+                                       "(--endpoint, or HF_ENDPOINT / MODELSCOPE_ENDPOINT).",
+                                 "zh": "无法连接 {endpoint}（{error}）。请检查网络，或选择镜像（--endpoint，或 HF_ENDPOINT / "
+                                       "MODELSCOPE_ENDPOINT）。"},
+    "cli.download.size_unknown": {"en": "The hub gives no size for {file}, neither in its listing nor in the file's "
+                                        "headers ({url}): it cannot be verified, so it is not downloaded — use another "
+                                        "endpoint (--endpoint).",
+                                  "zh": "Hub 没有给出 {file} 的大小（列表和文件头 {url} 中都没有）：无法校验，因此不下载——请换一个端点"
+                                        "（--endpoint）。"},
+    "cli.download.disk_full": {"en": "{file}: the disk under {path} is full; the partial file is kept — free space, then "
+                                     "run the same command again.",
+                               "zh": "{file}：{path} 所在磁盘已满；部分文件已保留——释放空间后再次运行同一命令即可续传。"},
+    "cli.download.rate_limited": {"en": "The hub keeps answering 429 (too many requests) for {file}; what was fetched is "
+                                        "kept — wait about {seconds} s, then run the same command again (a token raises "
+                                        "the hub's limits).",
+                                  "zh": "Hub 对 {file} 持续返回 429（请求过多）；已下载的部分保留——约 {seconds} 秒后再次运行同一命令"
+                                        "（使用 token 可提高 Hub 的限额）。"},
     "cli.download.done": {"en": "Downloaded into {path} (commit {commit}; {mib} MiB fetched this run).",
                           "zh": "已下载到 {path}（提交 {commit}；本次传输 {mib} MiB）。"},
     "download.nothing_selected": {"en": "No file of {repo} ({n} listed) matches the selection: check --include / --exclude.",
