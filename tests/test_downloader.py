@@ -434,17 +434,19 @@ def test_the_hub_client_downloads_through_each_fixture_mode(server, root, tmp_pa
         assert server.hub.cdn_auth  # the bytes came from storage
 
 
-def test_the_modelscope_client_downloads_through_a_names_only_listing(server, root, tmp_path, monkeypatch):
+def test_the_modelscope_client_downloads_through_a_names_only_listing(server, root, tmp_path):
     """The fixture's fidelity on ModelScope's API: the ModelScope client's own snapshot_download fetches through a
     listing without Size or Sha256 (it sizes files from the download itself), as it does from a real mirror."""
-    monkeypatch.setenv("MODELSCOPE_ENDPOINT", server.url)
-    monkeypatch.setenv("MODELSCOPE_CACHE", str(tmp_path / "cache"))
-    from modelscope.hub.snapshot_download import snapshot_download
-
     server.hub.modes = {"listing": "names"}
-    out = snapshot_download("org/model", local_dir=str(tmp_path / "ms"))
+    # its own process: the client reads MODELSCOPE_ENDPOINT once, when first imported
+    script = ("import sys\nfrom modelscope.hub.snapshot_download import snapshot_download\n"
+              "print(snapshot_download('org/model', local_dir=sys.argv[1]))")
+    r = subprocess.run([sys.executable, "-c", script, str(tmp_path / "ms")], capture_output=True, text=True,
+                       timeout=300, env=dict(os.environ, MODELSCOPE_ENDPOINT=server.url,
+                                             MODELSCOPE_CACHE=str(tmp_path / "cache")))
+    assert r.returncode == 0, r.stderr[-2000:]
     for name in ("model.safetensors", "config.json"):
-        assert sha(Path(out) / name) == sha(root / "org/model" / name)
+        assert sha(tmp_path / "ms" / name) == sha(root / "org/model" / name)
 
 
 def test_a_file_of_the_same_size_from_another_commit_or_changed_on_disk_is_fetched_again(tmp_path):
