@@ -674,9 +674,15 @@ def cmd_report(a) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run")
-    r.add_argument("--work", required=True)
-    r.add_argument("--results", required=True)
+    common = argparse.ArgumentParser(add_help=False)  # what `run` and `one` share
+    common.add_argument("--work", required=True)
+    common.add_argument("--results", required=True)
+    common.add_argument("--format-util", type=float, default=0.1, help="each format server's (they run beside the "
+                        "main one; the deploy step takes 0.1 at least); `one`: its server's")
+    common.add_argument("--engine-args", default=json.dumps({"sglang": "--attention-backend triton "
+                                                                       "--sampling-backend pytorch"}),
+                        help="JSON: engine → its extra options (deploy.engine_args)")
+    r = sub.add_parser("run", parents=[common])
     r.add_argument("--engine", default="vllm")
     r.add_argument("--shape", default="qwen2.5-0.5b")
     r.add_argument("--holdout", default="qwen2.5-1.5b", help="a shape for phase 6 ('' to skip it)")
@@ -686,11 +692,7 @@ def main() -> None:
     r.add_argument("--lr", type=float, default=5e-4)
     r.add_argument("--port", type=int, default=8100)
     r.add_argument("--util", type=float, default=0.5, help="the main server's GPU memory utilization")
-    r.add_argument("--format-util", type=float, default=0.1, help="each format server's (they run beside it; the "
-                   "deploy step takes 0.1 at least)")
     r.add_argument("--format-engines", default="vllm", help="the engines that serve every export in turn (comma list)")
-    r.add_argument("--engine-args", default=json.dumps({"sglang": "--attention-backend triton --sampling-backend pytorch"}),
-                   help="JSON: engine → its extra options (deploy.engine_args)")
     r.add_argument("--graphs", action="store_true", help="the chain's server with CUDA graphs (for the load benchmark)")
     r.add_argument("--deploy-timeout", type=float, default=480, help="seconds each format's deploy may take")
     r.add_argument("--gsm8k", default="", help="a folder of GSM8K's parquet files (main/test-…), for the evaluate step")
@@ -699,14 +701,11 @@ def main() -> None:
     r.add_argument("--formats", default="gptq-w4a16,awq-w4a16,fp8-dynamic,bnb-4bit",
                    help="the exports the chain makes (bnb-4bit: vLLM 0.26's --quantization bitsandbytes)")
     r.add_argument("--stagger", type=float, default=20.0, help="seconds between the format servers' starts")
-    o = sub.add_parser("one", help="one engine on a random-weight shape: deploy, server checks, KV cache")
-    o.add_argument("--work", required=True)
-    o.add_argument("--results", required=True)
+    o = sub.add_parser("one", parents=[common], help="one engine on a random-weight shape: deploy, server checks, "
+                       "KV cache")
     o.add_argument("--serve", required=True, help="the engine")
     o.add_argument("--shape", default="qwen2.5-0.5b")
     o.add_argument("--port", type=int, default=8150)
-    o.add_argument("--format-util", type=float, default=0.1)
-    o.add_argument("--engine-args", default=json.dumps({"sglang": "--attention-backend triton --sampling-backend pytorch"}))
     p = sub.add_parser("report")
     p.add_argument("results")
     p.add_argument("--md")

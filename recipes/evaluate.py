@@ -21,7 +21,6 @@ from recipes import datasets, harness, jobs
 from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.select_model import trusted
 from recipes.serving import spec as specs
-from recipes.serving.spec import GPU_ENGINES
 
 name = "evaluate"
 requires = ("select_model",)
@@ -113,7 +112,7 @@ def questions(ctx) -> list[Question]:
         Question("compare_base", "confirm", "evaluate.compare_base", default=True,
                  when=lambda a: "finetuned" in found),
         Question("generate_with", "select", "evaluate.generate_with",
-                 default=lambda a: "engine" if engine in GPU_ENGINES else "local",
+                 default=lambda a: "engine" if engine in specs.GPU_ENGINES else "local",
                  choices=[Choice("engine", msg("evaluate.generate_with.engine")),
                           Choice("local", msg("evaluate.generate_with.local"))],
                  when=lambda a: "finetuned" in found or "train" in recipes.TASKS[ctx.task]),

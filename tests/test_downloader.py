@@ -419,12 +419,12 @@ def test_storage_redirects_carry_no_token_and_expired_links_are_resolved_again(s
 
 
 @pytest.mark.parametrize("mode", [{"cdn": True}, {"listing": "names"}, {"listing": "names", "cdn": True}])
-def test_the_hub_client_downloads_through_each_fixture_mode(server, root, tmp_path, mode, monkeypatch):
-    """The fixture's fidelity: huggingface_hub's own snapshot_download (HF_HUB_DISABLE_XET: plain resolve
-    downloads) fetches the repository through each mode, as it does from the real Hub, and sends storage no token."""
+def test_the_hub_client_downloads_through_each_fixture_mode(server, root, tmp_path, mode):
+    """The fixture's fidelity: huggingface_hub's own snapshot_download fetches the repository through each mode, as
+    it does from the real Hub, and sends storage no token. The fixture sends no Xet headers, so the client takes
+    plain resolve downloads (Xet storage itself is out of reach offline)."""
     import huggingface_hub
 
-    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
     server.hub.modes = dict(mode)
     out = huggingface_hub.snapshot_download("org/model", endpoint=server.url, local_dir=tmp_path / "hf",
                                             token="hf_secret_token", cache_dir=tmp_path / "cache")
@@ -586,9 +586,8 @@ def fetch_from(srv, out):
     (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(200)), "download.size_unknown"),
     # answers that are not the part asked for, or not the size described
     (dict(siblings=[{"rfilename": "config.json", "size": 10}]), "download.size_mismatch"),
-    (dict(get=lambda h: h.send(206, CFG[:14], {"Content-Range": f"bytes 0-13/{len(CFG)}"}) if "Range" not in
-          h.headers or h.headers["Range"].startswith("bytes=0-") else h.send(206, CFG[:14],
-          {"Content-Range": f"bytes 0-13/{len(CFG)}"})), "download.size_mismatch"),
+    # a 206 that always starts at byte 0, whatever was asked: the second request (from byte 14) gets it
+    (dict(get=lambda h: h.send(206, CFG[:14], {"Content-Range": f"bytes 0-13/{len(CFG)}"})), "download.size_mismatch"),
     # Retry-After that is no number, or longer than is waited for in silence
     (dict(get=lambda h: h.send(429, headers={"Retry-After": "\u00b2"})), "download.rate_limited"),
     (dict(get=lambda h: h.send(429, headers={"Retry-After": "999999"})), "download.rate_limited"),
@@ -604,7 +603,7 @@ def test_a_hostile_hub_is_one_line_and_leaves_no_file_called_done(case, key, tmp
         srv.shutdown()
     done = [p for p in (tmp_path / "out").rglob("*") if p.is_file() and not p.name.startswith(".")
             and not p.name.endswith((downloader.PART, downloader.SIDE))]
-    assert done == [] or key == "download.size_mismatch" and not (tmp_path / "out" / "config.json").exists()
+    assert done == []  # nothing in place as if downloaded
 
 
 def test_bytes_before_a_dropped_connection_are_kept(tmp_path):

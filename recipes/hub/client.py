@@ -225,6 +225,8 @@ def _checked(endpoint: str, commit, files: list[RemoteFile], strict_commit: bool
     Raises:
         StepError: ``hub.bad_answer`` naming what is wrong; ``hub.empty_listing`` when it lists no file.
     """
+    from recipes.hub.downloader import hex_digest
+
     def bad(why: str) -> StepError:
         return StepError("hub.bad_answer", endpoint=endpoint, error=why)
 
@@ -232,7 +234,6 @@ def _checked(endpoint: str, commit, files: list[RemoteFile], strict_commit: bool
         if strict_commit:
             raise bad(f"commit id {str(commit)[:40]!r}")
         commit = None  # ModelScope's per-file "Revision" is a courtesy: without it the branch name is used
-    hexed = lambda v, n: v if isinstance(v, str) and re.fullmatch(f"[0-9a-f]{{{n}}}", v) else None  # noqa: E731
     out, seen = [], set()
     for f in files:
         if not isinstance(f.path, str):
@@ -241,8 +242,7 @@ def _checked(endpoint: str, commit, files: list[RemoteFile], strict_commit: bool
             raise bad(f"{f.path[:80]!r} listed twice")
         seen.add(f.path)
         size = f.size if isinstance(f.size, int) and not isinstance(f.size, bool) and f.size >= 0 else None
-        out.append(RemoteFile(f.path, size, hexed(f.sha256, 64) if f.sha256 else None,
-                              hexed(f.git_sha1, 40) if f.git_sha1 else None))
+        out.append(RemoteFile(f.path, size, hex_digest(f.sha256, 64), hex_digest(f.git_sha1, 40)))
         if f.sha256 and not out[-1].sha256 or f.git_sha1 and not out[-1].git_sha1:
             raise bad(f"a hash of {f.path[:80]!r} that is not hexadecimal")
     folders = {"/".join(p.split("/")[:i]) for p in seen for i in range(1, p.count("/") + 1)}

@@ -54,6 +54,11 @@ def retry_after(value: str | None) -> float | None:
         return None
 
 
+def hex_digest(value, n: int) -> str | None:
+    """``value`` when it is a hash of ``n`` lowercase hex digits (sha256: 64, git blob sha1: 40), else None."""
+    return value if isinstance(value, str) and re.fullmatch(f"[0-9a-f]{{{n}}}", value) else None
+
+
 def header_size(value: str | None) -> int | None:
     """A byte count from a header (Content-Length, X-Linked-Size): ASCII digits, at most 19 (< 2^63), else None."""
     m = re.fullmatch(r"\s*([0-9]{1,19})\s*", value or "")
@@ -305,9 +310,8 @@ class Downloader:
             raise StepError("download.size_unknown", file=it.path, url=it.url)
         linked = (r.headers.get("X-Linked-Etag") or "").strip('"').lower()
         etag = (r.headers.get("ETag") or "").strip('"').lower()
-        hexed = lambda v, n: v if len(v) == n and all(c in "0123456789abcdef" for c in v) else None  # noqa: E731
-        return Item(it.path, it.url, int(size), it.sha256 or hexed(linked, 64),
-                    it.git_sha1 or (None if linked else hexed(etag, 40)))
+        return Item(it.path, it.url, size, it.sha256 or hex_digest(linked, 64),
+                    it.git_sha1 or (None if linked else hex_digest(etag, 40)))
 
     # -- preparation -----------------------------------------------------------------------------------------
     def _prepare(self, it: Item) -> _File | None:
