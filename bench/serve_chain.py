@@ -455,16 +455,18 @@ def holdout(a, results: Path, engine: str, port: int) -> dict:
     The chain's engine starts with CUDA graphs at --util; another engine eager at --format-util, as its formats."""
     d = prepare_apart(a.holdout, Path(a.work) / Path(a.holdout).name, 0)
     own = engine == a.engine
+    graphs = own or (a.cmd == "one" and a.graphs)
     sets = {"select_model.source": "local", "select_model.path": d["dir"], "deploy.backend": engine,
             "deploy.model": "merged", "deploy.host": "127.0.0.1", "deploy.port": port,
-            "deploy.cuda_graphs": "yes" if own else "no", "deploy.gpu_memory_utilization": a.util if own else a.format_util,
+            "deploy.cuda_graphs": "yes" if graphs else "no",
+            "deploy.gpu_memory_utilization": a.util if own else a.format_util,
             "deploy.engine_args": engine_args(a, engine)}
     argv = run_argv("deploy", sets)
-    label = "holdout" if own else f"holdout-{engine}"
+    label = "holdout" if own else f"holdout-{engine}-{Path(a.holdout).name}{'-graphs' if graphs else ''}"
     t0 = time.time()
     rc = sh(argv, results / f"{label}.log", timeout=1800)
     sid = newest_session(t0 - 1)
-    out = {"rc": rc, "model": d, "engine": engine}
+    out = {"rc": rc, "model": d, "engine": engine, "label": label}
     if sid:
         s = session(sid)
         out |= summary(s)
@@ -564,15 +566,17 @@ def memory_rows(results: Path) -> list[dict]:
 
 
 def cmd_one(a) -> None:
-    """One engine started alone on a shape of random weights (no training, no export): the deploy step's checks,
-    the server checks and its KV cache; for an engine carried on its own in a short device call."""
+    """One engine started alone on each shape of ``--shape`` in turn, random weights (no training, no export): the
+    deploy step's checks, the server checks and its KV cache; for an engine carried on its own in a short device
+    call. ``--graphs``: with CUDA graphs (the deploy step's default), else eager."""
     results = Path(a.results)
     results.mkdir(parents=True, exist_ok=True)
     a.engine = a.serve
     phase(results, "env", versions, a)
-    a.holdout, a.engine = a.shape, ""  # holdout(): an engine other than the chain's starts eager at --format-util
-    phase(results, "holdout", holdout, a, results, a.serve, a.port)
-    stop_servers(results)
+    for i, shape in enumerate(a.shape.split(",")):
+        a.holdout, a.engine = shape, ""  # holdout(): an engine other than the chain's, at --format-util
+        phase(results, "holdout", holdout, a, results, a.serve, a.port + i)
+        stop_servers(results)
     row(results, "done")
 
 
@@ -592,7 +596,7 @@ def cmd_report(a) -> None:
     by = {}
     for r in rows:
         by.setdefault(r["phase"], []).append(r)
-    chain = next(r for r in by["chain"] if r.get("session"))
+    chain = next((r for r in by.get("chain", []) if r.get("session")), {})  # none: a `one` run
     resumed = results / "chain-session.json"  # the chain's session as it stood after a `yichui resume` by hand
     if resumed.exists():
         chain = chain | summary(json.loads(resumed.read_text()))
@@ -614,9 +618,12 @@ def cmd_report(a) -> None:
     for h in by.get("holdout", []):
         shape = Path((h.get("model") or {}).get("shape") or "").name
         if h.get("server"):
-            served.append((f"{h.get('engine', 'vllm')} {shape} random weights", h["server"]))
+            graphs = not any(x in (h.get("deploy_args") or []) for x in ("--enforce-eager", "--disable-cuda-graph",
+                                                                            "--eager-mode"))
+            served.append((f"{h.get('engine', 'vllm')} {shape} random weights{'' if graphs else ' (eager)'}",
+                           h["server"]))
         else:
-            err = root_cause(results, f"holdout-{h.get('engine')}") or \
+            err = root_cause(results, h.get("label") or f"holdout-{h.get('engine')}") or \
                 next(iter((h.get("errors") or {}).values()), None) or f"rc {h.get('rc')}"
             failed.append(f"- {h.get('engine', 'vllm')} {shape}: {str(err)[:400]}")
     for name, sv in served:
@@ -665,6 +672,9 @@ def cmd_report(a) -> None:
                 ratio = f"{e['requests_per_s'] / t['requests_per_s']:.1f}×" if label == "vLLM" else ""
                 lines.append(f"| {r['concurrency']} | {label} | {r['ok']}/{r['requests']} | {r['requests_per_s']} | "
                              f"{r['p50_s']} | {r['p99_s']} | {r['completion_tokens_per_s']} | {ratio} |")
+    if not chain.get("step_seconds"):
+        print("\n".join(lines))
+        return
     lines += ["", "### Time to a served model (wall seconds per step, from the session file)", "",
               "| " + " | ".join(chain["step_seconds"]) + " | total |", "|" + "---:|" * (len(chain["step_seconds"]) + 1),
               "| " + " | ".join(str(v) for v in chain["step_seconds"].values()) + f" | {chain['wall_seconds']} |"]
@@ -704,8 +714,9 @@ def main() -> None:
     o = sub.add_parser("one", parents=[common], help="one engine on a random-weight shape: deploy, server checks, "
                        "KV cache")
     o.add_argument("--serve", required=True, help="the engine")
-    o.add_argument("--shape", default="qwen2.5-0.5b")
+    o.add_argument("--shape", default="qwen2.5-0.5b", help="one shape or a comma list, served one after another")
     o.add_argument("--port", type=int, default=8150)
+    o.add_argument("--graphs", action="store_true", help="with CUDA graphs (default: eager)")
     p = sub.add_parser("report")
     p.add_argument("results")
     p.add_argument("--md")

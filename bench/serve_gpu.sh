@@ -6,6 +6,7 @@
 #                                                 over the image's torch, the engine into envs/<engine>-<version>,
 #                                                 llm-compressor's wheels for the export step; a copy of the project
 #   bash bench/serve_gpu.sh start [CHAIN ARGS]    serve_chain.py run, detached (setsid): it survives the call
+#   bash bench/serve_gpu.sh one [ONE ARGS]        serve_chain.py one, detached likewise
 #   bash bench/serve_gpu.sh wait SECONDS          follow it until done or SECONDS pass; results to $OUT
 set -uo pipefail
 R=${YG_ROOT:-/root/yichui-gpu}; PARTS=${YG_PARTS:-/root/parts-carry}
@@ -17,7 +18,7 @@ site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 # not the image venv's torch, so each venv made here gets the image's site-packages through a .pth, after its own
 layer() { python3 -m venv --without-pip "$1" && python3 -c 'import site; print(site.getsitepackages()[0])' \
             > "$(site "$1/bin/python")/image-site.pth"; }
-case "${1:?setup|start|wait}" in
+case "${1:?setup|start|one|wait}" in
   setup)
     t0=$(date +%s)
     mkdir -p $R && cat $PARTS/part-* | tar -x -C $R || exit 3   # → $R/carry/{stack,vllm,llmc}.tar.xz
@@ -42,10 +43,10 @@ case "${1:?setup|start|wait}" in
     done
     $R/venv/bin/yichui doctor 2>&1 | tail -25
     echo "setup in $(( $(date +%s) - t0 )) s" ;;
-  start)
-    shift
+  start|one)   # one: serve_chain.py one (an engine alone on random-weight shapes)
+    what=$([ "$1" = one ] && echo one || echo run); shift
     mkdir -p $R/results
-    cd $R/src && setsid nohup $R/venv/bin/python bench/serve_chain.py run --work $R/work --results $R/results "$@" \
+    cd $R/src && setsid nohup $R/venv/bin/python bench/serve_chain.py $what --work $R/work --results $R/results "$@" \
       > $R/results/driver.log 2>&1 < /dev/null &
     echo "started pid $!" ;;
   wait)

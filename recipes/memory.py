@@ -488,14 +488,16 @@ SERVING_MLP_PASSES = 3  # the profile's MLP peak: gate_up (2 × intermediate) + 
 # SGLang 0.5.17 (sglang/srt/mem_cache/kv_cache_configurator.py ``_profile_available_bytes``): KV cache = the memory
 # free after the weights − (1 − mem_fraction_static) × the memory free at its first measurement, i.e. ≈
 # mem_fraction_static × (CUDA's total − context) − weights − overhead. Fitted on an H200, eager, Qwen2.5-0.5B bf16;
-# checked on FP8, a rank-64 adapter and Qwen2.5-1.5B (bench/results/2026-12-01-serve-h200-round3.md).
+# checked on FP8, a rank-64 adapter and Qwen2.5-1.5B (bench/results/2026-12-01-serve-h200-round3.md), and with
+# CUDA graphs: +0.01 % / +0.21 % on 0.5B / 1.5B (…-round4.md; 0.5.17 keeps its pool after the capture).
 SGLANG_CONTEXT_GIB = 0.58  # CUDA's total − what is free at SGLang's first measurement (its logs: 139.22 of 139.80)
 SGLANG_OVERHEAD_GIB = 0.178  # taken between that measurement and the KV cache beside the weights (0.5B fit)
 SGLANG_LORA_SLOTS = 8  # --max-loras-per-batch's default: a bf16 buffer per adapter slot at the served rank
 # LMDeploy 0.18.0, PyTorch engine (lmdeploy/pytorch/engine/executor/base.py ``_get_runtime_size``,
 # ``_update_num_gpu_blocks``): KV cache = cache_max_entry_count × (free after the weights − runtime), runtime =
 # (max_prefill_token_num + 2 × max_batches) × vocabulary × 2 bytes (its logits buffers); whole blocks of 64 tokens.
-LMDEPLOY_CONTEXT_GIB = 0.73  # CUDA's total − free before the weights, as far as our weight sizes go (one 0.5B point)
+LMDEPLOY_CONTEXT_GIB = 0.73  # CUDA's total − free before the weights, as far as our weight sizes go (0.5B fit;
+# held out: Qwen2.5-1.5B +0.05 %, bench/results/2026-12-01-serve-h200-round4.md)
 LMDEPLOY_PREFILL_TOKENS = 8192  # PytorchEngineConfig.max_prefill_token_num's default
 LMDEPLOY_BLOCK = 64  # CacheConfig.block_size's default
 
@@ -573,8 +575,8 @@ def serving(shape: Shape, fmt: str = "bf16", gpu_gib: float = 80.0, utilization:
     Returns ``{"weights_gib", "overhead_gib", "kv_bytes_per_token", "kv_budget_gib", "max_tokens",
     "longest_context", "fits"}`` per GPU with tensor parallelism over ``gpus`` (weights and KV heads divided).
     Measured on an H200 against each engine's own count: vLLM 0.26.0 within 0.3 % on a held-out shape
-    (bench/results/2026-12-01-serve-h200.md), SGLang 0.5.17 (eager) within 0.7 %, LMDeploy 0.18.0 on its fit point
-    only (bench/results/2026-12-01-serve-h200-round3.md).
+    (bench/results/2026-12-01-serve-h200.md), SGLang 0.5.17 within 0.7 % eager and 0.21 % with CUDA graphs,
+    LMDeploy 0.18.0 within 0.05 % (bench/results/2026-12-01-serve-h200-round3.md, …-round4.md).
     """
     if not 0 < utilization <= 1:
         raise ConfigError("memory.bad_number", name="utilization", value=utilization)

@@ -119,7 +119,8 @@ _SGLANG_0517 = EngineSpec(
     # sglang/srt/mem_cache/memory_pool.py, and kv_pool_runtime.py's after CUDA-graph capture (0.5.17's source)
     lora=True, adapter_request="{base}:{adapter}", concurrent_requests=16,
     kv_tokens_log=r"KV [Cc]ache (?:is )?allocated\. dtype: [^,]+, #tokens: (\d+)",
-    # merged, GPTQ, AWQ, FP8 on an H200 (round 2); the rank-64 adapter as base:adapter (round 3)
+    # merged, GPTQ, AWQ, FP8 on an H200 (round 2); the rank-64 adapter as base:adapter (round 3); with CUDA
+    # graphs (round 4)
     started="bench/results/2026-12-01-serve-h200-round2.md")
 
 # LMDeploy's TurboMind engine is a CUDA 12 build; its PyTorch engine runs wherever torch does. The PyTorch engine
@@ -141,7 +142,8 @@ _LMDEPLOY_018 = EngineSpec(
     formats={"merged": {}}, fixed={"backend": "pytorch", "log_level": "INFO"}, utilization="after_weights", lora=True,
     concurrent_requests=16,
     kv_tokens_log=r"CacheConfig\(max_batches=\d+, block_size=(\d+), num_cpu_blocks=\d+, num_gpu_blocks=(\d+)",
-    started="bench/results/2026-12-01-serve-h200-round3.md")  # merged (random weights, loopback) on an H200
+    # merged and a rank-64 adapter from a trained session, 0.0.0.0 with a key, on an H200
+    started="bench/results/2026-12-01-serve-h200-round4.md")
 
 # transformers serve: no API key (loopback only), no tensor parallelism, no context or memory options; it reads the
 # quantization_config from config.json, so every format transformers loads needs no flag.
