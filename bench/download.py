@@ -3,12 +3,12 @@
 
 1. Throughput on a generated multi-file model (--total-mib, default 1024): `yichui download` vs
    `huggingface_hub.snapshot_download`, alternating, --rounds each; ratio of the medians.
-2. Resume: a --kill-mib file (default 500) fetched while a SIGKILL lands at 10 random points (byte positions of the
-   file, the same for every client) and the process is restarted each time; total bytes the server sent / file size,
+2. Resume: a --kill-mib file (default 500) fetched while a SIGKILL lands at --kills random points (byte positions of
+   the file, the same for every client; "5,10": two scenarios) and the process is restarted each time; total bytes the server sent / file size,
    and the final sha256. yichui for both sources; the peers: huggingface_hub (restarts from zero) and the
    ModelScope client.
 
-    python bench/download.py [--total-mib 1024] [--kill-mib 500] [--rounds 3] [--cdn] [--throttle-mib M]
+    python bench/download.py [--total-mib 1024] [--kill-mib 500] [--rounds 3] [--kills 5,10] [--cdn] [--throttle-mib M]
                              [--out bench/results/DATE-download.json]
 
 --cdn: the hub answers large files with a 302 to signed storage on another host, as the Hugging Face Hub does
@@ -153,14 +153,14 @@ def partial_bytes(out: Path, name: str) -> int:
     return newest[1]
 
 
-def kill_scenario(work: Path, kill_mib: int, kinds: list[str], seed: int) -> dict:
+def kill_scenario(work: Path, kill_mib: int, kinds: list[str], seed: int, kills: int = 10) -> dict:
     root = work / "hub-kill"
     name = "model.safetensors"
     size = kill_mib * MB
     make_repo(root, {name: size})
     want = hashlib.sha256((root / REPO / name).read_bytes()).hexdigest()
     rng = random.Random(seed)
-    points = sorted(rng.uniform(0.05, 0.95) for _ in range(10))
+    points = sorted(rng.uniform(0.05, 0.95) for _ in range(kills))
     hub, url = start_hub(root, [{"path": name, "throttle": 60 * MB}])
     results = {}
     try:
@@ -190,7 +190,7 @@ def kill_scenario(work: Path, kill_mib: int, kinds: list[str], seed: int) -> dic
             print(kind, results[kind], flush=True)
     finally:
         hub.terminate()
-    return {"file_mib": kill_mib, "kill_points": [round(x, 3) for x in points], "throttle_mib_s": 60,
+    return {"file_mib": kill_mib, "kills": kills, "kill_points": [round(x, 3) for x in points], "throttle_mib_s": 60,
             "clients": results}
 
 
@@ -210,6 +210,7 @@ def main() -> None:
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--cdn", action="store_true", help="the hub redirects large files to signed storage (HF API)")
     ap.add_argument("--throttle-mib", type=float, default=0, help="throughput: each response capped at MiB/s")
+    ap.add_argument("--kills", default="10", help="kill scenarios to run: SIGKILLs per download, comma list")
     a = ap.parse_args()
     if a.cdn:
         MODES["cdn"] = True
@@ -221,8 +222,8 @@ def main() -> None:
         if not a.skip_throughput:
             result["throughput"] = throughput(work, a.total_mib, a.rounds, a.throttle_mib)
             print(json.dumps(result["throughput"]), flush=True)
-        result["kill"] = kill_scenario(work, a.kill_mib, ["yichui-hf", "yichui-modelscope", "huggingface_hub",
-                                                          "modelscope"], a.seed)
+        result["kill"] = {n: kill_scenario(work, a.kill_mib, ["yichui-hf", "yichui-modelscope", "huggingface_hub",
+                                                              "modelscope"], a.seed, int(n)) for n in a.kills.split(",")}
         print(json.dumps(result, indent=2))
         if a.out:
             Path(a.out).write_text(json.dumps(result, indent=2) + "\n")

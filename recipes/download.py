@@ -46,11 +46,18 @@ def questions(ctx) -> list[Question]:
 
 # Errors that say the user's own input is wrong (exit 2, as a bad answer in a session); every other error of a
 # download is a failure of the world — network, hub, access, disk, hash — and exits 1 (wizard/README.md, exit status)
-BAD_INPUT = frozenset({"hub.no_such_model", "hub.no_such_revision", "download.nothing_selected"})
+BAD_INPUT = frozenset({"hub.no_such_model", "hub.no_such_dataset", "hub.no_such_revision", "download.nothing_selected"})
 
 
 def _mirrors(value: str) -> list[str]:
     return [] if value.strip().lower() in ("", "none", "-") else [m.strip() for m in value.split(",") if m.strip()]
+
+
+def size_text(n: int) -> str:
+    """Bytes for a person: ``512 B``, ``3.4 MiB``, ``1.25 GiB`` (MiB = 2^20, GiB = 2^30 bytes)."""
+    if n < 1 << 20:
+        return f"{n} B" if n < 1 << 10 else f"{n / (1 << 10):.1f} KiB"
+    return f"{n / (1 << 20):.1f} MiB" if n < 1 << 30 else f"{n / (1 << 30):.2f} GiB"
 
 
 def remaining_bytes(local_dir: Path, files: list[hub.RemoteFile]) -> int:
@@ -107,8 +114,12 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
     if free < left * DISK_MARGIN:
         raise StepError("download.no_space", need=f"{left * DISK_MARGIN / 2**30:.2f}", free=f"{free / 2**30:.2f}",
                         path=str(local_dir))
-    say(msg("download.plan", n=len(files), gib=f"{total / 2**30:.3f}", repo=repo_id, commit=(commit or revision)[:12],
-            path=str(local_dir), left=f"{left / 2**30:.3f}"))
+    say(msg("download.plan", n=len(files), size=size_text(total), repo=repo_id, commit=(commit or revision)[:12],
+            path=str(local_dir), left=size_text(left)))
+    partial = sum(downloader.recorded_bytes(local_dir / f.path, f.size, f.sha256) for f in files
+                  if not downloader.is_complete(local_dir / f.path, f.size, f.sha256, f.git_sha1))
+    if partial:  # an earlier run's bytes: said, so that a user sees the download continue rather than restart
+        say(msg("download.resuming", size=size_text(partial)))
     items = [downloader.Item(f.path, url(f), f.size, f.sha256, f.git_sha1) for f in files]
     with progress(msg(title if left else "download.verify", repo=repo_id), total, "B") as bar:
         bar.update(completed=total - left)

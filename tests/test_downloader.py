@@ -93,6 +93,40 @@ def test_download_verified_with_faults_resumed_in_process(server, root, tmp_path
     assert again == {"files": 2, "skipped": 2, "fetched_bytes": 0}
 
 
+def test_a_range_from_byte_0_is_hashed_as_it_arrives_not_read_back(server, root, tmp_path, monkeypatch):
+    """Verification reads from the disk only what its first range did not hash on the way in: nothing for a file
+    fetched as one range, the earlier run's bytes for a resumed one, the other ranges' for a split one."""
+    read = {}
+    real = downloader._File.hash_until
+
+    def counting(f, end):
+        before = f.hashed
+        real(f, end)
+        read[f.item.path] = read.get(f.item.path, 0) + f.hashed - before
+
+    monkeypatch.setattr(downloader._File, "hash_until", counting)
+    commit, its = items(server)
+    downloader.Downloader(tmp_path / "one", commit=commit).fetch(its)
+    assert sha(tmp_path / "one" / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert read == {"config.json": 0, "model.safetensors": 0}
+
+    read.clear()
+    leave_partial(server, tmp_path / "resumed")
+    side = json.loads((tmp_path / "resumed" / ("model.safetensors" + downloader.SIDE)).read_text())
+    before = sum(s[2] for s in side["segments"])
+    server.hub.faults = []
+    read.clear()
+    downloader.Downloader(tmp_path / "resumed", commit=commit).fetch(its)
+    assert sha(tmp_path / "resumed" / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert read["model.safetensors"] == before > 0
+
+    read.clear()
+    monkeypatch.setattr(downloader, "SEGMENT_MIN", 4 * MB)
+    downloader.Downloader(tmp_path / "split", commit=commit, ranges=4).fetch(its)
+    assert sha(tmp_path / "split" / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert read["model.safetensors"] == 24 * MB - 6 * MB  # all but the first of 4 ranges
+
+
 def test_corrupt_bytes_are_fetched_again_once_then_reported(server, root, tmp_path):
     server.hub.faults = [{"path": "model.safetensors", "corrupt_at": 5 * MB, "times": 1}]
     commit, its = items(server)
@@ -271,9 +305,15 @@ def test_kill_9_of_the_download_command_then_the_same_command_continues(root, tm
             os.kill(p.pid, signal.SIGKILL)
             p.wait()
             assert part.exists()
-        r = subprocess.run(cmd, env=env_for(home), capture_output=True, text=True, timeout=120)
+        kept = done_bytes()
+        r = subprocess.run(cmd, env=env_for(home, COLUMNS="200", LANG="C.UTF-8"), capture_output=True, text=True,
+                           timeout=120)
         assert r.returncode == 0, r.stderr
         assert sha(out / "model.safetensors") == sha(root / "org/model/model.safetensors")
+        from recipes import download as dl
+        from wizard import i18n
+
+        assert i18n.t("download.resuming", size=dl.size_text(kept)) in r.stdout  # the user sees it continue
         import urllib.request
 
         sent = json.loads(urllib.request.urlopen(url + "/_yichui/stats").read())["bytes_sent"]["model.safetensors"]
@@ -307,11 +347,11 @@ def test_dot_and_empty_path_segments_are_refused(bad):
     assert e.value.msg.key == "download.unsafe_path"
 
 
-def download_cmd(home, server, source, out, *more):
+def download_cmd(home, server, source, out, *more, **env):
     from conftest import yichui
 
     return yichui(home, "download", "org/model", "--source", source, "--endpoint", server.url, "--local-dir", str(out),
-                  *more, LANG="C.UTF-8", COLUMNS="200")
+                  *more, **({"LANG": "C.UTF-8", "COLUMNS": "200"} | env))
 
 
 def one_line(text: str) -> str:
@@ -377,6 +417,35 @@ def test_exit_status_is_2_for_the_users_input_and_1_for_the_world(server, tmp_pa
     server.hub.faults = [{"path": "model.safetensors", "status": 403}]
     r = download_cmd(home, server, "hf", tmp_path / "c")
     assert r.returncode == 1, r.stderr
+
+
+@pytest.mark.parametrize("source,key,variable", [("hf", "hub.missing_or_private", "HF_TOKEN"),
+                                                  ("modelscope", "hub.denied", "MODELSCOPE_API_TOKEN")])
+def test_a_private_repository_names_the_hubs_token_and_the_token_opens_it(server, root, tmp_path, home, source, key,
+                                                                           variable):
+    """Each hub answers a private repository without a valid token with a 401 (the Hub's says "RepoNotFound": a
+    private repository looks missing). One line naming that hub's own token variable, exit 1 (the world refused),
+    nothing written; the token in that variable then opens it, and is printed nowhere."""
+    from wizard import i18n
+
+    token = "hf_private_test_token_0123456789"
+    server.hub.modes = {"private": token}
+    r = download_cmd(home, server, source, tmp_path / "a")
+    assert r.returncode == 1, r.stderr
+    want = one_line(i18n.t(key, repo="org/model", endpoint=server.url, token=variable))
+    assert want in one_line(r.stderr + r.stdout) and "Traceback" not in r.stderr
+    assert not list((tmp_path / "a").rglob("*.safetensors*")) if (tmp_path / "a").exists() else True
+    r = download_cmd(home, server, source, tmp_path / "a", **{variable: token})
+    assert r.returncode == 0, r.stderr
+    assert sha(tmp_path / "a" / "model.safetensors") == sha(root / "org/model/model.safetensors")
+    assert token not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("source", ["hf", "modelscope"])
+def test_a_missing_dataset_is_called_a_dataset(server, source):
+    with pytest.raises(StepError) as e:
+        hub.list_files(source, "org/no-such-data", server.url, "main", "dataset")
+    assert e.value.msg.key == "hub.no_such_dataset"
 
 
 def test_429_waits_as_long_as_retry_after_says_then_a_persistent_one_is_one_line(server, root, tmp_path, monkeypatch):

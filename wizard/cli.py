@@ -556,7 +556,7 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
         ui.warn(T("cli.download.interrupted", repo=repo_id))
         raise typer.Exit(130)
     ui.success(T("cli.download.done", path=out["model_dir"], commit=out["commit"] or revision,
-                 mib=f"{out['fetched_bytes'] / 2**20:.1f}"))
+                 size=dl.size_text(out["fetched_bytes"])))
 
 
 # faults whose advice names a session's settings, in `yichui download`'s own words

@@ -257,6 +257,14 @@ CATALOG: dict[str, dict[str, str]] = {
     # hub
     "hub.no_such_model": {"en": "No such model: {repo} on {endpoint}. Check the id (org/name) or the source.",
                           "zh": "没有这个模型：{endpoint} 上不存在 {repo}。请检查 ID（组织/名称）或来源。"},
+    "hub.no_such_dataset": {"en": "No such dataset: {repo} on {endpoint}. Check the id (org/name) or the source.",
+                            "zh": "没有这个数据集：{endpoint} 上不存在 {repo}。请检查 ID（组织/名称）或来源。"},
+    "hub.denied": {"en": "{endpoint} refuses access to {repo}: set {token} to a token that may read it.",
+                   "zh": "{endpoint} 拒绝访问 {repo}：请把 {token} 设为有读取权限的令牌。"},
+    "hub.missing_or_private": {"en": "{endpoint} shows no {repo} without a token: check the id (org/name), or, for a "
+                                     "private repository, set {token} to a token that may read it.",
+                               "zh": "未带令牌时 {endpoint} 上看不到 {repo}：请检查 ID（组织/名称）；若是私有仓库，请把 {token} "
+                                     "设为有读取权限的令牌。"},
     "hub.gated": {"en": "{repo} on {endpoint} is gated: accept its licence on the hub, then set HF_TOKEN.",
                   "zh": "{repo}（{endpoint}）需要授权：请先在网站上同意其许可，再设置 HF_TOKEN。"},
     "hub.no_such_revision": {"en": "{repo} has no revision {revision!r}: use a branch, tag or commit that exists.",
@@ -271,9 +279,9 @@ CATALOG: dict[str, dict[str, str]] = {
     "hub.empty_listing": {"en": "{endpoint} lists no files for this repository and revision: check the id and the "
                                 "revision on the hub, or use another endpoint.",
                           "zh": "{endpoint} 没有列出该仓库此版本的任何文件：请在 Hub 上核对 ID 和版本，或换一个端点。"},
-    "hub.bad_answer": {"en": "{endpoint} answers, but not as a Hugging Face hub does ({error}): check that it is a "
+    "hub.bad_answer": {"en": "{endpoint} answers, but not as a model hub does ({error}): check that it is a "
                              "hub or a mirror's base URL (e.g. https://hf-mirror.com).",
-                       "zh": "{endpoint} 有应答，但不像 Hugging Face 仓库（{error}）：请确认它是模型仓库或镜像的根地址（例如 https://hf-mirror.com）。"},
+                       "zh": "{endpoint} 有应答，但不像模型仓库（{error}）：请确认它是模型仓库或镜像的根地址（例如 https://hf-mirror.com）。"},
     "hub.no_local_model": {"en": "{path} holds no config.json: give the folder of a transformers model.",
                            "zh": "{path} 中没有 config.json：请给出 transformers 模型所在的目录。"},
     "hub.unknown_source": {"en": "Unknown source {source!r}; sources are: {sources}.",
@@ -325,8 +333,10 @@ CATALOG: dict[str, dict[str, str]] = {
     "download.local": {"en": "Using the local model in {path}; nothing to download.", "zh": "使用本地模型 {path}，无需下载。"},
     "download.metadata_progress": {"en": "Small files of {repo} (config, tokenizer, chat template; no weights)",
                                    "zh": "{repo} 的小文件（配置、分词器、对话模板；不含权重）"},
-    "download.plan": {"en": "{n} files, {gib} GiB, of {repo} at commit {commit} into {path} ({left} GiB still to fetch).",
-                      "zh": "{repo}（提交 {commit}）的 {n} 个文件，共 {gib} GiB，下载到 {path}（还需下载 {left} GiB）。"},
+    "download.plan": {"en": "{n} files, {size}, of {repo} at commit {commit} into {path} ({left} still to fetch).",
+                      "zh": "{repo}（提交 {commit}）的 {n} 个文件，共 {size}，下载到 {path}（还需下载 {left}）。"},
+    "download.resuming": {"en": "Resuming: {size} already on disk from an earlier run are kept, not fetched again.",
+                          "zh": "继续下载：上次已下载的 {size} 保留在磁盘上，不再重新下载。"},
     "download.progress": {"en": "Downloading {repo}", "zh": "正在下载 {repo}"},
     "download.verify": {"en": "Checking the files of {repo} (nothing left to fetch)",
                         "zh": "正在校验 {repo} 的文件（无需再下载）"},
@@ -787,8 +797,8 @@ CATALOG: dict[str, dict[str, str]] = {
                                         "the hub's limits).",
                                   "zh": "Hub 对 {file} 持续返回 429（请求过多）；已下载的部分保留——约 {seconds} 秒后再次运行同一命令"
                                         "（使用 token 可提高 Hub 的限额）。"},
-    "cli.download.done": {"en": "Downloaded into {path} (commit {commit}; {mib} MiB fetched this run).",
-                          "zh": "已下载到 {path}（提交 {commit}；本次传输 {mib} MiB）。"},
+    "cli.download.done": {"en": "Downloaded into {path} (commit {commit}; {size} fetched this run).",
+                          "zh": "已下载到 {path}（提交 {commit}；本次传输 {size}）。"},
     "download.nothing_selected": {"en": "No file of {repo} ({n} listed) matches the selection: check --include / --exclude.",
                                   "zh": "{repo} 的文件（共 {n} 个）都不符合选择条件：请检查 --include / --exclude。"},
     "download.describing": {"en": "The hub's listing gives no size for {n} file(s); asking the hub for each (HEAD).",

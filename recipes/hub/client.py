@@ -40,7 +40,15 @@ class RemoteFile:
     git_sha1: str | None = None
 
 
-def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> StepError:
+TOKEN_ENV = {"hf": "HF_TOKEN", "modelscope": "MODELSCOPE_API_TOKEN"}  # what each hub's client reads
+
+
+def _missing(repo_id: str, endpoint: str, repo_type: str) -> StepError:
+    return StepError("hub.no_such_dataset" if repo_type == "dataset" else "hub.no_such_model", repo=repo_id,
+                     endpoint=endpoint)
+
+
+def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_type: str = "model") -> StepError:
     from huggingface_hub import errors
 
     if isinstance(exc, errors.LocalEntryNotFoundError):  # no connection and nothing cached
@@ -51,8 +59,10 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> St
                          error=f"{type(cause).__name__}: {_first_line(cause)}" if cause else type(exc).__name__)
     if isinstance(exc, errors.GatedRepoError):
         return StepError("hub.gated", repo=repo_id, endpoint=endpoint)
-    if isinstance(exc, errors.RepositoryNotFoundError):
-        return StepError("hub.no_such_model", repo=repo_id, endpoint=endpoint)
+    if isinstance(exc, errors.RepositoryNotFoundError):  # with a 401 the Hub does not say which: missing or private
+        if getattr(getattr(exc, "response", None), "status_code", None) == 401:
+            return StepError("hub.missing_or_private", repo=repo_id, endpoint=endpoint, token=TOKEN_ENV["hf"])
+        return _missing(repo_id, endpoint, repo_type)
     if isinstance(exc, errors.RevisionNotFoundError):
         return StepError("hub.no_such_revision", repo=repo_id, revision=revision)
     if isinstance(exc, errors.EntryNotFoundError):
@@ -69,14 +79,19 @@ def _first_line(exc: Exception) -> str:
     return lines[0] if lines else ""
 
 
-def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str) -> StepError:
+def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_type: str = "model") -> StepError:
+    from modelscope_hub.errors import AuthenticationError, PermissionDeniedError
+
     text = str(exc)
+    if isinstance(exc, (AuthenticationError, PermissionDeniedError)) or \
+            re.search(r"\b(401|403)\b|unauthori[sz]ed|forbidden", text, re.I):  # the legacy client's text
+        return StepError("hub.denied", repo=repo_id, endpoint=endpoint, token=TOKEN_ENV["modelscope"])
     if isinstance(exc, (ValueError, TypeError, KeyError, AttributeError)) and "404" not in text:
         return StepError("hub.bad_answer", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
     if "404" in text or "not found" in text.lower() or "not exist" in text.lower():
         if "revision" in text.lower() and revision not in ("main", "master", ""):  # ModelScope names what is missing
             return StepError("hub.no_such_revision", repo=repo_id, revision=revision)
-        return StepError("hub.no_such_model", repo=repo_id, endpoint=endpoint)
+        return _missing(repo_id, endpoint, repo_type)
     return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 
@@ -170,7 +185,7 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
         except StepError:
             raise
         except Exception as e:
-            raise _hf_errors(e, repo_id, endpoint, revision) from None
+            raise _hf_errors(e, repo_id, endpoint, revision, repo_type) from None
         return _checked(endpoint, info.sha, files)
     # modelscope 1.40 delegates to modelscope_hub; its file listing keeps each file's sha256 (the legacy wrapper
     # drops it) but not the commit, which the files API carries per file ("Revision"): read there, else None.
@@ -187,7 +202,7 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
     except StepError:
         raise
     except Exception as e:
-        raise _ms_errors(e, repo_id, endpoint, revision) from None
+        raise _ms_errors(e, repo_id, endpoint, revision, repo_type) from None
     return _checked(endpoint, _ms_commit(repo_id, endpoint, revision, repo_type), files, strict_commit=False)
 
 

@@ -31,7 +31,7 @@ from recipes.base import StepError
 
 CHUNK = 256 << 10             # bytes per read from the socket (small enough for Ctrl-C to stop promptly)
 SIDECAR_EVERY = 64 << 10      # update the sidecar after this many new bytes in a segment (bounds re-fetch after a kill)
-SEGMENT_MIN = 64 << 20        # files larger than this are fetched as several ranges at once
+SEGMENT_MIN = 16 << 20        # files larger than this are fetched as several ranges at once
 RETRIES = 6                   # attempts per range before giving up (backoff 0.5 s, doubling, at most 8 s)
 TIMEOUT = (10, 60)            # connect, read timeouts (s): a stalled connection is retried, never waited on forever
 PART, SIDE = ".yichui-part", ".yichui-part.json"
@@ -90,6 +90,31 @@ class _File:
     side_len: int = -1
     whole: bool = False     # the server ignored a Range: once its other ranges end, one stream from byte 0
     restarts: int = 0       # such restarts so far
+    hasher: object = None   # the hash of bytes [0, hashed), fed by the range that starts at byte 0 as it arrives
+    hashed: int = 0
+
+    def expected(self) -> tuple[str, str | None]:
+        """("sha256", hex) for an LFS file, ("sha1", git object id) for a small one, (.., None) without a hash."""
+        return ("sha256", self.item.sha256) if self.item.sha256 else ("sha1", self.item.git_sha1)
+
+    def new_hasher(self):
+        """A fresh hash of the kind :meth:`expected` names (git's object id hashes a ``blob <size>\\0`` header)."""
+        algo, _ = self.expected()
+        self.hashed = 0
+        self.hasher = hashlib.sha256() if algo == "sha256" else hashlib.sha1(b"blob %d\0" % self.item.size)
+        return self.hasher
+
+    def hash_until(self, end: int) -> None:
+        """Feed the hash the bytes [hashed, end) from the part file (a resumed range's bytes from an earlier run,
+        or the other ranges' once the first has ended)."""
+        with open(self.part, "rb") as fh:
+            fh.seek(self.hashed)
+            while self.hashed < end:
+                block = fh.read(min(8 << 20, end - self.hashed))
+                if not block:
+                    raise OSError(errno.EIO, f"{self.part}: shorter than its sidecar says")
+                self.hasher.update(block)
+                self.hashed += len(block)
 
 
 def safe_relpath(path: str) -> str:
@@ -262,7 +287,9 @@ class Downloader:
             KeyboardInterrupt: after ``stop`` was set (Ctrl-C); partial files and sidecars are kept.
         """
         with folder_lock(self.local_dir):
-            files = [self._prepare(it) for it in items]
+            # one HEAD per file (its ETag): at once, not one round trip after another
+            with ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="yichui-prep") as pool:
+                files = list(pool.map(self._prepare, items))
             todo = [f for f in files if f is not None]
             skipped = len(files) - len(todo)
             if todo:
@@ -335,6 +362,7 @@ class Downloader:
         f.side.unlink(missing_ok=True)
         with f.lock:
             f.segments = segments
+            f.hasher, f.hashed = None, 0
         f.dest.parent.mkdir(parents=True, exist_ok=True)
         with open(f.part, "wb") as fh:
             fh.truncate(f.item.size)
@@ -478,6 +506,13 @@ class Downloader:
                 # one socket read at a time (read1): the bytes that arrived before a connection dropped are written,
                 # where a read that fills CHUNK would raise and discard them
                 r.raw.enforce_content_length = False
+                # the range from byte 0 hashes what it writes, in order: a file fetched as one range needs no
+                # second read to be verified (bytes of an earlier run are hashed from the disk first)
+                hashing = start == 0 and f.expected()[1] is not None
+                if hashing:
+                    if f.hasher is None:
+                        f.new_hasher()
+                    f.hash_until(start + done)
                 with open(f.part, "r+b") as fh:
                     pos = start + done
                     while True:
@@ -486,6 +521,9 @@ class Downloader:
                         block = r.raw.read1(CHUNK)[: end - pos]
                         if not block:
                             break
+                        if hashing:
+                            f.hasher.update(block)
+                            f.hashed += len(block)
                         view = memoryview(block)
                         while view:  # a short write (a disk filling up) counts only what reached the file
                             n = os.pwrite(fh.fileno(), view, pos)
@@ -545,9 +583,14 @@ class Downloader:
                 pass  # the previous sidecar stays valid
 
     def _finish(self, f: _File) -> bool:
-        """Verify and move into place. False: the hash was wrong once, the file is to be fetched again."""
-        algo, want = ("sha256", f.item.sha256) if f.item.sha256 else ("git", f.item.git_sha1)
-        if want and hash_file(f.part, algo) != want:
+        """Verify and move into place (in a worker: hashing what the first range did not hash runs beside the other
+        files' transfers). False: the hash was wrong once, the file is to be fetched again."""
+        _, want = f.expected()
+        if want:
+            if f.hasher is None:
+                f.new_hasher()
+            f.hash_until(f.item.size)
+        if want and f.hasher.hexdigest() != want:
             if f.refetched:
                 self._discard(f)
                 raise StepError("download.bad_hash", file=f.item.path)
@@ -565,14 +608,18 @@ class Downloader:
     def _run(self, files: list[_File]) -> None:
         pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="yichui-dl")
         pending: dict = {}  # future → its file; a file is finished when it has none left
+        verifying: set = set()  # the futures of _finish
 
-        def submit(f: _File) -> None:
-            self.on_file(f.item.path, "start")
+        def submit(f: _File, announce: bool = True) -> None:
+            if announce:
+                self.on_file(f.item.path, "start")
             missing = [i for i, s in enumerate(f.segments) if s[0] + s[2] < s[1]]
             for i in missing:
                 pending[pool.submit(self._segment, f, i)] = f
-            if not missing and not self._finish(f):  # all on disk already (a resumed part): verify it now
-                submit(f)
+            if not missing:  # all on disk (its last range ended, or a resumed part): verify it
+                fut = pool.submit(self._finish, f)
+                verifying.add(fut)
+                pending[fut] = f
 
         try:
             for f in files:
@@ -582,6 +629,11 @@ class Downloader:
                 for fut in done:
                     f = pending.pop(fut, None)
                     if f is None:  # cancelled by a range of its file that ended before it in this turn
+                        continue
+                    if fut in verifying:
+                        verifying.discard(fut)
+                        if not fut.result():  # the hash was wrong once: fetched again from byte 0
+                            submit(f)
                         continue
                     try:
                         fut.result()
@@ -598,8 +650,8 @@ class Downloader:
                             raise StepError("download.range_ignored", file=f.item.path, n=RETRIES)
                         self._reset(f, [[0, f.item.size, 0]])  # the server ignores Range: one stream from byte 0
                         submit(f)
-                    elif not self._finish(f):
-                        submit(f)
+                    else:
+                        submit(f, announce=False)  # every range done: verified in the pool
         except BaseException:
             self.stop.set()
             for fut in pending:

@@ -28,6 +28,9 @@ Modes, for tests and benchmarks: ``POST /_yichui/modes`` with a JSON object, ``D
 ``{"listing": "names"}`` lists file names without sizes or hashes on both hubs (a mirror that ignores ``blobs``, a
 proxy that rewrites listings), while each file's HEAD still tells its size and ETag; ``{"head_size": false}``
 answers a file's HEAD without ``Content-Length`` or ``X-Linked-Size`` (a proxy that strips them).
+``{"private": TOKEN}`` answers every API and file request without ``Authorization: Bearer TOKEN`` as each hub answers
+for a private repository: HTTP 401 with ``X-Error-Code: RepoNotFound`` (Hugging Face: a private repository looks
+missing) or ModelScope's error envelope (code 10010103009).
 ``{"cdn": true}`` answers a large (LFS) file's ``resolve`` with a 302 to storage on another host (``localhost`` on
 the second port, as the Hub redirects to its CDN) carrying ``X-Linked-Size``, ``X-Linked-Etag`` (sha256) and
 ``X-Repo-Commit``; storage serves the bytes only behind the signed URL until it expires (``"cdn_ttl"`` seconds,
@@ -314,6 +317,13 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/_yichui/stats":
             return self._json({"bytes_sent": self.hub.bytes_sent, "requests": len(self.hub.requests)})
         self.hub.requests.append((self.command, self.path, self.headers.get("Range")))
+        token = self.hub.modes.get("private")
+        if token and self.headers.get("Authorization") != f"Bearer {token}":  # a private repository, as each hub
+            if path.startswith("/api/v1/"):                                   # answers it without a valid token
+                return self._json({"Code": 10010103009, "Message": "AccessToken is invalid or expired",
+                                   "Success": False, "RequestId": "local"}, 401)
+            return self._hf_error("RepoNotFound", "Repository Not Found for url: " + self.path + ". If you are "
+                                  "trying to access a private or gated repo, make sure you are authenticated.", 401)
         if path.startswith("/api/v1/"):
             return self._modelscope(path[len("/api/v1/"):], query)
         if path.startswith("/api/models/"):
