@@ -63,7 +63,7 @@ def varied_dataset(path: Path, tokenizer_dir: Path, n: int = 600) -> None:
 def run(name: str, model_dir: Path, data: dict, work: Path, device: str = "cuda") -> dict:
     from memory_accuracy import events, median_tokens_per_s
 
-    from recipes.train import trainer_env, worker_argv
+    from recipes.training.runner import trainer_env, worker_argv
 
     procs, dist, mb, ga, method, packing, ds = RUNS[name]
     tdir = work / "runs" / name

@@ -2,7 +2,7 @@
 """Memory-model accuracy: predicted vs measured peak GPU memory of yichui's own training path.
 
 Measure (GPU machine): for each configuration of the grid, run ``recipes.train_worker`` (the trainer yichui starts:
-trl SFTTrainer + peft, the allocator settings of recipes.train.trainer_env) for a few steps on random weights of a
+trl SFTTrainer + peft, the allocator settings of recipes.training.runner.trainer_env) for a few steps on random weights of a
 real shape, and record the peak reserved memory + what lies outside the allocator (CUDA context), i.e. what
 nvidia-smi shows. Two GPUs run two configurations at once; each configuration is its own process.
 
@@ -142,7 +142,7 @@ def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int) -> None
 
 
 def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, device: str = "cuda") -> dict:
-    from recipes.train import trainer_env
+    from recipes.training.runner import trainer_env
 
     shape, method, ckpt, seq, batch = cfg[:5]
     extra = cfg[5] if len(cfg) > 5 else {}

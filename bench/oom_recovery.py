@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """OOM recovery on a real GPU: a configuration that cannot fit raises a real CUDA out-of-memory error in yichui's
-trainer; the train step's rule (recipes.train.recover: half the micro-batch, twice the accumulation, checkpointing
+trainer; the train step's rule (recipes.training.runner.recover: half the micro-batch, twice the accumulation, checkpointing
 on) is applied until the run fits, exactly as the step does between launches; the effective batch stays the same.
 
     python bench/oom_recovery.py --out $OUT/oom.jsonl      (GPU machine)
@@ -31,7 +31,7 @@ def main() -> None:
 
     from memory_accuracy import environment, events, prepare_shape, synthetic_dataset
 
-    from recipes.train import recover, trainer_env
+    from recipes.training.runner import recover, trainer_env
 
     work = Path(tempfile.mkdtemp(prefix="yichui-oom-"))
     model_dir = prepare_shape("qwen2.5-0.5b", work, weights=False)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""What the preflight smoke run costs on a GPU, and what it saves: recipes.preflight.run (the choose_strategy step's
+"""What the preflight smoke run costs on a GPU, and what it saves: recipes.training.preflight.run (the choose_strategy step's
 code) on real model shapes — config.json of Qwen2.5-7B / Llama-3.1-8B, the tiny tokenizer (its ids fit any vocab) —
 for LoRA, QLoRA (NF4) and a full fine-tune, plus one strategy that must fail (sequence length 16: no record fits).
 Each row: seconds from nothing to the verdict (building the 2-layer random copy included), peak reserved GPU memory
@@ -54,7 +54,8 @@ def main() -> None:
 
     from memory_accuracy import environment, prepare_shape, synthetic_dataset
 
-    from recipes import memory, preflight
+    from recipes import memory
+    from recipes.training import preflight
     from recipes.base import StepError
 
     env = environment()

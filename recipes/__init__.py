@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 
+__version__ = "0.1.0"  # pyproject.toml's; the session file and the model cards record it
+
 # the strategy is chosen (and smoke-tested on a 2-layer random copy) before the weights are downloaded
 STEPS = ("select_model", "evaluate_memory", "choose_strategy", "download", "train", "export", "deploy", "evaluate",
          "chat")

@@ -5,7 +5,7 @@ gradient accumulation, sequence length, learning rate, steps or epochs, checkpoi
 one or a local json / jsonl in alpaca or messages format) with two samples rendered through the model's chat template.
 Defaults come from the memory step's recommendation; the chosen configuration is estimated again. Every record is
 rendered through the chat template, and (unless declined) the strategy is smoke-tested on a 2-layer random copy of
-the architecture (recipes/preflight.py) — all before the weights are downloaded (the next step).
+the architecture (recipes/training/preflight.py) — all before the weights are downloaded (the next step).
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from pathlib import Path
 from recipes import datasets, memory, planner
 from recipes.hub import client as hub
 from recipes.base import Choice, Question, StepError, in_range, msg
-from recipes.select_model import metadata_dir, trusted
+from recipes.handoff import metadata_dir, trusted
 
 name = "choose_strategy"
-requires = ("select_model", "evaluate_memory")
+requires = ("select_model", "evaluate_memory", "download")  # download: as evaluate_memory
 
 
 def _targets_check(known: list[str]):
@@ -252,13 +252,13 @@ def dataset_path(ctx, answers: dict) -> str:
         return answers["dataset_path"]
     import fnmatch
 
-    from recipes import download
+    from recipes.hub import snapshot
 
     sel = ctx.outputs("select_model")
     source = sel.get("source") if sel.get("source") in ("hf", "modelscope") else "hf"
     endpoint = sel.get("endpoint") if sel.get("source") == source else hub.default_endpoint(source)
     pattern, sample = datasets.split_sample(answers.get("dataset_file") or "*")
-    out = download.fetch(source, answers["dataset_repo"], endpoint, "main",
+    out = snapshot.fetch(source, answers["dataset_repo"], endpoint, "main",
                          ctx.home / "datasets" / source / answers["dataset_repo"], ctx.progress, ctx.info,
                          repo_type="dataset")
     files = sorted(f["path"] for f in out["files"] if f["path"].endswith(datasets.SUFFIXES)
@@ -301,7 +301,7 @@ def run(ctx, answers: dict) -> dict:
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0)}
     smoke = None
     if answers.get("preflight", True):
-        from recipes import preflight
+        from recipes.training import preflight
 
         smoke = preflight.run(ctx, strategy, path)
     return {"strategy": strategy, "preflight": smoke, "dataset_path": path, "dataset_format": fmt, "n_records": len(convs),

@@ -29,13 +29,13 @@ from pathlib import Path
 
 from recipes import jobs, memory, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
-from recipes.select_model import trusted
+from recipes.handoff import trusted
 from recipes.serving import client, engines, keys, server
 from recipes.serving import spec as specs
 from recipes.serving.server import LOOPBACK, client_base, free_port, host_error, port_free, wait_healthy
 
 name = "deploy"
-requires = ("download",)  # and the export when there is one
+requires = ("select_model", "evaluate_memory", "choose_strategy", "download", "train", "export")
 BACKENDS = specs.ENGINES
 GPU_ENGINES = specs.GPU_ENGINES
 STOP_CHECK_TOKENS = 256  # the replies of the start-up check must end within this many tokens

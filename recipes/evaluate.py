@@ -19,11 +19,11 @@ from pathlib import Path
 
 from recipes import datasets, harness, jobs
 from recipes.base import Choice, Question, StepError, in_range, msg
-from recipes.select_model import trusted
+from recipes.handoff import trusted
 from recipes.serving import spec as specs
 
 name = "evaluate"
-requires = ("select_model",)
+requires = ("select_model", "choose_strategy", "download", "train", "export", "deploy")
 METRICS = ("loss", "perplexity", "exact_match", "rouge_l")
 EXAMPLES = 3
 
@@ -152,14 +152,14 @@ def _have_data(ctx, bench: str, subsets: list[str], source: str) -> bool:
 
 def _fetch(ctx, bench: str, answers: dict) -> Path:
     """The benchmark's files through yichui's downloader (resumable, verified), unless already complete."""
-    from recipes import download
+    from recipes.hub import snapshot
 
     source = answers["benchmark_source"]
     subs = _subsets(answers) if bench == "mmlu" else None
     target = data_dir(ctx, source, bench)
     files = harness.files_for(bench, subs)
     if not all((target / f).exists() for f in files):
-        download.fetch(source, harness.BENCHMARKS[bench].repo, answers["benchmark_endpoint"], "main", target,
+        snapshot.fetch(source, harness.BENCHMARKS[bench].repo, answers["benchmark_endpoint"], "main", target,
                        ctx.progress, ctx.info, "dataset", files)
     return target
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from recipes import memory
 from recipes.base import Choice, Question, StepError, msg
-from recipes.select_model import metadata_dir, trusted
+from recipes.handoff import metadata_dir, trusted
 
 name = "evaluate_memory"
-requires = ("select_model",)
+requires = ("select_model", "download")  # download: where a session from before v5 kept the small files
 
 # (method, activation checkpointing) in the order shown; micro-batch 1, LoRA rank 8 on all linear layers
 STRATEGIES = [(m, c) for m in ("full", "lora", "qlora") for c in (False, True)]

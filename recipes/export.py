@@ -21,12 +21,12 @@ from pathlib import Path
 
 from recipes import datasets, memory, quality, quantize
 from recipes.base import Choice, Question, StepError, in_range, msg
-from recipes.select_model import trusted
+from recipes.handoff import trusted
 from recipes.serving import engines
 from recipes.serving import spec as specs
 
 name = "export"
-requires = ("download", "train")
+requires = ("select_model", "choose_strategy", "download", "train")
 SMOKE_QUESTION = "What is LoRA?"  # when training left no sample question (the quantize task)
 SMOKE_TOKENS = 128  # the greedy reply of the stop check must end within this many tokens
 
@@ -368,7 +368,7 @@ def _version(dist: str) -> str:
 
 def card(ctx, fmt: str, art: dict, check: dict | None) -> str:
     """The model card (README.md) of one artifact: what it is, how it was made, what the quality check measured."""
-    from wizard import __version__
+    from recipes import __version__
 
     sel, dl, cs, tr = (ctx.outputs(s) for s in ("select_model", "download", "choose_strategy", "train"))
     st = cs.get("strategy", {})

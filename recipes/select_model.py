@@ -11,9 +11,9 @@ import os
 import re
 from pathlib import Path
 
-from recipes import download, models
+from recipes import models
 from recipes.hub import client as hub
-from recipes.hub import downloader
+from recipes.hub import downloader, snapshot
 from recipes.base import Choice, Question, StepError, msg
 
 name = "select_model"
@@ -121,11 +121,6 @@ def _custom_code(answers: dict) -> dict:
     return config.get("auto_map") or {}
 
 
-def trusted(ctx) -> bool:
-    """Whether the user said yes to running the model's own code (every loader passes it as trust_remote_code)."""
-    return bool(ctx.outputs("select_model").get("trust_remote_code"))
-
-
 def run(ctx, answers: dict) -> dict:
     source = answers["source"]
     if source == "endpoint":
@@ -149,7 +144,7 @@ def run(ctx, answers: dict) -> dict:
     out = {"source": source, "endpoint": answers.get("endpoint"), "repo_id": repo if source != "local" else None,
            "local_path": repo if source == "local" else None, "revision": revision, "architecture": arch,
            "model_type": config.get("model_type"), "config": config, "trust_remote_code": bool(code)}
-    meta, commit = download.fetch_metadata(ctx, out)
+    meta, commit = snapshot.fetch_metadata(ctx.home, ctx.progress, out)
     out |= {"meta_dir": str(meta), "commit": commit}
     if code:  # what the yes covers: these files at this commit (download refuses another commit)
         out["custom_code"] = {"classes": code, "commit": commit, "files": [
@@ -157,16 +152,6 @@ def run(ctx, answers: dict) -> dict:
         ctx.warn(msg("select_model.custom_code_trusted", repo=repo, files=", ".join(p.name for p in meta.glob("*.py")),
                      commit=(commit or revision)[:12]))
     return out
-
-
-def metadata_dir(ctx) -> Path:
-    """Where the model's small files are: select_model's metadata folder, else (a session from before v5) the
-    downloaded model, else fetched now."""
-    sel = ctx.outputs("select_model")
-    for d in (sel.get("meta_dir"), ctx.outputs("download").get("model_dir")):
-        if d and (Path(d) / "config.json").is_file():
-            return Path(d)
-    return download.fetch_metadata(ctx, sel)[0]
 
 
 def is_done(ctx, record: dict) -> bool:

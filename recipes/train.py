@@ -8,30 +8,17 @@ its events until it finishes. Ctrl-C detaches the view; the training goes on.
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import sys
-import time
 from pathlib import Path
 
 from recipes import jobs, memory, plots
 from recipes.base import Choice, Question, StepError, msg
-from recipes.select_model import trusted
+from recipes.handoff import trusted
+from recipes.training.runner import (REPO, OutOfMemory, follow, meet, node_hosts, recover,
+                                     trainer_env, worker_argv)
 
 name = "train"
-requires = ("download", "choose_strategy")
-POLL_S = 0.5
-REPO = Path(__file__).resolve().parent.parent
-
-
-def trainer_env() -> dict:
-    """The trainer's environment. expandable_segments lets the CUDA caching allocator grow segments instead of
-    leaving fragmented blocks: lower, steadier peak reserved memory (the memory model is calibrated with it)."""
-    env = dict(os.environ)
-    env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
-    return env
-
-
+requires = ("select_model", "choose_strategy", "download")
 def questions(ctx) -> list[Question]:
     job = jobs.read(train_dir(ctx) / "trainer.pid.json")
     if job is not None and job.alive():
@@ -56,26 +43,6 @@ def _spec(ctx, answers: dict) -> dict:
     for change in ctx.outputs("train").get("recoveries", []):
         spec |= change["to"]
     return spec
-
-
-class OutOfMemory(Exception):
-    """The trainer reported a CUDA out-of-memory error after optimizer step ``step``."""
-
-    def __init__(self, step: int | None):
-        self.step = step
-
-
-def recover(spec: dict) -> dict | None:
-    """After a CUDA out-of-memory error: half the micro-batch and twice the gradient accumulation (the same
-    effective batch), and activation checkpointing on. None when nothing is left to give."""
-    before = {k: spec[k] for k in ("micro_batch", "grad_accum", "activation_checkpointing")}
-    after = dict(before)
-    if spec["micro_batch"] > 1:
-        after["micro_batch"] = spec["micro_batch"] // 2
-        after["grad_accum"] = spec["grad_accum"] * 2 if spec["micro_batch"] % 2 == 0 else \
-            -(-spec["micro_batch"] * spec["grad_accum"] // after["micro_batch"])
-    after["activation_checkpointing"] = True
-    return None if after == before else {"from": before, "to": after}
 
 
 def run(ctx, answers: dict) -> dict:
@@ -127,153 +94,12 @@ def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
     spec = _spec(ctx, answers) | {"launch": secrets.token_hex(6)}
     spec_path = tdir / "spec.json"
     spec_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False))
-    if len(_hosts(spec)) > 1:
-        _meet(ctx, spec, tdir, spec_path)
+    if len(node_hosts(spec)) > 1:
+        meet(ctx, spec, tdir, spec_path)
     argv = worker_argv(spec, spec_path)
     job = jobs.spawn("trainer", argv, tdir, env=trainer_env(), cwd=REPO)
     ctx.info(msg("train.started", pid=job.pid, log=job.log))
     return job
-
-
-def _hosts(spec: dict) -> list[str]:
-    from recipes.rendezvous import split_hosts
-
-    return split_hosts(spec.get("hosts") or "") if int(spec.get("nodes") or 1) > 1 else []
-
-
-def worker_argv(spec: dict, spec_path: Path, node_rank: int = 0) -> list[str]:
-    """The trainer's command: one process; several on this node (torch.distributed.run, standalone; gloo on CPU,
-    NCCL on GPUs); or node ``node_rank``'s share of several nodes (static rendezvous at the first host). DeepSpeed
-    and FSDP need the launcher's environment even for one process (the preflight smoke run of a multi-node plan)."""
-    worker = ["-m", "recipes.train_worker", str(spec_path)]
-    n, hosts = int(spec.get("processes") or 1), _hosts(spec)
-    if len(hosts) > 1:
-        launcher = [f"--nnodes={len(hosts)}", f"--node_rank={node_rank}", f"--master_addr={hosts[0]}",
-                    f"--master_port={spec['master_port']}"]
-    elif n > 1 or spec.get("distribution", "ddp") != "ddp":
-        launcher = ["--standalone"]
-    else:
-        return [sys.executable] + worker
-    return [sys.executable, "-m", "torch.distributed.run", *launcher, f"--nproc_per_node={n}"] + worker
-
-
-def _meet(ctx, spec: dict, tdir: Path, spec_path: Path) -> None:
-    """Several nodes: write each node's launch script and a DeepSpeed-style hostfile, print what to run where,
-    then wait for every node at the rendezvous (recipes/rendezvous.py) before this node starts its share.
-    Raises StepError when this machine is not the first host or the nodes do not all arrive."""
-    import shlex
-    import subprocess
-
-    from recipes import rendezvous
-
-    hosts = _hosts(spec)
-    master, n = f"{hosts[0]}:{spec['master_port']}", int(spec.get("processes") or 1)
-    if not rendezvous.is_local_address(hosts[0]):
-        raise StepError("train.master_not_here", host=hosts[0])
-    timeout = os.environ.get("YICHUI_RENDEZVOUS_TIMEOUT", "900")
-    checks = [[sys.executable, "-m", "recipes.rendezvous", f"--nodes={len(hosts)}", f"--node-rank={r}",
-               f"--master={master}", f"--timeout={timeout}"] for r in range(len(hosts))]
-    launch_dir = tdir / "launch"
-    launch_dir.mkdir(exist_ok=True)
-    (tdir / "hostfile").write_text("".join(f"{h} slots={n}\n" for h in hosts))
-    line = lambda argv: " ".join(shlex.quote(c) for c in argv)  # noqa: E731
-    for r, host in enumerate(hosts):
-        script = launch_dir / f"node-{r}.sh"
-        script.write_text(
-            "#!/usr/bin/env bash\n"
-            f"# yichui: node {r} of {len(hosts)}, to run on {host}. The repository, Python environment, model, data\n"
-            "# and run directory must be at the same paths on every node (a shared file system, or copies).\n"
-            "set -euo pipefail\n"
-            f"cd {shlex.quote(str(REPO))}\n"
-            "export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}\n"
-            f"{line(checks[r])}\n"
-            f"exec {line(worker_argv(spec, spec_path, r))}\n")
-        script.chmod(0o755)
-        if r:
-            ctx.info(msg("train.node_command", rank=r, host=host, script=str(script)))
-    ctx.info(msg("train.rendezvous_wait", nodes=len(hosts), master=master, timeout=timeout))
-    p = subprocess.run(checks[0], capture_output=True, text=True, cwd=REPO)
-    if p.returncode != 0:
-        raise StepError("train.rendezvous_failed", reason=(p.stderr.strip().splitlines() or ["?"])[-1],
-                        script=str(launch_dir / "node-1.sh"))
-    ctx.info(msg("train.rendezvous_ok", nodes=len(hosts), hosts=", ".join(json.loads(p.stdout)["hosts"])))
-
-
-def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
-    """Show the trainer's events (``tdir``: train/, or preflight/ for the smoke run; `yichui attach` too) in a live
-    view titled ``title`` until its ``done`` event.
-
-    Raises:
-        StepError: ``train.failed`` (its ``error`` event) or ``train.died``.
-        OutOfMemory: a CUDA out-of-memory error.
-        KeyboardInterrupt: Ctrl-C, or the trainer was stopped on purpose (`yichui stop`, SIGTERM).
-    """
-    events_path, offset, last, first, t_start = tdir / "events.jsonl", 0, {}, {}, time.time()
-    losses: list[float] = []
-    try:
-        launch = json.loads((tdir / "spec.json").read_text()).get("launch")
-    except (OSError, ValueError):
-        launch = None
-
-    def ours(e: dict) -> bool:  # events of this launch (one or several worker processes)
-        return e.get("launch") == launch if launch else e.get("pid") == job.pid
-    with ctx.live(title or msg("train.live_title", pid=job.pid)) as update:
-        while True:
-            events, offset = jobs.read_events(events_path, offset)
-            for e in events:
-                if not ours(e):
-                    continue
-                if e["event"] == "step":
-                    first, last = first or e, e
-                    losses.append(e.get("loss"))
-                elif e["event"] == "error":
-                    _wait_exit(job)
-                    if e.get("kind") == "oom":
-                        raise OutOfMemory(e.get("step"))
-                    raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
-                elif e["event"] == "done":
-                    update(_fields(ctx, first, last, t_start, losses) | {"_final": True})
-                    _wait_exit(job)
-                    return
-            if last:
-                update(_fields(ctx, first, last, t_start, losses))
-            if not job.alive():
-                events, offset = jobs.read_events(events_path, offset)
-                if any(ours(e) and e["event"] == "done" for e in events):
-                    return
-                if any(ours(e) and e["event"] == "error" for e in events):
-                    offset = 0  # handle the error event on the next pass
-                    continue
-                if job.stop_requested() or any(ours(e) and e["event"] == "stopped" for e in events):
-                    ctx.info(msg("train.stopped", pid=job.pid, id=ctx.session_id))
-                    raise KeyboardInterrupt  # stopped on purpose (`yichui stop`, SIGTERM): resumable, not a failure
-                ctx.warn(job.log_tail(8))
-                raise StepError("train.died", pid=job.pid, log=job.log)
-            time.sleep(POLL_S)
-
-
-def _wait_exit(job: jobs.Job, timeout: float = 30.0) -> None:
-    """After ``done`` the trainer only exits; wait for it so ``status`` never shows a finished job as running."""
-    end = time.monotonic() + timeout
-    while job.alive() and time.monotonic() < end:
-        time.sleep(0.1)
-
-
-def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = None) -> dict:
-    """The live view's rows; ETA from the step rate between the first and the latest event seen."""
-    if not e:
-        return {}
-    step, total = e.get("step", 0), e.get("total_steps") or 0
-    eta = "?"
-    if e is not first and e["step"] > first["step"]:
-        rate = (e["time"] - first["time"]) / (e["step"] - first["step"])
-        eta = f"{rate * max(0, total - step):.0f}s"
-    t = ctx.t
-    return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"),
-            t("train.field.lr"): f"{e.get('lr', 0):.2e}", t("train.field.tokens_per_s"): e.get("tokens_per_s") or "?",
-            t("train.field.memory"): f"{e.get('mem_gib')} ({t('train.mem.' + str(e.get('mem_kind')))})",
-            t("train.field.elapsed"): f"{time.time() - t_start:.0f}s", t("train.field.eta"): eta,
-            t("train.field.curve"): plots.sparkline(losses or [])}
 
 
 def is_done(ctx, record: dict) -> bool:

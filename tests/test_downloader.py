@@ -250,10 +250,10 @@ def test_disk_full_keeps_the_partial(server, small_disk):
 def test_preflight_refuses_before_any_byte_when_the_disk_is_too_small(server, small_disk):
     import contextlib
 
-    from recipes import download
+    from recipes.hub import snapshot
 
     with pytest.raises(StepError) as e:
-        download.fetch("hf", "org/model", server.url, "main", small_disk, lambda *a: contextlib.nullcontext(), print)
+        snapshot.fetch("hf", "org/model", server.url, "main", small_disk, lambda *a: contextlib.nullcontext(), print)
     assert e.value.msg.key == "download.no_space" and e.value.msg.args["path"] == str(small_disk.resolve())
     assert not any(small_disk.iterdir()) and "model.safetensors" not in server.hub.bytes_sent
 
@@ -310,7 +310,7 @@ def test_kill_9_of_the_download_command_then_the_same_command_continues(root, tm
                            timeout=120)
         assert r.returncode == 0, r.stderr
         assert sha(out / "model.safetensors") == sha(root / "org/model/model.safetensors")
-        from recipes import download as dl
+        from recipes.hub import snapshot as dl
         from wizard import i18n
 
         assert i18n.t("download.resuming", size=dl.size_text(kept)) in r.stdout  # the user sees it continue
@@ -619,7 +619,7 @@ def hostile(siblings=None, sha=COMMIT, raw_listing=None, head=None, get=None):
 def fetch_from(srv, out):
     import contextlib
 
-    from recipes import download
+    from recipes.hub import snapshot
 
     class Bar:  # the progress view's handle, drawing nothing
         def update(self, **k):
@@ -631,7 +631,7 @@ def fetch_from(srv, out):
         def file(self, *a):
             return self
 
-    return download.fetch("hf", "org/m", f"http://127.0.0.1:{srv.server_address[1]}", "main", out,
+    return snapshot.fetch("hf", "org/m", f"http://127.0.0.1:{srv.server_address[1]}", "main", out,
                           lambda *a: contextlib.nullcontext(Bar()), lambda m: None)
 
 

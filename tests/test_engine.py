@@ -269,3 +269,17 @@ def test_an_optional_text_answer_may_be_empty_others_may_not():
     assert check(Question("engine_args", "text", "deploy.engine_args", default="", optional=True), "", {}) == ("", None)
     assert check(Question("engine_args", "text", "deploy.engine_args", default="", optional=True), "  ", {}) == ("", None)
     assert check(Question("name", "text", "x", default=""), "", {})[1].key == "answer.empty"
+
+
+def test_a_step_reads_only_the_steps_its_requires_names(tmp_path, monkeypatch):
+    """Step b reads step a's outputs: refused while b's `requires` does not name a (the tests run strict), read once
+    it does."""
+    reader = make_step("b", [], run=lambda ctx, a: {"seen": ctx.outputs("a").get("echo")})
+    monkeypatch.setitem(STEPS, "b", reader)
+    e, s = engine(tmp_path, defaults={"a": {"n": 2}})
+    assert e.run() == 1  # a bug: the step fails, its traceback in the log
+    assert s.steps["b"]["status"] == "failed" and "UndeclaredRead" in json.dumps(s.steps["b"]["error"])
+    reader.requires = ("a",)
+    e2, s2 = engine(tmp_path / "again", defaults={"a": {"n": 2}})
+    assert e2.run() == 0
+    assert s2.steps["b"]["outputs"]["seen"]["n"] == 2

@@ -357,7 +357,7 @@ def test_out_of_memory_recovers_from_the_last_checkpoint(chain, monkeypatch):
 
 
 def test_recovery_gives_up_when_nothing_is_left():
-    from recipes.train import recover
+    from recipes.training.runner import recover
 
     assert recover({"micro_batch": 1, "grad_accum": 8, "activation_checkpointing": True}) is None
     assert recover({"micro_batch": 1, "grad_accum": 8, "activation_checkpointing": False})["to"] == {

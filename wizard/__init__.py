@@ -1,2 +1,2 @@
 """yichui's engine: command line, session file, answer precedence, terminal UI."""
-__version__ = "0.1.0"
+from recipes import __version__  # noqa: F401 - one version for the engine and the steps

@@ -530,7 +530,7 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
     """What `hf download` is to the hub, resumable and verified: the download step's code without a session."""
     import re
 
-    from recipes import download as dl
+    from recipes.hub import snapshot as dl
     from recipes.hub import client as hub
     from recipes.base import StepError
     from wizard.session import home
@@ -587,7 +587,7 @@ class _ViewCtx:
 @app.command(help=T("cli.attach"))
 def attach(session: Optional[str] = SessionArg):
     from recipes import jobs
-    from recipes import train as train_step
+    from recipes.training import runner as train_runner
     from recipes.base import StepError
     from wizard.session import all_sessions
 
@@ -604,13 +604,13 @@ def attach(session: Optional[str] = SessionArg):
         raise typer.Exit(1)
     ctx = _ViewCtx(ui, s.id)
     try:
-        train_step.follow(ctx, job, s.run_dir / "train")
+        train_runner.follow(ctx, job, s.run_dir / "train")
     except KeyboardInterrupt:
         ui.say(T("train.detached", pid=job.pid, id=s.id))
         raise typer.Exit(130)
     except StepError as e:
         raise _fail(e.msg.key, code=1, **e.msg.args)
-    except train_step.OutOfMemory:  # the wizard (resume) recovers from it
+    except train_runner.OutOfMemory:  # the wizard (resume) recovers from it
         raise _fail("cli.attach.oom", code=1, id=s.id)
     ui.success(T("cli.attach.done", id=s.id))
 

@@ -87,11 +87,17 @@ def check(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
     return value, err
 
 
+class UndeclaredRead(AssertionError):
+    """A step read the outputs or answers of a step its ``requires`` does not name (a programming error)."""
+
+
 class StepContext:
     """The ``Ctx`` a step receives (recipes.base.Ctx)."""
 
     def __init__(self, engine: "Engine", step: str):
         self._e, self._step = engine, step
+        # the steps whose outputs and answers it may read: itself and its ``requires``
+        self._reads = {step, *getattr(engine.load(step), "requires", ())}
         self.home = engine.home
         self.run_dir = engine.session.run_dir
         self.session_id = engine.session.id
@@ -102,10 +108,18 @@ class StepContext:
         return i18n.render(m, **args)
 
     def outputs(self, step: str) -> dict:
+        self._check_read(step)
         return self._e.session.steps.get(step, {}).get("outputs", {})
 
     def answers(self, step: str) -> dict:
+        self._check_read(step)
         return self._e.session.steps.get(step, {}).get("answers", {})
+
+    def _check_read(self, step: str) -> None:
+        """A step reads only what it declares (``requires``): with YICHUI_STRICT_REQUIRES=1 (the tests) any other
+        read raises, so a hand-off no declaration names cannot creep in."""
+        if step not in self._reads and os.environ.get("YICHUI_STRICT_REQUIRES") == "1":
+            raise UndeclaredRead(f"step {self._step!r} reads {step!r}, which its `requires` does not name")
 
     def info(self, m: Msg | str, **args: Any) -> None:
         self._e.ui.say(i18n.render(m, **args))

@@ -17,9 +17,10 @@ import shutil
 import time
 from pathlib import Path
 
-from recipes import datasets, jobs, train
+from recipes import datasets, jobs
 from recipes.base import StepError, msg
-from recipes.select_model import metadata_dir, trusted
+from recipes.handoff import metadata_dir, trusted
+from recipes.training import runner
 
 LAYERS = 2
 STEPS = 2
@@ -113,13 +114,13 @@ def run(ctx, strategy: dict, dataset_path: str) -> dict:
     spec_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False))
     ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
                  records=records_needed(strategy)))
-    job = jobs.spawn("trainer", train.worker_argv(spec, spec_path), pdir, env=train.trainer_env(), cwd=train.REPO)
+    job = jobs.spawn("trainer", runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(), cwd=runner.REPO)
     try:  # the train step's own view of the trainer's events
-        train.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))
+        runner.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))
     except KeyboardInterrupt:
         job.stop(timeout=5)  # a smoke run is not worth keeping: it starts from nothing on resume
         raise
-    except train.OutOfMemory:
+    except runner.OutOfMemory:
         raise StepError("preflight.oom", log=job.log) from None
     except StepError as e:  # train.failed (the trainer's error) or train.died (its log's last line)
         error = e.msg.args.get("error") or next(

@@ -1,0 +1,96 @@
+"""The house rules, read from every import of the code (those inside functions too): a step never imports another
+step, the domain code under recipes/ never imports the wizard, and no modules import each other in a circle."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import recipes
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for d in ("recipes", "wizard") for p in sorted((ROOT / d).rglob("*.py"))}
+
+
+def imports(name: str) -> set[str]:
+    """The project's modules that ``name`` imports, anywhere in it (``from recipes import x`` is recipes.x when x is
+    a module, else recipes)."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the package, up level - 1
+                up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join(up + ([node.module] if node.module else []))
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for t in targets:
+            while t and t not in MODULES:  # a name inside a module: the module
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+GRAPH = {m: imports(m) for m in MODULES}
+STEPS = {f"recipes.{s}" for s in recipes.STEPS}
+
+
+def test_the_reader_finds_imports_inside_functions():
+    # select_model imports the serving client only inside functions; the check must see such imports
+    assert "recipes.serving.client" in GRAPH["recipes.select_model"]
+
+
+def test_no_step_imports_another_step():
+    found = {s: sorted(GRAPH[s] & STEPS) for s in sorted(STEPS) if GRAPH[s] & STEPS}
+    assert not found, f"steps importing steps (move the shared code to the domain: recipes.handoff, hub, …): {found}"
+
+
+def test_no_domain_module_imports_the_wizard():
+    found = {m: sorted(t for t in deps if t == "wizard" or t.startswith("wizard."))
+             for m, deps in GRAPH.items() if m.startswith("recipes")}
+    found = {m: v for m, v in found.items() if v}
+    assert not found, f"recipes/ importing wizard/: {found}"
+
+
+def test_no_import_circle():
+    """Tarjan's strongly connected components over the import graph: every component is a single module."""
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    assert not circles, f"modules importing each other in a circle: {circles}"
