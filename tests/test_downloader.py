@@ -435,6 +435,10 @@ def test_a_private_repository_names_the_hubs_token_and_the_token_opens_it(server
     want = one_line(i18n.t(key, repo="org/model", endpoint=server.url, token=variable))
     assert want in one_line(r.stderr + r.stdout) and "Traceback" not in r.stderr
     assert not list((tmp_path / "a").rglob("*.safetensors*")) if (tmp_path / "a").exists() else True
+    r = download_cmd(home, server, source, tmp_path / "a", **{variable: "not-the-token"})
+    assert r.returncode == 1 and "not-the-token" not in r.stdout + r.stderr
+    assert one_line(i18n.t("hub.token_refused", repo="org/model", endpoint=server.url, token=variable)) in \
+        one_line(r.stderr + r.stdout)
     r = download_cmd(home, server, source, tmp_path / "a", **{variable: token})
     assert r.returncode == 0, r.stderr
     assert sha(tmp_path / "a" / "model.safetensors") == sha(root / "org/model/model.safetensors")
@@ -543,14 +547,29 @@ def test_a_file_of_the_same_size_from_another_commit_or_changed_on_disk_is_fetch
         assert fetch()["skipped"] == 1 and sha(out / "model.safetensors") == sha(repo / "model.safetensors")
 
 
-def test_a_second_download_into_the_same_folder_is_one_line(server, tmp_path):
+def test_a_second_download_into_the_same_folder_is_one_line(server, tmp_path, home):
+    """Another process downloading into the folder: the second `yichui download` says so before any line about the
+    folder (it said "Resuming" first), exit 1, nothing touched; once the holder is gone the download runs. Within one
+    process the lock is re-entrant (the snapshot holds it, its downloader takes it again)."""
+    from wizard import i18n
+
+    out = tmp_path / "out"
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; "
+                               "from recipes.hub import downloader; held = downloader.folder_lock(Path(sys.argv[1])); held.__enter__(); "
+                               "print('held', flush=True); time.sleep(120)", str(out)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = download_cmd(home, server, "hf", out)
+        assert r.returncode == 1
+        assert one_line(i18n.t("download.busy", path=str(out), pid=str(holder.pid))) in one_line(r.stdout + r.stderr)
+        assert "still to fetch" not in r.stdout and not (out / "model.safetensors").exists()
+    finally:
+        holder.kill()
+        holder.wait()
     commit, its = items(server)
-    with downloader.folder_lock(tmp_path):
-        with pytest.raises(StepError) as e:
-            downloader.Downloader(tmp_path, commit=commit).fetch(its)
-    assert e.value.msg.key == "download.busy" and e.value.msg.args["pid"] == str(os.getpid())
-    assert not (tmp_path / "model.safetensors").exists()
-    downloader.Downloader(tmp_path, commit=commit).fetch(its)  # the lock went with its holder
+    with downloader.folder_lock(out):
+        downloader.Downloader(out, commit=commit).fetch(its)  # the lock went with its holder; nested here
+    assert sha(out / "model.safetensors") == sha(server.hub.root / "org/model/model.safetensors")
 
 
 def test_a_disk_filling_mid_block_records_only_the_bytes_that_reached_the_file(server, root, small_disk):

@@ -7,12 +7,21 @@ from typing import Any, Sequence
 
 from rich.console import Console
 from rich.live import Live
-from rich.progress import (BarColumn, DownloadColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn,
-                           TransferSpeedColumn)
+from rich.progress import (BarColumn, DownloadColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn,
+                           TimeRemainingColumn)
+from rich.table import Column
 from rich.table import Table
 from rich.text import Text
 
 from wizard import i18n
+
+
+class _BinarySpeed(ProgressColumn):
+    """Transfer speed in MiB/s (2^20 bytes), the unit of the sizes beside it (rich's own column is decimal MB/s)."""
+
+    def render(self, task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text("?" if speed is None else f"{speed / 2**20:.1f} MiB/s", style="progress.data.speed")
 
 
 class _Bar:
@@ -79,8 +88,13 @@ class UI:
             self.say(description)
             yield _Bar()
             return
-        cols = [TextColumn("{task.description}"), BarColumn(), TaskProgressColumn()]
-        cols += [DownloadColumn(binary_units=True), TransferSpeedColumn()] if unit == "B" else []
+        narrow = self.out.width < 100  # 80 columns: one line per row, the name cut short rather than wrapped
+        cols = [TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis",
+                                                                     max_width=24 if narrow else 48)),
+                BarColumn(bar_width=12 if narrow else 40), TaskProgressColumn()]
+        if unit == "B":
+            cols += [DownloadColumn(binary_units=True, table_column=Column(no_wrap=True)),
+                     _BinarySpeed(table_column=Column(no_wrap=True))]
         cols += [TimeRemainingColumn()]
         with Progress(*cols, console=self.out, transient=False) as p:
             task = p.add_task(description, total=total)

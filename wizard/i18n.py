@@ -265,6 +265,9 @@ CATALOG: dict[str, dict[str, str]] = {
                                      "private repository, set {token} to a token that may read it.",
                                "zh": "未带令牌时 {endpoint} 上看不到 {repo}：请检查 ID（组织/名称）；若是私有仓库，请把 {token} "
                                      "设为有读取权限的令牌。"},
+    "hub.token_refused": {"en": "{endpoint} refuses the token in {token} for {repo}: check that it is valid and may read "
+                                "this repository (and that the id is right).",
+                          "zh": "{endpoint} 不接受 {token} 中的令牌访问 {repo}：请确认令牌有效且有读取权限（并核对 ID）。"},
     "hub.gated": {"en": "{repo} on {endpoint} is gated: accept its licence on the hub, then set HF_TOKEN.",
                   "zh": "{repo}（{endpoint}）需要授权：请先在网站上同意其许可，再设置 HF_TOKEN。"},
     "hub.no_such_revision": {"en": "{repo} has no revision {revision!r}: use a branch, tag or commit that exists.",
@@ -333,16 +336,16 @@ CATALOG: dict[str, dict[str, str]] = {
     "download.local": {"en": "Using the local model in {path}; nothing to download.", "zh": "使用本地模型 {path}，无需下载。"},
     "download.metadata_progress": {"en": "Small files of {repo} (config, tokenizer, chat template; no weights)",
                                    "zh": "{repo} 的小文件（配置、分词器、对话模板；不含权重）"},
-    "download.plan": {"en": "{n} files, {size}, of {repo} at commit {commit} into {path} ({left} still to fetch).",
+    "download.plan": {"en": "{n} file(s), {size}, of {repo} at commit {commit} into {path} ({left} still to fetch).",
                       "zh": "{repo}（提交 {commit}）的 {n} 个文件，共 {size}，下载到 {path}（还需下载 {left}）。"},
     "download.resuming": {"en": "Resuming: {size} already on disk from an earlier run are kept, not fetched again.",
                           "zh": "继续下载：上次已下载的 {size} 保留在磁盘上，不再重新下载。"},
     "download.progress": {"en": "Downloading {repo}", "zh": "正在下载 {repo}"},
     "download.verify": {"en": "Checking the files of {repo} (nothing left to fetch)",
                         "zh": "正在校验 {repo} 的文件（无需再下载）"},
-    "download.no_space": {"en": "Not enough disk in {path}: {need} GiB needed, {free} GiB free. Free space or choose "
+    "download.no_space": {"en": "Not enough disk in {path}: {need} needed, {free} free. Free space or choose "
                                 "another folder (--set download.local_dir=...).",
-                          "zh": "{path} 磁盘空间不足：需要 {need} GiB，仅剩 {free} GiB。请清理空间或换目录（--set download.local_dir=...）。"},
+                          "zh": "{path} 磁盘空间不足：需要 {need}，仅剩 {free}。请清理空间或换目录（--set download.local_dir=...）。"},
     "download.bad_hash": {"en": "{file} did not match its hash twice; it was removed — the hub may be serving a broken file; run again later.",
                           "zh": "{file} 两次校验都不符，已删除——仓库可能提供了损坏的文件；请稍后再试。"},
     # choose_strategy
@@ -664,8 +667,10 @@ CATALOG: dict[str, dict[str, str]] = {
     "chat.question": {"en": "Question to ask the model:", "zh": "要问模型的问题："},
     "chat.one": {"en": "{question}\n  → {answer}", "zh": "{question}\n  → {answer}"},
     # -- added with the memory model, `estimate`, and the first user trial ----------------------------------------
-    "cli.os_error": {"en": "Cannot write {path}: {error}. Nothing was lost; choose a writable place (YICHUI_HOME) or free space.",
-                     "zh": "无法写入 {path}：{error}。没有丢失任何内容；请换一个可写的位置（YICHUI_HOME）或释放空间。"},
+    "cli.os_error": {"en": "Cannot write {path}: {error}. Nothing was lost; choose a writable place (--local-dir for a "
+                           "download, YICHUI_HOME for sessions) or free space.",
+                     "zh": "无法写入 {path}：{error}。没有丢失任何内容；请换一个可写的位置（下载用 --local-dir，会话用 "
+                           "YICHUI_HOME）或释放空间。"},
     "cli.opt.all": {"en": "List every session.", "zh": "列出所有会话。"},
     "cli.show.all_title": {"en": "Sessions", "zh": "会话"},
     "cli.col.task": {"en": "task", "zh": "任务"},
@@ -777,9 +782,9 @@ CATALOG: dict[str, dict[str, str]] = {
     "cli.download.interrupted": {"en": "Stopped. What was fetched of {repo} is kept; the same command continues from there.",
                                  "zh": "已停止。{repo} 已下载的部分都保留；再次运行同一命令即可续传。"},
     # the same faults as in a session, in yichui download's own words (its options, not the wizard's settings)
-    "cli.download.no_space": {"en": "Not enough disk in {path}: {need} GiB needed, {free} GiB free. Free space or choose "
+    "cli.download.no_space": {"en": "Not enough disk in {path}: {need} needed, {free} free. Free space or choose "
                                      "another folder (--local-dir).",
-                               "zh": "{path} 磁盘空间不足：需要 {need} GiB，仅剩 {free} GiB。请清理空间或换目录（--local-dir）。"},
+                               "zh": "{path} 磁盘空间不足：需要 {need}，仅剩 {free}。请清理空间或换目录（--local-dir）。"},
     "cli.download.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, or choose a mirror "
                                        "(--endpoint, or HF_ENDPOINT / MODELSCOPE_ENDPOINT).",
                                  "zh": "无法连接 {endpoint}（{error}）。请检查网络，或选择镜像（--endpoint，或 HF_ENDPOINT / "

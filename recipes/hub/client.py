@@ -43,6 +43,19 @@ class RemoteFile:
 TOKEN_ENV = {"hf": "HF_TOKEN", "modelscope": "MODELSCOPE_API_TOKEN"}  # what each hub's client reads
 
 
+def _quiet_modelscope() -> None:
+    """modelscope_hub logs every listing at INFO on its own stderr handler (its MODELSCOPE_LOG_LEVEL, read once, when
+    it first logs): yichui says what happens itself, so only its warnings pass, unless the user chose a level."""
+    os.environ.setdefault("MODELSCOPE_LOG_LEVEL", "WARNING")
+
+
+def _denied(source: str, repo_id: str, endpoint: str, fallback: str) -> StepError:
+    """A 401/403 for a repository: the token set for that hub was refused, or (none set) ``fallback``'s line."""
+    if auth_headers(source):
+        return StepError("hub.token_refused", repo=repo_id, endpoint=endpoint, token=TOKEN_ENV[source])
+    return StepError(fallback, repo=repo_id, endpoint=endpoint, token=TOKEN_ENV[source])
+
+
 def _missing(repo_id: str, endpoint: str, repo_type: str) -> StepError:
     return StepError("hub.no_such_dataset" if repo_type == "dataset" else "hub.no_such_model", repo=repo_id,
                      endpoint=endpoint)
@@ -61,7 +74,7 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_
         return StepError("hub.gated", repo=repo_id, endpoint=endpoint)
     if isinstance(exc, errors.RepositoryNotFoundError):  # with a 401 the Hub does not say which: missing or private
         if getattr(getattr(exc, "response", None), "status_code", None) == 401:
-            return StepError("hub.missing_or_private", repo=repo_id, endpoint=endpoint, token=TOKEN_ENV["hf"])
+            return _denied("hf", repo_id, endpoint, "hub.missing_or_private")
         return _missing(repo_id, endpoint, repo_type)
     if isinstance(exc, errors.RevisionNotFoundError):
         return StepError("hub.no_such_revision", repo=repo_id, revision=revision)
@@ -80,12 +93,13 @@ def _first_line(exc: Exception) -> str:
 
 
 def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_type: str = "model") -> StepError:
+    _quiet_modelscope()
     from modelscope_hub.errors import AuthenticationError, PermissionDeniedError
 
     text = str(exc)
     if isinstance(exc, (AuthenticationError, PermissionDeniedError)) or \
             re.search(r"\b(401|403)\b|unauthori[sz]ed|forbidden", text, re.I):  # the legacy client's text
-        return StepError("hub.denied", repo=repo_id, endpoint=endpoint, token=TOKEN_ENV["modelscope"])
+        return _denied("modelscope", repo_id, endpoint, "hub.denied")
     if isinstance(exc, (ValueError, TypeError, KeyError, AttributeError)) and "404" not in text:
         return StepError("hub.bad_answer", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
     if "404" in text or "not found" in text.lower() or "not exist" in text.lower():
@@ -145,6 +159,7 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
         except Exception as e:
             raise down or _hf_errors(e, ref, endpoint or "", revision) from None
     elif source == "modelscope":
+        _quiet_modelscope()
         from modelscope.hub.file_download import model_file_download
 
         if (down := unreachable(source, endpoint)) is not None:
@@ -189,6 +204,7 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
         return _checked(endpoint, info.sha, files)
     # modelscope 1.40 delegates to modelscope_hub; its file listing keeps each file's sha256 (the legacy wrapper
     # drops it) but not the commit, which the files API carries per file ("Revision"): read there, else None.
+    _quiet_modelscope()
     from modelscope_hub import HubApi, RepoType
 
     try:
@@ -349,6 +365,7 @@ def auth_headers(source: str) -> dict:
 
         token = get_token()
     elif source == "modelscope":
+        _quiet_modelscope()
         from modelscope_hub.config import HubConfig
 
         token = HubConfig().token  # MODELSCOPE_API_TOKEN, else the login saved by `modelscope login`

@@ -220,7 +220,8 @@ def hash_file(path: Path, algo: str) -> str:
 @contextlib.contextmanager
 def folder_lock(folder: Path):
     """One download into ``folder`` at a time (an exclusive flock on ``folder/.yichui-download.lock``, released when
-    the process ends, however it ends).
+    the process ends, however it ends). Re-entrant within a process: the snapshot holds it from its first line about
+    the folder, the downloader inside it again.
 
     Raises:
         StepError: ``download.busy`` (with the holder's pid) while another process downloads there.
@@ -228,6 +229,20 @@ def folder_lock(folder: Path):
     import fcntl
 
     folder.mkdir(parents=True, exist_ok=True)
+    key = str(folder.resolve())
+    with _held_lock:
+        if _held.get(key):
+            _held[key] += 1
+            nested = True
+        else:
+            nested = False
+    if nested:
+        try:
+            yield
+        finally:
+            with _held_lock:
+                _held[key] -= 1
+        return
     fh = open(folder / LOCK, "a+")
     try:
         try:
@@ -239,9 +254,19 @@ def folder_lock(folder: Path):
         fh.truncate()
         fh.write(str(os.getpid()))
         fh.flush()
-        yield
+        with _held_lock:
+            _held[key] = 1
+        try:
+            yield
+        finally:
+            with _held_lock:
+                _held.pop(key, None)
     finally:
         fh.close()
+
+
+_held: dict[str, int] = {}  # folders this process holds the lock of → how deep (folder_lock)
+_held_lock = threading.Lock()
 
 
 class Downloader:

@@ -82,45 +82,44 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
     if not files:
         raise StepError("download.nothing_selected", repo=repo_id, n=len(listed))
     total = sum(f.size for f in files)
-    local_dir.mkdir(parents=True, exist_ok=True)
-    seeded = _seed(local_dir, Path(seed), files) if seed else 0
-    left = remaining_bytes(local_dir, files)
-    free = shutil.disk_usage(local_dir).free
-    if free < left * DISK_MARGIN:
-        raise StepError("download.no_space", need=f"{left * DISK_MARGIN / 2**30:.2f}", free=f"{free / 2**30:.2f}",
-                        path=str(local_dir))
-    say(msg("download.plan", n=len(files), size=size_text(total), repo=repo_id, commit=(commit or revision)[:12],
-            path=str(local_dir), left=size_text(left)))
-    partial = sum(downloader.recorded_bytes(local_dir / f.path, f.size, f.sha256) for f in files
-                  if not downloader.is_complete(local_dir / f.path, f.size, f.sha256, f.git_sha1))
-    if partial:  # an earlier run's bytes: said, so that a user sees the download continue rather than restart
-        say(msg("download.resuming", size=size_text(partial)))
-    items = [downloader.Item(f.path, url(f), f.size, f.sha256, f.git_sha1) for f in files]
-    with progress(msg(title if left else "download.verify", repo=repo_id), total, "B") as bar:
-        bar.update(completed=total - left)
-        subs: dict = {}
+    with downloader.folder_lock(local_dir):  # before the first line about the folder: a second run says busy
+        local_dir.mkdir(parents=True, exist_ok=True)
+        seeded = _seed(local_dir, Path(seed), files) if seed else 0
+        left = remaining_bytes(local_dir, files)
+        free = shutil.disk_usage(local_dir).free
+        if free < left * DISK_MARGIN:
+            raise StepError("download.no_space", need=size_text(int(left * DISK_MARGIN)), free=size_text(free),
+                            path=str(local_dir))
+        say(msg("download.plan", n=len(files), size=size_text(total), repo=repo_id, commit=(commit or revision)[:12],
+                path=str(local_dir), left=size_text(left)))
+        if 0 < left < total:  # an earlier run's bytes: said, so that a user sees the download continue, not restart
+            say(msg("download.resuming", size=size_text(total - left)))
+        items = [downloader.Item(f.path, url(f), f.size, f.sha256, f.git_sha1) for f in files]
+        with progress(msg(title if left else "download.verify", repo=repo_id), total, "B") as bar:
+            bar.update(completed=total - left)
+            subs: dict = {}
 
-        sizes = {f.path: f.size for f in files}
+            sizes = {f.path: f.size for f in files}
 
-        def on_file(path: str, status: str) -> None:
-            if status == "start":
-                subs[path] = bar.file(path, sizes[path])
-            elif status == "done" and path in subs:
-                subs.pop(path).done()
-            elif status == "refetch":
-                say(msg("download.refetch", file=path))
+            def on_file(path: str, status: str) -> None:
+                if status == "start":
+                    subs[path] = bar.file(path, sizes[path])
+                elif status == "done" and path in subs:
+                    subs.pop(path).done()
+                elif status == "refetch":
+                    say(msg("download.refetch", file=path))
 
-        def on_bytes(path: str, n: int) -> None:
-            bar.update(advance=n)
-            if path in subs:
-                subs[path].update(advance=n)
+            def on_bytes(path: str, n: int) -> None:
+                bar.update(advance=n)
+                if path in subs:
+                    subs[path].update(advance=n)
 
-        d = downloader.Downloader(local_dir, hub.auth_headers(source), commit, on_bytes=on_bytes, on_file=on_file,
-                                  stop=stop)
-        stats = d.fetch(items)
-    return {"model_dir": str(local_dir), "source": source, "repo_type": repo_type, "commit": commit,
-            "revision": revision, "bytes": total, "fetched_bytes": stats["fetched_bytes"], "copied_bytes": seeded,
-            "files": [{"path": f.path, "size": f.size, "sha256": f.sha256, "git_sha1": f.git_sha1} for f in files]}
+            d = downloader.Downloader(local_dir, hub.auth_headers(source), commit, on_bytes=on_bytes, on_file=on_file,
+                                      stop=stop)
+            stats = d.fetch(items)
+        return {"model_dir": str(local_dir), "source": source, "repo_type": repo_type, "commit": commit,
+                "revision": revision, "bytes": total, "fetched_bytes": stats["fetched_bytes"], "copied_bytes": seeded,
+                "files": [{"path": f.path, "size": f.size, "sha256": f.sha256, "git_sha1": f.git_sha1} for f in files]}
 
 
 def _seed(local_dir: Path, seed: Path, files: list[hub.RemoteFile]) -> int:
