@@ -44,9 +44,17 @@ TOKEN_ENV = {"hf": "HF_TOKEN", "modelscope": "MODELSCOPE_API_TOKEN"}  # what eac
 
 
 def _quiet_modelscope() -> None:
-    """modelscope_hub logs every listing at INFO on its own stderr handler (its MODELSCOPE_LOG_LEVEL, read once, when
-    it first logs): yichui says what happens itself, so only its warnings pass, unless the user chose a level."""
-    os.environ.setdefault("MODELSCOPE_LOG_LEVEL", "WARNING")
+    """modelscope_hub logs every listing at INFO on its own stderr handler: yichui says what happens itself, so only
+    its warnings pass, unless the user chose a level (MODELSCOPE_LOG_LEVEL). Set on its logger, not through that
+    variable: the legacy ``modelscope`` package reads the same variable as a number and fails on a name."""
+    if os.environ.get("MODELSCOPE_LOG_LEVEL"):
+        return
+    import logging
+
+    from modelscope_hub.utils.logger import get_logger
+
+    sdk = get_logger()  # configures the SDK's logger once (INFO by default); the level set here then stays
+    sdk.setLevel(max(sdk.level, logging.WARNING))
 
 
 def _denied(source: str, repo_id: str, endpoint: str, fallback: str) -> StepError:

@@ -82,14 +82,15 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
     if not files:
         raise StepError("download.nothing_selected", repo=repo_id, n=len(listed))
     total = sum(f.size for f in files)
+    local_dir.mkdir(parents=True, exist_ok=True)
+    left = remaining_bytes(local_dir, files)  # what is still to be written here, by a copy (seed) or a download
+    free = shutil.disk_usage(local_dir).free
+    if free < left * DISK_MARGIN:  # refused before any file is written, the lock's too
+        raise StepError("download.no_space", need=size_text(int(left * DISK_MARGIN)), free=size_text(free),
+                        path=str(local_dir))
     with downloader.folder_lock(local_dir):  # before the first line about the folder: a second run says busy
-        local_dir.mkdir(parents=True, exist_ok=True)
         seeded = _seed(local_dir, Path(seed), files) if seed else 0
         left = remaining_bytes(local_dir, files)
-        free = shutil.disk_usage(local_dir).free
-        if free < left * DISK_MARGIN:
-            raise StepError("download.no_space", need=size_text(int(left * DISK_MARGIN)), free=size_text(free),
-                            path=str(local_dir))
         say(msg("download.plan", n=len(files), size=size_text(total), repo=repo_id, commit=(commit or revision)[:12],
                 path=str(local_dir), left=size_text(left)))
         if 0 < left < total:  # an earlier run's bytes: said, so that a user sees the download continue, not restart
