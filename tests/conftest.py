@@ -38,10 +38,43 @@ def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_CACHES, ignore_errors=True)
 
 
+def tiny_cache_key() -> str:
+    """What the tiny model's build depends on, hashed: its recipe, the bundled data its tokenizer learns from, the
+    Python version (its generic corpus is CPython's pydoc topics) and the libraries that build it."""
+    import hashlib
+    import platform
+    from importlib.metadata import version
+
+    from recipes.datasets import bundled_dataset_path
+
+    h = hashlib.sha256(Path(tiny.__file__).read_bytes() + Path(bundled_dataset_path()).read_bytes())
+    h.update(" ".join([platform.python_version(), str(tiny.BUILD_VERSION),
+                       *(version(d) for d in ("torch", "transformers", "tokenizers", "safetensors"))]).encode())
+    return h.hexdigest()[:16]
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
-    """The embedded tiny model, built once for the whole run (seconds)."""
-    return tiny.build(tmp_path_factory.mktemp("tiny") / "tiny-qwen2-chat")
+    """The embedded tiny model: built once per change of what builds it and kept in .cache/tiny/<key> (a clean clone
+    builds it once; a second run takes it from there), copied for this run so no test can touch the cached one."""
+    cached = REPO / ".cache" / "tiny" / tiny_cache_key()
+    if not (cached / "yichui_build.json").is_file():
+        try:
+            tiny.build(cached)
+        except OSError:  # another run put it there first (the build renames its folder into place)
+            if not (cached / "yichui_build.json").is_file():
+                raise
+    dest = tmp_path_factory.mktemp("tiny") / "tiny-qwen2-chat"
+    shutil.copytree(cached, dest)
+    return dest
+
+
+def pytest_collection_modifyitems(config, items):
+    """The end-to-end tests (tests/e2e/) are `slow`: `pytest -m "not slow"` is the inner loop, the default run
+    still runs them."""
+    for item in items:
+        if "e2e" in Path(str(item.fspath)).parts:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture
