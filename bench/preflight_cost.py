@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What the preflight smoke run costs on a GPU, and what it saves: recipes.training.preflight.run (the choose_strategy step's
-code) on real model shapes — config.json of Qwen2.5-7B / Llama-3.1-8B, the tiny tokenizer (its ids fit any vocab) —
+"""What the preflight smoke run costs on a GPU, and what it saves: recipes.training.preflight.smoke_run (the
+choose_strategy step's code) on real model shapes — config.json of Qwen2.5-7B / Llama-3.1-8B, the tiny tokenizer (its ids fit any vocab) —
 for LoRA, QLoRA (NF4) and a full fine-tune, plus one strategy that must fail (sequence length 16: no record fits).
 Each row: seconds from nothing to the verdict (building the 2-layer random copy included), peak reserved GPU memory
 of the smoke run, the copy's parameters, and the bytes of the real weights that would have been downloaded first.
@@ -72,7 +72,7 @@ def main() -> None:
         row = {"case": i, "shape": shape, **{k: strategy[k] for k in ("method", "seq_len", "micro_batch", "grad_accum")},
                "weights_download_gib": round(full_bytes / 2**30, 2)}
         try:
-            out = preflight.run(Ctx(work, meta, f"case-{i}"), strategy, str(data))
+            out = preflight.smoke_run(Ctx(work, meta, f"case-{i}"), strategy, str(data))
             row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
                     "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
         except StepError as e:

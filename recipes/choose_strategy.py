@@ -19,7 +19,7 @@ from recipes.base import Choice, Question, StepError, in_range, msg
 from recipes.handoff import metadata_dir, trusted
 
 name = "choose_strategy"
-requires = ("select_model", "evaluate_memory", "download")  # download: as evaluate_memory
+requires = ("select_model", "evaluate_memory")
 
 
 def _targets_check(known: list[str]):
@@ -303,7 +303,7 @@ def run(ctx, answers: dict) -> dict:
     if answers.get("preflight", True):
         from recipes.training import preflight
 
-        smoke = preflight.run(ctx, strategy, path)
+        smoke = preflight.smoke_run(ctx, strategy, path)
     return {"strategy": strategy, "preflight": smoke, "dataset_path": path, "dataset_format": fmt, "n_records": len(convs),
             "n_train": len(train), "n_validation": len(held), "samples": samples, "estimate": est, "fits": fits,
             "effective_batch": answers["micro_batch"] * answers["grad_accum"] * answers.get("processes", 1)

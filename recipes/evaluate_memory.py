@@ -8,7 +8,7 @@ from recipes.base import Choice, Question, StepError, msg
 from recipes.handoff import metadata_dir, trusted
 
 name = "evaluate_memory"
-requires = ("select_model", "download")  # download: where a session from before v5 kept the small files
+requires = ("select_model",)
 
 # (method, activation checkpointing) in the order shown; micro-batch 1, LoRA rank 8 on all linear layers
 STRATEGIES = [(m, c) for m in ("full", "lora", "qlora") for c in (False, True)]

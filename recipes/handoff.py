@@ -17,14 +17,14 @@ def trusted(ctx) -> bool:
 
 
 def metadata_dir(ctx) -> Path:
-    """Where the model's small files are: select_model's metadata folder, else (a session from before v5) the
-    downloaded model, else fetched now (:func:`recipes.hub.snapshot.fetch_metadata`).
+    """Where the model's small files are: select_model's metadata folder (a v4 session's downloaded model, set by its
+    migration), else — that folder gone — fetched again (:func:`recipes.hub.snapshot.fetch_metadata`).
 
     Raises:
         StepError: as :func:`recipes.hub.snapshot.fetch`.
     """
     sel = ctx.outputs("select_model")
-    for d in (sel.get("meta_dir"), ctx.outputs("download").get("model_dir")):
-        if d and (Path(d) / "config.json").is_file():
-            return Path(d)
+    d = sel.get("meta_dir")
+    if d and (Path(d) / "config.json").is_file():
+        return Path(d)
     return snapshot.fetch_metadata(ctx.home, ctx.progress, sel)[0]

@@ -435,7 +435,7 @@ def test_a_private_repository_names_the_hubs_token_and_the_token_opens_it(server
     assert r.returncode == 1, r.stderr
     want = one_line(i18n.t(key, repo="org/model", endpoint=server.url, token=variable))
     assert want in one_line(r.stderr + r.stdout) and "Traceback" not in r.stderr
-    assert not list((tmp_path / "a").rglob("*.safetensors*")) if (tmp_path / "a").exists() else True
+    assert not (tmp_path / "a").exists() or not list((tmp_path / "a").rglob("*.safetensors*"))
     r = download_cmd(home, server, source, tmp_path / "a", **{variable: "not-the-token"})
     assert r.returncode == 1 and "not-the-token" not in r.stdout + r.stderr
     assert one_line(i18n.t("hub.token_refused", repo="org/model", endpoint=server.url, token=variable)) in \

@@ -207,6 +207,7 @@ def test_v4_session_stopped_after_its_download_continues_with_the_strategy(tmp_p
     loaded = Session.load(s.path)
     assert list(loaded.steps) == list(recipes.STEPS) and loaded.current_step() == "choose_strategy"
     assert loaded.steps["download"]["status"] == "done" and loaded.steps["download"]["outputs"] == {"model_dir": "/m"}
+    assert loaded.steps["select_model"]["outputs"]["meta_dir"] == "/m"  # v4 kept the small files with the weights
 
 
 SAVER = """

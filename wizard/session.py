@@ -73,12 +73,17 @@ def _v3_to_v4(data: dict) -> dict:
 def _v4_to_v5(data: dict) -> dict:
     """v5: choose_strategy comes before download (its preflight smoke run needs the strategy before the weights are
     fetched), so the steps are stored in the new order. Records are kept as they are: a v4 session that downloaded
-    and then stopped before choosing its strategy continues with choose_strategy, its download still done."""
+    and then stopped before choosing its strategy continues with choose_strategy, its download still done. The small
+    files (config, tokenizer) that v5 keeps apart (select_model's ``meta_dir``) were, in v4, in the downloaded model:
+    that folder is recorded as the session's ``meta_dir``."""
     import recipes
 
     steps = data.get("steps")
     if isinstance(steps, dict) and set(steps) == set(recipes.STEPS):
         data["steps"] = {name: steps[name] for name in recipes.STEPS}
+        sel, dl = (steps[n].get("outputs") if isinstance(steps[n], dict) else None for n in ("select_model", "download"))
+        if isinstance(sel, dict) and isinstance(dl, dict) and not sel.get("meta_dir") and dl.get("model_dir"):
+            sel["meta_dir"] = dl["model_dir"]
     return data
 
 

@@ -101,7 +101,6 @@ def _first_line(exc: Exception) -> str:
 
 
 def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_type: str = "model") -> StepError:
-    _quiet_modelscope()
     from modelscope_hub.errors import AuthenticationError, PermissionDeniedError
 
     text = str(exc)

@@ -97,12 +97,9 @@ class _File:
         """("sha256", hex) for an LFS file, ("sha1", git object id) for a small one, (.., None) without a hash."""
         return ("sha256", self.item.sha256) if self.item.sha256 else ("sha1", self.item.git_sha1)
 
-    def new_hasher(self):
-        """A fresh hash of the kind :meth:`expected` names (git's object id hashes a ``blob <size>\\0`` header)."""
-        algo, _ = self.expected()
-        self.hashed = 0
-        self.hasher = hashlib.sha256() if algo == "sha256" else hashlib.sha1(b"blob %d\0" % self.item.size)
-        return self.hasher
+    def new_hasher(self) -> None:
+        """Start the hash of the kind :meth:`expected` names, at byte 0."""
+        self.hashed, self.hasher = 0, new_hash(self.expected()[0], self.item.size)
 
     def hash_until(self, end: int) -> None:
         """Feed the hash the bytes [hashed, end) from the part file (a resumed range's bytes from an earlier run,
@@ -208,9 +205,14 @@ def segments_for(size: int, ranges: int) -> list[list[int]]:
     return [[i * step, min(size, (i + 1) * step), 0] for i in range(n)] if size else [[0, 0, 0]]
 
 
+def new_hash(algo: str, size: int):
+    """An empty sha256, or (``algo="sha1"``) the start of a git object id: sha1 of ``blob <size>\\0`` + content."""
+    return hashlib.sha256() if algo == "sha256" else hashlib.sha1(b"blob %d\0" % size)
+
+
 def hash_file(path: Path, algo: str) -> str:
-    """sha256 of a file, or (``algo="sha1"``) its git object id: sha1 of ``blob <size>\\0`` + content."""
-    h = hashlib.sha256() if algo == "sha256" else hashlib.sha1(b"blob %d\0" % path.stat().st_size)
+    """sha256 of a file, or (``algo="sha1"``) its git object id (:func:`new_hash`)."""
+    h = new_hash(algo, path.stat().st_size)
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(8 << 20), b""):
             h.update(block)

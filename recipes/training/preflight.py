@@ -90,7 +90,7 @@ def _sample(dataset_path: str, n: int) -> str:
     return f"{path}#{min(n, have) if have else n}"
 
 
-def run(ctx, strategy: dict, dataset_path: str) -> dict:
+def smoke_run(ctx, strategy: dict, dataset_path: str) -> dict:
     """Build the copy, run the trainer for STEPS steps, report. Returns the outputs recorded under ``preflight``.
 
     Raises:
