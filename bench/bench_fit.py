@@ -3,7 +3,7 @@
 
     python bench/bench_fit.py [RESULTS.jsonl ...] [--split even|all]
 
-The model's structure is recipes/memory.py itself: this script only chooses the constants named in FITTED
+The model's structure is recipes/memory/model.py itself: this script only chooses the constants named in FITTED
 (least squares on peak allocated memory; the prediction is linear in them once the larger of each max() is known,
 so the fit alternates the two until the branches stop changing), then FRAG_FRACTION and FRAG_GIB (reserved −
 allocated), then CONTEXT_GIB (the median of what lies outside the allocator). With ``--split even`` the constants
@@ -25,12 +25,13 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from recipes import memory  # noqa: E402
+from recipes.memory import model as memory  # noqa: E402
+from recipes.training.spec import TrainingSpec  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 DEFAULT = sorted((Path(__file__).resolve().parent / "results").glob("2026-11-29-memory-h200-raw*.jsonl"))
 # constant → physically plausible range (bytes per element); the fit stays inside it, and a constant that no fitted
-# configuration exercises keeps the value written in recipes/memory.py
+# configuration exercises keeps the value written in recipes/memory/model.py
 FITTED = {"ACT_H": (4, 40), "ACT_I": (4, 12), "ACT_FULL_H": (0, 40), "QLORA_CAST": (0, 3), "QLORA_DROPOUT": (1, 4),
           "CKPT_FLOW_H": (0, 30), "BWD_I": (0, 16)}
 PARENT_CONTEXT_GIB = 0.511
@@ -66,11 +67,13 @@ def shape(name: str) -> memory.Shape:
     return _shapes[name]
 
 
-def training(r: dict) -> memory.Training:
-    return memory.Training(method=r["method"], rank=r["lora_rank"], targets=r["targets"], dropout=r["lora_dropout"],
-                           ckpt=r["ckpt"], attn=r["attn"], micro_batch=r["batch"], seq=r["seq"], optim=r["optim"],
-                           liger=r.get("liger", False), fp32_masters=r.get("master_weights", "bf16") == "fp32",
-                           packing=r.get("packing", False))
+def training(r: dict) -> TrainingSpec:
+    """A committed measurement row (its own older key names) as the spec it ran."""
+    return TrainingSpec(method=r["method"], lora_rank=r["lora_rank"], lora_targets=r["targets"],
+                        lora_dropout=r["lora_dropout"], activation_checkpointing=r["ckpt"],
+                        attn_implementation=r["attn"], micro_batch=r["batch"], seq_len=r["seq"], optim=r["optim"],
+                        liger=r.get("liger", False), master_weights=r.get("master_weights", "bf16"),
+                        packing=r.get("packing", False))
 
 
 def allocated(r: dict) -> float:

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Two-GPU sharding and padding-free packing, through yichui's own launcher path (torch.distributed.run +
-recipes/train_worker.py), random weights of a Qwen2.5-1.5B shape.
+recipes/training/worker.py), random weights of a Qwen2.5-1.5B shape.
 
     python bench/distributed.py measure --out $OUT/dist.jsonl [--work DIR] [--only NAMES]
     python bench/distributed.py report RESULTS.jsonl [MORE.jsonl …] [--md PATH]
@@ -127,14 +127,14 @@ def predicted_gib(row: dict) -> float:
     """The memory model's peak per GPU for this row (rank 0)."""
     from bench_fit import shape
 
-    from recipes import memory
+    from recipes.memory import model as memory
+    from recipes.training.spec import TrainingSpec
 
     dist = row["distribution"]
-    t = memory.Training(method=row["method"], rank=8, dropout=0.0, ckpt=row["method"] == "full",
-                        micro_batch=row["micro_batch"], grad_accum=row["grad_accum"], seq=row["seq"],
-                        gpus=row["processes"],
-                        zero=int(dist[-1]) if dist.startswith("zero") else 0, fsdp=dist == "fsdp2",
-                        fp32_masters=row["master_weights"] == "fp32")
+    t = TrainingSpec(method=row["method"], lora_rank=8, lora_dropout=0.0,
+                     activation_checkpointing=row["method"] == "full", micro_batch=row["micro_batch"],
+                     grad_accum=row["grad_accum"], seq_len=row["seq"], processes=row["processes"],
+                     distribution=dist, master_weights=row["master_weights"])
     return memory.estimate(shape(row["shape"]), t)["peak_gib"]
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Export formats on a GPU: GPTQ W4A16, AWQ W4A16 and FP8 through llm-compressor (in the environment yichui builds
-for it) and bitsandbytes NF4, each timed and checked against the bf16 model with recipes/quality.py.
+for it) and bitsandbytes NF4, each timed and checked against the bf16 model with recipes/quantization/quality.py.
 
     YICHUI_WHEELS=.whl-llmc:.whl python bench/export_quality.py measure --out $OUT/export.jsonl [--work DIR]
     python bench/export_quality.py report RESULTS.jsonl [--md PATH]
@@ -44,7 +44,8 @@ def texts(model_dir: Path, n: int, seed: int) -> list[str]:
 def cmd_measure(a) -> None:
     from memory_accuracy import environment, prepare_shape
 
-    from recipes import quality, quantize
+    from recipes.quantization import quality
+    from recipes.quantization import quantize
 
     work = Path(a.work or tempfile.mkdtemp(prefix="yichui-exportbench-"))
     env_info = environment()

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fit the planner's MFU curve (recipes/planner.py) on committed training measurements; print each run's error.
+"""Fit the planner's MFU curve (recipes/memory/planner.py) on committed training measurements; print each run's error.
 
     python bench/fit_speed.py [bench/results/2026-11-29-train-h200-raw.jsonl]
 
@@ -17,7 +17,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from recipes import memory, planner  # noqa: E402
+from recipes.memory import model as memory  # noqa: E402
+from recipes.memory import planner
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 DEFAULT = Path(__file__).resolve().parent / "results" / "2026-11-29-train-h200-raw.jsonl"

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Memory-model accuracy: predicted vs measured peak GPU memory of yichui's own training path.
 
-Measure (GPU machine): for each configuration of the grid, run ``recipes.train_worker`` (the trainer yichui starts:
+Measure (GPU machine): for each configuration of the grid, run ``recipes.training.worker`` (the trainer yichui starts:
 trl SFTTrainer + peft, the allocator settings of recipes.training.runner.trainer_env) for a few steps on random weights of a
 real shape, and record the peak reserved memory + what lies outside the allocator (CUDA context), i.e. what
 nvidia-smi shows. Two GPUs run two configurations at once; each configuration is its own process.
 
     python bench/memory_accuracy.py measure --out results.jsonl [--gpus 0,1] [--only qwen2.5-0.5b] [--steps 5]
 
-Report (CPU, from committed measurements): prediction of the current recipes/memory.py beside each measurement,
+Report (CPU, from committed measurements): prediction of the current recipes/memory/model.py beside each measurement,
 signed error, and the peers (accelerate's estimate-memory figures, DeepSpeed's model-states estimators).
 
     python bench/memory_accuracy.py report bench/results/<file>.jsonl
@@ -109,7 +109,7 @@ def row_id(shape, method, ckpt, seq, batch, extra=None) -> str:
 def prepare_shape(shape: str, work: Path, weights: bool, gpu: str = "0") -> Path:
     """A model folder: the real config.json, the tiny tokenizer (its ids fit any vocab), and for QLoRA random bf16
     weights saved once (QLoRA quantizes while loading, so it needs a checkpoint)."""
-    from recipes import tiny
+    from recipes.demo import tiny_model as tiny
 
     d = work / shape
     d.mkdir(parents=True, exist_ok=True)
@@ -162,7 +162,7 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
     env = trainer_env() | {"CUDA_VISIBLE_DEVICES": gpu, "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.time()
     with open(tdir / "trainer.log", "w") as log:
-        rc = subprocess.run([sys.executable, "-m", "recipes.train_worker", str(tdir / "spec.json")], env=env,
+        rc = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], env=env,
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
     row = {"id": rid, "shape": shape, "method": method, "ckpt": ckpt, "seq": seq, "batch": batch,
            "lora_rank": spec["lora_rank"], "lora_dropout": spec["lora_dropout"], "targets": spec["lora_targets"],

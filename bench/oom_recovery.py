@@ -50,7 +50,7 @@ def main() -> None:
         (tdir / "spec.json").write_text(json.dumps(spec))
         t0 = time.time()
         with open(tdir / "trainer.log", "w") as log:
-            rc = subprocess.run([sys.executable, "-m", "recipes.train_worker", str(tdir / "spec.json")], cwd=ROOT,
+            rc = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], cwd=ROOT,
                                 env=trainer_env(), stdout=log, stderr=subprocess.STDOUT).returncode
         evs = events(tdir)
         err = next((e for e in evs if e["event"] == "error"), None)

@@ -40,8 +40,10 @@ class Ctx:
         self._meta = meta
         self.t = lambda m, **a: i18n.render(m, **a)
 
-    def outputs(self, step: str) -> dict:
-        return {"select_model": {"meta_dir": str(self._meta)}}.get(step, {})
+    def result(self, kind):
+        from recipes.handoff import ModelChoice
+
+        return ModelChoice(source="local", meta_dir=str(self._meta)) if kind is ModelChoice else kind()
 
     def info(self, m, **a) -> None:
         print(self.t(m, **a), flush=True)
@@ -54,8 +56,9 @@ def main() -> None:
 
     from memory_accuracy import environment, prepare_shape, synthetic_dataset
 
-    from recipes import memory
+    from recipes.memory import model as memory
     from recipes.training import preflight
+    from recipes.training.spec import TrainerJob
     from recipes.base import StepError
 
     env = environment()
@@ -72,7 +75,8 @@ def main() -> None:
         row = {"case": i, "shape": shape, **{k: strategy[k] for k in ("method", "seq_len", "micro_batch", "grad_accum")},
                "weights_download_gib": round(full_bytes / 2**30, 2)}
         try:
-            out = preflight.smoke_run(Ctx(work, meta, f"case-{i}"), strategy, str(data))
+            out = preflight.smoke_run(Ctx(work, meta, f"case-{i}"),
+                                     TrainerJob.from_dict(strategy | {"dataset_path": str(data)}))
             row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
                     "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
         except StepError as e:

@@ -89,7 +89,7 @@ def prepare(shape: str, dest: Path, pretrain_steps: int, seq: int = 512, batch: 
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, GenerationConfig
 
-    from recipes import tiny
+    from recipes.demo import tiny_model as tiny
 
     if (dest / "yichui_build.json").exists():
         return json.loads((dest / "yichui_build.json").read_text())
@@ -525,7 +525,7 @@ def cmd_run(a) -> None:
 def memory_rows(results: Path) -> list[dict]:
     """Every engine start of the run (the chain's server, each format's, each held-out shape's): the engine's
     KV-cache tokens, the prediction made at deploy time (the memory model of that day) and the current model's."""
-    from recipes import memory
+    from recipes.memory import model as memory
 
     rows = [json.loads(x) for x in (results / "rows.jsonl").read_text().splitlines() if x.strip()]
     env = next((r for r in rows if r["phase"] == "env"), {})

@@ -89,7 +89,8 @@ def main() -> None:
 
     from importlib.metadata import version
 
-    from recipes import jobs, tiny
+    from recipes import jobs
+    from recipes.demo import tiny_model as tiny
     from recipes.serving import client, keys
     from recipes.serving import server as engine_server
 

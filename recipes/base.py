@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Protocol, Sequence
+from typing import Any, Callable, ContextManager, Protocol, Sequence, TypeVar
+
+H = TypeVar("H")  # a hand-off record type (recipes/handoff.py; not imported here: handoff builds on this module)
 
 KINDS = ("text", "int", "float", "select", "checkbox", "confirm", "path", "password")
 
@@ -85,12 +87,25 @@ class Question:
         return list(self.choices(answers) if callable(self.choices) else self.choices)
 
 
-class StepError(Exception):
-    """Raised by a step for a failure the user can act on; carries a catalogue message (one line + hint)."""
+class Refusal(Exception):
+    """The one error type of yichui: something the user can act on, as a catalogue key and its parameters.
 
-    def __init__(self, key: str, /, **args: Any):
-        super().__init__(f"{key} {args}")
-        self.msg = Msg(key, args)
+    ``key``/``params`` name the message (wizard/catalogue/); ``msg`` is the same as a :class:`Msg`. The engine and
+    the cli say it in one line and exit non-zero; the narrower names below only say where it was raised, so a
+    caller may catch one kind, and nothing translates one into another.
+    """
+
+    def __init__(self, key: str, /, **params: Any):
+        super().__init__(f"{key} {params}")
+        self.key, self.params = key, params
+
+    @property
+    def msg(self) -> Msg:
+        return Msg(self.key, self.params)
+
+
+class StepError(Refusal):
+    """Raised by a step for a failure the user can act on."""
 
 
 class Progress(Protocol):
@@ -109,6 +124,7 @@ class Ctx(Protocol):
 
     def t(self, m: Msg | str, **args: Any) -> str: ...
     def outputs(self, step: str) -> dict: ...
+    def result(self, kind: type[H]) -> H: ...  # a required step's outputs, typed (recipes/handoff.py)
     def answers(self, step: str) -> dict: ...
     def info(self, m: Msg | str, **args: Any) -> None: ...
     def warn(self, m: Msg | str, **args: Any) -> None: ...
@@ -123,5 +139,5 @@ class Step(Protocol):
     requires: tuple[str, ...]
 
     def questions(self, ctx: Ctx) -> list[Question]: ...
-    def run(self, ctx: Ctx, answers: Answers) -> dict: ...
+    def run(self, ctx: Ctx, answers: Answers) -> Any: ...  # the step's record (recipes/handoff.py) or a dict
     def is_done(self, ctx: Ctx, record: dict) -> bool: ...

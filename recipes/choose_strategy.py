@@ -13,12 +13,17 @@ import re
 
 from pathlib import Path
 
-from recipes import datasets, memory, planner
+from recipes.data import datasets
+from recipes.memory import model as memory
+from recipes.memory import planner
 from recipes.hub import client as hub
-from recipes.base import Choice, Question, StepError, in_range, msg
-from recipes.handoff import metadata_dir, trusted
+from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
+from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
+from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOADS, MASTER_WEIGHTS, OPTIMIZERS, \
+    TrainerJob, TrainingSpec, default_learning_rate, default_seq_len
 
 name = "choose_strategy"
+MAX_SEQ_LEN = 1 << 20  # tokens: the bound when config.json names no context length
 requires = ("select_model", "evaluate_memory")
 
 
@@ -33,14 +38,14 @@ def _targets_check(known: list[str]):
     return check
 
 
-def questions(ctx) -> list[Question]:
+def questions(ctx: Ctx) -> list[Question]:
     seen: dict = {}  # dataset reference → malformed records found while validating it
 
     def dataset_ok(v, a):
         try:
             loaded = datasets.read(v)
         except datasets.DataError as e:
-            return msg(e.key, **e.params)
+            return e.msg
         seen[v] = loaded.bad
         if loaded.bad:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
@@ -59,16 +64,17 @@ def questions(ctx) -> list[Question]:
     def repo_ok(v, a):
         return None if re.fullmatch(r"[\w.-]+/[\w.-]+", v) else msg("select_model.bad_id", value=v)
 
-    mem = ctx.outputs("evaluate_memory")
+    mem = ctx.result(MemoryEvaluation)
+    sel = ctx.result(ModelChoice)
 
     def plan_choices(a) -> list[Choice]:
         """The planner's ranking for the answers so far; fitting plans first, fastest first."""
-        if not mem.get("shape") or "seq_len" not in a or "batch_size" not in a:
+        shape = mem.model_shape()
+        if shape is None or "seq_len" not in a or "batch_size" not in a:
             return []
-        shape = memory.shape_from_dict(mem["shape"])
         t = training(a | {"activation_checkpointing": True, "micro_batch": 1})
         out = []
-        for p in planner.plans(shape, t, a["batch_size"], mem["gpu"]["name"], mem["gpu"]["memory_gib"]):
+        for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0):
             label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
                         ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
                         gib=p.peak_gib, fits=msg("ui.yes" if p.fits else "ui.no"))
@@ -78,19 +84,20 @@ def questions(ctx) -> list[Question]:
     def _default_distribution(a) -> tuple[str, str]:
         """The least sharding that fits (memory model, checkpointing on, micro-batch 1): DDP, ZeRO-2, ZeRO-3, then
         ZeRO-3 with everything offloaded."""
-        if not mem.get("shape"):
+        shape = mem.model_shape()
+        if shape is None:
             return "ddp", "none"
-        shape = memory.shape_from_dict(mem["shape"])
         for dist, off in (("ddp", "none"), ("zero2", "none"), ("zero3", "none"), ("zero3", "all")):
             t = training(a | {"activation_checkpointing": True, "micro_batch": 1, "distribution": dist,
                               "offload": off})
-            if memory.estimate(shape, t, mem["gpu"]["memory_gib"])["fits"]:
+            if memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
                 return dist, off
         return "zero3", "all"
 
-    rec = ctx.outputs("evaluate_memory").get("recommended", {"method": "lora", "activation_checkpointing": True})
-    max_pos = int(ctx.outputs("select_model").get("config", {}).get("max_position_embeddings") or 4096)
-    lora = lambda a: a.get("method") not in memory.FULL_WEIGHTS  # noqa: E731
+    rec = {"method": DEFAULTS.method, "activation_checkpointing": DEFAULTS.activation_checkpointing} \
+        | mem.recommended
+    max_pos = sel.max_position
+    lora = lambda a: a.get("method") not in FULL_WEIGHTS  # noqa: E731
     return [
         Question("method", "select", "choose_strategy.method", default=rec["method"],
                  choices=[Choice("lora", msg("choose_strategy.method.lora")),
@@ -98,18 +105,18 @@ def questions(ctx) -> list[Question]:
                           Choice("dora", msg("choose_strategy.method.dora")),
                           Choice("full", msg("choose_strategy.method.full")),
                           Choice("galore", msg("choose_strategy.method.galore"))]),
-        Question("galore_rank", "int", "choose_strategy.galore_rank", default=128,
+        Question("galore_rank", "int", "choose_strategy.galore_rank", default=DEFAULTS.galore_rank,
                  when=lambda a: a.get("method") == "galore", validate=in_range(1, 8192)),
-        Question("master_weights", "select", "choose_strategy.master_weights", default="fp32",
-                 when=lambda a: a.get("method") in memory.FULL_WEIGHTS,
-                 choices=[Choice(m, msg("choose_strategy.master_weights." + m)) for m in ("fp32", "bf16")]),
-        Question("lora_rank", "int", "choose_strategy.lora_rank", default=8, when=lora, validate=in_range(1, 1024)),
+        Question("master_weights", "select", "choose_strategy.master_weights", default=DEFAULTS.master_weights,
+                 when=lambda a: a.get("method") in FULL_WEIGHTS,
+                 choices=[Choice(m, msg("choose_strategy.master_weights." + m)) for m in MASTER_WEIGHTS]),
+        Question("lora_rank", "int", "choose_strategy.lora_rank", default=DEFAULTS.lora_rank, when=lora, validate=in_range(1, 1024)),
         Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
                  validate=in_range(1, 4096)),
-        Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=0.05, when=lora,
+        Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=DEFAULTS.lora_dropout, when=lora,
                  validate=in_range(0.0, 0.9)),
-        Question("lora_targets", "text", "choose_strategy.lora_targets", default="all-linear", when=lora,
-                 validate=_targets_check(list(ctx.outputs("evaluate_memory").get("shape", {}).get("linears", {})))),
+        Question("lora_targets", "text", "choose_strategy.lora_targets", default=DEFAULTS.lora_targets, when=lora,
+                 validate=_targets_check(list((mem.shape or {}).get("linears", {})))),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
                  choices=[Choice("bundled", msg("choose_strategy.dataset.bundled")),
                           Choice("local", msg("choose_strategy.dataset.local")),
@@ -124,11 +131,12 @@ def questions(ctx) -> list[Question]:
                  choices=[Choice("abort", msg("choose_strategy.bad_records.abort")),
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
-        Question("seq_len", "int", "choose_strategy.seq_len", default=min(2048, max_pos), validate=in_range(16, max_pos)),
+        Question("seq_len", "int", "choose_strategy.seq_len", default=default_seq_len(max_pos),
+                 validate=in_range(16, max_pos or MAX_SEQ_LEN)),
         Question("processes", "int", "choose_strategy.processes", validate=_processes_check,
-                 default=int(ctx.outputs("evaluate_memory").get("gpu", {}).get("count") or 1)
+                 default=mem.gpu.count
                  if memory.detect_gpus() else 1),
-        Question("nodes", "int", "choose_strategy.nodes", default=1, validate=in_range(1, 1024)),
+        Question("nodes", "int", "choose_strategy.nodes", default=DEFAULTS.nodes, validate=in_range(1, 1024)),
         Question("hosts", "text", "choose_strategy.hosts", when=lambda a: a.get("nodes", 1) > 1,
                  validate=_hosts_check),
         Question("master_port", "int", "choose_strategy.master_port", default=29500,
@@ -140,7 +148,7 @@ def questions(ctx) -> list[Question]:
         Question("offload", "select", "choose_strategy.offload",
                  when=lambda a: a.get("distribution", "ddp") not in ("ddp", "megatron"),
                  default=lambda a: _default_distribution(a)[1],
-                 choices=[Choice(o, msg("choose_strategy.offload." + o)) for o in ("none", "optimizer", "all")],
+                 choices=[Choice(o, msg("choose_strategy.offload." + o)) for o in OFFLOADS],
                  validate=lambda v, a: msg("choose_strategy.offload_all_needs_zero3")
                  if v == "all" and a.get("distribution") not in ("zero3", "fsdp2") else None),
         Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=in_range(1, 65536)),
@@ -154,41 +162,26 @@ def questions(ctx) -> list[Question]:
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("liger", "confirm", "choose_strategy.liger", when=lambda a: planner.liger_available(),
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
-        Question("packing", "confirm", "choose_strategy.packing", default=False),
-        Question("optim", "select", "choose_strategy.optim", default="adamw", when=lambda a: a["method"] != "galore",
-                 choices=[Choice("adamw", msg("choose_strategy.optim.adamw")),
-                          Choice("adamw8bit", msg("choose_strategy.optim.adamw8bit")),
-                          Choice("paged", msg("choose_strategy.optim.paged"))]),
+        Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing),
+        Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim, when=lambda a: a["method"] != "galore",
+                 choices=[Choice(o, msg("choose_strategy.optim." + o)) for o in OPTIMIZERS]),
         Question("learning_rate", "float", "choose_strategy.learning_rate",
-                 default=lambda a: 1e-5 if a.get("method") in memory.FULL_WEIGHTS else 2e-4, validate=in_range(1e-8, 1.0)),
-        Question("max_steps", "int", "choose_strategy.max_steps", default=0, validate=in_range(0, 10_000_000)),
-        Question("epochs", "float", "choose_strategy.epochs", default=1.0, when=lambda a: a.get("max_steps") == 0,
+                 default=lambda a: default_learning_rate(a["method"]), validate=in_range(1e-8, 1.0)),
+        Question("max_steps", "int", "choose_strategy.max_steps", default=DEFAULTS.max_steps, validate=in_range(0, 10_000_000)),
+        Question("epochs", "float", "choose_strategy.epochs", default=DEFAULTS.epochs, when=lambda a: a.get("max_steps") == 0,
                  validate=in_range(0.01, 1000)),
-        Question("save_steps", "int", "choose_strategy.save_steps", default=50, validate=in_range(1, 10_000_000)),
-        Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=3, validate=in_range(1, 1000)),
+        Question("save_steps", "int", "choose_strategy.save_steps", default=DEFAULTS.save_steps, validate=in_range(1, 10_000_000)),
+        Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=DEFAULTS.save_total_limit, validate=in_range(1, 1000)),
         Question("sample_question", "text", "choose_strategy.sample_question", default="What is LoRA?"),
         Question("preflight", "confirm", "choose_strategy.preflight", default=True),
     ]
 
 
-DISTRIBUTIONS = ("ddp", "zero1", "zero2", "zero3", "fsdp2", "megatron")
-
-
-def training(answers: dict) -> memory.Training:
-    """The memory model's view of these answers (what recipes/train_worker.py will run): plain data parallel keeps
-    the whole model states on every GPU; ZeRO-1/2/3 and FSDP2 (sharded like ZeRO-3) divide them over all processes
-    of all nodes."""
-    dist = answers.get("distribution", "ddp")
-    rank = answers.get("galore_rank", 128) if answers["method"] == "galore" else answers.get("lora_rank", 8)
-    return memory.Training(method=answers["method"], rank=rank,
-                           targets=answers.get("lora_targets", "all-linear"), dropout=answers.get("lora_dropout", 0.0),
-                           ckpt=answers["activation_checkpointing"], micro_batch=answers["micro_batch"],
-                           grad_accum=answers.get("grad_accum", 1),
-                           seq=answers["seq_len"], gpus=answers.get("processes", 1) * answers.get("nodes", 1),
-                           zero=int(dist[-1]) if dist.startswith("zero") else 0, fsdp=dist == "fsdp2",
-                           offload=answers.get("offload", "none") != "none", optim=answers.get("optim", "adamw"),
-                           liger=bool(answers.get("liger")), fp32_masters=answers.get("master_weights", "fp32") == "fp32",
-                           packing=bool(answers.get("packing")))
+def training(answers: dict) -> TrainingSpec:
+    """The spec these answers choose (their keys are its field names); what the trainer runs and the memory model
+    estimates: plain data parallel keeps the whole model states on every GPU; ZeRO-1/2/3 and FSDP2 (sharded like
+    ZeRO-3) divide them over all processes of all nodes."""
+    return TrainingSpec.from_dict(answers)
 
 
 def _processes_check(v: int, a: dict):
@@ -207,7 +200,7 @@ _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?|\[?[0-9A-Fa-f:]+\]?
 
 def _hosts_check(v: str, a: dict):
     """Comma-separated host names or addresses, one per node; the first is this machine (the master)."""
-    from recipes.rendezvous import split_hosts
+    from recipes.training.rendezvous import split_hosts
 
     hosts = split_hosts(v)
     bad = [h for h in hosts if not _HOST.fullmatch(h)]
@@ -243,7 +236,7 @@ def _plan_knobs(a: dict) -> dict:
     return {"ckpt": kv["ckpt"] == "on", "mb": int(kv["mb"]), "liger": kv["liger"] == "on"}
 
 
-def dataset_path(ctx, answers: dict) -> str:
+def dataset_path(ctx: Ctx, answers: dict) -> str:
     """The dataset reference (``path`` or ``path#N``): bundled, local, or a file of a hub dataset fetched with the
     download step's code into YICHUI_HOME/datasets (the pattern may end in ``#N``)."""
     if answers["dataset"] == "bundled":
@@ -254,9 +247,9 @@ def dataset_path(ctx, answers: dict) -> str:
 
     from recipes.hub import snapshot
 
-    sel = ctx.outputs("select_model")
-    source = sel.get("source") if sel.get("source") in ("hf", "modelscope") else "hf"
-    endpoint = sel.get("endpoint") if sel.get("source") == source else hub.default_endpoint(source)
+    sel = ctx.result(ModelChoice)
+    source = sel.source if sel.source in ("hf", "modelscope") else "hf"
+    endpoint = (sel.endpoint if sel.source == source else None) or str(hub.default_endpoint(source))
     pattern, sample = datasets.split_sample(answers.get("dataset_file") or "*")
     out = snapshot.fetch(source, answers["dataset_repo"], endpoint, "main",
                          ctx.home / "datasets" / source / answers["dataset_repo"], ctx.progress, ctx.info,
@@ -269,45 +262,41 @@ def dataset_path(ctx, answers: dict) -> str:
     return f"{ref}#{sample}" if sample else ref
 
 
-def run(ctx, answers: dict) -> dict:
+def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     from transformers import AutoTokenizer
 
     path = dataset_path(ctx, answers)
     skip = answers.get("bad_records") == "skip"
-    try:
-        loaded = datasets.load(path, skip_bad=skip)
-    except datasets.DataError as e:
-        raise StepError(e.key, **e.params) from None
+    loaded = datasets.load(path, skip_bad=skip)
     convs, fmt = loaded.conversations, loaded.format
     train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
     meta = metadata_dir(ctx)
     tok = AutoTokenizer.from_pretrained(meta, trust_remote_code=trusted(ctx))
     if not tok.chat_template:
-        raise StepError("choose_strategy.no_chat_template", model=ctx.outputs("select_model").get("repo_id") or meta)
+        raise StepError("choose_strategy.no_chat_template", model=ctx.result(ModelChoice).repo_id or meta)
     rendered = _render_all(tok, convs)
     samples = rendered[:2]
     for i, s in enumerate(samples, 1):
         ctx.info(msg("choose_strategy.sample", i=i, text=s))
     ctx.info(msg("choose_strategy.dataset_summary", n=len(convs), path=path, format=fmt, train=len(train),
                  val=len(held)))
-    shape = memory.shape_from_dict(ctx.outputs("evaluate_memory")["shape"])
-    gpu = ctx.outputs("evaluate_memory")["gpu"]
-    est = memory.estimate(shape, training(answers), gpu["memory_gib"])
+    mem = ctx.result(MemoryEvaluation)
+    gpu = mem.gpu
+    est = memory.estimate(mem.model_shape(), training(answers), gpu.memory_gib)
     fits = est["fits"]
-    ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu["name"], gib=gpu["memory_gib"],
+    ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu.name, gib=gpu.memory_gib,
                  margin=f"{est['margin_gib']:+.1f}"))
     if not fits:
-        ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu["memory_gib"]))
+        ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu.memory_gib))
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0)}
     smoke = None
     if answers.get("preflight", True):
         from recipes.training import preflight
 
-        smoke = preflight.smoke_run(ctx, strategy, path)
-    return {"strategy": strategy, "preflight": smoke, "dataset_path": path, "dataset_format": fmt, "n_records": len(convs),
-            "n_train": len(train), "n_validation": len(held), "samples": samples, "estimate": est, "fits": fits,
-            "effective_batch": answers["micro_batch"] * answers["grad_accum"] * answers.get("processes", 1)
-            * answers.get("nodes", 1)}
+        smoke = preflight.smoke_run(ctx, TrainerJob.from_dict(strategy | {"dataset_path": path}))
+    return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
+                          n_records=len(convs), n_train=len(train), n_validation=len(held), samples=samples,
+                          estimate=est, fits=fits, effective_batch=training(answers).effective_batch)
 
 
 def _render_all(tok, convs: list) -> list[str]:
@@ -327,5 +316,5 @@ def _render_all(tok, convs: list) -> list[str]:
     return out
 
 
-def is_done(ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: dict) -> bool:
     return "strategy" in record["outputs"]

@@ -2,7 +2,7 @@
 streamed one that must both end where the model ends its turn.
 
 The launch comes from the session, not retyped: the model directory and format (export step), the served name, the
-chat template, the longest context from the memory model's KV-cache budget (:func:`recipes.memory.serving`), the GPU
+chat template, the longest context from the memory model's KV-cache budget (:func:`recipes.memory.model.serving`), the GPU
 memory utilization, tensor parallelism over the GPUs the strategy chose, CUDA graphs or not, and the LoRA adapter
 served unmerged when asked (maximum LoRA rank from its adapter_config.json). The options come from the installed
 engine version's argument table — committed, or read from the engine's own parser when yichui has none for that
@@ -27,9 +27,12 @@ import shlex
 import time
 from pathlib import Path
 
-from recipes import jobs, memory, quantize
-from recipes.base import Choice, Question, StepError, in_range, msg
-from recipes.handoff import trusted
+from recipes import jobs
+from recipes.memory import model as memory
+from recipes.quantization import quantize
+from recipes.base import Choice, Ctx, Msg, Question, StepError, in_range, msg
+from recipes.handoff import (Deployment, Download, ExportResult, MemoryEvaluation, ModelChoice, StrategyChoice,
+                             TrainingResult, trusted)
 from recipes.serving import client, engines, keys, server
 from recipes.serving import spec as specs
 from recipes.serving.server import LOOPBACK, client_base, free_port, host_error, port_free, wait_healthy
@@ -43,15 +46,15 @@ WEIGHT_FORMAT = {"merged": "bf16", "gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp
                  "bnb-8bit": "bnb8"}
 
 
-def envs(ctx) -> Path:
+def envs(ctx: Ctx) -> Path:
     """Where the engines' own environments live (the quantizer's too): ``YICHUI_ENVS``, else ``YICHUI_HOME/envs``."""
     return quantize.envs_dir(ctx.home)
 
 
-def adapter_info(ctx) -> dict | None:
+def adapter_info(ctx: Ctx) -> dict | None:
     """The trained LoRA adapter that can be served unmerged: ``{"path", "rank"}`` (rank: the largest of ``r`` and
     ``rank_pattern`` in adapter_config.json), or None (full fine-tune, DoRA, no adapter on disk)."""
-    path = ctx.outputs("train").get("adapter_dir")
+    path = ctx.result(TrainingResult).adapter_dir
     try:
         cfg = json.loads((Path(path) / "adapter_config.json").read_text()) if path else None
     except (OSError, ValueError):
@@ -62,37 +65,37 @@ def adapter_info(ctx) -> dict | None:
     return {"path": str(path), "rank": rank}
 
 
-def _gpu(ctx) -> tuple[float, int]:
+def _gpu(ctx: Ctx) -> tuple[float, int]:
     """(GiB per GPU, GPUs on this machine) from the memory step, or what is detected now."""
     found = memory.detect_gpus()
-    gpu = ctx.outputs("evaluate_memory").get("gpu") or {}
-    return float(gpu.get("memory_gib") or (found[0]["memory_gib"] if found else 80.0)), len(found)
+    gpu = ctx.result(MemoryEvaluation).gpu
+    return float(gpu.memory_gib or (found[0]["memory_gib"] if found else 80.0)), len(found)
 
 
-def serving_budget(ctx, a: dict) -> dict | None:
+def serving_budget(ctx: Ctx, a: dict) -> dict | None:
     """The memory model's serving estimate for the answers so far (None when the shape is unknown): the weights of
     the chosen export (an unmerged adapter beside the base's bf16 weights), CUDA graphs or not, on the target GPU,
     as the chosen engine sizes its KV cache."""
-    shape = ctx.outputs("evaluate_memory").get("shape")
-    if not shape:
+    mem = ctx.result(MemoryEvaluation)
+    shape = mem.model_shape()
+    if shape is None:
         return None
-    shape = memory.shape_from_dict(shape)
     gib, _ = _gpu(ctx)
     adapter = adapter_info(ctx) if a.get("model") == "adapter" else None
     fmt = WEIGHT_FORMAT.get(a.get("model", "merged"), "bf16")
-    targets = ctx.outputs("choose_strategy").get("strategy", {}).get("lora_targets") or "all-linear"
-    name = (ctx.outputs("evaluate_memory").get("gpu") or {}).get("name") or ""
+    targets = ctx.result(StrategyChoice).spec().lora_targets
+    name = mem.gpu.name or ""
     return memory.serving(shape, fmt, gib, a.get("gpu_memory_utilization", 0.9), a.get("tensor_parallel", 1),
                           cuda_graphs=a.get("cuda_graphs", True), gpu_name=name,
                           adapter_params=shape.lora_params(adapter["rank"], targets) if adapter else 0,
                           engine=a.get("backend") or "vllm")
 
 
-def questions(ctx) -> list[Question]:
-    exported = ctx.outputs("export")
+def questions(ctx: Ctx) -> list[Question]:
+    exported = ctx.result(ExportResult)
     home_envs = envs(ctx)
     gpu_engine = lambda a: a.get("backend") in GPU_ENGINES  # noqa: E731
-    shape = ctx.outputs("evaluate_memory").get("shape") or {}
+    shape = ctx.result(MemoryEvaluation).shape or {}
 
     def state(b):
         inst = engines.find(b, home_envs)
@@ -106,7 +109,7 @@ def questions(ctx) -> list[Question]:
             ok = engines.find(v, home_envs) and _has_uvicorn()
             return None if ok else msg("deploy.not_installed", backend=v, hint=engines.install_hint(v, home_envs))
         if engines.find(v, home_envs) is None:
-            hint = engines.install_hint(v, home_envs)
+            hint: str | Msg = engines.install_hint(v, home_envs)
             if specs.recommended(v).gpu and not memory.detect_gpus():  # no use installing it on this machine
                 hint = msg("deploy.gpu_only_hint", hint=hint)
             return msg("deploy.not_installed", backend=v, hint=hint)
@@ -117,8 +120,8 @@ def questions(ctx) -> list[Question]:
         backend = a.get("backend", "transformers")
         inst = engines.find(backend, home_envs)
         loads = engines.formats(backend, inst, engines.cache_dir(ctx.home))
-        out = [Choice("merged", msg("deploy.model.merged" if exported else "deploy.model.downloaded"))] + [
-            Choice(f, msg("deploy.model.format", format=f)) for f in exported.get("artifacts", {}) if f in loads]
+        out = [Choice("merged", msg("deploy.model.merged" if exported.merged_dir else "deploy.model.downloaded"))] + [
+            Choice(f, msg("deploy.model.format", format=f)) for f in exported.artifacts if f in loads]
         if (inst.spec if inst else specs.recommended(backend)).lora and adapter_info(ctx):
             out.append(Choice("adapter", msg("deploy.model.adapter")))
         return out
@@ -175,18 +178,18 @@ def questions(ctx) -> list[Question]:
             return e.msg
         return None
 
-    strategy = ctx.answers("choose_strategy")
+    processes = ctx.result(StrategyChoice).spec().processes
     return [
         Question("backend", "select", "deploy.backend", validate=check_backend,
-                 default=exported["serve_with"] if exported.get("serve_with") in BACKENDS
-                 and check_backend(exported["serve_with"], {}) is None else "transformers",
+                 default=exported.serve_with if exported.serve_with in BACKENDS
+                 and check_backend(exported.serve_with, {}) is None else "transformers",
                  choices=[Choice(b, msg("deploy.backend.label", backend=b, state=state(b))) for b in BACKENDS]),
         Question("model", "select", "deploy.model", default="merged", choices=models),
         Question("host", "text", "deploy.host", default="127.0.0.1", validate=check_host),
         Question("port", "int", "deploy.port", default=lambda a: free_port(a.get("host", "127.0.0.1")),
                  validate=check_port, volatile=True),
         Question("tensor_parallel", "int", "deploy.tensor_parallel", when=gpu_engine, validate=check_tp,
-                 default=lambda a: max(1, min(int(strategy.get("processes") or 1), _gpu(ctx)[1] or 1))),
+                 default=lambda a: max(1, min(processes, _gpu(ctx)[1] or 1))),
         Question("gpu_memory_utilization", "float", "deploy.gpu_memory_utilization", default=0.9, when=gpu_engine,
                  validate=in_range(0.1, 0.98)),
         Question("max_model_len", "int", "deploy.max_model_len", when=gpu_engine, default=default_len,
@@ -202,31 +205,30 @@ def _has_uvicorn() -> bool:
     return importlib.util.find_spec("uvicorn") is not None
 
 
-def _served_name(ctx) -> str:
-    sel = ctx.outputs("select_model")
-    base = Path(str(sel.get("repo_id") or sel.get("local_path") or "model")).name
-    method = ctx.outputs("train").get("method")
+def _served_name(ctx: Ctx) -> str:
+    base = Path(str(ctx.result(ModelChoice).name or "model")).name
+    method = ctx.result(TrainingResult).method
     return (f"{base}-{method}" if method else base).lower()
 
 
-def _target(ctx, answers: dict) -> tuple[str, str, dict | None]:
+def _target(ctx: Ctx, answers: dict) -> tuple[str, str, dict | None]:
     """(model directory, format, adapter) the answers ask to serve."""
-    exported = ctx.outputs("export")
+    exported = ctx.result(ExportResult)
+    base_dir = str(ctx.result(Download).model_dir)
     choice = answers["model"]
     if choice == "adapter":
         adapter = adapter_info(ctx)
         if adapter is None:
             raise StepError("deploy.no_adapter")
-        return ctx.outputs("download")["model_dir"], "merged", adapter
+        return base_dir, "merged", adapter
     if choice == "merged":  # the merged model, or the downloaded one when nothing was exported (deploy/chat tasks)
-        return exported.get("merged_dir") or ctx.outputs("download")["model_dir"], "merged", None
-    return exported["artifacts"][choice]["dir"], choice, None
+        return exported.merged_dir or base_dir, "merged", None
+    return exported.artifacts[choice]["dir"], choice, None
 
 
-def plan(ctx, answers: dict, inst: engines.Installed, tab: dict) -> tuple[engines.Launch, str, dict | None]:
+def plan(ctx: Ctx, answers: dict, inst: engines.Installed, tab: dict) -> tuple[engines.Launch, str, dict | None]:
     """The launch for these answers in the installed version's options (checked against ``tab``), the model
     directory, and the adapter."""
-    backend = answers["backend"]
     model_dir, fmt, adapter = _target(ctx, answers)
     spec = inst.spec
     template = Path(model_dir) / "chat_template.jinja"
@@ -306,7 +308,7 @@ def _asked(what: str, fn, log: str):
         raise StepError("deploy.bad_answer", what=what, error=f"{type(e).__name__}: {e}"[:300], log=log) from None
 
 
-def run(ctx, answers: dict) -> dict:
+def run(ctx: Ctx, answers: dict) -> Deployment:
     backend, host, port = answers["backend"], answers["host"], answers["port"]
     inst = engines.find(backend, envs(ctx))
     if inst is None:
@@ -318,10 +320,8 @@ def run(ctx, answers: dict) -> dict:
     launch, model_dir, adapter = plan(ctx, answers, inst, tab)
     engines.check_help(inst, launch, cache=cache)
     sdir = ctx.run_dir / "serve"
-    try:
-        key_file = keys.key_file(sdir) if launch.key_flag else None
-    except keys.BadKey as e:  # an engine given an empty key serves everyone: nothing starts
-        raise StepError("deploy.bad_key", path=str(e.path), why=e.why) from None
+    # keys.BadKey when the file holds no usable key: an engine given an empty key serves everyone, so nothing starts
+    key_file = keys.key_file(sdir) if launch.key_flag else None
     key = keys.read_key(key_file)
     old = jobs.read(sdir / "server.pid.json")
     if old is not None and old.alive():
@@ -341,7 +341,7 @@ def run(ctx, answers: dict) -> dict:
         raise
 
 
-def _check(ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir, adapter, t0) -> dict:
+def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir, adapter, t0) -> Deployment:
     """The start-up check of a spawned server (see the module docstring) and the step's outputs."""
     backend, port = answers["backend"], answers["port"]
     wait_healthy(job, base)
@@ -353,7 +353,8 @@ def _check(ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir,
     served = launch.served_model
     if launch.listed_name not in listed:  # whoever answers on this port, it is not the server we started
         raise StepError("deploy.not_ours", port=port, models=", ".join(map(str, listed))[:200] or "?")
-    samples = ctx.outputs("train").get("samples") or {}
+    trained = ctx.result(TrainingResult)
+    samples = trained.samples
     question = samples.get("question") or "What is LoRA?"
     turn = [{"role": "user", "content": question}]
     reply = _asked("a chat completion", lambda: client.complete(base + "/v1", served, turn, STOP_CHECK_TOKENS,
@@ -363,12 +364,12 @@ def _check(ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir,
     ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid, seconds=start_s))
     if samples.get("before") is not None:
         ctx.info(msg("deploy.before", question=question, answer=samples["before"]))
-    ctx.info(msg("deploy.after" if ctx.outputs("train") else "deploy.reply", question=question, answer=reply.text))
+    ctx.info(msg("deploy.after" if trained.adapter_dir else "deploy.reply", question=question, answer=reply.text))
     ctx.info(msg("deploy.streamed", chars=len(streamed.text), finish=streamed.finish_reason))
     if reply.stopped and streamed.stopped:
         ctx.info(msg("deploy.stops", tokens=reply.tokens if reply.tokens is not None else "?"))
     else:
-        smoke = ctx.outputs("export").get("merged_smoke")
+        smoke = ctx.result(ExportResult).merged_smoke
         key_, params = stop_cause(model_dir)
         why = msg(key_, **params)
         if isinstance(smoke, dict) and smoke.get("stopped") is True:  # the model stops (the export saw it): the serving does not
@@ -392,15 +393,15 @@ def _check(ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir,
     if key_file:
         ctx.info(msg("deploy.key_file", path=str(key_file)))
     ctx.info(msg("deploy.stop_hint", id=ctx.session_id))
-    return {"backend": backend, "engine_version": inst.version, "engine_table": tab["origin"],
-            "endpoint": base + "/v1", "served_model": served, "model_dir": model_dir, "adapter": adapter,
-            "args": launch.args, "server_pid": job.pid, "log": job.log, "start_seconds": start_s,
-            "api_key_file": str(key_file) if key_file else None, "question": question, "reply": reply.text,
-            "finish_reason": reply.finish_reason, "reply_tokens": reply.tokens, "streamed": streamed.text,
-            "stream_finish_reason": streamed.finish_reason, "kv_cache": kv}
+    return Deployment(backend=backend, engine_version=inst.version, engine_table=tab["origin"],
+                      endpoint=base + "/v1", served_model=served, model_dir=model_dir, adapter=adapter,
+                      args=launch.args, server_pid=job.pid, log=job.log, start_seconds=start_s,
+                      api_key_file=str(key_file) if key_file else None, question=question, reply=reply.text,
+                      finish_reason=reply.finish_reason, reply_tokens=reply.tokens, streamed=streamed.text,
+                      stream_finish_reason=streamed.finish_reason, kv_cache=kv)
 
 
-def is_done(ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: dict) -> bool:
     """Deployed, and the server still runs: after a crash (or `yichui stop`) the step runs again with the same
     answers (`yichui serve start`)."""
     job = jobs.read(ctx.run_dir / "serve" / "server.pid.json")

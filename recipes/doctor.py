@@ -57,7 +57,7 @@ def gpu_checks() -> list[Check]:
                 driver, cuda_drv = m.groups()
         except (OSError, subprocess.SubprocessError):
             pass
-    from recipes import memory
+    from recipes.memory import model as memory
 
     gpus = memory.detect_gpus()
     build = torch.version.cuda
@@ -117,7 +117,7 @@ OPTIONAL = (  # (name, distribution or import, install command, what it is for)
 
 
 def optional_checks(home: Path) -> list[Check]:
-    from recipes import quantize
+    from recipes.quantization import quantize
     from recipes.serving import engines, spec
 
     out = []

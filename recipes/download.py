@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recipes.base import Question, StepError, msg
+from recipes.base import Ctx, Question, StepError, msg
+from recipes.handoff import Download, ModelChoice
 from recipes.hub import client as hub
 from recipes.hub import downloader
 from recipes.hub.snapshot import fetch
@@ -17,15 +18,15 @@ name = "download"
 requires = ("select_model",)
 
 
-def _default_dir(ctx) -> str | None:
-    sel = ctx.outputs("select_model")
-    if sel.get("source") in ("local", None) or not sel.get("repo_id"):
+def _default_dir(ctx: Ctx) -> str | None:
+    sel = ctx.result(ModelChoice)
+    if sel.source in ("local", "") or not sel.repo_id:
         return None
-    return str(ctx.home / "models" / sel["source"] / sel["repo_id"])
+    return str(ctx.home / "models" / sel.source / sel.repo_id)
 
 
-def questions(ctx) -> list[Question]:
-    remote = ctx.outputs("select_model").get("source") not in ("local", "endpoint")
+def questions(ctx: Ctx) -> list[Question]:
+    remote = ctx.result(ModelChoice).source not in ("local", "endpoint")
 
     def check_mirrors(v, a):
         bad = [m for m in _mirrors(v) if not m.startswith(("http://", "https://"))]
@@ -40,37 +41,38 @@ def _mirrors(value: str) -> list[str]:
     return [] if value.strip().lower() in ("", "none", "-") else [m.strip() for m in value.split(",") if m.strip()]
 
 
-def run(ctx, answers: dict) -> dict:
-    sel = ctx.outputs("select_model")
-    if sel["source"] == "local":
-        path = Path(sel["local_path"]).expanduser().resolve()
+def run(ctx: Ctx, answers: dict) -> Download:
+    sel = ctx.result(ModelChoice)
+    if sel.source == "local":
+        path = Path(str(sel.local_path)).expanduser().resolve()
         ctx.info(msg("download.local", path=str(path)))
-        return {"model_dir": str(path), "commit": None, "files": [], "bytes": 0}
-    endpoint = sel["endpoint"]
+        return Download(model_dir=str(path))
+    if not sel.repo_id or not sel.endpoint:  # a remote source always names both (select_model's questions)
+        raise StepError("select_model.bad_id", value=str(sel.repo_id))
+    endpoint = sel.endpoint
     mirrors = _mirrors(answers.get("compare_mirrors", "none"))
     if mirrors:
-        timed = hub.probe(sel["source"], sel["repo_id"], [endpoint] + mirrors, sel.get("revision", "main"))
+        timed = hub.probe(sel.source, sel.repo_id, [endpoint, *mirrors], sel.revision)
         ctx.table(msg("download.mirrors"), [msg("ui.col.endpoint"), "ms", "MiB/s"],
                   [(t["endpoint"], t["latency_ms"] if t["ok"] else "—", t["mib_s"] if t["ok"] else t["error"])
                    for t in timed])
         if timed[0]["ok"] and timed[0]["endpoint"] != endpoint:
             ctx.info(msg("download.faster_mirror", endpoint=timed[0]["endpoint"], id=ctx.session_id))
-    meta = sel.get("meta_dir")
-    out = fetch(sel["source"], sel["repo_id"], endpoint, sel.get("revision", "main"),
-                Path(answers["local_dir"]), ctx.progress, ctx.info, seed=Path(meta) if meta else None)
-    approved = (sel.get("custom_code") or {}).get("commit")
-    if approved and out["commit"] and out["commit"] != approved:  # the yes covered the code of another commit
-        raise StepError("download.code_changed", repo=sel["repo_id"], approved=approved[:12], now=out["commit"][:12],
+    out = Download.from_dict(fetch(sel.source, sel.repo_id, endpoint, sel.revision, Path(answers["local_dir"]),
+                                   ctx.progress, ctx.info, seed=Path(sel.meta_dir) if sel.meta_dir else None))
+    approved = (sel.custom_code or {}).get("commit")
+    if approved and out.commit and out.commit != approved:  # the yes covered the code of another commit
+        raise StepError("download.code_changed", repo=sel.repo_id, approved=approved[:12], now=out.commit[:12],
                         id=ctx.session_id)
     return out
 
 
-def skip(ctx) -> str | None:
+def skip(ctx: Ctx) -> str | None:
     """An evaluation of an endpoint has no weights to fetch."""
-    return "endpoint" if ctx.outputs("select_model").get("source") == "endpoint" else None
+    return "endpoint" if ctx.result(ModelChoice).source == "endpoint" else None
 
 
-def is_done(ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: dict) -> bool:
     out = record["outputs"]
     d = Path(out.get("model_dir") or "/nonexistent")
     return (d / "config.json").is_file() and all(downloader.is_complete(d / f["path"], f["size"], f.get("sha256"),

@@ -1,8 +1,8 @@
 """Step 8 — evaluate: did fine-tuning help? Held-out metrics for the base and the fine-tuned model side by side, a few
-answers next to their references, and standard benchmarks through lm-evaluation-harness (recipes/harness.py).
+answers next to their references, and standard benchmarks through lm-evaluation-harness (recipes/evaluation/harness.py).
 
 Held-out data: the validation split the trainer held out (the same seeded split, recomputed from the session), or a
-file of conversations with reference replies. Metrics (recipes/heldout.py): loss and perplexity of the reference
+file of conversations with reference replies. Metrics (recipes/evaluation/heldout.py): loss and perplexity of the reference
 replies, exact match and ROUGE-L of greedy replies. Against an endpoint with no local model (the evaluate task on a
 URL) only the generation metrics exist: chat endpoints return no log-probabilities of given text.
 
@@ -17,9 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from recipes import datasets, harness, jobs
-from recipes.base import Choice, Question, StepError, in_range, msg
-from recipes.handoff import trusted
+from recipes import jobs
+from recipes.data import datasets
+from recipes.evaluation import harness
+from recipes.base import Choice, Ctx, Msg, Question, StepError, in_range, msg
+from recipes.handoff import (Deployment, Download, Evaluation, ExportResult, ModelChoice, StrategyChoice,
+                             TrainingResult, trusted)
 from recipes.serving import spec as specs
 
 name = "evaluate"
@@ -28,48 +31,48 @@ METRICS = ("loss", "perplexity", "exact_match", "rouge_l")
 EXAMPLES = 3
 
 
-def models(ctx) -> dict:
+def models(ctx: Ctx) -> dict:
     """The models to compare: ``{"base": dir}`` and, after training, ``{"finetuned": dir}``; an endpoint-only
     evaluation has ``{"endpoint": url}``."""
-    sel, dl, ex, tr = (ctx.outputs(s) for s in ("select_model", "download", "export", "train"))
-    if sel.get("source") == "endpoint":
-        return {"endpoint": sel["endpoint_url"]}
-    out = {"base": dl.get("model_dir") or sel.get("local_path")}
-    if ex.get("merged_dir") and tr.get("adapter_dir"):
-        out["finetuned"] = ex["merged_dir"]
+    sel, dl, ex, tr = (ctx.result(ModelChoice), ctx.result(Download), ctx.result(ExportResult),
+                       ctx.result(TrainingResult))
+    if sel.source == "endpoint":
+        return {"endpoint": sel.endpoint_url}
+    out = {"base": dl.model_dir or sel.local_path}
+    if ex.merged_dir and tr.adapter_dir:
+        out["finetuned"] = ex.merged_dir
     return {k: v for k, v in out.items() if v}
 
 
-def training_split(ctx) -> list[list[dict]]:
+def training_split(ctx: Ctx) -> list[list[dict]]:
     """The validation conversations the trainer held out (same file, ratio and seed)."""
-    cs = ctx.outputs("choose_strategy")
-    st = cs.get("strategy") or {}
-    if not cs.get("dataset_path") or not st.get("val_ratio"):
+    cs = ctx.result(StrategyChoice)
+    if not cs.dataset_path or not cs.strategy.get("val_ratio"):
         return []
-    convs = datasets.load(cs["dataset_path"], skip_bad=st.get("skip_bad_records", False)).conversations
-    return datasets.train_validation(convs, st["val_ratio"])[1]
+    convs = datasets.load(cs.dataset_path, skip_bad=cs.strategy.get("skip_bad_records", False)).conversations
+    return datasets.train_validation(convs, cs.strategy["val_ratio"])[1]
 
 
-def _references(path: str) -> str | None:
+def _references(path: str) -> Msg | None:
     """None when the file gives conversations with reference replies, else why not (a catalogue key)."""
     try:
         loaded = datasets.read(path)  # malformed records (e.g. no assistant turn) are listed, not raised
     except datasets.DataError as e:
-        return msg(e.key, **e.params)
+        return e.msg
     if not any(c and c[-1]["role"] == "assistant" and c[-1]["content"].strip() for c in loaded.conversations):
         return msg("evaluate.no_references", path=path)
     return None
 
 
-def questions(ctx) -> list[Question]:
+def questions(ctx: Ctx) -> list[Question]:
     found = models(ctx)
     import recipes
 
-    strategy = ctx.outputs("choose_strategy")
+    strategy = ctx.result(StrategyChoice)
     # before the strategy step has run (a --set checked at the start) its split is not known yet: "training" is
     # offered, and checked again when this step runs
-    has_split = bool(strategy.get("n_validation")) or (not strategy and "choose_strategy" in recipes.TASKS[ctx.task])
-    sel = ctx.outputs("select_model")
+    has_split = bool(strategy.n_validation) or (not strategy.strategy and "choose_strategy" in recipes.TASKS[ctx.task])
+    sel = ctx.result(ModelChoice)
 
     def check_benchmarks(v, a):
         for b in v:
@@ -97,7 +100,7 @@ def questions(ctx) -> list[Question]:
                            reason=ctx.t(msg("evaluate.files_absent", files=", ".join(absent[:3]))))
         return None
 
-    default_endpoint = sel.get("endpoint") if sel.get("source") in ("hf", "modelscope") else None
+    default_endpoint = sel.endpoint if sel.source in ("hf", "modelscope") else None
     engine = _deploy_backend(ctx)
     return [
         Question("heldout", "select", "evaluate.heldout", default="training" if has_split else "none",
@@ -123,7 +126,7 @@ def questions(ctx) -> list[Question]:
         Question("benchmark_limit", "int", "evaluate.benchmark_limit", default=50, validate=in_range(1, 100000),
                  when=lambda a: bool(a.get("benchmarks"))),
         Question("benchmark_source", "select", "evaluate.benchmark_source", when=lambda a: bool(a.get("benchmarks")),
-                 default=sel.get("source") if sel.get("source") in ("hf", "modelscope") else "hf",
+                 default=sel.source if sel.source in ("hf", "modelscope") else "hf",
                  choices=[Choice("hf", "Hugging Face"), Choice("modelscope", "ModelScope")]),
         Question("benchmark_endpoint", "text", "evaluate.benchmark_endpoint", when=lambda a: bool(a.get("benchmarks")),
                  default=lambda a: default_endpoint or _default_endpoint(a.get("benchmark_source", "hf")),
@@ -141,16 +144,16 @@ def _subsets(a: dict) -> list[str]:
     return [s.strip() for s in str(a.get("mmlu_subjects", "")).split(",") if s.strip()]
 
 
-def data_dir(ctx, source: str, bench: str) -> Path:
+def data_dir(ctx: Ctx, source: str, bench: str) -> Path:
     return ctx.home / "datasets" / source / harness.BENCHMARKS[bench].repo
 
 
-def _have_data(ctx, bench: str, subsets: list[str], source: str) -> bool:
+def _have_data(ctx: Ctx, bench: str, subsets: list[str], source: str) -> bool:
     subs = subsets if bench == "mmlu" else None
     return all((data_dir(ctx, source, bench) / f).exists() for f in harness.files_for(bench, subs))
 
 
-def _fetch(ctx, bench: str, answers: dict) -> Path:
+def _fetch(ctx: Ctx, bench: str, answers: dict) -> Path:
     """The benchmark's files through yichui's downloader (resumable, verified), unless already complete."""
     from recipes.hub import snapshot
 
@@ -177,7 +180,7 @@ class Server:
     """
 
     url: str
-    model: str | None
+    model: str
     api_key: str | None = None
     concurrency: int = 1
 
@@ -185,7 +188,7 @@ class Server:
 def _endpoint_metrics(server: Server, convs, max_new_tokens) -> dict:
     """Greedy replies through the server, ``server.concurrency`` requests at a time, in the order of ``convs``;
     generation metrics only (no log-probabilities there)."""
-    from recipes import heldout
+    from recipes.evaluation import heldout
     from recipes.serving import client
 
     def ask(c):
@@ -204,9 +207,9 @@ def _endpoint_metrics(server: Server, convs, max_new_tokens) -> dict:
 EVAL_CONTEXT = 4096  # tokens: a held-out conversation (≤ 1024) or a 5-shot GSM8K prompt, and the reply
 
 
-def _deploy_backend(ctx) -> str | None:
+def _deploy_backend(ctx: Ctx) -> str | None:
     """The engine this session's deploy step serves with (answered or run), or None."""
-    return ctx.outputs("deploy").get("backend") or ctx.answers("deploy").get("backend")
+    return ctx.result(Deployment).backend or ctx.answers("deploy").get("backend")
 
 
 def _free_fraction() -> float | None:
@@ -219,7 +222,7 @@ def _free_fraction() -> float | None:
     return free / total
 
 
-def serve_base(ctx, model_dir: str, trust_remote_code: bool):
+def serve_base(ctx: Ctx, model_dir: str, trust_remote_code: bool):
     """A second server of the deploy step's engine (same version, same extra options) for the base model in
     ``model_dir``, on 127.0.0.1 (no key: loopback only), eager, at most :data:`EVAL_CONTEXT` tokens, taking 80 % of
     the GPU memory free now; the caller stops it.
@@ -231,11 +234,11 @@ def serve_base(ctx, model_dir: str, trust_remote_code: bool):
         StepError: the engine is not installed, its launch does not check, or it does not start
             ("deploy.not_installed", the launch's EngineError, "deploy.died", "deploy.timeout").
     """
-    from recipes import quantize
+    from recipes.quantization import quantize
     from recipes.serving import engines, server
 
-    dep, dep_a = ctx.outputs("deploy"), ctx.answers("deploy")
-    backend = dep["backend"]
+    dep_a = ctx.answers("deploy")
+    backend = str(ctx.result(Deployment).backend)
     envs = quantize.envs_dir(ctx.home)
     inst = engines.find(backend, envs)
     if inst is None:
@@ -278,18 +281,18 @@ def verdict(parts: dict) -> dict | None:
             "figures": ", ".join(f"{k} {f[k]} vs {b[k]}" for k in checks)}
 
 
-def _serving(ctx) -> tuple[str | None, str | None, str | None]:
+def _serving(ctx: Ctx) -> tuple[str | None, str | None, str | None]:
     """(endpoint, served model, API key) of this session's running server, or of the selected endpoint."""
-    sel, dep = ctx.outputs("select_model"), ctx.outputs("deploy")
-    if sel.get("source") == "endpoint":
-        return sel["endpoint_url"], sel.get("served_model"), None
-    if dep.get("endpoint"):
+    sel, dep = ctx.result(ModelChoice), ctx.result(Deployment)
+    if sel.source == "endpoint":
+        return sel.endpoint_url, sel.served_model, None
+    if dep.endpoint:
         from recipes import jobs
         from recipes.serving import keys
 
         job = jobs.read(ctx.run_dir / "serve" / "server.pid.json")
         if job is not None and job.alive():
-            return dep["endpoint"], dep.get("served_model"), keys.read_key(dep.get("api_key_file"))
+            return dep.endpoint, dep.served_model, keys.read_key(dep.api_key_file)
     return None, None, None
 
 
@@ -304,10 +307,10 @@ class Replies:
 
     def __init__(self, ctx, found: dict, code: bool, through: bool, endpoint, served, key):
         self.ctx, self.found, self.code, self.through = ctx, found, code, through
-        backend = ctx.outputs("deploy").get("backend")
+        backend = ctx.result(Deployment).backend
         # a server of the session's engine answers many requests at once; the user's own endpoint: one at a time
         self.concurrency = specs.recommended(backend).concurrent_requests if backend in specs.SPECS else 1
-        own = ctx.outputs("select_model").get("source") != "endpoint"
+        own = ctx.result(ModelChoice).source != "endpoint"
         self.session = Server(endpoint, served, key, self.concurrency if own else 1) if endpoint else None
         self._base: Server | None = None
         self._job = None  # the base server's, once started
@@ -316,7 +319,7 @@ class Replies:
         if m == "finetuned":
             return self.session
         if self._base is None:
-            self.ctx.info(msg("evaluate.serving_base", engine=self.ctx.outputs("deploy").get("backend")))
+            self.ctx.info(msg("evaluate.serving_base", engine=self.ctx.result(Deployment).backend))
             url, name, self._job = serve_base(self.ctx, self.found["base"], self.code)
             self._base = Server(url, name, None, self.concurrency)  # loopback: no key
         return self._base
@@ -340,7 +343,7 @@ class Replies:
             self._job.stop()
 
 
-def run(ctx, answers: dict) -> dict:
+def run(ctx: Ctx, answers: dict) -> Evaluation:
     code = trusted(ctx)
     found = models(ctx)
     if not found:
@@ -351,8 +354,8 @@ def run(ctx, answers: dict) -> dict:
                                           "compare_base", "generate_with", "benchmarks", "mmlu_subjects",
                                           "benchmark_limit")}
     config["models"] = found
-    previous = ctx.outputs("evaluate")
-    parts: dict = dict(previous.get("parts", {})) if previous.get("config") == config else {}
+    previous = ctx.result(Evaluation)
+    parts: dict = dict(previous.parts) if previous.config == config else {}
     if parts:
         ctx.info(msg("evaluate.resuming", n=len(parts)))
     ctx.record(config=config, parts=parts)
@@ -392,7 +395,7 @@ def run(ctx, answers: dict) -> dict:
             server = replies.heldout(m)
             res = {}
             if m != "endpoint":  # the loss from the weights on disk; the replies too, unless a server gives them
-                from recipes import heldout
+                from recipes.evaluation import heldout
 
                 with ctx.progress(msg("evaluate.heldout_progress", model=m), total=len(convs)) as bar:
                     res = heldout.evaluate(found[m], convs, answers["max_new_tokens"], generate=server is None,
@@ -408,17 +411,14 @@ def run(ctx, answers: dict) -> dict:
                 k = f"bench:{b}:{m}"
                 if k in parts:
                     continue
-                srv = replies.benchmark(m, harness.BENCHMARKS[b].kind) or Server("", served, key)
+                srv = replies.benchmark(m, harness.BENCHMARKS[b].kind) or Server("", served or "", key)
                 ctx.info(msg("evaluate.bench_running", benchmark=b, model=m, where=srv.url or found.get(m, "")))
                 t0 = time.time()
-                try:
-                    res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"],
-                                      endpoint=srv.url or None, served_model=srv.model, api_key=srv.api_key,
-                                      concurrency=srv.concurrency,
-                                      model_dir=None if m == "endpoint" else found[m],
-                                      subsets=_subsets(answers) if b == "mmlu" else None, trust_remote_code=code)
-                except harness.HarnessError as e:
-                    raise StepError(e.key, **e.params) from None
+                res = harness.run(b, ddir, edir / f"harness-{b}-{m}", answers["benchmark_limit"],
+                                  endpoint=srv.url or None, served_model=srv.model, api_key=srv.api_key,
+                                  concurrency=srv.concurrency,
+                                  model_dir=None if m == "endpoint" else found[m],
+                                  subsets=_subsets(answers) if b == "mmlu" else None, trust_remote_code=code)
                 done(k, res | {"seconds": round(time.time() - t0, 1)})
     finally:
         replies.stop()
@@ -441,9 +441,9 @@ def run(ctx, answers: dict) -> dict:
                      answers="\n  ".join(f"{m}: {_short(ex[m])}" for m in targets)))
     report, chart = write_report(ctx, edir, config, parts, targets, answers.get("benchmarks", []), examples)
     ctx.info(msg("evaluate.report", path=str(report)))
-    return {"config": config, "parts": parts, "table": table, "columns": targets, "examples": examples,
-            "heldout_samples": len(convs), "report": str(report), "chart": str(chart) if chart else None,
-            "verdict": verdict_}
+    return Evaluation(config=config, parts=parts, table=table, columns=targets, examples=examples,
+                      heldout_samples=len(convs), report=str(report), chart=str(chart) if chart else None,
+                      verdict=verdict_)
 
 
 def _short(text: str, n: int = 160) -> str:
@@ -464,7 +464,7 @@ def summary(parts: dict, targets: list[str], benchmarks: list[str]) -> list[list
     return rows
 
 
-def write_report(ctx, edir: Path, config: dict, parts: dict, targets: list[str], benchmarks: list[str],
+def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[str], benchmarks: list[str],
                  examples: list[dict]) -> tuple[Path, Path | None]:
     rows = summary(parts, targets, benchmarks)
     lines = [f"# Evaluation — session {ctx.session_id}", "", f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
@@ -485,8 +485,8 @@ def write_report(ctx, edir: Path, config: dict, parts: dict, targets: list[str],
         for i, ex in enumerate(examples, 1):
             lines += [f"### {i}", "", f"**prompt**: {ex['prompt']}", "", f"**reference**: {ex['reference']}", ""]
             lines += [f"**{m}**: {ex.get(m, '')}" for m in targets] + [""]
-    lines += ["Held-out metrics: recipes/heldout.py" + (
-        f"; benchmarks: lm-evaluation-harness (recipes/harness.py), first {config.get('benchmark_limit')} examples "
+    lines += ["Held-out metrics: recipes/evaluation/heldout.py" + (
+        f"; benchmarks: lm-evaluation-harness (recipes/evaluation/harness.py), first {config.get('benchmark_limit')} examples "
         "of each task." if benchmarks else "."), ""]
     report = edir / "report.md"
     report.write_text("\n".join(lines))
@@ -519,5 +519,5 @@ def _chart(rows: list[list], targets: list[str], path: Path) -> Path | None:
     return path
 
 
-def is_done(ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: dict) -> bool:
     return "table" in record["outputs"]

@@ -1,11 +1,12 @@
 """Step 2 — evaluate GPU memory: detect GPUs (or let the user pick a target GPU) and show, per strategy, the
 predicted peak memory per GPU, whether it fits with a 10 % margin, and the smallest cloud instance it fits on.
-The model and its calibration: recipes/memory.py, bench/results/."""
+The model and its calibration: recipes/memory/model.py, bench/results/."""
 from __future__ import annotations
 
-from recipes import memory
-from recipes.base import Choice, Question, StepError, msg
-from recipes.handoff import metadata_dir, trusted
+from recipes.memory import model as memory
+from recipes.base import Choice, Ctx, Question, msg
+from recipes.handoff import Gpu, MemoryEvaluation, ModelChoice, metadata_dir, trusted
+from recipes.training.spec import TrainingSpec, default_seq_len
 
 name = "evaluate_memory"
 requires = ("select_model",)
@@ -15,7 +16,7 @@ STRATEGIES = [(m, c) for m in ("full", "lora", "qlora") for c in (False, True)]
 PREFERENCE = (("lora", False), ("lora", True), ("qlora", True), ("full", True))
 
 
-def questions(ctx) -> list[Question]:
+def questions(ctx: Ctx) -> list[Question]:
     gpus = memory.detect_gpus()
     choices = []
     if gpus:
@@ -30,58 +31,57 @@ def questions(ctx) -> list[Question]:
     ]
 
 
-def target(answers: dict) -> dict:
+def target(answers: dict) -> Gpu:
+    """The GPU sized for: the one detected, or a row of recipes.memory.model.GPUS; ``gpu_count`` of them."""
     if answers["target_gpu"] == "detected":
         g = memory.detect_gpus()[0]
-        return {"name": g["name"], "memory_gib": g["memory_gib"], "detected": True}
+        return Gpu(g["name"], g["memory_gib"], True, answers["gpu_count"])
     name_, gib = memory.GPUS[answers["target_gpu"]]
-    return {"name": name_, "memory_gib": gib, "detected": False}
+    return Gpu(name_, gib, False, answers["gpu_count"])
 
 
 def assumed_seq(config: dict) -> int:
-    return min(2048, int(config.get("max_position_embeddings") or 2048))
+    return default_seq_len(config.get("max_position_embeddings"))
 
 
 def shape_of(config: dict, code_dir=None) -> memory.Shape:
-    try:
-        return memory.shape_from_config(config, code_dir)
-    except memory.ConfigError as e:
-        raise StepError(e.key, **e.params) from None
+    return memory.shape_from_config(config, code_dir)
 
 
-def training_for(method: str, ckpt: bool, seq: int, gpus: int) -> memory.Training:
+def training_for(method: str, ckpt: bool, seq: int, gpus: int) -> TrainingSpec:
     """The strategy rows: one GPU, or data parallel over ``gpus`` with ZeRO-3 (model states sharded)."""
-    return memory.Training(method=method, ckpt=ckpt, seq=seq, gpus=gpus, zero=3 if gpus > 1 else 0)
+    return TrainingSpec(method=method, activation_checkpointing=ckpt, seq_len=seq, processes=gpus,
+                        distribution="zero3" if gpus > 1 else "ddp")
 
 
-def run(ctx, answers: dict) -> dict:
+def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
     gpus = memory.detect_gpus()
     serving_view = ctx.task == "deploy"
     if not gpus:
         ctx.info(msg("evaluate_memory.no_gpu_serving" if serving_view else "evaluate_memory.no_gpu"))
-    config = ctx.outputs("select_model")["config"]
+    config = ctx.result(ModelChoice).config or {}
     shape = shape_of(config, str(metadata_dir(ctx)) if trusted(ctx) else None)
-    gpu = target(answers) | {"count": answers["gpu_count"]}
+    gpu = target(answers)
     if serving_view:
         return serving(ctx, shape, gpu, gpus)
     seq = assumed_seq(config)
     rows, estimates = [], []
     for method, ckpt in STRATEGIES:
-        t = training_for(method, ckpt, seq, gpu["count"])
-        e = memory.estimate(shape, t, gpu["memory_gib"])
+        t = training_for(method, ckpt, seq, gpu.count)
+        e = memory.estimate(shape, t, gpu.memory_gib)
         inst = memory.smallest_instance(shape, t)
         estimates.append({"method": method, "activation_checkpointing": ckpt, "instance": inst} | e)
         rows.append((method, ctx.t("ui.on" if ckpt else "ui.off"), f"{e['peak_gib']:.2f}",
                      ctx.t("ui.yes" if e["fits"] else "ui.no"), f"{e['margin_gib']:+.1f}",
                      f"{inst['count']}× {inst['name']}" if inst else "—"))
-    ctx.table(msg("evaluate_memory.table", gpu=gpu["name"], gib=gpu["memory_gib"], n=gpu["count"], seq=seq),
+    ctx.table(msg("evaluate_memory.table", gpu=gpu.name, gib=gpu.memory_gib, n=gpu.count, seq=seq),
               [msg("evaluate_memory.col.method"), msg("evaluate_memory.col.ckpt"), msg("evaluate_memory.col.peak"),
                msg("evaluate_memory.col.fits"), msg("evaluate_memory.col.margin"),
                msg("evaluate_memory.col.instance")], rows)
     by = {(e["method"], e["activation_checkpointing"]): e for e in estimates}
     chosen = next((p for p in PREFERENCE if by[p]["fits"]), None)
     if chosen is None:
-        ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu["name"]))
+        ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu.name))
         chosen = ("qlora", True)
     best = by[chosen]
     ctx.table(msg("evaluate_memory.breakdown", method=chosen[0], ckpt=ctx.t("ui.on" if chosen[1] else "ui.off")),
@@ -91,33 +91,34 @@ def run(ctx, answers: dict) -> dict:
     ctx.info(msg("evaluate_memory.calibrated", params=f"{shape.n_params:,}"))
     if notes:
         ctx.warn(msg("evaluate_memory.approximate", what=", ".join(notes)))
-    return {"gpu": gpu, "gpus_detected": gpus, "shape": memory.shape_dict(shape), "seq_len_assumed": seq,
-            "micro_batch_assumed": 1, "estimates": estimates,
-            "recommended": {"method": chosen[0], "activation_checkpointing": chosen[1]}, "approximate": notes}
+    return MemoryEvaluation(gpu=gpu, gpus_detected=gpus, shape=memory.shape_dict(shape), seq_len_assumed=seq,
+                            micro_batch_assumed=1, estimates=estimates,
+                            recommended={"method": chosen[0], "activation_checkpointing": chosen[1]},
+                            approximate=notes)
 
 
 SERVING_FORMATS = ("bf16", "fp8", "gptq", "bnb4")
 
 
-def serving(ctx, shape: memory.Shape, gpu: dict, gpus: list) -> dict:
+def serving(ctx: Ctx, shape: memory.Shape, gpu: Gpu, gpus: list) -> MemoryEvaluation:
     """The deploy task's view: per weight format, weights and KV-cache budget per GPU at utilization 0.9 with tensor
-    parallelism over the GPUs, the tokens of KV cache that fit and the longest context (recipes.memory.serving)."""
+    parallelism over the GPUs, the tokens of KV cache that fit and the longest context (recipes.memory.model.serving)."""
     rows, est = [], {}
     for fmt in SERVING_FORMATS:
-        e = memory.serving(shape, fmt, gpu["memory_gib"], 0.9, gpu["count"], gpu_name=gpu.get("name") or "")
+        e = memory.serving(shape, fmt, gpu.memory_gib, 0.9, gpu.count, gpu_name=gpu.name or "")
         est[fmt] = e
         rows.append((fmt, f"{e['weights_gib']:.2f}", f"{e['kv_budget_gib']:.2f}", f"{e['max_tokens']:,}",
                      f"{e['longest_context']:,}", ctx.t("ui.yes" if e["fits"] else "ui.no")))
-    ctx.table(msg("evaluate_memory.serving_table", gpu=gpu["name"], gib=gpu["memory_gib"], n=gpu["count"]),
+    ctx.table(msg("evaluate_memory.serving_table", gpu=gpu.name, gib=gpu.memory_gib, n=gpu.count),
               [msg("evaluate_memory.col.format"), msg("evaluate_memory.col.weights"), msg("evaluate_memory.col.kv"),
                msg("evaluate_memory.col.kv_tokens"), msg("evaluate_memory.col.longest"),
                msg("evaluate_memory.col.fits")], rows)
     fitting = next((f for f in SERVING_FORMATS if est[f]["fits"]), None)
     if fitting is None:
-        ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu["name"]))
-    return {"gpu": gpu, "gpus_detected": gpus, "shape": memory.shape_dict(shape), "serving": est,
-            "recommended": {"format": fitting}, "approximate": []}
+        ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu.name))
+    return MemoryEvaluation(gpu=gpu, gpus_detected=gpus, shape=memory.shape_dict(shape), serving=est,
+                            recommended={"format": fitting})
 
 
-def is_done(ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: dict) -> bool:
     return "recommended" in record["outputs"]

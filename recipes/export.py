@@ -4,8 +4,8 @@ loads, and prove each one is still the model.
 After QLoRA the base is reloaded unquantized before merging (never merge into 4-bit weights); the merge is checked
 against the unmerged adapter model (largest logit difference). The export carries the tokenizer, the chat template
 used in training and a generation config whose EOS tokens include the template's end token. Quantized formats
-(recipes/quantize.py) are made from the merged model; calibration samples come from the training split, the quality
-check (recipes/quality.py) runs on held-out ones (the validation split, else training records after the calibration
+(recipes/quantization/quantize.py) are made from the merged model; calibration samples come from the training split, the quality
+check (recipes/quantization/quality.py) runs on held-out ones (the validation split, else training records after the calibration
 ones). Every artifact gets a model card (README.md) saying how it was made and what the check measured. Each
 artifact is written into a temp folder and renamed when complete, so a half-written export never looks finished;
 an interrupted export resumes with the artifacts not yet recorded.
@@ -19,9 +19,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from recipes import datasets, memory, quality, quantize
-from recipes.base import Choice, Question, StepError, in_range, msg
-from recipes.handoff import trusted
+from recipes.data import datasets
+from recipes.memory import model as memory
+from recipes.quantization import quality
+from recipes.quantization import quantize
+from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
+from recipes.handoff import Download, ExportResult, ModelChoice, StrategyChoice, TrainingResult, trusted
+from recipes.training.spec import FULL_WEIGHTS
 from recipes.serving import engines
 from recipes.serving import spec as specs
 
@@ -31,7 +35,7 @@ SMOKE_QUESTION = "What is LoRA?"  # when training left no sample question (the q
 SMOKE_TOKENS = 128  # the greedy reply of the stop check must end within this many tokens
 
 
-def _default_engine(ctx, gpu: bool) -> str:
+def _default_engine(ctx: Ctx, gpu: bool) -> str:
     """The first GPU engine (vLLM, SGLang, LMDeploy) installed here, else transformers: a default the deploy step
     can then start (it refuses an engine that is not installed)."""
     if gpu:
@@ -41,11 +45,10 @@ def _default_engine(ctx, gpu: bool) -> str:
     return "transformers"
 
 
-def questions(ctx) -> list[Question]:
+def questions(ctx: Ctx) -> list[Question]:
     gpu = bool(memory.detect_gpus())
-    config = ctx.outputs("select_model").get("config") or {}  # unknown before select_model: checked when known
-    strategy = ctx.outputs("choose_strategy")
-    n_train = int(strategy.get("n_train") or 0)
+    config = ctx.result(ModelChoice).config or {}  # unknown before select_model: checked when known
+    n_train = ctx.result(StrategyChoice).n_train
 
     envs = quantize.envs_dir(ctx.home)
     loads = lambda engine: quantize.engine_formats(engine, envs, engines.cache_dir(ctx.home))  # noqa: E731
@@ -64,13 +67,13 @@ def questions(ctx) -> list[Question]:
         return None
 
     calibrated = lambda a: any(quantize.FORMATS[f].calibrated for f in a.get("formats", []))  # noqa: E731
-    as_is = ctx.task == "quantize" and not ctx.outputs("train")
+    as_is = ctx.task == "quantize" and not ctx.result(TrainingResult).adapter_dir
 
     def check_data(v, a):
         try:
             datasets.load(v, skip_bad=True)
         except datasets.DataError as e:
-            return msg(e.key, **e.params)
+            return e.msg
         return None
 
     return [
@@ -90,7 +93,8 @@ def questions(ctx) -> list[Question]:
                  if v < quantize.MIN_CALIBRATION else msg("export.calibration_over", n=v, records=n_train)
                  if n_train and v > n_train else None),
         Question("calibration_seq_len", "int", "export.calibration_seq_len", when=calibrated,
-                 default=min(512, int(strategy.get("strategy", {}).get("seq_len") or 512)), validate=in_range(16, 32768)),
+                 default=min(512, int(ctx.result(StrategyChoice).strategy.get("seq_len") or 512)),
+                 validate=in_range(16, 32768)),
         Question("quality_samples", "int", "export.quality_samples", default=16, validate=in_range(1, 10000),
                  when=lambda a: bool(a.get("formats"))),
         Question("calibration_data", "path", "export.calibration_data", validate=check_data,
@@ -113,8 +117,9 @@ def _atomic_dir(final: Path):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def merge(base_dir: str, adapter_dir: str, method: str, out: Path, dtype: str, code: bool = False) -> dict | None:
-    """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune) and save to ``out`` (safetensors).
+def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype: str, code: bool = False) -> dict | None:
+    """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune; with method "none" and no adapter:
+    the base itself) and save to ``out`` (safetensors).
     ``dtype``: "auto" (transformers: the config's dtype, else the checkpoint's) or a torch dtype name.
     ``code``: the user's recorded yes to the model's own code (trust_remote_code; save_pretrained copies the code).
 
@@ -165,16 +170,16 @@ def _size(d: Path) -> int:
     return sum(p.stat().st_size for p in d.rglob("*") if p.is_file())
 
 
-def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int, code: bool = False) -> tuple[list[str], list[str], str]:
+def _texts(ctx: Ctx, model_dir: str, n_calibration: int, n_quality: int, code: bool = False) -> tuple[list[str], list[str], str]:
     """Calibration texts (the first of the training split) and held-out texts (the validation split, else the
     training records after the calibration ones, else — too few records — training records), rendered through the
     model's chat template, and the catalogue key naming where the held-out ones come from."""
     from transformers import AutoTokenizer
 
-    cs = ctx.outputs("choose_strategy")
-    if cs.get("dataset_path"):
-        convs = datasets.load(cs["dataset_path"], skip_bad=cs["strategy"].get("skip_bad_records", False)).conversations
-        train, held = datasets.train_validation(convs, cs["strategy"].get("val_ratio", 0.0))
+    cs = ctx.result(StrategyChoice)
+    if cs.dataset_path:
+        convs = datasets.load(cs.dataset_path, skip_bad=cs.strategy.get("skip_bad_records", False)).conversations
+        train, held = datasets.train_validation(convs, cs.strategy.get("val_ratio", 0.0))
     else:  # nothing was trained (the quantize task): the calibration file answers both
         convs = datasets.load(ctx.answers("export").get("calibration_data") or str(datasets.bundled_dataset_path()),
                               skip_bad=True).conversations
@@ -188,15 +193,14 @@ def _texts(ctx, model_dir: str, n_calibration: int, n_quality: int, code: bool =
     return [render(c) for c in train[:n_calibration]], [render(c) for c in held[:n_quality]], source
 
 
-def run(ctx, answers: dict) -> dict:
+def run(ctx: Ctx, answers: dict) -> ExportResult:
     code = trusted(ctx)
-    train = ctx.outputs("train")
-    base_dir = ctx.outputs("download")["model_dir"]
-    adapter = train.get("adapter_dir")
-    as_is = not adapter and not train  # nothing trained: quantize the downloaded model as it is
-    if as_is:
-        train = {"method": "none"}
-    elif not adapter or not Path(adapter).is_dir():
+    train = ctx.result(TrainingResult)
+    base_dir = str(ctx.result(Download).model_dir)
+    adapter = train.adapter_dir
+    as_is = not adapter and not train.method  # nothing trained: quantize the downloaded model as it is
+    method = "none" if as_is else str(train.method)
+    if not as_is and (not adapter or not Path(adapter).is_dir()):
         raise StepError("export.no_adapter", path=str(adapter))
     formats = list(answers.get("formats", []))  # validated against the model, engine and machine (formats_ok)
     edir = ctx.run_dir / "export"
@@ -205,11 +209,13 @@ def run(ctx, answers: dict) -> dict:
     key = {"source": _source_id(Path(adapter or base_dir)), "dtype": answers["dtype"],
            "calibration": [answers.get("calibration_samples"), answers.get("calibration_seq_len")],
            "quality_samples": answers.get("quality_samples", 0)}
-    previous = ctx.outputs("export") if ctx.outputs("export").get("key") == key else {}
-    done = {f: a for f, a in previous.get("artifacts", {}).items() if Path(a["dir"]).is_dir()}  # renamed when complete
+    previous = ctx.result(ExportResult)
+    if previous.key != key:
+        previous = ExportResult()
+    done = {f: a for f, a in previous.artifacts.items() if Path(a["dir"]).is_dir()}  # renamed when complete
     # the merged model in its dtype ≈ the base's size; each quantized copy its share (bits / 16) of it
     base_bytes = _size(Path(base_dir))
-    need = (0 if "merged_dir" in previous and merged.is_dir() else base_bytes) + sum(
+    need = (0 if previous.merged_dir and merged.is_dir() else base_bytes) + sum(
         base_bytes * quantize.FORMATS[f].bits / 16 for f in formats if f not in done)
     edir.mkdir(parents=True, exist_ok=True)
     for stale in edir.glob(".*.*"):  # temp folders of an export killed mid-write (this session's lock is ours)
@@ -218,21 +224,21 @@ def run(ctx, answers: dict) -> dict:
     if shutil.disk_usage(edir).free < need:
         raise StepError("export.no_space", need=f"{need / 2**30:.2f}", path=str(edir))
 
-    reused = "merged_dir" in previous and (merged / "config.json").exists()
+    reused = bool(previous.merged_dir) and (merged / "config.json").exists()
     if reused:
-        check = previous.get("merge_check")
+        check = previous.merge_check
     else:
-        ctx.info(msg("export.as_is" if as_is else "export.merging", method=train["method"], path=str(merged)))
+        ctx.info(msg("export.as_is" if as_is else "export.merging", method=method, path=str(merged)))
         with _atomic_dir(merged) as tmp:
-            check = merge(base_dir, adapter, train["method"], tmp, answers["dtype"], code)
+            check = merge(base_dir, adapter, method, tmp, answers["dtype"], code)
             (tmp / "README.md").write_text(card(ctx, "merged", {"format": "merged"}, check))
         ctx.record(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done)
     if check:
         ctx.info(msg("export.merge_check", diff=f"{check['max_abs_logit_diff']:.2e}", dtype=check["dtype"]))
-    question = (train.get("samples") or {}).get("question") or SMOKE_QUESTION
+    question = train.samples.get("question") or SMOKE_QUESTION
     # the merged model's own reply, measured again unless this very folder was measured (a session file is input)
     merged_id = _source_id(merged)
-    merged_smoke = previous.get("merged_smoke")
+    merged_smoke = previous.merged_smoke
     if not (reused and isinstance(merged_smoke, dict) and merged_smoke.get("merged") == merged_id
             and isinstance(merged_smoke.get("stopped"), bool)):
         merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code) | {"merged": merged_id}
@@ -241,10 +247,10 @@ def run(ctx, answers: dict) -> dict:
                  tokens=merged_smoke["tokens"], limit=SMOKE_TOKENS, reply=merged_smoke["reply"][:120]))
 
     todo = [f for f in formats if f not in done]
-    env = previous.get("quantizer_env")
+    env = previous.quantizer_env
     if any(quantize.FORMATS[f].tool == "llmc" for f in todo):
         ctx.info(msg("export.env", name=quantize.LLMC_ENV))
-        env = _q(lambda: quantize.ensure_env(ctx.home, lambda text: ctx.info(msg("export.env_building", path=text))))
+        env = quantize.ensure_env(ctx.home, lambda text: ctx.info(msg("export.env_building", path=text)))
         ctx.record(quantizer_env=env)
     calib, held, held_source = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
                                       if any(quantize.FORMATS[f].calibrated for f in todo) else 0,
@@ -257,14 +263,15 @@ def run(ctx, answers: dict) -> dict:
                 quantize.quantize_bnb(merged, tmp, fmt.bits, code)
                 tool = "bitsandbytes " + _version("bitsandbytes")
             elif fmt.tool == "gguf":
-                converter = _q(lambda: quantize.ensure_converter(ctx.home))
-                _q(lambda: quantize.convert_gguf(converter, merged, tmp, f, edir / f".work-{f}"))
+                converter = quantize.ensure_converter(ctx.home)
+                quantize.convert_gguf(converter, merged, tmp, f, edir / f".work-{f}")
                 tool = f"llama.cpp's convert_hf_to_gguf.py ({quantize.LLAMA_CPP_SDIST}), gguf {_version('gguf')}"
             else:
                 spec = {"format": f, "merged_dir": str(merged), "out_dir": str(tmp), "scheme": fmt.scheme,
                         "modifier": fmt.modifier, "calibration": calib if fmt.calibrated else [],
                         "max_seq_length": answers.get("calibration_seq_len", 512), "trust_remote_code": code}
-                _q(lambda: quantize.run_llmc(env, spec, edir / f".work-{f}"))
+                assert env is not None  # ensured above for every llm-compressor format
+                quantize.run_llmc(env, spec, edir / f".work-{f}")
                 tool = "llm-compressor " + env["packages"]["llmcompressor"]
             seconds = round(time.time() - t0, 2)
             if fmt.tool != "gguf":  # one end-of-turn for every copy: the merged model's (GGUF carries its own)
@@ -286,28 +293,11 @@ def run(ctx, answers: dict) -> dict:
         shutil.rmtree(edir / f".work-{f}", ignore_errors=True)  # the quantizer's spec and log: kept on failure only
         done[f] = art
         ctx.record(artifacts=done)
-    out = {"key": key, "merged_dir": str(merged), "merged_bytes": _size(merged), "merge_check": check, "artifacts": done,
-           "merged_smoke": merged_smoke, "formats": ["merged"] + formats, "serve_with": answers["serve_with"],
-           "quantizer_env": env}
-    ctx.table(msg("export.table"), *table(out))
+    out = ExportResult(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done,
+                       merged_smoke=merged_smoke, formats=["merged"] + formats, serve_with=answers["serve_with"],
+                       quantizer_env=env)
+    ctx.table(msg("export.table"), *quantize.exports_table(out))
     return out
-
-
-def table(outputs: dict) -> tuple[list, list]:
-    """Columns and rows of the exports table (the step prints it; `yichui show` too): format, folder, MiB, mean KL,
-    perplexity ratio, whether the smoke reply stopped."""
-    ms = outputs.get("merged_smoke")
-    rows = [("merged", outputs["merged_dir"], round(outputs.get("merged_bytes", 0) / 2**20, 2), "", "",
-             msg("ui.yes" if ms.get("stopped") else "ui.no") if isinstance(ms, dict) else "")]
-    for f in outputs.get("formats", [])[1:]:
-        a = outputs.get("artifacts", {}).get(f)
-        if not a:
-            continue
-        q = a.get("quality") or {}
-        rows.append((f, a["dir"], round(a.get("bytes", 0) / 2**20, 2),
-                     f"{q['kl_mean']:.4f}" if "kl_mean" in q else "", f"{q['ppl_ratio']:.3f}" if "ppl_ratio" in q else "",
-                     msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no") if q else ""))
-    return [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"), msg("export.col.stops")], rows
 
 
 def _source_id(adapter: Path) -> str:
@@ -316,14 +306,6 @@ def _source_id(adapter: Path) -> str:
 
     parts = sorted(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in adapter.iterdir() if p.is_file())
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-
-
-def _q(fn):
-    """Run ``fn``, turning a QuantizeError into the step's one-line error."""
-    try:
-        return fn()
-    except quantize.QuantizeError as e:
-        raise StepError(e.key, **e.params) from None
 
 
 def _quality(reference: Path, artifact: Path, held: list[str], question: str | None, code: bool) -> dict:
@@ -366,35 +348,36 @@ def _version(dist: str) -> str:
     return version(dist)
 
 
-def card(ctx, fmt: str, art: dict, check: dict | None) -> str:
+def card(ctx: Ctx, fmt: str, art: dict, check: dict | None) -> str:
     """The model card (README.md) of one artifact: what it is, how it was made, what the quality check measured."""
     from recipes import __version__
 
-    sel, dl, cs, tr = (ctx.outputs(s) for s in ("select_model", "download", "choose_strategy", "train"))
-    st = cs.get("strategy", {})
-    base = sel.get("repo_id") or dl.get("model_dir")
-    method = tr.get("method") or "none"  # none: nothing trained (the quantize task)
-    adapter = f" r{st.get('lora_rank')} α{st.get('lora_alpha')} dropout {st.get('lora_dropout')}, targets " \
-              f"{st.get('lora_targets')}" if method not in ("full", "galore") else ""
+    sel, dl = ctx.result(ModelChoice), ctx.result(Download)
+    cs, tr = ctx.result(StrategyChoice), ctx.result(TrainingResult)
+    st = cs.spec()
+    base = sel.repo_id or dl.model_dir
+    method = tr.method or "none"  # none: nothing trained (the quantize task)
+    adapter = f" r{st.lora_rank} α{st.lora_alpha} dropout {st.lora_dropout}, targets " \
+              f"{st.lora_targets}" if method not in FULL_WEIGHTS else ""
     if method == "none":  # exported as downloaded (the quantize task)
         tags = ["yichui"] + ([fmt] if fmt != "merged" else [])
         lines = ["---", f"base_model: {base}", "library_name: transformers", "tags:", *[f"- {t}" for t in tags], "---",
                  "", f"# {Path(str(base)).name} — {fmt}", "",
                  f"Made by yichui {__version__} (session `{ctx.session_id}`) from the downloaded model as it is.", "",
-                 "## How it was made", "", "| | |", "|---|---|", f"| model | {base} @ {dl.get('commit') or 'local'} |"]
+                 "## How it was made", "", "| | |", "|---|---|", f"| model | {base} @ {dl.commit or 'local'} |"]
         return _card_tail(lines, fmt, art)
     tags = ["yichui", method] + ([fmt] if fmt != "merged" else [])
     lines = ["---", f"base_model: {base}", "library_name: transformers", "tags:", *[f"- {t}" for t in tags], "---", "",
              f"# {Path(str(base)).name} fine-tuned with {method} — {fmt}", "",
              f"Made by yichui {__version__} (session `{ctx.session_id}`), {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
              "", "## How it was made", "", "| | |", "|---|---|",
-             f"| base model | {base} @ {dl.get('commit') or 'local'} |",
+             f"| base model | {base} @ {dl.commit or 'local'} |",
              f"| method | {method}{adapter} |",
-             f"| data | {cs.get('dataset_path')} ({cs.get('dataset_format')}, {cs.get('n_train')} training / "
-             f"{cs.get('n_validation')} validation records) |",
-             f"| training | {tr.get('steps')} optimizer steps, effective batch {cs.get('effective_batch')}, learning "
-             f"rate {st.get('learning_rate')}, {st.get('seq_len')} tokens; training loss: mean "
-             f"{tr.get('train_loss')}, last 5 steps {tr.get('last5_mean')} |"]
+             f"| data | {cs.dataset_path} ({cs.dataset_format}, {cs.n_train} training / "
+             f"{cs.n_validation} validation records) |",
+             f"| training | {tr.steps} optimizer steps, effective batch {cs.effective_batch}, learning "
+             f"rate {st.learning_rate}, {st.seq_len} tokens; training loss: mean "
+             f"{tr.train_loss}, last 5 steps {tr.last5_mean} |"]
     if check:
         lines.append(f"| merge check | largest logit difference to the unmerged adapter model "
                      f"{check['max_abs_logit_diff']:.2e} ({check['dtype']}) |")
@@ -423,7 +406,7 @@ def _card_tail(lines: list[str], fmt: str, art: dict) -> str:
     return "\n".join(lines)
 
 
-def is_done(ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: dict) -> bool:
     out = record["outputs"]
     return bool(out.get("merged_dir")) and (Path(out["merged_dir"]) / "config.json").exists() and all(
         Path(a["dir"]).is_dir() for a in out.get("artifacts", {}).values()) and "formats" in out

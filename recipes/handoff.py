@@ -1,30 +1,270 @@
-"""What one step hands the steps after it, read through the step context: shared facts about the chosen model, so
-that no step imports another step for them (wizard/README.md, "step protocol").
+"""What one step hands the steps after it (wizard/README.md, "step protocol"), so that no step imports another:
 
-    trusted(ctx)       the user said yes to running the model's own code (every loader passes trust_remote_code)
-    metadata_dir(ctx)  the folder of the model's small files (config, tokenizer, chat template)
+- each step's outputs as a small dataclass (``ModelChoice`` … ``Chat``), read with ``ctx.result(Kind)``: the
+  engine checks the reading step ``requires`` that step and builds the record from the session file;
+- shared facts about the chosen model: ``trusted(ctx)`` (the user said yes to the model's own code) and
+  ``metadata_dir(ctx)`` (the folder of its small files).
 """
 from __future__ import annotations
 
+from recipes.base import Ctx
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar, TypeVar
 
 from recipes.hub import snapshot
+from recipes.training.spec import TrainingSpec
 
 
-def trusted(ctx) -> bool:
+def trusted(ctx: Ctx) -> bool:
     """Whether the user said yes to running the model's own code (select_model's ``trust_remote_code``)."""
-    return bool(ctx.outputs("select_model").get("trust_remote_code"))
+    return ctx.result(ModelChoice).trust_remote_code
 
 
-def metadata_dir(ctx) -> Path:
+def metadata_dir(ctx: Ctx) -> Path:
     """Where the model's small files are: select_model's metadata folder (a v4 session's downloaded model, set by its
     migration), else — that folder gone — fetched again (:func:`recipes.hub.snapshot.fetch_metadata`).
 
     Raises:
         StepError: as :func:`recipes.hub.snapshot.fetch`.
     """
-    sel = ctx.outputs("select_model")
-    d = sel.get("meta_dir")
-    if d and (Path(d) / "config.json").is_file():
-        return Path(d)
-    return snapshot.fetch_metadata(ctx.home, ctx.progress, sel)[0]
+    sel = ctx.result(ModelChoice)
+    if sel.meta_dir and (Path(sel.meta_dir) / "config.json").is_file():
+        return Path(sel.meta_dir)
+    return snapshot.fetch_metadata(ctx.home, ctx.progress, sel.to_dict())[0]
+
+
+# -- the steps' outputs ---------------------------------------------------------------------------------------------
+H = TypeVar("H", bound="Handoff")
+
+
+@dataclass
+class Handoff:
+    """One step's outputs as the steps after it read them (``ctx.result(Kind)``; wizard/engine.py).
+
+    The session file keeps them as a JSON object (to_dict: every field); from_dict reads one back: absent fields take their defaults (a step still running has recorded only some), keys this version does
+    not know are left out, a nested record is read as its own type.
+    """
+
+    STEP: ClassVar[str] = ""
+
+    @classmethod
+    def from_dict(cls: type[H], d: dict | None) -> H:
+        hints = typing.get_type_hints(cls)
+        kw = {}
+        src = d or {}
+        for f in dataclasses.fields(cls):
+            if f.name not in src:
+                continue
+            value = src[f.name]
+            kind = hints[f.name]
+            if isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, dict):
+                value = kind(**{k: v for k, v in value.items() if k in {x.name for x in dataclasses.fields(kind)}})
+            kw[f.name] = value
+        return cls(**kw)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class ModelChoice(Handoff):
+    """select_model: which model, from where, and its config.json."""
+
+    STEP: ClassVar[str] = "select_model"
+    source: str = ""                   # hf | modelscope | local | endpoint
+    endpoint: str | None = None        # the hub's URL (hf, modelscope)
+    repo_id: str | None = None
+    local_path: str | None = None      # source "local": the folder
+    revision: str = "main"
+    architecture: str | None = None
+    model_type: str | None = None
+    config: dict | None = None         # config.json as the hub serves it (untrusted input)
+    trust_remote_code: bool = False    # the user said yes to the model's own code
+    meta_dir: str | None = None        # the folder of its small files (config, tokenizer, chat template)
+    commit: str | None = None
+    custom_code: dict | None = None    # what the yes covers: {"classes", "commit", "files": [{path, sha256}]}
+    endpoint_url: str | None = None    # source "endpoint": an OpenAI-compatible URL
+    served_model: str | None = None    # … and the model it serves
+
+    @property
+    def name(self) -> str | None:
+        return self.repo_id or self.local_path
+
+    @property
+    def max_position(self) -> int | None:
+        """config.json's max_position_embeddings (None when absent or not a number)."""
+        try:
+            return int((self.config or {}).get("max_position_embeddings") or 0) or None
+        except (TypeError, ValueError):
+            return None
+
+
+@dataclass
+class Gpu:
+    """The GPU the memory step sized for (memory_gib: GiB per GPU as nvidia-smi reports it)."""
+
+    name: str = ""
+    memory_gib: float = 0.0
+    detected: bool = False
+    count: int = 1
+
+
+@dataclass
+class MemoryEvaluation(Handoff):
+    """evaluate_memory: the target GPU, the model's shape and the estimates per method (or per serving format)."""
+
+    STEP: ClassVar[str] = "evaluate_memory"
+    gpu: Gpu = field(default_factory=Gpu)
+    gpus_detected: list = field(default_factory=list)
+    shape: dict | None = None          # recipes.memory.model.shape_dict
+    seq_len_assumed: int | None = None
+    micro_batch_assumed: int | None = None
+    estimates: list = field(default_factory=list)
+    recommended: dict = field(default_factory=dict)  # {"method", "activation_checkpointing"} or {"format"}
+    approximate: list = field(default_factory=list)
+    serving: dict | None = None        # the deploy task's view: per weight format
+
+    def model_shape(self):
+        """The shape as recipes.memory.model.Shape, or None before the step ran."""
+        from recipes.memory import model as memory
+
+        return memory.shape_from_dict(self.shape) if self.shape else None
+
+
+@dataclass
+class StrategyChoice(Handoff):
+    """choose_strategy: the training spec (as answered), the data and the estimate of the chosen configuration."""
+
+    STEP: ClassVar[str] = "choose_strategy"
+    strategy: dict = field(default_factory=dict)  # the answers: TrainingSpec's fields and the data's
+    preflight: dict | None = None      # the smoke run's report
+    dataset_path: str | None = None
+    dataset_format: str | None = None
+    n_records: int = 0
+    n_train: int = 0
+    n_validation: int = 0
+    samples: list = field(default_factory=list)
+    estimate: dict | None = None
+    fits: bool | None = None
+    effective_batch: int | None = None
+
+    def spec(self) -> TrainingSpec:
+        return TrainingSpec.from_dict(self.strategy)
+
+
+@dataclass
+class Download(Handoff):
+    """download: the verified local copy of the weights."""
+
+    STEP: ClassVar[str] = "download"
+    model_dir: str | None = None
+    source: str | None = None
+    repo_type: str | None = None
+    commit: str | None = None
+    revision: str | None = None
+    bytes: int = 0
+    fetched_bytes: int = 0
+    copied_bytes: int = 0
+    files: list = field(default_factory=list)  # [{"path", "size", "sha256", "git_sha1"}]
+
+
+@dataclass
+class TrainingResult(Handoff):
+    """train: the adapter (or full model) and how the training went."""
+
+    STEP: ClassVar[str] = "train"
+    train_dir: str | None = None
+    adapter_dir: str | None = None
+    method: str | None = None
+    steps: int | None = None
+    train_loss: float | None = None
+    first5_mean: float | None = None
+    last5_mean: float | None = None
+    samples: dict = field(default_factory=dict)  # {"question", "before", "after"}
+    peak_mem_gib: float | None = None
+    mem_kind: str | None = None
+    device: str | None = None
+    recoveries: list = field(default_factory=list)  # [{"from", "to", "at_step"}] out-of-memory recoveries
+    loss_png: str | None = None
+    tensorboard_dir: str | None = None
+    eval_losses: list = field(default_factory=list)
+    trainer_pid: int | None = None
+
+
+@dataclass
+class ExportResult(Handoff):
+    """export: the merged model and each quantized copy with its quality figures."""
+
+    STEP: ClassVar[str] = "export"
+    key: dict | None = None            # what the partial outputs belong to (the trained result and the answers)
+    merged_dir: str | None = None
+    merged_bytes: int = 0
+    merge_check: dict | None = None
+    artifacts: dict = field(default_factory=dict)  # format → {"dir", "tool", "seconds", "quality", "bytes", …}
+    merged_smoke: dict | None = None   # the merged model's own reply: {"reply", "tokens", "stopped", "merged"}
+    formats: list = field(default_factory=list)
+    serve_with: str | None = None
+    quantizer_env: dict | None = None
+
+
+@dataclass
+class Deployment(Handoff):
+    """deploy: the running server, its start-up check and how to reach it (the key stays in its file)."""
+
+    STEP: ClassVar[str] = "deploy"
+    backend: str | None = None
+    engine_version: str | None = None
+    engine_table: str | None = None
+    endpoint: str | None = None        # …/v1
+    served_model: str | None = None
+    model_dir: str | None = None
+    adapter: dict | None = None
+    args: list = field(default_factory=list)
+    server_pid: int | None = None
+    log: str | None = None
+    start_seconds: float | None = None
+    api_key_file: str | None = None
+    question: str | None = None
+    reply: str | None = None
+    finish_reason: str | None = None
+    reply_tokens: int | None = None
+    streamed: str | None = None
+    stream_finish_reason: str | None = None
+    kv_cache: dict | None = None
+
+
+@dataclass
+class Evaluation(Handoff):
+    """evaluate: base against fine-tuned on the held-out set and the benchmarks."""
+
+    STEP: ClassVar[str] = "evaluate"
+    config: dict | None = None
+    parts: dict = field(default_factory=dict)
+    table: list = field(default_factory=list)
+    columns: list = field(default_factory=list)
+    examples: list = field(default_factory=list)
+    heldout_samples: int | None = None
+    report: str | None = None
+    chart: str | None = None
+    verdict: dict | None = None
+
+
+@dataclass
+class Chat(Handoff):
+    """chat: the conversation's endpoint and (non-interactively) its one reply."""
+
+    STEP: ClassVar[str] = "chat"
+    endpoint: str | None = None
+    model: str | None = None
+    turns: int = 0
+    question: str | None = None
+    reply: str | None = None
+    finish_reason: str | None = None
+
+
+HANDOFFS: dict[str, type[Handoff]] = {k.STEP: k for k in (ModelChoice, MemoryEvaluation, StrategyChoice, Download,
+                                                            TrainingResult, ExportResult, Deployment, Evaluation, Chat)}

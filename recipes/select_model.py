@@ -11,10 +11,11 @@ import os
 import re
 from pathlib import Path
 
-from recipes import models
+from recipes.hub import models
 from recipes.hub import client as hub
 from recipes.hub import downloader, snapshot
-from recipes.base import Choice, Question, StepError, msg
+from recipes.base import Choice, Ctx, Question, StepError, msg
+from recipes.handoff import ModelChoice
 
 name = "select_model"
 requires: tuple[str, ...] = ()
@@ -34,7 +35,7 @@ def _repo(answers: dict) -> str | None:
     return models.repo_id(entry, answers["source"]) if entry else None
 
 
-def questions(ctx) -> list[Question]:
+def questions(ctx: Ctx) -> list[Question]:
     def check_model(repo: str, answers: dict, revision: str = "main"):
         """Fetch config.json now, so an unknown id is refused at the prompt (the hub client caches it for run)."""
         if answers["source"] != "local":
@@ -48,7 +49,8 @@ def questions(ctx) -> list[Question]:
     def validate_model(value, answers):
         if value == "other":
             return None
-        repo = models.repo_id(models.by_key(value), answers["source"])
+        entry = models.by_key(value)
+        repo = models.repo_id(entry, answers["source"]) if entry else None
         if repo is None:
             return msg("select_model.not_on_source", model=value, source=answers["source"])
         return check_model(repo, answers)
@@ -68,7 +70,8 @@ def questions(ctx) -> list[Question]:
         return check_model(value, answers)
 
     def validate_revision(value, answers):
-        return None if value == "main" else check_model(_repo(answers), answers, value)
+        repo = _repo(answers)
+        return None if value == "main" or repo is None else check_model(repo, answers, value)
 
     def validate_url(value, answers):
         """An OpenAI-compatible endpoint answers GET {url}/models now (one line when it does not)."""
@@ -121,7 +124,7 @@ def _custom_code(answers: dict) -> dict:
     return config.get("auto_map") or {}
 
 
-def run(ctx, answers: dict) -> dict:
+def run(ctx: Ctx, answers: dict) -> ModelChoice:
     source = answers["source"]
     if source == "endpoint":
         from recipes.serving import client
@@ -130,8 +133,10 @@ def run(ctx, answers: dict) -> dict:
         served = client.first_model(url, api_key=os.environ.get("OPENAI_API_KEY"))
         ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
                   [("endpoint", url), ("model", served)])
-        return {"source": source, "endpoint_url": url, "served_model": served, "config": None}
+        return ModelChoice(source=source, endpoint_url=url, served_model=served)
     repo = _repo(answers)
+    if repo is None:  # the questions name a model for every source but an endpoint
+        raise StepError("select_model.bad_id", value="")
     revision = answers.get("revision", "main")
     config = hub.fetch_config(source, repo, answers.get("endpoint"), revision)
     code = config.get("auto_map") or {}
@@ -141,19 +146,19 @@ def run(ctx, answers: dict) -> dict:
     summary = {k: config[k] for k in CONFIG_FIELDS if k in config}
     ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
               [("model", repo), ("architecture", arch)] + [(k, v) for k, v in summary.items() if k != "architectures"])
-    out = {"source": source, "endpoint": answers.get("endpoint"), "repo_id": repo if source != "local" else None,
-           "local_path": repo if source == "local" else None, "revision": revision, "architecture": arch,
-           "model_type": config.get("model_type"), "config": config, "trust_remote_code": bool(code)}
-    meta, commit = snapshot.fetch_metadata(ctx.home, ctx.progress, out)
-    out |= {"meta_dir": str(meta), "commit": commit}
+    out = ModelChoice(source=source, endpoint=answers.get("endpoint"), repo_id=repo if source != "local" else None,
+                      local_path=repo if source == "local" else None, revision=revision, architecture=arch,
+                      model_type=config.get("model_type"), config=config, trust_remote_code=bool(code))
+    meta, commit = snapshot.fetch_metadata(ctx.home, ctx.progress, out.to_dict())
+    out.meta_dir, out.commit = str(meta), commit
     if code:  # what the yes covers: these files at this commit (download refuses another commit)
-        out["custom_code"] = {"classes": code, "commit": commit, "files": [
+        out.custom_code = {"classes": code, "commit": commit, "files": [
             {"path": p.name, "sha256": downloader.hash_file(p, "sha256")} for p in sorted(meta.glob("*.py"))]}
         ctx.warn(msg("select_model.custom_code_trusted", repo=repo, files=", ".join(p.name for p in meta.glob("*.py")),
                      commit=(commit or revision)[:12]))
     return out
 
 
-def is_done(ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: dict) -> bool:
     out = record["outputs"]
     return bool(out.get("config") or out.get("served_model"))

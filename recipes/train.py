@@ -1,6 +1,6 @@
 """Step 5 — train, as a detached child process the wizard follows.
 
-The trainer (recipes/train_worker.py) runs in its own session with stdin from /dev/null and output to a log, so it
+The trainer (recipes/training/worker.py) runs in its own session with stdin from /dev/null and output to a log, so it
 survives the wizard, the terminal and the SSH link. This step writes its spec, starts it (or re-attaches to the one
 already running for this session, or restarts it from the last checkpoint when it died), and shows a live view of
 its events until it finishes. Ctrl-C detaches the view; the training goes on.
@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import json
 import secrets
+from dataclasses import replace
 from pathlib import Path
 
-from recipes import jobs, memory, plots
-from recipes.base import Choice, Question, StepError, msg
-from recipes.handoff import trusted
+from recipes import jobs
+from recipes.memory import model as memory
+from recipes.training import plots
+from recipes.base import Choice, Ctx, Question, StepError, msg
+from recipes.handoff import Download, StrategyChoice, TrainingResult, trusted
+from recipes.training.spec import TrainerJob
 from recipes.training.runner import (REPO, OutOfMemory, follow, meet, node_hosts, recover,
                                      trainer_env, worker_argv)
 
 name = "train"
 requires = ("select_model", "choose_strategy", "download")
-def questions(ctx) -> list[Question]:
+def questions(ctx: Ctx) -> list[Question]:
     job = jobs.read(train_dir(ctx) / "trainer.pid.json")
     if job is not None and job.alive():
         return []  # a trainer is running: re-attach to it with the answers it was started with
@@ -30,22 +34,22 @@ def questions(ctx) -> list[Question]:
                      validate=lambda v, a: msg("train.no_cuda") if v == "cuda" and not has_gpu else None)]
 
 
-def train_dir(ctx) -> Path:
+def train_dir(ctx: Ctx) -> Path:
     return ctx.run_dir / "train"
 
 
-def _spec(ctx, answers: dict) -> dict:
-    """The trainer's spec: the strategy, the data and the device, with every OOM recovery applied."""
-    s = ctx.outputs("choose_strategy")
-    spec = dict(s["strategy"]) | {"model_dir": ctx.outputs("download")["model_dir"],
-                                  "dataset_path": s["dataset_path"], "device": answers["device"],
-                                  "trust_remote_code": trusted(ctx)}
-    for change in ctx.outputs("train").get("recoveries", []):
-        spec |= change["to"]
+def _spec(ctx: Ctx, answers: dict) -> TrainerJob:
+    """The trainer's job: the chosen spec, the data and the device, with every OOM recovery applied."""
+    s = ctx.result(StrategyChoice)
+    spec = TrainerJob.from_dict(s.strategy | {"model_dir": ctx.result(Download).model_dir,
+                                              "dataset_path": s.dataset_path, "device": answers["device"],
+                                              "trust_remote_code": trusted(ctx)})
+    for change in ctx.result(TrainingResult).recoveries:
+        spec = replace(spec, **change["to"])
     return spec
 
 
-def run(ctx, answers: dict) -> dict:
+def run(ctx: Ctx, answers: dict) -> TrainingResult:
     tdir = train_dir(ctx)
     tdir.mkdir(parents=True, exist_ok=True)
     result = tdir / "result.json"
@@ -65,9 +69,9 @@ def run(ctx, answers: dict) -> dict:
             spec = _spec(ctx, answers)
             change = recover(spec)
             if change is None:
-                raise StepError("train.oom_no_room", micro_batch=spec["micro_batch"], log=job.log) from None
+                raise StepError("train.oom_no_room", micro_batch=spec.micro_batch, log=job.log) from None
             change["at_step"] = oom.step
-            recoveries = ctx.outputs("train").get("recoveries", []) + [change]
+            recoveries = ctx.result(TrainingResult).recoveries + [change]
             ctx.record(recoveries=recoveries)
             ctx.warn(msg("train.oom_recovered", step=oom.step, micro_batch=change["to"]["micro_batch"],
                          grad_accum=change["to"]["grad_accum"]))
@@ -78,22 +82,23 @@ def run(ctx, answers: dict) -> dict:
     png = plots.loss_png(events, tdir / "loss.png", title=ctx.session_id)
     if png:
         ctx.info(msg("train.curve", png=str(png), tb=str(tdir / "tensorboard")))
-    return {"train_dir": str(tdir), "adapter_dir": out["adapter_dir"], "method": out["method"],
-            "steps": out["steps"], "train_loss": out["train_loss"], "first5_mean": out["first5_mean"],
-            "last5_mean": out["last5_mean"], "samples": out["samples"], "peak_mem_gib": out["peak_mem_gib"],
-            "mem_kind": out["mem_kind"], "device": out["device"],
-            "recoveries": ctx.outputs("train").get("recoveries", []), "loss_png": str(png) if png else None,
-            "tensorboard_dir": str(tdir / "tensorboard"), "eval_losses": out.get("eval_losses", [])}
+    return TrainingResult(train_dir=str(tdir), adapter_dir=out["adapter_dir"], method=out["method"],
+                          steps=out["steps"], train_loss=out["train_loss"], first5_mean=out["first5_mean"],
+                          last5_mean=out["last5_mean"], samples=out["samples"], peak_mem_gib=out["peak_mem_gib"],
+                          mem_kind=out["mem_kind"], device=out["device"],
+                          recoveries=ctx.result(TrainingResult).recoveries, loss_png=str(png) if png else None,
+                          tensorboard_dir=str(tdir / "tensorboard"), eval_losses=out.get("eval_losses", []),
+                          trainer_pid=ctx.result(TrainingResult).trainer_pid)
 
 
-def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
+def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
     """Start the trainer on the current spec; it resumes from the latest checkpoint when there is one."""
     ckpts = sorted((tdir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     if ckpts:
         ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))
-    spec = _spec(ctx, answers) | {"launch": secrets.token_hex(6)}
+    spec = replace(_spec(ctx, answers), launch=secrets.token_hex(6))
     spec_path = tdir / "spec.json"
-    spec_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False))
+    spec.write(spec_path)
     if len(node_hosts(spec)) > 1:
         meet(ctx, spec, tdir, spec_path)
     argv = worker_argv(spec, spec_path)
@@ -102,7 +107,7 @@ def _launch(ctx, answers: dict, tdir: Path) -> jobs.Job:
     return job
 
 
-def is_done(ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: dict) -> bool:
     adapter = record["outputs"].get("adapter_dir")
     tdir = Path(record["outputs"].get("train_dir") or train_dir(ctx))  # a result taken over (--from) lives there
     return bool(adapter) and Path(adapter).is_dir() and (tdir / "result.json").exists()

@@ -25,7 +25,7 @@ os.environ.pop("MODELSCOPE_ENDPOINT", None)
 # yichui process a test starts
 os.environ["YICHUI_STRICT_REQUIRES"] = "1"
 
-from recipes import tiny  # noqa: E402
+from recipes.demo import tiny_model as tiny  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 # the quantizer's environment (llm-compressor, ~1 min to build) is shared by every test and kept between local runs;
@@ -45,7 +45,7 @@ def tiny_cache_key() -> str:
     import platform
     from importlib.metadata import version
 
-    from recipes.datasets import bundled_dataset_path
+    from recipes.data.datasets import bundled_dataset_path
 
     h = hashlib.sha256(Path(tiny.__file__).read_bytes() + Path(bundled_dataset_path()).read_bytes())
     h.update(" ".join([platform.python_version(), str(tiny.BUILD_VERSION),

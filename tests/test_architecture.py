@@ -94,3 +94,35 @@ def test_no_import_circle():
         if v not in index:
             visit(v)
     assert not circles, f"modules importing each other in a circle: {circles}"
+
+
+def test_recipes_holds_the_steps_and_domain_packages_only():
+    """One hop to a step: recipes/<step>.py; everything else lives in a package named by its domain, besides the
+    step protocol (base), the hand-offs between steps (handoff) and the background jobs (jobs, doctor)."""
+    top = {p.stem for p in (ROOT / "recipes").glob("*.py")} - {"__init__"}
+    assert top - set(recipes.STEPS) == {"base", "handoff", "jobs", "doctor"}
+    packages = {p.parent.name for p in (ROOT / "recipes").glob("*/__init__.py")}
+    assert packages == {"data", "demo", "evaluation", "hub", "memory", "quantization", "serving", "training"}
+
+
+def test_every_subprocess_entry_point_says_so():
+    """A module run as its own process (a ``__main__`` block) says so at the top of its docstring, with its command."""
+    unmarked = []
+    for name, path in MODULES.items():
+        text = path.read_text()
+        if 'if __name__ == "__main__"' in text:
+            head = (ast.get_docstring(ast.parse(text)) or "").split("\n\n")[0]
+            if "Entry point" not in head:
+                unmarked.append(name)
+    assert not unmarked, f"entry points whose docstring does not open by saying so: {unmarked}"
+
+
+def test_the_steps_hand_each_other_typed_records():
+    """Each step's outputs have a record type in recipes/handoff.py, and no step digs another's outputs by key."""
+    from recipes import handoff
+
+    assert set(handoff.HANDOFFS) == set(recipes.STEPS)
+    for step in recipes.STEPS:
+        text = (ROOT / "recipes" / f"{step}.py").read_text()
+        others = [s for s in recipes.STEPS if s != step and f'ctx.outputs("{s}")' in text]
+        assert not others, f"{step} reads {others} by key: use ctx.result(<record>)"

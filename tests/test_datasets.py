@@ -1,11 +1,11 @@
-"""Dataset formats, files and record checks (recipes/datasets.py)."""
+"""Dataset formats, files and record checks (recipes/data/datasets.py)."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from recipes import datasets as data
+from recipes.data import datasets as data
 
 CONV = [{"role": "user", "content": "What is LoRA?"}, {"role": "assistant", "content": "Low-rank adapters."}]
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from recipes import quality, quantize
+from recipes.quantization import quality
+from recipes.quantization import quantize
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("YICHUI_SLOW") != "1" or not all(importlib.util.find_spec(m) for m in ("gguf", "sentencepiece")),

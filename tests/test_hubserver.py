@@ -10,7 +10,7 @@ import pytest
 
 from recipes.hub import client as hub_mod
 from recipes.base import StepError
-from recipes.tiny import REPO_ID
+from recipes.demo.tiny_model import REPO_ID
 
 
 def sha256(p):

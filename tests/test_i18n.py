@@ -6,11 +6,11 @@ import string
 from pathlib import Path
 
 import recipes
-from wizard import i18n
+from wizard import catalogue, i18n
 from wizard.session import STATUSES
 
 ROOT = Path(__file__).resolve().parent.parent
-PREFIXES = ("cli", "ui", "answer", "engine", "session", "step", "status", "data", "hub", "memory", *recipes.STEPS)
+PREFIXES = catalogue.NAMESPACES
 KEY_LITERAL = re.compile(r"""["']((?:%s)\.[a-z0-9_]+(?:\.[a-z0-9_]+)*)["']""" % "|".join(PREFIXES))
 
 
@@ -27,8 +27,8 @@ def test_every_key_has_both_languages_with_the_same_placeholders():
 
 def test_every_key_used_in_the_code_exists():
     used = set()
-    for path in list((ROOT / "wizard").glob("*.py")) + list((ROOT / "recipes").glob("*.py")):
-        if path.name != "i18n.py":  # the catalogue itself names every key
+    for path in list((ROOT / "wizard").rglob("*.py")) + list((ROOT / "recipes").rglob("*.py")):
+        if "catalogue" not in path.parts:  # the catalogue itself names every key
             used |= set(KEY_LITERAL.findall(path.read_text()))
     used |= {f"step.{n}.{part}" for n in recipes.STEPS for part in ("title", "desc")}
     used |= {f"status.{s}" for s in STATUSES}
@@ -38,6 +38,22 @@ def test_every_key_used_in_the_code_exists():
     missing = sorted(k for k in used if k not in i18n.CATALOG)
     assert not missing, missing
     assert len(used) > 150  # the scan really found the code's keys
+
+
+def test_the_catalogue_has_one_module_per_namespace(tmp_path, monkeypatch):
+    """Each namespace's keys live in wizard/catalogue/<namespace>.py and nowhere else; a stray key is refused."""
+    files = {p.stem for p in (ROOT / "wizard" / "catalogue").glob("*.py")} - {"__init__"}
+    assert files == set(catalogue.NAMESPACES)
+    assert {k.split(".")[0] for k in i18n.CATALOG} == set(catalogue.NAMESPACES)
+    assert set(recipes.STEPS) - {"chat"} <= set(catalogue.NAMESPACES)  # every step that says anything has its own
+    import importlib
+
+    mod = importlib.import_module("wizard.catalogue.chat")
+    monkeypatch.setitem(mod.MESSAGES, "deploy.stray", {"en": "x", "zh": "x"})
+    import pytest
+
+    with pytest.raises(ValueError, match="deploy.stray"):
+        catalogue.load()
 
 
 def test_language_comes_from_flag_then_locale():

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import yichui
 
-from recipes import memory
+from recipes.memory import model as memory
+from recipes.base import Refusal
+from recipes.training.spec import TrainingSpec
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 GIB = 2**30
@@ -51,23 +53,23 @@ def test_lora_parameter_count_matches_peft(tiny_model):
 
 def test_components_by_hand(qwen7b):
     P = qwen7b.n_params
-    t = memory.Training(method="full", ckpt=True, seq=512, fp32_masters=False)
+    t = TrainingSpec(method="full", activation_checkpointing=True, seq_len=512, master_weights="bf16")
     ms = memory.model_states(qwen7b, t)
     assert (ms["weights"], ms["gradients"], ms["optimizer"]) == (2 * P, 2 * P, 4 * P)  # bf16 + AdamW in bf16
-    ms = memory.model_states(qwen7b, memory.Training(method="full"))
+    ms = memory.model_states(qwen7b, TrainingSpec(method="full"))
     assert (ms["weights"], ms["gradients"], ms["optimizer"]) == (4 * P, 4 * P, 8 * P)  # fp32 masters (the default)
     # with gradient accumulation the backward pass starts with the previous micro-batches' gradients alive
-    one, two = (memory.estimate(qwen7b, memory.Training(method="full", ckpt=True, grad_accum=g)) for g in (1, 2))
+    one, two = (memory.estimate(qwen7b, TrainingSpec(method="full", activation_checkpointing=True, grad_accum=g)) for g in (1, 2))
     assert one["components"]["layers"] == 0 and two["components"]["layers"] > 0  # the optimizer step's peak, then not
     assert two["peak_gib"] > one["peak_gib"]
     assert two["components"]["gradients"] == pytest.approx(4 * P / GIB, abs=1e-3)
     L = 8 * sum(m.in_sum + m.out_sum for m in qwen7b.linears.values())
-    lora = memory.model_states(qwen7b, memory.Training(method="lora"))
+    lora = memory.model_states(qwen7b, TrainingSpec(method="lora"))
     assert (lora["trainable"], lora["adapter"], lora["gradients"], lora["optimizer"]) == (L, 4 * L, 4 * L, 8 * L)
-    q = memory.model_states(qwen7b, memory.Training(method="qlora"))
+    q = memory.model_states(qwen7b, TrainingSpec(method="qlora"))
     assert q["weights"] == pytest.approx(qwen7b.n_linear * (0.5 + 1 / 64 + 4 / 16384) + (P - qwen7b.n_linear) * 2)
     # activations without checkpointing: tokens × layers × per-layer bytes, + the fused head's tile and states
-    t = memory.Training(method="lora", ckpt=False, dropout=0.0, seq=1024, micro_batch=2)
+    t = TrainingSpec(method="lora", activation_checkpointing=False, lora_dropout=0.0, seq_len=1024, micro_batch=2)
     act = memory.activations(qwen7b, t)
     per_layer = (memory.ACT_H * 3584 + memory.ACT_I * 18944
                  + memory.LORA_CAST * qwen7b.adapted_inputs_per_layer())
@@ -79,32 +81,32 @@ def test_components_by_hand(qwen7b):
 
 def test_checkpointing_and_longer_sequences(qwen7b):
     def peak(**kw):
-        return memory.estimate(qwen7b, memory.Training(**kw))["peak_gib"]
+        return memory.estimate(qwen7b, TrainingSpec(**kw))["peak_gib"]
 
-    assert peak(ckpt=True, seq=4096) < peak(ckpt=False, seq=4096)
-    assert peak(seq=8192) > peak(seq=2048) > peak(seq=512)
+    assert peak(activation_checkpointing=True, seq_len=4096) < peak(activation_checkpointing=False, seq_len=4096)
+    assert peak(seq_len=8192) > peak(seq_len=2048) > peak(seq_len=512)
     assert peak(method="qlora") < peak(method="lora") < peak(method="full")
-    assert peak(ckpt=False, attn="eager", seq=4096) > peak(ckpt=False, attn="sdpa", seq=4096)
-    assert peak(ckpt=False, loss="full") > peak(ckpt=False, loss="fused")
+    assert peak(activation_checkpointing=False, attn_implementation="eager", seq_len=4096) > peak(activation_checkpointing=False, attn_implementation="sdpa", seq_len=4096)
+    assert peak(activation_checkpointing=False, loss="full") > peak(activation_checkpointing=False, loss="fused")
 
 
 def test_zero_sharding_arithmetic(qwen7b):
     P = qwen7b.n_params
 
     def states(**kw):
-        ms = memory.model_states(qwen7b, memory.Training(method="full", gpus=4, **kw))
+        ms = memory.model_states(qwen7b, TrainingSpec(method="full", processes=4, **kw))
         return ms["weights"], ms["gradients"], ms["optimizer"]
 
     # plain data parallel: everything replicated, plus DDP's gradient buckets (a second copy of the gradients)
-    assert states(zero=0, fp32_masters=False) == (2 * P, 4 * P, 4 * P)
-    assert states(zero=0) == (4 * P, 8 * P, 8 * P)  # fp32 masters
+    assert states(master_weights="bf16") == (2 * P, 4 * P, 4 * P)
+    assert states() == (4 * P, 8 * P, 8 * P)  # fp32 masters
     # DeepSpeed keeps fp32 masters + fp32 Adam states (K = 12 [ZeRO] §3) and fp32 + bf16 gradients; measured on two
     # H200s (bench/results/2026-11-29-distributed-h200.md): the bf16-only arithmetic was 53-62 % under
-    assert states(zero=1) == (2 * P, 6 * P, 12 * P / 4)      # [ZeRO] stage 1: optimizer states / N
-    assert states(zero=2) == (2 * P, 6 * P / 4, 12 * P / 4)  # stage 2: + gradients / N
-    assert states(zero=3) == (2 * P / 4, 4 * P / 4, 12 * P / 4) == states(fsdp=True)  # stage 3 / FSDP: + weights / N
-    assert states(zero=2, offload=True) == (2 * P, 6 * P / 4, 0)
-    assert states(zero=3, offload=True) == (0, 4 * P / 4, 0)
+    assert states(distribution="zero1") == (2 * P, 6 * P, 12 * P / 4)      # [ZeRO] stage 1: optimizer states / N
+    assert states(distribution="zero2") == (2 * P, 6 * P / 4, 12 * P / 4)  # stage 2: + gradients / N
+    assert states(distribution="zero3") == (2 * P / 4, 4 * P / 4, 12 * P / 4) == states(distribution="fsdp2")  # stage 3 / FSDP: + weights / N
+    assert states(distribution="zero2", offload="optimizer") == (2 * P, 6 * P / 4, 0)
+    assert states(distribution="zero3", offload="optimizer") == (0, 4 * P / 4, 0)
 
 
 def test_kv_cache_and_serving_by_hand(qwen7b):
@@ -148,13 +150,13 @@ def test_serving_as_sglang_and_lmdeploy_size_their_kv_cache(qwen7b):
 
 
 def test_instance_sizing(qwen7b):
-    lora = memory.smallest_instance(qwen7b, memory.Training(method="lora", seq=2048))
+    lora = memory.smallest_instance(qwen7b, TrainingSpec(method="lora", seq_len=2048))
     assert lora["count"] == 1 and lora["gpu"] in ("a10-24g", "l4-24g")
-    full = memory.smallest_instance(qwen7b, memory.Training(method="full", seq=2048, fp32_masters=False))
+    full = memory.smallest_instance(qwen7b, TrainingSpec(method="full", seq_len=2048, master_weights="bf16"))
     assert full["count"] == 1 and full["gpu"] in ("a100-80g", "h100-80g")
     # fp32 masters: 16 bytes per parameter (measured 116.5 GiB at 1,024 tokens on an H200)
-    assert memory.smallest_instance(qwen7b, memory.Training(method="full", seq=2048))["gpu"] == "h200-141g"
-    huge = memory.smallest_instance(qwen7b, memory.Training(method="full", seq=65536, micro_batch=64, ckpt=False))
+    assert memory.smallest_instance(qwen7b, TrainingSpec(method="full", seq_len=2048))["gpu"] == "h200-141g"
+    huge = memory.smallest_instance(qwen7b, TrainingSpec(method="full", seq_len=65536, micro_batch=64, activation_checkpointing=False))
     assert huge is None
 
 
@@ -169,10 +171,10 @@ def test_bad_input_is_named():
     assert e.value.key == "memory.unknown_architecture"
     shape = memory.shape_from_config(config("qwen2.5-0.5b"))
     with pytest.raises(memory.ConfigError) as e:
-        memory.estimate(shape, memory.Training(targets="q_proj,wrong_proj"))
+        memory.estimate(shape, TrainingSpec(lora_targets="q_proj,wrong_proj"))
     assert e.value.key == "memory.unknown_targets" and "wrong_proj" in e.value.params["targets"]
-    with pytest.raises(memory.ConfigError):
-        memory.estimate(shape, memory.Training(optim="sgd"))
+    with pytest.raises(Refusal):
+        memory.estimate(shape, TrainingSpec(optim="sgd"))
 
 
 def test_committed_h200_measurements_meet_the_goal():
@@ -214,15 +216,15 @@ def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():
            "shared_expert_intermediate_size": 64, "num_experts": 8, "num_experts_per_tok": 2, "vocab_size": 256}
     shape = memory.shape_from_config(moe)
     assert shape.experts == 8 and shape.intermediate == 2 * 32 + 64 and "moe" in shape.approximate
-    assert "moe" in memory.estimate(shape, memory.Training())["approximate"]
+    assert "moe" in memory.estimate(shape, TrainingSpec())["approximate"]
     gptq = config("qwen2.5-0.5b") | {"quantization_config": {"quant_method": "gptq", "bits": 4}}
     assert "quantized:gptq" in memory.shape_from_config(gptq).approximate
 
 
 def test_planner_ranks_fitting_plans_by_predicted_speed(qwen7b):
-    from recipes import planner
+    from recipes.memory import planner
 
-    t = memory.Training(method="lora", seq=2048, dropout=0.0)
+    t = TrainingSpec(method="lora", seq_len=2048, lora_dropout=0.0)
     ranked = planner.plans(qwen7b, t, effective_batch=16, gpu_name="NVIDIA H200", gpu_gib=139.8, liger=True)
     best = ranked[0]
     assert best.fits and not best.ckpt and best.micro_batch >= 4 and best.liger  # as measured: 2.8× the peer's default
@@ -231,7 +233,7 @@ def test_planner_ranks_fitting_plans_by_predicted_speed(qwen7b):
     assert fitting == sorted(fitting, key=lambda p: -p.tokens_per_s)
     small = planner.plans(qwen7b, t, effective_batch=16, gpu_name="NVIDIA A10", gpu_gib=22.5, liger=False)
     assert small[0].fits and small[0].ckpt and small[0].peak_gib <= 0.9 * 22.5  # a 24 GB card needs checkpointing
-    assert not any(p.fits for p in planner.plans(qwen7b, memory.Training(method="full", seq=2048), 16,
+    assert not any(p.fits for p in planner.plans(qwen7b, TrainingSpec(method="full", seq_len=2048), 16,
                                                  "NVIDIA A10", 22.5, liger=False))
     # Liger's plans are estimated with Liger (measured: 56.9 GiB for 7B LoRA, no checkpointing, micro-batch 4)
     by = {(p.ckpt, p.micro_batch, p.liger): p for p in ranked}
@@ -240,7 +242,7 @@ def test_planner_ranks_fitting_plans_by_predicted_speed(qwen7b):
 
 
 def test_every_uncalibrated_switch_is_marked_approximate(qwen7b):
-    t = memory.Training(method="dora", optim="paged", attn="flash", loss="full", packing=True)
+    t = TrainingSpec(method="dora", optim="paged", attn_implementation="flash", loss="full", packing=True)
     assert memory.estimate(qwen7b, t)["approximate"] == ["dora", "paged", "flash", "packing", "loss-full"]
 
 
@@ -248,7 +250,7 @@ def test_cost_model_orders_the_measured_h200_runs():
     """The planner's predictions keep the order of the committed H200 measurements of one model."""
     rows = [json.loads(x) for x in (BENCH / "results" / "2026-11-29-train-h200-raw.jsonl").read_text().splitlines()]
     rows = [r for r in rows if r["who"] == "yichui" and r["shape"] == "qwen2.5-7b" and r["method"] == "lora"]
-    from recipes import planner
+    from recipes.memory import planner
 
     shape = memory.shape_from_config(config("qwen2.5-7b"))
     pred = [planner.tokens_per_s(shape, "lora", r["ckpt"], r["batch"], r["seq"], "NVIDIA H200",

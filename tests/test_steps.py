@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 import recipes
-from recipes import jobs, memory
+from recipes import jobs
+from recipes.memory import model as memory
 from recipes.hub.server import HubServer
-from recipes.tiny import REPO_ID
+from recipes.demo.tiny_model import REPO_ID
 from wizard import demo
 from wizard.console import UI
 from recipes.base import StepError
@@ -46,6 +47,7 @@ class Chain:
         ctx = self.ctx(name)
         answers = self.engine.resolve(mod, ctx)
         out = mod.run(ctx, answers)
+        out = out.to_dict() if hasattr(out, "to_dict") else out  # as the engine stores a typed result
         rec = self.session.steps[name]
         rec["outputs"].update(out)
         rec["status"] = "done"
@@ -199,7 +201,7 @@ def test_export_merge_matches_the_adapter_model_and_bnb4_loads(chain):
 
 
 def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
-    from recipes import quantize
+    from recipes.quantization import quantize
 
     q = chain.questions("export")
     # the default engine is one the deploy step can start: none of the GPU engines is installed in the test stack
@@ -358,11 +360,12 @@ def test_out_of_memory_recovers_from_the_last_checkpoint(chain, monkeypatch):
 
 def test_recovery_gives_up_when_nothing_is_left():
     from recipes.training.runner import recover
+    from recipes.training.spec import TrainingSpec as S
 
-    assert recover({"micro_batch": 1, "grad_accum": 8, "activation_checkpointing": True}) is None
-    assert recover({"micro_batch": 1, "grad_accum": 8, "activation_checkpointing": False})["to"] == {
+    assert recover(S(micro_batch=1, grad_accum=8, activation_checkpointing=True)) is None
+    assert recover(S(micro_batch=1, grad_accum=8, activation_checkpointing=False))["to"] == {
         "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": True}
-    assert recover({"micro_batch": 3, "grad_accum": 2, "activation_checkpointing": True})["to"] == {
+    assert recover(S(micro_batch=3, grad_accum=2, activation_checkpointing=True))["to"] == {
         "micro_batch": 1, "grad_accum": 6, "activation_checkpointing": True}
 
 
@@ -371,7 +374,7 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, tmp_path):
     and a 10 % validation split: eval events in the stream, held-out records never trained on."""
     import json as _json
 
-    from recipes import datasets as data
+    from recipes.data import datasets as data
 
     ds_dir = chain.home / "cache" / "hub" / "datasets" / "org" / "chat"
     ds_dir.mkdir(parents=True, exist_ok=True)
@@ -523,7 +526,7 @@ def test_two_nodes_meet_at_the_rendezvous_then_train(chain, monkeypatch):
     assert tr["steps"] == 4
     assert (tdir / "hostfile").read_text() == "127.0.0.1 slots=1\n127.0.0.1 slots=1\n"
     script = (tdir / "launch" / "node-1.sh").read_text()
-    assert "--node_rank=1" in script and f"--master_port={port}" in script and "recipes.rendezvous" in script
+    assert "--node_rank=1" in script and f"--master_port={port}" in script and "recipes.training.rendezvous" in script
 
     _fresh_train(chain)
     chain.step("choose_strategy", **two_nodes | {"hosts": "10.255.255.1,127.0.0.1"})

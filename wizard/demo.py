@@ -4,7 +4,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from recipes import datasets, tiny
+from recipes.data import datasets
+from recipes.demo import tiny_model as tiny
 
 
 def hub_root(home: Path) -> Path:

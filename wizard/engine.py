@@ -11,22 +11,23 @@ import logging
 import os
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import recipes
-from recipes.base import Msg, Question, StepError, msg
+from recipes.base import Msg, Question, Refusal, msg
+from recipes.handoff import Handoff
 from wizard import i18n
 from wizard.session import Session, now
 
 log = logging.getLogger("yichui")
+H = TypeVar("H", bound=Handoff)
 
 
-class AnswerError(Exception):
-    """A non-interactive run cannot get a valid answer for ``step.key``; ``msg`` says why and what to do."""
+class AnswerError(Refusal):
+    """A non-interactive run cannot get a valid answer for ``step.key``; the message says why and what to do."""
 
     def __init__(self, m: Msg):
-        super().__init__(m.key)
-        self.msg = m
+        super().__init__(m.key, **m.args)
 
 
 def _truthy(raw: str) -> bool | None:
@@ -108,8 +109,16 @@ class StepContext:
         return i18n.render(m, **args)
 
     def outputs(self, step: str) -> dict:
+        """The raw outputs of ``step`` as the session file holds them (a step reads its own partial outputs so;
+        another step's through :meth:`result`)."""
         self._check_read(step)
         return self._e.session.steps.get(step, {}).get("outputs", {})
+
+    def result(self, kind: type[H]) -> H:
+        """The outputs of the step ``kind`` belongs to (recipes/handoff.py), typed; that step must be one this
+        step ``requires``."""
+        self._check_read(kind.STEP)
+        return kind.from_dict(self._e.session.steps.get(kind.STEP, {}).get("outputs", {}))
 
     def answers(self, step: str) -> dict:
         self._check_read(step)
@@ -325,13 +334,13 @@ class Engine:
                 s.save()
                 self.ui.error(i18n.render(e.msg))
                 return 2
-            except StepError as e:
+            except Refusal as e:  # any of yichui's errors: one line that says what to do
                 return self._fail(rec, i18n.render(e.msg))
             except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
                 log.error("step %s failed:\n%s", name, traceback.format_exc())
                 return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}",
                                               log=str(s.run_dir / "logs" / "wizard.log")))
-            rec["outputs"].update(outputs or {})
+            rec["outputs"].update(outputs.to_dict() if isinstance(outputs, Handoff) else outputs or {})
             rec.update(status="done", finished_at=now())
             s.save()
         s.data["finished_at"] = now()

@@ -15,8 +15,13 @@ import secrets
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from recipes.base import Refusal
+
+if TYPE_CHECKING:
+    from recipes.handoff import Handoff
+H = TypeVar("H", bound="Handoff")
 from wizard import i18n
 
 SCHEMA_VERSION = 5
@@ -91,12 +96,8 @@ def _v4_to_v5(data: dict) -> dict:
 MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
 
 
-class SessionError(Exception):
-    """A session that cannot be used; ``key``/``args`` name the catalogue message."""
-
-    def __init__(self, key: str, /, **args: Any):
-        super().__init__(f"{key} {args}")
-        self.key, self.params = key, args
+class SessionError(Refusal):
+    """A session that cannot be used."""
 
 
 def now() -> str:
@@ -217,6 +218,10 @@ class Session:
     @property
     def steps(self) -> dict[str, dict]:
         return self.data["steps"]
+
+    def result(self, kind: type[H]) -> H:
+        """The outputs of the step ``kind`` belongs to (recipes/handoff.py), typed; defaults where it has not run."""
+        return kind.from_dict(self.steps.get(kind.STEP, {}).get("outputs", {}))
 
     def is_finished(self) -> bool:
         return all(r["status"] in ("done", "skipped") for r in self.steps.values())

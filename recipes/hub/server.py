@@ -1,4 +1,5 @@
-"""A model hub on 127.0.0.1 that speaks the Hugging Face and ModelScope HTTP APIs, serving folders from disk.
+"""A model hub on 127.0.0.1 that speaks the Hugging Face and ModelScope HTTP APIs, serving folders from disk: the
+demo's hub and the tests'. Entry point too: ``python -m recipes.hub.server ROOT [--port N] [--faults F.json]``.
 
 `yichui demo` serves the embedded tiny model from it and downloads it with the real hub clients, the path a real user
 takes; the tests use it as their hub (the real hubs are unreachable there). Layout of ``root``: ``<org>/<name>/<files>``,

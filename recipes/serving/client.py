@@ -95,3 +95,39 @@ def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 25
                     pieces.append(piece)
                     on_piece(piece)
     return Reply("".join(pieces), finish)
+
+
+def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_tokens: int = 256,
+         read=input) -> int:
+    """A terminal chat: streamed replies, multi-turn, ``/reset``, ``/exit`` (Ctrl-D too). Returns the turns taken.
+    ``t`` renders catalogue keys; ``say``/``error`` print a line."""
+    history: list[dict] = []
+    turns = 0
+    say(t("cli.chat.hello", endpoint=endpoint, model=model))
+    while True:
+        try:
+            line = read(t("cli.chat.you"))
+        except (EOFError, KeyboardInterrupt):
+            print()
+            return turns
+        if line.strip() == "/exit":
+            return turns
+        if line.strip() == "/reset":
+            history.clear()
+            say(t("cli.chat.reset"))
+            continue
+        if not line.strip():
+            continue
+        history.append({"role": "user", "content": line})
+        print(t("cli.chat.model"), end="", flush=True)
+        try:
+            reply = stream(endpoint, model, history, max_tokens, lambda piece: print(piece, end="", flush=True),
+                                  api_key=api_key).text
+        except OSError as e:
+            print()
+            history.pop()
+            error(t("cli.chat.unreachable", endpoint=endpoint, error=str(e)))
+            continue
+        print()
+        history.append({"role": "assistant", "content": reply})
+        turns += 1

@@ -1,4 +1,5 @@
-"""Dump a serving engine's own command-line parser to the argument table yichui builds launches from.
+"""Entry point that dumps a serving engine's own command-line parser to the argument table yichui builds launches
+from.
 
 Run with the Python of an environment where the engine is installed (its wheel is enough; the parser is built, no
 server starts and no GPU is needed)::

@@ -403,10 +403,10 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
         model_dir: the directory to serve (merged model, an export, or the base model when ``adapter`` is set).
         fmt: "merged" or an export format the engine loads (:func:`formats`).
         served_name: the model name clients ask for (the adapter's name when ``adapter`` is set).
-        max_model_len: longest context in tokens (from :func:`recipes.memory.serving`'s KV-cache budget).
+        max_model_len: longest context in tokens (from :func:`recipes.memory.model.serving`'s KV-cache budget).
         gpu_util: fraction of each GPU's memory the engine may take (weights + KV cache + activations).
         weights_fraction: weights / GPU memory, for an engine whose fraction counts what the weights leave
-            (LMDeploy: :func:`recipes.memory.after_weights_fraction`).
+            (LMDeploy: :func:`recipes.memory.model.after_weights_fraction`).
         adapter: ``{"path", "rank"}`` to serve a LoRA adapter unmerged on top of ``model_dir``.
         api_key: the engine is started through the key launcher, which appends the key option and the key.
         eager: no CUDA graph capture or compilation (a start minutes shorter; slower decoding).
@@ -434,7 +434,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
     if gpu_util and spec.utilization == "total":
         settings["gpu_memory_utilization"] = f"{gpu_util:g}"
     elif gpu_util and weights_fraction is not None:
-        from recipes import memory
+        from recipes.memory import model as memory
 
         settings["gpu_memory_utilization"] = f"{memory.after_weights_fraction(gpu_util, weights_fraction):.3f}"
     if chat_template:

@@ -13,15 +13,16 @@ import re
 import secrets
 from pathlib import Path
 
+from recipes.base import Refusal
+
 KEY_RE = re.compile(r"[A-Za-z0-9._~+/=-]{16,512}")
 
 
-class BadKey(ValueError):
+class BadKey(Refusal):
     """The key file holds no usable key; ``why`` says what is wrong (the key itself is never in it)."""
 
     def __init__(self, path: Path, why: str):
-        super().__init__(f"{path}: {why}")
-        self.path, self.why = path, why
+        super().__init__("deploy.bad_key", path=str(path), why=why)
 
 
 def key_file(sdir: Path) -> Path:

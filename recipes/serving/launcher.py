@@ -1,4 +1,4 @@
-"""Start a serving engine in this interpreter, with its API key read from a file and kept out of sight.
+"""Entry point that starts a serving engine in this interpreter, its API key read from a file and kept out of sight.
 
     python launcher.py --entry vllm.entrypoints.cli.main:main [--key-file F --key-flag --api-key] -- serve DIR …
 

@@ -15,12 +15,15 @@ import json
 import secrets
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
-from recipes import datasets, jobs
+from recipes import jobs
+from recipes.data import datasets
 from recipes.base import StepError, msg
 from recipes.handoff import metadata_dir, trusted
 from recipes.training import runner
+from recipes.training.spec import TrainerJob, TrainingSpec
 
 LAYERS = 2
 STEPS = 2
@@ -78,10 +81,9 @@ def build_copy(meta_dir: Path, dest: Path, trust_remote_code: bool = False) -> d
     return {"params": params, "bytes": sum(p.numel() * p.element_size() for p in model.parameters())}
 
 
-def records_needed(strategy: dict) -> int:
+def records_needed(spec: TrainingSpec) -> int:
     """Records for STEPS optimizer steps: micro-batch × gradient accumulation × processes each (at least 8)."""
-    per_step = int(strategy["micro_batch"]) * int(strategy["grad_accum"]) * int(strategy.get("processes") or 1)
-    return max(8, STEPS * per_step)
+    return max(8, STEPS * spec.micro_batch * spec.grad_accum * spec.processes)
 
 
 def _sample(dataset_path: str, n: int) -> str:
@@ -90,7 +92,7 @@ def _sample(dataset_path: str, n: int) -> str:
     return f"{path}#{min(n, have) if have else n}"
 
 
-def smoke_run(ctx, strategy: dict, dataset_path: str) -> dict:
+def smoke_run(ctx, job: TrainerJob) -> dict:
     """Build the copy, run the trainer for STEPS steps, report. Returns the outputs recorded under ``preflight``.
 
     Raises:
@@ -104,16 +106,14 @@ def smoke_run(ctx, strategy: dict, dataset_path: str) -> dict:
     shutil.rmtree(pdir, ignore_errors=True)  # a smoke run starts from nothing: no checkpoint to resume
     t0 = time.time()
     copy = build_copy(metadata_dir(ctx), pdir / "model", trusted(ctx))
-    spec = dict(strategy) | {
-        "model_dir": str(pdir / "model"), "dataset_path": _sample(dataset_path, records_needed(strategy)),
-        "device": "auto", "max_steps": STEPS, "epochs": None, "save_steps": STEPS, "save_total_limit": 1,
-        "sample_question": None, "save_final": False, "logging_steps": 1, "nodes": 1, "hosts": "",
-        "trust_remote_code": trusted(ctx),
-        "launch": secrets.token_hex(6)}
+    spec = replace(job, model_dir=str(pdir / "model"), dataset_path=_sample(job.dataset_path, records_needed(job)),
+                   device="auto", max_steps=STEPS,
+                   save_steps=STEPS, save_total_limit=1, sample_question=None, save_final=False, logging_steps=1,
+                   nodes=1, hosts="", trust_remote_code=trusted(ctx), launch=secrets.token_hex(6))
     spec_path = pdir / "spec.json"
-    spec_path.write_text(json.dumps(spec, indent=2, ensure_ascii=False))
+    spec.write(spec_path)
     ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
-                 records=records_needed(strategy)))
+                 records=records_needed(job)))
     job = jobs.spawn("trainer", runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(), cwd=runner.REPO)
     try:  # the train step's own view of the trainer's events
         runner.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))
@@ -126,7 +126,7 @@ def smoke_run(ctx, strategy: dict, dataset_path: str) -> dict:
         error = e.msg.args.get("error") or next(
             (line for line in reversed(job.log_tail(30).splitlines()) if line.strip()), "?")
         if "num_samples=0" in error:  # trl dropped every record: none has a completion within seq_len
-            raise StepError("preflight.no_records_fit", seq_len=spec["seq_len"], log=job.log) from None
+            raise StepError("preflight.no_records_fit", seq_len=spec.seq_len, log=job.log) from None
         raise StepError("preflight.failed", error=error[:300], log=job.log) from None
     result = json.loads((pdir / "result.json").read_text())
     seconds = round(time.time() - t0, 1)

@@ -2,7 +2,7 @@
 the rule for an out-of-memory error.
 
 The train step (recipes/train.py) and the preflight smoke run (recipes/training/preflight.py) both start the trainer
-(recipes/train_worker.py, a subprocess entry point) with these and show its events the same way.
+(recipes/training/worker.py, a subprocess entry point) with these and show its events the same way.
 """
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from recipes import jobs, plots
+from recipes import jobs
+from recipes.training import plots
 from recipes.base import StepError, msg
+from recipes.training.spec import TrainerJob, TrainingSpec
 
 POLL_S = 0.5
 REPO = Path(__file__).resolve().parent.parent.parent  # the project's root: the trainer runs there (-m recipes.…)
@@ -34,56 +36,58 @@ class OutOfMemory(Exception):
         self.step = step
 
 
-def recover(spec: dict) -> dict | None:
+def recover(spec: TrainingSpec) -> dict | None:
     """After a CUDA out-of-memory error: half the micro-batch and twice the gradient accumulation (the same
-    effective batch), and activation checkpointing on. None when nothing is left to give."""
-    before = {k: spec[k] for k in ("micro_batch", "grad_accum", "activation_checkpointing")}
+    effective batch), and activation checkpointing on. Returns ``{"from": {...}, "to": {...}}`` (the changed
+    fields), or None when nothing is left to give."""
+    before = {"micro_batch": spec.micro_batch, "grad_accum": spec.grad_accum,
+              "activation_checkpointing": spec.activation_checkpointing}
     after = dict(before)
-    if spec["micro_batch"] > 1:
-        after["micro_batch"] = spec["micro_batch"] // 2
-        after["grad_accum"] = spec["grad_accum"] * 2 if spec["micro_batch"] % 2 == 0 else \
-            -(-spec["micro_batch"] * spec["grad_accum"] // after["micro_batch"])
+    if spec.micro_batch > 1:
+        after["micro_batch"] = spec.micro_batch // 2
+        after["grad_accum"] = spec.grad_accum * 2 if spec.micro_batch % 2 == 0 else \
+            -(-spec.micro_batch * spec.grad_accum // after["micro_batch"])
     after["activation_checkpointing"] = True
     return None if after == before else {"from": before, "to": after}
 
 
-def node_hosts(spec: dict) -> list[str]:
-    from recipes.rendezvous import split_hosts
+def node_hosts(spec: TrainerJob) -> list[str]:
+    from recipes.training.rendezvous import split_hosts
 
-    return split_hosts(spec.get("hosts") or "") if int(spec.get("nodes") or 1) > 1 else []
+    return split_hosts(spec.hosts) if spec.nodes > 1 else []
 
 
-def worker_argv(spec: dict, spec_path: Path, node_rank: int = 0) -> list[str]:
+def worker_argv(spec: TrainerJob, spec_path: Path, node_rank: int = 0) -> list[str]:
     """The trainer's command: one process; several on this node (torch.distributed.run, standalone; gloo on CPU,
     NCCL on GPUs); or node ``node_rank``'s share of several nodes (static rendezvous at the first host). DeepSpeed
     and FSDP need the launcher's environment even for one process (the preflight smoke run of a multi-node plan)."""
-    worker = ["-m", "recipes.train_worker", str(spec_path)]
-    n, hosts = int(spec.get("processes") or 1), node_hosts(spec)
+    worker = ["-m", "recipes.training.worker", str(spec_path)]
+    n, hosts = spec.processes, node_hosts(spec)
     if len(hosts) > 1:
         launcher = [f"--nnodes={len(hosts)}", f"--node_rank={node_rank}", f"--master_addr={hosts[0]}",
-                    f"--master_port={spec['master_port']}"]
-    elif n > 1 or spec.get("distribution", "ddp") != "ddp":
+                    f"--master_port={spec.master_port}"]
+    elif n > 1 or spec.distribution != "ddp":
         launcher = ["--standalone"]
     else:
         return [sys.executable] + worker
     return [sys.executable, "-m", "torch.distributed.run", *launcher, f"--nproc_per_node={n}"] + worker
 
 
-def meet(ctx, spec: dict, tdir: Path, spec_path: Path) -> None:
+def meet(ctx, spec: TrainerJob, tdir: Path, spec_path: Path) -> None:
     """Several nodes: write each node's launch script and a DeepSpeed-style hostfile, print what to run where,
-    then wait for every node at the rendezvous (recipes/rendezvous.py) before this node starts its share.
+    then wait for every node at the rendezvous (recipes/training/rendezvous.py) before this node starts its share.
     Raises StepError when this machine is not the first host or the nodes do not all arrive."""
     import shlex
     import subprocess
 
-    from recipes import rendezvous
+    from recipes.training import rendezvous
 
     hosts = node_hosts(spec)
-    master, n = f"{hosts[0]}:{spec['master_port']}", int(spec.get("processes") or 1)
+    master, n = f"{hosts[0]}:{spec.master_port}", spec.processes
     if not rendezvous.is_local_address(hosts[0]):
         raise StepError("train.master_not_here", host=hosts[0])
     timeout = os.environ.get("YICHUI_RENDEZVOUS_TIMEOUT", "900")
-    checks = [[sys.executable, "-m", "recipes.rendezvous", f"--nodes={len(hosts)}", f"--node-rank={r}",
+    checks = [[sys.executable, "-m", "recipes.training.rendezvous", f"--nodes={len(hosts)}", f"--node-rank={r}",
                f"--master={master}", f"--timeout={timeout}"] for r in range(len(hosts))]
     launch_dir = tdir / "launch"
     launch_dir.mkdir(exist_ok=True)

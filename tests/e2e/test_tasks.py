@@ -12,7 +12,7 @@ import pytest
 from conftest import YICHUI, benchmark_repos, env_for, sessions, stop_all, yichui
 
 import recipes
-from recipes import datasets
+from recipes.data import datasets
 
 SUBJECT = "high_school_computer_science"
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import YICHUI, env_for, sessions, stop_all
 
 import recipes
-from recipes import datasets
+from recipes.data import datasets
 
 DOWN, UP, ENTER, CLEAR, CTRL_C = "\x1b[B", "\x1b[A", "\r", "\x15", "\x03"
 

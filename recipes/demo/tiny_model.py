@@ -47,7 +47,7 @@ def _generic_corpus() -> list[str]:
 
 
 def _instruction_texts() -> list[str]:
-    from recipes.datasets import bundled_dataset_path, load_records
+    from recipes.data.datasets import bundled_dataset_path, load_records
 
     return [" ".join(m["content"] for m in r) for r in load_records(bundled_dataset_path())]
 

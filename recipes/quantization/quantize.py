@@ -32,6 +32,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from recipes.base import Refusal, msg
+from recipes.handoff import ExportResult
 
 
 @dataclass(frozen=True)
@@ -72,12 +74,8 @@ LLMC_REQUIREMENTS = ("llmcompressor==0.14.0.1",)
 MIN_CALIBRATION = 8
 
 
-class QuantizeError(Exception):
-    """An export that cannot be made; ``key``/``params`` name the catalogue message."""
-
-    def __init__(self, key: str, /, **params):
-        super().__init__(f"{key} {params}")
-        self.key, self.params = key, params
+class QuantizeError(Refusal):
+    """An export that cannot be made."""
 
 
 def engines() -> tuple[str, ...]:
@@ -222,7 +220,7 @@ def _see_main_site(python: Path) -> None:
 
 
 def run_llmc(env: dict, spec: dict, work: Path) -> None:
-    """Run recipes/quantize_worker.py in the llm-compressor environment on ``spec`` (see that module); its log goes
+    """Run recipes/quantization/worker.py in the llm-compressor environment on ``spec`` (see that module); its log goes
     to ``work/quantize.log``.
 
     Raises:
@@ -230,11 +228,11 @@ def run_llmc(env: dict, spec: dict, work: Path) -> None:
     """
     work.mkdir(parents=True, exist_ok=True)
     (work / "quantize.json").write_text(json.dumps(spec, ensure_ascii=False))
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parent.parent.parent  # the project root: the worker runs as -m recipes.…
     log = work / "quantize.log"
     envvars = _clean_env() | {"PYTHONPATH": str(root), "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
     with open(log, "w") as f:
-        rc = subprocess.run([env["python"], "-m", "recipes.quantize_worker", str(work / "quantize.json")],
+        rc = subprocess.run([env["python"], "-m", "recipes.quantization.worker", str(work / "quantize.json")],
                             stdout=f, stderr=subprocess.STDOUT, env=envvars, cwd=str(work),
                             preexec_fn=_die_with_parent).returncode
     if rc:
@@ -336,3 +334,20 @@ def convert_gguf(converter: Path, merged: Path, out: Path, fmt: str, work: Path)
     if first != target:
         first.unlink(missing_ok=True)
     return target
+
+
+def exports_table(out: ExportResult) -> tuple[list, list]:
+    """Columns and rows of the exports table (the export step prints it; `yichui show` too): format, folder, MiB, mean KL,
+    perplexity ratio, whether the smoke reply stopped."""
+    ms = out.merged_smoke
+    rows = [("merged", out.merged_dir, round(out.merged_bytes / 2**20, 2), "", "",
+             msg("ui.yes" if ms.get("stopped") else "ui.no") if isinstance(ms, dict) else "")]
+    for f in out.formats[1:]:
+        a = out.artifacts.get(f)
+        if not a:
+            continue
+        q = a.get("quality") or {}
+        rows.append((f, a["dir"], round(a.get("bytes", 0) / 2**20, 2),
+                     f"{q['kl_mean']:.4f}" if "kl_mean" in q else "", f"{q['ppl_ratio']:.3f}" if "ppl_ratio" in q else "",
+                     msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no") if q else ""))
+    return [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"), msg("export.col.stops")], rows

@@ -1,6 +1,6 @@
 """Peak GPU memory per GPU for training and serving, from a model's config.json alone.
 
-Training peaks are predicted for yichui's own training path (recipes/train_worker.py: trl SFTTrainer + peft, bf16
+Training peaks are predicted for yichui's own training path (recipes/training/worker.py: trl SFTTrainer + peft, bf16
 autocast, trl's fused LM head, PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True) as nvidia-smi shows them: the
 caching allocator's peak reserved memory plus what lies outside it (CUDA context, library handles).
 
@@ -28,14 +28,11 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import asdict, dataclass, field, replace
+from recipes.base import Refusal
+from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
 GIB = 2**30
-METHODS = ("full", "lora", "qlora", "dora", "galore")
-FULL_WEIGHTS = ("full", "galore")  # methods that train (and hold gradients for) every weight
 DS_BUFFER_ELEMENTS = 1e9  # DeepSpeed's default reduce + all-gather buckets (5e8 elements each)
-OPTIMIZERS = ("adamw", "adamw8bit", "paged")
-ATTENTION = ("sdpa", "flash", "eager")
-LOSSES = ("fused", "chunked", "full")
 
 # -- fitted on the H200 measurements (bench/bench_fit.py; bench/results/2026-11-29-memory-h200.md) -------------------
 ACT_H = 12.89         # bytes per token per layer per hidden unit: norms (fp32 upcast), q/k/v/o activations, residual
@@ -84,12 +81,8 @@ ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "dist
                 "modernbert", "camembert")
 
 
-class ConfigError(ValueError):
-    """A config.json the model cannot use; ``key``/``params`` name the catalogue message."""
-
-    def __init__(self, key: str, /, **params):
-        super().__init__(f"{key} {params}")
-        self.key, self.params = key, params
+class ConfigError(Refusal):
+    """A config.json the model cannot use."""
 
 
 @dataclass(frozen=True)
@@ -233,49 +226,7 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
                  sliding_window=int(window or 0), approximate=tuple(approx))
 
 
-@dataclass(frozen=True)
-class Training:
-    """One training configuration. ``seq`` is tokens per sequence (with packing: the packed length)."""
-
-    method: str = "lora"
-    rank: int = 8            # LoRA rank, or GaLore's projection rank
-    targets: str = "all-linear"
-    dropout: float = 0.05
-    ckpt: bool = True
-    attn: str = "sdpa"
-    micro_batch: int = 1
-    grad_accum: int = 1      # gradient accumulation steps: above 1 a full fine-tune's gradients live through backward
-    seq: int = 2048
-    optim: str = "adamw"
-    loss: str = "fused"
-    weights_bytes: int = 2   # bf16/fp16 2, fp32 4
-    gpus: int = 1
-    zero: int = 0            # DeepSpeed ZeRO stage 0-3
-    offload: bool = False    # ZeRO optimizer (and with stage 3, parameter) offload to CPU
-    fsdp: bool = False       # FSDP full shard: sharded like ZeRO-3
-    liger: bool = False      # Liger kernels (RMSNorm, SwiGLU, RoPE; trl keeps its own fused LM head)
-    packing: bool = False    # padding-free packing (seq is then the packed length)
-    fp32_masters: bool = True  # full fine-tune without ZeRO/FSDP: fp32 weights + bf16 autocast (False: pure bf16)
-
-    def check(self) -> None:
-        bad = [(k, v) for k, v, ok in (("method", self.method, METHODS), ("optim", self.optim, OPTIMIZERS),
-                                       ("attn", self.attn, ATTENTION), ("loss", self.loss, LOSSES))
-               if v not in ok]
-        if bad:
-            k, v = bad[0]
-            raise ConfigError("memory.bad_choice", name=k, value=v,
-                              choices=", ".join({"method": METHODS, "optim": OPTIMIZERS, "attn": ATTENTION,
-                                                 "loss": LOSSES}[k]))
-        for name, value, lo in (("rank", self.rank, 1), ("micro_batch", self.micro_batch, 1), ("seq", self.seq, 1),
-                                ("grad_accum", self.grad_accum, 1),
-                                ("gpus", self.gpus, 1)):
-            if value < lo:
-                raise ConfigError("memory.bad_number", name=name, value=value)
-        if self.zero not in (0, 1, 2, 3):
-            raise ConfigError("memory.bad_number", name="zero", value=self.zero)
-
-
-def model_states(shape: Shape, t: Training) -> dict:
+def model_states(shape: Shape, t: TrainingSpec) -> dict:
     """Bytes of weights, adapter, gradients and optimizer states per GPU, and the optimizer step's extra.
 
     Returns ``{"weights", "adapter", "gradients", "optimizer", "step_extra", "trainable"}``.
@@ -305,9 +256,9 @@ def model_states(shape: Shape, t: Training) -> dict:
                                  + t.rank * min(m.in_sum, m.out_sum) // m.count) for m in lin)
             opt = 2 * wb * (P - shape.n_linear) + wb * low
     else:
-        trainable = shape.lora_params(t.rank, t.targets)
+        trainable = shape.lora_params(t.rank, t.lora_targets)
         if t.method == "dora":  # magnitude vector: one value per output feature of each adapted layer
-            trainable += sum(m.out_sum for m in shape.targeted(t.targets))
+            trainable += sum(m.out_sum for m in shape.targeted(t.lora_targets))
         if t.method == "qlora":
             weights = shape.n_linear * NF4_BYTES + (P - shape.n_linear) * wb
             ab = 2
@@ -340,7 +291,7 @@ def model_states(shape: Shape, t: Training) -> dict:
     if n > 1 and stage >= 3:
         weights /= n
         adapter /= n
-    if t.offload and stage >= 1:
+    if t.offloaded and stage >= 1:
         opt = 0
         if stage >= 3:
             weights = 0 if t.method in FULL_WEIGHTS else weights
@@ -348,13 +299,13 @@ def model_states(shape: Shape, t: Training) -> dict:
             "trainable": trainable}
 
 
-def masters_fp32(t: Training) -> bool:
+def masters_fp32(t: TrainingSpec) -> bool:
     """Whether the model itself is held in fp32 (a full fine-tune with fp32 masters and neither ZeRO nor FSDP, which
     keep their own fp32 masters beside a bf16 module)."""
-    return t.method in FULL_WEIGHTS and t.fp32_masters and not t.zero and not t.fsdp and t.weights_bytes == 2
+    return t.method in FULL_WEIGHTS and t.fp32_masters_asked and not t.zero and not t.fsdp and t.weights_bytes == 2
 
 
-def activations(shape: Shape, t: Training) -> dict:
+def activations(shape: Shape, t: TrainingSpec) -> dict:
     """Bytes of activations at the backward pass's peak, by part: ``layers``, ``attention_scores``, ``logits``.
 
     Per token and decoder layer [MegAct]: ACT_H·h + ACT_I·I (+ ACT_FULL_H·h for a full fine-tune), plus per adapted
@@ -367,21 +318,21 @@ def activations(shape: Shape, t: Training) -> dict:
     (b, s, V) logits instead: FULL_LOGITS bytes per logit. A full fine-tune also holds the head's fp32 weight
     gradient and its bf16 copy (6·V·h).
     """
-    T = t.micro_batch * t.seq
+    T = t.micro_batch * t.seq_len
     h, L = shape.hidden, shape.layers
     lora = t.method not in FULL_WEIGHTS
-    adapted = shape.adapted_inputs_per_layer(t.targets) if lora else 0.0
+    adapted = shape.adapted_inputs_per_layer(t.lora_targets) if lora else 0.0
     per_layer = ACT_H * h + ACT_I * shape.intermediate + (ACT_FULL_H * h if not lora else 0.0)
     if t.liger:
         per_layer -= LIGER_H * h + LIGER_I * shape.intermediate + (LIGER_FULL_H * h if not lora else 0.0)
     fp32 = masters_fp32(t)
-    if t.packing and not t.ckpt:
+    if t.packing and not t.activation_checkpointing:
         per_layer += PACKED_H * h
     if t.method in ("lora", "dora"):
-        per_layer += (LORA_CAST + (DROPOUT_MASK if t.dropout > 0 else 0.0)) * adapted
+        per_layer += (LORA_CAST + (DROPOUT_MASK if t.lora_dropout > 0 else 0.0)) * adapted
     elif t.method == "qlora":
-        per_layer += (QLORA_DROPOUT if t.dropout > 0 else QLORA_CAST) * adapted
-    n_scores = t.micro_batch * shape.heads * t.seq**2 if t.attn == "eager" else 0
+        per_layer += (QLORA_DROPOUT if t.lora_dropout > 0 else QLORA_CAST) * adapted
+    n_scores = t.micro_batch * shape.heads * t.seq_len**2 if t.attn_implementation == "eager" else 0
     if t.loss == "full":
         head = FULL_LOGITS * T * shape.vocab + HEAD_H * T * h
     else:
@@ -389,8 +340,8 @@ def activations(shape: Shape, t: Training) -> dict:
     if not lora:
         head += 6 * shape.vocab * h
     # fp32 masters without checkpointing: autograd keeps autocast's bf16 copy of every weight until its backward
-    casts = 2.0 * shape.n_params if fp32 and not t.ckpt else 0.0
-    if t.ckpt:
+    casts = 2.0 * shape.n_params if fp32 and not t.activation_checkpointing else 0.0
+    if t.activation_checkpointing:
         # the layer inputs are the residual stream: fp32 under fp32 masters
         kept = T * L * h * (2 * CKPT_H + FP32_CKPT_H if fp32 else CKPT_H)
         scores = (EAGER_SCORES + EAGER_BACKWARD) * n_scores
@@ -403,7 +354,7 @@ def activations(shape: Shape, t: Training) -> dict:
             "logits": head}
 
 
-def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
+def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dict:
     """Predicted peak memory per GPU, as nvidia-smi shows it, with its breakdown.
 
     Args:
@@ -447,7 +398,7 @@ def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
         approx.append("sharding")  # the multi-GPU paths are calibrated with the training issue
     # switches not (yet) calibrated on a GPU: every one that is on
     approx += [name for name, on in (("galore", t.method == "galore"), ("dora", t.method == "dora"),
-                                     ("paged", t.optim == "paged"), ("flash", t.attn == "flash"),
+                                     ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
                                      (f"loss-{t.loss}", t.loss != "fused")) if on]
     out = {"peak_gib": round(peak, 3), "components": {k: round(v / GIB, 4) for k, v in comp.items()},
@@ -457,7 +408,7 @@ def estimate(shape: Shape, t: Training, gpu_gib: float | None = None) -> dict:
     return out
 
 
-def smallest_instance(shape: Shape, t: Training) -> dict | None:
+def smallest_instance(shape: Shape, t: TrainingSpec) -> dict | None:
     """The cheapest common cloud configuration (GPU count × type, in SIZING order) on which ``t`` fits.
 
     More than one GPU means data parallel with ZeRO-3 sharding (model states divided by the count), unless ``t``
@@ -466,7 +417,7 @@ def smallest_instance(shape: Shape, t: Training) -> dict | None:
     for count in SIZING_COUNTS:
         for key in SIZING_GPUS:
             name, gib = GPUS[key]
-            tt = t if count == 1 else replace(t, gpus=count, zero=t.zero or 3)
+            tt = t if count == 1 else replace(t, processes=count, nodes=1, distribution=t.distribution if t.zero or t.fsdp else "zero3")
             e = estimate(shape, tt, gib)
             if e["fits"]:
                 return {"gpu": key, "name": name, "count": count, "peak_gib": e["peak_gib"]}

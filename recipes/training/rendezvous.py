@@ -1,5 +1,5 @@
-"""Rendezvous check for several nodes, run on every node before training:
-``python -m recipes.rendezvous --nodes N --node-rank R --master ADDR:PORT --timeout S``.
+"""Entry point of the rendezvous check every node runs before training:
+``python -m recipes.training.rendezvous --nodes N --node-rank R --master ADDR:PORT --timeout S``.
 
 Node 0 opens torch's TCPStore on ADDR:PORT (the port torch.distributed.run then uses for training), every node
 joins, and one gloo all-reduce of a 1 per node checks the data path between all of them (gloo connects every pair,
@@ -61,7 +61,7 @@ def is_local_address(host: str) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m recipes.rendezvous")
+    p = argparse.ArgumentParser(prog="python -m recipes.training.rendezvous")
     p.add_argument("--nodes", type=int, required=True)
     p.add_argument("--node-rank", type=int, required=True)
     p.add_argument("--master", required=True, help="ADDR:PORT of node 0")

@@ -1,4 +1,4 @@
-"""The trainer process: ``python -m recipes.train_worker SPEC.json`` (started detached by the train step).
+"""Entry point of the trainer process: ``python -m recipes.training.worker SPEC.json`` (the train step starts it).
 
 trl's SFTTrainer + peft + accelerate on the chosen device. Writes JSON-lines events (format v1, wizard/README.md) to
 ``events.jsonl`` beside the spec, checkpoints to ``checkpoints/checkpoint-N`` (every ``save_steps``, the last
@@ -17,7 +17,7 @@ import time
 import traceback
 from pathlib import Path
 
-from recipes.memory import FULL_WEIGHTS
+from recipes.training.spec import FULL_WEIGHTS, TrainerJob
 
 EVENTS_VERSION = 1
 # yichui's optimizer names → transformers' (OptimizerNames): torch's fused AdamW, bitsandbytes 8-bit and paged 8-bit
@@ -45,17 +45,17 @@ def deepspeed_config(stage: int, offload: str) -> dict:
     return cfg
 
 
-def distribution_args(spec: dict) -> dict:
+def distribution_args(spec: TrainerJob) -> dict:
     """SFTConfig arguments for the chosen distribution: DeepSpeed ZeRO-1/2/3 or FSDP2 (full shard, one unit per
     decoder layer: accelerate wraps the model's ``_no_split_modules``); plain DDP needs none."""
-    dist, offload = spec.get("distribution", "ddp"), spec.get("offload", "none")
+    dist, offload = spec.distribution, spec.offload
     if dist.startswith("zero"):
         return {"deepspeed": deepspeed_config(int(dist[-1]), offload)}
     if dist == "fsdp2":
         return {"fsdp": True,
                 "fsdp_config": {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "reshard_after_forward": True,
                                 "cpu_offload": offload != "none", "state_dict_type": "FULL_STATE_DICT",
-                                "activation_checkpointing": bool(spec["activation_checkpointing"])}}
+                                "activation_checkpointing": bool(spec.activation_checkpointing)}}
     return {}
 
 
@@ -142,9 +142,9 @@ def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode:
 
 
 def main(spec_path: str) -> int:
-    spec = json.loads(Path(spec_path).read_text())
+    spec = TrainerJob.read(spec_path)
     tdir = Path(spec_path).parent
-    ev = Events(tdir / "events.jsonl", spec.get("launch"))
+    ev = Events(tdir / "events.jsonl", spec.launch)
     try:
         return train(spec, tdir, ev)
     except Exception as e:
@@ -155,7 +155,7 @@ def main(spec_path: str) -> int:
         return 3 if kind == "oom" else 1
 
 
-def train(spec: dict, tdir: Path, ev: Events) -> int:
+def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
@@ -163,20 +163,20 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTConfig, SFTTrainer
 
-    from recipes import datasets as data
+    from recipes.data import datasets as data
 
-    device = spec.get("device", "auto")
+    device = spec.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
     where = f"cuda:{LOCAL_RANK}" if device == "cuda" else "cpu"  # this process's device
     bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
     dtype = torch.bfloat16 if bf16 else torch.float32
-    method = spec["method"]
+    method = spec.method
     # fp32 master weights (a full fine-tune's default): the weights, gradients and AdamW states stay fp32 and bf16
     # autocast runs the matmuls, so small updates are not rounded away. DeepSpeed and FSDP2 keep fp32 masters of
     # their own beside a bf16 module, so the model is loaded in bf16 for them.
-    sharded = spec.get("distribution", "ddp") != "ddp"
-    masters = torch.float32 if method in FULL_WEIGHTS and spec.get("master_weights", "fp32") == "fp32" \
+    sharded = spec.distribution != "ddp"
+    masters = torch.float32 if method in FULL_WEIGHTS and spec.master_weights == "fp32" \
         and not sharded else dtype
     ckpt_dir = tdir / "checkpoints"
     os.environ["TENSORBOARD_LOGGING_DIR"] = str(tdir / "tensorboard")  # transformers' TensorBoardCallback reads it
@@ -184,16 +184,16 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
 
     if device == "cuda":
         torch.cuda.init()
-    attn = spec.get("attn_implementation", "sdpa")
-    code = bool(spec.get("trust_remote_code"))  # the user's recorded yes to the model's own code
-    tok = AutoTokenizer.from_pretrained(spec["model_dir"], trust_remote_code=code)
-    if spec.get("init") == "random":
+    attn = spec.attn_implementation
+    code = bool(spec.trust_remote_code)  # the user's recorded yes to the model's own code
+    tok = AutoTokenizer.from_pretrained(spec.model_dir, trust_remote_code=code)
+    if spec.init == "random":
         # benchmarks: random weights of the config's shape, built in place in the training dtype (building in fp32
         # and casting would put a 2x spike into the measured peak)
         from transformers import AutoConfig
 
         torch.manual_seed(0)
-        cfg = AutoConfig.from_pretrained(spec["model_dir"], trust_remote_code=code)
+        cfg = AutoConfig.from_pretrained(spec.model_dir, trust_remote_code=code)
         previous = torch.get_default_dtype()
         torch.set_default_dtype(dtype)
         try:
@@ -210,46 +210,46 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
                 bnb_4bit_compute_dtype=dtype)
         if device == "cuda":
             load_kw["device_map"] = {"": LOCAL_RANK}
-        model = AutoModelForCausalLM.from_pretrained(spec["model_dir"], **load_kw)
+        model = AutoModelForCausalLM.from_pretrained(spec.model_dir, **load_kw)
 
     samples_file = tdir / "samples.json"
     samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
-    if RANK == 0 and spec.get("sample_question") and "before" not in samples:
+    if RANK == 0 and spec.sample_question and "before" not in samples:
         kbit_cpu = method == "qlora" and device == "cpu"
-        samples = {"question": spec["sample_question"],
-                   "before": answer(model, tok, spec["sample_question"], keep_train_mode=kbit_cpu)}
+        samples = {"question": spec.sample_question,
+                   "before": answer(model, tok, spec.sample_question, keep_train_mode=kbit_cpu)}
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
-    convs = data.load_records(spec["dataset_path"], skip_bad=spec.get("skip_bad_records", False))
-    train_convs, val_convs = data.train_validation(convs, spec.get("val_ratio", 0.0))
+    convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records)
+    train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
     train_ds = Dataset.from_list(data.to_prompt_completion(train_convs))
     eval_ds = Dataset.from_list(data.to_prompt_completion(val_convs)) if val_convs else None
     peft_config = None
-    if method not in ("full", "galore"):
-        targets = spec["lora_targets"]
-        peft_config = LoraConfig(r=spec["lora_rank"], lora_alpha=spec["lora_alpha"], lora_dropout=spec["lora_dropout"],
+    if method not in FULL_WEIGHTS:
+        targets = spec.lora_targets
+        peft_config = LoraConfig(r=spec.lora_rank, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
                                  target_modules=targets if targets == "all-linear" else
                                  [t.strip() for t in targets.split(",")], task_type="CAUSAL_LM",
                                  use_dora=method == "dora")
     args = SFTConfig(
-        output_dir=str(ckpt_dir), max_steps=spec["max_steps"] or -1, num_train_epochs=spec.get("epochs") or 1.0,
-        per_device_train_batch_size=spec["micro_batch"], gradient_accumulation_steps=spec["grad_accum"],
-        learning_rate=spec["learning_rate"], lr_scheduler_type=spec.get("lr_scheduler", "constant_with_warmup"),
-        warmup_steps=spec.get("warmup_steps", 0), logging_steps=spec.get("logging_steps", 1),
-        save_strategy="steps" if spec["save_steps"] else "no", save_steps=spec["save_steps"] or 500,
-        save_total_limit=spec["save_total_limit"],
-        activation_checkpointing=spec["activation_checkpointing"] and spec.get("distribution") != "fsdp2",
-        max_length=spec["seq_len"],
-        use_cpu=device == "cpu", bf16=bf16, seed=spec.get("seed", 42), data_seed=spec.get("seed", 42),
+        output_dir=str(ckpt_dir), max_steps=spec.max_steps or -1, num_train_epochs=spec.epochs or 1.0,
+        per_device_train_batch_size=spec.micro_batch, gradient_accumulation_steps=spec.grad_accum,
+        learning_rate=spec.learning_rate, lr_scheduler_type=spec.lr_scheduler,
+        warmup_steps=spec.warmup_steps, logging_steps=spec.logging_steps,
+        save_strategy="steps" if spec.save_steps else "no", save_steps=spec.save_steps or 500,
+        save_total_limit=spec.save_total_limit,
+        activation_checkpointing=spec.activation_checkpointing and spec.distribution != "fsdp2",
+        max_length=spec.seq_len,
+        use_cpu=device == "cpu", bf16=bf16, seed=spec.seed, data_seed=spec.seed,
         ddp_backend=("gloo" if device == "cpu" else "nccl") if WORLD > 1 else None,
-        optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.get("optim", "adamw")],
+        optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.optim],
         optim_target_modules="all-linear" if method == "galore" else None,
-        optim_args=f"rank={spec.get('galore_rank', 128)},update_proj_gap=200,scale=0.25" if method == "galore" else None,
-        packing=bool(spec.get("packing")), packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
+        optim_args=f"rank={spec.galore_rank},update_proj_gap=200,scale=0.25" if method == "galore" else None,
+        packing=bool(spec.packing), packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
-        eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec["save_steps"] or 500,
-        use_liger_kernel=bool(spec.get("liger")), **distribution_args(spec))
+        eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec.save_steps or 500,
+        use_liger_kernel=bool(spec.liger), **distribution_args(spec))
 
     stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop
 
@@ -293,7 +293,7 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
             inject = os.environ.get("YICHUI_INJECT_OOM")
             if inject:
                 at, over = (int(x) for x in inject.split(":"))
-                if state.global_step == at and spec["micro_batch"] > over:
+                if state.global_step == at and spec.micro_batch > over:
                     raise torch.OutOfMemoryError("CUDA out of memory (injected by YICHUI_INJECT_OOM)")
 
         def on_evaluate(self, args, state, control, metrics=None, **kw):
@@ -304,11 +304,11 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
             ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
 
     callbacks = [EventsCallback()]
-    if spec.get("profile_steps") and RANK == 0:
-        callbacks.append(profile_callback(tdir, *spec["profile_steps"]))
+    if spec.profile_steps and RANK == 0:
+        callbacks.append(profile_callback(tdir, *spec.profile_steps))
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=callbacks)
-    asked, got = spec.get("distribution", "ddp"), sharding(trainer)
+    asked, got = spec.distribution, sharding(trainer)
     if WORLD > 1 and expected_sharding(asked) != got:
         raise RuntimeError(f"asked for {asked}, the Trainer runs {got} (FSDP runs on GPUs only)")
     t0 = time.time()
@@ -323,13 +323,13 @@ def train(spec: dict, tdir: Path, ev: Events) -> int:
 
     gpu_memory = cuda_memory() if device == "cuda" else None
     adapter = tdir / "adapter"
-    if spec.get("save_final", True):
+    if spec.save_final:
         trainer.save_model(str(adapter))  # collective under several processes; rank 0 writes
         if RANK == 0:
             tok.save_pretrained(str(adapter))
     # with sharded weights (ZeRO-3, FSDP2) every forward pass is collective: all ranks generate, rank 0 records
-    after = answer(trainer.model, tok, spec["sample_question"]) \
-        if spec.get("sample_question") and (RANK == 0 or got in ("deepspeed-zero3", "fsdp2")) else None
+    after = answer(trainer.model, tok, spec.sample_question) \
+        if spec.sample_question and (RANK == 0 or got in ("deepspeed-zero3", "fsdp2")) else None
     try:
         if RANK != 0:
             return 0

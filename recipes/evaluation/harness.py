@@ -17,6 +17,7 @@ import contextlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from recipes.base import Refusal
 
 
 @dataclass(frozen=True)
@@ -42,10 +43,8 @@ BENCHMARKS = {
 }
 
 
-class HarnessError(Exception):
-    def __init__(self, key: str, /, **args):
-        super().__init__(f"{key} {args}")
-        self.key, self.params = key, args
+class HarnessError(Refusal):
+    """A benchmark that cannot be run (its files, its answers)."""
 
 
 def files_for(name: str, subsets: list[str] | None = None) -> list[str]:

@@ -1,7 +1,7 @@
 """The strategy planner: which activation checkpointing / micro-batch / gradient accumulation / kernels to train with.
 
 Every candidate with the user's method, rank, sequence length and effective batch is checked against the memory
-model (recipes/memory.py, a fit needs 10 % of the GPU free) and ranked by predicted throughput; the fastest is
+model (recipes/memory/model.py, a fit needs 10 % of the GPU free) and ranked by predicted throughput; the fastest is
 preselected and the user may change any knob.
 
 Cost model (tokens/s = achieved FLOP/s ÷ FLOPs per token):
@@ -20,7 +20,8 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, replace
 
-from recipes import memory
+from recipes.memory import model as memory
+from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
 # dense bf16 FLOP/s (TFLOP/s), H200 as measured (../shared/FACTS.md: 790); the others from the vendors' data sheets
 # scaled by the same measured/nominal ratio (790/989)
@@ -52,7 +53,7 @@ def liger_available() -> bool:
 
 def flops_per_token(shape: memory.Shape, method: str, ckpt: bool, seq: int) -> float:
     N = shape.n_params
-    per = (2 + 4 if method in memory.FULL_WEIGHTS else 2 + 2) * N + (2 * N if ckpt else 0)
+    per = (2 + 4 if method in FULL_WEIGHTS else 2 + 2) * N + (2 * N if ckpt else 0)
     attn = 2 * shape.layers * shape.hidden * seq * (3 + (1 if ckpt else 0))
     return per + attn
 
@@ -71,7 +72,7 @@ def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int,
     return speed
 
 
-def plans(shape: memory.Shape, t: memory.Training, effective_batch: int, gpu_name: str, gpu_gib: float,
+def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: str, gpu_gib: float,
           liger: bool | None = None) -> list[Plan]:
     """Every candidate (checkpointing on/off × micro-batches dividing the effective batch × Liger if available),
     fitting ones first, fastest first.
@@ -88,8 +89,8 @@ def plans(shape: memory.Shape, t: memory.Training, effective_batch: int, gpu_nam
             if mb > effective_batch or effective_batch % mb:
                 continue
             for lg in ((False, True) if liger else (False,)):
-                est = memory.estimate(shape, replace(t, ckpt=ckpt, micro_batch=mb, grad_accum=effective_batch // mb,
+                est = memory.estimate(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb, grad_accum=effective_batch // mb,
                                                      liger=lg), gpu_gib)
                 out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"],
-                                round(tokens_per_s(shape, t.method, ckpt, mb, t.seq, gpu_name, lg), 1), est["fits"]))
+                                round(tokens_per_s(shape, t.method, ckpt, mb, t.seq_len, gpu_name, lg), 1), est["fits"]))
     return sorted(out, key=lambda p: (not p.fits, -p.tokens_per_s, p.peak_gib))

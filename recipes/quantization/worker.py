@@ -1,5 +1,6 @@
-"""The quantizer process: ``python -m recipes.quantize_worker SPEC.json``, run by recipes/quantize.py inside the
-llm-compressor environment (its own transformers; imports nothing else of yichui's).
+"""Entry point of the quantizer process: ``python -m recipes.quantization.worker SPEC.json``, run by
+recipes/quantization/quantize.py inside the llm-compressor environment (its own transformers; imports nothing else of
+yichui's).
 
 SPEC: ``{"format", "merged_dir", "out_dir", "scheme", "modifier", "calibration": [rendered chat texts],
 "max_seq_length"}``. Writes the compressed-tensors checkpoint and the tokenizer to ``out_dir`` (the caller's temp

@@ -16,6 +16,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from recipes.base import Refusal
 
 FORMATS = ("alpaca", "sharegpt", "messages", "prompt_completion")
 SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
@@ -26,12 +27,8 @@ SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistan
 SAMPLE_SEED = 42
 
 
-class DataError(ValueError):
-    """A dataset that cannot be used. ``key``/``params`` name the catalogue message for the user."""
-
-    def __init__(self, key: str, /, **args):
-        super().__init__(f"{key}: {args}")
-        self.key, self.params = key, args
+class DataError(Refusal):
+    """A dataset that cannot be used."""
 
 
 @dataclass
@@ -45,7 +42,7 @@ class Loaded:
 
 
 def bundled_dataset_path() -> Path:
-    return Path(__file__).parent / "data" / "demo_instructions.jsonl"
+    return Path(__file__).parent / "demo_instructions.jsonl"
 
 
 def split_sample(ref: str | Path) -> tuple[Path, int | None]:

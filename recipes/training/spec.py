@@ -1,0 +1,180 @@
+"""One fine-tune, named as the field names it: the single home of its knobs and their defaults.
+
+``choose_strategy`` produces a :class:`TrainingSpec` from its answers (the answer keys are the field names), the
+memory model and the planner read one (recipes/memory/model.py, recipes/memory/planner.py), the trainer's ``spec.json`` is one
+plus the run's own facts (model folder, data, device; recipes/train.py), and ``yichui estimate``'s training options
+are generated from the fields that carry a ``flag`` (wizard/cli.py). A default lives here and nowhere else.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import typing
+from dataclasses import dataclass, field
+from typing import Any
+
+from recipes.base import Refusal
+
+S = typing.TypeVar("S", bound="TrainingSpec")
+METHODS = ("full", "lora", "qlora", "dora", "galore")
+FULL_WEIGHTS = ("full", "galore")  # methods that train (and hold gradients for) every weight
+OPTIMIZERS = ("adamw", "adamw8bit", "paged")
+ATTENTION = ("sdpa", "flash", "eager")
+LOSSES = ("fused", "chunked", "full")
+DISTRIBUTIONS = ("ddp", "zero1", "zero2", "zero3", "fsdp2", "megatron")
+OFFLOADS = ("none", "optimizer", "all")
+MASTER_WEIGHTS = ("fp32", "bf16")
+
+
+def _knob(default: Any, *flags: str, help: str = "", lo: float | None = None, choices: tuple = ()) -> Any:
+    """A field; ``flags`` (first the field's own name, then older spellings kept working) make it a ``yichui estimate``
+    option, ``help`` is its catalogue key or literal text, ``lo`` the least value a number may take."""
+    return field(default=default, metadata={"flags": flags, "help": help, "lo": lo, "choices": choices})
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    """The knobs of one fine-tune. Sequence length is tokens per sequence (with packing: the packed length)."""
+
+    method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)
+    lora_rank: int = _knob(8, "--lora-rank", "--rank", help="cli.opt.rank", lo=1)
+    lora_alpha: int = 16
+    lora_dropout: float = _knob(0.05, "--lora-dropout", "--dropout", help="cli.opt.dropout", lo=0)
+    lora_targets: str = _knob("all-linear", "--lora-targets", "--targets", help="all-linear | q_proj,v_proj,…")
+    galore_rank: int = _knob(128, "--galore-rank", help="cli.opt.galore_rank", lo=1)
+    master_weights: str = "fp32"  # full fine-tune without ZeRO/FSDP: fp32 weights + bf16 autocast, or pure bf16
+    activation_checkpointing: bool = _knob(True, "--activation-checkpointing/--no-ckpt", "--ckpt", help="cli.opt.ckpt")
+    attn_implementation: str = _knob("sdpa", "--attn-implementation", "--attn", help="sdpa | flash | eager",
+                                     choices=ATTENTION)
+    micro_batch: int = _knob(1, "--micro-batch", "--batch", help="cli.opt.batch", lo=1)
+    grad_accum: int = _knob(1, "--grad-accum", help="cli.opt.grad_accum", lo=1)
+    seq_len: int = _knob(2048, "--seq-len", "--seq", help="cli.opt.seq", lo=1)
+    optim: str = _knob("adamw", "--optim", help="adamw | adamw8bit | paged", choices=OPTIMIZERS)
+    loss: str = _knob("fused", "--loss", help="fused | chunked | full", choices=LOSSES)  # the LM head's loss kernel
+    weights_bytes: int = 2  # bf16 weights (2 bytes); fp32 would be 4
+    liger: bool = _knob(False, "--liger/--no-liger", help="cli.opt.liger")
+    packing: bool = _knob(False, "--packing/--no-packing", help="cli.opt.packing")
+    distribution: str = _knob("ddp", "--distribution", help="ddp | zero1 | zero2 | zero3 | fsdp2",
+                              choices=DISTRIBUTIONS)
+    offload: str = "none"  # ZeRO optimizer states (stage 3 / FSDP: "all" also the weights) to CPU memory
+    processes: int = _knob(1, "--processes", "--gpus", help="cli.opt.gpus", lo=1)  # per node
+    nodes: int = 1
+    learning_rate: float = 2e-4
+    lr_scheduler: str = "constant_with_warmup"
+    warmup_steps: int = 0
+    max_steps: int = 0       # 0: train for ``epochs``
+    epochs: float = 1.0
+    save_steps: int = 50
+    save_total_limit: int = 3
+    seed: int = 42
+
+    # -- derived views ------------------------------------------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        """The rank the trainable parameters have: GaLore's projection rank, else the LoRA rank."""
+        return self.galore_rank if self.method == "galore" else self.lora_rank
+
+    @property
+    def gpus(self) -> int:
+        """Processes of all nodes (one GPU each)."""
+        return self.processes * self.nodes
+
+    @property
+    def zero(self) -> int:
+        """DeepSpeed ZeRO stage 0-3 (0: not ZeRO)."""
+        return int(self.distribution[-1]) if self.distribution.startswith("zero") else 0
+
+    @property
+    def fsdp(self) -> bool:
+        return self.distribution == "fsdp2"
+
+    @property
+    def offloaded(self) -> bool:
+        return self.offload != "none"
+
+    @property
+    def fp32_masters_asked(self) -> bool:
+        return self.master_weights == "fp32"
+
+    @property
+    def effective_batch(self) -> int:
+        """Sequences per optimizer step over all processes: micro-batch × gradient accumulation × processes."""
+        return self.micro_batch * self.grad_accum * self.gpus
+
+    # -- building one -------------------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls: type[S], d: dict) -> S:
+        """The spec inside ``d`` (a strategy's answers, a spec.json): its known keys; absent ones take the defaults,
+        other keys are not the spec's and are left out."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in known and v is not None})
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def check(self) -> None:
+        """Raises:
+            Refusal("memory.bad_choice" | "memory.bad_number"): a value outside its choices or below its least.
+        """
+        for f in dataclasses.fields(self):
+            value, meta = getattr(self, f.name), f.metadata
+            if meta.get("choices") and value not in meta["choices"]:
+                raise Refusal("memory.bad_choice", name=f.name, value=value, choices=", ".join(meta["choices"]))
+            if meta.get("lo") is not None and value < meta["lo"]:
+                raise Refusal("memory.bad_number", name=f.name, value=value)
+        for name in ("seq_len", "nodes", "lora_alpha"):
+            if getattr(self, name) < 1:
+                raise Refusal("memory.bad_number", name=name, value=getattr(self, name))
+        if self.offload not in OFFLOADS:
+            raise Refusal("memory.bad_choice", name="offload", value=self.offload, choices=", ".join(OFFLOADS))
+
+
+DEFAULTS = TrainingSpec()
+
+
+def default_seq_len(max_position: int | None) -> int:
+    """The sequence length a question or an estimate starts from: 2048 tokens, or the model's whole context
+    (config.json's max_position_embeddings) when shorter."""
+    return min(DEFAULTS.seq_len, int(max_position or DEFAULTS.seq_len))
+
+
+def default_learning_rate(method: str) -> float:
+    """1e-5 when every weight trains, else the adapter's 2e-4 (the peers' defaults: LLaMA-Factory, axolotl)."""
+    return 1e-5 if method in FULL_WEIGHTS else DEFAULTS.learning_rate
+
+
+def cli_fields() -> list[dataclasses.Field]:
+    """The fields ``yichui estimate`` offers as options (those with flags)."""
+    return [f for f in dataclasses.fields(TrainingSpec) if f.metadata.get("flags")]
+
+
+@dataclass(frozen=True)
+class TrainerJob(TrainingSpec):
+    """What one trainer process runs (its ``spec.json``; recipes/training/worker.py): a :class:`TrainingSpec` and this
+    run's own facts. Written by the train step and the preflight smoke run, read by the trainer and the benchmarks."""
+
+    model_dir: str = ""
+    dataset_path: str = ""          # a reference: ``path`` or ``path#N`` (recipes/data/datasets.py)
+    device: str = "auto"            # auto | cpu | cuda
+    trust_remote_code: bool = False  # the user's recorded yes to the model's own code
+    sample_question: str | None = None  # answered before and after training
+    skip_bad_records: bool = False
+    val_ratio: float = 0.0          # held-out share of the records for the eval loss
+    hosts: str = ""                 # several nodes: one host per node, the first is the master
+    master_port: int = 29500
+    logging_steps: int = 1
+    init: str = "pretrained"        # "random": random weights of the config's shape (benchmarks)
+    save_final: bool = True         # write adapter/ (the smoke run does not)
+    profile_steps: tuple[int, int] | None = None  # benchmarks: torch.profiler over these optimizer steps
+    launch: str | None = None       # this launch's id; its events carry it
+
+    def write(self, path) -> None:
+        from pathlib import Path
+
+        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False))
+
+    @classmethod
+    def read(cls, path) -> TrainerJob:
+        from pathlib import Path
+
+        return cls.from_dict(json.loads(Path(path).read_text()))

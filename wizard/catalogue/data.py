@@ -1,0 +1,24 @@
+"""Messages of datasets (keys ``data.*``), English and Chinese."""
+
+MESSAGES = {
+    "data.no_file": {"en": "Dataset {path} does not exist: give a .json, .jsonl, .csv or .parquet file.",
+                     "zh": "数据集 {path} 不存在：请提供 .json、.jsonl、.csv 或 .parquet 文件。"},
+    "data.bad_sample": {"en": "Dataset {path}#{value}: after # comes the number of records to sample (a whole number ≥ 1).",
+                        "zh": "数据集 {path}#{value}：# 后应为要抽样的记录数（≥ 1 的整数）。"},
+    "data.empty": {"en": "Dataset {path} has no records.", "zh": "数据集 {path} 没有任何记录。"},
+    "data.bad_json": {"en": "Dataset {path} is not valid JSON (line {line}: {error}).",
+                      "zh": "数据集 {path} 不是有效的 JSON（第 {line} 行：{error}）。"},
+    "data.not_a_list": {"en": "Dataset {path} must hold a JSON list of records.", "zh": "数据集 {path} 必须是 JSON 记录列表。"},
+    "data.unknown_format": {"en": "Dataset {path}: unknown record format; supported: {formats} "
+                                  "(alpaca: instruction/input/output; sharegpt: conversations of from/value; "
+                                  "messages: role/content; prompt/completion).",
+                            "zh": "数据集 {path}：无法识别的记录格式；支持：{formats}"
+                                  "（alpaca：instruction/input/output；sharegpt：from/value 对话；messages：role/content；prompt/completion）。"},
+    "data.bad_records": {"en": "Dataset {path}: {count} malformed record(s), e.g. {where}.",
+                         "zh": "数据集 {path}：{count} 条记录格式有误，例如 {where}。"},
+    "data.not_text": {"en": "Dataset {path} is not UTF-8 text.", "zh": "数据集 {path} 不是 UTF-8 文本。"},
+    "data.is_folder": {"en": "{path} is a folder: give a .json, .jsonl, .csv or .parquet file.", "zh": "{path} 是目录：请提供 .json、.jsonl、.csv 或 .parquet 文件。"},
+    "data.bad_records_found": {"en": "{count} of {total} records are malformed, e.g. {where}.", "zh": "{total} 条记录中有 {count} 条格式有误，例如 {where}。"},
+    "data.bad_table": {"en": "Dataset {path} cannot be read as a table: {error}", "zh": "数据集 {path} 无法按表格读取：{error}"},
+    "data.bad_suffix": {"en": "Dataset {path}: use one of {suffixes} (append #N for a random sample).", "zh": "数据集 {path}：请使用 {suffixes} 之一（加 #N 表示随机抽样）。"},
+}

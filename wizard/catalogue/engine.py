@@ -1,0 +1,17 @@
+"""Messages of the engine that runs the steps (keys ``engine.*``), English and Chinese."""
+
+MESSAGES = {
+    "engine.redo.deploy": {"en": "The server of this session is not running; starting it again with the recorded answers.",
+                           "zh": "此会话的服务未在运行；按记录的答案重新启动。"},
+    "engine.redo": {"en": "The outputs of {step} are gone from disk; running it again.",
+                    "zh": "{step} 的输出已不在磁盘上，重新运行该步骤。"},
+    "engine.replay_gives_way": {"en": "The saved {name}={value!r} does not fit this machine now ({reason}): the default "
+                                      "is used instead (--set {name}=VALUE to choose).",
+                                "zh": "已保存的 {name}={value!r} 此刻不适用于本机（{reason}）：改用默认值（可用 --set {name}=VALUE 指定）。"},
+    "engine.interrupted": {"en": "Interrupted. Answers so far are saved. Continue with: yichui resume {id}",
+                           "zh": "已中断，已保存目前的答案。继续请运行：yichui resume {id}"},
+    "engine.crashed": {"en": "{step} failed: {error} (traceback in {log}).", "zh": "{step} 失败：{error}（调用栈见 {log}）。"},
+    "engine.finished": {"en": "All steps done. Session {id} is saved in {path}.", "zh": "全部步骤完成。会话 {id} 保存在 {path}。"},
+    "engine.resume_hint": {"en": "Fix the cause, then continue with: yichui resume {id}",
+                           "zh": "排除原因后继续：yichui resume {id}"},
+}

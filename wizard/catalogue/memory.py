@@ -1,0 +1,20 @@
+"""Messages of the memory model (keys ``memory.*``), English and Chinese."""
+
+MESSAGES = {
+    "memory.part.weights": {"en": "weights", "zh": "权重"},
+    "memory.part.adapter": {"en": "adapter (LoRA)", "zh": "适配器（LoRA）"},
+    "memory.part.gradients": {"en": "gradients", "zh": "梯度"},
+    "memory.part.optimizer": {"en": "optimizer states", "zh": "优化器状态"},
+    "memory.part.layers": {"en": "activations", "zh": "激活值"},
+    "memory.part.attention_scores": {"en": "attention scores (eager)", "zh": "注意力分数（eager）"},
+    "memory.part.logits": {"en": "LM head / logits", "zh": "输出层 / logits"},
+    "memory.part.allocator": {"en": "allocator slack", "zh": "分配器余量"},
+    "memory.part.cuda_context": {"en": "CUDA context", "zh": "CUDA 上下文"},
+    "memory.no_model_type": {"en": "config.json has no model_type: it is not a transformers config.", "zh": "config.json 没有 model_type：它不是 transformers 配置。"},
+    "memory.unknown_architecture": {"en": "Cannot build {model_type} as a causal language model ({error}): encoder-only and vision-only models are not supported.",
+                                    "zh": "无法把 {model_type} 构建为因果语言模型（{error}）：不支持仅编码器或仅视觉的模型。"},
+    "memory.missing_fields": {"en": "config.json lacks {fields}.", "zh": "config.json 缺少 {fields}。"},
+    "memory.unknown_targets": {"en": "No linear layers named {targets}; this model has: {known}.", "zh": "没有名为 {targets} 的线性层；此模型有：{known}。"},
+    "memory.bad_choice": {"en": "{name} {value!r} is not one of: {choices}.", "zh": "{name} {value!r} 不在可选项中：{choices}。"},
+    "memory.bad_number": {"en": "{name} = {value} is out of range.", "zh": "{name} = {value} 超出范围。"},
+}

@@ -1,0 +1,70 @@
+"""yichui's command line (typer); the command table is wizard/README.md's. One module per command group:
+
+- sessions.py: run (the default), demo, resume, replay, steps, show
+- jobs.py: attach, status, stop (a session's background trainer and server)
+- serving.py: serve start|status|logs|stop, chat
+- tools.py: doctor, estimate, download (no session needed)
+- common.py: the typer app and what the groups share (messages, failures, reading and running sessions)
+
+Exit status: 0 done · 1 a step failed · 2 bad input (arguments, answers, session file) · 130 interrupted.
+Imports stay light: torch and transformers load inside the steps that need them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from wizard import i18n
+
+# the language is known before any help text is built (the command modules build theirs on import)
+i18n.set_lang(i18n.detect_lang(sys.argv[1:]))
+# quiet libraries: yichui draws its own progress; their logs go to the session log
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+os.environ.setdefault("HF_HUB_VERBOSITY", "error")  # retries are summed up in one line by recipes.hub
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+
+# each group registers its commands on import, in the order `yichui --help` lists them
+from wizard.cli import sessions  # noqa: E402,F401,I001
+from wizard.cli import tools  # noqa: E402,F401
+from wizard.cli import jobs  # noqa: E402,F401
+from wizard.cli import serving  # noqa: E402,F401
+from wizard.cli.common import T, app, new_ui  # noqa: E402
+
+__all__ = ["app", "main"]
+
+
+def _as_interrupt(signum, frame):
+    raise KeyboardInterrupt  # SIGTERM / SIGHUP (a closed terminal): saved and resumable, like Ctrl-C
+
+
+def _lang_first(argv: list[str]) -> list[str]:
+    """``--lang X`` / ``--lang=X`` moved to the front, where the command line takes it: users put it after the
+    command too (``yichui resume --lang zh``)."""
+    front: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] == "--lang" and i + 1 < len(argv):
+            front += argv[i:i + 2]
+            i += 2
+            continue
+        (front if argv[i].startswith("--lang=") else rest).append(argv[i])
+        i += 1
+    return front + rest
+
+
+def main() -> None:
+    import signal
+
+    sys.argv[1:] = _lang_first(sys.argv[1:])
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _as_interrupt)
+    try:
+        app()
+    except OSError as e:  # a read-only or full YICHUI_HOME, a folder given as a file, ...: one line, nothing lost
+        new_ui().error(T("cli.os_error", path=str(e.filename or ""), error=e.strerror or str(e)))
+        sys.exit(2)

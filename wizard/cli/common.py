@@ -1,0 +1,164 @@
+"""What every command shares: the typer app, the message and failure helpers, reading and running sessions."""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+
+import typer
+
+from wizard import i18n
+
+T = i18n.t
+
+
+
+app = typer.Typer(help=T("cli.help"), add_completion=False, pretty_exceptions_enable=False,
+                  context_settings={"help_option_names": ["-h", "--help"]})
+
+
+SetOpt = typer.Option(None, "--set", help=T("cli.opt.set"))
+
+
+YesOpt = typer.Option(False, "--yes", "-y", help=T("cli.opt.yes"))
+
+
+SessionArg = typer.Argument(None, help=T("cli.arg.session"), show_default=False)
+
+
+def new_ui():
+    from wizard.console import UI
+
+    return UI()
+
+
+def fail(key: str, code: int = 2, **args) -> "typer.Exit":
+    new_ui().error(T(key, **args))
+    return typer.Exit(code)
+
+
+def refused(e) -> "typer.Exit":
+    return fail(e.key, **e.params)
+
+
+def parse_sets(values: list[str] | None) -> dict:
+    import recipes
+
+    out: dict = {}
+    for v in values or []:
+        key, eq, raw = v.partition("=")
+        step, dot, name = key.partition(".")
+        if not eq or not dot or not step or not name:
+            raise fail("cli.bad_set", value=v)
+        if step not in recipes.STEPS:
+            raise fail("cli.unknown_step", step=step, steps=", ".join(recipes.STEPS))
+        out.setdefault(step, {})[name] = raw
+    return out
+
+
+def _log_to(session) -> None:
+    logdir = session.run_dir / "logs"
+    logdir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(logdir / "wizard.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    for noisy in ("httpx", "httpcore", "urllib3", "filelock"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def run_engine(session, ui, interactive: bool, overrides: dict, replay: dict | None = None,
+            defaults: dict | None = None, new: bool = False) -> int:
+    """Run the session. A new session is checked first (every --set key and typed value) and only then saved and
+    locked, so a mistyped --set costs nothing and leaves no session behind."""
+    from wizard.engine import AnswerError, Engine
+    from wizard.prompter import QuestionaryPrompter
+
+    prompter = QuestionaryPrompter() if interactive else None
+    engine = Engine(session, ui, prompter, overrides=overrides, replay=replay, defaults=defaults)
+    try:
+        engine.precheck()
+    except AnswerError as e:
+        if new:
+            import shutil
+
+            shutil.rmtree(session.run_dir, ignore_errors=True)
+        ui.error(i18n.render(e.msg))
+        return 2
+    if new:
+        session.save()
+        session.lock()
+        ui.say(T("cli.new_session", id=session.id, path=str(session.path)))
+    _log_to(session)
+    _cpu_deepspeed()
+    return engine.run()
+
+
+def _cpu_deepspeed() -> None:
+    """Without GPUs, tell DeepSpeed so before anything imports it (transformers does): it would guess the CPU
+    itself, with a warning in the middle of the output."""
+    from recipes.memory import model as memory
+
+    if not memory.detect_gpus():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+
+
+def load_locked(ref: str | None, unfinished: bool = False):
+    from wizard.session import Session, SessionError, find
+
+    try:
+        s = Session.load(find(ref, unfinished=unfinished))
+        s.lock()
+    except SessionError as e:
+        raise refused(e)
+    return s
+
+
+@contextlib.contextmanager
+def demo_hub(ui, overrides: dict, on: bool = True):
+    """For a demo session: build (once) and serve the tiny model while the block runs, and point the session's
+    endpoint at this hub (a --set, since the URL changes between runs). Yields the demo's embedded answers (the
+    defaults layer), or None for any other session."""
+    if not on:
+        yield None
+        return
+    from wizard import demo
+    from wizard.session import home
+
+    h = home()
+    _cpu_deepspeed()
+    if not demo.model_ready(h):
+        ui.say(T("cli.demo.building", path=str(demo.hub_root(h))))
+    demo.ensure_model(h)
+    hub = demo.start_hub(h)
+    ui.say(T("cli.demo.hub", url=hub.url, repo="yichui/tiny-qwen2-chat"))
+    overrides.setdefault("select_model", {}).setdefault("endpoint", hub.url)
+    try:
+        yield demo.answers(hub.url)
+    finally:
+        hub.stop()
+
+
+def need_tty() -> None:
+    if not sys.stdin.isatty():
+        raise fail("cli.no_tty")
+
+
+def read_session(ref: str | None):
+    from wizard.session import Session, SessionError, find
+
+    try:
+        return Session.load(find(ref))
+    except SessionError as e:
+        raise refused(e)
+
+
+def with_running_jobs():
+    """Sessions with a running job, most recent last."""
+    from recipes import jobs
+    from wizard.session import all_sessions
+
+    return [s for s in all_sessions() if any(j.alive() for j in jobs.find(s.run_dir))]

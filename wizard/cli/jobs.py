@@ -1,0 +1,115 @@
+"""Commands on a session's background jobs (the trainer, the server): attach, status, stop."""
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from wizard import i18n
+from wizard.cli.common import T, app, SessionArg, new_ui, fail, read_session, with_running_jobs
+
+
+def _job_detail(s, job) -> str:
+    from recipes import jobs as jobs_mod
+
+    if job.name == "trainer":
+        events, _ = jobs_mod.read_events(s.run_dir / "train" / "events.jsonl")
+        last = next((e for e in reversed(events) if e["event"] in ("step", "done", "error")), None)
+        if last is None:
+            return ""
+        if last["event"] == "step":
+            return T("cli.detail.step", step=last["step"], total=last.get("total_steps"), loss=last.get("loss"))
+        if last["event"] == "done":
+            return T("cli.detail.done")
+        return T("cli.detail.error", message=last.get("message"))
+    if job.name == "server":
+        from recipes.handoff import Deployment
+
+        return s.result(Deployment).endpoint or ""
+    return ""
+
+
+class _ViewCtx:
+    """The part of a step context that the training view needs, for `attach` (no session lock is taken)."""
+
+    def __init__(self, ui, session_id: str):
+        self.ui, self.session_id = ui, session_id
+
+    def t(self, m, **args):
+        return i18n.render(m, **args)
+
+    def info(self, m, **args):
+        self.ui.say(i18n.render(m, **args))
+
+    def warn(self, m, **args):
+        self.ui.warn(i18n.render(m, **args))
+
+    def live(self, title):
+        return self.ui.live(i18n.render(title))
+
+
+@app.command(help=T("cli.attach"), epilog=T("cli.example.attach"))
+def attach(session: Optional[str] = SessionArg):
+    from recipes import jobs
+    from recipes.training import runner as train_runner
+    from recipes.base import StepError
+    from wizard.session import all_sessions
+
+    if session:
+        s = read_session(session)
+    else:
+        training = [x for x in all_sessions() if (j := jobs.read(x.run_dir / "train" / "trainer.pid.json"))
+                    and j.alive()]
+        s = training[-1] if training else read_session(None)
+    job = jobs.read(s.run_dir / "train" / "trainer.pid.json")
+    ui = new_ui()
+    if job is None or not job.alive():
+        ui.say(T("cli.attach.none", id=s.id))
+        raise typer.Exit(1)
+    ctx = _ViewCtx(ui, s.id)
+    try:
+        train_runner.follow(ctx, job, s.run_dir / "train")
+    except KeyboardInterrupt:
+        ui.say(T("train.detached", pid=job.pid, id=s.id))
+        raise typer.Exit(130)
+    except StepError as e:
+        raise fail(e.msg.key, code=1, **e.msg.args)
+    except train_runner.OutOfMemory:  # the wizard (resume) recovers from it
+        raise fail("cli.attach.oom", code=1, id=s.id)
+    ui.success(T("cli.attach.done", id=s.id))
+
+
+@app.command(help=T("cli.status"), epilog=T("cli.example.status"))
+def status(session: Optional[str] = SessionArg):
+    """SESSION's jobs; without SESSION, every session's running jobs (or the latest session's, if none runs)."""
+    from recipes import jobs
+
+    chosen = [read_session(session)] if session else (with_running_jobs() or [read_session(None)])
+    ui = new_ui()
+    for s in chosen:
+        found = jobs.find(s.run_dir)
+        if not found:
+            ui.say(T("cli.no_jobs", id=s.id))
+            continue
+        ui.table(T("cli.status.title", id=s.id),
+                 [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail"), T("cli.col.log")],
+                 [(j.name, j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"), _job_detail(s, j),
+                   j.log) for j in found])
+
+
+@app.command(help=T("cli.stop"), epilog=T("cli.example.stop"))
+def stop(session: Optional[str] = SessionArg):
+    """Stop SESSION's jobs; without SESSION, those of the most recent session that has a running job."""
+    from recipes import jobs
+
+    if session:
+        s = read_session(session)
+    else:
+        running = with_running_jobs()
+        s = running[-1] if running else read_session(None)
+    ui = new_ui()
+    stopped = [j for j in jobs.find(s.run_dir) if j.stop()]
+    for j in stopped:
+        ui.say(T("cli.stopped", job=j.name, pid=j.pid, id=s.id))
+    if not stopped:
+        ui.say(T("cli.nothing_running", id=s.id))

@@ -1,0 +1,131 @@
+"""Commands on a session's server: serve start|status|logs|stop, chat."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+import typer
+
+from wizard.cli.common import (T, app, SessionArg, new_ui, fail, run_engine, load_locked, demo_hub, read_session, with_running_jobs)
+
+
+serve_app = typer.Typer(help=T("cli.serve"), epilog=T("cli.example.serve"), add_completion=False,
+                        no_args_is_help=True)
+
+
+app.add_typer(serve_app, name="serve")
+
+
+def _server_session(session: str | None):
+    """SESSION, or the most recent session whose server runs (else the most recent session), and its server job."""
+    from recipes import jobs
+
+    def server(s):
+        return jobs.read(s.run_dir / "serve" / "server.pid.json")
+
+    if session:
+        s = read_session(session)
+    else:
+        running = [x for x in with_running_jobs() if (j := server(x)) and j.alive()]
+        s = running[-1] if running else read_session(None)
+    return s, server(s)
+
+
+def _no_server(s, key: str) -> typer.Exit:
+    """The one line for a session without a server: a task with no deploy step is pointed at `run --task deploy
+    --from`, an unfinished deploy at `resume`, a stopped server at ``key``'s own advice."""
+    from recipes.handoff import Deployment
+
+    if s.steps.get("deploy", {}).get("status") == "skipped":
+        return fail("cli.serve.no_deploy_step", code=1, id=s.id, task=s.data.get("task", "?"))
+    out = s.result(Deployment)
+    if not (out.reply or out.endpoint):
+        return fail("cli.serve.never_deployed", code=1, id=s.id)
+    return fail(key, code=1, id=s.id)
+
+
+@serve_app.command("start", help=T("cli.serve.start"))
+def serve_start(session: Optional[str] = SessionArg):
+    """Start the session's server again (after a crash, a reboot or `yichui stop`) with the deploy step's recorded
+    answers; the steps before it are not redone when their results are still there."""
+    from recipes.handoff import Deployment
+
+    s, job = _server_session(session)
+    if not s.result(Deployment).reply:
+        raise _no_server(s, "cli.serve.never_deployed")
+    if job is not None and job.alive():
+        new_ui().say(T("cli.serve.already", id=s.id, pid=job.pid))
+        return
+    s = load_locked(s.id)
+    ui = new_ui()
+    with demo_hub(ui, {}, bool(s.data.get("demo"))) as defaults:
+        raise typer.Exit(run_engine(s, ui, False, {}, defaults=defaults))
+
+
+@serve_app.command("status", help=T("cli.serve.status"))
+def serve_status(session: Optional[str] = SessionArg):
+    from recipes.handoff import Deployment
+
+    s, job = _server_session(session)
+    if job is None:
+        raise _no_server(s, "cli.serve.none")
+    out = s.result(Deployment)
+    new_ui().table(T("cli.serve.title", id=s.id), ["pid", T("cli.col.state"), "endpoint", "model", T("cli.col.log")],
+                   [(job.pid, T("cli.state.running" if job.alive() else "cli.state.stopped"), out.endpoint or "",
+                     out.served_model or "", job.log)])
+    if not job.alive():
+        raise typer.Exit(1)
+
+
+@serve_app.command("logs", help=T("cli.serve.logs"))
+def serve_logs(session: Optional[str] = SessionArg,
+               lines: int = typer.Option(40, "-n", "--lines", help=T("cli.opt.lines"))):
+    s, job = _server_session(session)
+    if job is None:
+        raise _no_server(s, "cli.serve.none")
+    print(job.log_tail(lines))
+
+
+@serve_app.command("stop", help=T("cli.serve.stop"))
+def serve_stop(session: Optional[str] = SessionArg):
+    s, job = _server_session(session)
+    if job is None or not job.stop():
+        new_ui().say(T("cli.nothing_running", id=s.id))
+        return
+    new_ui().say(T("cli.stopped", job=job.name, pid=job.pid, id=s.id))
+
+
+@app.command(help=T("cli.chat"), epilog=T("cli.example.chat"))
+def chat(session: Optional[str] = SessionArg,
+         endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint_chat")),
+         model: Optional[str] = typer.Option(None, "--model", help=T("cli.opt.model_chat")),
+         max_tokens: int = typer.Option(256, "--max-tokens")):
+    """A terminal chat with the running endpoint: streamed replies, multi-turn, /reset, /exit."""
+    import urllib.error
+
+    from recipes.handoff import Deployment
+    from recipes.serving import client
+
+    if endpoint is None:
+        s, job = _server_session(session)
+        out = s.result(Deployment)
+        if job is None or not job.alive() or not out.endpoint:
+            raise _no_server(s, "cli.chat.no_server")
+        endpoint, model = out.endpoint, model or out.served_model
+        from recipes.serving import keys
+
+        key = keys.read_key(out.api_key_file)
+    else:
+        key = os.environ.get("OPENAI_API_KEY")  # another endpoint: the key the openai client would use
+    ui = new_ui()
+    if not endpoint.startswith(("http://", "https://")):
+        raise fail("cli.chat.bad_endpoint", endpoint=endpoint)
+    try:
+        model = model or client.first_model(endpoint, api_key=key)
+    except urllib.error.HTTPError as e:
+        if e.code == 404 and not endpoint.rstrip("/").endswith("/v1"):
+            raise fail("cli.chat.add_v1", code=1, endpoint=endpoint.rstrip("/"))
+        raise fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
+    except (OSError, ValueError, KeyError, IndexError) as e:
+        raise fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
+    client.repl(endpoint, model, key, T, ui.say, ui.error, max_tokens)

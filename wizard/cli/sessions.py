@@ -1,0 +1,222 @@
+"""Commands that start, resume, replay and show sessions: run (the default), demo, resume, replay, steps, show."""
+from __future__ import annotations
+
+import time
+from typing import List, Optional
+
+import typer
+
+from wizard import i18n
+from wizard.cli.common import (T, app, SetOpt, YesOpt, SessionArg, new_ui, fail, parse_sets, run_engine, load_locked, demo_hub, need_tty,
+    read_session)
+
+
+@app.callback(invoke_without_command=True)
+def main_callback(ctx: typer.Context,
+                  lang: Optional[str] = typer.Option(None, "--lang", help=T("cli.lang"), show_default=False)):
+    if lang is not None:
+        lang = lang.lower()
+        if lang not in i18n.LANGS:
+            raise fail("cli.bad_lang", value=lang)
+        i18n.set_lang(lang)
+    ctx.obj = {"lang": lang}  # what was asked for, not the locale's guess: `resume` records it
+    if ctx.invoked_subcommand is None:
+        ctx.invoke(run, task=None, from_=None, set_=None, yes=False)
+
+
+def _preflight_machine() -> None:
+    """`yichui doctor`'s checks that every session needs, before it starts: Python, and a writable YICHUI_HOME
+    with room."""
+    from recipes import doctor as doc
+    from wizard.session import home
+
+    for c in (doc.python_check(), doc.disk_check(home())):
+        if c.blocking:
+            raise fail("cli.preflight", what=f"{c.name}: {c.found}", fix=c.fix)
+
+
+def _ask_task() -> str:
+    """The wizard's first question: what the user came for (recipes.TASKS)."""
+    import recipes
+    from recipes.base import Choice, Question, msg
+    from wizard.prompter import QuestionaryPrompter
+
+    q = Question("task", "select", "cli.task", default="finetune",
+                 choices=[Choice(t, msg(f"task.{t}")) for t in recipes.TASKS])
+    try:
+        return QuestionaryPrompter().ask(q, "finetune", {})
+    except KeyboardInterrupt:
+        raise typer.Exit(130)
+
+
+def _from_session(new, old) -> list[str]:
+    """Take over what ``old`` finished and the new task does not make itself (recipes.REUSABLE, recipes.INPUTS):
+    those steps are not done again. Returns the steps taken over."""
+    import copy
+
+    import recipes
+    from wizard.session import new_record
+
+    taken = []
+    for name in recipes.REUSABLE:
+        rec = old.steps.get(name, {})
+        if rec.get("status") != "done" or (name in recipes.TASKS[new.data["task"]] and name not in recipes.INPUTS):
+            continue
+        new.steps[name] = copy.deepcopy(rec) | {"copied_from": str(old.path)}
+        taken.append(name)
+    for name, rec in new.steps.items():  # what the task runs and the old session did not finish stays to do
+        if name not in taken and rec["status"] == "skipped" and name in recipes.TASKS[new.data["task"]]:
+            new.steps[name] = new_record()
+    new.data["from_session"] = str(old.path)
+    return taken
+
+
+@app.command(help=T("cli.run"), epilog=T("cli.example.run"))
+def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"), show_default=False),
+        from_: Optional[str] = typer.Option(None, "--from", help=T("cli.opt.from"), show_default=False),
+        set_: Optional[List[str]] = SetOpt, yes: bool = YesOpt):
+    import recipes
+    from wizard.session import Session
+
+    if task is not None and task not in recipes.TASKS:
+        raise fail("cli.unknown_task", task=task, tasks=", ".join(recipes.TASKS))
+    overrides = parse_sets(set_)
+    old = read_session(from_) if from_ else None
+    if not yes:
+        need_tty()
+    ui = new_ui()
+    _preflight_machine()
+    if task is None:
+        task = "finetune" if yes else _ask_task()
+    s = Session.new(task)
+    if old is not None:
+        ui.say(T("cli.from_reused", old=old.id, steps=", ".join(_from_session(s, old)) or "—"))
+    raise typer.Exit(run_engine(s, ui, not yes, overrides, new=True))
+
+
+@app.command(help=T("cli.demo"), epilog=T("cli.example.demo"))
+def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.task")), set_: Optional[List[str]] = SetOpt):
+    import recipes
+    from wizard.session import Session
+
+    if task not in recipes.TASKS:
+        raise fail("cli.unknown_task", task=task, tasks=", ".join(recipes.TASKS))
+    t0 = time.time()
+    overrides = parse_sets(set_)
+    ui = new_ui()
+    with demo_hub(ui, overrides) as defaults:
+        if task == "evaluate" and "evaluate" in defaults:  # no training split: the bundled conversations
+            defaults["evaluate"]["heldout"] = "file"
+        s = Session.new(task, demo=True)
+        code = run_engine(s, ui, False, overrides, defaults=defaults, new=True)
+    if code == 0:
+        ui.success(T("cli.demo.done", seconds=time.time() - t0))
+    raise typer.Exit(code)
+
+
+@app.command(help=T("cli.resume"), epilog=T("cli.example.resume"))
+def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = YesOpt,
+           set_: Optional[List[str]] = SetOpt):
+    overrides = parse_sets(set_)
+    s = load_locked(session, unfinished=session is None)
+    given = (ctx.obj or {}).get("lang")
+    if given:  # the latest explicit choice is the session's language from now on
+        s.data["lang"] = given
+    elif s.data.get("lang") in i18n.LANGS:  # the language the session was started in, whatever the locale now
+        i18n.set_lang(s.data["lang"])
+    ui = new_ui()
+    ui.say(T("cli.resuming", id=s.id, path=str(s.path)))
+    if s.is_finished():
+        ui.say(T("cli.already_finished", id=s.id))
+        raise typer.Exit(0)
+    if not yes:
+        need_tty()
+    with demo_hub(ui, overrides, bool(s.data.get("demo"))) as defaults:
+        code = run_engine(s, ui, not yes, overrides, defaults=defaults)
+    raise typer.Exit(code)
+
+
+@app.command(help=T("cli.replay"), epilog=T("cli.example.replay"))
+def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: bool = YesOpt,
+           set_: Optional[List[str]] = SetOpt):
+    from wizard.session import Session
+
+    overrides = parse_sets(set_)
+    if not yes:
+        need_tty()
+    old = read_session(session)
+    ui = new_ui()
+    s = Session.new(old.data["task"], tuple(n for n, r in old.steps.items() if r["status"] != "skipped"),
+                    demo=bool(old.data.get("demo")), replay_of=str(old.path))
+    ui.say(T("cli.replaying", path=str(old.path), id=s.id))
+    with demo_hub(ui, overrides, bool(old.data.get("demo"))):
+        code = run_engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()},
+                       new=True)
+    raise typer.Exit(code)
+
+
+@app.command(help=T("cli.steps"), epilog=T("cli.example.steps"))
+def steps():
+    import recipes
+
+    new_ui().table(T("cli.steps.title"), ["#", T("cli.col.step"), T("cli.col.description")],
+                [(i, f"{n} — {T(f'step.{n}.title')}", T(f"step.{n}.desc")) for i, n in enumerate(recipes.STEPS, 1)])
+
+
+def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "gpus_detected", "strategy",
+                          "losses", "components")) -> str:
+    items = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in d.items()
+             if k not in skip and v not in (None, []) and not isinstance(v, dict)
+             and not (isinstance(v, list) and len(v) > 8)]
+    text = ", ".join(items)
+    return text if len(text) <= 90 else text[:87] + "..."
+
+
+@app.command(help=T("cli.show"), epilog=T("cli.example.show"))
+def show(session: Optional[str] = SessionArg,
+         all_: bool = typer.Option(False, "--all", help=T("cli.opt.all"))):
+    from wizard.session import all_sessions
+
+    if all_:
+        from recipes import jobs
+        from recipes.handoff import Deployment
+
+        def server(x) -> str:  # the endpoint of a server that runs now
+            job = jobs.read(x.run_dir / "serve" / "server.pid.json")
+            return (x.result(Deployment).endpoint or "") if job is not None and job.alive() else ""
+
+        unreadable: list = []
+        found = all_sessions(unreadable=unreadable)
+        ui = new_ui()
+        ui.table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.status"), T("cli.col.step"),
+                                           T("cli.col.server"), T("cli.col.updated")],
+                 [(x.id, x.data["task"], T("cli.finished" if x.is_finished() else "cli.unfinished"),
+                   x.current_step() or "", server(x), (x.data.get("updated_at") or "")[:19]) for x in found])
+        for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
+            ui.warn(T(e.key, **e.params))
+        return
+    s = read_session(session)
+    new_ui().table(T("cli.show.title", id=s.id, task=s.data["task"], path=str(s.path)),
+                [T("cli.col.step"), T("cli.col.status"), T("cli.col.answers"), T("cli.col.outputs")],
+                [(n, T(f"status.{r['status']}") + (f": {r['error']}" if r.get("error") else ""), _brief(r["answers"]),
+                  _brief(r["outputs"])) for n, r in s.steps.items()])
+    from recipes.handoff import Evaluation, ExportResult
+
+    ui = new_ui()
+    exported = s.result(ExportResult)
+    if exported.merged_dir:  # each export with its quality figures
+        from recipes.quantization import quantize
+
+        columns, rows = quantize.exports_table(exported)
+        ui.table(T("export.table"), [i18n.render(c) for c in columns],
+                 [[i18n.render(v) if not isinstance(v, (str, int, float)) else v for v in r] for r in rows])
+    evaluated = s.result(Evaluation)
+    if evaluated.table:  # base vs fine-tuned, held-out and benchmarks
+        ui.table(T("evaluate.table"), [T("evaluate.col.metric"), *evaluated.columns],
+                 [["—" if v is None else v for v in r] for r in evaluated.table])
+        v = evaluated.verdict or {}
+        if v.get("beats") is not None:
+            (ui.say if v["beats"] else ui.warn)(T("evaluate.beats" if v["beats"] else "evaluate.not_better",
+                                                  figures=v.get("figures", "")))
+        if evaluated.report:
+            ui.say(T("evaluate.report", path=evaluated.report))

@@ -1,0 +1,206 @@
+"""Commands that need no session: doctor, estimate, download."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from wizard import i18n
+from wizard.cli.common import T, SessionArg, app, fail, new_ui, read_session, refused
+
+
+def _estimate_config(model: str, source: str | None, endpoint: str | None, revision: str) -> dict:
+    from recipes.hub import client as hub
+    from recipes.base import StepError
+
+    local = Path(model).expanduser()
+    src = source or ("local" if local.exists() else "hf")
+    try:
+        return hub.fetch_config(src, str(local) if src == "local" else model,
+                                endpoint or hub.default_endpoint(src), revision)
+    except StepError as e:
+        raise fail(e.msg.key, **e.msg.args)
+
+
+@app.command(help=T("cli.doctor"), epilog=T("cli.example.doctor"))
+def doctor(session: Optional[str] = SessionArg):
+    """GPU, driver and CUDA against torch, bf16, disk, RAM, optional engines with their install commands, hubs.
+    Exit 1 when something this machine (or SESSION) needs is missing."""
+    from recipes import doctor as doc
+    from recipes.hub import client as hub
+    from wizard.session import home
+
+    needs: tuple = ()
+    endpoints = {"hf": os.environ.get("HF_ENDPOINT") or str(hub.default_endpoint("hf")),
+                 "modelscope": os.environ.get("MODELSCOPE_ENDPOINT") or str(hub.default_endpoint("modelscope"))}
+    if session is not None:
+        s = read_session(session)
+        needs = doc.needs_of(s.data)
+        sel = s.steps.get("select_model", {}).get("answers", {})
+        if sel.get("source") in endpoints and sel.get("endpoint"):
+            endpoints = {sel["source"]: sel["endpoint"]}  # the hub this session downloads from
+    checks = doc.run_all(home(), endpoints, needs)
+    ui = new_ui()
+    ui.table(T("cli.doctor.title"), [T("cli.doctor.col.check"), T("cli.doctor.col.verdict"), T("cli.doctor.col.found"),
+                                     T("cli.doctor.col.fix")],
+             [(c.name + (" *" if c.needed else ""), T(f"cli.doctor.{c.verdict}"), c.found, c.fix) for c in checks])
+    blocking = [c.name for c in checks if c.blocking]
+    if blocking:
+        ui.error(T("cli.doctor.blocked", what=", ".join(blocking)))
+        raise typer.Exit(1)
+    ui.success(T("cli.doctor.ready"))
+
+
+def _with_spec_options(fn):
+    """Give ``fn`` (which takes ``**spec``) one option per flagged field of TrainingSpec (recipes/training/spec.py):
+    the field's name as the flag, older spellings beside it, its default from the spec. The sequence length
+    defaults to None here: the model's context decides it (spec.default_seq_len)."""
+    import inspect
+    import typing
+
+    from recipes.training import spec as ts
+
+    hints = typing.get_type_hints(ts.TrainingSpec)
+    params = [p for p in inspect.signature(fn).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    for f in ts.cli_fields():
+        text = f.metadata["help"]
+        help_ = T(text) if text.startswith("cli.") else text
+        if f.name == "seq_len":
+            opt, kind = typer.Option(None, *f.metadata["flags"], help=help_, show_default=False), Optional[int]
+        else:
+            opt, kind = typer.Option(f.default, *f.metadata["flags"], help=help_), hints[f.name]
+        params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=kind))
+    fn.__signature__ = inspect.signature(fn).replace(parameters=params)
+    return fn
+
+
+@app.command(help=T("cli.estimate"), epilog=T("cli.example.estimate"))
+@_with_spec_options
+def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
+             gpu_memory: Optional[float] = typer.Option(None, "--gpu-memory", help=T("cli.opt.gpu_memory")),
+             gpu: Optional[str] = typer.Option(None, "--gpu", help=T("cli.opt.gpu")),
+             zero: int = typer.Option(0, "--zero", help=T("cli.opt.zero")),
+             offload: bool = typer.Option(False, "--offload", help=T("cli.opt.offload")),
+             fsdp: bool = typer.Option(False, "--fsdp", help=T("cli.opt.fsdp")),
+             serve: str = typer.Option("bf16", "--serve-format", help="bf16 | fp8 | awq | gptq | bnb4 | bnb8"),
+             utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help=T("cli.opt.utilization")),
+             source: Optional[str] = typer.Option(None, "--source", help="hf | modelscope | local"),
+             endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint")),
+             revision: str = typer.Option("main", "--revision", help=T("cli.opt.revision")),
+             as_json: bool = typer.Option(False, "--json", help=T("cli.opt.json")), **spec):
+    """Training options come from TrainingSpec (the wizard's choose_strategy answers, by the same names); --zero N,
+    --fsdp and --offload are the older spellings of --distribution zeroN / fsdp2 and an optimizer offload."""
+    import dataclasses
+    import json as _json
+    import math
+
+    from recipes.memory import model as memory
+    from recipes.base import Refusal
+    from recipes.training.spec import DEFAULTS, TrainingSpec, default_seq_len
+
+    if gpu is not None and gpu not in memory.GPUS:
+        raise fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
+    seq = spec.pop("seq_len")
+    for name, value, lo in (("--gpu-memory", gpu_memory, 1e-9), ("--seq-len", seq, 1),
+                            ("--micro-batch", spec["micro_batch"], 1), ("--processes", spec["processes"], 1),
+                            ("--lora-rank", spec["lora_rank"], 1)):
+        if value is not None and (not math.isfinite(value) or value < lo):
+            raise fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
+    if zero:
+        spec["distribution"] = f"zero{zero}" if zero in (1, 2, 3) else str(zero)
+    if fsdp:
+        spec["distribution"] = "fsdp2"
+    try:  # the options are checked before any hub is asked
+        t = TrainingSpec(**spec, offload="optimizer" if offload else "none",
+                         seq_len=seq or DEFAULTS.seq_len)
+        t.check()
+    except Refusal as err:
+        raise refused(err)
+    config = _estimate_config(model, source, endpoint, revision)
+    detected = memory.detect_gpus()
+    gpu_name, gib = (memory.GPUS[gpu] if gpu else (T("cli.estimate.target_gpu"), gpu_memory) if gpu_memory
+                     else (detected[0]["name"], detected[0]["memory_gib"]) if detected else (None, None))
+    try:
+        shape = memory.shape_from_config(config)
+        if seq is None:  # the default: 2048 tokens, or the model's whole context when shorter
+            seq = default_seq_len(shape.max_position)
+            t = dataclasses.replace(t, seq_len=seq)
+        elif shape.max_position and seq > shape.max_position:
+            raise fail("cli.seq_over_max", seq=seq, max=shape.max_position)
+        e = memory.estimate(shape, t, gib)
+        inst = memory.smallest_instance(shape, t)
+        srv = memory.serving(shape, serve, gib or 80.0, utilization, t.gpus, gpu_name=gpu_name or "")
+    except Refusal as err:
+        raise refused(err)
+    result = {"model": model, "peak_gib": e["peak_gib"], "components": e["components"], "fits": e.get("fits"),
+              "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
+              "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
+              "serving": srv | {"format": serve, "utilization": utilization, "gpu_memory_gib": gib or 80.0},
+              "config": t.to_dict()}
+    if as_json:
+        print(_json.dumps(result))
+        return
+    ui = new_ui()
+    ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method, seq=seq,
+               batch=t.micro_batch),
+             [T("evaluate_memory.col.component"), "GiB"],
+             [(T(f"memory.part.{k}"), f"{v:.3f}") for k, v in e["components"].items() if v]
+             + [(T("evaluate_memory.col.peak"), f"{e['peak_gib']:.2f}")])
+    if gib:
+        ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
+                 margin=f"{e['margin_gib']:+.2f}"))
+    ui.say(T("cli.estimate.instance", instance=f"{inst['count']}× {inst['name']}") if inst else
+           T("cli.estimate.no_instance"))
+    ui.say(T("cli.estimate.serving", fmt=serve, weights=srv["weights_gib"], tokens=f"{srv['max_tokens']:,}",
+             context=f"{srv['longest_context']:,}", util=utilization, gib=gib or 80.0))
+    if e["approximate"]:
+        ui.warn(T("evaluate_memory.approximate", what=", ".join(e["approximate"])))
+
+
+@app.command(help=T("cli.download"), epilog=T("cli.example.download"))
+def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
+             source: str = typer.Option("hf", "--source", help="hf | modelscope"),
+             endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint")),
+             revision: str = typer.Option("main", "--revision", help=T("cli.opt.revision")),
+             local_dir: Optional[Path] = typer.Option(None, "--local-dir", help=T("cli.opt.local_dir")),
+             include: Optional[List[str]] = typer.Option(None, "--include", help=T("cli.opt.include")),
+             exclude: Optional[List[str]] = typer.Option(None, "--exclude", help=T("cli.opt.exclude")),
+             repo_type: str = typer.Option("model", "--repo-type", help="model | dataset")):
+    """What `hf download` is to the hub, resumable and verified: the download step's code without a session."""
+    import re
+
+    from recipes.hub import snapshot as dl
+    from recipes.hub import client as hub
+    from recipes.base import StepError
+    from wizard.session import home
+
+    if source not in ("hf", "modelscope"):
+        raise fail("hub.unknown_source", source=source, sources="hf, modelscope")
+    if repo_type not in ("model", "dataset"):
+        raise fail("cli.bad_repo_type", value=repo_type)
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id) or any(x in (".", "..") for x in repo_id.split("/")):
+        raise fail("select_model.bad_id", value=repo_id)
+    if endpoint and not re.match(r"https?://[^/\s]+", endpoint):
+        raise fail("select_model.bad_endpoint", value=endpoint)
+    ui = new_ui()
+    target = local_dir or home() / ("datasets" if repo_type == "dataset" else "models") / source / repo_id
+    try:
+        out = dl.fetch(source, repo_id, endpoint or str(hub.default_endpoint(source)), revision, target,
+                       lambda d, total, unit: ui.progress(i18n.render(d), total, unit),
+                       lambda m: ui.say(i18n.render(m)), repo_type, include, exclude)
+    except StepError as e:  # the exit status rule of wizard/README.md: 2 for the user's input, 1 for the world
+        key = CLI_WORDING.get(e.msg.key, e.msg.key)  # this command's options, not the wizard's settings
+        raise fail(key, 2 if e.msg.key in dl.BAD_INPUT else 1, **e.msg.args)
+    except KeyboardInterrupt:
+        ui.warn(T("cli.download.interrupted", repo=repo_id))
+        raise typer.Exit(130)
+    ui.success(T("cli.download.done", path=out["model_dir"], commit=out["commit"] or revision,
+                 size=dl.size_text(out["fetched_bytes"])))
+
+
+# faults whose advice names a session's settings, in `yichui download`'s own words
+CLI_WORDING = {"download.no_space": "cli.download.no_space", "hub.unreachable": "cli.download.unreachable",
+               "download.size_unknown": "cli.download.size_unknown", "download.disk_full": "cli.download.disk_full",
+               "download.rate_limited": "cli.download.rate_limited"}
