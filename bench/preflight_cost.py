@@ -30,20 +30,14 @@ CASES = [("qwen2.5-7b", {"method": "lora"}), ("qwen2.5-7b", {"method": "qlora"})
 
 
 class Ctx:
-    """The part of recipes.base.Ctx the preflight uses: where to work, the model's small files, how to speak."""
+    """The part of recipes.base.Ctx the preflight uses: where to work, how to speak."""
 
-    def __init__(self, work: Path, meta: Path, rid: str):
+    def __init__(self, work: Path, rid: str):
         from wizard import i18n
 
         self.home, self.run_dir, self.session_id, self.task = work, work / "runs" / rid, rid, "finetune"
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._meta = meta
         self.t = lambda m, **a: i18n.render(m, **a)
-
-    def result(self, kind):
-        from recipes.handoff import ModelChoice
-
-        return ModelChoice(source="local", meta_dir=str(self._meta)) if kind is ModelChoice else kind()
 
     def info(self, m, **a) -> None:
         print(self.t(m, **a), flush=True)
@@ -75,8 +69,8 @@ def main() -> None:
         row = {"case": i, "shape": shape, **{k: strategy[k] for k in ("method", "seq_len", "micro_batch", "grad_accum")},
                "weights_download_gib": round(full_bytes / 2**30, 2)}
         try:
-            out = preflight.smoke_run(Ctx(work, meta, f"case-{i}"),
-                                     TrainerJob.from_dict(strategy | {"dataset_path": str(data)}))
+            out = preflight.smoke_run(Ctx(work, f"case-{i}"), TrainerJob.from_dict(strategy | {"dataset_path": str(data)}),
+                                      meta)
             row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
                     "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
         except StepError as e:

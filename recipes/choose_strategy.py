@@ -293,7 +293,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     if answers.get("preflight", True):
         from recipes.training import preflight
 
-        smoke = preflight.smoke_run(ctx, TrainerJob.from_dict(strategy | {"dataset_path": path}))
+        smoke = preflight.smoke_run(ctx, TrainerJob.from_dict(strategy | {"dataset_path": path,
+                                                                          "trust_remote_code": trusted(ctx)}), meta)
     return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
                           n_records=len(convs), n_train=len(train), n_validation=len(held), samples=samples,
                           estimate=est, fits=fits, effective_batch=training(answers).effective_batch)

@@ -136,7 +136,7 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
     check = None
     if method == "none":  # the quantize task: the downloaded model as it is, in the chosen dtype
         model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, trust_remote_code=code)
-    elif method in ("full", "galore"):  # every weight trained: the trainer saved a whole model
+    elif method in FULL_WEIGHTS:  # every weight trained: the trainer saved a whole model
         model = AutoModelForCausalLM.from_pretrained(adapter_dir, dtype=dtype, trust_remote_code=code)
     else:
         from peft import PeftModel
@@ -296,7 +296,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     out = ExportResult(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done,
                        merged_smoke=merged_smoke, formats=["merged"] + formats, serve_with=answers["serve_with"],
                        quantizer_env=env)
-    ctx.table(msg("export.table"), *quantize.exports_table(out))
+    ctx.table(msg("export.table"), *out.table())
     return out
 
 

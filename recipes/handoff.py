@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from recipes.base import Ctx
+from recipes.base import Ctx, msg
 
 import dataclasses
 import typing
@@ -209,6 +209,22 @@ class ExportResult(Handoff):
     formats: list = field(default_factory=list)
     serve_with: str | None = None
     quantizer_env: dict | None = None
+
+    def table(self) -> tuple[list, list]:
+        """Columns and rows of the exports table (the export step prints it; `yichui show` too): format, folder, MiB, mean KL,
+        perplexity ratio, whether the smoke reply stopped."""
+        ms = self.merged_smoke
+        rows = [("merged", self.merged_dir, round(self.merged_bytes / 2**20, 2), "", "",
+                 msg("ui.yes" if ms.get("stopped") else "ui.no") if isinstance(ms, dict) else "")]
+        for f in self.formats[1:]:
+            a = self.artifacts.get(f)
+            if not a:
+                continue
+            q = a.get("quality") or {}
+            rows.append((f, a["dir"], round(a.get("bytes", 0) / 2**20, 2),
+                         f"{q['kl_mean']:.4f}" if "kl_mean" in q else "", f"{q['ppl_ratio']:.3f}" if "ppl_ratio" in q else "",
+                         msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no") if q else ""))
+        return [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"), msg("export.col.stops")], rows
 
 
 @dataclass

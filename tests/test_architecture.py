@@ -126,3 +126,11 @@ def test_the_steps_hand_each_other_typed_records():
         text = (ROOT / "recipes" / f"{step}.py").read_text()
         others = [s for s in recipes.STEPS if s != step and f'ctx.outputs("{s}")' in text]
         assert not others, f"{step} reads {others} by key: use ctx.result(<record>)"
+
+
+def test_the_domain_packages_stand_below_the_steps():
+    """recipes/<package>/ never imports a step or the hand-offs between steps: the steps stand on the domain."""
+    found = {m: sorted(t for t in deps if t in STEPS or t == "recipes.handoff")
+             for m, deps in GRAPH.items() if m.count(".") >= 2 and m.startswith("recipes.")}
+    found = {m: v for m, v in found.items() if v}
+    assert not found, f"domain modules importing steps or recipes.handoff: {found}"

@@ -299,7 +299,13 @@ def test_readme_troubleshooting_is_the_catalogue():
         "regenerate with: python tests/test_bad_inputs.py > section, and paste between the markers"
 
 
-@pytest.mark.parametrize("case", CATALOGUE, ids=[c.id for c in CATALOGUE])
+# the cases that run choose_strategy or the smoke run in a subprocess (4-11 s each): `slow`, out of the inner loop
+HEAVY = {"smoke-test-fails", "no-dataset", "template-rejects-record", "unknown-data-format", "not-utf8-data",
+         "malformed-records", "empty-dataset", "bad-sample-size", "bad-data-suffix", "estimate-seq-over-context"}
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c.id in HEAVY else c for c in CATALOGUE],
+                         ids=[c.id for c in CATALOGUE])
 def test_bad_input(case, home, hub, tmp_path, tiny_model, tmpfs):
     env = Env(home, hub, tmp_path, tiny_model, tmpfs)
     if case.setup:

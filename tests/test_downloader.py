@@ -206,6 +206,7 @@ def test_http_errors_are_one_message(server, tmp_path, status, code, key):
         assert e.value.msg.args["url"] == f"{server.url}/org/model"
 
 
+@pytest.mark.slow
 def test_drops_that_make_progress_never_exhaust_the_retries(server, root, tmp_path, monkeypatch):
     """Twelve dropped connections, each after 1 MiB, against 2 retries: every drop moved its range forward, so
     the count of failures in a row starts again and the download completes."""
@@ -277,6 +278,7 @@ def test_dataset_repositories(server, root, tmp_path, source):
     assert (tmp_path / "train.jsonl").read_bytes() == (root / "datasets/org/data/train.jsonl").read_bytes()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", ["hf", "modelscope"])
 def test_kill_9_of_the_download_command_then_the_same_command_continues(root, tmp_path, home, source):
     """A real `yichui download` process killed with SIGKILL mid-file, three times, then finished by the same command:
@@ -453,6 +455,7 @@ def test_a_missing_dataset_is_called_a_dataset(server, source):
     assert e.value.msg.key == "hub.no_such_dataset"
 
 
+@pytest.mark.slow
 def test_429_waits_as_long_as_retry_after_says_then_a_persistent_one_is_one_line(server, root, tmp_path, monkeypatch):
     server.hub.faults = [{"path": "model.safetensors", "status": 429, "retry_after": 2, "times": 2}]
     commit, its = items(server)

@@ -191,6 +191,7 @@ def test_committed_h200_measurements_meet_the_goal():
     assert max(map(abs, errs)) <= 0.10 and min(errs) >= -0.05
 
 
+@pytest.mark.slow
 def test_estimate_command_offline_on_a_folder_and_through_the_hub(home, hub, tiny_model):
     r = yichui(home, "estimate", str(BENCH / "configs" / "llama3.1-8b"), "--method", "qlora", "--gpu", "t4-16g",
                "--json")

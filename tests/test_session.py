@@ -226,6 +226,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 def test_kill_9_in_the_middle_of_saves_never_leaves_a_broken_session(tmp_path):
     """30 SIGKILLs of a process that does nothing but save (temp file, fsync, rename): after each the file loads,
     and the next process to lock the session clears the temp files the kills left."""

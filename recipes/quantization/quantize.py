@@ -32,8 +32,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from recipes.base import Refusal, msg
-from recipes.handoff import ExportResult
+from recipes.base import Refusal
 
 
 @dataclass(frozen=True)
@@ -334,20 +333,3 @@ def convert_gguf(converter: Path, merged: Path, out: Path, fmt: str, work: Path)
     if first != target:
         first.unlink(missing_ok=True)
     return target
-
-
-def exports_table(out: ExportResult) -> tuple[list, list]:
-    """Columns and rows of the exports table (the export step prints it; `yichui show` too): format, folder, MiB, mean KL,
-    perplexity ratio, whether the smoke reply stopped."""
-    ms = out.merged_smoke
-    rows = [("merged", out.merged_dir, round(out.merged_bytes / 2**20, 2), "", "",
-             msg("ui.yes" if ms.get("stopped") else "ui.no") if isinstance(ms, dict) else "")]
-    for f in out.formats[1:]:
-        a = out.artifacts.get(f)
-        if not a:
-            continue
-        q = a.get("quality") or {}
-        rows.append((f, a["dir"], round(a.get("bytes", 0) / 2**20, 2),
-                     f"{q['kl_mean']:.4f}" if "kl_mean" in q else "", f"{q['ppl_ratio']:.3f}" if "ppl_ratio" in q else "",
-                     msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no") if q else ""))
-    return [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"), msg("export.col.stops")], rows

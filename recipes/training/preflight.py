@@ -21,7 +21,6 @@ from pathlib import Path
 from recipes import jobs
 from recipes.data import datasets
 from recipes.base import StepError, msg
-from recipes.handoff import metadata_dir, trusted
 from recipes.training import runner
 from recipes.training.spec import TrainerJob, TrainingSpec
 
@@ -92,8 +91,10 @@ def _sample(dataset_path: str, n: int) -> str:
     return f"{path}#{min(n, have) if have else n}"
 
 
-def smoke_run(ctx, job: TrainerJob) -> dict:
-    """Build the copy, run the trainer for STEPS steps, report. Returns the outputs recorded under ``preflight``.
+def smoke_run(ctx, job: TrainerJob, meta_dir: Path) -> dict:
+    """Build the copy of the model whose small files (config, tokenizer) are in ``meta_dir``, run the trainer on it
+    for STEPS steps as ``job`` says (its trust_remote_code: the user's yes to the model's code), report. Returns the
+    outputs recorded under ``preflight``.
 
     Raises:
         StepError: the smoke run failed (the trainer's error and its log), or ran out of memory.
@@ -105,11 +106,11 @@ def smoke_run(ctx, job: TrainerJob) -> dict:
         old.stop(timeout=5)
     shutil.rmtree(pdir, ignore_errors=True)  # a smoke run starts from nothing: no checkpoint to resume
     t0 = time.time()
-    copy = build_copy(metadata_dir(ctx), pdir / "model", trusted(ctx))
+    copy = build_copy(meta_dir, pdir / "model", job.trust_remote_code)
     spec = replace(job, model_dir=str(pdir / "model"), dataset_path=_sample(job.dataset_path, records_needed(job)),
                    device="auto", max_steps=STEPS,
                    save_steps=STEPS, save_total_limit=1, sample_question=None, save_final=False, logging_steps=1,
-                   nodes=1, hosts="", trust_remote_code=trusted(ctx), launch=secrets.token_hex(6))
+                   nodes=1, hosts="", launch=secrets.token_hex(6))
     spec_path = pdir / "spec.json"
     spec.write(spec_path)
     ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",

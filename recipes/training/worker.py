@@ -155,41 +155,36 @@ def main(spec_path: str) -> int:
         return 3 if kind == "oom" else 1
 
 
-def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
+def _precision(spec: TrainerJob):
+    """(device, this process's device, bf16?, compute dtype, weights dtype). fp32 master weights (a full fine-tune's
+    default): weights, gradients and AdamW states stay fp32 and bf16 autocast runs the matmuls, so small updates are
+    not rounded away. DeepSpeed and FSDP2 keep fp32 masters of their own beside a bf16 module, so the model is
+    loaded in bf16 for them."""
     import torch
-    from datasets import Dataset
-    from peft import LoraConfig
-    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig, TrainerCallback
-    from transformers.trainer_utils import get_last_checkpoint
-    from trl import SFTConfig, SFTTrainer
-
-    from recipes.data import datasets as data
 
     device = spec.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
-    where = f"cuda:{LOCAL_RANK}" if device == "cuda" else "cpu"  # this process's device
+    where = f"cuda:{LOCAL_RANK}" if device == "cuda" else "cpu"
     bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
     dtype = torch.bfloat16 if bf16 else torch.float32
-    method = spec.method
-    # fp32 master weights (a full fine-tune's default): the weights, gradients and AdamW states stay fp32 and bf16
-    # autocast runs the matmuls, so small updates are not rounded away. DeepSpeed and FSDP2 keep fp32 masters of
-    # their own beside a bf16 module, so the model is loaded in bf16 for them.
     sharded = spec.distribution != "ddp"
-    masters = torch.float32 if method in FULL_WEIGHTS and spec.master_weights == "fp32" \
-        and not sharded else dtype
-    ckpt_dir = tdir / "checkpoints"
-    os.environ["TENSORBOARD_LOGGING_DIR"] = str(tdir / "tensorboard")  # transformers' TensorBoardCallback reads it
-    last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
+    masters = torch.float32 if spec.method in FULL_WEIGHTS and spec.master_weights == "fp32" and not sharded \
+        else dtype
+    return device, where, bf16, dtype, masters
 
-    if device == "cuda":
-        torch.cuda.init()
+
+def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
+    """The tokenizer and the model to train: pretrained (NF4 for QLoRA), or — benchmarks, ``init: random`` — random
+    weights of the config's shape built in place in the training dtype (building in fp32 and casting would put a 2×
+    spike into the measured peak)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+
+    code = spec.trust_remote_code  # the user's recorded yes to the model's own code
     attn = spec.attn_implementation
-    code = bool(spec.trust_remote_code)  # the user's recorded yes to the model's own code
     tok = AutoTokenizer.from_pretrained(spec.model_dir, trust_remote_code=code)
     if spec.init == "random":
-        # benchmarks: random weights of the config's shape, built in place in the training dtype (building in fp32
-        # and casting would put a 2x spike into the measured peak)
         from transformers import AutoConfig
 
         torch.manual_seed(0)
@@ -202,37 +197,22 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         finally:
             torch.set_default_dtype(previous)
         model.to(masters)  # bf16 → fp32 is exact: every precision starts from the same weights
-    else:
-        load_kw = {"dtype": masters, "attn_implementation": attn, "trust_remote_code": code}
-        if method == "qlora":
-            load_kw["quantization_config"] = BitsAndBytesConfig(
-                load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                bnb_4bit_compute_dtype=dtype)
-        if device == "cuda":
-            load_kw["device_map"] = {"": LOCAL_RANK}
-        model = AutoModelForCausalLM.from_pretrained(spec.model_dir, **load_kw)
+        return tok, model
+    load_kw = {"dtype": masters, "attn_implementation": attn, "trust_remote_code": code}
+    if spec.method == "qlora":
+        load_kw["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
+    if device == "cuda":
+        load_kw["device_map"] = {"": LOCAL_RANK}
+    return tok, AutoModelForCausalLM.from_pretrained(spec.model_dir, **load_kw)
 
-    samples_file = tdir / "samples.json"
-    samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
-    if RANK == 0 and spec.sample_question and "before" not in samples:
-        kbit_cpu = method == "qlora" and device == "cpu"
-        samples = {"question": spec.sample_question,
-                   "before": answer(model, tok, spec.sample_question, keep_train_mode=kbit_cpu)}
-        samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
-        ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
-    convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records)
-    train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
-    train_ds = Dataset.from_list(data.to_prompt_completion(train_convs))
-    eval_ds = Dataset.from_list(data.to_prompt_completion(val_convs)) if val_convs else None
-    peft_config = None
-    if method not in FULL_WEIGHTS:
-        targets = spec.lora_targets
-        peft_config = LoraConfig(r=spec.lora_rank, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
-                                 target_modules=targets if targets == "all-linear" else
-                                 [t.strip() for t in targets.split(",")], task_type="CAUSAL_LM",
-                                 use_dora=method == "dora")
-    args = SFTConfig(
+def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool):
+    """trl's SFTConfig for the spec: the TrainingSpec's names mapped onto the Trainer's."""
+    from trl import SFTConfig
+
+    method = spec.method
+    return SFTConfig(
         output_dir=str(ckpt_dir), max_steps=spec.max_steps or -1, num_train_epochs=spec.epochs or 1.0,
         per_device_train_batch_size=spec.micro_batch, gradient_accumulation_steps=spec.grad_accum,
         learning_rate=spec.learning_rate, lr_scheduler_type=spec.lr_scheduler,
@@ -246,27 +226,28 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.optim],
         optim_target_modules="all-linear" if method == "galore" else None,
         optim_args=f"rank={spec.galore_rank},update_proj_gap=200,scale=0.25" if method == "galore" else None,
-        packing=bool(spec.packing), packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
+        packing=spec.packing, packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
-        eval_strategy="steps" if eval_ds is not None else "no", eval_steps=spec.save_steps or 500,
-        use_liger_kernel=bool(spec.liger), **distribution_args(spec))
+        eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,
+        use_liger_kernel=spec.liger, **distribution_args(spec))
 
-    stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop
 
-    def _graceful(signum, frame):
-        stop_signal.append(signum)
-
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _graceful)
+def events_callback(ev: Events, device: str, method: str, resumed_from: str | None, stop_signal: list[int]):
+    """The Trainer callback writing the events stream (start, step, eval, checkpoint); a stop signal seen makes the
+    step that ends now save a checkpoint and stop. Its ``trainer`` is set once the Trainer exists."""
+    from transformers import TrainerCallback
 
     class EventsCallback(TrainerCallback):
+        trainer = None
+
         def __init__(self):
             self.t_last, self.tokens_last = time.time(), None
 
         def on_train_begin(self, args, state, control, **kw):
-            ev.emit("start", total_steps=state.max_steps, resumed_from=Path(last).name if last else None,
-                    device=device, method=method, processes=WORLD, sharding=sharding(trainer),
-                    optimizer=_qualname(getattr(trainer.optimizer, "optimizer", trainer.optimizer)))
+            t = self.trainer
+            ev.emit("start", total_steps=state.max_steps, resumed_from=resumed_from, device=device, method=method,
+                    processes=WORLD, sharding=sharding(t),
+                    optimizer=_qualname(getattr(t.optimizer, "optimizer", t.optimizer)))
 
         def on_log(self, args, state, control, logs=None, **kw):
             logs = logs or {}
@@ -288,13 +269,6 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
             if stop_signal:  # asked to stop (yichui stop, a closing terminal): lose no step
                 control.should_save = True
                 control.should_training_stop = True
-            # test hook (CI has no GPU): YICHUI_INJECT_OOM="STEP:MICRO_BATCH" raises the CUDA out-of-memory error at
-            # that step while the micro-batch is larger than MICRO_BATCH
-            inject = os.environ.get("YICHUI_INJECT_OOM")
-            if inject:
-                at, over = (int(x) for x in inject.split(":"))
-                if state.global_step == at and spec.micro_batch > over:
-                    raise torch.OutOfMemoryError("CUDA out of memory (injected by YICHUI_INJECT_OOM)")
 
         def on_evaluate(self, args, state, control, metrics=None, **kw):
             if metrics and "eval_loss" in metrics:
@@ -303,11 +277,84 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         def on_save(self, args, state, control, **kw):
             ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
 
-    callbacks = [EventsCallback()]
+    return EventsCallback()
+
+
+def injected_oom(at: int, over: int, micro_batch: int):
+    """Test hook (CI has no GPU): ``YICHUI_INJECT_OOM="STEP:MICRO_BATCH"`` raises the CUDA out-of-memory error at
+    optimizer step STEP while the micro-batch is larger than MICRO_BATCH."""
+    import torch
+    from transformers import TrainerCallback
+
+    class InjectedOOM(TrainerCallback):
+        def on_step_end(self, args, state, control, **kw):
+            if state.global_step == at and micro_batch > over:
+                raise torch.OutOfMemoryError("CUDA out of memory (injected by YICHUI_INJECT_OOM)")
+
+    return InjectedOOM()
+
+
+def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
+    """Train ``spec`` in ``tdir`` (checkpoints/, adapter/, samples.json, result.json), resuming from the latest
+    checkpoint there. Returns the exit status: 0 done, 128 + N stopped by signal N (a checkpoint was written)."""
+    import torch
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers.trainer_utils import get_last_checkpoint
+    from trl import SFTTrainer
+
+    from recipes.data import datasets as data
+
+    device, where, bf16, dtype, masters = _precision(spec)
+    method = spec.method
+    ckpt_dir = tdir / "checkpoints"
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(tdir / "tensorboard")  # transformers' TensorBoardCallback reads it
+    last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
+    if device == "cuda":
+        torch.cuda.init()
+    tok, model = load_model(spec, device, where, dtype, masters)
+
+    samples_file = tdir / "samples.json"
+    samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
+    if RANK == 0 and spec.sample_question and "before" not in samples:
+        kbit_cpu = method == "qlora" and device == "cpu"
+        samples = {"question": spec.sample_question,
+                   "before": answer(model, tok, spec.sample_question, keep_train_mode=kbit_cpu)}
+        samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
+        ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
+
+    convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records)
+    train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
+    train_ds = Dataset.from_list(data.to_prompt_completion(train_convs))
+    eval_ds = Dataset.from_list(data.to_prompt_completion(val_convs)) if val_convs else None
+    peft_config = None
+    if method not in FULL_WEIGHTS:
+        targets = spec.lora_targets
+        peft_config = LoraConfig(r=spec.lora_rank, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
+                                 target_modules=targets if targets == "all-linear" else
+                                 [t.strip() for t in targets.split(",")], task_type="CAUSAL_LM",
+                                 use_dora=method == "dora")
+    args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None)
+
+    stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop
+
+    def _graceful(signum, frame):
+        stop_signal.append(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _graceful)
+
+    events = events_callback(ev, device, method, Path(last).name if last else None, stop_signal)
+    callbacks = [events]
+    inject = os.environ.get("YICHUI_INJECT_OOM")
+    if inject:
+        at, over = (int(x) for x in inject.split(":"))
+        callbacks.append(injected_oom(at, over, spec.micro_batch))
     if spec.profile_steps and RANK == 0:
         callbacks.append(profile_callback(tdir, *spec.profile_steps))
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=callbacks)
+    events.trainer = trainer
     asked, got = spec.distribution, sharding(trainer)
     if WORLD > 1 and expected_sharding(asked) != got:
         raise RuntimeError(f"asked for {asked}, the Trainer runs {got} (FSDP runs on GPUs only)")
@@ -320,7 +367,12 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
                     checkpoint=f"checkpoints/checkpoint-{trainer.state.global_step}")
         _leave_process_group()
         return 128 + stop_signal[0]
+    return _finish(spec, tdir, ev, trainer, tok, out, runtime, samples, last, got, device)
 
+
+def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime: float, samples: dict,
+            last: str | None, got: str, device: str) -> int:
+    """Save the adapter (or model), answer the sample question again, write result.json last, atomically."""
     gpu_memory = cuda_memory() if device == "cuda" else None
     adapter = tdir / "adapter"
     if spec.save_final:
@@ -333,6 +385,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     try:
         if RANK != 0:
             return 0
+        samples_file = tdir / "samples.json"
         if after is not None:
             samples["after"] = after
             samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
@@ -340,7 +393,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         eval_losses = [[h["step"], round(h["eval_loss"], 5)] for h in trainer.state.log_history if "eval_loss" in h]
         mem, mem_kind = peak_memory_gib(device)
-        result = {"adapter_dir": str(adapter), "method": method, "device": device, "steps": trainer.state.global_step,
+        result = {"adapter_dir": str(adapter), "method": spec.method, "device": device,
+                  "steps": trainer.state.global_step,
                   "train_loss": round(out.training_loss, 5), "losses": [round(x, 5) for x in losses],
                   "first5_mean": round(sum(losses[:5]) / max(1, len(losses[:5])), 5),
                   "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),

@@ -205,9 +205,7 @@ def show(session: Optional[str] = SessionArg,
     ui = new_ui()
     exported = s.result(ExportResult)
     if exported.merged_dir:  # each export with its quality figures
-        from recipes.quantization import quantize
-
-        columns, rows = quantize.exports_table(exported)
+        columns, rows = exported.table()
         ui.table(T("export.table"), [i18n.render(c) for c in columns],
                  [[i18n.render(v) if not isinstance(v, (str, int, float)) else v for v in r] for r in rows])
     evaluated = s.result(Evaluation)

@@ -1,0 +1,70 @@
+"""choose_strategy: samples through the chat template, the preflight smoke run, the data and distribution checks.
+
+The session is shared with the other files under tests/steps/ (conftest.py): ``chain.upto(step)`` runs what
+is missing before the step, so this file runs alone and in any order."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from recipes.memory import model as memory
+from wizard.engine import check
+
+
+def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
+    """Before any weight byte: the samples come from the small files select_model fetched, and the strategy's smoke
+    run trained 2 steps on a 2-layer random copy."""
+    chain.upto("choose_strategy")
+    out = chain.step("choose_strategy")
+    assert not [p for m, p, _ in chain.hub.hub.requests if p.endswith(".safetensors")]
+    smoke = out["preflight"]
+    assert smoke["ok"] and smoke["steps"] == 2 and smoke["layers"] == 2 and len(smoke["losses"]) == 2
+    assert all(x == x and 0 < x < 20 for x in smoke["losses"])  # finite cross-entropy of random weights
+    copy = json.loads((Path(smoke["dir"]) / "model" / "config.json").read_text())
+    assert copy["num_hidden_layers"] == 2 and copy["hidden_size"] == json.loads(
+        (chain.tiny / "config.json").read_text())["hidden_size"]
+    assert out["n_records"] >= 200 and out["dataset_format"] == "alpaca"
+    assert all("<|im_start|>assistant\n" in s for s in out["samples"]) and len(out["samples"]) == 2
+    q = chain.questions("choose_strategy")
+    good = tmp_path / "m.jsonl"
+    good.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"},
+                                             {"role": "assistant", "content": "hello"}]}) + "\n")
+    assert check(q["dataset_path"], str(good), {})[1] is None
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c"\n')
+    assert check(q["dataset_path"], str(bad), {})[1] is None  # readable: the malformed line is listed, not fatal
+    assert q["bad_records"].when({"dataset": "local", "dataset_path": str(bad)})
+    assert not q["bad_records"].when({"dataset": "local", "dataset_path": str(good)})
+    binary = tmp_path / "bin.jsonl"
+    binary.write_bytes(b"\xff\xfe\x00\x01")
+    assert check(q["dataset_path"], str(binary), {})[1].key == "data.not_text"
+    assert check(q["dataset_path"], str(tmp_path), {})[1].key == "data.is_folder"
+    typed = tmp_path / "typed.jsonl"
+    typed.write_text('{"instruction": "a", "output": "b"}\n{"instruction": 0, "output": null}\n')
+    assert q["bad_records"].when({"dataset": "local", "dataset_path": str(typed)})
+    assert check(q["dataset_path"], str(tmp_path / "x.txt"), {})[1].key == "data.no_file"
+    (tmp_path / "x.txt").write_text("hi")
+    assert check(q["dataset_path"], str(tmp_path / "x.txt"), {})[1].key == "data.bad_suffix"
+    assert check(q["lora_targets"], "q_proj,nope_proj", {})[1].key == "choose_strategy.unknown_targets"
+    assert check(q["lora_rank"], "0", {})[1].key == "answer.out_of_range"
+    assert check(q["lora_targets"], "q_proj,v_proj", {})[1] is None
+    assert check(q["lora_targets"], "q proj;", {})[1].key == "choose_strategy.bad_targets"
+
+
+def test_distribution_choices_refused_with_a_reason(chain):
+    chain.upto("choose_strategy")
+    q = chain.questions("choose_strategy")
+    a = {"method": "lora", "processes": 2, "nodes": 1}
+    assert check(q["distribution"], "megatron", a)[1].key == "choose_strategy.megatron_out_of_scope"
+    fsdp = check(q["distribution"], "fsdp2", a)[1]
+    assert (fsdp is None) if memory.detect_gpus() else fsdp.key == "choose_strategy.fsdp_needs_gpus"
+    assert check(q["distribution"], "zero3", a | {"method": "qlora"})[1].key == "choose_strategy.qlora_sharded"
+    assert check(q["distribution"], "zero2", a)[1] is None
+    n = len(memory.detect_gpus())  # one process per GPU; as many as asked on the CPU
+    over = check(q["processes"], str(max(n, 1) + 1), a)[1]
+    assert (over.key == "choose_strategy.processes_over_gpus") if n else over is None
+    assert check(q["processes"], "65", a)[1].key == "answer.out_of_range"
+    assert check(q["offload"], "all", a | {"distribution": "zero2"})[1].key == "choose_strategy.offload_all_needs_zero3"
+    assert check(q["hosts"], "10.0.0.1", {"nodes": 2})[1].key == "choose_strategy.hosts_count"
+    assert check(q["hosts"], "10.0.0.1,bad host", {"nodes": 2})[1].key == "choose_strategy.bad_host"
+    assert check(q["hosts"], "10.0.0.1, node-2.cluster", {"nodes": 2})[1] is None

@@ -1,0 +1,72 @@
+"""deploy: transformers serve on the merged model, OpenAI chat and streaming, port and host checks.
+
+The session is shared with the other files under tests/steps/ (conftest.py): ``chain.upto(step)`` runs what
+is missing before the step, so this file runs alone and in any order."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import recipes
+from recipes import jobs
+from recipes.base import StepError
+from recipes.memory import model as memory
+from recipes.serving import spec as specs
+from wizard.engine import check
+
+
+@pytest.mark.slow
+def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
+    chain.upto("deploy")
+    from openai import OpenAI
+
+    out = chain.step("deploy")
+    assert out["endpoint"].startswith("http://127.0.0.1:") and out["reply"]
+    client = OpenAI(base_url=out["endpoint"], api_key="unused")
+    r = client.chat.completions.create(model=out["served_model"], max_tokens=8, temperature=0,
+                                       messages=[{"role": "user", "content": "What is LoRA?"}])
+    assert r.choices[0].message.content
+    chunks = list(client.chat.completions.create(model=out["served_model"], max_tokens=8, stream=True,
+                                                 messages=[{"role": "user", "content": "Hi"}]))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    q = chain.questions("deploy")
+    assert check(q["host"], "0.0.0.0", {"backend": "transformers"})[1].key == "deploy.loopback_only"
+    port = int(out["endpoint"].rsplit(":", 1)[1].split("/")[0])
+    assert check(q["port"], str(port), {"host": "127.0.0.1"})[1].key == "deploy.port_in_use"
+    refused = check(q["backend"], "vllm", {})[1]
+    from wizard import i18n
+
+    assert refused.key == "deploy.not_installed" and specs.recommended("vllm").install in i18n.render(refused)
+    if not memory.detect_gpus():  # a GPU engine on a machine without one: the line says to serve with transformers
+        assert "transformers here" in i18n.render(refused)
+    assert out["finish_reason"] in ("stop", "length") and out["stream_finish_reason"] in ("stop", "length")
+    assert out["streamed"] and out["api_key_file"] is None and out["args"][0] == out["model_dir"]
+    job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
+    assert job.alive() and job.stop() and not job.alive()
+
+    # the port was free when asked, and taken by the time the server would start: refused before spawning
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        answers = dict(chain.session.steps["deploy"]["answers"], port=taken.getsockname()[1])
+        with pytest.raises(StepError) as e:
+            recipes.load("deploy").run(chain.ctx("deploy"), answers)
+    assert e.value.msg.key == "deploy.port_in_use"
+    # a server that dies during start-up (a broken config.json): one error with the end of its log
+    exported = chain.session.steps["export"]["outputs"]
+    good = exported["merged_dir"]
+    bad = Path(good).parent / "broken-merged"
+    shutil.copytree(good, bad, dirs_exist_ok=True)
+    (bad / "config.json").write_text("{oops")
+    exported["merged_dir"] = str(bad)
+    try:
+        with pytest.raises(StepError) as e:
+            recipes.load("deploy").run(chain.ctx("deploy"), dict(chain.session.steps["deploy"]["answers"]))
+    finally:
+        exported["merged_dir"] = good
+        shutil.rmtree(bad)
+    assert e.value.msg.key == "deploy.died" and e.value.msg.args["tail"]

@@ -1,0 +1,28 @@
+"""download: verified against the hub, the small files reused, complete files not fetched again.
+
+The session is shared with the other files under tests/steps/ (conftest.py): ``chain.upto(step)`` runs what
+is missing before the step, so this file runs alone and in any order."""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from recipes.demo.tiny_model import REPO_ID
+
+
+def test_download_verifies_and_records_the_commit(chain):
+    chain.upto("download")
+    fresh = str(chain.home / "models-download-test")  # a folder of its own: what is fetched, what is copied
+    out = chain.step("download", local_dir=fresh)
+    d = Path(out["model_dir"])
+    for f in chain.tiny.iterdir():
+        assert hashlib.sha256((d / f.name).read_bytes()).hexdigest() == hashlib.sha256(f.read_bytes()).hexdigest()
+    repo = chain.hub.hub.repo(REPO_ID)
+    assert out["commit"] == repo.commit and out["bytes"] == sum(f["size"] for f in repo.files.values())
+    # the small files select_model fetched are copied, not fetched a second time
+    assert out["copied_bytes"] > 0 and out["fetched_bytes"] == out["bytes"] - out["copied_bytes"]
+    assert sum(1 for m, p, _ in chain.hub.hub.requests if m == "GET" and p.endswith("/tokenizer.json")) == 1
+    gets = lambda: sum(1 for m, p, _ in chain.hub.hub.requests if m == "GET" and p.endswith("model.safetensors"))  # noqa
+    before = gets()
+    chain.step("download", local_dir=fresh)  # complete files are not fetched again
+    assert gets() == before

@@ -1,0 +1,22 @@
+"""evaluate: the verdict of fine-tuned against base.
+
+The session is shared with the other files under tests/steps/ (conftest.py): ``chain.upto(step)`` runs what
+is missing before the step, so this file runs alone and in any order."""
+from __future__ import annotations
+
+
+
+
+
+def test_the_verdict_says_when_fine_tuning_did_not_help():
+    """evaluate.verdict: every metric both models have must favour the fine-tuned one (lower loss, higher ROUGE-L)."""
+    from recipes import evaluate
+
+    better = {"heldout:base": {"loss": 3.0, "rouge_l": 0.1}, "heldout:finetuned": {"loss": 2.0, "rouge_l": 0.4}}
+    assert evaluate.verdict(better) == {"beats": True, "checks": {"loss": True, "rouge_l": True},
+                                        "figures": "loss 2.0 vs 3.0, rouge_l 0.4 vs 0.1"}
+    worse = {"heldout:base": {"loss": 2.0, "rouge_l": 0.4}, "heldout:finetuned": {"loss": 2.5, "rouge_l": 0.5}}
+    assert evaluate.verdict(worse)["checks"] == {"loss": False, "rouge_l": True} and not evaluate.verdict(worse)["beats"]
+    endpoint_only = {"heldout:base": {"loss": None, "rouge_l": 0.2}, "heldout:finetuned": {"loss": None, "rouge_l": 0.2}}
+    assert evaluate.verdict(endpoint_only)["checks"] == {"rouge_l": False}  # a tie is no gain
+    assert evaluate.verdict({"heldout:finetuned": {"loss": 1.0}}) is None  # no base: nothing to compare

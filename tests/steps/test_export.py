@@ -1,0 +1,140 @@
+"""export: the merge and its check, NF4 and GPTQ (llm-compressor in its own environment), choices refused before work.
+
+The session is shared with the other files under tests/steps/ (conftest.py): ``chain.upto(step)`` runs what
+is missing before the step, so this file runs alone and in any order."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from recipes.base import StepError
+from recipes.memory import model as memory
+from wizard.engine import check
+
+
+@pytest.mark.slow
+def test_export_merge_matches_the_adapter_model_and_bnb4_loads(chain):
+    chain.upto("export")
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    out = chain.step("export")
+    tok = AutoTokenizer.from_pretrained(out["merged_dir"])
+    ids = tok("Short answer: LoRA trains small matrices.", return_tensors="pt")["input_ids"]
+    base = AutoModelForCausalLM.from_pretrained(chain.session.steps["download"]["outputs"]["model_dir"])
+    adapted = PeftModel.from_pretrained(base, chain.session.steps["train"]["outputs"]["adapter_dir"]).eval()
+    merged = AutoModelForCausalLM.from_pretrained(out["merged_dir"]).eval()
+    with torch.no_grad():
+        diff = (adapted(ids).logits - merged(ids).logits).abs().max().item()
+    assert diff < 1e-4
+    assert tok.chat_template and "<|im_end|>" in tok.chat_template
+    gen = json.loads(Path(out["merged_dir"], "generation_config.json").read_text())
+    assert tok.convert_tokens_to_ids("<|im_end|>") in gen["eos_token_id"]
+    assert out["merge_check"]["max_abs_logit_diff"] < 1e-4  # the step's own check says the same
+    bnb = out["artifacts"]["bnb-4bit"]
+    q4 = AutoModelForCausalLM.from_pretrained(bnb["dir"])
+    assert q4.config.quantization_config.load_in_4bit
+    assert q4.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
+    assert not any(p.name.startswith(".") for p in Path(out["merged_dir"]).parent.iterdir())  # no temp folders
+    q = bnb["quality"]  # NF4 changes the tiny model a little, not nothing and not everything
+    assert 0 < q["kl_mean"] < 1.0 and 0.9 < q["ppl_ratio"] < 1.5 and q["samples"] == 8 and q["tokens"] > 100
+    assert q["smoke"]["reply"] and q["smoke"]["tokens"] > 0
+    card = Path(bnb["dir"], "README.md").read_text()
+    assert f"{q['kl_mean']:.5f}" in card and "base_model: yichui/tiny-qwen2-chat" in card and "bitsandbytes" in card
+    assert "merge check" in Path(out["merged_dir"], "README.md").read_text()
+
+
+def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
+    chain.upto("train")
+    from recipes.quantization import quantize
+
+    q = chain.questions("export")
+    # the default engine is one the deploy step can start: none of the GPU engines is installed in the test stack
+    assert q["serve_with"].resolve_default({}) == "transformers"
+    awq = check(q["formats"], "awq-w4a16", {"serve_with": "vllm"})[1]
+    assert (awq is None) if memory.detect_gpus() else awq.key == "export.needs_gpu"
+    assert check(q["formats"], "fp8-dynamic", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"
+    assert check(q["formats"], "bnb-4bit", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"
+    assert check(q["formats"], "zip", {"serve_with": "transformers"})[1].key == "answer.not_a_choice"
+    assert check(q["calibration_samples"], "4", {"formats": ["gptq-w4a16"]})[1].key == "export.too_few_calibration"
+    assert check(q["calibration_samples"], "100000", {"formats": ["gptq-w4a16"]})[1].key == "export.calibration_over"
+    import importlib.util
+
+    gguf = check(q["formats"], "gguf-q8_0", {"serve_with": "llama.cpp"})[1]  # the [gguf] extra: CI runs without it
+    assert (gguf is None) if importlib.util.find_spec("gguf") else gguf.key == "export.gguf_not_installed"
+    q4km = check(q["formats"], "gguf-q4_k_m", {"serve_with": "llama.cpp"})[1]
+    assert q4km is not None and q4km.key in ("export.gguf_not_installed", "export.gguf_needs_quantize")
+    odd = {"hidden_size": 960, "intermediate_size": 2560}  # SmolLM2-360M: 960 is not a multiple of 128
+    assert quantize.unsupported("gptq-w4a16", odd, gpu=True)[0] == "export.group_size"
+    assert quantize.unsupported("fp8-dynamic", odd, gpu=False) is None
+    assert quantize.unsupported("gptq-w4a16", {}, gpu=False) is None  # no config yet (before download): checked later
+    # a disk too small: refused before anything is written (a real 1 MiB filesystem under export/)
+    edir = chain.session.run_dir / "export"
+    saved = edir.rename(edir.with_name("export-saved")) if edir.exists() else None
+    try:
+        small = tmpfs("1m")
+        edir.symlink_to(small)
+        with pytest.raises(StepError) as e:
+            chain.step("export", formats="bnb-4bit")
+        assert e.value.msg.key == "export.no_space" and not any(small.iterdir())
+    finally:
+        edir.unlink()
+        if saved:
+            saved.rename(edir)
+
+
+@pytest.mark.slow
+def test_gptq_with_llm_compressor_in_its_own_environment(chain, variant):
+    """GPTQ W4A16 through llm-compressor, in the environment yichui builds for it (its pins differ from ours);
+    the artifact reloads in the main environment (compressed-tensors) and its quality figures are written."""
+    chain.upto("export")
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    exp = chain.step("export", formats="gptq-w4a16", calibration_samples="16", calibration_seq_len="128",
+                     quality_samples="4")
+    env = exp["quantizer_env"]
+    assert env["packages"]["llmcompressor"] == "0.14.0.1" and env["packages"]["transformers"] != "5.24.0"
+    art = exp["artifacts"]["gptq-w4a16"]
+    cfg = json.loads(Path(art["dir"], "config.json").read_text())["quantization_config"]
+    assert cfg["quant_method"] == "compressed-tensors"
+    assert cfg["config_groups"]["group_0"]["weights"]["num_bits"] == 4
+    assert cfg["config_groups"]["group_0"]["weights"]["group_size"] == 128
+    assert art["calibration_samples"] == 16 and "llm-compressor 0.14.0.1" in art["tool"]
+    q = art["quality"]
+    assert 0 < q["kl_mean"] < 1.0 and q["ppl_ratio"] > 0.9 and q["samples"] == 4
+    model = AutoModelForCausalLM.from_pretrained(art["dir"])
+    tok = AutoTokenizer.from_pretrained(art["dir"])
+    ids = tok("What is LoRA?", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert model.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
+    assert "gptq-w4a16" in Path(art["dir"], "README.md").read_text()
+    # resumed: an artifact already recorded for the same trained result is not made again
+    again = chain.step("export", formats="gptq-w4a16", calibration_samples="16", calibration_seq_len="128",
+                       quality_samples="4")
+    assert again["artifacts"]["gptq-w4a16"]["seconds"] == art["seconds"]
+
+
+def test_why_an_exported_copy_runs_past_the_end_of_turn(tiny_model, tmp_path):
+    """export.stop_cause, on real folders: a copy missing an EOS id, a copy with another template, else the
+    quantization (named with its KL)."""
+    from recipes import export
+
+    merged, copy = tmp_path / "merged", tmp_path / "copy"
+    shutil.copytree(tiny_model, merged)
+    shutil.copytree(tiny_model, copy)
+    quality = {"kl_mean": 0.0123}
+    assert export.stop_cause(merged, copy, "What is LoRA?", quality, False) == (
+        "export.stop_cause.quantization", {"kl": "0.0123"})
+    template = (copy / "chat_template.jinja").read_text()
+    (copy / "chat_template.jinja").write_text(template.replace("<|im_start|>assistant", "<|im_start|>bot"))
+    assert export.stop_cause(merged, copy, "What is LoRA?", quality, False)[0] == "export.stop_cause.template"
+    gen = json.loads((copy / "generation_config.json").read_text())
+    dropped = gen["eos_token_id"].pop(0)
+    (copy / "generation_config.json").write_text(json.dumps(gen))
+    assert export.stop_cause(merged, copy, "What is LoRA?", quality, False) == (
+        "export.stop_cause.eos", {"ids": [dropped]})

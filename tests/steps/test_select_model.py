@@ -1,0 +1,25 @@
+"""select_model on the local hub: the config, and the model id / endpoint / path checks.
+
+The session is shared with the other files under tests/steps/ (conftest.py): ``chain.upto(step)`` runs what
+is missing before the step, so this file runs alone and in any order."""
+from __future__ import annotations
+
+import json
+
+from recipes.demo.tiny_model import REPO_ID
+from wizard.engine import check
+
+
+def test_select_model(chain):
+    chain.upto("select_model")
+    out = chain.step("select_model")
+    assert out["architecture"] == "Qwen2ForCausalLM" and out["repo_id"] == REPO_ID
+    assert out["config"] == json.loads((chain.tiny / "config.json").read_text())
+    q = chain.questions("select_model")
+    answers = {"source": "hf", "endpoint": chain.hub.url, "model": "other"}
+    assert check(q["model_id"], "nobody/nothing", answers)[1].key == "hub.no_such_model"
+    assert check(q["model_id"], "not an id", answers)[1].key == "select_model.bad_id"
+    assert check(q["model_id"], REPO_ID, answers)[1] is None
+    assert check(q["endpoint"], "ftp://x", answers)[1].key == "select_model.bad_endpoint"
+    assert check(q["path"], str(chain.tiny), {"source": "local"})[1] is None
+    assert check(q["path"], str(chain.home), {"source": "local"})[1].key == "hub.no_local_model"

@@ -1,0 +1,257 @@
+"""train: the detached trainer, its events and checkpoints, out-of-memory recovery, and every method and distribution
+(QLoRA, DoRA, GaLore + packing, two processes, DeepSpeed ZeRO, two nodes), each from the same session.
+
+The session is shared with the other files under tests/steps/ (conftest.py): ``chain.upto(step)`` runs what
+is missing before the step, so this file runs alone and in any order."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from recipes import jobs
+from recipes.memory import model as memory
+
+# two training processes on one machine: on the CPU (gloo) anywhere; on GPUs only with one GPU per process
+TWO_RANKS = pytest.mark.skipif(0 < len(memory.detect_gpus()) < 2,
+                               reason="two processes need two GPUs on a machine that has GPUs (one per process)")
+
+
+def _fresh_train(chain):
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.session.steps["train"]["outputs"] = {}
+
+
+def _losses(tr) -> list[float]:
+    return json.loads((Path(tr["train_dir"]) / "result.json").read_text())["losses"]
+
+
+def _sharding(tr) -> str:
+    events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
+    return [e for e in events if e["event"] == "start"][-1]["sharding"]
+
+
+@pytest.mark.slow
+def test_train_runs_detached_and_writes_events_and_checkpoints(chain):
+    chain.upto("train")
+    out = chain.step("train")
+    tdir = Path(out["train_dir"])
+    assert out["steps"] == 12 and Path(out["adapter_dir"], "adapter_config.json").exists()
+    events, _ = jobs.read_events(tdir / "events.jsonl")
+    steps = [e for e in events if e["event"] == "step"]
+    assert len(steps) == 12 and all(e["v"] == 1 for e in events)
+    assert {"step", "loss", "lr", "tokens_per_s", "mem_gib", "total_steps"} <= set(steps[-1])
+    assert [e["step"] for e in events if e["event"] == "checkpoint"] == [5, 10, 12]
+    assert sorted(p.name for p in (tdir / "checkpoints").glob("checkpoint-*")) == ["checkpoint-10", "checkpoint-12"]
+    assert out["samples"]["before"] and out["samples"]["after"]
+    job = jobs.read(tdir / "trainer.pid.json")
+    assert job.pid == chain.session.steps["train"]["outputs"]["trainer_pid"] and not job.alive()
+
+
+def test_recovery_gives_up_when_nothing_is_left():
+    from recipes.training.runner import recover
+    from recipes.training.spec import TrainingSpec as S
+
+    assert recover(S(micro_batch=1, grad_accum=8, activation_checkpointing=True)) is None
+    assert recover(S(micro_batch=1, grad_accum=8, activation_checkpointing=False))["to"] == {
+        "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": True}
+    assert recover(S(micro_batch=3, grad_accum=2, activation_checkpointing=True))["to"] == {
+        "micro_batch": 1, "grad_accum": 6, "activation_checkpointing": True}
+
+
+@pytest.mark.slow
+def test_out_of_memory_recovers_from_the_last_checkpoint(chain, variant, monkeypatch):
+    """The CUDA OOM error injected at step 5 (CI has no GPU): the step halves the micro-batch, doubles gradient
+    accumulation, turns checkpointing on, resumes from checkpoint-4 and records what changed."""
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.session.steps["train"]["outputs"] = {}
+    chain.step("choose_strategy", preflight="false", method="lora", max_steps="8", save_steps="4", micro_batch="4", grad_accum="1",
+               activation_checkpointing="false")
+    monkeypatch.setenv("YICHUI_INJECT_OOM", "5:2")
+    out = chain.step("train")
+    assert out["steps"] == 8
+    (change,) = out["recoveries"]
+    assert change["from"] == {"micro_batch": 4, "grad_accum": 1, "activation_checkpointing": False}
+    assert change["to"] == {"micro_batch": 2, "grad_accum": 2, "activation_checkpointing": True}
+    events, _ = jobs.read_events(Path(out["train_dir"]) / "events.jsonl")
+    assert [e["kind"] for e in events if e["event"] == "error"] == ["oom"]
+    starts = [e for e in events if e["event"] == "start"]
+    assert len(starts) == 2 and starts[1]["resumed_from"] == "checkpoint-4"
+    spec = json.loads((Path(out["train_dir"]) / "spec.json").read_text())
+    assert (spec["micro_batch"], spec["grad_accum"], spec["activation_checkpointing"]) == (2, 2, True)
+
+
+@pytest.mark.slow
+def test_qlora_trains_and_merges_into_the_unquantized_base(chain, variant):
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.step("choose_strategy", method="qlora", max_steps="4", save_steps="2")
+    out = chain.step("train")
+    assert out["method"] == "qlora" and out["steps"] == 4
+    cfg = json.loads(Path(out["adapter_dir"], "adapter_config.json").read_text())
+    assert cfg["r"] == 16
+    exp = chain.step("export", formats="")
+    merged = json.loads(Path(exp["merged_dir"], "config.json").read_text())
+    assert "quantization_config" not in merged and exp["artifacts"] == {}
+    assert exp["merge_check"]["max_abs_logit_diff"] < 1e-4  # adapter on the unquantized base vs merged
+
+
+@pytest.mark.slow
+def test_dora_with_a_validation_split_and_a_hub_dataset(chain, variant, tmp_path):
+    """DoRA trains and merges; a hub dataset (served by the local hub, fetched by the downloader) with #N sampling
+    and a 10 % validation split: eval events in the stream, held-out records never trained on."""
+    import json as _json
+
+    from recipes.data import datasets as data
+
+    ds_dir = chain.home / "cache" / "hub" / "datasets" / "org" / "chat"
+    ds_dir.mkdir(parents=True, exist_ok=True)
+    convs = data.load_records(data.bundled_dataset_path())
+    (ds_dir / "train.jsonl").write_text("".join(_json.dumps({"conversations": [
+        {"from": "human", "value": c[0]["content"]}, {"from": "gpt", "value": c[1]["content"]}]}) + "\n"
+        for c in convs))
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.session.steps["train"]["outputs"] = {}
+    out = chain.step("choose_strategy", preflight="false", method="dora", dataset="hub", dataset_repo="org/chat",
+                     dataset_file="*.jsonl#120", val_ratio="0.1", max_steps="6", save_steps="3", micro_batch="2",
+                     activation_checkpointing="false")
+    assert out["dataset_format"] == "sharegpt" and out["n_records"] == 120
+    assert (out["n_train"], out["n_validation"]) == (108, 12)
+    assert out["dataset_path"].startswith(str(chain.home / "datasets" / "hf" / "org" / "chat"))
+    tr = chain.step("train")
+    events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
+    assert [e["step"] for e in events if e["event"] == "eval"] == [3, 6]
+    cfg = _json.loads(Path(tr["adapter_dir"], "adapter_config.json").read_text())
+    assert cfg["use_dora"] is True
+    exp = chain.step("export", formats="")
+    assert Path(exp["merged_dir"], "model.safetensors").exists()
+
+
+@pytest.mark.slow
+@TWO_RANKS
+def test_two_processes_data_parallel_on_cpu(chain, variant):
+    """The same launcher as on several GPUs (torch.distributed.run), two CPU processes over gloo: one events
+    stream (rank 0), the adapter saved once, the effective batch counting both processes."""
+    for name in ("train", "export"):
+        shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
+    chain.session.steps["train"]["outputs"] = {}
+    out = chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes="2", max_steps="6",
+                     save_steps="3", micro_batch="2", grad_accum="1", val_ratio="0")
+    assert out["effective_batch"] == 4
+    tr = chain.step("train")
+    assert tr["steps"] == 6
+    result = json.loads((Path(tr["train_dir"]) / "result.json").read_text())
+    assert result["processes"] == 2
+    events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
+    assert [e["step"] for e in events if e["event"] == "step"] == [1, 2, 3, 4, 5, 6]
+    assert {e["rank"] for e in events} == {0}
+    spec = json.loads((Path(tr["train_dir"]) / "spec.json").read_text())
+    assert spec["processes"] == 2 and "torch.distributed.run" in jobs.read(
+        Path(tr["train_dir"]) / "trainer.pid.json").argv
+
+
+@pytest.mark.slow
+@TWO_RANKS
+def test_deepspeed_zero_stages_match_data_parallel(chain, variant):
+    """Two CPU processes (gloo) through the same launcher: plain DDP, DeepSpeed ZeRO-3, and ZeRO-2 with the
+    optimizer states offloaded (DeepSpeed's CPU Adam). The Trainer really runs the asked sharding (the start event
+    says what accelerate set up), and the sharded runs' losses match the DDP run's."""
+    runs = {}
+    for dist, offload in (("ddp", "none"), ("zero3", "none"), ("zero2", "optimizer")):
+        _fresh_train(chain)
+        out = chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes="2", max_steps="4",
+                         save_steps="2", micro_batch="2", grad_accum="1", val_ratio="0", distribution=dist,
+                         offload=offload, activation_checkpointing="false")
+        assert out["strategy"]["distribution"] == dist and out["estimate"]["peak_gib"] > 0
+        tr = chain.step("train")
+        assert tr["steps"] == 4
+        assert _sharding(tr) == {"ddp": "ddp", "zero3": "deepspeed-zero3", "zero2": "deepspeed-zero2"}[dist]
+        assert Path(tr["adapter_dir"], "adapter_model.safetensors").exists()
+        runs[dist] = _losses(tr)
+    for dist in ("zero3", "zero2"):
+        assert runs[dist] == pytest.approx(runs["ddp"], rel=2e-3), dist
+
+
+@pytest.mark.slow
+@TWO_RANKS
+def test_two_nodes_meet_at_the_rendezvous_then_train(chain, variant, monkeypatch):
+    """Two "nodes" on this machine (127.0.0.1 twice), one process each: the step writes node-1's script and the
+    hostfile, waits at the rendezvous until the script is run (here by a thread, as a user would on the other
+    host), then both train as one world of 2. Without the other node it fails with a one-line reason."""
+    import socket
+    import subprocess
+    import threading
+    import time
+
+    from recipes.base import StepError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    _fresh_train(chain)
+    two_nodes = dict(preflight="false", method="lora", dataset="bundled", processes="1", nodes="2", hosts="127.0.0.1,127.0.0.1",
+                     master_port=str(port), max_steps="4", save_steps="2", micro_batch="2", grad_accum="1",
+                     val_ratio="0", activation_checkpointing="false")
+    chain.step("choose_strategy", **two_nodes)
+    tdir = chain.session.run_dir / "train"
+    monkeypatch.setenv("YICHUI_RENDEZVOUS_TIMEOUT", "4")
+    with pytest.raises(StepError) as e:
+        chain.step("train")
+    assert e.value.msg.key == "train.rendezvous_failed"
+    assert (tdir / "launch" / "node-1.sh").exists()
+
+    monkeypatch.setenv("YICHUI_RENDEZVOUS_TIMEOUT", "120")
+    procs = []
+
+    def other_node():
+        script = tdir / "launch" / "node-1.sh"
+        while not script.exists() or script.stat().st_mtime < started:
+            time.sleep(0.2)
+        procs.append(subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=600))
+
+    started = time.time()
+    (tdir / "launch" / "node-1.sh").unlink()
+    t = threading.Thread(target=other_node, daemon=True)
+    t.start()
+    tr = chain.step("train")
+    t.join(timeout=120)
+    assert procs and procs[0].returncode == 0, procs and procs[0].stderr[-2000:]
+    assert json.loads((tdir / "result.json").read_text())["processes"] == 2
+    assert tr["steps"] == 4
+    assert (tdir / "hostfile").read_text() == "127.0.0.1 slots=1\n127.0.0.1 slots=1\n"
+    script = (tdir / "launch" / "node-1.sh").read_text()
+    assert "--node_rank=1" in script and f"--master_port={port}" in script and "recipes.training.rendezvous" in script
+
+    _fresh_train(chain)
+    chain.step("choose_strategy", **two_nodes | {"hosts": "10.255.255.1,127.0.0.1"})
+    with pytest.raises(StepError) as e:
+        chain.step("train")
+    assert e.value.msg.key == "train.master_not_here"
+
+
+@pytest.mark.slow
+def test_galore_and_padding_free_packing(chain, variant):
+    """GaLore (every weight trained through transformers' galore_adamw, projection rank 8) with padding-free
+    packing: a packed row carries several records, so a step sees more real tokens than the padded run, and the
+    export copies the whole trained model."""
+    seen = {}
+    for packing in ("false", "true"):
+        _fresh_train(chain)
+        out = chain.step("choose_strategy", preflight="false", method="galore", galore_rank="8", dataset="bundled", processes="1", nodes="1",
+                         max_steps="3", save_steps="3", micro_batch="2", grad_accum="1", val_ratio="0",
+                         packing=packing, activation_checkpointing="false", learning_rate="1e-3")
+        assert out["estimate"]["trainable"] > 0 and "galore" in out["estimate"]["approximate"]
+        tr = chain.step("train")
+        assert tr["steps"] == 3
+        state = json.loads((Path(tr["train_dir"]) / "checkpoints" / "checkpoint-3" / "trainer_state.json").read_text())
+        seen[packing] = [h["num_tokens"] for h in state["log_history"] if "num_tokens" in h][-1]
+        events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
+        assert [e for e in events if e["event"] == "start"][-1]["optimizer"] == "galore_torch.adamw.AdamW"
+    assert seen["true"] > 1.5 * seen["false"], seen
+    exp = chain.step("export", formats="")
+    assert Path(exp["merged_dir"], "model.safetensors").exists()
