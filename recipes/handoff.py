@@ -10,12 +10,12 @@ from __future__ import annotations
 from recipes.base import Ctx, msg
 
 import dataclasses
+import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, TypeVar
 
-from recipes.hub import snapshot
 from recipes.training.spec import TrainingSpec
 
 
@@ -34,6 +34,8 @@ def metadata_dir(ctx: Ctx) -> Path:
     sel = ctx.result(ModelChoice)
     if sel.meta_dir and (Path(sel.meta_dir) / "config.json").is_file():
         return Path(sel.meta_dir)
+    from recipes.hub import snapshot
+
     return snapshot.fetch_metadata(ctx.home, ctx.progress, sel.to_dict())[0]
 
 
@@ -41,15 +43,54 @@ def metadata_dir(ctx: Ctx) -> Path:
 H = TypeVar("H", bound="Handoff")
 
 
+def _fits(value, hint) -> bool:
+    """Whether a JSON value has the type ``hint`` (str, int, float, bool, dict, list, a record, X | None)."""
+    if hint is typing.Any:
+        return True
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return any(_fits(value, h) for h in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    base = typing.get_origin(hint) or hint
+    if dataclasses.is_dataclass(base):
+        sub = typing.get_type_hints(base)
+        return isinstance(value, dict) and all(_fits(value[f.name], sub[f.name]) for f in dataclasses.fields(base)
+                                                if f.name in value)
+    if base is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if base is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, base)
+
+
+def _type_name(hint) -> str:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return " or ".join(_type_name(h) for h in typing.get_args(hint))
+    return {type(None): "null", dict: "an object", list: "a list", str: "a text", int: "an integer",
+            float: "a number", bool: "true/false"}.get(typing.get_origin(hint) or hint, getattr(hint, "__name__", str(hint)))
+
+
 @dataclass
 class Handoff:
     """One step's outputs as the steps after it read them (``ctx.result(Kind)``; wizard/engine.py).
 
-    The session file keeps them as a JSON object (to_dict: every field); from_dict reads one back: absent fields take their defaults (a step still running has recorded only some), keys this version does
-    not know are left out, a nested record is read as its own type.
+    The session file keeps them as a JSON object (to_dict: every field); from_dict reads one back: absent fields
+    take their defaults (a step still running has recorded only some), keys this version does not know are left
+    out, a nested record is read as its own type. The session file is input from outside: :meth:`problem` says what
+    in it does not have its field's type (the session refuses to load it, wizard/session.py).
     """
 
     STEP: ClassVar[str] = ""
+
+    @classmethod
+    def problem(cls, d: dict) -> str | None:
+        """The first field of ``d`` whose value does not have the field's type, as ``"gpu is 'x', not Gpu"``;
+        None when every one does (absent and unknown keys are fine)."""
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name in d and not _fits(d[f.name], hints[f.name]):
+                return f"{f.name} is {str(repr(d[f.name]))[:40]}, not {_type_name(hints[f.name])}"
+        return None
 
     @classmethod
     def from_dict(cls: type[H], d: dict | None) -> H:

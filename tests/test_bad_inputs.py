@@ -219,6 +219,9 @@ CATALOGUE = [
          lambda e: ["show", e.edited(lambda d: d["steps"]["train"].update(status="finished"))]),
     Case("session-wrong-steps", "a session whose steps were removed", "session.invalid",
          lambda e: ["show", e.edited(lambda d: d["steps"].pop("train"))]),
+    Case("session-damaged-outputs", "a session whose recorded outputs have the wrong type (a hand edit)",
+         "session.invalid", lambda e: ["resume", e.edited(lambda d: d["steps"]["evaluate_memory"].update(
+             status="done", outputs={"gpu": "x"})), "--yes"]),
     Case("session-newer", "a session from a newer yichui", "session.newer",
          lambda e: ["resume", e.edited(lambda d: d.update(schema_version=99)), "--yes"]),
     Case("session-folder", "a folder given as the session", "session.is_folder", lambda e: ["show", str(e.tmp)]),

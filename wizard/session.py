@@ -122,6 +122,7 @@ def _validate(data: Any, path: Path) -> None:
         raise SessionError("session.invalid", path=str(path), what=what)
 
     import recipes
+    from recipes.handoff import HANDOFFS
 
     if not isinstance(data, dict):
         bad("top level is not an object")
@@ -140,6 +141,10 @@ def _validate(data: Any, path: Path) -> None:
         for key in ("answers", "outputs"):
             if not isinstance(rec.get(key), dict):
                 bad(f"steps.{name}.{key} missing or not an object")
+        kind = HANDOFFS.get(name)  # the record the steps after it will read, typed
+        problem = kind.problem(rec["outputs"]) if kind else None
+        if problem:
+            bad(f"steps.{name}.outputs.{problem}")
 
 
 class Session:
