@@ -1,4 +1,4 @@
-"""Step 4 — choose the training strategy and the data.
+"""Step 3 — choose the training strategy and the data.
 
 Method (LoRA / QLoRA / full), LoRA rank / alpha / dropout / target modules, activation checkpointing, micro-batch,
 gradient accumulation, sequence length, learning rate, steps or epochs, checkpoint interval; the dataset (the bundled

@@ -1,4 +1,4 @@
-"""Step 3 — download the chosen revision (recipes/hub/snapshot.py, with yichui's resumable, verified downloader).
+"""Step 4 — download the chosen revision (recipes/hub/snapshot.py, with yichui's resumable, verified downloader).
 
 File selection (safetensors over .bin duplicates; no original/ or GGUF unless asked; include/exclude patterns), a
 free-disk check before starting (what remains + 5 %), one progress view (total and per file), the commit recorded.

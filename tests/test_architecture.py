@@ -134,3 +134,19 @@ def test_the_domain_packages_stand_below_the_steps():
              for m, deps in GRAPH.items() if m.count(".") >= 2 and m.startswith("recipes.")}
     found = {m: v for m, v in found.items() if v}
     assert not found, f"domain modules importing steps or recipes.handoff: {found}"
+
+
+def test_choose_strategy_asks_the_training_spec_by_its_own_names():
+    """choose_strategy's answers become the TrainingSpec by key: every question is a spec field or one of the few
+    that choose the data, the plan or the run (a renamed question would silently fall back to the default)."""
+    import dataclasses
+
+    from recipes.training.spec import TrainerJob, TrainingSpec
+
+    spec = {f.name for f in dataclasses.fields(TrainingSpec)}
+    run = {f.name for f in dataclasses.fields(TrainerJob)} - spec
+    text = (ROOT / "recipes" / "choose_strategy.py").read_text()
+    keys = set(__import__("re").findall(r'Question\("(\w+)"', text))
+    others = keys - spec - run
+    assert others == {"dataset", "dataset_repo", "dataset_file", "bad_records", "batch_size", "plan", "preflight"}, others
+    assert {"lora_rank", "lora_alpha", "seq_len", "micro_batch", "grad_accum", "distribution"} <= keys & spec

@@ -106,7 +106,8 @@ def test_zero_sharding_arithmetic(qwen7b):
     assert states(distribution="zero2") == (2 * P, 6 * P / 4, 12 * P / 4)  # stage 2: + gradients / N
     assert states(distribution="zero3") == (2 * P / 4, 4 * P / 4, 12 * P / 4) == states(distribution="fsdp2")  # stage 3 / FSDP: + weights / N
     assert states(distribution="zero2", offload="optimizer") == (2 * P, 6 * P / 4, 0)
-    assert states(distribution="zero3", offload="optimizer") == (0, 4 * P / 4, 0)
+    assert states(distribution="zero3", offload="optimizer") == (2 * P / 4, 4 * P / 4, 0)  # the states only
+    assert states(distribution="zero3", offload="all") == (0, 4 * P / 4, 0)  # offload_param: the weights too
 
 
 def test_kv_cache_and_serving_by_hand(qwen7b):
@@ -156,6 +157,9 @@ def test_instance_sizing(qwen7b):
     assert full["count"] == 1 and full["gpu"] in ("a100-80g", "h100-80g")
     # fp32 masters: 16 bytes per parameter (measured 116.5 GiB at 1,024 tokens on an H200)
     assert memory.smallest_instance(qwen7b, TrainingSpec(method="full", seq_len=2048))["gpu"] == "h200-141g"
+    # a spec sharded over 8 processes is sized on one GPU as one process: nothing divides its states there
+    sharded = TrainingSpec(method="full", seq_len=2048, processes=8, distribution="zero3")
+    assert memory.smallest_instance(qwen7b, sharded)["count"] > 1
     huge = memory.smallest_instance(qwen7b, TrainingSpec(method="full", seq_len=65536, micro_batch=64, activation_checkpointing=False))
     assert huge is None
 

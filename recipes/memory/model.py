@@ -293,7 +293,9 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
         adapter /= n
     if t.offloaded and stage >= 1:
         opt = 0
-        if stage >= 3:
+        # the weights too: ZeRO-3 with offload "all" (offload_param), FSDP2's cpu_offload with any offload
+        # (recipes/training/worker.py deepspeed_config, distribution_args)
+        if stage >= 3 and (t.offload == "all" or t.fsdp):
             weights = 0 if t.method in FULL_WEIGHTS else weights
     return {"weights": weights, "adapter": adapter, "gradients": grads, "optimizer": opt, "step_extra": step_extra,
             "trainable": trainable}
@@ -417,7 +419,9 @@ def smallest_instance(shape: Shape, t: TrainingSpec) -> dict | None:
     for count in SIZING_COUNTS:
         for key in SIZING_GPUS:
             name, gib = GPUS[key]
-            tt = t if count == 1 else replace(t, processes=count, nodes=1, distribution=t.distribution if t.zero or t.fsdp else "zero3")
+            # one GPU: the spec on one process; several: its sharding (ZeRO-3 when it has none) over ``count``
+            tt = replace(t, processes=count, nodes=1,
+                         distribution=t.distribution if count == 1 or t.zero or t.fsdp else "zero3")
             e = estimate(shape, tt, gib)
             if e["fits"]:
                 return {"gpu": key, "name": name, "count": count, "peak_gib": e["peak_gib"]}

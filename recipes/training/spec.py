@@ -3,7 +3,7 @@
 ``choose_strategy`` produces a :class:`TrainingSpec` from its answers (the answer keys are the field names), the
 memory model and the planner read one (recipes/memory/model.py, recipes/memory/planner.py), the trainer's ``spec.json`` is one
 plus the run's own facts (model folder, data, device; recipes/train.py), and ``yichui estimate``'s training options
-are generated from the fields that carry a ``flag`` (wizard/cli.py). A default lives here and nowhere else.
+are generated from the fields that carry a ``flag`` (wizard/cli/tools.py). A default lives here and nowhere else.
 """
 from __future__ import annotations
 
@@ -21,15 +21,17 @@ FULL_WEIGHTS = ("full", "galore")  # methods that train (and hold gradients for)
 OPTIMIZERS = ("adamw", "adamw8bit", "paged")
 ATTENTION = ("sdpa", "flash", "eager")
 LOSSES = ("fused", "chunked", "full")
-DISTRIBUTIONS = ("ddp", "zero1", "zero2", "zero3", "fsdp2", "megatron")
+SHARDINGS = ("ddp", "zero1", "zero2", "zero3", "fsdp2")  # what the trainer runs (and the memory model knows)
+DISTRIBUTIONS = (*SHARDINGS, "megatron")  # what choose_strategy offers: Megatron is refused there with the reason
 OFFLOADS = ("none", "optimizer", "all")
 MASTER_WEIGHTS = ("fp32", "bf16")
 
 
-def _knob(default: Any, *flags: str, help: str = "", lo: float | None = None, choices: tuple = ()) -> Any:
-    """A field; ``flags`` (first the field's own name, then older spellings kept working) make it a ``yichui estimate``
-    option, ``help`` is its catalogue key or literal text, ``lo`` the least value a number may take."""
-    return field(default=default, metadata={"flags": flags, "help": help, "lo": lo, "choices": choices})
+def _knob(default: Any, flag: str, *old: str, help: str = "", lo: float | None = None, choices: tuple = ()) -> Any:
+    """A field that is also a ``yichui estimate`` option: ``flag`` is its name there (the field's own), ``old`` the
+    spellings kept working (hidden from --help), ``help`` its catalogue key or literal text, ``lo`` the least value
+    a number may take, ``choices`` the values it may have."""
+    return field(default=default, metadata={"flag": flag, "old": old, "help": help, "lo": lo, "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,8 @@ class TrainingSpec:
     lora_targets: str = _knob("all-linear", "--lora-targets", "--targets", help="all-linear | q_proj,v_proj,…")
     galore_rank: int = _knob(128, "--galore-rank", help="cli.opt.galore_rank", lo=1)
     master_weights: str = "fp32"  # full fine-tune without ZeRO/FSDP: fp32 weights + bf16 autocast, or pure bf16
-    activation_checkpointing: bool = _knob(True, "--activation-checkpointing/--no-ckpt", "--ckpt", help="cli.opt.ckpt")
+    activation_checkpointing: bool = _knob(True, "--activation-checkpointing/--no-activation-checkpointing",
+                                           "--ckpt/--no-ckpt", help="cli.opt.ckpt")
     attn_implementation: str = _knob("sdpa", "--attn-implementation", "--attn", help="sdpa | flash | eager",
                                      choices=ATTENTION)
     micro_batch: int = _knob(1, "--micro-batch", "--batch", help="cli.opt.batch", lo=1)
@@ -55,7 +58,7 @@ class TrainingSpec:
     liger: bool = _knob(False, "--liger/--no-liger", help="cli.opt.liger")
     packing: bool = _knob(False, "--packing/--no-packing", help="cli.opt.packing")
     distribution: str = _knob("ddp", "--distribution", help="ddp | zero1 | zero2 | zero3 | fsdp2",
-                              choices=DISTRIBUTIONS)
+                              choices=SHARDINGS)
     offload: str = "none"  # ZeRO optimizer states (stage 3 / FSDP: "all" also the weights) to CPU memory
     processes: int = _knob(1, "--processes", "--gpus", help="cli.opt.gpus", lo=1)  # per node
     nodes: int = 1
@@ -144,8 +147,8 @@ def default_learning_rate(method: str) -> float:
 
 
 def cli_fields() -> list[dataclasses.Field]:
-    """The fields ``yichui estimate`` offers as options (those with flags)."""
-    return [f for f in dataclasses.fields(TrainingSpec) if f.metadata.get("flags")]
+    """The fields ``yichui estimate`` offers as options (those with a flag)."""
+    return [f for f in dataclasses.fields(TrainingSpec) if f.metadata.get("flag")]
 
 
 @dataclass(frozen=True)

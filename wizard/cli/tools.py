@@ -12,16 +12,21 @@ from wizard.cli.common import T, SessionArg, app, fail, new_ui, read_session, re
 
 
 def _estimate_config(model: str, source: str | None, endpoint: str | None, revision: str) -> dict:
+    """config.json of a local folder or a hub repository (one line and the exit status of wizard/README.md's rule:
+    2 for the user's input, 1 for the world)."""
+    from recipes.base import Refusal
     from recipes.hub import client as hub
-    from recipes.base import StepError
+    from recipes.hub import snapshot
 
     local = Path(model).expanduser()
-    src = source or ("local" if local.exists() else "hf")
+    looks_local = model.startswith((".", "/", "~")) or model.count("/") != 1  # a hub id is org/name
+    src = source or ("local" if local.exists() or looks_local else "hf")
     try:
         return hub.fetch_config(src, str(local) if src == "local" else model,
                                 endpoint or hub.default_endpoint(src), revision)
-    except StepError as e:
-        raise fail(e.msg.key, **e.msg.args)
+    except Refusal as e:
+        raise fail(CLI_WORDING.get(e.key, e.key), 2 if e.key in snapshot.BAD_INPUT or src == "local" else 1,
+                   **e.params)
 
 
 @app.command(help=T("cli.doctor"), epilog=T("cli.example.doctor"))
@@ -53,10 +58,14 @@ def doctor(session: Optional[str] = SessionArg):
     ui.success(T("cli.doctor.ready"))
 
 
+OLD = "_old"  # the suffix of the hidden parameter that takes a field's older spellings
+
+
 def _with_spec_options(fn):
     """Give ``fn`` (which takes ``**spec``) one option per flagged field of TrainingSpec (recipes/training/spec.py):
-    the field's name as the flag, older spellings beside it, its default from the spec. The sequence length
-    defaults to None here: the model's context decides it (spec.default_seq_len)."""
+    the field's name as the flag, its default from the spec, and a hidden option for its older spellings
+    (``<field>_old``, None unless given). The sequence length defaults to None here: the model's context decides it
+    (spec.default_seq_len)."""
     import inspect
     import typing
 
@@ -68,10 +77,13 @@ def _with_spec_options(fn):
         text = f.metadata["help"]
         help_ = T(text) if text.startswith("cli.") else text
         if f.name == "seq_len":
-            opt, kind = typer.Option(None, *f.metadata["flags"], help=help_, show_default=False), Optional[int]
+            opt, kind = typer.Option(None, f.metadata["flag"], help=help_, show_default=False), Optional[int]
         else:
-            opt, kind = typer.Option(f.default, *f.metadata["flags"], help=help_), hints[f.name]
+            opt, kind = typer.Option(f.default, f.metadata["flag"], help=help_), hints[f.name]
         params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=kind))
+        if f.metadata["old"]:
+            params.append(inspect.Parameter(f.name + OLD, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[hints[f.name]],
+                                            default=typer.Option(None, *f.metadata["old"], hidden=True)))
     fn.__signature__ = inspect.signature(fn).replace(parameters=params)
     return fn
 
@@ -90,8 +102,9 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
              endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint")),
              revision: str = typer.Option("main", "--revision", help=T("cli.opt.revision")),
              as_json: bool = typer.Option(False, "--json", help=T("cli.opt.json")), **spec):
-    """Training options come from TrainingSpec (the wizard's choose_strategy answers, by the same names); --zero N,
-    --fsdp and --offload are the older spellings of --distribution zeroN / fsdp2 and an optimizer offload."""
+    """Training options come from TrainingSpec (the wizard's choose_strategy answers, by the same names); the older
+    spellings (--rank, --seq, --batch, --ckpt, --gpus, …) still work, hidden; --zero N and --fsdp say
+    --distribution zeroN / fsdp2, --offload an offload of the optimizer states (ZeRO-3, FSDP: the weights too)."""
     import dataclasses
     import json as _json
     import math
@@ -102,22 +115,30 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
 
     if gpu is not None and gpu not in memory.GPUS:
         raise fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
+    for name in list(spec):
+        if name.endswith(OLD):  # an older spelling, when given, is the value
+            old = spec.pop(name)
+            if old is not None:
+                spec[name[:-len(OLD)]] = old
     seq = spec.pop("seq_len")
     for name, value, lo in (("--gpu-memory", gpu_memory, 1e-9), ("--seq-len", seq, 1),
                             ("--micro-batch", spec["micro_batch"], 1), ("--processes", spec["processes"], 1),
                             ("--lora-rank", spec["lora_rank"], 1)):
         if value is not None and (not math.isfinite(value) or value < lo):
             raise fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
-    if zero:
-        spec["distribution"] = f"zero{zero}" if zero in (1, 2, 3) else str(zero)
-    if fsdp:
-        spec["distribution"] = "fsdp2"
+    if zero not in (0, 1, 2, 3):
+        raise fail("memory.bad_number", name="--zero", value=zero)
+    for given, asked in (("--zero", f"zero{zero}" if zero else None), ("--fsdp", "fsdp2" if fsdp else None)):
+        if asked and spec["distribution"] not in ("ddp", asked):
+            raise fail("cli.options_disagree", one=given, other=f"--distribution {spec['distribution']}")
+        if asked:
+            spec["distribution"] = asked
     try:  # the options are checked before any hub is asked
-        t = TrainingSpec(**spec, offload="optimizer" if offload else "none",
-                         seq_len=seq or DEFAULTS.seq_len)
+        t = TrainingSpec(**spec, offload="all" if offload else "none", seq_len=seq or DEFAULTS.seq_len)
         t.check()
-    except Refusal as err:
-        raise refused(err)
+    except Refusal as err:  # named as this command's option, not as the field
+        field_ = str(err.params.get("name"))
+        raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")} if field_ in spec else {}))
     config = _estimate_config(model, source, endpoint, revision)
     detected = memory.detect_gpus()
     gpu_name, gib = (memory.GPUS[gpu] if gpu else (T("cli.estimate.target_gpu"), gpu_memory) if gpu_memory
