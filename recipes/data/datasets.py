@@ -180,7 +180,7 @@ def read(ref: str | Path) -> Loaded:
     convs, bad = [], []
     for n, row in rows:
         try:
-            if detect_format(row) != fmt:
+            if detect_format(row) != fmt or not isinstance(row, dict):
                 raise KeyError(fmt)
             convs.append(_to_conversation(row, fmt))
         except (KeyError, TypeError):

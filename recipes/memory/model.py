@@ -239,6 +239,10 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
     gradient buckets (a second gradient copy). Calibrated on two H200s: bench/results/2026-11-29-distributed-h200.md.
     """
     P, wb = shape.n_params, t.weights_bytes
+    weights: float
+    adapter: float
+    grads: float
+    opt: float
     stage = 3 if t.fsdp else t.zero
     if masters_fp32(t):
         wb = 4  # fp32 weights, gradients and AdamW states; autocast's bf16 copies are activations
@@ -268,7 +272,7 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
         opt = {"adamw": 2 * ab, "adamw8bit": 2, "paged": 2}[t.optim] * trainable
     # the step's temporaries: 8-bit optimizers dequantize one tensor's states to fp32 at a time; with tied embeddings
     # a full fine-tune also holds the shared matrix's second gradient (embedding + LM head) in fp32
-    step_extra = 8 * min(shape.largest, trainable) if t.optim != "adamw" else 0
+    step_extra: float = 8 * min(shape.largest, trainable) if t.optim != "adamw" else 0
     if t.zero and not t.fsdp:
         # DeepSpeed's communication buffers at its config defaults (reduce and all-gather buckets of 5e8 elements;
         # stage 3: up to 1e9 live gathered parameters), bf16
@@ -610,7 +614,8 @@ def parse_gpus(smi_csv: str, visible: str | None) -> list[dict]:
     if visible is not None:
         picked = []
         for token in (t.strip() for t in visible.split(",")):
-            match = next((r for r in rows if token and (r["index"] == token or r["uuid"].startswith(token))), None)
+            match = next((r for r in rows if token and (r["index"] == token or str(r["uuid"]).startswith(token))),
+                         None)
             if match is None or match in picked:
                 break
             picked.append(match)

@@ -75,7 +75,7 @@ def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256
             used += 1
     if not n:
         raise ValueError("no held-out text has two tokens or more")
-    out = {"kl_mean": round(kl_sum / n, 6), "ppl": round(math.exp(nll_art / n), 4),
+    out: dict = {"kl_mean": round(kl_sum / n, 6), "ppl": round(math.exp(nll_art / n), 4),
            "ppl_reference": round(math.exp(nll_ref / n), 4), "tokens": n, "samples": used}
     out["ppl_ratio"] = round(out["ppl"] / out["ppl_reference"], 4)
     out["smoke"] = smoke(art, tok, question, max_new_tokens) if question else None

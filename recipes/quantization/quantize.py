@@ -299,7 +299,9 @@ def ensure_converter(home: Path) -> Path:
             if rel and rel.startswith(keep) and m.isfile() and ".." not in rel:
                 target = tmp / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(tar.extractfile(m).read())
+                member = tar.extractfile(m)  # a regular file (m.isfile() above)
+                if member is not None:
+                    target.write_bytes(member.read())
     (tmp / "yichui-tool.json").write_text(json.dumps({"source": LLAMA_CPP_SDIST, "sdist": sdists[0].name}))
     os.replace(tmp, dest)
     shutil.rmtree(dl, ignore_errors=True)

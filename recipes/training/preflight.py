@@ -91,9 +91,9 @@ def _sample(dataset_path: str, n: int) -> str:
     return f"{path}#{min(n, have) if have else n}"
 
 
-def smoke_run(ctx, job: TrainerJob, meta_dir: Path) -> dict:
+def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
     """Build the copy of the model whose small files (config, tokenizer) are in ``meta_dir``, run the trainer on it
-    for STEPS steps as ``job`` says (its trust_remote_code: the user's yes to the model's code), report. Returns the
+    for STEPS steps as ``plan`` says (its trust_remote_code: the user's yes to the model's code), report. Returns the
     outputs recorded under ``preflight``.
 
     Raises:
@@ -106,15 +106,15 @@ def smoke_run(ctx, job: TrainerJob, meta_dir: Path) -> dict:
         old.stop(timeout=5)
     shutil.rmtree(pdir, ignore_errors=True)  # a smoke run starts from nothing: no checkpoint to resume
     t0 = time.time()
-    copy = build_copy(meta_dir, pdir / "model", job.trust_remote_code)
-    spec = replace(job, model_dir=str(pdir / "model"), dataset_path=_sample(job.dataset_path, records_needed(job)),
+    copy = build_copy(meta_dir, pdir / "model", plan.trust_remote_code)
+    spec = replace(plan, model_dir=str(pdir / "model"), dataset_path=_sample(plan.dataset_path, records_needed(plan)),
                    device="auto", max_steps=STEPS,
                    save_steps=STEPS, save_total_limit=1, sample_question=None, save_final=False, logging_steps=1,
                    nodes=1, hosts="", launch=secrets.token_hex(6))
     spec_path = pdir / "spec.json"
     spec.write(spec_path)
     ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
-                 records=records_needed(job)))
+                 records=records_needed(plan)))
     job = jobs.spawn("trainer", runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(), cwd=runner.REPO)
     try:  # the train step's own view of the trainer's events
         runner.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))

@@ -124,8 +124,10 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
         OutOfMemory: a CUDA out-of-memory error.
         KeyboardInterrupt: Ctrl-C, or the trainer was stopped on purpose (`yichui stop`, SIGTERM).
     """
-    events_path, offset, last, first, t_start = tdir / "events.jsonl", 0, {}, {}, time.time()
-    losses: list[float] = []
+    events_path, offset, t_start = tdir / "events.jsonl", 0, time.time()
+    last: dict = {}
+    first: dict = {}
+    losses: list[float | None] = []
     try:
         launch = json.loads((tdir / "spec.json").read_text()).get("launch")
     except (OSError, ValueError):

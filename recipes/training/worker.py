@@ -16,6 +16,7 @@ import sys
 import time
 import traceback
 from pathlib import Path
+from typing import Any
 
 from recipes.training.spec import FULL_WEIGHTS, TrainerJob
 
@@ -238,7 +239,7 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
     from transformers import TrainerCallback
 
     class EventsCallback(TrainerCallback):
-        trainer = None
+        trainer: Any = None  # set once the Trainer exists
 
         def __init__(self):
             self.t_last, self.tokens_last = time.time(), None
