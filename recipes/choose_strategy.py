@@ -20,10 +20,9 @@ from recipes.hub import client as hub
 from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOADS, MASTER_WEIGHTS, OPTIMIZERS, \
-    TrainerJob, TrainingSpec, default_learning_rate, default_seq_len
+    TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, limits
 
 name = "choose_strategy"
-MAX_SEQ_LEN = 1 << 20  # tokens: the bound when config.json names no context length
 requires = ("select_model", "evaluate_memory")
 
 
@@ -106,15 +105,16 @@ def questions(ctx: Ctx) -> list[Question]:
                           Choice("full", msg("choose_strategy.method.full")),
                           Choice("galore", msg("choose_strategy.method.galore"))]),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=DEFAULTS.galore_rank,
-                 when=lambda a: a.get("method") == "galore", validate=in_range(1, 8192)),
+                 when=lambda a: a.get("method") == "galore", validate=in_range(*limits("galore_rank"))),
         Question("master_weights", "select", "choose_strategy.master_weights", default=DEFAULTS.master_weights,
                  when=lambda a: a.get("method") in FULL_WEIGHTS,
                  choices=[Choice(m, msg("choose_strategy.master_weights." + m)) for m in MASTER_WEIGHTS]),
-        Question("lora_rank", "int", "choose_strategy.lora_rank", default=DEFAULTS.lora_rank, when=lora, validate=in_range(1, 1024)),
+        Question("lora_rank", "int", "choose_strategy.lora_rank", default=DEFAULTS.lora_rank, when=lora,
+                 validate=in_range(*limits("lora_rank"))),
         Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
-                 validate=in_range(1, 4096)),
+                 validate=in_range(*limits("lora_alpha"))),
         Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=DEFAULTS.lora_dropout, when=lora,
-                 validate=in_range(0.0, 0.9)),
+                 validate=in_range(*limits("lora_dropout"))),
         Question("lora_targets", "text", "choose_strategy.lora_targets", default=DEFAULTS.lora_targets, when=lora,
                  validate=_targets_check(list((mem.shape or {}).get("linears", {})))),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
@@ -132,11 +132,11 @@ def questions(ctx: Ctx) -> list[Question]:
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=default_seq_len(max_pos),
-                 validate=in_range(16, max_pos or MAX_SEQ_LEN)),
+                 validate=in_range(limits("seq_len")[0], max_pos or limits("seq_len")[1])),
         Question("processes", "int", "choose_strategy.processes", validate=_processes_check,
                  default=mem.gpu.count
                  if memory.detect_gpus() else 1),
-        Question("nodes", "int", "choose_strategy.nodes", default=DEFAULTS.nodes, validate=in_range(1, 1024)),
+        Question("nodes", "int", "choose_strategy.nodes", default=DEFAULTS.nodes, validate=in_range(*limits("nodes"))),
         Question("hosts", "text", "choose_strategy.hosts", when=lambda a: a.get("nodes", 1) > 1,
                  validate=_hosts_check),
         Question("master_port", "int", "choose_strategy.master_port", default=29500,
@@ -156,9 +156,9 @@ def questions(ctx: Ctx) -> list[Question]:
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
                  default=lambda a: _plan_knobs(a)["ckpt"] if a.get("plan") else rec["activation_checkpointing"]),
-        Question("micro_batch", "int", "choose_strategy.micro_batch", validate=in_range(1, 4096),
+        Question("micro_batch", "int", "choose_strategy.micro_batch", validate=in_range(*limits("micro_batch")),
                  default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else 1),
-        Question("grad_accum", "int", "choose_strategy.grad_accum", validate=in_range(1, 4096),
+        Question("grad_accum", "int", "choose_strategy.grad_accum", validate=in_range(*limits("grad_accum")),
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("liger", "confirm", "choose_strategy.liger", when=lambda a: planner.liger_available(),
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
@@ -166,12 +166,15 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim, when=lambda a: a["method"] != "galore",
                  choices=[Choice(o, msg("choose_strategy.optim." + o)) for o in OPTIMIZERS]),
         Question("learning_rate", "float", "choose_strategy.learning_rate",
-                 default=lambda a: default_learning_rate(a["method"]), validate=in_range(1e-8, 1.0)),
-        Question("max_steps", "int", "choose_strategy.max_steps", default=DEFAULTS.max_steps, validate=in_range(0, 10_000_000)),
+                 default=lambda a: default_learning_rate(a["method"]), validate=in_range(*limits("learning_rate"))),
+        Question("max_steps", "int", "choose_strategy.max_steps", default=DEFAULTS.max_steps,
+                 validate=in_range(*limits("max_steps"))),
         Question("epochs", "float", "choose_strategy.epochs", default=DEFAULTS.epochs, when=lambda a: a.get("max_steps") == 0,
-                 validate=in_range(0.01, 1000)),
-        Question("save_steps", "int", "choose_strategy.save_steps", default=DEFAULTS.save_steps, validate=in_range(1, 10_000_000)),
-        Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=DEFAULTS.save_total_limit, validate=in_range(1, 1000)),
+                 validate=in_range(*limits("epochs"))),
+        Question("save_steps", "int", "choose_strategy.save_steps", default=DEFAULTS.save_steps,
+                 validate=in_range(*limits("save_steps"))),
+        Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=DEFAULTS.save_total_limit,
+                 validate=in_range(*limits("save_total_limit"))),
         Question("sample_question", "text", "choose_strategy.sample_question", default="What is LoRA?"),
         Question("preflight", "confirm", "choose_strategy.preflight", default=True),
     ]
@@ -187,7 +190,7 @@ def training(answers: dict) -> TrainingSpec:
 def _processes_check(v: int, a: dict):
     """1..64; on a machine with GPUs at most one process per GPU it has (two processes cannot share one: NCCL
     refuses a duplicate GPU). Without GPUs, processes train on the CPU (gloo), as many as asked."""
-    if (err := in_range(1, 64)(v, a)) is not None:
+    if (err := in_range(*limits("processes"))(v, a)) is not None:
         return err
     gpus = memory.detect_gpus()
     if gpus and v > len(gpus):

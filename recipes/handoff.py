@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from recipes.base import Ctx, msg
+from recipes.base import Ctx, StepError, msg
 
 import dataclasses
 import types
@@ -29,11 +29,14 @@ def metadata_dir(ctx: Ctx) -> Path:
     migration), else — that folder gone — fetched again (:func:`recipes.hub.snapshot.fetch_metadata`).
 
     Raises:
-        StepError: as :func:`recipes.hub.snapshot.fetch`.
+        StepError: as :func:`recipes.hub.snapshot.fetch`; "hub.no_local_model" when a local model's folder has no
+            config.json (any more).
     """
     sel = ctx.result(ModelChoice)
     if sel.meta_dir and (Path(sel.meta_dir) / "config.json").is_file():
         return Path(sel.meta_dir)
+    if sel.source == "local" and not (Path(str(sel.local_path)) / "config.json").is_file():
+        raise StepError("hub.no_local_model", path=str(sel.local_path))
     from recipes.hub import snapshot
 
     return snapshot.fetch_metadata(ctx.home, ctx.progress, sel.to_dict())[0]
@@ -90,6 +93,11 @@ class Handoff:
         for f in dataclasses.fields(cls):
             if f.name in d and not _fits(d[f.name], hints[f.name]):
                 return f"{f.name} is {str(repr(d[f.name]))[:40]}, not {_type_name(hints[f.name])}"
+        return cls._inner_problem(d)
+
+    @classmethod
+    def _inner_problem(cls, d: dict) -> str | None:
+        """What is wrong inside a field whose type says only "an object" or "a list" (a record may say more)."""
         return None
 
     @classmethod
@@ -168,6 +176,21 @@ class MemoryEvaluation(Handoff):
     recommended: dict = field(default_factory=dict)  # {"method", "activation_checkpointing"} or {"format"}
     approximate: list = field(default_factory=list)
     serving: dict | None = None        # the deploy task's view: per weight format
+
+    @classmethod
+    def _inner_problem(cls, d: dict) -> str | None:
+        from recipes.memory import model as memory
+
+        if d.get("shape") is None:
+            return None
+        try:
+            shape = memory.shape_from_dict(d["shape"])
+        except (TypeError, ValueError, KeyError, AttributeError):
+            return "shape is not a model shape"
+        if not all(isinstance(getattr(shape, k), int) and not isinstance(getattr(shape, k), bool)
+                   for k in ("n_params", "hidden", "layers", "heads", "intermediate", "vocab")):
+            return "shape has a count that is not an integer"
+        return None
 
     def model_shape(self):
         """The shape as recipes.memory.model.Shape, or None before the step ran."""
@@ -251,6 +274,19 @@ class ExportResult(Handoff):
     serve_with: str | None = None
     quantizer_env: dict | None = None
 
+    @classmethod
+    def _inner_problem(cls, d: dict) -> str | None:
+        for f, a in (d.get("artifacts") or {}).items():
+            if not isinstance(a, dict) or not isinstance(a.get("dir"), str):
+                return f"artifacts.{f} is not an export with a folder (dir)"
+            q = a.get("quality")
+            if q is not None and (not isinstance(q, dict) or not all(
+                    isinstance(q[k], (int, float)) for k in ("kl_mean", "ppl_ratio") if k in q)):
+                return f"artifacts.{f}.quality is not quality figures"
+            if not isinstance(a.get("bytes", 0), int):
+                return f"artifacts.{f}.bytes is not an integer"
+        return None
+
     def table(self) -> tuple[list, list]:
         """Columns and rows of the exports table (the export step prints it; `yichui show` too): format, folder, MiB, mean KL,
         perplexity ratio, whether the smoke reply stopped."""
@@ -308,6 +344,14 @@ class Evaluation(Handoff):
     report: str | None = None
     chart: str | None = None
     verdict: dict | None = None
+
+    @classmethod
+    def _inner_problem(cls, d: dict) -> str | None:
+        if not all(isinstance(r, list) for r in d.get("table") or []):
+            return "table is not a list of rows"
+        if not all(isinstance(c, str) for c in d.get("columns") or []):
+            return "columns are not names"
+        return None
 
 
 @dataclass

@@ -132,7 +132,9 @@ def read_events(path: Path, offset: int = 0) -> tuple[list[dict], int]:
     events = []
     for line in data[:end].splitlines():
         try:
-            events.append(json.loads(line))
+            event = json.loads(line)
         except ValueError:
             continue
+        if isinstance(event, dict) and isinstance(event.get("event"), str):  # anything else is not an event
+            events.append(event)
     return events, offset + end

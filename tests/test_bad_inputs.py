@@ -222,6 +222,9 @@ CATALOGUE = [
     Case("session-damaged-outputs", "a session whose recorded outputs have the wrong type (a hand edit)",
          "session.invalid", lambda e: ["resume", e.edited(lambda d: d["steps"]["evaluate_memory"].update(
              status="done", outputs={"gpu": "x"})), "--yes"]),
+    Case("session-damaged-export", "a session whose recorded export is damaged inside (an artifact without a folder)",
+         "session.invalid", lambda e: ["show", e.edited(lambda d: d["steps"]["export"]["outputs"].update(
+             artifacts={"bnb-8bit": "str"}))]),
     Case("session-newer", "a session from a newer yichui", "session.newer",
          lambda e: ["resume", e.edited(lambda d: d.update(schema_version=99)), "--yes"]),
     Case("session-folder", "a folder given as the session", "session.is_folder", lambda e: ["show", str(e.tmp)]),
@@ -254,6 +257,8 @@ CATALOGUE = [
     Case("bad-repo-type", "yichui download --repo-type space", "cli.bad_repo_type",
          lambda e: ["download", "org/name", "--repo-type", "space"]),
     Case("bad-source", "yichui download --source github", "hub.unknown_source", lambda e: ["download", "org/name", "--source", "github"]),
+    Case("estimate-dropout-out-of-range", "yichui estimate --lora-dropout 2 (or nan)", "memory.bad_number",
+         lambda e: ["estimate", str(e.tiny), "--lora-dropout", "2"]),
     Case("estimate-bad-method", "yichui estimate with an unknown method", "memory.bad_choice",
          lambda e: ["estimate", str(e.tiny), "--method", "magic"]),
     Case("estimate-negative-memory", "yichui estimate --gpu-memory -1", "cli.option_positive",

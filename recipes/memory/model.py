@@ -538,7 +538,7 @@ def serving(shape: Shape, fmt: str = "bf16", gpu_gib: float = 80.0, utilization:
     LMDeploy 0.18.0 within 0.05 % (bench/results/2026-12-01-serve-h200-round3.md, …-round4.md).
     """
     if not 0 < utilization <= 1:
-        raise ConfigError("memory.bad_number", name="utilization", value=utilization)
+        raise ConfigError("memory.bad_number", name="utilization", value=utilization, lo="0 (excluded)", hi=1)
     total = gpu_gib * (1 - CUDA_RESERVED_FRACTION) * GIB  # what CUDA reports
     base = weight_bytes(shape, fmt) / gpus
     kv_tok = kv_bytes_per_token(shape, kv_dtype_bytes) / gpus

@@ -27,11 +27,13 @@ OFFLOADS = ("none", "optimizer", "all")
 MASTER_WEIGHTS = ("fp32", "bf16")
 
 
-def _knob(default: Any, flag: str, *old: str, help: str = "", lo: float | None = None, choices: tuple = ()) -> Any:
-    """A field that is also a ``yichui estimate`` option: ``flag`` is its name there (the field's own), ``old`` the
-    spellings kept working (hidden from --help), ``help`` its catalogue key or literal text, ``lo`` the least value
-    a number may take, ``choices`` the values it may have."""
-    return field(default=default, metadata={"flag": flag, "old": old, "help": help, "lo": lo, "choices": choices})
+def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float | None = None,
+          hi: float | None = None, choices: tuple = ()) -> Any:
+    """A field; with a ``flag`` also a ``yichui estimate`` option (the field's own name there), ``old`` the spellings
+    kept working (hidden from --help), ``help`` its catalogue key or literal text. ``lo``..``hi``: the range a
+    number may take (the wizard's question and the spec's check use the same), ``choices`` the values it may have."""
+    return field(default=default, metadata={"flag": flag, "old": old, "help": help, "lo": lo, "hi": hi,
+                                            "choices": choices})
 
 
 @dataclass(frozen=True)
@@ -39,19 +41,19 @@ class TrainingSpec:
     """The knobs of one fine-tune. Sequence length is tokens per sequence (with packing: the packed length)."""
 
     method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)
-    lora_rank: int = _knob(8, "--lora-rank", "--rank", help="cli.opt.rank", lo=1)
-    lora_alpha: int = 16
-    lora_dropout: float = _knob(0.05, "--lora-dropout", "--dropout", help="cli.opt.dropout", lo=0)
+    lora_rank: int = _knob(8, "--lora-rank", "--rank", help="cli.opt.rank", lo=1, hi=1024)
+    lora_alpha: int = _knob(16, None, lo=1, hi=4096)
+    lora_dropout: float = _knob(0.05, "--lora-dropout", "--dropout", help="cli.opt.dropout", lo=0.0, hi=0.9)
     lora_targets: str = _knob("all-linear", "--lora-targets", "--targets", help="all-linear | q_proj,v_proj,…")
-    galore_rank: int = _knob(128, "--galore-rank", help="cli.opt.galore_rank", lo=1)
+    galore_rank: int = _knob(128, "--galore-rank", help="cli.opt.galore_rank", lo=1, hi=8192)
     master_weights: str = "fp32"  # full fine-tune without ZeRO/FSDP: fp32 weights + bf16 autocast, or pure bf16
     activation_checkpointing: bool = _knob(True, "--activation-checkpointing/--no-activation-checkpointing",
                                            "--ckpt/--no-ckpt", help="cli.opt.ckpt")
     attn_implementation: str = _knob("sdpa", "--attn-implementation", "--attn", help="sdpa | flash | eager",
                                      choices=ATTENTION)
-    micro_batch: int = _knob(1, "--micro-batch", "--batch", help="cli.opt.batch", lo=1)
-    grad_accum: int = _knob(1, "--grad-accum", help="cli.opt.grad_accum", lo=1)
-    seq_len: int = _knob(2048, "--seq-len", "--seq", help="cli.opt.seq", lo=1)
+    micro_batch: int = _knob(1, "--micro-batch", "--batch", help="cli.opt.batch", lo=1, hi=4096)
+    grad_accum: int = _knob(1, "--grad-accum", help="cli.opt.grad_accum", lo=1, hi=4096)
+    seq_len: int = _knob(2048, "--seq-len", "--seq", help="cli.opt.seq", lo=16, hi=1 << 20)
     optim: str = _knob("adamw", "--optim", help="adamw | adamw8bit | paged", choices=OPTIMIZERS)
     loss: str = _knob("fused", "--loss", help="fused | chunked | full", choices=LOSSES)  # the LM head's loss kernel
     weights_bytes: int = 2  # bf16 weights (2 bytes); fp32 would be 4
@@ -60,15 +62,15 @@ class TrainingSpec:
     distribution: str = _knob("ddp", "--distribution", help="ddp | zero1 | zero2 | zero3 | fsdp2",
                               choices=SHARDINGS)
     offload: str = "none"  # ZeRO optimizer states (stage 3 / FSDP: "all" also the weights) to CPU memory
-    processes: int = _knob(1, "--processes", "--gpus", help="cli.opt.gpus", lo=1)  # per node
-    nodes: int = 1
-    learning_rate: float = 2e-4
+    processes: int = _knob(1, "--processes", "--gpus", help="cli.opt.gpus", lo=1, hi=64)  # per node
+    nodes: int = _knob(1, None, lo=1, hi=1024)
+    learning_rate: float = _knob(2e-4, None, lo=1e-8, hi=1.0)
     lr_scheduler: str = "constant_with_warmup"
     warmup_steps: int = 0
-    max_steps: int = 0       # 0: train for ``epochs``
-    epochs: float = 1.0
-    save_steps: int = 50
-    save_total_limit: int = 3
+    max_steps: int = _knob(0, None, lo=0, hi=10_000_000)  # 0: train for ``epochs``
+    epochs: float = _knob(1.0, None, lo=0.01, hi=1000)
+    save_steps: int = _knob(50, None, lo=1, hi=10_000_000)
+    save_total_limit: int = _knob(3, None, lo=1, hi=1000)
     seed: int = 42
 
     # -- derived views ------------------------------------------------------------------------------------------
@@ -117,22 +119,29 @@ class TrainingSpec:
 
     def check(self) -> None:
         """Raises:
-            Refusal("memory.bad_choice" | "memory.bad_number"): a value outside its choices or below its least.
+            Refusal("memory.bad_choice" | "memory.bad_number" | "choose_strategy.bad_targets"): a value outside
+            its choices or its range (nan and inf too), or no LoRA target.
         """
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
             if meta.get("choices") and value not in meta["choices"]:
                 raise Refusal("memory.bad_choice", name=f.name, value=value, choices=", ".join(meta["choices"]))
-            if meta.get("lo") is not None and value < meta["lo"]:
-                raise Refusal("memory.bad_number", name=f.name, value=value)
-        for name in ("seq_len", "nodes", "lora_alpha"):
-            if getattr(self, name) < 1:
-                raise Refusal("memory.bad_number", name=name, value=getattr(self, name))
+            lo, hi = limits(f.name)
+            if lo is not None and not lo <= value <= hi:  # False for nan
+                raise Refusal("memory.bad_number", name=f.name, value=value, lo=lo, hi=hi)
         if self.offload not in OFFLOADS:
             raise Refusal("memory.bad_choice", name="offload", value=self.offload, choices=", ".join(OFFLOADS))
+        if self.method not in FULL_WEIGHTS and not self.lora_targets.strip():
+            raise Refusal("choose_strategy.bad_targets", value=self.lora_targets)
 
 
 DEFAULTS = TrainingSpec()
+
+
+def limits(name: str) -> tuple[Any, Any]:
+    """(least, largest) value field ``name`` may take, or (None, None) when it has no range."""
+    meta = next(f.metadata for f in dataclasses.fields(TrainingSpec) if f.name == name)
+    return meta.get("lo"), meta.get("hi")
 
 
 def default_seq_len(max_position: int | None) -> int:

@@ -16,5 +16,6 @@ MESSAGES = {
     "memory.missing_fields": {"en": "config.json lacks {fields}.", "zh": "config.json 缺少 {fields}。"},
     "memory.unknown_targets": {"en": "No linear layers named {targets}; this model has: {known}.", "zh": "没有名为 {targets} 的线性层；此模型有：{known}。"},
     "memory.bad_choice": {"en": "{name} {value!r} is not one of: {choices}.", "zh": "{name} {value!r} 不在可选项中：{choices}。"},
-    "memory.bad_number": {"en": "{name} = {value} is out of range.", "zh": "{name} = {value} 超出范围。"},
+    "memory.bad_number": {"en": "{name} = {value} is out of range: give {lo} to {hi}.",
+                          "zh": "{name} = {value} 超出范围：请给出 {lo} 到 {hi} 之间的值。"},
 }

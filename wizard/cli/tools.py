@@ -19,6 +19,8 @@ def _estimate_config(model: str, source: str | None, endpoint: str | None, revis
     from recipes.hub import snapshot
 
     local = Path(model).expanduser()
+    if source not in (None, "hf", "modelscope", "local"):
+        raise fail("hub.unknown_source", source=source, sources="hf, modelscope, local")
     looks_local = model.startswith((".", "/", "~")) or model.count("/") != 1  # a hub id is org/name
     src = source or ("local" if local.exists() or looks_local else "hf")
     try:
@@ -127,7 +129,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         if value is not None and (not math.isfinite(value) or value < lo):
             raise fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
     if zero not in (0, 1, 2, 3):
-        raise fail("memory.bad_number", name="--zero", value=zero)
+        raise fail("memory.bad_number", name="--zero", value=zero, lo=0, hi=3)
     for given, asked in (("--zero", f"zero{zero}" if zero else None), ("--fsdp", "fsdp2" if fsdp else None)):
         if asked and spec["distribution"] not in ("ddp", asked):
             raise fail("cli.options_disagree", one=given, other=f"--distribution {spec['distribution']}")
@@ -153,8 +155,9 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         e = memory.estimate(shape, t, gib)
         inst = memory.smallest_instance(shape, t)
         srv = memory.serving(shape, serve, gib or 80.0, utilization, t.gpus, gpu_name=gpu_name or "")
-    except Refusal as err:
-        raise refused(err)
+    except Refusal as err:  # named as this command's option
+        flag = {"utilization": "--gpu-memory-utilization", "format": "--serve-format"}.get(str(err.params.get("name")))
+        raise fail(err.key, **err.params | ({"name": flag} if flag else {}))
     result = {"model": model, "peak_gib": e["peak_gib"], "components": e["components"], "fits": e.get("fits"),
               "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
