@@ -99,8 +99,10 @@ def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 25
 
 def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_tokens: int = 256,
          read=input) -> int:
-    """A terminal chat: streamed replies, multi-turn, ``/reset``, ``/exit`` (Ctrl-D too). Returns the turns taken.
-    ``t`` renders catalogue keys; ``say``/``error`` print a line."""
+    """A terminal chat: streamed replies, multi-turn, ``/reset``, ``/exit`` (Ctrl-D, or Ctrl-C at the prompt, too).
+    Ctrl-C while a reply streams stops that reply and comes back to the prompt (the question and the partial reply
+    are left out of the conversation). Returns the turns taken. ``t`` renders catalogue keys; ``say``/``error`` print
+    a line."""
     history: list[dict] = []
     turns = 0
     say(t("cli.chat.hello", endpoint=endpoint, model=model))
@@ -122,11 +124,16 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
         print(t("cli.chat.model"), end="", flush=True)
         try:
             reply = stream(endpoint, model, history, max_tokens, lambda piece: print(piece, end="", flush=True),
-                                  api_key=api_key).text
+                           api_key=api_key).text
         except OSError as e:
             print()
             history.pop()
             error(t("cli.chat.unreachable", endpoint=endpoint, error=str(e)))
+            continue
+        except KeyboardInterrupt:  # this reply only; the prompt comes back (issue 20)
+            print()
+            history.pop()
+            say(t("cli.chat.stopped"))
             continue
         print()
         history.append({"role": "assistant", "content": reply})

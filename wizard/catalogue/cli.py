@@ -95,6 +95,7 @@ MESSAGES = {
     "cli.chat.you": {"en": "you> ", "zh": "你> "},
     "cli.chat.model": {"en": "model> ", "zh": "模型> "},
     "cli.chat.reset": {"en": "(conversation cleared)", "zh": "（对话已清空）"},
+    "cli.chat.stopped": {"en": "(reply stopped; ask again, or /exit to leave)", "zh": "（已停止回复；可以重新提问，或用 /exit 退出）"},
     "cli.stopped": {"en": "Stopped {job} (pid {pid}) of session {id}.", "zh": "已停止会话 {id} 的 {job}（pid {pid}）。"},
     "cli.nothing_running": {"en": "Nothing is running for session {id}.", "zh": "会话 {id} 没有正在运行的任务。"},
     "cli.col.step": {"en": "step", "zh": "步骤"},
