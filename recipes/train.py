@@ -18,7 +18,7 @@ from recipes.training import plots
 from recipes.base import Choice, Ctx, Question, StepError, msg
 from recipes.handoff import Download, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import TrainerJob
-from recipes.training.runner import (REPO, OutOfMemory, follow, meet, node_hosts, recover,
+from recipes.training.runner import (REPO, OutOfMemory, Stopped, follow, meet, node_hosts, recover,
                                      trainer_env, worker_argv)
 
 name = "train"
@@ -62,6 +62,8 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
         ctx.record(trainer_pid=job.pid, train_dir=str(tdir))
         try:
             follow(ctx, job, tdir)
+        except Stopped:  # follow said it was stopped: not "detached, training goes on"
+            raise
         except KeyboardInterrupt:
             ctx.info(msg("train.detached", pid=job.pid, id=ctx.session_id))
             raise

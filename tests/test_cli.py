@@ -7,6 +7,7 @@ import sys
 
 import recipes
 from conftest import sessions, yichui
+from wizard import i18n
 from wizard.session import SCHEMA_VERSION, Session
 
 
@@ -166,3 +167,29 @@ def test_resume_speaks_the_sessions_language(home, hub):
     assert r.returncode == 2 and "Resuming session" in r.stdout
     (s,) = sessions(home)
     assert s["lang"] == "en"
+
+
+def test_attach_says_stopped_not_detached_when_the_trainer_is_stopped_elsewhere(home):
+    """Issue 20, item 3: a trainer stopped from another shell (it writes its `stopped` event and exits) is reported
+    as stopped and resumable by the shell that follows it, never as "detached: training goes on"."""
+    import sys
+
+    from recipes import jobs
+    from wizard.session import Session
+
+    s = Session.new("finetune", h=home)
+    s.save()
+    tdir = s.run_dir / "train"
+    trainer = ("import json, os, time; time.sleep(2); "
+               f"open({str(tdir / 'events.jsonl')!r}, 'a').write(json.dumps({{'v': 1, 'time': time.time(), "
+               "'event': 'stopped', 'pid': os.getpid(), 'launch': None, 'rank': 0, 'step': 3, 'signal': 'SIGTERM', "
+               "'checkpoint': 'checkpoints/checkpoint-3'}) + '\\n')")
+    job = jobs.spawn("trainer", [sys.executable, "-c", trainer], tdir)
+    try:
+        r = yichui(home, "attach", s.id, timeout=60)
+    finally:
+        job.stop(timeout=5)
+    out = r.stdout + r.stderr
+    assert r.returncode == 130, out
+    assert i18n.t("train.stopped", pid=job.pid, id=s.id).split(";")[0] in " ".join(out.split())
+    assert "Detached" not in out

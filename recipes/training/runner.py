@@ -29,6 +29,11 @@ def trainer_env() -> dict:
     return env
 
 
+class Stopped(KeyboardInterrupt):
+    """The trainer was stopped on purpose (`yichui stop`, SIGTERM) and wrote its checkpoint: resumable, not a failure,
+    and not a detach either — the follower says so (issue 20, item 3)."""
+
+
 class OutOfMemory(Exception):
     """The trainer reported a CUDA out-of-memory error after optimizer step ``step``."""
 
@@ -122,12 +127,14 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
     Raises:
         StepError: ``train.failed`` (its ``error`` event) or ``train.died``.
         OutOfMemory: a CUDA out-of-memory error.
-        KeyboardInterrupt: Ctrl-C, or the trainer was stopped on purpose (`yichui stop`, SIGTERM).
+        Stopped: the trainer was stopped on purpose (`yichui stop`, SIGTERM); said here already.
+        KeyboardInterrupt: Ctrl-C (the view detaches; the trainer goes on).
     """
     events_path, offset, t_start = tdir / "events.jsonl", 0, time.time()
     last: dict = {}
     first: dict = {}
     losses: list[float | None] = []
+    stopped = False  # its `stopped` event was seen (it may come before the process is seen to exit)
     try:
         launch = json.loads((tdir / "spec.json").read_text()).get("launch")
     except (OSError, ValueError):
@@ -144,6 +151,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
                 if e["event"] == "step":
                     first, last = first or e, e
                     losses.append(e.get("loss"))
+                elif e["event"] == "stopped":
+                    stopped = True
                 elif e["event"] == "error":
                     _wait_exit(job)
                     if e.get("kind") == "oom":
@@ -162,9 +171,9 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
                 if any(ours(e) and e["event"] == "error" for e in events):
                     offset = 0  # handle the error event on the next pass
                     continue
-                if job.stop_requested() or any(ours(e) and e["event"] == "stopped" for e in events):
+                if stopped or job.stop_requested() or any(ours(e) and e["event"] == "stopped" for e in events):
                     ctx.info(msg("train.stopped", pid=job.pid, id=ctx.session_id))
-                    raise KeyboardInterrupt  # stopped on purpose (`yichui stop`, SIGTERM): resumable, not a failure
+                    raise Stopped
                 ctx.warn(job.log_tail(8))
                 raise StepError("train.died", pid=job.pid, log=job.log)
             time.sleep(POLL_S)

@@ -69,6 +69,8 @@ def attach(session: Optional[str] = SessionArg):
     ctx = _ViewCtx(ui, s.id)
     try:
         train_runner.follow(ctx, job, s.run_dir / "train")
+    except train_runner.Stopped:  # follow said so (`yichui stop` from another shell): nothing is left to follow
+        raise typer.Exit(130)
     except KeyboardInterrupt:
         ui.say(T("train.detached", pid=job.pid, id=s.id))
         raise typer.Exit(130)
