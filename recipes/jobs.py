@@ -43,7 +43,7 @@ class Job:
             return False
         Path(self.pid_file).with_suffix("").with_suffix(".stopped").write_text(str(self.pid))
         if timeout is None:
-            timeout = 120.0 if self.name == "trainer" else 20.0
+            timeout = 120.0 if self.name in ("trainer", "preflight") else 20.0
         for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 5.0)):
             try:
                 os.killpg(self.pid, sig)

@@ -193,3 +193,26 @@ def test_attach_says_stopped_not_detached_when_the_trainer_is_stopped_elsewhere(
     assert r.returncode == 130, out
     assert i18n.t("train.stopped", pid=job.pid, id=s.id).split(";")[0] in " ".join(out.split())
     assert "Detached" not in out
+
+
+def test_status_names_the_smoke_run_apart_from_the_training(home):
+    """Issue 20, item 6: the preflight smoke run is listed as `preflight` with its own progress, not as the trainer."""
+    import sys
+
+    from recipes import jobs
+    from wizard.session import Session
+
+    s = Session.new("finetune", h=home)
+    s.save()
+    pdir = s.run_dir / "preflight"
+    pdir.mkdir(parents=True)
+    (pdir / "events.jsonl").write_text(json.dumps({"v": 1, "time": 0, "event": "step", "pid": 0, "launch": None,
+                                                   "rank": 0, "step": 1, "total_steps": 2, "loss": 7.5}) + "\n")
+    job = jobs.spawn("preflight", [sys.executable, "-c", "import time; time.sleep(30)"], pdir)
+    try:
+        r = yichui(home, "status", s.id, COLUMNS="200")
+    finally:
+        job.stop(timeout=5)
+    assert r.returncode == 0, r.stderr
+    row = next(line for line in r.stdout.splitlines() if str(job.pid) in line)
+    assert "preflight" in row and "trainer" not in row and "1/2" in row

@@ -211,6 +211,9 @@ def test_estimate_command_offline_on_a_folder_and_through_the_hub(home, hub, tin
     assert r.returncode == 2 and "No such model" in r.stderr
     r = yichui(home, "estimate", str(BENCH / "configs" / "qwen2.5-7b"), "--optim", "sgd")
     assert r.returncode == 2 and "sgd" in r.stderr
+    if not memory.detect_gpus():  # no GPU here and none given: the serving line says what it assumed
+        r = yichui(home, "estimate", str(BENCH / "configs" / "qwen2.5-7b"))
+        assert r.returncode == 0 and "No GPU here and none given" in " ".join(r.stdout.split())
     r = yichui(home, "estimate", str(BENCH / "configs" / "qwen2.5-7b"), "--gpu", "v100")
     assert r.returncode == 2 and "v100" in r.stderr
 

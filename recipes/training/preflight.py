@@ -101,9 +101,10 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
         KeyboardInterrupt: Ctrl-C; the smoke run is stopped (it is redone on resume).
     """
     pdir = ctx.run_dir / "preflight"
-    old = jobs.read(pdir / "trainer.pid.json")
-    if old is not None and old.alive():
-        old.stop(timeout=5)
+    for name in ("preflight", "trainer"):  # "trainer": a smoke run of an earlier yichui
+        old = jobs.read(pdir / f"{name}.pid.json")
+        if old is not None and old.alive():
+            old.stop(timeout=5)
     shutil.rmtree(pdir, ignore_errors=True)  # a smoke run starts from nothing: no checkpoint to resume
     t0 = time.time()
     copy = build_copy(meta_dir, pdir / "model", plan.trust_remote_code)
@@ -115,7 +116,9 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
     spec.write(spec_path)
     ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
                  records=records_needed(plan)))
-    job = jobs.spawn("trainer", runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(), cwd=runner.REPO)
+    # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
+    job = jobs.spawn("preflight", runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(),
+                     cwd=runner.REPO)
     try:  # the train step's own view of the trainer's events
         runner.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))
     except KeyboardInterrupt:

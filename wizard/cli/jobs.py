@@ -1,6 +1,7 @@
 """Commands on a session's background jobs (the trainer, the server): attach, status, stop."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -12,8 +13,8 @@ from wizard.cli.common import T, app, SessionArg, new_ui, fail, read_session, wi
 def _job_detail(s, job) -> str:
     from recipes import jobs as jobs_mod
 
-    if job.name == "trainer":
-        events, _ = jobs_mod.read_events(s.run_dir / "train" / "events.jsonl")
+    if job.name in ("trainer", "preflight"):  # the training, or the smoke run before the download
+        events, _ = jobs_mod.read_events(Path(job.pid_file).parent / "events.jsonl")
         last = next((e for e in reversed(events) if e["event"] in ("step", "done", "error")), None)
         if last is None:
             return ""

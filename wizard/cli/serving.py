@@ -99,7 +99,7 @@ def serve_stop(session: Optional[str] = SessionArg):
 def chat(session: Optional[str] = SessionArg,
          endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint_chat")),
          model: Optional[str] = typer.Option(None, "--model", help=T("cli.opt.model_chat")),
-         max_tokens: int = typer.Option(256, "--max-tokens")):
+         max_tokens: int = typer.Option(256, "--max-tokens", help=T("cli.opt.max_tokens"))):
     """A terminal chat with the running endpoint: streamed replies, multi-turn, /reset, /exit."""
     import urllib.error
 

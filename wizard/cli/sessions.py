@@ -95,7 +95,8 @@ def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"
 
 
 @app.command(help=T("cli.demo"), epilog=T("cli.example.demo"))
-def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.task")), set_: Optional[List[str]] = SetOpt):
+def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.demo_task")),
+         set_: Optional[List[str]] = SetOpt):
     import recipes
     from wizard.session import Session
 

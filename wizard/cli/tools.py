@@ -179,6 +179,8 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
            T("cli.estimate.no_instance"))
     ui.say(T("cli.estimate.serving", fmt=serve, weights=srv["weights_gib"], tokens=f"{srv['max_tokens']:,}",
              context=f"{srv['longest_context']:,}", util=utilization, gib=gib or 80.0))
+    if not gib:  # no GPU here and none given: say what the serving line assumed (issue 20, item 7)
+        ui.say(T("cli.estimate.gpu_assumed", gib=80.0))
     if e["approximate"]:
         ui.warn(T("evaluate_memory.approximate", what=", ".join(e["approximate"])))
 
