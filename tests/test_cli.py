@@ -216,3 +216,20 @@ def test_status_names_the_smoke_run_apart_from_the_training(home):
     assert r.returncode == 0, r.stderr
     row = next(line for line in r.stdout.splitlines() if str(job.pid) in line)
     assert "preflight" in row and "trainer" not in row and "1/2" in row
+
+
+def test_commands_on_a_session_speak_its_language(home):
+    """Issue 20, item 13: `stop` (and every command that reads a session) answers in the session's language unless
+    --lang says otherwise."""
+    from wizard.session import Session
+
+    i18n.set_lang("zh")
+    try:
+        s = Session.new("finetune", h=home)
+        s.save()
+    finally:
+        i18n.set_lang("en")
+    r = yichui(home, "stop", s.id, LANG="en_US.UTF-8")
+    assert r.returncode == 0 and "没有正在运行的任务" in r.stdout, r.stdout + r.stderr
+    r = yichui(home, "--lang", "en", "stop", s.id)
+    assert "Nothing is running" in r.stdout

@@ -148,12 +148,21 @@ def need_tty() -> None:
 
 
 def read_session(ref: str | None):
+    """The session ``ref`` names; its language is spoken from here on unless --lang says otherwise (issue 20)."""
     from wizard.session import Session, SessionError, find
 
     try:
-        return Session.load(find(ref))
+        s = Session.load(find(ref))
     except SessionError as e:
         raise refused(e)
+    speak_session_language(s)
+    return s
+
+
+def speak_session_language(s) -> None:
+    """Speak the language the session was started in (its ``lang``), unless --lang was given."""
+    if i18n.lang_from_argv(sys.argv[1:]) is None and s.data.get("lang") in i18n.LANGS:
+        i18n.set_lang(s.data["lang"])
 
 
 def with_running_jobs():
