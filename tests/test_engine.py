@@ -113,11 +113,21 @@ def test_a_volatile_replayed_answer_that_no_longer_fits_gives_way_others_stop(tm
     assert e.run() == 2 and saved(s)["steps"]["a"]["answers"] == {}
 
 
-def test_invalid_resumed_answer_is_dropped_for_the_default(tmp_path):
+def test_invalid_resumed_answer_gives_way_on_screen_and_is_asked_again_interactively(tmp_path, capsys):
+    """Issue 20, item 11 (part): a saved answer that no longer validates (a hand edit, another machine) gives way to
+    the default as before, but never silently: a note names it and the --set; interactively it is asked again."""
     e, s = engine(tmp_path)
     s.steps["a"]["answers"] = {"n": 7, "mode": "gone"}  # 7 fails validation, "gone" is no longer a choice
     assert e.run() == 0
     assert saved(s)["steps"]["a"]["answers"]["n"] == 8 and saved(s)["steps"]["a"]["answers"]["mode"] == "lora"
+    err = capsys.readouterr().err
+    assert "The saved a.n=7 is no longer valid" in err and "The saved a.mode='gone'" in err
+    p = Scripted([...] * 10)  # Enter takes the pre-filled value each time
+    e, s = engine(tmp_path / "asked", p)
+    s.steps["a"]["answers"] = {"n": 7}
+    assert e.run() == 0
+    assert p.asked[0] == ("n", 8) and saved(s)["steps"]["a"]["answers"]["n"] == 8
+    assert "The saved a.n=7 is no longer valid" in capsys.readouterr().err
 
 
 def test_interactive_prefills_the_winner_and_reprompts_on_invalid(tmp_path, capsys):

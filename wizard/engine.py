@@ -189,8 +189,10 @@ class Engine:
             value, err = check(q, resumed[q.key], answers)
             if err is None:
                 yield "resumed", value
-            else:
-                log.info("dropping resumed answer %s.%s=%r: %s", step, q.key, resumed[q.key], err.key)
+            else:  # it gives way to the next source, never silently (issue 20, item 11): interactively it is
+                # asked again with that source pre-filled
+                self.ui.warn(i18n.t("engine.resumed_invalid" if self.prompter else "engine.resumed_gives_way",
+                                    name=f"{step}.{q.key}", value=resumed[q.key], reason=i18n.render(err)))
         if q.key in self.defaults.get(step, {}):
             yield "default", self.defaults[step][q.key]
         default = q.resolve_default(answers)

@@ -8,6 +8,11 @@ MESSAGES = {
     "engine.replay_gives_way": {"en": "The saved {name}={value!r} does not fit this machine now ({reason}): the default "
                                       "is used instead (--set {name}=VALUE to choose).",
                                 "zh": "已保存的 {name}={value!r} 此刻不适用于本机（{reason}）：改用默认值（可用 --set {name}=VALUE 指定）。"},
+    "engine.resumed_gives_way": {"en": "The saved {name}={value!r} is no longer valid ({reason}): the default is used "
+                                       "instead (--set {name}=VALUE to choose).",
+                                 "zh": "已保存的 {name}={value!r} 已不再有效（{reason}）：改用默认值（可用 --set {name}=VALUE 指定）。"},
+    "engine.resumed_invalid": {"en": "The saved {name}={value!r} is no longer valid ({reason}): choose again.",
+                               "zh": "已保存的 {name}={value!r} 已不再有效（{reason}）：请重新选择。"},
     "engine.interrupted": {"en": "Interrupted. Answers so far are saved. Continue with: yichui resume {id}",
                            "zh": "已中断，已保存目前的答案。继续请运行：yichui resume {id}"},
     "engine.crashed": {"en": "{step} failed: {error} (traceback in {log}).", "zh": "{step} 失败：{error}（调用栈见 {log}）。"},
