@@ -76,7 +76,8 @@ def questions(ctx: Ctx) -> list[Question]:
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0):
             label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
                         ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
-                        gib=p.peak_gib, fits=msg("ui.yes" if p.fits else "ui.no"))
+                        gib=f"{p.peak_gib:.1f}", fits=msg("choose_strategy.plan.fits" if p.fits else
+                                                          "choose_strategy.plan.too_big"))
             out.append(Choice(_plan_value(p), label))
         return out
 

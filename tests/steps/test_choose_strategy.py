@@ -68,3 +68,15 @@ def test_distribution_choices_refused_with_a_reason(chain):
     assert check(q["hosts"], "10.0.0.1", {"nodes": 2})[1].key == "choose_strategy.hosts_count"
     assert check(q["hosts"], "10.0.0.1,bad host", {"nodes": 2})[1].key == "choose_strategy.bad_host"
     assert check(q["hosts"], "10.0.0.1, node-2.cluster", {"nodes": 2})[1] is None
+
+
+def test_the_plan_list_leads_with_fit_and_peak(chain):
+    """Issue 20, item 4: what decides (fits, peak memory, speed) opens each plan, so a narrow terminal cuts only the
+    knobs' tail."""
+    from wizard import i18n
+
+    chain.upto("choose_strategy")
+    q = chain.questions("choose_strategy")
+    labels = [i18n.render(c.label) for c in q["plan"].resolve_choices({"method": "lora", "seq_len": 128,
+                                                                       "batch_size": 4})]
+    assert labels and all(lb.startswith(("fits ", "TOO BIG ")) and "GiB" in lb[:24] for lb in labels), labels

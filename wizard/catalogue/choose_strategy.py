@@ -63,8 +63,11 @@ MESSAGES = {
                                    "zh": "每个进程每个优化步的序列数（微批 × 累积步数）："},
     "choose_strategy.plan": {"en": "Plan (fitting ones first, fastest first; every knob can still be changed):",
                              "zh": "训练方案（可行的在前，最快的在前；之后每项仍可修改）："},
-    "choose_strategy.plan.label": {"en": "checkpointing {ckpt}, micro-batch {mb} × accumulation {ga}, Liger {liger} — ~{tps} tokens/s, {gib} GiB, fits: {fits}",
-                                   "zh": "激活检查点{ckpt}，微批 {mb} × 累积 {ga}，Liger {liger}——约 {tps} token/秒，{gib} GiB，可行：{fits}"},
+    # what decides first (fits, peak, speed), so that an 80-column list cuts only the knobs' tail (issue 20, item 4)
+    "choose_strategy.plan.label": {"en": "{fits} {gib} GiB, ~{tps} tok/s: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}",
+                                   "zh": "{fits} {gib} GiB，约 {tps} token/秒：微批 {mb} × {ga}，激活检查点{ckpt}，Liger {liger}"},
+    "choose_strategy.plan.fits": {"en": "fits", "zh": "可行"},
+    "choose_strategy.plan.too_big": {"en": "TOO BIG", "zh": "放不下"},
     "choose_strategy.master_weights": {"en": "Master weights of the full fine-tune (what the optimizer updates)?",
                                        "zh": "全参微调的主权重精度（优化器更新的权重）？"},
     "choose_strategy.master_weights.fp32": {"en": "fp32 + bf16 autocast: small updates are kept (16 bytes per parameter)",
