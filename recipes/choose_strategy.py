@@ -9,6 +9,7 @@ the architecture (recipes/training/preflight.py) — all before the weights are 
 """
 from __future__ import annotations
 
+import math
 import re
 
 from pathlib import Path
@@ -39,6 +40,7 @@ def _targets_check(known: list[str]):
 
 def questions(ctx: Ctx) -> list[Question]:
     seen: dict = {}  # dataset reference → malformed records found while validating it
+    counted: dict = {}  # dataset reference → its records
 
     def dataset_ok(v, a):
         try:
@@ -50,6 +52,29 @@ def questions(ctx: Ctx) -> list[Question]:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
                          where=", ".join(loaded.bad[:5])))
         return None
+
+    def records(a) -> int | None:
+        """Records of the chosen data when it is on this machine (bundled or local; a hub dataset is fetched later)."""
+        ref = str(datasets.bundled_dataset_path()) if a.get("dataset") == "bundled" else \
+            a.get("dataset_path") if a.get("dataset") == "local" else None
+        if ref is None:
+            return None
+        if ref not in counted:
+            try:
+                counted[ref] = len(datasets.read(ref).conversations)
+            except datasets.DataError:
+                counted[ref] = 0
+        return counted[ref] or None
+
+    def save_steps(a) -> int:
+        """A checkpoint about four times in the run it plans (at most every DEFAULTS.save_steps optimizer steps), so
+        that the default interval fires before the end (issue 20, item 9)."""
+        steps = a.get("max_steps") or 0
+        n = records(a)
+        if not steps and n:
+            per_step = a["micro_batch"] * a["grad_accum"] * a.get("processes", 1) * a.get("nodes", 1)
+            steps = math.ceil(n * (1 - a.get("val_ratio", 0.0)) / per_step * a.get("epochs", 1.0))
+        return max(1, min(DEFAULTS.save_steps, steps // 4)) if steps else DEFAULTS.save_steps
 
     def has_bad(a) -> bool:
         ref = a.get("dataset_path") if a.get("dataset") == "local" else None
@@ -172,7 +197,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  validate=in_range(*limits("max_steps"))),
         Question("epochs", "float", "choose_strategy.epochs", default=DEFAULTS.epochs, when=lambda a: a.get("max_steps") == 0,
                  validate=in_range(*limits("epochs"))),
-        Question("save_steps", "int", "choose_strategy.save_steps", default=DEFAULTS.save_steps,
+        Question("save_steps", "int", "choose_strategy.save_steps", default=save_steps,
                  validate=in_range(*limits("save_steps"))),
         Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=DEFAULTS.save_total_limit,
                  validate=in_range(*limits("save_total_limit"))),

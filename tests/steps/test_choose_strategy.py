@@ -80,3 +80,15 @@ def test_the_plan_list_leads_with_fit_and_peak(chain):
     labels = [i18n.render(c.label) for c in q["plan"].resolve_choices({"method": "lora", "seq_len": 128,
                                                                        "batch_size": 4})]
     assert labels and all(lb.startswith(("fits ", "TOO BIG ")) and "GiB" in lb[:24] for lb in labels), labels
+
+
+def test_the_default_checkpoint_interval_fires_before_the_end(chain):
+    """Issue 20, item 9: with the bundled data (306 records) and 16 sequences per step the run plans 19 steps; the
+    default checkpoint interval is a quarter of that, not 50 (which would never fire)."""
+    chain.upto("choose_strategy")
+    q = chain.questions("choose_strategy")
+    a = {"method": "lora", "dataset": "bundled", "val_ratio": 0.05, "micro_batch": 4, "grad_accum": 4,
+         "processes": 1, "nodes": 1, "max_steps": 0, "epochs": 1.0}
+    planned = -(-306 * 95 // 100 // 16)  # ceil(306 × 0.95 / 16) = 19 (290 training records)
+    assert q["save_steps"].resolve_default(a) == planned // 4 < planned
+    assert q["save_steps"].resolve_default(a | {"max_steps": 1000}) == 50  # long runs: every 50 steps
