@@ -67,7 +67,12 @@ def questions(ctx: Ctx) -> list[Question]:
         return down.msg if down else None
 
     def validate_path(value, answers):
-        return check_model(value, answers)
+        """config.json that transformers reads, and what every task needs besides (issue 20, item 2): checked here,
+        not 25 questions later."""
+        err = check_model(value, answers)
+        missing = incomplete(Path(value).expanduser())
+        return err or (msg("select_model.local_incomplete", path=value, missing=", ".join(missing)) if missing
+                       else None)
 
     def validate_revision(value, answers):
         repo = _repo(answers)
@@ -122,6 +127,26 @@ def _custom_code(answers: dict) -> dict:
     except StepError:
         return {}
     return config.get("auto_map") or {}
+
+
+def incomplete(folder: Path) -> list[str]:
+    """What a local model folder lacks of what every task needs: a tokenizer, a chat template (in
+    tokenizer_config.json or chat_template.jinja/.json) and weights (safetensors or PyTorch bin)."""
+    import json
+
+    missing = []
+    if not any((folder / f).is_file() for f in ("tokenizer.json", "tokenizer.model", "vocab.json")):
+        missing.append("tokenizer")
+    try:
+        cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    except (OSError, ValueError):
+        cfg = {}
+    if not (isinstance(cfg, dict) and cfg.get("chat_template")) and not any(
+            (folder / f).is_file() for f in ("chat_template.jinja", "chat_template.json")):
+        missing.append("chat template")
+    if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.bin")):
+        missing.append("weights")
+    return missing
 
 
 def run(ctx: Ctx, answers: dict) -> ModelChoice:

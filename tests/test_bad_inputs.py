@@ -185,7 +185,12 @@ CATALOGUE = [
     Case("custom-code", "a repository that ships its own Python code (auto_map), without a yes", "select_model.custom_code",
          lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("custom-code", {
              "config.json": json.dumps({"model_type": "mine", "auto_map": {"AutoModelForCausalLM": "modeling_mine.M"}}),
-             "modeling_mine.py": "raise SystemExit('custom code ran')"})), code=1),
+             "modeling_mine.py": "raise SystemExit('custom code ran')", "tokenizer.json": "{}",
+             "chat_template.jinja": "{{ messages }}", "model.safetensors": "x"})), code=1),
+    Case("local-incomplete", "a local folder with config.json only (no tokenizer, chat template, weights)",
+         "select_model.local_incomplete",
+         lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("config-only", {
+             "config.json": (e.tiny / "config.json").read_text()}))),
     # data
     Case("no-dataset", "a dataset file that does not exist", "data.no_file",
          lambda e: data(e, f"{e.tmp}/missing.jsonl")),

@@ -23,3 +23,16 @@ def test_select_model(chain):
     assert check(q["endpoint"], "ftp://x", answers)[1].key == "select_model.bad_endpoint"
     assert check(q["path"], str(chain.tiny), {"source": "local"})[1] is None
     assert check(q["path"], str(chain.home), {"source": "local"})[1].key == "hub.no_local_model"
+
+
+def test_a_local_folder_must_be_a_whole_model(chain, tmp_path):
+    """Issue 20, item 2: a folder with config.json alone is refused at select_model, naming what it lacks."""
+    import shutil
+
+    q = chain.questions("select_model")
+    part = tmp_path / "config-only"
+    part.mkdir()
+    shutil.copy(chain.tiny / "config.json", part / "config.json")
+    err = check(q["path"], str(part), {"source": "local"})[1]
+    assert err.key == "select_model.local_incomplete" and err.args["missing"] == "tokenizer, chat template, weights"
+    assert check(q["path"], str(chain.tiny), {"source": "local"})[1] is None

@@ -1,6 +1,9 @@
 """Messages of the select_model step (keys ``select_model.*``), English and Chinese."""
 
 MESSAGES = {
+    "select_model.local_incomplete": {"en": "{path} is not a whole model: no {missing}. A local model needs config.json, "
+                                            "a tokenizer with a chat template, and its weights.",
+                                      "zh": "{path} 不是完整的模型：缺少 {missing}。本地模型需要 config.json、带对话模板的分词器以及权重。"},
     "select_model.source": {"en": "Where does the model come from?", "zh": "模型来自哪里？"},
     "select_model.source.hf": {"en": "Hugging Face (or a mirror)", "zh": "Hugging Face（或镜像）"},
     "select_model.source.modelscope": {"en": "ModelScope", "zh": "ModelScope（魔搭）"},
