@@ -165,7 +165,8 @@ def steps():
 
 
 def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "gpus_detected", "strategy",
-                          "losses", "components")) -> str:
+                          "losses", "components", "table", "columns", "examples", "parts", "args", "eval_losses",
+                          "recoveries", "approximate", "formats")) -> str:
     items = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in d.items()
              if k not in skip and v not in (None, []) and not isinstance(v, dict)
              and not (isinstance(v, list) and len(v) > 8)]
