@@ -55,8 +55,8 @@ def test_custom_code_runs_only_after_a_recorded_yes(home, tiny_model, tmp_path):
         assert ev["heldout:finetuned"]["loss"] < ev["heldout:base"]["loss"]
         ran = set(marker.read_text().split())  # the wizards, the smoke run's trainer and the real one
         run_dir = home / "runs" / s["id"]
-        for job in ("preflight", "train"):
-            assert str(json.loads((run_dir / job / "trainer.pid.json").read_text())["pid"]) in ran, job
+        for job, pid_file in (("preflight", "preflight.pid.json"), ("train", "trainer.pid.json")):
+            assert str(json.loads((run_dir / job / pid_file).read_text())["pid"]) in ran, job
         assert len(ran) >= 4
     finally:
         stop_all(home)
