@@ -63,12 +63,15 @@ def test_ctrl_c_stops_the_reply_not_the_chat(capsys):
         if first.wait(10):
             os.kill(os.getpid(), signal.SIGINT)
 
+    # Python's own Ctrl-C (an earlier test in the same process may have left SIGINT ignored or handled)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt, daemon=True).start()
     try:
         turns = client.repl(url, "m", None, i18n.t, said.append, said.append, read=read)
     except KeyboardInterrupt:
         pytest.fail("Ctrl-C during a reply left the chat")
     finally:
+        signal.signal(signal.SIGINT, previous)
         go_on.set()
         srv.shutdown()
     assert i18n.t("cli.chat.stopped") in said  # the stopped reply said so, in one line
