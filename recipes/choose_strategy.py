@@ -72,8 +72,7 @@ def questions(ctx: Ctx) -> list[Question]:
         steps = a.get("max_steps") or 0
         n = records(a)
         if not steps and n:
-            per_step = a["micro_batch"] * a["grad_accum"] * a.get("processes", 1) * a.get("nodes", 1)
-            steps = math.ceil(n * (1 - a.get("val_ratio", 0.0)) / per_step * a.get("epochs", 1.0))
+            steps = math.ceil(n * (1 - a.get("val_ratio", 0.0)) / training(a).effective_batch * a.get("epochs", 1.0))
         return max(1, min(DEFAULTS.save_steps, steps // 4)) if steps else DEFAULTS.save_steps
 
     def has_bad(a) -> bool:
