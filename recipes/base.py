@@ -62,6 +62,11 @@ class Question:
         volatile: the answer names a resource of this machine at this moment (a free port): a replayed answer that
             no longer validates gives way to the next source, with a note, as a resumed one does.
         optional: a text answer may be empty (``--set step.key=``): "none" (e.g. extra engine options).
+        way_back: keys of earlier questions of this step that lead here (e.g. the hub endpoint leads to the model
+            id). Interactively, after a refused answer the user chooses: answer again, one of ``alternatives``, or
+            go back to one of these — so an answer that cannot pass here (no network) is never a dead end.
+        alternatives: ``(answers) -> [Choice]`` offered after a refused answer (e.g. hub mirrors).
+        asked_if: catalogue key saying when the question is asked (for a ``--set`` of it that is not used).
     """
 
     key: str
@@ -75,6 +80,9 @@ class Question:
     env: str | None = None
     volatile: bool = False
     optional: bool = False
+    way_back: tuple[str, ...] = ()
+    alternatives: Callable[[Answers], Sequence[Choice]] | None = None
+    asked_if: str | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:

@@ -91,13 +91,17 @@ def questions(ctx: Ctx) -> list[Question]:
         for b in missing:
             try:
                 _, listed = hub.list_files(source, harness.BENCHMARKS[b].repo, v, "main", "dataset")
-            except StepError as e:
-                return msg("evaluate.data_unavailable", benchmark=b, endpoint=v, reason=ctx.t(e.msg))
+            except StepError as e:  # the hub's own advice is about models: here only its cause (issue 20, item 10)
+                reason = msg("evaluate.no_answer", error=e.msg.args.get("error", "")) \
+                    if e.msg.key == "hub.unreachable" else e.msg
+                return msg("evaluate.data_unavailable", benchmark=b, endpoint=v, reason=ctx.t(reason),
+                           repo=harness.BENCHMARKS[b].repo, source=source, dir=str(data_dir(ctx, source, b)))
             absent = sorted(set(harness.files_for(b, _subsets(a) if b == "mmlu" else None))
                             - {f.path for f in listed})
             if absent:
                 return msg("evaluate.data_unavailable", benchmark=b, endpoint=v,
-                           reason=ctx.t(msg("evaluate.files_absent", files=", ".join(absent[:3]))))
+                           reason=ctx.t(msg("evaluate.files_absent", files=", ".join(absent[:3]))),
+                           repo=harness.BENCHMARKS[b].repo, source=source, dir=str(data_dir(ctx, source, b)))
         return None
 
     default_endpoint = sel.endpoint if sel.source in ("hf", "modelscope") else None
@@ -130,8 +134,15 @@ def questions(ctx: Ctx) -> list[Question]:
                  choices=[Choice("hf", "Hugging Face"), Choice("modelscope", "ModelScope")]),
         Question("benchmark_endpoint", "text", "evaluate.benchmark_endpoint", when=lambda a: bool(a.get("benchmarks")),
                  default=lambda a: default_endpoint or _default_endpoint(a.get("benchmark_source", "hf")),
-                 validate=check_data),
+                 validate=check_data, way_back=("benchmarks", "benchmark_source"),
+                 alternatives=lambda a: _endpoint_choices(a.get("benchmark_source", "hf"))),
     ]
+
+
+def _endpoint_choices(source: str) -> list[Choice]:
+    from recipes.hub import client as hub
+
+    return hub.endpoint_choices(source)
 
 
 def _default_endpoint(source: str) -> str:

@@ -98,19 +98,21 @@ def questions(ctx: Ctx) -> list[Question]:
     return [
         Question("source", "select", "select_model.source", default="hf", choices=sources),
         Question("endpoint_url", "text", "select_model.endpoint_url", when=lambda a: a.get("source") == "endpoint",
-                 validate=validate_url),
+                 validate=validate_url, way_back=("source",)),
+        # each answer checked against the network has a way back (issue 20, item 1): offline is no dead end
         Question("endpoint", "text", "select_model.endpoint", when=remote,
-                 default=lambda a: hub.default_endpoint(a["source"]), validate=validate_endpoint),
+                 default=lambda a: hub.default_endpoint(a["source"]), validate=validate_endpoint,
+                 way_back=("source",), alternatives=lambda a: hub.endpoint_choices(a["source"])),
         Question("model", "select", "select_model.model", when=remote, default=models.CATALOGUE[0].key,
                  choices=lambda a: [Choice(e.key, f"{e.label}  ({models.repo_id(e, a['source'])})")
                                     for e in models.CATALOGUE] + [Choice("other", msg("select_model.model.other"))],
-                 validate=validate_model),
+                 validate=validate_model, way_back=("endpoint", "source")),
         Question("model_id", "text", "select_model.model_id", when=lambda a: remote(a) and a.get("model") == "other",
-                 validate=validate_model_id),
+                 validate=validate_model_id, way_back=("model", "endpoint", "source")),
         Question("path", "path", "select_model.path", when=lambda a: a.get("source") == "local",
-                 validate=validate_path),
+                 validate=validate_path, way_back=("source",)),
         Question("revision", "text", "select_model.revision", when=remote, default="main",
-                 validate=validate_revision),
+                 validate=validate_revision, way_back=("model", "source")),
         # a repository that ships its own Python code: run only with an explicit yes, recorded in the session
         Question("trust_remote_code", "confirm", "select_model.trust_remote_code", default=False,
                  when=lambda a: bool(_custom_code(a))),

@@ -113,21 +113,122 @@ def test_a_volatile_replayed_answer_that_no_longer_fits_gives_way_others_stop(tm
     assert e.run() == 2 and saved(s)["steps"]["a"]["answers"] == {}
 
 
-def test_invalid_resumed_answer_gives_way_on_screen_and_is_asked_again_interactively(tmp_path, capsys):
-    """Issue 20, item 11 (part): a saved answer that no longer validates (a hand edit, another machine) gives way to
-    the default as before, but never silently: a note names it and the --set; interactively it is asked again."""
+def test_invalid_resumed_answer_stops_a_run_with_yes_and_is_asked_again_interactively(tmp_path, capsys):
+    """Issue 20, item 11: a saved answer that no longer validates (a hand edit, another machine) never gives way
+    silently: with --yes the run stops with the line a replay gives (the file untouched); interactively a note names
+    it and it is asked again, the default pre-filled; a volatile one (a port) gives way with a note."""
     e, s = engine(tmp_path)
     s.steps["a"]["answers"] = {"n": 7, "mode": "gone"}  # 7 fails validation, "gone" is no longer a choice
-    assert e.run() == 0
-    assert saved(s)["steps"]["a"]["answers"]["n"] == 8 and saved(s)["steps"]["a"]["answers"]["mode"] == "lora"
+    s.save()
+    assert e.run() == 2
     err = capsys.readouterr().err
-    assert "The saved a.n=7 is no longer valid" in err and "The saved a.mode='gone'" in err
+    assert "a.n=7 is not valid" in err and "--set a.n=VALUE" in err
+    assert saved(s)["steps"]["a"]["answers"] == {"n": 7, "mode": "gone"} and saved(s)["steps"]["a"]["status"] == "pending"
     p = Scripted([...] * 10)  # Enter takes the pre-filled value each time
     e, s = engine(tmp_path / "asked", p)
     s.steps["a"]["answers"] = {"n": 7}
     assert e.run() == 0
     assert p.asked[0] == ("n", 8) and saved(s)["steps"]["a"]["answers"]["n"] == 8
     assert "The saved a.n=7 is no longer valid" in capsys.readouterr().err
+    steps = dict(STEPS, b=make_step("b", [Question("x", "int", "deploy.port", default=8, validate=even,
+                                                   volatile=True)]))
+    s = Session.new("test", ("a", "b"), tmp_path / "volatile")
+    s.steps["b"]["answers"] = {"x": 7}
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0
+    assert saved(s)["steps"]["b"]["answers"] == {"x": 8}
+    assert "The saved b.x=7 is no longer valid" in capsys.readouterr().err
+
+
+def test_a_set_answer_is_not_asked_interactively_and_an_invalid_one_is(tmp_path, capsys):
+    """Issue 20, item 11: --set wins over every source, so an interactive run does not ask it (a line says it is
+    preset); a --set value that does not validate is said so and asked, itself pre-filled."""
+    p = Scripted([..., ..., ..., ...])
+    e, s = engine(tmp_path, p, overrides={"a": {"n": "4", "mode": "full", "path": "p"}})
+    assert e.run() == 0
+    assert [k for k, _ in p.asked] == ["flag", "x"]
+    assert saved(s)["steps"]["a"]["answers"] == {"n": 4, "mode": "full", "path": "p", "flag": False}
+    out = capsys.readouterr().out
+    assert "a.n = 4 (preset by --set)" in out and "a.mode = full (preset by --set)" in out
+    p = Scripted(["6", ..., ..., ...])
+    e, s = engine(tmp_path / "bad", p, overrides={"b": {"x": "0.25"}})
+    e.precheck = lambda: None  # as when the --set is checked only when its step runs (a text answer)
+    e.overrides["a"] = {"n": "5"}
+    assert e.run() == 0
+    assert p.asked[0] == ("n", "5") and saved(s)["steps"]["a"]["answers"]["n"] == 6
+    assert "--set a.n='5' is not valid" in capsys.readouterr().err
+
+
+def test_a_set_for_a_question_that_will_not_be_asked_is_refused_saying_why(tmp_path, capsys):
+    """Issue 20, item 11: `--set choose_strategy.distribution=zero3` with one process was dropped silently. With --yes
+    it is refused before any step runs; interactively when the answers that decide it are given."""
+    steps = dict(STEPS, a=make_step("a", [
+        Question("processes", "int", "choose_strategy.processes", default=1),
+        Question("distribution", "select", "choose_strategy.distribution", when=lambda a: a["processes"] > 1,
+                 default="ddp", choices=[Choice("ddp", "ddp"), Choice("zero3", "zero3")],
+                 asked_if="choose_strategy.asked_if.several_processes")]))
+    ran = []
+    steps["b"] = make_step("b", [], run=lambda ctx, a: ran.append(1) or {})
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__, overrides={"a": {"distribution": "zero3"}}).run() == 2
+    err = capsys.readouterr().err
+    assert "--set a.distribution is not used" in err and "2 or more processes" in err
+    assert saved(s)["steps"]["a"]["status"] == "pending"
+    # with processes=2 set too, it is used
+    s = Session.new("test", ("a", "b"), tmp_path / "two")
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__,
+                  overrides={"a": {"distribution": "zero3", "processes": "2"}}).run() == 0
+    assert saved(s)["steps"]["a"]["answers"] == {"processes": 2, "distribution": "zero3"}
+    # interactively: the user answers 1 process, so the --set cannot be used: refused before the step runs
+    ran.clear()
+    s = Session.new("test", ("a", "b"), tmp_path / "asked")
+    s.save()
+    assert Engine(s, UI(), Scripted(["1"]), load=steps.__getitem__,
+                  overrides={"a": {"distribution": "zero3"}}).run() == 2
+    assert "--set a.distribution is not used" in capsys.readouterr().err and not ran
+
+
+def test_a_refused_answer_with_a_way_back_offers_alternatives_and_the_earlier_question(tmp_path, capsys):
+    """Issue 20, item 1: a question that validates against the network (a hub endpoint, offline) is no dead end:
+    after a refusal the user answers again, takes an alternative (a mirror), or goes back to an earlier question
+    (another source), which is asked again with its answer pre-filled."""
+    reachable = {"https://mirror", "local"}
+    steps = dict(STEPS, a=make_step("a", [
+        Question("source", "select", "select_model.source", default="hf",
+                 choices=[Choice("hf", "hf"), Choice("local", "local")]),
+        Question("endpoint", "text", "select_model.endpoint", default="https://down",
+                 when=lambda a: a["source"] == "hf", way_back=("source",),
+                 alternatives=lambda a: [Choice("https://mirror", "a mirror"), Choice("https://down", "official")],
+                 validate=lambda v, a: None if v in reachable else msg("hub.unreachable", endpoint=v, error="down")),
+        Question("model", "text", "select_model.model_id", default="m")]))
+    # Enter (the default), refused → back to the source → local → the model
+    p = Scripted([..., ..., "back:source", "local", ..., ...])
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), p, load=steps.__getitem__).run() == 0
+    assert [k for k, _ in p.asked] == ["source", "endpoint", "after_refusal", "source", "model", "x"]
+    assert p.asked[3] == ("source", "hf")  # its earlier answer pre-filled
+    assert saved(s)["steps"]["a"]["answers"] == {"source": "local", "model": "m"}  # no stale endpoint
+    assert "Cannot reach https://down" in capsys.readouterr().err
+    # a mirror from the short list (the refused value itself is not offered again)
+    p = Scripted([..., ..., "use:https://mirror", ..., ...])
+    s = Session.new("test", ("a", "b"), tmp_path / "mirror")
+    s.save()
+    seen = []
+    real_ask = p.ask
+    p.ask = lambda q, pre, a: seen.append([c.value for c in q.resolve_choices(a)]) or real_ask(q, pre, a)
+    assert Engine(s, UI(), p, load=steps.__getitem__).run() == 0
+    assert saved(s)["steps"]["a"]["answers"] == {"source": "hf", "endpoint": "https://mirror", "model": "m"}
+    assert ["again", "use:https://mirror", "back:source"] in seen
+    # answering again keeps asking the same question
+    p = Scripted([..., ..., "again", "https://mirror", ..., ...])
+    s = Session.new("test", ("a", "b"), tmp_path / "again")
+    s.save()
+    assert Engine(s, UI(), p, load=steps.__getitem__).run() == 0
+    assert p.asked[3] == ("endpoint", "https://down")
+    assert saved(s)["steps"]["a"]["answers"]["endpoint"] == "https://mirror"
 
 
 def test_interactive_prefills_the_winner_and_reprompts_on_invalid(tmp_path, capsys):

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import recipes
-from recipes.base import Msg, Question, Refusal, msg
+from recipes.base import Choice, Msg, Question, Refusal, msg
 from recipes.handoff import Handoff
 from wizard import i18n
 from wizard.session import Session, now
@@ -86,6 +86,11 @@ def check(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
         # serving engine loads)
         err = q.validate(value, answers) or err
     return value, err
+
+
+def _shown(value: Any) -> str:
+    """An answer as a user typed it (a checkbox's list as a,b)."""
+    return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
 class UndeclaredRead(AssertionError):
@@ -171,12 +176,16 @@ class Engine:
         self.replay = replay or {}
         self.defaults = defaults or {}
         self.home = Path(session.run_dir).parent.parent  # YICHUI_HOME: runs/<id>/ lies under it
+        self._unlocked: set[str] = set()
 
     # -- answers -----------------------------------------------------------------------------------------------
-    def _candidates(self, step: str, q: Question, resumed: dict, answers: dict):
-        """(source, raw value) in precedence order; the resumed answer only if it still validates."""
-        if q.key in self.overrides.get(step, {}):
+    def _candidates(self, step: str, q: Question, resumed: dict, answers: dict, earlier: dict):
+        """(source, raw value) in precedence order; the resumed answer only if it still validates. ``earlier``: the
+        answers given before the user went back to an earlier question (pre-filled, checked when given)."""
+        if q.key in self.overrides.get(step, {}) and q.key not in self._unlocked:
             yield "set", self.overrides[step][q.key]
+        if q.key in earlier:
+            yield "earlier", earlier[q.key]
         if q.key in self.replay.get(step, {}):
             raw = self.replay[step][q.key]
             err = check(q, raw, answers)[1] if q.volatile else None
@@ -189,8 +198,10 @@ class Engine:
             value, err = check(q, resumed[q.key], answers)
             if err is None:
                 yield "resumed", value
-            else:  # it gives way to the next source, never silently (issue 20, item 11): interactively it is
-                # asked again with that source pre-filled
+            elif self.prompter is None and not q.volatile:  # a decision: --yes stops as a replay does (item 11)
+                raise AnswerError(msg("answer.invalid", name=f"{step}.{q.key}", value=resumed[q.key],
+                                      reason=i18n.render(err)))
+            else:  # never silently (issue 20, item 11): interactively it is asked again, the next source pre-filled
                 self.ui.warn(i18n.t("engine.resumed_invalid" if self.prompter else "engine.resumed_gives_way",
                                     name=f"{step}.{q.key}", value=resumed[q.key], reason=i18n.render(err)))
         if q.key in self.defaults.get(step, {}):
@@ -207,21 +218,56 @@ class Engine:
             raise AnswerError(msg("answer.missing_secret", name=f"{step}.{q.key}", env=q.env or "?"))
         return self.prompter.ask(q, None, {})
 
+    def _ask(self, step: str, q: Question, raw: Any, answers: dict, by_key: dict) -> tuple[str, Any]:
+        """Ask ``q`` until an answer passes: ("answer", value), or ("back", key) when the user chose to change an
+        earlier answer after a refusal (``q.way_back``)."""
+        assert self.prompter is not None
+        while True:
+            raw = self.prompter.ask(q, raw, answers)
+            value, err = check(q, raw, answers)
+            while err is not None and q.way_back:
+                self.ui.warn(i18n.render(err))
+                alternatives = [a for a in (q.alternatives(answers) if q.alternatives else [])
+                                if str(a.value) != str(raw)]
+                choices = ([Choice("again", msg("engine.answer_again"))]
+                           + [Choice("use:" + str(a.value), msg("engine.use_alternative", choice=i18n.render(a.label)))
+                              for a in alternatives]
+                           + [Choice("back:" + k, msg("engine.go_back", question=i18n.t(by_key[k].message).rstrip(":：")))
+                              for k in q.way_back if k in answers])
+                what = self.prompter.ask(Question("after_refusal", "select", "engine.after_refusal", choices=choices),
+                                         "again", answers)
+                if what.startswith("back:"):
+                    return "back", what[5:]
+                if not what.startswith("use:"):
+                    break
+                raw = next(a.value for a in alternatives if str(a.value) == what[4:])
+                value, err = check(q, raw, answers)
+            if err is None:
+                return "answer", value
+            if not q.way_back:
+                self.ui.warn(i18n.render(err))
+
     def resolve(self, step_mod, ctx: StepContext) -> dict:
         name = step_mod.name
         rec = self.session.steps[name]
         resumed = dict(rec["answers"])
         answers: dict = {}
+        earlier: dict = {}  # answers given before going back to an earlier question
+        self._unlocked = set()  # --set values given up interactively (refused, or gone back to)
         qs = step_mod.questions(ctx)
         if not qs and rec["answers"]:
             return dict(rec["answers"])  # the step asks nothing now (e.g. re-attaching): its recorded answers stand
-        for q in qs:
+        by_key = {q.key: q for q in qs}
+        i = 0
+        while i < len(qs):
+            q = qs[i]
+            i += 1
             if q.when is not None and not q.when(answers):
                 continue
             if q.secret:  # used for this run only: never saved
                 answers[q.key] = self._secret(name, q)
                 continue
-            source, raw = next(self._candidates(name, q, resumed, answers), (None, None))
+            source, raw = next(self._candidates(name, q, resumed, answers, earlier), (None, None))
             if self.prompter is None:
                 if source is None:
                     raise AnswerError(msg("answer.missing", name=f"{name}.{q.key}"))
@@ -231,15 +277,31 @@ class Engine:
                     raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=raw,
                                           reason=i18n.render(err)))
             else:
-                while True:
-                    raw = self.prompter.ask(q, raw, answers)
-                    value, err = check(q, raw, answers)
-                    if err is None:
-                        break
-                    self.ui.warn(i18n.render(err))
+                value, err = check(q, raw, answers) if source == "set" else (None, None)
+                if source == "set" and err is None:  # --set wins over every source: not asked (item 11)
+                    self.ui.say(i18n.t("engine.preset", name=f"{name}.{q.key}", value=_shown(value)))
+                else:
+                    if err is not None:
+                        self.ui.warn(i18n.t("engine.preset_invalid", name=f"{name}.{q.key}", value=raw,
+                                            reason=i18n.render(err)))
+                        self._unlocked.add(q.key)
+                    outcome, value = self._ask(name, q, raw, answers, by_key)
+                    if outcome == "back":  # ask from that question on again, what was given pre-filled
+                        i = next(j for j, x in enumerate(qs) if x.key == value)
+                        for x in qs[i:]:
+                            if x.key in answers:
+                                earlier[x.key] = answers.pop(x.key)
+                        self._unlocked.add(value)
+                        continue
             answers[q.key] = value
+            earlier.pop(q.key, None)
             rec["answers"][q.key] = value
             self.session.save()
+        unused = [k for k in self.overrides.get(name, {}) if k not in answers and k not in self._unlocked]
+        if unused:  # a --set is a decision: one the questions never reached would be dropped silently (item 11)
+            q = by_key[unused[0]]
+            raise AnswerError(msg("answer.set_not_asked", name=f"{name}.{q.key}",
+                                  why=i18n.t(q.asked_if) if q.asked_if else i18n.t("answer.asked_if_generic")))
         # exactly the answers used this time (stale keys of skipped questions go); secrets never reach the file
         secret = {q.key for q in qs if q.secret}
         rec["answers"] = {k: v for k, v in answers.items() if k not in secret}
@@ -269,15 +331,23 @@ class Engine:
             # the answers so far, in question order (the --set values, else the defaults), so that choices and
             # validators that depend on earlier answers check each --set value before any step runs
             answers: dict = {}
+            given = {**self.defaults.get(name, {}), **self.session.steps.get(name, {}).get("answers", {}),
+                     **self.replay.get(name, {})}
             for q in questions:
                 err = None
                 try:
                     if q.when is not None and not q.when(answers):
+                        if q.key in sets and self.prompter is None:  # nothing will ask it: refused now, not later
+                            raise AnswerError(msg("answer.set_not_asked", name=f"{name}.{q.key}", why=i18n.t(
+                                q.asked_if) if q.asked_if else i18n.t("answer.asked_if_generic")))
                         continue
                     if q.key in sets and q.kind in ("int", "float", "confirm", "select", "checkbox"):
                         answers[q.key], err = check(q, sets[q.key], answers)
                     else:  # text answers are checked by the step (their validators may ask a hub)
-                        answers[q.key] = sets[q.key] if q.key in sets else q.resolve_default(answers)
+                        answers[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
+                            else q.resolve_default(answers)
+                except AnswerError:
+                    raise
                 except Exception:  # a default or validator that needs what only the run knows: the step checks it
                     continue
                 if err is not None:

@@ -34,6 +34,12 @@ class QuestionaryPrompter:
         if q.kind == "password":
             return questionary.password(text).unsafe_ask()
         if q.kind == "path":
-            return questionary.path(text, default="" if prefill is None else str(prefill)).unsafe_ask()
+            # a text prompt completing paths on Tab: questionary.path shows completions while typing, and Enter
+            # then closed them instead of answering (a typed folder took two Enters)
+            from prompt_toolkit.completion import PathCompleter
+
+            return questionary.text(text, default="" if prefill is None else str(prefill),
+                                    completer=PathCompleter(expanduser=True),
+                                    complete_while_typing=False).unsafe_ask()
         return questionary.text(text, default="" if prefill is None else str(prefill)).unsafe_ask()
 

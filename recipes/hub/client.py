@@ -16,11 +16,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from recipes.base import StepError
+from recipes.base import Choice, StepError
 
 SOURCES = ("hf", "modelscope", "local")
 DEFAULT_ENDPOINTS = {"hf": "https://huggingface.co", "modelscope": "https://www.modelscope.cn"}
 ENDPOINT_ENV = {"hf": "HF_ENDPOINT", "modelscope": "MODELSCOPE_ENDPOINT"}
+# offered after an endpoint is refused (a blocked huggingface.co is common for this tool's users)
+MIRRORS = {"hf": ("https://hf-mirror.com",), "modelscope": ()}
 SKIP_PATTERNS = ("original/*", "*.gguf", ".gitattributes", "*.md", "*.pdf", "*.png", "*.jpg")
 
 
@@ -28,6 +30,14 @@ def default_endpoint(source: str) -> str | None:
     if source not in ENDPOINT_ENV:
         return None
     return os.environ.get(ENDPOINT_ENV[source]) or DEFAULT_ENDPOINTS[source]
+
+
+def endpoint_choices(source: str) -> list[Choice]:
+    """The endpoints a user may switch to for ``source``: the environment's (HF_ENDPOINT / MODELSCOPE_ENDPOINT),
+    the official one, the known mirrors; [] for a source with no endpoint."""
+    urls = [os.environ.get(ENDPOINT_ENV[source], ""), DEFAULT_ENDPOINTS[source], *MIRRORS[source]] \
+        if source in ENDPOINT_ENV else []
+    return [Choice(u, u) for u in dict.fromkeys(u for u in urls if u)]
 
 
 @dataclass

@@ -82,9 +82,11 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Hub endpoint (mirror URL):")                           # pre-filled from HF_ENDPOINT
         t.ask("Which model?")                                         # Qwen2.5 0.5B: not on this hub
         t.expect("No such model: Qwen/Qwen2.5-0.5B-Instruct")          # re-prompt 1
+        t.ask("What now?")                                            # answer again (or go back: issue 20, item 1)
         t.ask("Which model?", DOWN * 15)                              # Another hub id …
         t.ask("Hub id (org/name):", "not an id")
         t.expect("is not a hub id")                                   # re-prompt 2
+        t.ask("What now?")
         t.ask("Hub id (org/name):", "yichui/tiny-qwen2-chat", clear=True)
         t.ask("Revision (branch, tag or commit):")
         t.ask("Which GPU will train it?", UP)                          # T4 instead of the A10 default
@@ -192,6 +194,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         t.ask("仓库地址（镜像 URL）：")
         t.ask("选择哪个模型？")
         t.expect("没有这个模型")                                       # the re-prompt, in Chinese
+        t.ask("接下来？")                                              # 重新回答
         t.ask("选择哪个模型？", UP * 2)                                # the tiny demo model (second from the end)
         t.ask("版本（分支、标签或提交号）：")
         t.ask("用哪种 GPU 训练？")

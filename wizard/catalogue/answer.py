@@ -21,4 +21,9 @@ MESSAGES = {
     "answer.unknown_key": {"en": "--set {name}: step {step} has no question {key!r}; its questions are: {keys}.",
                            "zh": "--set {name}：步骤 {step} 没有问题 {key!r}；它的问题有：{keys}。"},
     "answer.no_choices": {"en": "There is nothing to choose here ('{value}' given): leave it empty.", "zh": "这里没有可选项（给出了 '{value}'）：请留空。"},
+    "answer.set_not_asked": {"en": "--set {name} is not used: that question is asked only {why}. Drop it, or change "
+                                   "the answer it depends on.",
+                             "zh": "--set {name} 未被使用：该问题仅在{why}时才会询问。请去掉它，或修改它所依赖的答案。"},
+    "answer.asked_if_generic": {"en": "when the earlier answers of its step call for it",
+                                "zh": "该步骤之前的答案需要它"},
 }

@@ -120,4 +120,11 @@ MESSAGES = {
                                        "zh": "GaLore 只支持普通数据并行（其优化器无法切分）：请选 DDP，或换一种方法"},
     "choose_strategy.packing": {"en": "Pack sequences padding-free (no pad tokens; fewer steps per epoch)?",
                                 "zh": "无填充打包序列（没有填充 token；每轮步数更少）？"},
+    "choose_strategy.asked_if.several_processes": {
+        "en": "when training runs in 2 or more processes (choose_strategy.processes × nodes)",
+        "zh": "训练进程总数（choose_strategy.processes × nodes）≥ 2"},
+    "choose_strategy.asked_if.sharded": {"en": "with a sharded distribution (ZeRO or FSDP)",
+                                         "zh": "选择分片方式（ZeRO 或 FSDP）"},
+    "choose_strategy.asked_if.several_nodes": {"en": "when training spans 2 or more nodes (choose_strategy.nodes)",
+                                               "zh": "训练跨 2 台或更多节点（choose_strategy.nodes）"},
 }

@@ -19,4 +19,11 @@ MESSAGES = {
     "engine.finished": {"en": "All steps done. Session {id} is saved in {path}.", "zh": "全部步骤完成。会话 {id} 保存在 {path}。"},
     "engine.resume_hint": {"en": "Fix the cause, then continue with: yichui resume {id}",
                            "zh": "排除原因后继续：yichui resume {id}"},
+    "engine.after_refusal": {"en": "What now?", "zh": "接下来？"},
+    "engine.answer_again": {"en": "Answer again", "zh": "重新回答"},
+    "engine.use_alternative": {"en": "Use {choice}", "zh": "改用 {choice}"},
+    "engine.go_back": {"en": "Go back: {question}", "zh": "返回：{question}"},
+    "engine.preset": {"en": "{name} = {value} (preset by --set)", "zh": "{name} = {value}（由 --set 指定）"},
+    "engine.preset_invalid": {"en": "--set {name}={value!r} is not valid ({reason}): choose here.",
+                              "zh": "--set {name}={value!r} 无效（{reason}）：请在此选择。"},
 }

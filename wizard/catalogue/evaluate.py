@@ -36,8 +36,14 @@ MESSAGES = {
                                "zh": "{path} 没有参考回复（没有以 assistant 结尾的对话）：请补上，或选择不用留出数据。"},
     "evaluate.needs_local_model": {"en": "{benchmark} scores log-likelihoods, which a chat endpoint does not return: evaluate a model with weights for it.",
                                    "zh": "{benchmark} 需要对数似然，聊天服务端点不提供：请用有权重的模型评测它。"},
-    "evaluate.data_unavailable": {"en": "The data of {benchmark} is not on disk and {endpoint} cannot provide it ({reason}): fetch it first with `yichui download --repo-type dataset`, or drop the benchmark.",
-                                  "zh": "{benchmark} 的数据不在本地，{endpoint} 也无法提供（{reason}）：请先用 `yichui download --repo-type dataset` 获取，或去掉该基准。"},
+    "evaluate.data_unavailable": {"en": "The {benchmark} data ({repo}) is not on disk and {endpoint} cannot provide it "
+                                        "({reason}). Untick {benchmark}, try another endpoint, or fetch it where a hub "
+                                        "answers: yichui download {repo} --repo-type dataset --source {source} (it "
+                                        "lands in {dir}, where this step looks).",
+                                  "zh": "{benchmark} 的数据（{repo}）不在本地，{endpoint} 也无法提供（{reason}）。请取消勾选 "
+                                        "{benchmark}、换一个端点，或在能访问仓库的地方获取：yichui download {repo} "
+                                        "--repo-type dataset --source {source}（保存到 {dir}，本步骤会在那里查找）。"},
+    "evaluate.no_answer": {"en": "no answer: {error}", "zh": "无应答：{error}"},
     "evaluate.files_absent": {"en": "missing files: {files}", "zh": "缺少文件：{files}"},
     "evaluate.nothing": {"en": "Nothing to evaluate: no model and no endpoint in this session.", "zh": "没有可评测的内容：会话中没有模型也没有服务端点。"},
     "evaluate.resuming": {"en": "Resuming the evaluation: {n} part(s) already measured are kept.", "zh": "继续评测：保留已完成的 {n} 个部分。"},

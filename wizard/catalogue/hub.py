@@ -20,11 +20,11 @@ MESSAGES = {
                              "zh": "{repo} 没有版本 {revision!r}：请使用存在的分支、标签或提交号。"},
     "hub.no_config": {"en": "{repo} has no config.json: it is not a transformers model.",
                       "zh": "{repo} 没有 config.json：它不是 transformers 模型。"},
-    "hub.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, choose a mirror "
-                              "(select_model.endpoint, or HF_ENDPOINT / MODELSCOPE_ENDPOINT), or use a model already on "
-                              "disk (select_model.source=local).",
-                        "zh": "无法连接 {endpoint}（{error}）。请检查网络、选择镜像（select_model.endpoint，或 HF_ENDPOINT / "
-                              "MODELSCOPE_ENDPOINT），或使用本地已有的模型（select_model.source=local）。"},
+    "hub.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, use a mirror (e.g. "
+                              "https://hf-mirror.com; HF_ENDPOINT / MODELSCOPE_ENDPOINT set the default), or a model "
+                              "already on disk.",
+                        "zh": "无法连接 {endpoint}（{error}）。请检查网络、使用镜像（例如 https://hf-mirror.com；"
+                              "HF_ENDPOINT / MODELSCOPE_ENDPOINT 可设默认值），或使用本地已有的模型。"},
     "hub.empty_listing": {"en": "{endpoint} lists no files for this repository and revision: check the id and the "
                                 "revision on the hub, or use another endpoint.",
                           "zh": "{endpoint} 没有列出该仓库此版本的任何文件：请在 Hub 上核对 ID 和版本，或换一个端点。"},
