@@ -67,6 +67,10 @@ class Question:
             go back to one of these — so an answer that cannot pass here (no network) is never a dead end.
         alternatives: ``(answers) -> [Choice]`` offered after a refused answer (e.g. hub mirrors).
         asked_if: catalogue key saying when the question is asked (for a ``--set`` of it that is not used).
+        implied: ``(answers) -> (value, source) | None``: an earlier step's answer that settles this one (the deploy
+            engine chosen at export; ``source`` names it, e.g. ``export.serve_with``). Used without asking when it
+            validates, unless ``--set`` or a replay gives another, and shown as a line; asked when it does not
+            validate, the reason shown.
     """
 
     key: str
@@ -83,6 +87,7 @@ class Question:
     way_back: tuple[str, ...] = ()
     alternatives: Callable[[Answers], Sequence[Choice]] | None = None
     asked_if: str | None = None
+    implied: Callable[[Answers], tuple[Any, str] | None] | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -103,9 +108,17 @@ class Refusal(Exception):
     caller may catch one kind, and nothing translates one into another.
     """
 
+    reask: str | None = None  # the earlier step whose answer caused it: resume asks that step again
+
     def __init__(self, key: str, /, **params: Any):
         super().__init__(f"{key} {params}")
         self.key, self.params = key, params
+
+    def caused_by(self, step: str) -> "Refusal":
+        """Name the earlier step whose answer led here (a model with no chat template: select_model), so that
+        resume asks it again instead of failing the same way."""
+        self.reask = step
+        return self
 
     @property
     def msg(self) -> Msg:

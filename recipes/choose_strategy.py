@@ -305,7 +305,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     meta = metadata_dir(ctx)
     tok = AutoTokenizer.from_pretrained(meta, trust_remote_code=trusted(ctx))
     if not tok.chat_template:
-        raise StepError("choose_strategy.no_chat_template", model=ctx.result(ModelChoice).repo_id or meta)
+        raise StepError("choose_strategy.no_chat_template",
+                        model=ctx.result(ModelChoice).repo_id or meta).caused_by("select_model")
     rendered = _render_all(tok, convs)
     samples = rendered[:2]
     for i, s in enumerate(samples, 1):

@@ -179,10 +179,20 @@ def questions(ctx: Ctx) -> list[Question]:
         return None
 
     processes = ctx.result(StrategyChoice).spec().processes
+    # servers of earlier sessions (a demo run twice, a model trained again): offered to stop first, those that serve
+    # the same name ticked (issue 20, item 8)
+    others = [(sid, job) for sid, job in jobs.servers(ctx.home) if sid != ctx.session_id]
+    same = _served_name(ctx)
     return [
+        Question("stop_servers", "checkbox", "deploy.stop_servers", when=lambda a: bool(others), volatile=True,
+                 default=[sid for sid, job in others if jobs.served_name_of(job) == same],
+                 choices=[Choice(sid, msg("deploy.server_label", id=sid, port=jobs.port_of(job) or "?",
+                                          model=jobs.served_name_of(job) or "?",
+                                          gib=f"{jobs.resident_bytes(job) / 2**30:.2f}")) for sid, job in others]),
         Question("backend", "select", "deploy.backend", validate=check_backend,
                  default=exported.serve_with if exported.serve_with in BACKENDS
                  and check_backend(exported.serve_with, {}) is None else "transformers",
+                 implied=lambda a: (exported.serve_with, "export.serve_with") if exported.serve_with else None,
                  choices=[Choice(b, msg("deploy.backend.label", backend=b, state=state(b))) for b in BACKENDS]),
         Question("model", "select", "deploy.model", default="merged", choices=models),
         Question("host", "text", "deploy.host", default="127.0.0.1", validate=check_host),
@@ -206,9 +216,26 @@ def _has_uvicorn() -> bool:
 
 
 def _served_name(ctx: Ctx) -> str:
+    """The short name clients ask for: the model's folder or repo name, and the method it was trained with
+    (``tiny-qwen2-chat-lora``); characters a file name or an option could trip on become ``-``."""
     base = Path(str(ctx.result(ModelChoice).name or "model")).name
     method = ctx.result(TrainingResult).method
-    return (f"{base}-{method}" if method else base).lower()
+    name = re.sub(r"[^\w.-]+", "-", (f"{base}-{method}" if method else base).lower()).lstrip("-.")
+    return name or "model"
+
+
+def _by_short_name(launch: engines.Launch, model_dir: str, sdir: Path, name: str) -> engines.Launch:
+    """An engine that serves a model by its path (transformers serve) gets a link ``sdir/<name>`` to it and is
+    started in ``sdir``: clients ask for ``name``, not an absolute path (issue 20, item 8)."""
+    import dataclasses
+
+    link = sdir / name
+    sdir.mkdir(parents=True, exist_ok=True)
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(Path(model_dir).resolve(), target_is_directory=True)
+    return dataclasses.replace(launch, args=[name if a == model_dir else a for a in launch.args], served_model=name,
+                               listed_name=name)
 
 
 def _target(ctx: Ctx, answers: dict) -> tuple[str, str, dict | None]:
@@ -323,14 +350,19 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
     # keys.BadKey when the file holds no usable key: an engine given an empty key serves everyone, so nothing starts
     key_file = keys.key_file(sdir) if launch.key_flag else None
     key = keys.read_key(key_file)
+    for sid, job in jobs.servers(ctx.home):
+        if sid in answers.get("stop_servers", []) and job.stop():
+            ctx.info(msg("deploy.stopped_other", id=sid, pid=job.pid))
     old = jobs.read(sdir / "server.pid.json")
     if old is not None and old.alive():
         ctx.info(msg("deploy.stopping_old", pid=old.pid))
         old.stop()
     if not port_free(host, port):  # taken since the question was answered (another server, another session)
         raise StepError("deploy.port_in_use", port=port)
+    if inst.spec.served_by_path:
+        launch = _by_short_name(launch, model_dir, sdir, _served_name(ctx))
     t0 = time.monotonic()
-    job = server.start("server", inst, launch, sdir, key_file)
+    job = server.start("server", inst, launch, sdir, key_file, cwd=sdir if inst.spec.served_by_path else None)
     base = client_base(host, port)
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))

@@ -120,6 +120,72 @@ def find(run_dir: Path) -> list[Job]:
     return [j for p in sorted(Path(run_dir).glob("*/*.pid.json")) if (j := read(p)) is not None]
 
 
+def servers(home: Path) -> list[tuple[str, Job]]:
+    """The model server of every session under ``home`` that runs now: (session id, job), oldest start first."""
+    found = [(p.parent.parent.name, j) for p in Path(home, "runs").glob("*/serve/server.pid.json")
+             if (j := read(p)) is not None and j.alive()]
+    return sorted(found, key=lambda x: x[1].started_at)
+
+
+def port_of(job: Job) -> int | None:
+    """The port a server job was started on (its ``--port`` / ``--server-port`` option), or None."""
+    for i, a in enumerate(job.argv[:-1]):
+        if a in ("--port", "--server-port") and job.argv[i + 1].isdigit():
+            return int(job.argv[i + 1])
+    return None
+
+
+def served_name_of(job: Job) -> str | None:
+    """The model name a server job answers to: its ``--served-model-name`` / ``--model-name`` option, else (an engine
+    serving by path, transformers serve) the argument after ``serve``."""
+    argv = job.argv
+    for i, a in enumerate(argv[:-1]):
+        if a in ("--served-model-name", "--model-name"):
+            return argv[i + 1]
+    if "serve" in argv[:-1]:
+        return Path(argv[argv.index("serve") + 1]).name
+    return None
+
+
+def resident_bytes(job: Job) -> int:
+    """Resident memory (RSS) of the job's process group — the job and the children it started — in bytes, from
+    /proc (0 where there is none)."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            raw = stat.read_text()
+            if int(raw[raw.rindex(")") + 2:].split()[2]) != job.pid:  # field 5: the process group
+                continue
+            rss_pages = int((stat.parent / "statm").read_text().split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        total += rss_pages * os.sysconf("SC_PAGE_SIZE")
+    return total
+
+
+def gpu_bytes(job: Job) -> int | None:
+    """GPU memory the job's process group holds, in bytes (nvidia-smi's per-process used memory, MiB), or None
+    without nvidia-smi."""
+    import shutil
+
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    total = 0
+    for line in out.splitlines():
+        try:
+            pid, mib = (int(x) for x in line.split(","))
+            if os.getpgid(pid) == job.pid:
+                total += mib * 2**20
+        except (ValueError, OSError):
+            continue
+    return total
+
+
 def read_events(path: Path, offset: int = 0) -> tuple[list[dict], int]:
     """Complete JSON lines of an events file from byte ``offset``; returns (events, new offset)."""
     try:

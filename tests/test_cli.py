@@ -134,7 +134,7 @@ def test_show_all_lists_sessions(home):
     a = Session.new("finetune", h=home)
     a.save()
     r = yichui(home, "show", "--all")
-    assert r.returncode == 0 and a.id in r.stdout and "unfinished" in r.stdout
+    assert r.returncode == 0 and a.id in r.stdout and "1/8" in r.stdout  # where it stands
     b = Session.new("finetune", h=home)
     b.save()
     b.path.write_text(b.path.read_text()[:40])  # truncated: listed as a warning, not silently left out
@@ -148,6 +148,11 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
     assert r.returncode == 0, r.stdout + r.stderr
     for name in ("python", "torch", "GPU", "disk", "host RAM", "deepspeed", "bitsandbytes", "vllm", "llm-compressor"):
         assert name in r.stdout, name
+    # each install command on one line of its own below the table, whole, so it can be copied (issue 20, item 13)
+    from recipes.serving import spec as specs
+
+    assert any(line.endswith(f"'{specs.recommended('vllm').install}'") and line.lstrip().startswith("[")
+               for line in r.stdout.splitlines()), r.stdout
     s = Session.new("deploy", h=home)
     s.steps["deploy"]["answers"] = {"backend": "vllm"}
     s.save()
@@ -233,3 +238,26 @@ def test_commands_on_a_session_speak_its_language(home):
     assert r.returncode == 0 and "没有正在运行的任务" in r.stdout, r.stdout + r.stderr
     r = yichui(home, "--lang", "en", "stop", s.id)
     assert "Nothing is running" in r.stdout
+
+
+def test_tables_at_80_columns_keep_words_and_urls_whole(home):
+    """Issue 20, item 13: at 80 columns `show --all` split "unfinish/ed" and "http://127.0.0.1:8/002/v1" across
+    lines. A column is now no narrower than its longest word while the table fits the terminal."""
+    from recipes import jobs
+
+    s = Session.new("finetune", h=home)
+    s.steps["deploy"]["outputs"]["endpoint"] = "http://127.0.0.1:8002/v1"
+    s.save()
+    job = jobs.spawn("server", ["sleep", "60"], s.run_dir / "serve")  # a running job in the server's place
+    try:
+        r = yichui(home, "show", "--all", COLUMNS="80")
+    finally:
+        job.stop(timeout=5)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert max(len(x) for x in lines) <= 80
+    row = next(x for x in lines if s.id in x)  # one line per session: where it stands, its server, when
+    assert "1/8" in row and "127.0.0.1:8002/v1" in row and s.data["updated_at"][5:16].replace("T", " ") in row, \
+        r.stdout
+    wide = yichui(home, "show", "--all", COLUMNS="140").stdout  # wider: the step's name too
+    assert "1/8 select_model" in wide

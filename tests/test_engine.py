@@ -394,3 +394,58 @@ def test_a_step_reads_only_the_steps_its_requires_names(tmp_path, monkeypatch):
     e2, s2 = engine(tmp_path / "again", defaults={"a": {"n": 2}})
     assert e2.run() == 0
     assert s2.steps["b"]["outputs"]["seen"]["n"] == 2
+
+
+def test_a_failure_caused_by_an_earlier_answer_makes_resume_ask_that_step_again(tmp_path, capsys):
+    """Issue 20, item 2: a later step refusing what an earlier answer chose (a model with no chat template, found by
+    the strategy step) must not send resume straight back into the same error: that earlier step is asked again."""
+    fail = {"on": True}
+
+    def run_b(ctx, a):
+        if fail["on"]:
+            raise StepError("choose_strategy.no_chat_template", model="m").caused_by("a")
+        return {}
+
+    steps = dict(STEPS, b=make_step("b", STEP_B.questions(None), run=run_b))
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 1
+    assert "resume asks them again" in capsys.readouterr().out
+    data = saved(s)
+    assert data["steps"]["a"]["status"] == "pending" and data["steps"]["b"]["status"] == "failed"
+    assert data["steps"]["a"]["answers"] == {"n": 8, "mode": "lora", "flag": False}  # kept: pre-filled when asked
+    fail["on"] = False
+    p = Scripted([...] * 4)
+    assert Engine(Session.load(s.path), UI(), p, load=steps.__getitem__).run() == 0
+    assert [k for k, _ in p.asked][:3] == ["n", "mode", "flag"]  # step a asked again, its answers pre-filled
+
+
+def test_an_answer_an_earlier_step_settles_is_not_asked_again(tmp_path, capsys):
+    """Issue 20, item 13: the serving engine was asked twice (export, then deploy). A question an earlier answer
+    implies is not asked when that answer validates here (a line says so); --set wins; when it does not validate
+    the reason is shown and the question asked."""
+    usable = {"transformers"}
+    q = Question("backend", "select", "deploy.backend", default="transformers",
+                 choices=[Choice("transformers", "t"), Choice("vllm", "v")],
+                 validate=lambda v, a: None if v in usable else msg("answer.empty"),
+                 implied=lambda a: ("transformers", "export.serve_with"))
+    steps = dict(STEPS, a=make_step("a", [q]))
+    p = Scripted([..., ...])
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), p, load=steps.__getitem__).run() == 0
+    assert [k for k, _ in p.asked] == ["x"] and saved(s)["steps"]["a"]["answers"] == {"backend": "transformers"}
+    assert "a.backend = transformers (as export.serve_with" in capsys.readouterr().out
+    usable.add("vllm")
+    s = Session.new("test", ("a", "b"), tmp_path / "set")
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__, overrides={"a": {"backend": "vllm"}}).run() == 0
+    assert saved(s)["steps"]["a"]["answers"] == {"backend": "vllm"}
+    usable.clear()
+    p = Scripted(["transformers", ...])
+    s = Session.new("test", ("a", "b"), tmp_path / "invalid")
+    s.save()
+    usable_after = {"transformers"}
+    q.validate = lambda v, a: None if v in usable_after and p.asked else msg("answer.empty")
+    assert Engine(s, UI(), p, load=steps.__getitem__).run() == 0
+    assert p.asked[0][0] == "backend" and "cannot be used for a.backend here" in capsys.readouterr().err

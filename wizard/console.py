@@ -7,8 +7,8 @@ from typing import Any, Sequence
 
 from rich.console import Console
 from rich.live import Live
-from rich.progress import (BarColumn, DownloadColumn, Progress, ProgressColumn, TaskProgressColumn, TextColumn,
-                           TimeRemainingColumn)
+from rich.progress import (BarColumn, DownloadColumn, MofNCompleteColumn, Progress, ProgressColumn,
+                           TaskProgressColumn, TextColumn, TimeRemainingColumn)
 from rich.table import Column
 from rich.table import Table
 from rich.text import Text
@@ -76,10 +76,20 @@ class UI:
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         t = Table(title=title, title_justify="left")
+        cells = [["" if v is None else str(v) for v in r] for r in rows]
+        # a column is no narrower than its longest word (up to 40) while the table fits the terminal: words wrap
+        # whole, not "unfinish/ed" or a URL folded mid-port (issue 20, item 13)
+        mins = [min(40, max((len(w) for r in cells for w in (r[i].split() if i < len(r) else [])), default=0))
+                for i in range(len(columns))]
+        # the first column (ids, names) is never cut: its whole width counts; where even whole words do not fit
+        # (40 columns) rich's own folding is left to fit the table to the terminal
+        first = max([len(columns[0]) if columns else 0] + [len(r[0]) for r in cells if r])
+        if len(mins) < 2 or first + sum(mins[1:]) + 3 * len(mins) + 1 > self.out.width:
+            mins = [0] * len(mins)
         for i, c in enumerate(columns):
-            t.add_column(c, no_wrap=i == 0, overflow="fold")  # the first column (ids, names) is never cut
-        for r in rows:
-            t.add_row(*("" if v is None else str(v) for v in r))
+            t.add_column(c, no_wrap=i == 0, overflow="fold", min_width=(mins[i] or None) if i else None)
+        for r in cells:
+            t.add_row(*r)
         self.out.print(t)
 
     @contextlib.contextmanager
@@ -95,6 +105,8 @@ class UI:
         if unit == "B":
             cols += [DownloadColumn(binary_units=True, table_column=Column(no_wrap=True)),
                      _BinarySpeed(table_column=Column(no_wrap=True))]
+        elif unit and total:  # counted things (steps): "120/300"
+            cols += [MofNCompleteColumn(table_column=Column(no_wrap=True))]
         cols += [TimeRemainingColumn()]
         with Progress(*cols, console=self.out, transient=False) as p:
             task = p.add_task(description, total=total)

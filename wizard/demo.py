@@ -20,8 +20,12 @@ def model_ready(home: Path) -> bool:
         return False
 
 
-def ensure_model(home: Path) -> None:
-    """Build the tiny model into the demo hub root unless a build of this version is there."""
+PRETRAIN_STEPS = 300
+
+
+def ensure_model(home: Path, on_step=None) -> None:
+    """Build the tiny model into the demo hub root unless a build of this version is there; ``on_step(step, loss)``
+    follows its pre-training (:data:`PRETRAIN_STEPS` steps)."""
     dest = hub_root(home) / tiny.REPO_ID
     if model_ready(home):
         return
@@ -29,7 +33,7 @@ def ensure_model(home: Path) -> None:
         import shutil
 
         shutil.rmtree(dest)
-    tiny.build(dest)
+    tiny.build(dest, PRETRAIN_STEPS, on_step=on_step)
 
 
 def start_hub(home: Path):

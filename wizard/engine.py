@@ -267,6 +267,18 @@ class Engine:
             if q.secret:  # used for this run only: never saved
                 answers[q.key] = self._secret(name, q)
                 continue
+            settled = q.implied(answers) if q.implied and q.key not in self.overrides.get(name, {}) \
+                and q.key not in self.replay.get(name, {}) and q.key not in earlier and q.key not in resumed else None
+            if settled is not None:  # an earlier step's answer settles it (issue 20, item 13): not asked twice
+                value, err = check(q, settled[0], answers)
+                if err is None:
+                    self.ui.say(i18n.t("engine.implied", name=f"{name}.{q.key}", value=_shown(value),
+                                       source=settled[1]))
+                    answers[q.key] = rec["answers"][q.key] = value
+                    self.session.save()
+                    continue
+                self.ui.warn(i18n.t("engine.implied_invalid", name=f"{name}.{q.key}", value=settled[0],
+                                    source=settled[1], reason=i18n.render(err)))
             source, raw = next(self._candidates(name, q, resumed, answers, earlier), (None, None))
             if self.prompter is None:
                 if source is None:
@@ -407,7 +419,11 @@ class Engine:
                 self.ui.error(i18n.render(e.msg))
                 return 2
             except Refusal as e:  # any of yichui's errors: one line that says what to do
-                return self._fail(rec, i18n.render(e.msg))
+                reask = e.reask if e.reask in names[:i - 1] else None
+                if reask:  # an earlier answer caused it: resume asks from that step on
+                    for earlier in names[names.index(reask):i - 1]:
+                        s.steps[earlier]["status"] = "pending"
+                return self._fail(rec, i18n.render(e.msg), reask)
             except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
                 log.error("step %s failed:\n%s", name, traceback.format_exc())
                 return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}",
@@ -420,9 +436,11 @@ class Engine:
         self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0
 
-    def _fail(self, rec: dict, text: str) -> int:
+    def _fail(self, rec: dict, text: str, reask: str | None = None) -> int:
         rec.update(status="failed", error=text, finished_at=now())
         self.session.save()
         self.ui.error(text)
+        if reask:
+            self.ui.say(i18n.t("engine.reask", step=reask))
         self.ui.say(i18n.t("engine.resume_hint", id=self.session.id))
         return 1

@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 REPO_ID = "yichui/tiny-qwen2-chat"
 BUILD_VERSION = 1  # bump when the recipe below changes: the cache key includes it
@@ -68,7 +69,8 @@ def _train_tokenizer(texts: list[str]):
     return fast
 
 
-def _pretrain(model, tokenizer, texts: list[str], steps: int, seq: int = 128, batch: int = 16) -> list[float]:
+def _pretrain(model, tokenizer, texts: list[str], steps: int, seq: int = 128, batch: int = 16,
+              on_step: Callable[[int, float], None] | None = None) -> list[float]:
     import torch
 
     ids = tokenizer("\n\n".join(texts), add_special_tokens=False)["input_ids"]
@@ -85,16 +87,21 @@ def _pretrain(model, tokenizer, texts: list[str], steps: int, seq: int = 128, ba
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step(); sched.step(); opt.zero_grad(set_to_none=True)
         losses.append(loss.item())
+        if on_step is not None:
+            on_step(len(losses), losses[-1])
     model.eval()
     return losses
 
 
-def build(dest: str | os.PathLike, pretrain_steps: int = 300) -> Path:
+def build(dest: str | os.PathLike, pretrain_steps: int = 300,
+          on_step: Callable[[int, float], None] | None = None) -> Path:
     """Build the tiny model into ``dest`` (written atomically: a temp folder renamed at the end).
 
     Args:
         dest: target directory; must not exist yet.
         pretrain_steps: causal-LM steps on the generic corpus (micro-batch 16 × 128 tokens).
+        on_step: called with (step, loss) after each pre-training step (the demo's progress bar: the build takes
+            ~30 s on 2 idle cores, many minutes on a busy machine).
 
     Returns:
         ``dest`` as a Path, holding config.json, model.safetensors, tokenizer files, chat_template.jinja,
@@ -111,7 +118,7 @@ def build(dest: str | os.PathLike, pretrain_steps: int = 300) -> Path:
     config = Qwen2Config(vocab_size=len(tokenizer), tie_word_embeddings=True, rope_theta=10000.0,
                          bos_token_id=None, eos_token_id=eos_ids[0], pad_token_id=eos_ids[1], **MODEL_SHAPE)
     model = Qwen2ForCausalLM(config)
-    losses = _pretrain(model, tokenizer, generic, pretrain_steps)
+    losses = _pretrain(model, tokenizer, generic, pretrain_steps, on_step=on_step)
     model.generation_config = GenerationConfig(eos_token_id=eos_ids, pad_token_id=eos_ids[1], do_sample=False,
                                                max_new_tokens=64)
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -71,6 +71,8 @@ def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) ->
 
 
 def start(name: str, inst: engines.Installed, launch: engines.Launch, directory: Path,
-          key_file: Path | None = None) -> jobs.Job:
-    """Spawn the engine detached (its own process group; log ``directory/<name>.log``, pid file beside it)."""
-    return jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory, env=engines.process_env(inst))
+          key_file: Path | None = None, cwd: Path | None = None) -> jobs.Job:
+    """Spawn the engine detached (its own process group; log ``directory/<name>.log``, pid file beside it), in
+    ``cwd`` when given (a model named by a relative path)."""
+    return jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory, env=engines.process_env(inst),
+                      cwd=cwd)

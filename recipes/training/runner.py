@@ -130,7 +130,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
         Stopped: the trainer was stopped on purpose (`yichui stop`, SIGTERM); said here already.
         KeyboardInterrupt: Ctrl-C (the view detaches; the trainer goes on).
     """
-    events_path, offset, t_start = tdir / "events.jsonl", 0, time.time()
+    # elapsed since the trainer started, not since this view did (`yichui attach` later)
+    events_path, offset, t_start = tdir / "events.jsonl", 0, job.started_at or time.time()
     last: dict = {}
     first: dict = {}
     losses: list[float | None] = []

@@ -281,6 +281,33 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
     return EventsCallback()
 
 
+LOOP_FILE = "yichui_loop.json"  # in each checkpoint: the training loop's seconds up to it, over every segment
+
+
+def loop_seconds(checkpoint: str | None) -> float:
+    """Seconds the training loop ran before ``checkpoint`` was written, summed over the segments a resume joined
+    (its LOOP_FILE); 0.0 without one."""
+    try:
+        return float(json.loads((Path(str(checkpoint)) / LOOP_FILE).read_text())["seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def loop_clock(before: float, t0: float):
+    """The callback writing LOOP_FILE into each checkpoint: ``before`` (earlier segments) + this segment's time
+    since ``t0``, so "training loop N s" counts the whole run after a resume, not only its last part."""
+    from transformers import TrainerCallback
+
+    class LoopClock(TrainerCallback):
+        def on_save(self, args, state, control, **kw):
+            if RANK == 0:
+                path = Path(args.output_dir) / f"checkpoint-{state.global_step}" / LOOP_FILE
+                if path.parent.is_dir():
+                    path.write_text(json.dumps({"seconds": round(before + time.time() - t0, 2)}))
+
+    return LoopClock()
+
+
 def injected_oom(at: int, over: int, micro_batch: int):
     """Test hook (CI has no GPU): ``YICHUI_INJECT_OOM="STEP:MICRO_BATCH"`` raises the CUDA out-of-memory error at
     optimizer step STEP while the micro-batch is larger than MICRO_BATCH."""
@@ -359,9 +386,10 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     asked, got = spec.distribution, sharding(trainer)
     if WORLD > 1 and expected_sharding(asked) != got:
         raise RuntimeError(f"asked for {asked}, the Trainer runs {got} (FSDP runs on GPUs only)")
-    t0 = time.time()
+    t0, before = time.time(), loop_seconds(last)
+    trainer.add_callback(loop_clock(before, t0))
     out = trainer.train(resume_from_checkpoint=last)
-    runtime = time.time() - t0
+    runtime = before + time.time() - t0
     if stop_signal:
         if RANK == 0:
             ev.emit("stopped", step=trainer.state.global_step, signal=signal.Signals(stop_signal[0]).name,

@@ -64,6 +64,15 @@ def test_demo_then_replay(finished_demo):
     for part in ("bench:gsm8k:base", "bench:gsm8k:finetuned", "bench:mmlu:base", "bench:mmlu:finetuned"):
         assert ev["parts"][part]["samples"] == 4 and 0 <= ev["parts"][part]["score"] <= 1, part
     assert "held-out loss" in r.stdout and "Example 1" in r.stdout
+    # the recap (issue 20, item 8): what was made, what runs, how to chat and to stop it
+    recap = r.stdout[r.stdout.index(f"Recap of session {s['id']}"):]
+    assert f"merged model: {s['steps']['export']['outputs']['merged_dir']}" in recap
+    assert f"adapter: {train['adapter_dir']}" in recap and "evaluation report: " in recap
+    assert "yichui servers running (1):" in recap and f"{s['id']}: {deploy['endpoint']}" in recap
+    assert "(this session)" in recap and "GiB RAM" in recap
+    assert f"yichui chat {s['id']}" in recap and f"yichui serve stop {s['id']}" in recap
+    assert deploy["served_model"] == "tiny-qwen2-chat-lora"  # a short name, in the curl line too
+    assert '"model": "tiny-qwen2-chat-lora"' in r.stdout
     report = (home / "runs" / s["id"] / "evaluate" / "report.md").read_text()
     assert "| held-out loss |" in report and "gsm8k" in report and ev["chart"].endswith("report.png")
     assert "The fine-tuned model beats the base" in report and f"finetuned = {deploy['endpoint']}" in report
@@ -104,13 +113,13 @@ def test_demo_then_replay(finished_demo):
     os.killpg(job.pid, signal.SIGKILL)  # the server crashes
     time.sleep(1)
     assert yichui(home, "serve", "status", s["id"]).returncode == 1
-    assert endpoint not in yichui(home, "show", "--all").stdout  # the server column: only servers that run
+    served_at = endpoint.removeprefix("http://")  # show --all leaves the scheme out
+    assert served_at not in yichui(home, "show", "--all").stdout  # the server column: only servers that run
     start = yichui(home, "serve", "start", s["id"], timeout=600)  # restart after a crash
     assert start.returncode == 0, start.stdout[-2000:] + start.stderr[-2000:]
     assert "Serving" in start.stdout and "Training finished" not in start.stdout
     assert yichui(home, "serve", "status", s["id"]).returncode == 0
-    assert endpoint in yichui(home, "show", "--all").stdout
-    assert "Stopped server" in yichui(home, "serve", "stop", s["id"]).stdout
+    assert served_at in yichui(home, "show", "--all").stdout
     shown = yichui(home, "show", s["id"])
     assert shown.returncode == 0 and shown.stdout.count("done") >= 7
 
@@ -121,14 +130,23 @@ def test_demo_then_replay(finished_demo):
     assert qs["steps"]["train"]["status"] == "done" and qs["steps"]["train"]["copied_from"].endswith(s["id"] + ".json")
     assert "Training finished" not in q.stdout and "Merging the lora result" in q.stdout
     assert set(qs["steps"]["export"]["outputs"]["artifacts"]) == {"bnb-8bit"}
+    # the demo's server still runs: the quantize session's recap lists it, with the command to stop every server
+    assert f"{s['id']}: {endpoint}" in q.stdout and "yichui serve stop --all" in q.stdout
 
-    import socket
-
-    with socket.create_server(("127.0.0.1", s["steps"]["deploy"]["answers"]["port"])):  # the old port is taken now
-        rp = yichui(home, "replay", s["id"], "--yes", "--set", "evaluate.benchmarks=", timeout=600)  # measured above
+    # the replay's deploy finds the demo's server on the saved port: the port gives way to a free one, and the
+    # earlier server of the same model is stopped first (the default of deploy.stop_servers)
+    rp = yichui(home, "replay", s["id"], "--yes", "--set", "evaluate.benchmarks=", timeout=600)  # measured above
     assert rp.returncode == 0, rp.stdout[-3000:] + rp.stderr[-3000:]
     assert "The saved deploy.port=" in rp.stderr and "is in use" in rp.stderr  # the default (a free port) instead
+    assert f"Stopped the server of session {s['id']}" in rp.stdout
+    assert not jobs.read(home / "runs" / s["id"] / "serve" / "server.pid.json").alive()
     new = next(x for x in sessions(home) if x.get("replay_of"))
+    assert "yichui servers running (1):" in rp.stdout and f"{new['id']}: " in rp.stdout
+    assert new["steps"]["deploy"]["answers"]["stop_servers"] == [s["id"]]
+    new["steps"]["deploy"]["answers"].pop("stop_servers")
+    stop_all_servers = yichui(home, "serve", "stop", "--all")
+    assert stop_all_servers.returncode == 0 and f"of session {new['id']}" in stop_all_servers.stdout
+    assert "No yichui server is running" in yichui(home, "serve", "stop", "--all").stdout
     assert new["steps"]["evaluate"]["status"] == "done" and new["steps"]["chat"]["status"] == "skipped"
     assert new["replay_of"].endswith(s["id"] + ".json")
     for name, rec in s["steps"].items():

@@ -1,6 +1,6 @@
 """The interactive wizard in a real pseudo-terminal (pexpect), driven through every prompt.
 
-English: non-default choices everywhere and six validation re-prompts, then the answers are checked in the session
+English: non-default choices everywhere and validation re-prompts, then the answers are checked in the session
 file. Chinese: Ctrl-C at a prompt (exit 130, the resume command printed), then `resume` in a new terminal, pre-filled
 answers confirmed, to the end.
 """
@@ -130,9 +130,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Weights dtype of the merged model:", DOWN * 3)          # float32
         t.ask("Which engine will serve the model?")                    # transformers (no GPU here)
         t.ask("Quantized copies to make", " ")                         # untick bnb-4bit: the merged model only
-        t.ask("Serving engine:", DOWN)                                # vLLM: not installed here
-        t.expect("vllm==0.26.0")                                      # re-prompt 5, with the install line
-        t.ask("Serving engine:", UP)
+        t.expect("deploy.backend = transformers (as export.serve_with")  # not asked twice (issue 20, item 13)
         t.ask("Which export to serve?")
         t.ask("Bind address:", "0.0.0.0", clear=True)
         t.expect("only binds 127.0.0.1")                              # re-prompt 6
@@ -247,7 +245,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("将用哪个引擎部署模型")
         r.ask("除合并后的模型外")                                        # bnb-4bit, ticked by default
         r.ask("质量检查用的留出样本数", "4", clear=True)
-        r.ask("推理服务引擎：")
+        r.expect("deploy.backend = transformers（沿用 export.serve_with")
         r.ask("部署哪个导出结果？", DOWN)                               # the bnb 4-bit copy
         r.ask("监听地址：")
         r.ask("端口：")

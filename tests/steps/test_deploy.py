@@ -42,7 +42,11 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
     if not memory.detect_gpus():  # a GPU engine on a machine without one: the line says to serve with transformers
         assert "transformers here" in i18n.render(refused)
     assert out["finish_reason"] in ("stop", "length") and out["stream_finish_reason"] in ("stop", "length")
-    assert out["streamed"] and out["api_key_file"] is None and out["args"][0] == out["model_dir"]
+    assert out["streamed"] and out["api_key_file"] is None
+    # a short served name (issue 20, item 8), not the absolute export path: a link beside the server's log
+    assert out["served_model"] == out["args"][0] == "tiny-qwen2-chat-lora"
+    link = chain.session.run_dir / "serve" / out["served_model"]
+    assert link.resolve() == Path(out["model_dir"]).resolve()
     job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
     assert job.alive() and job.stop() and not job.alive()
 

@@ -109,4 +109,10 @@ MESSAGES = {
                      "zh": "两次回复都自行结束（结束原因：stop），共 {tokens} 个 token。"},
     "deploy.no_stop_unchecked": {"en": "The served model does not end its reply within {tokens} tokens. Nothing was exported here to compare with: a base (not instruction-tuned) model does not end turns; for an instruction model, look at this: {why}.",
                                  "zh": "所部署的模型在 {tokens} 个 token 内没有结束回复。这里没有导出结果可对照：基座（非指令微调）模型本就不会结束一轮；若是指令模型，请检查：{why}。"},
+    "deploy.stop_servers": {"en": "yichui servers of earlier sessions are running: stop these first? (space ticks)",
+                            "zh": "早先会话的 yichui 服务仍在运行：先停止勾选的这些吗？（空格勾选）"},
+    "deploy.server_label": {"en": "{id} · port {port} · {model} · {gib} GiB RAM",
+                            "zh": "{id} · 端口 {port} · {model} · 内存 {gib} GiB"},
+    "deploy.stopped_other": {"en": "Stopped the server of session {id} (pid {pid}).",
+                             "zh": "已停止会话 {id} 的服务（pid {pid}）。"},
 }

@@ -26,4 +26,10 @@ MESSAGES = {
     "engine.preset": {"en": "{name} = {value} (preset by --set)", "zh": "{name} = {value}（由 --set 指定）"},
     "engine.preset_invalid": {"en": "--set {name}={value!r} is not valid ({reason}): choose here.",
                               "zh": "--set {name}={value!r} 无效（{reason}）：请在此选择。"},
+    "engine.reask": {"en": "This comes from the answers of {step}: resume asks them again.",
+                     "zh": "原因在于 {step} 的答案：继续时会重新询问它们。"},
+    "engine.implied": {"en": "{name} = {value} (as {source}; --set {name}=VALUE for another)",
+                       "zh": "{name} = {value}（沿用 {source}；如需其他值：--set {name}=VALUE）"},
+    "engine.implied_invalid": {"en": "{source}={value!r} cannot be used for {name} here ({reason}): choose here.",
+                               "zh": "{source}={value!r} 在此无法用于 {name}（{reason}）：请在此选择。"},
 }

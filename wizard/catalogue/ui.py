@@ -16,4 +16,11 @@ MESSAGES = {
     "ui.yes": {"en": "yes", "zh": "是"},
     "ui.no": {"en": "no", "zh": "否"},
     "ui.col.endpoint": {"en": "endpoint", "zh": "地址"},
+    "ui.help.help_option": {"en": "Show this message and exit.", "zh": "显示此帮助并退出。"},
+    "ui.help.usage": {"en": "Usage:", "zh": "用法："},
+    "ui.help.arguments": {"en": "Arguments", "zh": "参数"},
+    "ui.help.options": {"en": "Options", "zh": "选项"},
+    "ui.help.commands": {"en": "Commands", "zh": "命令"},
+    "ui.help.default": {"en": "[default: {}]", "zh": "[默认：{}]"},
+    "ui.help.required": {"en": "[required]", "zh": "[必填]"},
 }

@@ -56,15 +56,71 @@ def _lang_first(argv: list[str]) -> list[str]:
     return front + rest
 
 
+# what --help shows in the type column: nothing for a flag, a word for a value (typer's own are Python types:
+# <bool>, <list[str]>)
+_METAVARS = {int: "N", float: "X", str: "TEXT"}
+
+
+def _tidy_help(cmd) -> None:
+    """Each option's and argument's placeholder in --help, the same in every command (issue 20, item 13)."""
+    for param in cmd.params:
+        annotation = param.type_descriptor.annotation
+        if getattr(param, "is_flag", False):
+            param.metavar = ""
+        elif param.param_type_name == "argument":
+            param.metavar = (param.name or "").upper()
+        elif param.name == "set_":
+            param.metavar = "STEP.KEY=VALUE"
+        elif param.metavar is None and param.type_descriptor.is_list:
+            param.metavar = "TEXT"
+        elif param.metavar is None and annotation in _METAVARS:
+            param.metavar = _METAVARS[annotation]
+        elif param.metavar is None and "Path" in str(annotation):
+            param.metavar = "PATH"
+    for sub in getattr(cmd, "commands", {}).values():
+        _tidy_help(sub)
+
+
+def _help_in_language() -> None:
+    """typer's own words in --help (its panel titles, "[default: …]", the help option's line) in the language
+    spoken, and the help option's placeholder like the others'. typer (0.29) vendors click without gettext, so its
+    module constants and the help option's text are set here."""
+    import typer._click.core as click_core
+    import typer.rich_utils as ru
+
+    get_help_option = click_core.Command.get_help_option
+
+    def help_option(self, ctx):
+        opt = get_help_option(self, ctx)
+        if opt is not None:
+            opt.help, opt.metavar = T("ui.help.help_option"), ""
+        return opt
+
+    click_core.Command.get_help_option = help_option
+    import typer.core
+
+    typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # SESSION says what it is
+    if i18n.get_lang() == "en":
+        return
+    ru.ARGUMENTS_PANEL_TITLE, ru.OPTIONS_PANEL_TITLE, ru.COMMANDS_PANEL_TITLE = (
+        T("ui.help.arguments"), T("ui.help.options"), T("ui.help.commands"))
+    ru.DEFAULT_STRING, ru.REQUIRED_LONG_STRING = T("ui.help.default"), T("ui.help.required")
+
+
 def main() -> None:
     import signal
+
+    import typer.main
 
     sys.argv[1:] = _lang_first(sys.argv[1:])
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _as_interrupt)
+    command = typer.main.get_command(app)
+    _tidy_help(command)
+    _help_in_language()
     try:
-        app()
+        command(prog_name="yichui")
     except OSError as e:  # a read-only or full YICHUI_HOME, a folder given as a file, ...: one line, nothing lost
         new_ui().error(T("cli.os_error", path=str(e.filename or ""), error=e.strerror or str(e)))
         sys.exit(2)

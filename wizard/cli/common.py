@@ -94,7 +94,13 @@ def run_engine(session, ui, interactive: bool, overrides: dict, replay: dict | N
         ui.say(T("cli.new_session", id=session.id, path=str(session.path)))
     _log_to(session)
     _cpu_deepspeed()
-    return engine.run()
+    rc = engine.run()
+    if rc == 0:  # what was made, what runs, what next (issue 20, item 8)
+        from wizard import recap
+        from wizard.session import home
+
+        recap.show(session, ui, home())
+    return rc
 
 
 def _cpu_deepspeed() -> None:
@@ -130,8 +136,15 @@ def demo_hub(ui, overrides: dict, on: bool = True):
 
     h = home()
     _cpu_deepspeed()
-    if not demo.model_ready(h):
+    if not demo.model_ready(h):  # ~30 s on 2 idle cores, many minutes on a busy box: a bar with an ETA (item 5)
         ui.say(T("cli.demo.building", path=str(demo.hub_root(h))))
+        try:
+            with ui.progress(T("cli.demo.pretraining"), total=demo.PRETRAIN_STEPS, unit="steps") as bar:
+                demo.ensure_model(h, on_step=lambda step, loss: bar.update(completed=step))
+        except KeyboardInterrupt:  # nothing half-built stays (the build renames a finished folder into place)
+            ui.warn(T("cli.demo.build_interrupted"))
+            raise typer.Exit(130)
+        ui.say(T("cli.demo.built"))
     demo.ensure_model(h)
     hub = demo.start_hub(h)
     ui.say(T("cli.demo.hub", url=hub.url, repo="yichui/tiny-qwen2-chat"))

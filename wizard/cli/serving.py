@@ -86,8 +86,24 @@ def serve_logs(session: Optional[str] = SessionArg,
     print(job.log_tail(lines))
 
 
-@serve_app.command("stop", help=T("cli.serve.stop"))
-def serve_stop(session: Optional[str] = SessionArg):
+@serve_app.command("stop", help=T("cli.serve.stop"), epilog=T("cli.example.serve_stop"))
+def serve_stop(session: Optional[str] = SessionArg,
+               all_: bool = typer.Option(False, "--all", help=T("cli.opt.stop_all"))):
+    if all_:  # every yichui server under YICHUI_HOME, whichever session started it (issue 20, item 8)
+        from recipes import jobs
+        from wizard.session import home
+
+        if session is not None:
+            raise fail("cli.serve.all_and_session", session=session)
+        ui = new_ui()
+        running = jobs.servers(home())
+        if not running:
+            ui.say(T("cli.serve.none_running"))
+            return
+        for sid, job in running:
+            if job.stop():
+                ui.say(T("cli.stopped", job=job.name, pid=job.pid, id=sid))
+        return
     s, job = _server_session(session)
     if job is None or not job.stop():
         new_ui().say(T("cli.nothing_running", id=s.id))

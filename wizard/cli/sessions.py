@@ -183,17 +183,27 @@ def show(session: Optional[str] = SessionArg,
         from recipes import jobs
         from recipes.handoff import Deployment
 
-        def server(x) -> str:  # the endpoint of a server that runs now
+        def server(x) -> str:  # the endpoint of a server that runs now (its scheme left out: it is http)
             job = jobs.read(x.run_dir / "serve" / "server.pid.json")
-            return (x.result(Deployment).endpoint or "") if job is not None and job.alive() else ""
+            url = (x.result(Deployment).endpoint or "") if job is not None and job.alive() else ""
+            return url.removeprefix("http://")
+
+        def step(x) -> str:  # "done", or where it stands: "3/8 download" (the name left out at 80 columns)
+            if x.is_finished():
+                return T("cli.finished")
+            names = [n for n, r in x.steps.items() if r["status"] != "skipped"]
+            at = x.current_step()
+            where = f"{names.index(at) + 1}/{len(names)}" if at in names else "?"
+            return where if narrow else f"{where} {at}"
 
         unreadable: list = []
         found = all_sessions(unreadable=unreadable)
         ui = new_ui()
-        ui.table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.status"), T("cli.col.step"),
-                                           T("cli.col.server"), T("cli.col.updated")],
-                 [(x.id, x.data["task"], T("cli.finished" if x.is_finished() else "cli.unfinished"),
-                   x.current_step() or "", server(x), (x.data.get("updated_at") or "")[:19]) for x in found])
+        narrow = ui.out.width < 110  # one line per session at 80 columns, no word cut (issue 20, item 13)
+        ui.table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.step"), T("cli.col.server"),
+                                           T("cli.col.updated")],
+                 [(x.id, x.data["task"], step(x), server(x),
+                   (x.data.get("updated_at") or "")[5 if narrow else 0:16].replace("T", " ")) for x in found])
         for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
             ui.warn(T(e.key, **e.params))
         return

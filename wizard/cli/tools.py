@@ -50,9 +50,15 @@ def doctor(session: Optional[str] = SessionArg):
             endpoints = {sel["source"]: sel["endpoint"]}  # the hub this session downloads from
     checks = doc.run_all(home(), endpoints, needs)
     ui = new_ui()
+    fixes = [c for c in checks if c.fix]
     ui.table(T("cli.doctor.title"), [T("cli.doctor.col.check"), T("cli.doctor.col.verdict"), T("cli.doctor.col.found"),
                                      T("cli.doctor.col.fix")],
-             [(c.name + (" *" if c.needed else ""), T(f"cli.doctor.{c.verdict}"), c.found, c.fix) for c in checks])
+             [(c.name + (" *" if c.needed else ""), T(f"cli.doctor.{c.verdict}"), c.found,
+               f"[{fixes.index(c) + 1}]" if c in fixes else "") for c in checks])
+    if fixes:  # below the table, one line each: a command folded inside a cell cannot be copied (issue 20, item 13)
+        ui.say(T("cli.doctor.fixes"))
+        for i, c in enumerate(fixes, 1):
+            ui.say(f"  [{i}] {c.name}: {c.fix}")
     blocking = [c.name for c in checks if c.blocking]
     if blocking:
         ui.error(T("cli.doctor.blocked", what=", ".join(blocking)))

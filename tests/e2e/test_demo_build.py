@@ -1,0 +1,37 @@
+"""Issue 20, item 5: the first `yichui demo` builds the tiny model (~30 s on 2 idle cores, many minutes on a busy
+box): a progress bar with the step count and an ETA, in a real pseudo-terminal at 80 columns, not one static line.
+Ctrl-C during the build is one line, exit 130, and leaves nothing half-built for the next run to trip on."""
+from __future__ import annotations
+
+import re
+
+import pexpect
+from conftest import YICHUI, env_for
+
+
+def test_first_demo_shows_the_tiny_model_build_progress_and_ctrl_c_leaves_nothing(tmp_path):
+    home = tmp_path / "fresh-home"  # no tiny model yet: the demo builds it
+    env = env_for(home, TERM="xterm-256color", COLUMNS="80", LANG="C.UTF-8")
+    p = pexpect.spawn(YICHUI, ["demo"], env=env, encoding="utf-8", dimensions=(30, 80), timeout=300)
+    log: list[str] = []
+    p.logfile_read = type("L", (), {"write": lambda self, s: log.append(s), "flush": lambda self: None})()
+    try:
+        p.expect(re.escape("Building the tiny demo model"))
+        p.expect(re.escape("Pre-training"))
+        p.expect(r"\b([1-9]\d*)/300\b")                       # the step count moves …
+        first = int(p.match.group(1))
+        p.expect(r"\b(\d+)/300\b")
+        p.expect(r"\b(\d+)/300\b")
+        assert int(p.match.group(1)) > first, "".join(log)[-2000:]
+        p.expect(r"\d:\d\d:\d\d")                             # … with an ETA
+        p.sendintr()
+        p.expect(pexpect.EOF, timeout=60)
+        p.close()
+        screen = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(log))
+        assert p.exitstatus == 130, screen[-2000:]
+        assert "Stopped before the tiny model was built" in screen and "Traceback" not in screen
+        hub = home / "cache" / "hub" / "yichui"
+        assert not hub.exists() or not any(hub.iterdir())       # no half-built model, no temp folder left
+        assert not (home / "sessions").exists() or not list((home / "sessions").glob("*.json"))
+    finally:
+        p.terminate(force=True)

@@ -1,0 +1,26 @@
+"""The recap at the end of a run (keys ``recap.*``), English and Chinese."""
+
+MESSAGES = {
+    "recap.title": {"en": "Recap of session {id}", "zh": "会话 {id} 小结"},
+    "recap.model": {"en": "model", "zh": "模型"},
+    "recap.adapter": {"en": "adapter", "zh": "适配器"},
+    "recap.train_dir": {"en": "training run (checkpoints, logs)", "zh": "训练目录（检查点、日志）"},
+    "recap.loss_png": {"en": "loss curve", "zh": "损失曲线"},
+    "recap.merged": {"en": "merged model", "zh": "合并后的模型"},
+    "recap.report": {"en": "evaluation report", "zh": "评测报告"},
+    "recap.chart": {"en": "evaluation chart", "zh": "评测图表"},
+    "recap.session": {"en": "session file", "zh": "会话文件"},
+    "recap.running": {"en": "yichui servers running ({n}):", "zh": "正在运行的 yichui 服务（{n} 个）："},
+    "recap.server": {"en": "{id}: {endpoint} · model {model} · pid {pid} · {memory}",
+                     "zh": "{id}：{endpoint} · 模型 {model} · pid {pid} · {memory}"},
+    "recap.memory": {"en": "{gib} GiB RAM", "zh": "内存 {gib} GiB"},
+    "recap.gpu_memory": {"en": ", {gib} GiB GPU", "zh": "，显存 {gib} GiB"},
+    "recap.this_session": {"en": " (this session)", "zh": "（本会话）"},
+    "recap.next": {"en": "Next:", "zh": "接下来："},
+    "recap.chat": {"en": "chat with it:    yichui chat {id}", "zh": "与它对话：      yichui chat {id}"},
+    "recap.stop": {"en": "stop its server: yichui serve stop {id}", "zh": "停止其服务：    yichui serve stop {id}"},
+    "recap.start": {"en": "serve it again:  yichui serve start {id}", "zh": "重新启动服务：  yichui serve start {id}"},
+    "recap.stop_all": {"en": "stop every yichui server: yichui serve stop --all",
+                       "zh": "停止所有 yichui 服务：yichui serve stop --all"},
+    "recap.show": {"en": "everything it recorded: yichui show {id}", "zh": "查看全部记录：  yichui show {id}"},
+}
