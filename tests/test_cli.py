@@ -28,8 +28,20 @@ def test_help_lists_the_command_table_and_imports_no_torch(home):
 
 
 def test_help_in_chinese(home):
-    r = yichui(home, "--lang", "zh", "--help")
+    r = yichui(home, "--lang", "zh", "--help", COLUMNS="80")
     assert r.returncode == 0 and "会话" in r.stdout
+    # issue 20, item 13: typer's own words in Chinese too, and a line with no space wraps instead of being cut
+    assert "显示此帮助并退出" in r.stdout and "Show this message" not in r.stdout and "命令" in r.stdout
+    assert "…" not in r.stdout and "不提任何" in r.stdout.replace("│", "").replace(" ", "").replace("\n", "")
+
+
+def test_subcommand_help_shows_placeholders_not_python_types(home):
+    """Issue 20, item 13: `<bool>`, `<list[str]>`, `<str>` are Python; a flag shows nothing, a value a word."""
+    for args in (["show"], ["run"], ["serve", "stop"], ["chat"], ["estimate"], ["download"]):
+        r = yichui(home, *args, "--help", COLUMNS="100")
+        assert r.returncode == 0 and "Examples" in r.stdout, args
+        assert "<bool>" not in r.stdout and "<str>" not in r.stdout and "<list" not in r.stdout, (args, r.stdout)
+    assert "STEP.KEY=VALUE" in yichui(home, "run", "--help", COLUMNS="100").stdout
 
 
 def test_wizard_without_a_terminal_points_to_replay_and_demo(home):

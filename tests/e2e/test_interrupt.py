@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
+import time
 
 from conftest import YICHUI, env_for, kill9, sessions, stop_all, wait_for, yichui
 
@@ -77,11 +79,16 @@ def _scenario(home, tmp_path):
     ckpts = sorted(int(p.name.split("-")[1]) for p in (run_dir / "train" / "checkpoints").glob("checkpoint-*"))
     assert ckpts and ckpts[-1] > 0
 
+    loop_before = json.loads((run_dir / "train" / "checkpoints" / f"checkpoint-{ckpts[-1]}" / "yichui_loop.json")
+                             .read_text())["seconds"]  # read now: the resumed run rotates old checkpoints away
     r = yichui(home, "resume", s["id"], "--yes", timeout=600)
     assert r.returncode == 0, r.stdout[-3000:]
     assert f"Resuming training from checkpoint-{ckpts[-1]}" in r.stdout
     result = json.loads((run_dir / "train" / "result.json").read_text())
     assert result["resumed_from"] == f"checkpoint-{ckpts[-1]}" and result["steps"] == 400
+    # "training loop N s" counts every segment up to the checkpoint resumed from, not only the last one (item 13)
+    assert loop_before > 0 and result["runtime_s"] > loop_before
+    assert f"training loop {result['runtime_s']} s" in r.stdout
     new_trainer = jobs.read(run_dir / "train" / "trainer.pid.json")
     assert new_trainer.pid != trainer.pid
     events, _ = jobs.read_events(run_dir / "train" / "events.jsonl")
@@ -110,9 +117,14 @@ def test_attach_from_another_shell_follows_to_the_end(home, tmp_path):
         (s,) = wait_for(lambda: sessions(home), 120, what="the session file")
         run_dir = home / "runs" / s["id"]
         wait_for(lambda: last_step(run_dir) >= 5, 240, what="training to start")
+        started = jobs.read(run_dir / "train" / "trainer.pid.json").started_at
+        attached_at = time.time()
         r = yichui(home, "attach", timeout=300)
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
         assert f"Training of session {s['id']} finished" in r.stdout
+        # "elapsed" counts from the trainer's start, not from the attach (issue 20, item 13)
+        first_elapsed = int(re.search(r"elapsed=(\d+)s", r.stdout).group(1))
+        assert first_elapsed >= int(attached_at - started) - 1, (first_elapsed, attached_at - started)
         assert wizard.wait(timeout=300) == 0
         assert (run_dir / "train" / "loss.png").stat().st_size > 5000
         assert list((run_dir / "train" / "tensorboard").rglob("events.out.tfevents.*"))

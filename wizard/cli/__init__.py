@@ -78,6 +78,8 @@ def _tidy_help(cmd) -> None:
         elif param.metavar is None and "Path" in str(annotation):
             param.metavar = "PATH"
     for sub in getattr(cmd, "commands", {}).values():
+        if sub.help and not sub.short_help:  # the command list shows the whole line, wrapped (click cut it at 45)
+            sub.short_help = sub.help.split("\n\n")[0].strip()
         _tidy_help(sub)
 
 
@@ -97,6 +99,15 @@ def _help_in_language() -> None:
         return opt
 
     click_core.Command.get_help_option = help_option
+    make_text = ru._make_rich_text
+
+    def folded(*args, **kwargs):  # a line with no space (Chinese) wraps instead of ending in "…" (column default)
+        text = make_text(*args, **kwargs)
+        if hasattr(text, "overflow"):
+            text.overflow = "fold"
+        return text
+
+    ru._make_rich_text = folded
     import typer.core
 
     typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # SESSION says what it is
