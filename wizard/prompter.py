@@ -10,21 +10,33 @@ from recipes.base import Question
 from wizard import i18n
 
 
+def _fit(label: str, indent: int = 3) -> str:
+    """A choice's label wrapped to the terminal, later lines under the first one's text: prompt_toolkit cuts a long
+    line at the edge (at 50 columns the model list lost its repository ids; issue 20, item 4)."""
+    import shutil
+    import textwrap
+
+    width = shutil.get_terminal_size().columns - indent - 1
+    if len(label) <= width or width < 20:
+        return label
+    return ("\n" + " " * indent).join(textwrap.wrap(label, width, break_on_hyphens=False))
+
+
 class QuestionaryPrompter:
     def ask(self, q: Question, prefill: Any, answers: dict) -> Any:
         import questionary
 
         text = i18n.t(q.message)
         if q.kind == "select":
-            choices = [questionary.Choice(title=i18n.render(c.label), value=c.value)
+            choices = [questionary.Choice(title=_fit(i18n.render(c.label)), value=c.value)
                        for c in q.resolve_choices(answers)]
             default = next((c for c in choices if c.value == prefill or str(c.value) == str(prefill)), None)
             return questionary.select(text, choices=choices, default=default,
                                       instruction=i18n.t("ui.select_instruction")).unsafe_ask()
         if q.kind == "checkbox":
             chosen = {str(x) for x in (prefill or [])}
-            choices = [questionary.Choice(title=i18n.render(c.label), value=c.value, checked=str(c.value) in chosen)
-                       for c in q.resolve_choices(answers)]
+            choices = [questionary.Choice(title=_fit(i18n.render(c.label), 6), value=c.value,
+                                          checked=str(c.value) in chosen) for c in q.resolve_choices(answers)]
             return questionary.checkbox(text, choices=choices,
                                         instruction=i18n.t("ui.checkbox_instruction")).unsafe_ask()
         if q.kind == "confirm":

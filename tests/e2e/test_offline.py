@@ -145,3 +145,20 @@ def test_unreachable_benchmark_data_goes_back_to_untick_it(home, tiny_model, tmp
         assert "benchmark_endpoint" not in s["steps"]["evaluate"]["answers"]
     finally:
         t.p.terminate(force=True)
+
+
+def test_long_choices_wrap_at_50_columns(home):
+    """Issue 20, item 4: at 50 columns prompt_toolkit cut each long choice at the edge (the model list lost its
+    repository ids). Labels wrap now, later lines under the first."""
+    t = Term(home, "run", "--task", "finetune", cols=50, HF_HUB_OFFLINE="1")
+    try:
+        t.ask("Where does the model come from?")
+        t.ask("Hub endpoint (mirror URL):")
+        t.expect("Which model?")
+        t.expect("Another hub id")
+        screen = t.screen()
+        for repo in ("(deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B)", "(meta-llama/Llama-3.2-1B-Instruct)"):
+            assert repo in screen, screen[-2000:]
+        assert t.quit() == 130
+    finally:
+        t.p.terminate(force=True)
