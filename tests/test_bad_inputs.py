@@ -125,6 +125,24 @@ def strict_template_model(env: "Env") -> str:
     return str(d)
 
 
+def untemplated_on_hub(env: "Env") -> None:
+    """The tiny model on the local hub as yichui/no-template, without a chat template (a base model)."""
+    import shutil
+
+    d = env.home / "cache" / "hub" / "yichui" / "no-template"
+    shutil.copytree(env.tiny, d)
+    (d / "chat_template.jinja").unlink()
+    cfg = json.loads((d / "tokenizer_config.json").read_text())
+    cfg.pop("chat_template", None)
+    (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+
+
+def model_asked_again(env: "Env") -> None:
+    """Issue 20, item 2: the failure comes from the model chosen at step 1, so resume asks step 1 again."""
+    (s,) = [json.loads(p.read_text()) for p in (env.home / "sessions").glob("*.json")]
+    assert s["steps"]["select_model"]["status"] == "pending" and s["steps"]["choose_strategy"]["status"] == "failed"
+
+
 def no_weights_fetched(env: "Env") -> None:
     """The smoke test ran on the small files alone: the tokenizer was fetched, no weight byte was."""
     got = [p for m, p, _ in env.hub.hub.requests if m == "GET"]
@@ -207,6 +225,10 @@ CATALOGUE = [
     Case("malformed-records", "malformed records, told to abort", "data.bad_records",
          lambda e: data(e, e.file(
              "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n"), "choose_strategy.bad_records=abort"), code=1),
+    Case("hub-model-without-template", "a hub model with no chat template (a base model)",
+         "choose_strategy.no_chat_template", setup=untemplated_on_hub, after=model_asked_again, code=1,
+         argv=lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
+                           "select_model.model_id=yichui/no-template", "choose_strategy.preflight=false")),
     Case("template-rejects-record", "a chat template that rejects record 3 (a system turn)",
          "choose_strategy.template_failed",
          lambda e: ys("select_model.source=local", f"select_model.path={strict_template_model(e)}",
