@@ -129,7 +129,8 @@ def test_evaluate_refuses_bad_input_before_any_work(clean, tiny_model, tmp_path)
     local = ["--set", "select_model.source=local", "--set", f"select_model.path={tiny_model}"]
     r = yichui(home, "run", "--task", "evaluate", "--yes", *local, "--set", "evaluate.heldout=none",
                "--set", "evaluate.benchmarks=gsm8k", "--set", "evaluate.benchmark_endpoint=http://127.0.0.1:9")
-    assert r.returncode == 2 and "The data of gsm8k is not on disk" in r.stderr, r.stderr
+    assert r.returncode == 2 and "The gsm8k data (openai/gsm8k) is not on disk" in r.stderr, r.stderr
+    assert "yichui download openai/gsm8k --repo-type dataset --source hf" in r.stderr  # issue 20, item 10
     assert not (home / "datasets").exists()
 
     no_refs = tmp_path / "q.jsonl"
