@@ -263,6 +263,10 @@ class Engine:
             q = qs[i]
             i += 1
             if q.when is not None and not q.when(answers):
+                if q.key in self.overrides.get(name, {}) and q.key not in self._unlocked:
+                    # a --set is a decision: refused as soon as the answers that decide it leave it out (item 11)
+                    raise AnswerError(msg("answer.set_not_asked", name=f"{name}.{q.key}", why=i18n.t(
+                        q.asked_if) if q.asked_if else i18n.t("answer.asked_if_generic")))
                 continue
             if q.secret:  # used for this run only: never saved
                 answers[q.key] = self._secret(name, q)
