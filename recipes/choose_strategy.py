@@ -85,7 +85,18 @@ def questions(ctx: Ctx) -> list[Question]:
         return bool(ref and seen.get(ref))
 
     def repo_ok(v, a):
-        return None if re.fullmatch(r"[\w.-]+/[\w.-]+", v) else msg("select_model.bad_id", value=v)
+        """An id, and one the hub lists now (checked here, not after 20 more questions: issue 20's trial)."""
+        if not re.fullmatch(r"[\w.-]+/[\w.-]+", v):
+            return msg("select_model.bad_id", value=v)
+        source, endpoint = _dataset_hub(ctx)
+        down = hub.unreachable(source, endpoint)  # a moment, not the clients' retries
+        if down:
+            return down.msg
+        try:
+            hub.list_files(source, v, endpoint, "main", "dataset")
+        except StepError as e:
+            return e.msg
+        return None
 
     mem = ctx.result(MemoryEvaluation)
     sel = ctx.result(ModelChoice)
@@ -149,7 +160,7 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("dataset_path", "path", "choose_strategy.dataset_path", when=lambda a: a.get("dataset") == "local",
                  validate=dataset_ok),
         Question("dataset_repo", "text", "choose_strategy.dataset_repo", when=lambda a: a.get("dataset") == "hub",
-                 validate=repo_ok),
+                 validate=repo_ok, way_back=("dataset",)),
         Question("dataset_file", "text", "choose_strategy.dataset_file", default="*",
                  when=lambda a: a.get("dataset") == "hub"),
         Question("bad_records", "select", "choose_strategy.bad_records", default="abort", when=has_bad,
@@ -268,6 +279,13 @@ def _plan_knobs(a: dict) -> dict:
     return {"ckpt": kv["ckpt"] == "on", "mb": int(kv["mb"]), "liger": kv["liger"] == "on"}
 
 
+def _dataset_hub(ctx: Ctx) -> tuple[str, str]:
+    """(source, endpoint) a hub dataset comes from: the model's hub, or (a local model) Hugging Face at HF_ENDPOINT."""
+    sel = ctx.result(ModelChoice)
+    source = sel.source if sel.source in ("hf", "modelscope") else "hf"
+    return source, (sel.endpoint if sel.source == source else None) or str(hub.default_endpoint(source))
+
+
 def dataset_path(ctx: Ctx, answers: dict) -> str:
     """The dataset reference (``path`` or ``path#N``): bundled, local, or a file of a hub dataset fetched with the
     download step's code into YICHUI_HOME/datasets (the pattern may end in ``#N``)."""
@@ -279,9 +297,7 @@ def dataset_path(ctx: Ctx, answers: dict) -> str:
 
     from recipes.hub import snapshot
 
-    sel = ctx.result(ModelChoice)
-    source = sel.source if sel.source in ("hf", "modelscope") else "hf"
-    endpoint = (sel.endpoint if sel.source == source else None) or str(hub.default_endpoint(source))
+    source, endpoint = _dataset_hub(ctx)
     pattern, sample = datasets.split_sample(answers.get("dataset_file") or "*")
     out = snapshot.fetch(source, answers["dataset_repo"], endpoint, "main",
                          ctx.home / "datasets" / source / answers["dataset_repo"], ctx.progress, ctx.info,

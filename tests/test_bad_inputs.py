@@ -194,7 +194,7 @@ CATALOGUE = [
          lambda e: ys(f"select_model.endpoint={e.web()}", "select_model.model=other", "select_model.model_id=org/model")),
     Case("bad-endpoint-url", "a hub endpoint that is not a URL", "select_model.bad_endpoint",
          lambda e: ys("select_model.endpoint=hub.local", "select_model.model=other", "select_model.model_id=org/model")),
-    Case("no-local-folder", "a local model folder that does not exist", "hub.no_local_model",
+    Case("no-local-folder", "a local model folder that does not exist", "hub.no_such_folder",
          lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/nowhere")),
     Case("no-config", "a local folder without config.json", "hub.no_local_model",
          lambda e: ys("select_model.source=local", f"select_model.path={e.folder('empty-model', {'README.md': 'x'})}")),
@@ -298,6 +298,12 @@ CATALOGUE = [
          lambda e: ["chat", "--endpoint", "notaurl"]),
     Case("no-server", "serve status of a session that never deployed", "cli.serve.never_deployed",
          lambda e: ["serve", "status", str(e.session())], code=1),
+    Case("no-such-hub-dataset", "a hub dataset id the hub does not have (checked when answered, not at the end)",
+         "hub.no_such_dataset", lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
+                                             "select_model.model_id=yichui/tiny-qwen2-chat",
+                                             "choose_strategy.dataset=hub", "choose_strategy.dataset_repo=nobody/nothing")),
+    Case("no-server-running", "yichui chat with no server running (the newest session never deployed)",
+         "cli.serve.none_running_hint", lambda e: (e.session(), ["chat"])[1], code=1),
 ]
 
 

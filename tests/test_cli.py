@@ -260,16 +260,40 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     s = Session.new("finetune", h=home)
     s.steps["deploy"]["outputs"]["endpoint"] = "http://127.0.0.1:8002/v1"
     s.save()
-    job = jobs.spawn("server", ["sleep", "60"], s.run_dir / "serve")  # a running job in the server's place
+    done = Session.new("finetune", h=home)  # a finished one with its server running (the trial's overflow)
+    done.steps["deploy"]["outputs"]["endpoint"] = "http://127.0.0.1:8003/v1"
+    for rec in done.steps.values():
+        rec["status"] = "done"
+    done.save()
+    running = [jobs.spawn("server", ["sleep", "60"], x.run_dir / "serve") for x in (s, done)]  # in the servers' place
     try:
         r = yichui(home, "show", "--all", COLUMNS="80")
     finally:
-        job.stop(timeout=5)
+        for job in running:
+            job.stop(timeout=5)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert max(len(x) for x in lines) <= 80
     row = next(x for x in lines if s.id in x)  # one line per session: where it stands, its server, when
     assert "1/8" in row and "127.0.0.1:8002/v1" in row and s.data["updated_at"][5:16].replace("T", " ") in row, \
         r.stdout
+    assert "done" in next(x for x in lines if done.id in x)
     wide = yichui(home, "show", "--all", COLUMNS="140").stdout  # wider: the step's name too
     assert "1/8 select_model" in wide
+
+
+def test_a_session_chosen_by_default_keeps_the_terminal_language(home):
+    """Issue 20's trial: with no SESSION given, `chat` / `status` picked the newest session and answered in its
+    language (Chinese in an English terminal), and `chat` said "never deployed" about a session nobody named."""
+    i18n.set_lang("zh")
+    try:
+        s = Session.new("finetune", h=home)
+        s.save()
+    finally:
+        i18n.set_lang("en")
+    r = yichui(home, "chat", LANG="en_US.UTF-8")
+    assert r.returncode == 1 and "No yichui server is running" in r.stderr and "从未" not in r.stderr, r.stderr
+    r = yichui(home, "status", LANG="en_US.UTF-8")
+    assert "没有" not in r.stdout + r.stderr, r.stdout
+    r = yichui(home, "stop", s.id, LANG="en_US.UTF-8")  # named: its language
+    assert "没有正在运行的任务" in r.stdout

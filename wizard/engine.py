@@ -353,7 +353,7 @@ class Engine:
                 err = None
                 try:
                     if q.when is not None and not q.when(answers):
-                        if q.key in sets and self.prompter is None:  # nothing will ask it: refused now, not later
+                        if q.key in sets:  # nothing will ask it: refused now, not after the questions before it
                             raise AnswerError(msg("answer.set_not_asked", name=f"{name}.{q.key}", why=i18n.t(
                                 q.asked_if) if q.asked_if else i18n.t("answer.asked_if_generic")))
                         continue
@@ -421,6 +421,7 @@ class Engine:
                 rec["status"] = "pending"
                 s.save()
                 self.ui.error(i18n.render(e.msg))
+                self.ui.say(i18n.t("engine.resume_hint", id=s.id))
                 return 2
             except Refusal as e:  # any of yichui's errors: one line that says what to do
                 reask = e.reask if e.reask in names[:i - 1] else None

@@ -22,12 +22,35 @@ def _fit(label: str, indent: int = 3) -> str:
     return ("\n" + " " * indent).join(textwrap.wrap(label, width, break_on_hyphens=False))
 
 
+def _one_line_answers() -> None:
+    """After a choice, questionary echoes its title: a wrapped one (see :func:`_fit`) would echo on two lines
+    ("fits · 10.2 GiB …" then a stray "   off"). Its select prompt reads the chosen Choice through InquirerControl;
+    a subclass gives the echo the title on one line."""
+    import questionary.prompts.select as select
+    from questionary.prompts.common import Choice, InquirerControl
+
+    if getattr(select.InquirerControl, "yichui", False):
+        return
+
+    class OneLineAnswer(InquirerControl):
+        yichui = True
+
+        def get_pointed_at(self):
+            choice = super().get_pointed_at()
+            if self.is_answered and isinstance(choice.title, str) and "\n" in choice.title:
+                return Choice(" ".join(x.strip() for x in choice.title.split("\n")), value=choice.value)
+            return choice
+
+    select.InquirerControl = OneLineAnswer
+
+
 class QuestionaryPrompter:
     def ask(self, q: Question, prefill: Any, answers: dict) -> Any:
         import questionary
 
         text = i18n.t(q.message)
         if q.kind == "select":
+            _one_line_answers()
             choices = [questionary.Choice(title=_fit(i18n.render(c.label)), value=c.value)
                        for c in q.resolve_choices(answers)]
             default = next((c for c in choices if c.value == prefill or str(c.value) == str(prefill)), None)

@@ -163,6 +163,8 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
     """
     if source == "local":
         p = Path(ref).expanduser() / "config.json"
+        if not p.parent.is_dir():
+            raise StepError("hub.no_such_folder", path=str(Path(ref).expanduser()))
         if not p.is_file():
             raise StepError("hub.no_local_model", path=str(Path(ref).expanduser()))
         path = p

@@ -133,7 +133,7 @@ def test_unreachable_benchmark_data_goes_back_to_untick_it(home, tiny_model, tmp
         t.expect("yichui download openai/gsm8k --repo-type dataset")  # … and how to fetch it
         t.expect("Go back: Standard benchmarks")
         screen = t.screen()
-        assert "a model already on disk" not in screen         # not the model hint nested inside
+        assert "local model folder" not in screen              # not the hub hint nested inside
         t.p.send(DOWN * 3 + ENTER)                             # again · huggingface.co · hf-mirror.com · benchmarks
         t.ask("Standard benchmarks", SPACE)                    # untick GSM8K
         t.expect("held-out rouge_l", timeout=300)

@@ -104,6 +104,10 @@ MESSAGES = {
                          "zh": "停止 YICHUI_HOME 下所有 yichui 服务，无论由哪个会话启动。"},
     "cli.serve.all_and_session": {"en": "--all stops every server: give it without a session (not {session}).",
                                   "zh": "--all 会停止所有服务：请不要同时指定会话（{session}）。"},
+    "cli.serve.none_running_hint": {"en": "No yichui server is running: `yichui serve start SESSION` starts a deployed "
+                                          "session's again (`yichui show --all` lists them), `yichui demo` makes one.",
+                                    "zh": "没有正在运行的 yichui 服务：`yichui serve start 会话` 可重新启动已部署会话的服务"
+                                          "（`yichui show --all` 列出会话），`yichui demo` 会新建一个。"},
     "cli.serve.none_running": {"en": "No yichui server is running.", "zh": "没有正在运行的 yichui 服务。"},
     "cli.example.serve_stop": {"en": "Examples:\n\n  yichui serve stop\n\n  yichui serve stop 20261201-101500-ab12\n\n"
                                      "  yichui serve stop --all                 # every session's server",
@@ -154,6 +158,9 @@ MESSAGES = {
     "cli.show.all_title": {"en": "Sessions", "zh": "会话"},
     "cli.col.task": {"en": "task", "zh": "任务"},
     "cli.col.server": {"en": "server", "zh": "服务"},
+    "cli.col.updated_short": {"en": "updated", "zh": "更新"},
+    "cli.show.all_title_utc": {"en": "Sessions (times in UTC)", "zh": "会话（时间为 UTC）"},
+    "cli.step_done": {"en": "done", "zh": "完成"},
     "cli.col.updated": {"en": "updated (UTC)", "zh": "更新时间（UTC）"},
     "cli.finished": {"en": "finished", "zh": "已完成"},
     "cli.unfinished": {"en": "unfinished", "zh": "未完成"},

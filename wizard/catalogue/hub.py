@@ -21,16 +21,18 @@ MESSAGES = {
     "hub.no_config": {"en": "{repo} has no config.json: it is not a transformers model.",
                       "zh": "{repo} 没有 config.json：它不是 transformers 模型。"},
     "hub.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, use a mirror (e.g. "
-                              "https://hf-mirror.com; HF_ENDPOINT / MODELSCOPE_ENDPOINT set the default), or a model "
-                              "already on disk.",
+                              "https://hf-mirror.com; HF_ENDPOINT / MODELSCOPE_ENDPOINT set the default), or files "
+                              "already on disk (a local model folder or dataset file).",
                         "zh": "无法连接 {endpoint}（{error}）。请检查网络、使用镜像（例如 https://hf-mirror.com；"
-                              "HF_ENDPOINT / MODELSCOPE_ENDPOINT 可设默认值），或使用本地已有的模型。"},
+                              "HF_ENDPOINT / MODELSCOPE_ENDPOINT 可设默认值），或使用本地已有的文件（模型目录或数据集文件）。"},
     "hub.empty_listing": {"en": "{endpoint} lists no files for this repository and revision: check the id and the "
                                 "revision on the hub, or use another endpoint.",
                           "zh": "{endpoint} 没有列出该仓库此版本的任何文件：请在 Hub 上核对 ID 和版本，或换一个端点。"},
     "hub.bad_answer": {"en": "{endpoint} answers, but not as a model hub does ({error}): check that it is a "
                              "hub or a mirror's base URL (e.g. https://hf-mirror.com).",
                        "zh": "{endpoint} 有应答，但不像模型仓库（{error}）：请确认它是模型仓库或镜像的根地址（例如 https://hf-mirror.com）。"},
+    "hub.no_such_folder": {"en": "{path} does not exist: give the folder of a transformers model.",
+                           "zh": "{path} 不存在：请给出 transformers 模型所在的目录。"},
     "hub.no_local_model": {"en": "{path} holds no config.json: give the folder of a transformers model.",
                            "zh": "{path} 中没有 config.json：请给出 transformers 模型所在的目录。"},
     "hub.unknown_source": {"en": "Unknown source {source!r}; sources are: {sources}.",

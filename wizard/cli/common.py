@@ -161,14 +161,17 @@ def need_tty() -> None:
 
 
 def read_session(ref: str | None):
-    """The session ``ref`` names; its language is spoken from here on unless --lang says otherwise (issue 20)."""
+    """The session ``ref`` names (None: the most recent). A session named on the command line is answered in its
+    language from here on unless --lang says otherwise (issue 20); one chosen by default is not (the newest session
+    may be another user's habit, not this command's)."""
     from wizard.session import Session, SessionError, find
 
     try:
         s = Session.load(find(ref))
     except SessionError as e:
         raise refused(e)
-    speak_session_language(s)
+    if ref is not None:
+        speak_session_language(s)
     return s
 
 

@@ -16,8 +16,9 @@ serve_app = typer.Typer(help=T("cli.serve"), epilog=T("cli.example.serve"), add_
 app.add_typer(serve_app, name="serve")
 
 
-def _server_session(session: str | None):
-    """SESSION, or the most recent session whose server runs (else the most recent session), and its server job."""
+def _server_session(session: str | None, running_only: bool = False):
+    """SESSION, or the most recent session whose server runs (else the most recent session, or with
+    ``running_only`` one line saying no server runs), and its server job."""
     from recipes import jobs
 
     def server(s):
@@ -27,6 +28,8 @@ def _server_session(session: str | None):
         s = read_session(session)
     else:
         running = [x for x in with_running_jobs() if (j := server(x)) and j.alive()]
+        if not running and running_only:  # chat, status, logs: the newest session may never have deployed
+            raise fail("cli.serve.none_running_hint", code=1)
         s = running[-1] if running else read_session(None)
     return s, server(s)
 
@@ -66,7 +69,7 @@ def serve_start(session: Optional[str] = SessionArg):
 def serve_status(session: Optional[str] = SessionArg):
     from recipes.handoff import Deployment
 
-    s, job = _server_session(session)
+    s, job = _server_session(session, running_only=True)
     if job is None:
         raise _no_server(s, "cli.serve.none")
     out = s.result(Deployment)
@@ -80,7 +83,7 @@ def serve_status(session: Optional[str] = SessionArg):
 @serve_app.command("logs", help=T("cli.serve.logs"))
 def serve_logs(session: Optional[str] = SessionArg,
                lines: int = typer.Option(40, "-n", "--lines", help=T("cli.opt.lines"))):
-    s, job = _server_session(session)
+    s, job = _server_session(session, running_only=True)
     if job is None:
         raise _no_server(s, "cli.serve.none")
     print(job.log_tail(lines))
@@ -123,7 +126,7 @@ def chat(session: Optional[str] = SessionArg,
     from recipes.serving import client
 
     if endpoint is None:
-        s, job = _server_session(session)
+        s, job = _server_session(session, running_only=True)
         out = s.result(Deployment)
         if job is None or not job.alive() or not out.endpoint:
             raise _no_server(s, "cli.chat.no_server")

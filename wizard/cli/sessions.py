@@ -190,7 +190,7 @@ def show(session: Optional[str] = SessionArg,
 
         def step(x) -> str:  # "done", or where it stands: "3/8 download" (the name left out at 80 columns)
             if x.is_finished():
-                return T("cli.finished")
+                return T("cli.step_done")
             names = [n for n, r in x.steps.items() if r["status"] != "skipped"]
             at = x.current_step()
             where = f"{names.index(at) + 1}/{len(names)}" if at in names else "?"
@@ -200,8 +200,8 @@ def show(session: Optional[str] = SessionArg,
         found = all_sessions(unreadable=unreadable)
         ui = new_ui()
         narrow = ui.out.width < 110  # one line per session at 80 columns, no word cut (issue 20, item 13)
-        ui.table(T("cli.show.all_title"), ["id", T("cli.col.task"), T("cli.col.step"), T("cli.col.server"),
-                                           T("cli.col.updated")],
+        ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.step"), T("cli.col.server"),
+                                               T("cli.col.updated_short")],
                  [(x.id, x.data["task"], step(x), server(x),
                    (x.data.get("updated_at") or "")[5 if narrow else 0:16].replace("T", " ")) for x in found])
         for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
