@@ -120,8 +120,13 @@ def optional_checks(home: Path) -> list[Check]:
     from recipes.quantization import quantize
     from recipes.serving import engines, spec
 
+    import shlex
+    import sys
+
     out = []
     for name, module, cmd, what in OPTIONAL:
+        # into this interpreter's environment (yichui's .venv), not whichever `pip` is first on PATH
+        cmd = cmd.replace("pip install", f"{shlex.quote(sys.executable)} -m pip install", 1)
         have = importlib.util.find_spec(module) is not None
         out.append(Check(name, "ok" if have else "missing", (_version(name) or "installed") if have else what,
                          "" if have else cmd))

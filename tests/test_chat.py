@@ -76,4 +76,5 @@ def test_ctrl_c_stops_the_reply_not_the_chat(capsys):
         srv.shutdown()
     assert i18n.t("cli.chat.stopped") in said  # the stopped reply said so, in one line
     assert turns == 1  # the chat went on: the next question got its whole reply
+    assert "Chat ended after 1 turn(s)" in said[-1]  # and leaving it is said, not silent
     assert "Hello." in capsys.readouterr().out

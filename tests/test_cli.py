@@ -165,6 +165,8 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
 
     assert any(line.endswith(f"'{specs.recommended('vllm').install}'") and line.lstrip().startswith("[")
                for line in r.stdout.splitlines()), r.stdout
+    if "liger-kernel: " in r.stdout:  # into yichui's own environment, not whichever pip is on PATH
+        assert f"liger-kernel: {sys.executable} -m pip install liger-kernel" in r.stdout, r.stdout
     s = Session.new("deploy", h=home)
     s.steps["deploy"]["answers"] = {"backend": "vllm"}
     s.save()

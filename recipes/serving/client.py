@@ -111,8 +111,10 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
             line = read(t("cli.chat.you"))
         except (EOFError, KeyboardInterrupt):
             print()
+            say(t("cli.chat.bye", turns=turns))  # Ctrl-C / Ctrl-D at the prompt: said, not a silent exit
             return turns
         if line.strip() == "/exit":
+            say(t("cli.chat.bye", turns=turns))
             return turns
         if line.strip() == "/reset":
             history.clear()

@@ -96,6 +96,8 @@ MESSAGES = {
                              "zh": "无法连接 {endpoint}：{error}。推理服务在运行吗？（yichui serve status）"},
     "cli.chat.hello": {"en": "Chatting with {model} at {endpoint}. /reset starts over, /exit (or Ctrl-D) leaves.",
                        "zh": "正在与 {endpoint} 上的 {model} 对话。/reset 重新开始，/exit（或 Ctrl-D）退出。"},
+    "cli.chat.bye": {"en": "Chat ended after {turns} turn(s); the server keeps running (yichui serve stop to stop it).",
+                     "zh": "对话结束（共 {turns} 轮）；服务仍在运行（停止它：yichui serve stop）。"},
     "cli.chat.you": {"en": "you> ", "zh": "你> "},
     "cli.chat.model": {"en": "model> ", "zh": "模型> "},
     "cli.chat.reset": {"en": "(conversation cleared)", "zh": "（对话已清空）"},
