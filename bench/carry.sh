@@ -7,12 +7,13 @@
 #   bash bench/carry.sh llmc   OUT   # llm-compressor's wheels, for the export step's own environment (YICHUI_WHEELS)
 #   bash bench/carry.sh sglang OUT | lmdeploy OUT   # the other engines, from their lists (SGLang without its FA3
 #                                                   # library, LMDeploy without TurboMind: see install_tree)
+#   bash bench/carry.sh unsloth OUT  # unsloth + what the image lacks (bench/carry/unsloth-*.txt): the speed peer
 #
 # Each writes OUT/<name>.tar.xz holding one folder <name>/ (an installed site-packages tree, or wheels for llmc).
 # Then, in the project's root: ../shared/tools/split-for-device OUT parts  → one ignored folder per ≤ 58 MiB part, and
 # the device calls that carry them one after another (see bench/README.md, "Serving engines on the GPU").
 set -euo pipefail
-what=${1:?stack|vllm|llmc|sglang|lmdeploy}; out=${2:?output folder}
+what=${1:?stack|vllm|llmc|sglang|lmdeploy|unsloth}; out=${2:?output folder}
 here=$(cd "$(dirname "$0")" && pwd); root=$(dirname "$here")
 mkdir -p "$out"; out=$(cd "$out" && pwd)
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
@@ -67,7 +68,7 @@ EOF
     for r in "${built[@]}"; do python3 -m pip wheel -q --no-deps -w "$work/w" "$r" >/dev/null; done
     install_tree "$work/w" "$work/stack"
     pack "$work/stack" stack ;;
-  vllm|sglang|lmdeploy)
+  vllm|sglang|lmdeploy|unsloth)
     list=$(ls "$here/carry/$what"-*.txt | head -1)
     fetch "$work/w" $(grep -v '^#' "$list")
     install_tree "$work/w" "$work/$what"
@@ -75,5 +76,5 @@ EOF
   llmc)
     fetch "$work/llmc" $(grep -v '^#' "$here"/carry/llmcompressor-*.txt)
     pack "$work/llmc" llmc ;;
-  *) echo "unknown: $what (stack, vllm, llmc, sglang, lmdeploy)"; exit 2 ;;
+  *) echo "unknown: $what (stack, vllm, llmc, sglang, lmdeploy, unsloth)"; exit 2 ;;
 esac

@@ -66,7 +66,10 @@ ALONE = [
     ("0", "peer", "qwen2.5-0.5b", "full", 8, True, 1, {}),
     ("0", "yichui", "qwen2.5-0.5b", "full", 8, True, 1, {}),
 ]
-PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE}
+# issue 21: unsloth beside the plain loop and yichui, identical settings (Qwen2.5-7B shape, LoRA r16 on all linear
+# layers, 2048 tokens, micro-batch 1, checkpointing on), back-to-back rounds so each pair shares the machine's state
+UNSLOTH = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, {}) for _ in range(2) for who in ("peer", "unsloth", "yichui")]
+PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE, "unsloth": UNSLOTH}
 SEQ, STEPS = 2048, 8
 _prepare_lock = threading.Lock()
 
@@ -81,6 +84,26 @@ def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: 
     out = json.loads(line[7:])
     return {"rc": 0, "tokens_per_s": out["tokens_per_s"], "device_gib": out["device_used_gib"],
             "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"]}
+
+
+def run_unsloth(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, gpu: str) -> dict:
+    """bench/unsloth_peer.py in unsloth's own environment (its python: $YICHUI_UNSLOTH_PYTHON), weights written once
+    under ``work``, the tokenizer from $YICHUI_UNSLOTH_TOKENIZER (any small one)."""
+    import os
+
+    python = os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3")
+    cmd = [python, str(Path(__file__).resolve().parent / "unsloth_peer.py"), "--config",
+           str(CONFIGS / shape / "config.json"), "--method", method, "--rank", str(rank), "--batch", str(batch),
+           "--seq", str(SEQ), "--steps", str(STEPS), "--weights", str(work / f"unsloth-weights-{shape}"),
+           "--tokenizer", os.environ.get("YICHUI_UNSLOTH_TOKENIZER", "")] + (["--ckpt"] if ckpt else [])
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"CUDA_VISIBLE_DEVICES": gpu}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        return {"rc": r.returncode, "error": (r.stderr or r.stdout)[-3000:]}
+    out = json.loads(line[7:])
+    return {"rc": 0, "tokens_per_s": out["tokens_per_s"], "device_gib": out["device_used_gib"],
+            "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"], "unsloth": out}
 
 
 def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, extra: dict, gpu: str) -> dict:
@@ -114,6 +137,7 @@ def cmd_measure(a) -> None:
         for _, who, shape, method, rank, ckpt, batch, extra in [p for p in plan if p[0] == q]:
             t0 = time.time()
             res = (run_peer(Path(a.peer), shape, method, rank, ckpt, batch, gpu) if who == "peer"
+                   else run_unsloth(work, shape, method, rank, ckpt, batch, gpu) if who == "unsloth"
                    else run_yichui(work, shape, method, rank, ckpt, batch, extra, gpu))
             row = {"who": who, "shape": shape, "method": method, "rank": rank, "ckpt": ckpt, "batch": batch,
                    "seq": SEQ, "extra": extra, "gpu": gpu, "wall_s": round(time.time() - t0, 1), "env": env} | res
