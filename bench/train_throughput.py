@@ -68,7 +68,9 @@ ALONE = [
 ]
 # issue 21: unsloth beside the plain loop and yichui, identical settings (Qwen2.5-7B shape, LoRA r16 on all linear
 # layers, 2048 tokens, micro-batch 1, checkpointing on), back-to-back rounds so each pair shares the machine's state
-UNSLOTH = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, {}) for _ in range(2) for who in ("peer", "unsloth", "yichui")]
+UNSLOTH = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, {})
+           for _ in range(int(__import__("os").environ.get("YICHUI_BENCH_ROUNDS", "2")))
+           for who in ("peer", "unsloth", "yichui")]
 PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE, "unsloth": UNSLOTH}
 SEQ, STEPS = 2048, 8
 _prepare_lock = threading.Lock()
