@@ -4,6 +4,7 @@ Ctrl-C during the build is one line, exit 130, and leaves nothing half-built for
 from __future__ import annotations
 
 import re
+import signal
 
 import pexpect
 from conftest import YICHUI, env_for, stop_all
@@ -12,7 +13,9 @@ from conftest import YICHUI, env_for, stop_all
 def test_first_demo_shows_the_tiny_model_build_progress_and_ctrl_c_leaves_nothing(tmp_path):
     home = tmp_path / "fresh-home"  # no tiny model yet: the demo builds it
     env = env_for(home, TERM="xterm-256color", COLUMNS="80", LANG="C.UTF-8")
-    p = pexpect.spawn(YICHUI, ["demo"], env=env, encoding="utf-8", dimensions=(30, 80), timeout=300)
+    # started with SIGINT ignored, as by a script's `cmd &` (and CI runs launched so): Ctrl-C must still stop it
+    p = pexpect.spawn(YICHUI, ["demo"], env=env, encoding="utf-8", dimensions=(30, 80), timeout=300,
+                      preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     log: list[str] = []
     p.logfile_read = type("L", (), {"write": lambda self, s: log.append(s), "flush": lambda self: None})()
     try:

@@ -127,6 +127,9 @@ def main() -> None:
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _as_interrupt)
+    # Ctrl-C is KeyboardInterrupt even when started by something that ignores SIGINT (a script's `cmd &`: Python
+    # leaves an inherited SIG_IGN in place, and Ctrl-C would then do nothing at all)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     command = typer.main.get_command(app)
     _tidy_help(command)
     _help_in_language()
