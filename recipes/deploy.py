@@ -185,9 +185,9 @@ def questions(ctx: Ctx) -> list[Question]:
     same = _served_name(ctx)
     return [
         Question("stop_servers", "checkbox", "deploy.stop_servers", when=lambda a: bool(others), volatile=True,
-                 default=[sid for sid, job in others if jobs.served_name_of(job) == same],
-                 choices=[Choice(sid, msg("deploy.server_label", id=sid, port=jobs.port_of(job) or "?",
-                                          model=jobs.served_name_of(job) or "?",
+                 default=[sid for sid, job in others if server.served_name_of(job) == same],
+                 choices=[Choice(sid, msg("deploy.server_label", id=sid, port=server.port_of(job) or "?",
+                                          model=server.served_name_of(job) or "?",
                                           gib=f"{jobs.resident_bytes(job) / 2**30:.2f}")) for sid, job in others]),
         Question("backend", "select", "deploy.backend", validate=check_backend,
                  default=exported.serve_with if exported.serve_with in BACKENDS

@@ -127,26 +127,6 @@ def servers(home: Path) -> list[tuple[str, Job]]:
     return sorted(found, key=lambda x: x[1].started_at)
 
 
-def port_of(job: Job) -> int | None:
-    """The port a server job was started on (its ``--port`` / ``--server-port`` option), or None."""
-    for i, a in enumerate(job.argv[:-1]):
-        if a in ("--port", "--server-port") and job.argv[i + 1].isdigit():
-            return int(job.argv[i + 1])
-    return None
-
-
-def served_name_of(job: Job) -> str | None:
-    """The model name a server job answers to: its ``--served-model-name`` / ``--model-name`` option, else (an engine
-    serving by path, transformers serve) the argument after ``serve``."""
-    argv = job.argv
-    for i, a in enumerate(argv[:-1]):
-        if a in ("--served-model-name", "--model-name"):
-            return argv[i + 1]
-    if "serve" in argv[:-1]:
-        return Path(argv[argv.index("serve") + 1]).name
-    return None
-
-
 def resident_bytes(job: Job) -> int:
     """Resident memory (RSS) of the job's process group — the job and the children it started — in bytes, from
     /proc (0 where there is none)."""

@@ -238,8 +238,8 @@ def test_status_names_the_smoke_run_apart_from_the_training(home):
 
 
 def test_commands_on_a_session_speak_its_language(home):
-    """Issue 20, item 13: `stop` (and every command that reads a session) answers in the session's language unless
-    --lang says otherwise."""
+    """Issue 20, item 13: `stop` (and every command that reads a session it is given) answers in the session's
+    language unless --lang says otherwise; a session chosen by default does not change the language."""
     from wizard.session import Session
 
     i18n.set_lang("zh")
@@ -252,6 +252,12 @@ def test_commands_on_a_session_speak_its_language(home):
     assert r.returncode == 0 and "没有正在运行的任务" in r.stdout, r.stdout + r.stderr
     r = yichui(home, "--lang", "en", "stop", s.id)
     assert "Nothing is running" in r.stdout
+    # issue 20's trial: with no SESSION given, `chat` / `status` picked the newest session and answered in its
+    # language (Chinese in an English terminal), and `chat` said "never deployed" about a session nobody named
+    r = yichui(home, "chat", LANG="en_US.UTF-8")
+    assert r.returncode == 1 and "No yichui server is running" in r.stderr and "从未" not in r.stderr, r.stderr
+    r = yichui(home, "status", LANG="en_US.UTF-8")
+    assert "没有" not in r.stdout + r.stderr, r.stdout
 
 
 def test_tables_at_80_columns_keep_words_and_urls_whole(home):
@@ -282,20 +288,3 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     assert "done" in next(x for x in lines if done.id in x)
     wide = yichui(home, "show", "--all", COLUMNS="140").stdout  # wider: the step's name too
     assert "1/8 select_model" in wide
-
-
-def test_a_session_chosen_by_default_keeps_the_terminal_language(home):
-    """Issue 20's trial: with no SESSION given, `chat` / `status` picked the newest session and answered in its
-    language (Chinese in an English terminal), and `chat` said "never deployed" about a session nobody named."""
-    i18n.set_lang("zh")
-    try:
-        s = Session.new("finetune", h=home)
-        s.save()
-    finally:
-        i18n.set_lang("en")
-    r = yichui(home, "chat", LANG="en_US.UTF-8")
-    assert r.returncode == 1 and "No yichui server is running" in r.stderr and "从未" not in r.stderr, r.stderr
-    r = yichui(home, "status", LANG="en_US.UTF-8")
-    assert "没有" not in r.stdout + r.stderr, r.stdout
-    r = yichui(home, "stop", s.id, LANG="en_US.UTF-8")  # named: its language
-    assert "没有正在运行的任务" in r.stdout

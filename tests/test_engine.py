@@ -424,28 +424,27 @@ def test_an_answer_an_earlier_step_settles_is_not_asked_again(tmp_path, capsys):
     """Issue 20, item 13: the serving engine was asked twice (export, then deploy). A question an earlier answer
     implies is not asked when that answer validates here (a line says so); --set wins; when it does not validate
     the reason is shown and the question asked."""
-    usable = {"transformers"}
+    exported, usable = {"engine": "transformers"}, {"transformers", "vllm"}  # the earlier choice; what is installed
     q = Question("backend", "select", "deploy.backend", default="transformers",
                  choices=[Choice("transformers", "t"), Choice("vllm", "v")],
                  validate=lambda v, a: None if v in usable else msg("answer.empty"),
-                 implied=lambda a: ("transformers", "export.serve_with"))
+                 implied=lambda a: (exported["engine"], "export.serve_with"))
     steps = dict(STEPS, a=make_step("a", [q]))
-    p = Scripted([..., ...])
-    s = Session.new("test", ("a", "b"), tmp_path)
-    s.save()
-    assert Engine(s, UI(), p, load=steps.__getitem__).run() == 0
-    assert [k for k, _ in p.asked] == ["x"] and saved(s)["steps"]["a"]["answers"] == {"backend": "transformers"}
+
+    def run(prompter=None, **kw):
+        s = Session.new("test", ("a", "b"), tmp_path / str(len(list(tmp_path.iterdir()))))
+        s.save()
+        return Engine(s, UI(), prompter, load=steps.__getitem__, **kw).run(), s
+
+    p = Scripted([...])
+    rc, s = run(p)
+    assert rc == 0 and [k for k, _ in p.asked] == ["x"] and saved(s)["steps"]["a"]["answers"] == {"backend": "transformers"}
     assert "a.backend = transformers (as export.serve_with" in capsys.readouterr().out
-    usable.add("vllm")
-    s = Session.new("test", ("a", "b"), tmp_path / "set")
-    s.save()
-    assert Engine(s, UI(), None, load=steps.__getitem__, overrides={"a": {"backend": "vllm"}}).run() == 0
-    assert saved(s)["steps"]["a"]["answers"] == {"backend": "vllm"}
-    usable.clear()
+    rc, s = run(overrides={"a": {"backend": "vllm"}})  # a --set wins over it
+    assert rc == 0 and saved(s)["steps"]["a"]["answers"] == {"backend": "vllm"}
+    exported["engine"] = "vllm"  # chosen at export, but not installed here: said, and asked
+    usable.discard("vllm")
     p = Scripted(["transformers", ...])
-    s = Session.new("test", ("a", "b"), tmp_path / "invalid")
-    s.save()
-    usable_after = {"transformers"}
-    q.validate = lambda v, a: None if v in usable_after and p.asked else msg("answer.empty")
-    assert Engine(s, UI(), p, load=steps.__getitem__).run() == 0
-    assert p.asked[0][0] == "backend" and "cannot be used for a.backend here" in capsys.readouterr().err
+    rc, s = run(p)
+    assert rc == 0 and p.asked[0][0] == "backend" and saved(s)["steps"]["a"]["answers"] == {"backend": "transformers"}
+    assert "export.serve_with='vllm' cannot be used for a.backend here" in capsys.readouterr().err

@@ -93,6 +93,12 @@ def _shown(value: Any) -> str:
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
 
 
+def _not_asked(step: str, q: Question) -> "AnswerError":
+    """The refusal of a --set for ``q``, which its step will not ask: it names when the question is asked."""
+    return AnswerError(msg("answer.set_not_asked", name=f"{step}.{q.key}",
+                           why=i18n.t(q.asked_if or "answer.asked_if_generic")))
+
+
 class UndeclaredRead(AssertionError):
     """A step read the outputs or answers of a step its ``requires`` does not name (a programming error)."""
 
@@ -265,8 +271,7 @@ class Engine:
             if q.when is not None and not q.when(answers):
                 if q.key in self.overrides.get(name, {}) and q.key not in self._unlocked:
                     # a --set is a decision: refused as soon as the answers that decide it leave it out (item 11)
-                    raise AnswerError(msg("answer.set_not_asked", name=f"{name}.{q.key}", why=i18n.t(
-                        q.asked_if) if q.asked_if else i18n.t("answer.asked_if_generic")))
+                    raise _not_asked(name, q)
                 continue
             if q.secret:  # used for this run only: never saved
                 answers[q.key] = self._secret(name, q)
@@ -313,11 +318,6 @@ class Engine:
             earlier.pop(q.key, None)
             rec["answers"][q.key] = value
             self.session.save()
-        unused = [k for k in self.overrides.get(name, {}) if k not in answers and k not in self._unlocked]
-        if unused:  # a --set is a decision: one the questions never reached would be dropped silently (item 11)
-            q = by_key[unused[0]]
-            raise AnswerError(msg("answer.set_not_asked", name=f"{name}.{q.key}",
-                                  why=i18n.t(q.asked_if) if q.asked_if else i18n.t("answer.asked_if_generic")))
         # exactly the answers used this time (stale keys of skipped questions go); secrets never reach the file
         secret = {q.key for q in qs if q.secret}
         rec["answers"] = {k: v for k, v in answers.items() if k not in secret}
@@ -354,8 +354,7 @@ class Engine:
                 try:
                     if q.when is not None and not q.when(answers):
                         if q.key in sets:  # nothing will ask it: refused now, not after the questions before it
-                            raise AnswerError(msg("answer.set_not_asked", name=f"{name}.{q.key}", why=i18n.t(
-                                q.asked_if) if q.asked_if else i18n.t("answer.asked_if_generic")))
+                            raise _not_asked(name, q)
                         continue
                     if q.key in sets and q.kind in ("int", "float", "confirm", "select", "checkbox"):
                         answers[q.key], err = check(q, sets[q.key], answers)

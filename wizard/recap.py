@@ -37,6 +37,7 @@ def servers(home: Path) -> list[dict]:
     on the GPUs), oldest first."""
     from recipes import jobs
     from recipes.handoff import Deployment
+    from recipes.serving import server
     from wizard.session import Session, SessionError
 
     out = []
@@ -46,7 +47,7 @@ def servers(home: Path) -> list[dict]:
             endpoint, model = dep.endpoint, dep.served_model
         except (SessionError, OSError, ValueError):
             endpoint, model = None, None
-        port = jobs.port_of(job)
+        port = server.port_of(job)
         gpu = jobs.gpu_bytes(job)
         out.append({"id": sid, "pid": job.pid, "endpoint": endpoint or (f"port {port}" if port else "?"),
                     "model": model or "?", "resident_gib": jobs.resident_bytes(job) / 2**30,

@@ -12,6 +12,7 @@ from pathlib import Path
 from recipes import jobs
 from recipes.base import StepError
 from recipes.serving import client, engines
+from recipes.serving import spec as specs
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 HEALTH_TIMEOUT_S = 900  # a GPU engine loads weights, profiles memory and captures CUDA graphs first
@@ -76,3 +77,25 @@ def start(name: str, inst: engines.Installed, launch: engines.Launch, directory:
     ``cwd`` when given (a model named by a relative path)."""
     return jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory, env=engines.process_env(inst),
                       cwd=cwd)
+
+
+def _option_value(job: jobs.Job, setting: str) -> str | None:
+    """The value a server job was started with for ``setting`` (its spellings: every engine spec's options)."""
+    spellings = {o for versions in specs.SPECS.values() for sp in versions for o in sp.options.get(setting, ())}
+    argv = job.argv
+    return next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a in spellings), None)
+
+
+def port_of(job: jobs.Job) -> int | None:
+    """The port a server job was started on, or None."""
+    value = _option_value(job, "port")
+    return int(value) if value and value.isdigit() else None
+
+
+def served_name_of(job: jobs.Job) -> str | None:
+    """The model name a server job answers to: its served-name option, else (an engine serving a model by path,
+    transformers serve) the argument after ``serve``."""
+    name = _option_value(job, "served_name")
+    if name is None and "serve" in job.argv[:-1]:
+        name = Path(job.argv[job.argv.index("serve") + 1]).name
+    return name

@@ -6,15 +6,13 @@ doing nothing. Now each refusal offers: answer again, a mirror from a short list
 from __future__ import annotations
 
 import json
-import re
 import socket
 
 import pexpect
-from conftest import YICHUI, env_for, sessions
+from conftest import sessions
 
+from e2e.term import DOWN, ENTER, SPACE, Term
 from recipes.data import datasets
-
-DOWN, ENTER, CLEAR, CTRL_C, SPACE = "\x1b[B", "\r", "\x15", "\x03", " "
 
 
 def dead_url() -> str:
@@ -24,49 +22,10 @@ def dead_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
-class Term:
-    def __init__(self, home, *args, lang="en", cols=80, **env):
-        self.p = pexpect.spawn(YICHUI, list(args), encoding="utf-8", dimensions=(40, cols), timeout=90,
-                               env=env_for(home, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1",
-                                           COLUMNS=str(cols), LANG="zh_CN.UTF-8" if lang == "zh" else "C.UTF-8",
-                                           **env))
-        self.log: list[str] = []
-        self.p.logfile_read = self
-
-    def write(self, s):
-        self.log.append(s)
-
-    def flush(self):
-        pass
-
-    def screen(self) -> str:
-        return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(self.log))
-
-    def expect(self, text, timeout=90):
-        try:
-            self.p.expect(re.escape(text), timeout=timeout)
-        except (pexpect.TIMEOUT, pexpect.EOF):
-            raise AssertionError(f"never saw {text!r}; screen ended with:\n{self.screen()[-3000:]}") from None
-
-    def ask(self, prompt, keys="", clear=False, enter=True):
-        self.expect(prompt)
-        if clear:
-            self.p.send(CLEAR)
-        self.p.send(keys)
-        if enter:
-            self.p.send(ENTER)
-
-    def quit(self) -> int:
-        self.p.send(CTRL_C)
-        self.p.expect(pexpect.EOF, timeout=30)
-        self.p.close()
-        return self.p.exitstatus
-
-
 def test_unreachable_hub_goes_back_to_a_local_folder(home, tiny_model):
     """Hugging Face unreachable: the refusal offers hf-mirror.com and a way back; back → local folder → step 2."""
     down = dead_url()
-    t = Term(home, HF_ENDPOINT=down)
+    t = Term(home, rows=40, cols=80, HF_ENDPOINT=down)
     try:
         t.ask("What do you want to do?")                       # fine-tune
         t.ask("Where does the model come from?")               # Hugging Face
@@ -94,7 +53,7 @@ def test_unreachable_hub_goes_back_to_a_local_folder(home, tiny_model):
 def test_unreachable_modelscope_in_chinese_answer_again_with_a_mirror(home, hub):
     """ModelScope unreachable, in Chinese: "answer again" with a hub that answers goes on to the model question."""
     down = dead_url()
-    t = Term(home, "run", "--task", "finetune", "--lang", "zh", lang="zh", MODELSCOPE_ENDPOINT=down)
+    t = Term(home, "run", "--task", "finetune", "--lang", "zh", lang="zh", rows=40, cols=80, MODELSCOPE_ENDPOINT=down)
     try:
         t.ask("模型来自哪里？", DOWN)                            # ModelScope
         t.ask("仓库地址（镜像 URL）：")
@@ -117,7 +76,7 @@ def test_unreachable_benchmark_data_goes_back_to_untick_it(home, tiny_model, tmp
     heldout = tmp_path / "heldout.jsonl"
     heldout.write_text("".join(json.dumps({"messages": c}) + "\n"
                                for c in datasets.load_records(datasets.bundled_dataset_path())[:4]))
-    t = Term(home, "run", "--task", "evaluate", HF_ENDPOINT=down)
+    t = Term(home, "run", "--task", "evaluate", rows=40, cols=80, HF_ENDPOINT=down)
     try:
         t.ask("Where does the model come from?", DOWN * 2)     # a local folder
         t.ask("Folder of the model:", str(tiny_model))
@@ -150,7 +109,7 @@ def test_unreachable_benchmark_data_goes_back_to_untick_it(home, tiny_model, tmp
 def test_long_choices_wrap_at_50_columns(home):
     """Issue 20, item 4: at 50 columns prompt_toolkit cut each long choice at the edge (the model list lost its
     repository ids). Labels wrap now, later lines under the first."""
-    t = Term(home, "run", "--task", "finetune", cols=50, HF_HUB_OFFLINE="1")
+    t = Term(home, "run", "--task", "finetune", rows=40, cols=50, HF_HUB_OFFLINE="1")
     try:
         t.ask("Where does the model come from?")
         t.ask("Hub endpoint (mirror URL):")

@@ -7,55 +7,14 @@ answers confirmed, to the end.
 from __future__ import annotations
 
 import json
-import re
 import socket
 
-import pexpect
 import pytest
-from conftest import YICHUI, env_for, sessions, stop_all
+from conftest import sessions, stop_all
 
 import recipes
+from e2e.term import CTRL_C, DOWN, UP, Term
 from recipes.data import datasets
-
-DOWN, UP, ENTER, CLEAR, CTRL_C = "\x1b[B", "\x1b[A", "\r", "\x15", "\x03"
-
-
-class Term:
-    """A yichui process in a pty; ``ask`` waits for a prompt's text, then types."""
-
-    def __init__(self, home, hub, *args, lang="en"):
-        env = env_for(home, HF_ENDPOINT=hub.url, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1",
-                      LANG="zh_CN.UTF-8" if lang == "zh" else "C.UTF-8")
-        self.p = pexpect.spawn(YICHUI, list(args), env=env, encoding="utf-8", dimensions=(50, 160), timeout=90)
-        self.log = []
-        self.p.logfile_read = self
-
-    def write(self, s):  # pexpect logfile: keep the transcript for failure messages
-        self.log.append(s)
-
-    def flush(self):
-        pass
-
-    def expect(self, text, timeout=90):
-        try:
-            self.p.expect(re.escape(text), timeout=timeout)
-        except (pexpect.TIMEOUT, pexpect.EOF):
-            tail = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(self.log))[-3000:]
-            raise AssertionError(f"never saw {text!r}; screen ended with:\n{tail}") from None
-
-    def ask(self, prompt, keys="", clear=False, enter=True):
-        self.expect(prompt)
-        if clear:
-            self.p.send(CLEAR)
-        self.p.send(keys)
-        if enter:
-            self.p.send(ENTER)
-
-    def finish(self, timeout=300) -> int:
-        self.p.expect(pexpect.EOF, timeout=timeout)
-        self.p.close()
-        return self.p.exitstatus
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -75,7 +34,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
     port = free_port()
     no_refs = tmp_path / "questions-only.jsonl"
     no_refs.write_text('{"messages": [{"role": "user", "content": "What is LoRA?"}]}\n')
-    t = Term(home, hub)
+    t = Term(home, HF_ENDPOINT=hub.url)
     try:
         t.ask("What do you want to do?")                              # the task menu: fine-tune (first)
         t.ask("Where does the model come from?")                      # Hugging Face
@@ -185,7 +144,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
 
 
 def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
-    t = Term(home, hub, "--lang", "zh", lang="zh")
+    t = Term(home, "--lang", "zh", lang="zh", HF_ENDPOINT=hub.url)
     try:
         t.ask("你想做什么？")                                          # the task menu, in Chinese
         t.ask("模型来自哪里？")
@@ -210,7 +169,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         assert saved["steps"]["evaluate_memory"]["status"] == "done"
         assert saved["steps"]["download"]["status"] == "pending"  # the weights come after the strategy
 
-        r = Term(home, hub, "--lang", "zh", "resume", lang="zh")
+        r = Term(home, "--lang", "zh", "resume", lang="zh", HF_ENDPOINT=hub.url)
         r.expect(f"继续会话 {s['id']}")
         r.expect("此前已完成")                                         # done steps are not asked again
         r.ask("微调方法：")                                            # pre-filled: lora
