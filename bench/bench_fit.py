@@ -73,7 +73,9 @@ def training(r: dict) -> TrainingSpec:
                         lora_dropout=r["lora_dropout"], activation_checkpointing=r["ckpt"],
                         attn_implementation=r["attn"], micro_batch=r["batch"], seq_len=r["seq"], optim=r["optim"],
                         liger=r.get("liger", False), master_weights=r.get("master_weights", "bf16"),
-                        packing=r.get("packing", False))
+                        packing=r.get("packing", False), compile_layers=r.get("compile_layers", False),
+                        # rows measured before 2026-12-02 (no such key) ran peft's input cast before every adapter
+                        adapter_input_cast=r.get("adapter_input_cast", True))
 
 
 def allocated(r: dict) -> float:

@@ -97,7 +97,20 @@ GRID3 = [
     ("qwen2.5-0.5b", "full", False, 2048, 2, {"master_weights": "fp32", "liger": True}),
     ("qwen2.5-7b", "full", True, 1024, 1, {"master_weights": "fp32"}),
 ]
-GRIDS = {"1": GRID, "2": GRID2, "3": GRID3}
+# fourth round (issue 21): GaLore and DoRA on every shape — the methods the wizard offers that were not calibrated
+GRID4 = [
+    ("qwen2.5-0.5b", "dora", True, 2048, 2, {}),
+    ("qwen2.5-1.5b", "dora", False, 1024, 2, {}),
+    ("qwen2.5-7b", "dora", True, 2048, 1, {}),
+    ("llama3.1-8b", "dora", True, 2048, 2, {}),
+    ("qwen2.5-7b", "dora", False, 1024, 1, {}),
+    ("qwen2.5-0.5b", "galore", True, 2048, 2, {}),
+    ("qwen2.5-1.5b", "galore", False, 1024, 2, {}),
+    ("qwen2.5-1.5b", "galore", True, 4096, 1, {}),
+    ("qwen2.5-7b", "galore", True, 1024, 1, {}),
+    ("llama3.1-8b", "galore", True, 512, 1, {}),
+]
+GRIDS = {"1": GRID, "2": GRID2, "3": GRID3, "4": GRID4}
 
 
 def row_id(shape, method, ckpt, seq, batch, extra=None) -> str:
@@ -168,6 +181,8 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
            "lora_rank": spec["lora_rank"], "lora_dropout": spec["lora_dropout"], "targets": spec["lora_targets"],
            "attn": spec["attn_implementation"], "optim": spec["optim"], "master_weights": spec["master_weights"],
            "liger": spec["liger"], "packing": spec["packing"], "steps": steps, "rc": rc,
+           "adapter_input_cast": spec.get("adapter_input_cast", False),
+           "compile_layers": spec.get("compile_layers", False),
            "wall_s": round(time.time() - t0, 1)}
     result = tdir / "result.json"
     if result.exists():

@@ -71,7 +71,26 @@ ALONE = [
 UNSLOTH = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, {})
            for _ in range(int(__import__("os").environ.get("YICHUI_BENCH_ROUNDS", "2")))
            for who in ("peer", "unsloth", "yichui")]
-PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE, "unsloth": UNSLOTH}
+# issue 21's levers, one at a time on the same job (7B LoRA r16, 2048 tokens, micro-batch 1, checkpointing on), each
+# round beside both peers: peft's input cast as every peft user has it (the trainer before this lever), without it
+# (yichui's default now), then Liger's kernels, torch.compile of each decoder layer, and both
+LEVERS = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, extra)
+          for _ in range(int(__import__("os").environ.get("YICHUI_BENCH_ROUNDS", "1")))
+          for who, extra in (("peer", {}), ("unsloth", {}), ("yichui", {"adapter_input_cast": True}), ("yichui", {}),
+                             ("yichui", {"liger": True}), ("yichui", {"compile_layers": True}),
+                             ("yichui", {"liger": True, "compile_layers": True}))]
+# the levers kept, in back-to-back rounds against both peers (identical settings as above)
+PAIRS = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, extra)
+         for _ in range(int(__import__("os").environ.get("YICHUI_BENCH_ROUNDS", "3")))
+         for who, extra in (("peer", {}), ("unsloth", {}), ("yichui", {}), ("yichui", {"compile_layers": True}))]
+# Liger with and without compile, and 50 steps at the LoRA default learning rate (2e-4) on the same data: does a
+# lever change what is learned (the loss per step of each lever beside the trainer before the levers)
+LOSS50 = {"learning_rate": 2e-4, "max_steps": 50}
+LEVERS2 = [("0", "yichui", "qwen2.5-7b", "lora", 16, True, 1, x) for x in (
+    {"liger": True}, {"liger": True, "compile_layers": True}, LOSS50 | {"adapter_input_cast": True}, LOSS50,
+    LOSS50 | {"compile_layers": True})]
+PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE, "unsloth": UNSLOTH, "levers": LEVERS,
+         "pairs": PAIRS, "levers2": LEVERS2}
 SEQ, STEPS = 2048, 8
 _prepare_lock = threading.Lock()
 
@@ -116,7 +135,9 @@ def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch
     cfg = (shape, method, ckpt, SEQ, batch, {"lora_rank": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0} | extra)
     row = measure_one(cfg, model_dir, work, gpu, STEPS)
     tdir = work / "runs" / row["id"]
-    out = {"rc": row["rc"], "tokens_per_s": median_tokens_per_s(events(tdir)),
+    evs = events(tdir)
+    out = {"rc": row["rc"], "tokens_per_s": median_tokens_per_s(evs),
+           "losses": [round(e["loss"], 4) for e in evs if e["event"] == "step" and e.get("loss") is not None],
            "device_gib": row.get("device_peak_gib"), "peak_reserved_gib": row.get("peak_reserved_gib"),
            "error": row.get("error")}
     if (tdir / "profile.json").exists():

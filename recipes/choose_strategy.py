@@ -111,6 +111,7 @@ def questions(ctx: Ctx) -> list[Question]:
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0):
             label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
                         ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
+                        compiled=msg("ui.on" if p.compile_layers else "ui.off"),
                         gib=f"{p.peak_gib:.1f}", fits=msg("choose_strategy.plan.fits" if p.fits else
                                                           "choose_strategy.plan.too_big"))
             out.append(Choice(_plan_value(p), label))
@@ -202,6 +203,9 @@ def questions(ctx: Ctx) -> list[Question]:
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("liger", "confirm", "choose_strategy.liger", when=lambda a: planner.liger_available(),
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
+        Question("compile_layers", "confirm", "choose_strategy.compile_layers",
+                 when=lambda a: planner.compile_available(training(a)) and not a.get("liger"),
+                 default=lambda a: _plan_knobs(a)["compile"] if a.get("plan") else False),
         Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing),
         Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim, when=lambda a: a["method"] != "galore",
                  choices=[Choice(o, msg("choose_strategy.optim." + o)) for o in OPTIMIZERS]),
@@ -271,12 +275,15 @@ def _distribution_check(v: str, a: dict):
 
 
 def _plan_value(p) -> str:
-    return f"ckpt={'on' if p.ckpt else 'off'},mb={p.micro_batch},liger={'on' if p.liger else 'off'}"
+    return (f"ckpt={'on' if p.ckpt else 'off'},mb={p.micro_batch},liger={'on' if p.liger else 'off'},"
+            f"compile={'on' if p.compile_layers else 'off'}")
 
 
 def _plan_knobs(a: dict) -> dict:
+    """The knobs of a recorded plan answer; one recorded before compiled layers existed has no ``compile``."""
     kv = dict(part.split("=") for part in str(a["plan"]).split(","))
-    return {"ckpt": kv["ckpt"] == "on", "mb": int(kv["mb"]), "liger": kv["liger"] == "on"}
+    return {"ckpt": kv["ckpt"] == "on", "mb": int(kv["mb"]), "liger": kv["liger"] == "on",
+            "compile": kv.get("compile") == "on"}
 
 
 def _dataset_hub(ctx: Ctx) -> tuple[str, str]:

@@ -59,7 +59,18 @@ CONTEXT_GIB = 0.75     # outside the allocator: CUDA context + cuBLAS/cuDNN hand
 # -- exact, from the implementations --------------------------------------------------------------------------------
 LIGER_I = 2.0        # Liger's SwiGLU recomputes SiLU(gate) in backward instead of saving it (bf16, per I)
 LORA_CAST = 2.0      # peft casts an adapted layer's input to the fp32 adapter dtype; autocast saves a bf16 copy
+                     # (DoRA, and LoRA with ``adapter_input_cast``; yichui's LoRA trainer skips the cast, so
+                     # without dropout its adapters save nothing beyond the base layer's own input)
 DROPOUT_MASK = 1.0   # nn.Dropout keeps a bool mask per adapted input element
+# DoRA (peft DoraLinearLayer.forward): the base and adapter outputs its rescaling saves for backward, bf16, plus 2 bytes
+# measured beyond them (read off the 1.5B no-checkpointing row of bench/results/2026-12-02-memory-dora-h200.md) —
+# per token per adapted output feature; and, in each adapted layer's forward, dense temporaries: an in × in fp32
+# identity (get_lora_weight: lora_B(lora_A(eye))) and three out × in fp32 matrices (B·A, the weight in the input's
+# dtype, their sum for the column norm), the largest layer's at a time
+DORA_OUT = 6.0
+# torch.compile of the decoder layers (compile_layers): 0.26 GiB more than eager on Qwen2.5-7B LoRA r16, 2048 tokens,
+# checkpointing on (16.84 vs 16.58 GiB, bench/results/2026-12-02-train-levers-h200.md); one shape, a constant
+COMPILE_GIB = 0.26
 EAGER_SCORES = 6.0   # eager attention keeps fp32 softmax output + its bf16 copy: 6 bytes per score (b·heads·s²)
 EAGER_BACKWARD = 10.0  # … and its backward adds the probabilities' gradient, its fp32 upcast and the fp32 result
 HEAD_TILE = 4096 * 32768 * 2  # trl's fused LM head: one bf16 tile of 4096 tokens × 32768 vocabulary entries
@@ -315,8 +326,9 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     """Bytes of activations at the backward pass's peak, by part: ``layers``, ``attention_scores``, ``logits``.
 
     Per token and decoder layer [MegAct]: ACT_H·h + ACT_I·I (+ ACT_FULL_H·h for a full fine-tune), plus per adapted
-    input element LORA_CAST (+ DROPOUT_MASK with LoRA dropout > 0) for LoRA, QLORA_CAST or QLORA_DROPOUT for
-    QLoRA. Eager attention adds EAGER_SCORES bytes per score (b·heads·s²) and layer, and EAGER_BACKWARD once for the
+    input element LORA_CAST + DROPOUT_MASK for LoRA with dropout (without dropout nothing: yichui skips peft's input
+    cast, unless ``adapter_input_cast``; DoRA keeps it: LORA_CAST), QLORA_CAST or QLORA_DROPOUT for QLoRA; DoRA adds
+    DORA_OUT per adapted output feature and its dense temporaries once (see DORA_OUT). Eager attention adds EAGER_SCORES bytes per score (b·heads·s²) and layer, and EAGER_BACKWARD once for the
     layer in backward; sdpa/flash store none. With activation checkpointing only each layer's input stays (CKPT_H·h
     per token and layer), and one layer is recomputed at a time, beside CKPT_FLOW_H·h bytes per token (the gradient
     flowing back): its activations or the LM head's working set, whichever is larger.
@@ -334,10 +346,18 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     fp32 = masters_fp32(t)
     if t.packing and not t.activation_checkpointing:
         per_layer += PACKED_H * h
-    if t.method in ("lora", "dora"):
+    if t.method == "dora" or (t.method == "lora" and t.adapter_input_cast):
         per_layer += (LORA_CAST + (DROPOUT_MASK if t.lora_dropout > 0 else 0.0)) * adapted
+    elif t.method == "lora":  # no cast: dropout's bf16 output (2) and mask (1) are all an adapter saves
+        per_layer += (LORA_CAST + DROPOUT_MASK) * adapted if t.lora_dropout > 0 else 0.0
     elif t.method == "qlora":
         per_layer += (QLORA_DROPOUT if t.lora_dropout > 0 else QLORA_CAST) * adapted
+    dora_dense = 0.0
+    if t.method == "dora":
+        groups = shape.targeted(t.lora_targets)
+        per_layer += DORA_OUT * sum(m.out_sum for m in groups) / L
+        dora_dense = 4.0 * max((m.in_sum // m.count) ** 2 + 3 * (m.in_sum // m.count) * (m.out_sum // m.count)
+                               for m in groups)
     n_scores = t.micro_batch * shape.heads * t.seq_len**2 if t.attn_implementation == "eager" else 0
     if t.loss == "full":
         head = FULL_LOGITS * T * shape.vocab + HEAD_H * T * h
@@ -351,13 +371,13 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
         # the layer inputs are the residual stream: fp32 under fp32 masters
         kept = T * L * h * (2 * CKPT_H + FP32_CKPT_H if fp32 else CKPT_H)
         scores = (EAGER_SCORES + EAGER_BACKWARD) * n_scores
-        layer = T * per_layer + BWD_I * T * shape.intermediate + CKPT_FLOW_H * T * h
+        layer = T * per_layer + BWD_I * T * shape.intermediate + CKPT_FLOW_H * T * h + dora_dense
         if layer + scores >= head:
             return {"layers": kept + layer, "attention_scores": scores, "logits": 0.0}
         return {"layers": kept, "attention_scores": 0.0, "logits": head}
     scores = EAGER_SCORES * n_scores * L + EAGER_BACKWARD * n_scores
-    return {"layers": T * L * per_layer + BWD_I * T * shape.intermediate + casts, "attention_scores": scores,
-            "logits": head}
+    return {"layers": T * L * per_layer + BWD_I * T * shape.intermediate + casts + dora_dense,
+            "attention_scores": scores, "logits": head}
 
 
 def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dict:
@@ -398,12 +418,14 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
     allocated = sum(comp.values())
     comp["allocator"] = FRAG_FRACTION * allocated + FRAG_GIB * GIB
     comp["cuda_context"] = CONTEXT_GIB * GIB
+    if t.compile_layers:
+        comp["compile"] = COMPILE_GIB * GIB
     peak = sum(comp.values()) / GIB
     approx = list(shape.approximate)
     if t.gpus > 1 or t.zero or t.fsdp:
         approx.append("sharding")  # the multi-GPU paths are calibrated with the training issue
     # switches not (yet) calibrated on a GPU: every one that is on
-    approx += [name for name, on in (("galore", t.method == "galore"), ("dora", t.method == "dora"),
+    approx += [name for name, on in (("galore", t.method == "galore"), ("compile", t.compile_layers),
                                      ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
                                      (f"loss-{t.loss}", t.loss != "fused")) if on]

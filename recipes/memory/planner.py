@@ -11,7 +11,7 @@ Cost model (tokens/s = achieved FLOP/s ÷ FLOPs per token):
                        6·L·h·s per token (forward 2·L·h·s for the scores and the weighted sum, ×3 with backward).
     achieved FLOP/s    peak bf16 FLOP/s × MFU, MFU = MFU_MAX · x / (x + MFU_HALF) with x = tokens per micro-batch ×
                        hidden size: small matrices leave the GPU idle. × LIGER_SPEEDUP with Liger kernels, ×
-                       QLORA_SPEED for the 4-bit dequantization.
+                       QLORA_SPEED for the 4-bit dequantization, × COMPILE_SPEEDUP with compiled decoder layers.
 The MFU constants are fitted on yichui's trainer on an H200 (bench/results/2026-11-29-train-h200.md, bench/fit_speed.py);
 other GPUs are scaled by their dense bf16 peak. The ranking matters more than the absolute figure.
 """
@@ -30,7 +30,12 @@ PEAK_TFLOPS = {"NVIDIA T4": 52, "NVIDIA A10": 100, "NVIDIA L4": 97, "NVIDIA GeFo
                "NVIDIA H200": 790}
 MFU_MAX = 0.75          # fitted, at its ceiling (bench/fit_speed.py: measured range short of saturation)
 MFU_HALF = 2.29e7       # tokens × hidden at which half of MFU_MAX is reached (fitted)
-LIGER_SPEEDUP = 1.08    # measured: 7B LoRA, checkpointing on, 4029 vs 3717 tokens/s
+# bench/results/2026-12-02-train-levers-h200.md (7B LoRA r16, 2048 tokens, micro-batch 1, checkpointing on): Liger
+# 4,881 tokens/s beside 5,291 and 5,442 without it in the same call — no speedup seen (the 1.08 used before came from
+# a run declared void); Liger with compiled layers 4,523 (its kernels break the compiled graph): never both
+LIGER_SPEEDUP = 1.0
+# compiled decoder layers against the eager trainer, median of five back-to-back pairs (1.39–2.30×)
+COMPILE_SPEEDUP = 1.76
 QLORA_SPEED = 0.80      # measured: QLoRA r64 against LoRA r8 at the same settings (2977 vs 3717 tokens/s)
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 
@@ -44,11 +49,20 @@ class Plan:
     peak_gib: float
     tokens_per_s: float
     fits: bool
+    compile_layers: bool = False
 
 
 def liger_available() -> bool:
     """Liger kernels need the liger-kernel package and a CUDA GPU (Triton)."""
     return importlib.util.find_spec("liger_kernel") is not None and bool(memory.detect_gpus())
+
+
+def compile_available(t: TrainingSpec) -> bool:
+    """Whether the planner proposes compiled decoder layers: a CUDA GPU with torch's Triton backend, and the job
+    they were measured on — LoRA in one process (QLoRA, DoRA, full fine-tunes and sharded or several processes are
+    not measured; the knob itself works there, yichui estimate --compile-layers)."""
+    return (t.method == "lora" and t.gpus == 1 and t.distribution == "ddp"
+            and importlib.util.find_spec("triton") is not None and bool(memory.detect_gpus()))
 
 
 def flops_per_token(shape: memory.Shape, method: str, ckpt: bool, seq: int) -> float:
@@ -59,7 +73,7 @@ def flops_per_token(shape: memory.Shape, method: str, ckpt: bool, seq: int) -> f
 
 
 def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int, seq: int, gpu_name: str,
-                 liger: bool = False) -> float:
+                 liger: bool = False, compile_layers: bool = False) -> float:
     """Predicted training tokens/s per GPU (see the module docstring for the model and its sources)."""
     peak = PEAK_TFLOPS.get(gpu_name, 100) * 1e12
     x = micro_batch * seq * shape.hidden
@@ -69,13 +83,15 @@ def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int,
         speed *= LIGER_SPEEDUP
     if method == "qlora":
         speed *= QLORA_SPEED
+    if compile_layers:
+        speed *= COMPILE_SPEEDUP
     return speed
 
 
 def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: str, gpu_gib: float,
-          liger: bool | None = None) -> list[Plan]:
-    """Every candidate (checkpointing on/off × micro-batches dividing the effective batch × Liger if available),
-    fitting ones first, fastest first.
+          liger: bool | None = None, compile_layers: bool | None = None) -> list[Plan]:
+    """Every candidate (checkpointing on/off × micro-batches dividing the effective batch × Liger if available ×
+    compiled layers if available, never Liger with compiled layers), fitting ones first, fastest first.
 
     Args:
         t: the user's training configuration (method, rank, targets, dropout, sequence length, processes…);
@@ -83,14 +99,18 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
         effective_batch: sequences per optimizer step per process (micro-batch × gradient accumulation).
     """
     liger = liger_available() if liger is None else liger
+    compiled = compile_available(t) if compile_layers is None else compile_layers
+    kernels = [(False, False)] + ([(True, False)] if liger else []) + ([(False, True)] if compiled else [])
     out = []
     for ckpt in (False, True):
         for mb in MICRO_BATCHES:
             if mb > effective_batch or effective_batch % mb:
                 continue
-            for lg in ((False, True) if liger else (False,)):
-                est = memory.estimate(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb, grad_accum=effective_batch // mb,
-                                                     liger=lg), gpu_gib)
-                out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"],
-                                round(tokens_per_s(shape, t.method, ckpt, mb, t.seq_len, gpu_name, lg), 1), est["fits"]))
+            for lg, cl in kernels:
+                est = memory.estimate(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb,
+                                                     grad_accum=effective_batch // mb, liger=lg, compile_layers=cl),
+                                      gpu_gib)
+                speed = tokens_per_s(shape, t.method, ckpt, mb, t.seq_len, gpu_name, lg, cl)
+                out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"], round(speed, 1), est["fits"],
+                                cl))
     return sorted(out, key=lambda p: (not p.fits, -p.tokens_per_s, p.peak_gib))

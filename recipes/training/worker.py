@@ -382,6 +382,10 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         callbacks.append(profile_callback(tdir, *spec.profile_steps))
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=callbacks)
+    if bf16 and method == "lora" and not spec.adapter_input_cast:
+        adapters_take_autocast_inputs(trainer.model)
+    if spec.compile_layers:
+        compile_decoder_layers(trainer.model)
     events.trainer = trainer
     asked, got = spec.distribution, sharding(trainer)
     if WORLD > 1 and expected_sharding(asked) != got:
@@ -437,6 +441,39 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         return 0
     finally:
         _leave_process_group()
+
+
+def adapters_take_autocast_inputs(model) -> int:
+    """Stop peft casting each adapter's input to the adapter's fp32 before its matmul; returns the layers changed.
+
+    Under bf16 autocast (the Trainer's mixed precision) peft's LoRA forward copies the input activation to fp32
+    (``x.to(lora_A.weight.dtype)``, peft ``LoraLayer._cast_input_dtype``), and autocast copies it straight back to
+    bf16 for ``lora_A``'s matmul: two copies of a (tokens × in_features) activation per adapted layer, forward and
+    recomputation, plus their gradients — ~2,900 copy kernels per step for Qwen2.5-7B's 196 adapted layers
+    (bench/results/profiles/2026-11-29-yichui-7b-lora-ckpt-mb1.txt). Without the cast the matmuls see the same bf16
+    operands (autocast casts the small fp32 adapter weights instead), so the result is unchanged at dropout 0; with
+    dropout its mask is drawn on the bf16 activation. The fp32 adapter weights, their gradients and AdamW states
+    are untouched. peft's switch for it: ``cast_input_dtype_enabled`` (peft.helpers.disable_input_dtype_casting)."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+    for m in layers:
+        m.cast_input_dtype_enabled = False
+    return len(layers)
+
+
+def compile_decoder_layers(model) -> int:
+    """torch.compile each decoder layer in place (``nn.Module.compile``; the layers share one compiled graph because
+    torch inlines module attributes as inputs), fusing the elementwise work between the matmuls — norms, rotary,
+    SwiGLU, the adapters' scaling and adds — into fewer kernels. Gradient checkpointing stays outside the compiled
+    region (transformers' GradientCheckpointingLayer calls the compiled module). Returns the layers compiled."""
+    import torch
+
+    layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 2 * len(layers) + 8)
+    for m in layers:
+        m.compile()
+    return len(layers)
 
 
 def profile_callback(tdir: Path, first: int, last: int):

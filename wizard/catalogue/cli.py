@@ -273,6 +273,8 @@ MESSAGES = {
     "cli.opt.galore_rank": {"en": "GaLore's projection rank (--method galore).", "zh": "GaLore 的投影秩（--method galore）。"},
     "cli.opt.grad_accum": {"en": "Gradient accumulation steps.", "zh": "梯度累积步数。"},
     "cli.opt.liger": {"en": "Liger kernels (RMSNorm, SwiGLU, RoPE).", "zh": "Liger 内核（RMSNorm、SwiGLU、RoPE）。"},
+    "cli.opt.compile_layers": {"en": "torch.compile each decoder layer (CUDA; LoRA measured 1.8× faster).",
+                               "zh": "用 torch.compile 编译每个解码层（CUDA；LoRA 实测快 1.8 倍）。"},
     "cli.opt.packing": {"en": "Padding-free packing: the sequence length is the packed length.",
                         "zh": "无填充打包：序列长度即打包后的长度。"},
 }

@@ -1,0 +1,86 @@
+"""The trainer's speed levers (issue 21) change how fast it trains, not what it learns.
+
+Real peft, real torch.compile (inductor's CPU backend), the real trainer process on the tiny model. The speed itself
+is measured on the H200 (bench/results/2026-12-02-train-levers-h200.md); here: the same numbers come out.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from recipes.data.datasets import bundled_dataset_path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_adapters_without_the_input_cast_compute_the_same_loss_and_gradients(tiny_model):
+    """Under bf16 autocast peft copies each adapter's input to fp32 and autocast copies it back for the matmul;
+    skipping that gives bit-identical losses and adapter gradients (dropout 0)."""
+    import peft
+    import torch
+    import transformers
+
+    from recipes.training.worker import adapters_take_autocast_inputs
+
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.bfloat16)
+    model = peft.get_peft_model(model, peft.LoraConfig(r=8, lora_alpha=16, lora_dropout=0.0,
+                                                       target_modules="all-linear"))
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, std=0.02)  # B starts at 0: give the adapters a path that matters
+    assert {p.dtype for p in model.parameters() if p.requires_grad} == {torch.float32}  # peft's fp32 adapters
+    ids = torch.randint(0, model.config.vocab_size, (2, 32))
+
+    def step():
+        model.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        return loss.item(), {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+
+    loss_cast, grads_cast = step()
+    changed = adapters_take_autocast_inputs(model)
+    loss, grads = step()
+    assert changed == sum(1 for n, _ in model.named_modules() if n.endswith(("q_proj", "down_proj", "up_proj",
+                                                                             "gate_proj", "k_proj", "v_proj",
+                                                                             "o_proj")))
+    assert loss == loss_cast
+    assert all(torch.equal(grads[n], grads_cast[n]) for n in grads)
+
+
+def _train(tdir: Path, model: Path, steps: int, **knobs) -> list[dict]:
+    tdir.mkdir(parents=True, exist_ok=True)
+    spec = {"model_dir": str(model), "method": "lora", "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.0,
+            "dataset_path": str(bundled_dataset_path()), "seq_len": 256, "micro_batch": 2, "max_steps": steps,
+            "save_steps": 2, "save_final": False, "sample_question": None, "device": "cpu",
+            "learning_rate": 1e-3} | knobs
+    (tdir / "spec.json").write_text(json.dumps(spec))
+    r = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], cwd=REPO,
+                       capture_output=True, text=True, timeout=900)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    return [json.loads(x) for x in (tdir / "events.jsonl").read_text().splitlines()]
+
+
+def test_compiled_layers_learn_what_eager_learns_and_resume(tiny_model, tmp_path):
+    """torch.compile of every decoder layer: the same loss at every step as the eager trainer (fp32 on the CPU),
+    checkpoints with the same tensors, and a resumed compiled run picks up where the checkpoint left."""
+    from safetensors.torch import load_file
+
+    eager = _train(tmp_path / "eager", tiny_model, 4)
+    _train(tmp_path / "compiled", tiny_model, 2, compile_layers=True)
+    resumed = _train(tmp_path / "compiled", tiny_model, 4, compile_layers=True)  # from checkpoint-2
+    assert [e["event"] for e in resumed if e["event"] in ("start", "done")][-2:] == ["start", "done"]
+    start = [e for e in resumed if e["event"] == "start"][-1]
+    assert start.get("resumed_from") == "checkpoint-2", start
+    losses = lambda evs: {e["step"]: e["loss"] for e in evs if e["event"] == "step"}  # noqa: E731
+    assert set(losses(resumed)) == {1, 2, 3, 4}
+    assert losses(resumed) == pytest.approx(losses(eager), rel=1e-4)
+    a = load_file(tmp_path / "eager" / "checkpoints" / "checkpoint-4" / "adapter_model.safetensors")
+    b = load_file(tmp_path / "compiled" / "checkpoints" / "checkpoint-4" / "adapter_model.safetensors")
+    assert a.keys() == b.keys() and a
+    assert all((a[k] - b[k]).abs().max().item() < 1e-4 for k in a)
