@@ -75,7 +75,13 @@ EAGER_SCORES = 6.0   # eager attention keeps fp32 softmax output + its bf16 copy
 EAGER_BACKWARD = 10.0  # … and its backward adds the probabilities' gradient, its fp32 upcast and the fp32 result
 HEAD_TILE = 4096 * 32768 * 2  # trl's fused LM head: one bf16 tile of 4096 tokens × 32768 vocabulary entries
 NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)  # [QLoRA] 4-bit weight + 8-bit absmax per 64 + fp32 per 256 blocks
-FULL_LOGITS = 2 + 4 + 4  # --loss full: bf16 logits, their fp32 upcast in the loss, the fp32 gradient (per b·s·V)
+# --loss full: the plain transformers + PEFT loop (../shared/baselines/plain_hf_train.py: bf16 weights, no autocast,
+# transformers' ForCausalLMLoss over materialized logits, the default allocator), fitted on its H200 rows
+# (bench/plain_memory.py, bench/results/2026-12-02-memory-plain-h200.md)
+FULL_LOGITS = 11.75      # bytes per logit (b·s·V), fitted: bf16 logits (2), their fp32 upcast in the loss (4), the
+                         # fp32 gradient (4) and part of a second fp32 temporary in log-softmax's backward
+PLAIN_LORA_INPUT = 4.0   # peft casts each adapter's input to fp32 and, without autocast, lora_A saves that copy
+PLAIN_FRAG_GIB = 1.81    # reserved − allocated without expandable segments: the fitted rows' mean (1.2–2.5 GiB)
 
 # GPUs for targets and instance sizing: memory as nvidia-smi reports it (GiB)
 GPUS = {
@@ -346,7 +352,9 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     fp32 = masters_fp32(t)
     if t.packing and not t.activation_checkpointing:
         per_layer += PACKED_H * h
-    if t.method == "dora" or (t.method == "lora" and t.adapter_input_cast):
+    if t.method in ("lora", "dora") and t.loss == "full":  # the plain loop: fp32 adapter inputs, no autocast
+        per_layer += (PLAIN_LORA_INPUT + (DROPOUT_MASK if t.lora_dropout > 0 else 0.0)) * adapted
+    elif t.method == "dora" or (t.method == "lora" and t.adapter_input_cast):
         per_layer += (LORA_CAST + (DROPOUT_MASK if t.lora_dropout > 0 else 0.0)) * adapted
     elif t.method == "lora":  # no cast: dropout's bf16 output (2) and mask (1) are all an adapter saves
         per_layer += (LORA_CAST + DROPOUT_MASK) * adapted if t.lora_dropout > 0 else 0.0
@@ -363,8 +371,9 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
         head = FULL_LOGITS * T * shape.vocab + HEAD_H * T * h
     else:
         head = HEAD_TILE * min(T, 4096) / 4096 + HEAD_H * T * h
-    if not lora:
-        head += 6 * shape.vocab * h
+    if not lora:  # the head's weight gradient: fp32 + its bf16 copy (trl's fused head, fp32 masters); autograd's
+        # bf16 gradient in the plain loop with bf16 weights
+        head += (2 if t.loss == "full" and not fp32 else 6) * shape.vocab * h
     # fp32 masters without checkpointing: autograd keeps autocast's bf16 copy of every weight until its backward
     casts = 2.0 * shape.n_params if fp32 and not t.activation_checkpointing else 0.0
     if t.activation_checkpointing:
@@ -416,7 +425,7 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
                 "optimizer": ms["optimizer"] + ms["step_extra"], "layers": 0.0, "attention_scores": 0.0,
                 "logits": 0.0}
     allocated = sum(comp.values())
-    comp["allocator"] = FRAG_FRACTION * allocated + FRAG_GIB * GIB
+    comp["allocator"] = PLAIN_FRAG_GIB * GIB if t.loss == "full" else FRAG_FRACTION * allocated + FRAG_GIB * GIB
     comp["cuda_context"] = CONTEXT_GIB * GIB
     if t.compile_layers:
         comp["compile"] = COMPILE_GIB * GIB
@@ -428,7 +437,9 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
     approx += [name for name, on in (("galore", t.method == "galore"), ("compile", t.compile_layers),
                                      ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
-                                     (f"loss-{t.loss}", t.loss != "fused")) if on]
+                                     ("loss-chunked", t.loss == "chunked"),
+                                     # --loss full is calibrated on the plain loop's LoRA and full fine-tunes
+                                     ("loss-full", t.loss == "full" and t.method not in ("lora", "full"))) if on]
     out = {"peak_gib": round(peak, 3), "components": {k: round(v / GIB, 4) for k, v in comp.items()},
            "trainable": int(ms["trainable"]), "approximate": approx}
     if gpu_gib is not None:

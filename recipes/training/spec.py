@@ -46,7 +46,8 @@ class TrainingSpec:
     lora_dropout: float = _knob(0.05, "--lora-dropout", "--dropout", help="cli.opt.dropout", lo=0.0, hi=0.9)
     lora_targets: str = _knob("all-linear", "--lora-targets", "--targets", help="all-linear | q_proj,v_proj,…")
     galore_rank: int = _knob(128, "--galore-rank", help="cli.opt.galore_rank", lo=1, hi=8192)
-    master_weights: str = "fp32"  # full fine-tune without ZeRO/FSDP: fp32 weights + bf16 autocast, or pure bf16
+    # full fine-tune without ZeRO/FSDP: fp32 weights + bf16 autocast, or pure bf16
+    master_weights: str = _knob("fp32", "--master-weights", help="cli.opt.master_weights", choices=MASTER_WEIGHTS)
     activation_checkpointing: bool = _knob(True, "--activation-checkpointing/--no-activation-checkpointing",
                                            "--ckpt/--no-ckpt", help="cli.opt.ckpt")
     attn_implementation: str = _knob("sdpa", "--attn-implementation", "--attn", help="sdpa | flash | eager",
@@ -55,7 +56,7 @@ class TrainingSpec:
     grad_accum: int = _knob(1, "--grad-accum", help="cli.opt.grad_accum", lo=1, hi=4096)
     seq_len: int = _knob(2048, "--seq-len", "--seq", help="cli.opt.seq", lo=16, hi=1 << 20)
     optim: str = _knob("adamw", "--optim", help="adamw | adamw8bit | paged", choices=OPTIMIZERS)
-    loss: str = _knob("fused", "--loss", help="fused | chunked | full", choices=LOSSES)  # the LM head's loss kernel
+    loss: str = _knob("fused", "--loss", help="cli.opt.loss", choices=LOSSES)  # the LM head's loss kernel
     weights_bytes: int = 2  # bf16 weights (2 bytes); fp32 would be 4
     liger: bool = _knob(False, "--liger/--no-liger", help="cli.opt.liger")
     # torch.compile of each decoder layer (recipes/training/worker.py compile_decoder_layers)
