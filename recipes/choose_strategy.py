@@ -205,6 +205,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
         Question("compile_layers", "confirm", "choose_strategy.compile_layers",
                  when=lambda a: planner.compile_available(training(a)) and not a.get("liger"),
+                 asked_if="choose_strategy.asked_if.compile_layers",
                  default=lambda a: _plan_knobs(a)["compile"] if a.get("plan") else False),
         Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing),
         Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim, when=lambda a: a["method"] != "galore",
@@ -275,12 +276,14 @@ def _distribution_check(v: str, a: dict):
 
 
 def _plan_value(p) -> str:
-    return (f"ckpt={'on' if p.ckpt else 'off'},mb={p.micro_batch},liger={'on' if p.liger else 'off'},"
-            f"compile={'on' if p.compile_layers else 'off'}")
+    """The plan's answer: ``ckpt=on|off,mb=N,liger=on|off`` and ``,compile=on`` when it compiles the layers (a plan
+    recorded before compiled layers existed stays a valid answer)."""
+    return (f"ckpt={'on' if p.ckpt else 'off'},mb={p.micro_batch},liger={'on' if p.liger else 'off'}"
+            + (",compile=on" if p.compile_layers else ""))
 
 
 def _plan_knobs(a: dict) -> dict:
-    """The knobs of a recorded plan answer; one recorded before compiled layers existed has no ``compile``."""
+    """The knobs of a plan answer (no ``compile`` part: not compiled)."""
     kv = dict(part.split("=") for part in str(a["plan"]).split(","))
     return {"ckpt": kv["ckpt"] == "on", "mb": int(kv["mb"]), "liger": kv["liger"] == "on",
             "compile": kv.get("compile") == "on"}

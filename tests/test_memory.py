@@ -274,6 +274,15 @@ def test_planner_proposes_compiled_layers_where_they_were_measured(qwen7b):
     # measured there (bench/results/2026-12-02-train-levers-h200.md): 16.84 GiB compiled, 16.58 eager
     assert by[(True, False, True)].peak_gib == pytest.approx(16.84, rel=0.03)
     assert by[(True, False, False)].peak_gib == pytest.approx(16.58, rel=0.03)
+    # the wizard's answer: a plan recorded before compiled layers existed is still one of the choices
+    from recipes.choose_strategy import _plan_knobs, _plan_value
+
+    eager, compiled = by[(True, False, False)], by[(True, False, True)]
+    assert _plan_value(eager) == "ckpt=on,mb=1,liger=off"
+    assert _plan_knobs({"plan": _plan_value(compiled)}) == {"ckpt": True, "mb": 1, "liger": False, "compile": True}
+    assert _plan_knobs({"plan": "ckpt=off,mb=4,liger=on"})["compile"] is False
+    with pytest.raises(Refusal, match="liger_and_compile"):
+        TrainingSpec(liger=True, compile_layers=True).check()
     # only the measured job: LoRA in one process, on a CUDA GPU (none here)
     assert not planner.compile_available(t)
     assert not any(p.compile_layers for p in planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8))
@@ -347,5 +356,7 @@ def test_loss_full_stands_for_the_plain_transformers_loop():
     plain = TrainingSpec(method="full", master_weights="bf16", loss="full", seq_len=512)
     assert memory.estimate(qwen7b, plain)["peak_gib"] == pytest.approx(59.17, rel=0.03)
     assert memory.estimate(qwen7b, plain)["approximate"] == []
+    # with fp32 masters that loop was never measured: said
+    assert "loss-full" in memory.estimate(qwen7b, TrainingSpec(method="full", loss="full"))["approximate"]
     with pytest.raises(Refusal):
         memory.estimate(qwen7b, TrainingSpec(method="full", master_weights="fp16"))

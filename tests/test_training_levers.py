@@ -53,6 +53,31 @@ def test_adapters_without_the_input_cast_compute_the_same_loss_and_gradients(tin
     assert all(torch.equal(grads[n], grads_cast[n]) for n in grads)
 
 
+def test_the_sample_answer_after_training_runs_outside_autocast(tiny_model):
+    """The trainer answers its sample question after training, outside the Trainer's autocast: with peft's cast
+    switched off for training and the layers compiled, generation still gets matching dtypes and runs eagerly;
+    the training switch is as it was afterwards."""
+    import peft
+    import torch
+    import transformers
+
+    from recipes.training.worker import adapters_take_autocast_inputs, answer, compile_decoder_layers
+
+    tok = transformers.AutoTokenizer.from_pretrained(tiny_model)
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.bfloat16)
+    model = peft.get_peft_model(model, peft.LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))
+    adapters_take_autocast_inputs(model)
+    assert compile_decoder_layers(model) == model.config.num_hidden_layers
+    with pytest.raises(RuntimeError, match="dtype"):  # what generation met before: bf16 inputs, fp32 adapters
+        with torch.no_grad(), torch.compiler.set_stance("force_eager"):
+            model.generate(**tok("hello", return_tensors="pt"), max_new_tokens=2)
+    assert isinstance(answer(model, tok, "What is LoRA?", max_new_tokens=4), str)
+    layers = [m for m in model.modules() if isinstance(m, peft.tuners.tuners_utils.BaseTunerLayer)]
+    assert layers and not any(m.cast_input_dtype_enabled for m in layers)
+    with pytest.raises(RuntimeError, match="no decoder layer"):
+        compile_decoder_layers(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+
+
 def _train(tdir: Path, model: Path, steps: int, **knobs) -> list[dict]:
     tdir.mkdir(parents=True, exist_ok=True)
     spec = {"model_dir": str(model), "method": "lora", "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.0,

@@ -334,13 +334,16 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     Per token and decoder layer [MegAct]: ACT_H·h + ACT_I·I (+ ACT_FULL_H·h for a full fine-tune), plus per adapted
     input element LORA_CAST + DROPOUT_MASK for LoRA with dropout (without dropout nothing: yichui skips peft's input
     cast, unless ``adapter_input_cast``; DoRA keeps it: LORA_CAST), QLORA_CAST or QLORA_DROPOUT for QLoRA; DoRA adds
-    DORA_OUT per adapted output feature and its dense temporaries once (see DORA_OUT). Eager attention adds EAGER_SCORES bytes per score (b·heads·s²) and layer, and EAGER_BACKWARD once for the
-    layer in backward; sdpa/flash store none. With activation checkpointing only each layer's input stays (CKPT_H·h
+    DORA_OUT per adapted output feature and its dense temporaries once (see DORA_OUT). Eager attention adds
+    EAGER_SCORES bytes per score (b·heads·s²) and layer, and EAGER_BACKWARD once for the layer in backward;
+    sdpa/flash store none. With activation checkpointing only each layer's input stays (CKPT_H·h
     per token and layer), and one layer is recomputed at a time, beside CKPT_FLOW_H·h bytes per token (the gradient
     flowing back): its activations or the LM head's working set, whichever is larger.
-    The LM head [trl]: a 4096×32768 bf16 tile plus HEAD_H bytes per token and hidden unit; --loss full keeps the
-    (b, s, V) logits instead: FULL_LOGITS bytes per logit. A full fine-tune also holds the head's fp32 weight
-    gradient and its bf16 copy (6·V·h).
+    The LM head [trl]: a 4096×32768 bf16 tile plus HEAD_H bytes per token and hidden unit. A full fine-tune also
+    holds the head's fp32 weight gradient and its bf16 copy (6·V·h).
+    ``loss == "full"`` is the plain transformers + PEFT loop instead: the (b, s, V) logits at FULL_LOGITS bytes
+    each, PLAIN_LORA_INPUT (+ DROPOUT_MASK) per adapted input element, and with bf16 weights the head's bf16
+    weight gradient (2·V·h).
     """
     T = t.micro_batch * t.seq_len
     h, L = shape.hidden, shape.layers
@@ -406,7 +409,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
 
     The peak is the larger of two moments: the start of the backward pass (weights, optimizer states from the
     previous step, activations) and the optimizer step (weights, all gradients, states, the step's temporaries).
-    Reserved = allocated·(1 + FRAG_FRACTION) + FRAG_GIB; plus CONTEXT_GIB outside the allocator.
+    Reserved = allocated·(1 + FRAG_FRACTION) + FRAG_GIB (``loss == "full"``, the plain loop's default allocator:
+    allocated + PLAIN_FRAG_GIB); plus CONTEXT_GIB outside the allocator, and COMPILE_GIB with compiled layers.
     """
     t.check()
     ms = model_states(shape, t)
@@ -438,8 +442,9 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
                                      ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
                                      ("loss-chunked", t.loss == "chunked"),
-                                     # --loss full is calibrated on the plain loop's LoRA and full fine-tunes
-                                     ("loss-full", t.loss == "full" and t.method not in ("lora", "full"))) if on]
+                                     # --loss full is calibrated on the plain loop's LoRA and bf16 full fine-tunes
+                                     ("loss-full", t.loss == "full" and (t.method not in ("lora", "full")
+                                                                         or masters_fp32(t)))) if on]
     out = {"peak_gib": round(peak, 3), "components": {k: round(v / GIB, 4) for k, v in comp.items()},
            "trainable": int(ms["trainable"]), "approximate": approx}
     if gpu_gib is not None:

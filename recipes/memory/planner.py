@@ -31,8 +31,9 @@ PEAK_TFLOPS = {"NVIDIA T4": 52, "NVIDIA A10": 100, "NVIDIA L4": 97, "NVIDIA GeFo
 MFU_MAX = 0.75          # fitted, at its ceiling (bench/fit_speed.py: measured range short of saturation)
 MFU_HALF = 2.29e7       # tokens × hidden at which half of MFU_MAX is reached (fitted)
 # bench/results/2026-12-02-train-levers-h200.md (7B LoRA r16, 2048 tokens, micro-batch 1, checkpointing on): Liger
-# 4,881 tokens/s beside 5,291 and 5,442 without it in the same call — no speedup seen (the 1.08 used before came from
-# a run declared void); Liger with compiled layers 4,523 (its kernels break the compiled graph): never both
+# 4,881 tokens/s, inside the eager trainer's spread without it (4,442–6,878 over six runs) — no speedup shown (the
+# 1.08 used before came from a run declared void); Liger with compiled layers 4,523 (its kernels break the compiled
+# graph): never both
 LIGER_SPEEDUP = 1.0
 # compiled decoder layers against the eager trainer, median of five back-to-back pairs (1.39–2.30×)
 COMPILE_SPEEDUP = 1.76

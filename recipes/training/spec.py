@@ -56,7 +56,9 @@ class TrainingSpec:
     grad_accum: int = _knob(1, "--grad-accum", help="cli.opt.grad_accum", lo=1, hi=4096)
     seq_len: int = _knob(2048, "--seq-len", "--seq", help="cli.opt.seq", lo=16, hi=1 << 20)
     optim: str = _knob("adamw", "--optim", help="adamw | adamw8bit | paged", choices=OPTIMIZERS)
-    loss: str = _knob("fused", "--loss", help="cli.opt.loss", choices=LOSSES)  # the LM head's loss kernel
+    # the LM head's loss: yichui's fused head, a chunked one, or "full" — the plain transformers + PEFT loop
+    # (materialized logits, no autocast), which only the memory model knows: yichui estimate for other trainers
+    loss: str = _knob("fused", "--loss", help="cli.opt.loss", choices=LOSSES)
     weights_bytes: int = 2  # bf16 weights (2 bytes); fp32 would be 4
     liger: bool = _knob(False, "--liger/--no-liger", help="cli.opt.liger")
     # torch.compile of each decoder layer (recipes/training/worker.py compile_decoder_layers)
@@ -126,8 +128,9 @@ class TrainingSpec:
 
     def check(self) -> None:
         """Raises:
-            Refusal("memory.bad_choice" | "memory.bad_number" | "choose_strategy.bad_targets"): a value outside
-            its choices or its range (nan and inf too), or no LoRA target.
+            Refusal("memory.bad_choice" | "memory.bad_number" | "choose_strategy.bad_targets" |
+            "choose_strategy.liger_and_compile"): a value outside its choices or its range (nan and inf too), no
+            LoRA target, or Liger with compiled layers.
         """
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
@@ -140,6 +143,8 @@ class TrainingSpec:
             raise Refusal("memory.bad_choice", name="offload", value=self.offload, choices=", ".join(OFFLOADS))
         if self.method not in FULL_WEIGHTS and not self.lora_targets.strip():
             raise Refusal("choose_strategy.bad_targets", value=self.lora_targets)
+        if self.liger and self.compile_layers:  # Liger's kernels break the compiled graph: 2.2× slower measured
+            raise Refusal("choose_strategy.liger_and_compile")
 
 
 DEFAULTS = TrainingSpec()

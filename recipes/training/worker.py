@@ -8,6 +8,7 @@ its presence means training finished. Started again with checkpoints present, it
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -137,7 +138,9 @@ def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode:
     model.train() if keep_train_mode else model.eval()
     inputs = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
                                      return_tensors="pt", return_dict=True).to(model.device)
-    with torch.no_grad():
+    # generation runs outside the Trainer's autocast: peft's input cast back on (its fp32 adapters would meet bf16
+    # inputs), and the compiled layers run eagerly (decoding would recompile them for every cache length)
+    with torch.no_grad(), adapter_input_cast(model), torch.compiler.set_stance("force_eager"):
         out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
     return tok.decode(out[0][inputs["input_ids"].shape[1]:], skip_special_tokens=True).strip()
 
@@ -443,6 +446,22 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         _leave_process_group()
 
 
+@contextlib.contextmanager
+def adapter_input_cast(model):
+    """peft's input cast on for every adapter layer inside the block, as each layer had it after."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
+    before = [getattr(m, "cast_input_dtype_enabled", True) for m in layers]
+    for m in layers:
+        m.cast_input_dtype_enabled = True
+    try:
+        yield
+    finally:
+        for m, b in zip(layers, before):
+            m.cast_input_dtype_enabled = b
+
+
 def adapters_take_autocast_inputs(model) -> int:
     """Stop peft casting each adapter's input to the adapter's fp32 before its matmul; returns the layers changed.
 
@@ -453,7 +472,8 @@ def adapters_take_autocast_inputs(model) -> int:
     (bench/results/profiles/2026-11-29-yichui-7b-lora-ckpt-mb1.txt). Without the cast the matmuls see the same bf16
     operands (autocast casts the small fp32 adapter weights instead), so the result is unchanged at dropout 0; with
     dropout its mask is drawn on the bf16 activation. The fp32 adapter weights, their gradients and AdamW states
-    are untouched. peft's switch for it: ``cast_input_dtype_enabled`` (peft.helpers.disable_input_dtype_casting)."""
+    are untouched. peft's switch for it: ``cast_input_dtype_enabled`` (peft.helpers.disable_input_dtype_casting).
+    Only inside autocast: generation outside it puts the cast back (:func:`adapter_input_cast`)."""
     from peft.tuners.tuners_utils import BaseTunerLayer
 
     layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
@@ -463,14 +483,22 @@ def adapters_take_autocast_inputs(model) -> int:
 
 
 def compile_decoder_layers(model) -> int:
-    """torch.compile each decoder layer in place (``nn.Module.compile``; the layers share one compiled graph because
-    torch inlines module attributes as inputs), fusing the elementwise work between the matmuls — norms, rotary,
-    SwiGLU, the adapters' scaling and adds — into fewer kernels. Gradient checkpointing stays outside the compiled
-    region (transformers' GradientCheckpointingLayer calls the compiled module). Returns the layers compiled."""
+    """torch.compile each decoder layer in place (``nn.Module.compile``; in training the layers share one compiled
+    graph because torch inlines module attributes as inputs), fusing the elementwise work between the matmuls —
+    norms, rotary, SwiGLU, the adapters' scaling and adds — into fewer kernels. transformers' gradient checkpointing
+    (GradientCheckpointingLayer wraps the layer's forward) is traced into the compiled region. Returns the layers
+    compiled.
+
+    Raises:
+        RuntimeError: the model has no ``…DecoderLayer`` modules (GPT-2-style blocks): nothing would be compiled.
+    """
     import torch
 
     layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
-    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 2 * len(layers) + 8)
+    if not layers:
+        raise RuntimeError(f"compile_layers: {type(model).__name__} has no decoder layer named …DecoderLayer")
+    # a graph per input shape the data brings (padded lengths) and per training/eval mode, per layer at worst
+    torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 2 * len(layers) + 8)
     for m in layers:
         m.compile()
     return len(layers)
