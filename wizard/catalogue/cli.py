@@ -193,8 +193,8 @@ MESSAGES = {
     "cli.estimate.title": {"en": "{model} ({n} parameters): {method}, {seq} tokens × micro-batch {batch}",
                            "zh": "{model}（{n} 个参数）：{method}，{seq} 个 token × 微批 {batch}"},
     "cli.estimate.fit": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare.", "zh": "可以放进 {gpu}（{gib} GiB），余量 {margin} GiB。"},
-    "cli.estimate.nofit": {"en": "Does NOT fit on {gpu} ({gib} GiB) with a 10 % margin (margin {margin} GiB).",
-                           "zh": "在留 10% 余量时放不进 {gpu}（{gib} GiB）（余量 {margin} GiB）。"},
+    "cli.estimate.nofit": {"en": "Does NOT fit on {gpu} ({gib} GiB): the predicted {peak} GiB needs {need} GiB with a 10 % margin.",
+                           "zh": "放不进 {gpu}（{gib} GiB）：预测峰值 {peak} GiB，留 10% 余量需要 {need} GiB。"},
     "cli.estimate.instance": {"en": "Smallest common instance it fits on: {instance}.", "zh": "能容纳它的最小常见实例：{instance}。"},
     "cli.estimate.target_gpu": {"en": "the target GPU", "zh": "目标 GPU"},
     "cli.estimate.gpu_assumed": {"en": "No GPU here and none given: the serving line assumes {gib} GiB (--gpu or "

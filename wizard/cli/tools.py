@@ -180,7 +180,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
              + [(T("evaluate_memory.col.peak"), f"{e['peak_gib']:.2f}")])
     if gib:
         ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
-                 margin=f"{e['margin_gib']:+.2f}"))
+                 margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / 0.9:.2f}"))
     ui.say(T("cli.estimate.instance", instance=f"{inst['count']}× {inst['name']}") if inst else
            T("cli.estimate.no_instance"))
     ui.say(T("cli.estimate.serving", fmt=serve, weights=srv["weights_gib"], tokens=f"{srv['max_tokens']:,}",
