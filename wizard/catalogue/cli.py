@@ -146,6 +146,10 @@ MESSAGES = {
     "cli.seq_over_max": {"en": "--seq-len {seq}: the model's context is {max} tokens (max_position_embeddings); give "
                                "--seq-len {max} or less.",
                          "zh": "--seq-len {seq}：模型的上下文长度为 {max} 个 token（max_position_embeddings），请给出不超过 {max} 的 --seq-len。"},
+    "cli.master_weights_full_only": {"en": "--master-weights is for a full fine-tune (--method full or galore), not {method}: leave it out.",
+                                     "zh": "--master-weights 只用于全参微调（--method full 或 galore），不适用于 {method}：请去掉它。"},
+    "cli.offload_needs_sharding": {"en": "--offload moves ZeRO or FSDP states to CPU memory: add --zero 1, 2 or 3, or --fsdp; or leave it out.",
+                                   "zh": "--offload 把 ZeRO 或 FSDP 的状态移到 CPU 内存：请加上 --zero 1、2 或 3，或 --fsdp；或去掉它。"},
     "cli.options_disagree": {"en": "{one} and {other} disagree: give one of them.",
                              "zh": "{one} 与 {other} 相互矛盾：请只给出其中一个。"},
     "cli.chat.bad_endpoint": {"en": "{endpoint!r} is not an http(s) URL: give the server's base, e.g. http://127.0.0.1:8000/v1.",

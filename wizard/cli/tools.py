@@ -119,7 +119,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
 
     from recipes.memory import model as memory
     from recipes.base import Refusal
-    from recipes.training.spec import DEFAULTS, TrainingSpec, default_seq_len
+    from recipes.training.spec import DEFAULTS, FULL_WEIGHTS, TrainingSpec, default_seq_len
 
     if gpu is not None and gpu not in memory.GPUS:
         raise fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
@@ -136,11 +136,17 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
             raise fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
     if zero not in (0, 1, 2, 3):
         raise fail("memory.bad_number", name="--zero", value=zero, lo=0, hi=3)
+    if gpu is not None and gpu_memory is not None:
+        raise fail("cli.options_disagree", one="--gpu", other="--gpu-memory")
+    if spec["master_weights"] != DEFAULTS.master_weights and spec["method"] not in FULL_WEIGHTS:
+        raise fail("cli.master_weights_full_only", method=spec["method"])
     for given, asked in (("--zero", f"zero{zero}" if zero else None), ("--fsdp", "fsdp2" if fsdp else None)):
         if asked and spec["distribution"] not in ("ddp", asked):
             raise fail("cli.options_disagree", one=given, other=f"--distribution {spec['distribution']}")
         if asked:
             spec["distribution"] = asked
+    if offload and spec["distribution"] == "ddp":  # DDP keeps every state on the GPU: nothing would move
+        raise fail("cli.offload_needs_sharding")
     try:  # the options are checked before any hub is asked
         t = TrainingSpec(**spec, offload="all" if offload else "none", seq_len=seq or DEFAULTS.seq_len)
         t.check()
