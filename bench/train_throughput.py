@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 CONFIGS = Path(__file__).resolve().parent / "configs"
+
+def rounds(default: int) -> int:
+    """Back-to-back rounds of a plan: $YICHUI_BENCH_ROUNDS, else the plan's default."""
+    return int(os.environ.get("YICHUI_BENCH_ROUNDS", default))
+
 
 # (queue, who, shape, method, rank, ckpt, micro-batch, extra yichui knobs); seq 2048 throughout
 PLAN = [
@@ -69,19 +75,19 @@ ALONE = [
 # issue 21: unsloth beside the plain loop and yichui, identical settings (Qwen2.5-7B shape, LoRA r16 on all linear
 # layers, 2048 tokens, micro-batch 1, checkpointing on), back-to-back rounds so each pair shares the machine's state
 UNSLOTH = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, {})
-           for _ in range(int(__import__("os").environ.get("YICHUI_BENCH_ROUNDS", "2")))
+           for _ in range(rounds(2))
            for who in ("peer", "unsloth", "yichui")]
 # issue 21's levers, one at a time on the same job (7B LoRA r16, 2048 tokens, micro-batch 1, checkpointing on), each
 # round beside both peers: peft's input cast as every peft user has it (the trainer before this lever), without it
 # (yichui's default now), then Liger's kernels, torch.compile of each decoder layer, and both
 LEVERS = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, extra)
-          for _ in range(int(__import__("os").environ.get("YICHUI_BENCH_ROUNDS", "1")))
+          for _ in range(rounds(1))
           for who, extra in (("peer", {}), ("unsloth", {}), ("yichui", {"adapter_input_cast": True}), ("yichui", {}),
                              ("yichui", {"liger": True}), ("yichui", {"compile_layers": True}),
                              ("yichui", {"liger": True, "compile_layers": True}))]
 # the levers kept, in back-to-back rounds against both peers (identical settings as above)
 PAIRS = [("0", who, "qwen2.5-7b", "lora", 16, True, 1, extra)
-         for _ in range(int(__import__("os").environ.get("YICHUI_BENCH_ROUNDS", "3")))
+         for _ in range(rounds(3))
          for who, extra in (("peer", {}), ("unsloth", {}), ("yichui", {}), ("yichui", {"compile_layers": True}))]
 # Liger with and without compile, and 50 steps at the LoRA default learning rate (2e-4) on the same data: does a
 # lever change what is learned (the loss per step of each lever beside the trainer before the levers)
@@ -98,7 +104,7 @@ _prepare_lock = threading.Lock()
 def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, gpu: str) -> dict:
     cmd = [sys.executable, str(peer), "--config", str(CONFIGS / shape / "config.json"), "--method", method,
            "--rank", str(rank), "--batch", str(batch), "--seq", str(SEQ), "--steps", str(STEPS)] + (["--ckpt"] if ckpt else [])
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**__import__("os").environ, "CUDA_VISIBLE_DEVICES": gpu})
+    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
         return {"rc": r.returncode, "error": (r.stderr or r.stdout)[-600:]}
@@ -110,8 +116,6 @@ def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: 
 def run_unsloth(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, gpu: str) -> dict:
     """bench/unsloth_peer.py in unsloth's own environment (its python: $YICHUI_UNSLOTH_PYTHON), weights written once
     under ``work``, the tokenizer from $YICHUI_UNSLOTH_TOKENIZER (any small one)."""
-    import os
-
     python = os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3")
     cmd = [python, str(Path(__file__).resolve().parent / "unsloth_peer.py"), "--config",
            str(CONFIGS / shape / "config.json"), "--method", method, "--rank", str(rank), "--batch", str(batch),

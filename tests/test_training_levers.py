@@ -19,12 +19,15 @@ REPO = Path(__file__).resolve().parent.parent
 
 def test_adapters_without_the_input_cast_compute_the_same_loss_and_gradients(tiny_model):
     """Under bf16 autocast peft copies each adapter's input to fp32 and autocast copies it back for the matmul;
-    skipping that gives bit-identical losses and adapter gradients (dropout 0)."""
+    training with that cast off (peft's own switch, which the trainer sets for LoRA on a bf16 GPU) gives
+    bit-identical losses and adapter gradients (dropout 0)."""
     import peft
     import torch
     import transformers
+    from peft.helpers import disable_input_dtype_casting
 
-    from recipes.training.worker import adapters_take_autocast_inputs
+    from recipes.training.spec import TrainerJob
+    from recipes.training.worker import skips_adapter_input_cast
 
     torch.manual_seed(0)
     model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.bfloat16)
@@ -44,38 +47,55 @@ def test_adapters_without_the_input_cast_compute_the_same_loss_and_gradients(tin
         return loss.item(), {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
 
     loss_cast, grads_cast = step()
-    changed = adapters_take_autocast_inputs(model)
-    loss, grads = step()
-    assert changed == sum(1 for n, _ in model.named_modules() if n.endswith(("q_proj", "down_proj", "up_proj",
-                                                                             "gate_proj", "k_proj", "v_proj",
-                                                                             "o_proj")))
+    with disable_input_dtype_casting(model):
+        loss, grads = step()
     assert loss == loss_cast
     assert all(torch.equal(grads[n], grads_cast[n]) for n in grads)
+    # where the trainer switches it off: LoRA under bf16, unless a benchmark asks for peft's cast; not DoRA
+    assert skips_adapter_input_cast(TrainerJob(method="lora"), bf16=True)
+    assert not skips_adapter_input_cast(TrainerJob(method="lora"), bf16=False)
+    assert not skips_adapter_input_cast(TrainerJob(method="dora"), bf16=True)
+    assert not skips_adapter_input_cast(TrainerJob(method="lora", adapter_input_cast=True), bf16=True)
 
 
 def test_the_sample_answer_after_training_runs_outside_autocast(tiny_model):
-    """The trainer answers its sample question after training, outside the Trainer's autocast: with peft's cast
-    switched off for training and the layers compiled, generation still gets matching dtypes and runs eagerly;
-    the training switch is as it was afterwards."""
+    """The trainer answers its sample question after training, outside the Trainer's autocast, so the cast is off
+    only around training (generation without it fails: bf16 inputs meet fp32 adapters); with compiled layers the
+    answer runs them eagerly."""
     import peft
     import torch
     import transformers
+    from peft.helpers import disable_input_dtype_casting
 
-    from recipes.training.worker import adapters_take_autocast_inputs, answer, compile_decoder_layers
+    from recipes.training.worker import answer, compile_decoder_layers
 
     tok = transformers.AutoTokenizer.from_pretrained(tiny_model)
     model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.bfloat16)
     model = peft.get_peft_model(model, peft.LoraConfig(r=8, lora_alpha=16, target_modules="all-linear"))
-    adapters_take_autocast_inputs(model)
     assert compile_decoder_layers(model) == model.config.num_hidden_layers
-    with pytest.raises(RuntimeError, match="dtype"):  # what generation met before: bf16 inputs, fp32 adapters
+    with disable_input_dtype_casting(model), pytest.raises(RuntimeError, match="dtype"):
         with torch.no_grad(), torch.compiler.set_stance("force_eager"):
             model.generate(**tok("hello", return_tensors="pt"), max_new_tokens=2)
     assert isinstance(answer(model, tok, "What is LoRA?", max_new_tokens=4), str)
-    layers = [m for m in model.modules() if isinstance(m, peft.tuners.tuners_utils.BaseTunerLayer)]
-    assert layers and not any(m.cast_input_dtype_enabled for m in layers)
     with pytest.raises(RuntimeError, match="no decoder layer"):
         compile_decoder_layers(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+
+
+def test_a_bf16_lora_run_answers_its_sample_question_after_training(tiny_model, tmp_path):
+    """The whole trainer on its bf16 path (the CPU's bf16 autocast stands in for a GPU's: only the precision choice
+    is forced), LoRA with the cast off during training and a sample question: it finishes and answers after."""
+    (tmp_path / "spec.json").write_text(json.dumps({
+        "model_dir": str(tiny_model), "method": "lora", "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.0,
+        "dataset_path": str(bundled_dataset_path()) + "#16", "seq_len": 128, "micro_batch": 2, "max_steps": 2,
+        "save_steps": 2, "sample_question": "What is LoRA?", "device": "cpu"}))
+    code = ("import sys, torch; from recipes.training import worker; "
+            "worker._precision = lambda spec: ('cpu', 'cpu', True, torch.bfloat16, torch.bfloat16); "
+            "sys.exit(worker.main(sys.argv[1]))")
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "spec.json")], cwd=REPO, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    samples = json.loads((tmp_path / "samples.json").read_text())
+    assert {"before", "after"} <= samples.keys() and (tmp_path / "result.json").is_file()
 
 
 def _train(tdir: Path, model: Path, steps: int, **knobs) -> list[dict]:

@@ -355,12 +355,13 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     fp32 = masters_fp32(t)
     if t.packing and not t.activation_checkpointing:
         per_layer += PACKED_H * h
-    if t.method in ("lora", "dora") and t.loss == "full":  # the plain loop: fp32 adapter inputs, no autocast
-        per_layer += (PLAIN_LORA_INPUT + (DROPOUT_MASK if t.lora_dropout > 0 else 0.0)) * adapted
-    elif t.method == "dora" or (t.method == "lora" and t.adapter_input_cast):
-        per_layer += (LORA_CAST + (DROPOUT_MASK if t.lora_dropout > 0 else 0.0)) * adapted
-    elif t.method == "lora":  # no cast: dropout's bf16 output (2) and mask (1) are all an adapter saves
-        per_layer += (LORA_CAST + DROPOUT_MASK) * adapted if t.lora_dropout > 0 else 0.0
+    if t.method in ("lora", "dora"):
+        dropout = t.lora_dropout > 0
+        # the copy lora_A saves: fp32 in the plain loop (no autocast), bf16 from peft's cast or dropout's output,
+        # none when yichui's LoRA trainer skips the cast and nothing drops out (lora_A shares the base's input)
+        saved = (PLAIN_LORA_INPUT if t.loss == "full" else
+                 LORA_CAST if t.method == "dora" or t.adapter_input_cast or dropout else 0.0)
+        per_layer += (saved + (DROPOUT_MASK if dropout else 0.0)) * adapted
     elif t.method == "qlora":
         per_layer += (QLORA_DROPOUT if t.lora_dropout > 0 else QLORA_CAST) * adapted
     dora_dense = 0.0

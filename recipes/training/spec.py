@@ -64,7 +64,7 @@ class TrainingSpec:
     # torch.compile of each decoder layer (recipes/training/worker.py compile_decoder_layers)
     compile_layers: bool = _knob(False, "--compile-layers/--no-compile-layers", help="cli.opt.compile_layers")
     # peft's cast of each adapter's input to the fp32 adapter dtype under bf16 autocast, as every peft user has it;
-    # yichui's LoRA trainer skips it (worker.adapters_take_autocast_inputs). Benchmarks turn it back on, and runs
+    # yichui's LoRA trainer skips it (worker.skips_adapter_input_cast). Benchmarks turn it back on, and runs
     # measured before 2026-12-02 had it (the memory model's LORA_CAST)
     adapter_input_cast: bool = False
     packing: bool = _knob(False, "--packing/--no-packing", help="cli.opt.packing")

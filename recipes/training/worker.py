@@ -8,7 +8,6 @@ its presence means training finished. Started again with checkpoints present, it
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import resource
@@ -138,9 +137,8 @@ def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode:
     model.train() if keep_train_mode else model.eval()
     inputs = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
                                      return_tensors="pt", return_dict=True).to(model.device)
-    # generation runs outside the Trainer's autocast: peft's input cast back on (its fp32 adapters would meet bf16
-    # inputs), and the compiled layers run eagerly (decoding would recompile them for every cache length)
-    with torch.no_grad(), adapter_input_cast(model), torch.compiler.set_stance("force_eager"):
+    # compiled layers run eagerly here: decoding would recompile them for every cache length
+    with torch.no_grad(), torch.compiler.set_stance("force_eager"):
         out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
     return tok.decode(out[0][inputs["input_ids"].shape[1]:], skip_special_tokens=True).strip()
 
@@ -331,6 +329,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
+    from peft.helpers import disable_input_dtype_casting
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTTrainer
 
@@ -385,8 +384,6 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         callbacks.append(profile_callback(tdir, *spec.profile_steps))
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=callbacks)
-    if bf16 and method == "lora" and not spec.adapter_input_cast:
-        adapters_take_autocast_inputs(trainer.model)
     if spec.compile_layers:
         compile_decoder_layers(trainer.model)
     events.trainer = trainer
@@ -395,7 +392,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         raise RuntimeError(f"asked for {asked}, the Trainer runs {got} (FSDP runs on GPUs only)")
     t0, before = time.time(), loop_seconds(last)
     trainer.add_callback(loop_clock(before, t0))
-    out = trainer.train(resume_from_checkpoint=last)
+    with disable_input_dtype_casting(trainer.model, active=skips_adapter_input_cast(spec, bf16)):
+        out = trainer.train(resume_from_checkpoint=last)
     runtime = before + time.time() - t0
     if stop_signal:
         if RANK == 0:
@@ -446,40 +444,19 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         _leave_process_group()
 
 
-@contextlib.contextmanager
-def adapter_input_cast(model):
-    """peft's input cast on for every adapter layer inside the block, as each layer had it after."""
-    from peft.tuners.tuners_utils import BaseTunerLayer
+def skips_adapter_input_cast(spec: TrainerJob, bf16: bool) -> bool:
+    """Whether training runs with peft's input cast switched off (peft.helpers.disable_input_dtype_casting).
 
-    layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
-    before = [getattr(m, "cast_input_dtype_enabled", True) for m in layers]
-    for m in layers:
-        m.cast_input_dtype_enabled = True
-    try:
-        yield
-    finally:
-        for m, b in zip(layers, before):
-            m.cast_input_dtype_enabled = b
-
-
-def adapters_take_autocast_inputs(model) -> int:
-    """Stop peft casting each adapter's input to the adapter's fp32 before its matmul; returns the layers changed.
-
-    Under bf16 autocast (the Trainer's mixed precision) peft's LoRA forward copies the input activation to fp32
-    (``x.to(lora_A.weight.dtype)``, peft ``LoraLayer._cast_input_dtype``), and autocast copies it straight back to
-    bf16 for ``lora_A``'s matmul: two copies of a (tokens × in_features) activation per adapted layer, forward and
-    recomputation, plus their gradients — ~2,900 copy kernels per step for Qwen2.5-7B's 196 adapted layers
+    Under bf16 autocast (the Trainer's mixed precision) peft's LoRA forward copies the input activation to the fp32
+    adapter dtype (``LoraLayer._cast_input_dtype``), and autocast copies it straight back to bf16 for ``lora_A``'s
+    matmul: two copies of a (tokens × in_features) activation per adapted layer, forward and recomputation, plus
+    their gradients — ~2,900 copy kernels per step for Qwen2.5-7B's 196 adapted layers
     (bench/results/profiles/2026-11-29-yichui-7b-lora-ckpt-mb1.txt). Without the cast the matmuls see the same bf16
-    operands (autocast casts the small fp32 adapter weights instead), so the result is unchanged at dropout 0; with
-    dropout its mask is drawn on the bf16 activation. The fp32 adapter weights, their gradients and AdamW states
-    are untouched. peft's switch for it: ``cast_input_dtype_enabled`` (peft.helpers.disable_input_dtype_casting).
-    Only inside autocast: generation outside it puts the cast back (:func:`adapter_input_cast`)."""
-    from peft.tuners.tuners_utils import BaseTunerLayer
-
-    layers = [m for m in model.modules() if isinstance(m, BaseTunerLayer)]
-    for m in layers:
-        m.cast_input_dtype_enabled = False
-    return len(layers)
+    operands (autocast casts the small fp32 adapter weights instead): the same result at dropout 0; with dropout its
+    mask is drawn on the bf16 activation. The fp32 adapter weights, gradients and AdamW states are untouched. LoRA
+    only (DoRA's variant keeps it); ``adapter_input_cast`` (benchmarks) keeps it too. Only around training: the
+    sample answers run outside autocast and need the cast."""
+    return bf16 and spec.method == "lora" and not spec.adapter_input_cast
 
 
 def compile_decoder_layers(model) -> int:
