@@ -1,15 +1,20 @@
 #!/usr/bin/env python3
-"""Fit the planner's MFU curve (recipes/memory/planner.py) on committed training measurements; print each run's error.
+"""Fit the planner's speed constants (recipes/memory/planner.py) on committed H200 training measurements; print the
+predicted beside the measured tokens/s for every job, the jobs not used for the fit marked held out.
 
-    python bench/fit_speed.py [bench/results/2026-11-29-train-h200-raw.jsonl]
+    python bench/fit_speed.py [ROWS.jsonl ...]
 
-MFU observed = tokens/s × FLOPs per token ÷ peak (Liger runs divided by LIGER_SPEEDUP, QLoRA runs by QLORA_SPEED);
-MFU_MAX by least squares (at most 0.75) for each MFU_HALF on a grid, the pair with the smallest squared relative error
-kept.
+Rows: train_throughput.py's, yichui's trainer only, the timing rows (8 steps) — not the 50-step loss rows; one
+measured figure per job and switch = the median over its rounds. The MFU curve MFU_MAX · x / (x + MFU_HALF), x =
+micro-batch × sequence × hidden, is fitted on the eager trainer's LoRA and full fine-tune jobs (FIT): MFU observed =
+tokens/s × FLOPs per token ÷ peak; MFU_MAX by relative least squares (at most 0.75: a ceiling above that is not
+physical here, and the measured range is short of saturation) for each MFU_HALF on a grid. COMPILE_SPEEDUP per method
+= compiled ÷ eager median of the same job. QLoRA keeps QLORA_SPEED; its job is held out.
 """
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -18,45 +23,68 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from recipes.memory import model as memory  # noqa: E402
-from recipes.memory import planner
+from recipes.memory import planner  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
-DEFAULT = Path(__file__).resolve().parent / "results" / "2026-11-29-train-h200-raw.jsonl"
+RESULTS = Path(__file__).resolve().parent / "results"
+DEFAULT = [RESULTS / "2026-12-02-train-levers-h200" / "call2-pairs.jsonl",
+           RESULTS / "2026-12-02-train-levers-h200" / "call3-pairs.jsonl",
+           RESULTS / "2026-12-02-train-jobs-h200" / "train-jobs.jsonl"]
+FIT = {("qwen2.5-7b", "lora"), ("qwen2.5-1.5b", "full")}
+
+
+def jobs(paths) -> dict:
+    """{(shape, method, ckpt, micro-batch, seq, compiled): [tokens/s, …]} of yichui's timing rows."""
+    out: dict = {}
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line) if line.strip() else {}
+            x = r.get("extra", {})
+            if r.get("who") != "yichui" or not r.get("tokens_per_s") or "loss_steps" in x or x.get("liger") \
+                    or x.get("adapter_input_cast") or "max_steps" in x:
+                continue
+            key = (r["shape"], r["method"], r["ckpt"], r["batch"], r.get("seq", 2048), bool(x.get("compile_layers")))
+            out.setdefault(key, []).append(r["tokens_per_s"])
+    return out
 
 
 def main() -> None:
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
-    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-    rows = [r for r in rows if r["who"] == "yichui" and r.get("tokens_per_s")]
+    runs = jobs(sys.argv[1:] or DEFAULT)
+    measured = {k: statistics.median(v) for k, v in runs.items()}
     shapes = {s: memory.shape_from_config(json.loads((CONFIGS / s / "config.json").read_text()))
-              for s in {r["shape"] for r in rows}}
+              for s in {k[0] for k in measured}}
     x, obs = [], []
-    for r in rows:
-        sh = shapes[r["shape"]]
-        f = planner.flops_per_token(sh, r["method"], r["ckpt"], r["seq"])
-        adj = (planner.LIGER_SPEEDUP if r["extra"].get("liger") else 1) * \
-              (planner.QLORA_SPEED if r["method"] == "qlora" else 1)
-        x.append(r["batch"] * r["seq"] * sh.hidden)
-        obs.append(r["tokens_per_s"] * f / (planner.PEAK_TFLOPS["NVIDIA H200"] * 1e12) / adj)
-    x, obs = np.array(x, float), np.array(obs)
+    for (s, method, ckpt, mb, seq, compiled), tps in measured.items():
+        if compiled or (s, method) not in FIT:
+            continue
+        f = planner.flops_per_token(shapes[s], method, ckpt, seq)
+        x.append(mb * seq * shapes[s].hidden)
+        obs.append(tps * f / (planner.PEAK_TFLOPS["NVIDIA H200"] * 1e12))
+    xa, oa = np.array(x, float), np.array(obs)
     best = None
-    for half in np.linspace(1e6, 60e6, 300):
-        g = x / (x + half)
-        a = min(0.75, float((g * obs / obs**2).sum() / (g * g / obs**2).sum()))  # relative least squares; an MFU
-        # ceiling above 0.75 is not physical on these GPUs, the measured range is still short of saturation
-        err = float((((a * g - obs) / obs) ** 2).sum())
+    for half in np.linspace(1e6, 60e6, 591):
+        g = xa / (xa + half)
+        a = min(0.75, float((g / oa).sum() / (g * g / oa**2).sum()))
+        err = float((((a * g - oa) / oa) ** 2).sum())
         if best is None or err < best[0]:
             best = (err, a, half)
-    _, a, half = best
-    print(f"MFU_MAX = {a:.3f}, MFU_HALF = {half:.3g}")
-    planner.MFU_MAX, planner.MFU_HALF = a, half
-    for r in rows:
-        sh = shapes[r["shape"]]
-        p = planner.tokens_per_s(sh, r["method"], r["ckpt"], r["batch"], r["seq"], "NVIDIA H200",
-                                 bool(r["extra"].get("liger")))
-        print(f"  {r['shape']:13s} {r['method']:6s} ckpt={r['ckpt']!s:5s} mb{r['batch']} "
-              f"{'liger' if r['extra'].get('liger') else '     '}  measured {r['tokens_per_s']:8.0f}  "
-              f"predicted {p:8.0f}  {(p - r['tokens_per_s']) / r['tokens_per_s']:+.0%}")
+    _, planner.MFU_MAX, planner.MFU_HALF = best
+    speedups = {}
+    for (s, method, ckpt, mb, seq, compiled), tps in measured.items():
+        eager = measured.get((s, method, ckpt, mb, seq, False))
+        if compiled and eager:
+            speedups[method] = tps / eager
+    print(f"MFU_MAX = {planner.MFU_MAX:.3f}, MFU_HALF = {planner.MFU_HALF:.3g}, COMPILE_SPEEDUP = "
+          + ", ".join(f"{m}: {v:.2f}" for m, v in sorted(speedups.items())))
+    for (s, method, ckpt, mb, seq, compiled), tps in sorted(measured.items()):
+        p = planner.tokens_per_s(shapes[s], method, ckpt, mb, seq, "NVIDIA H200", compile_layers=compiled)
+        fitted = (s, method) in FIT
+        if compiled and method not in planner.COMPILE_SPEEDUP:
+            print(f"  {s:13s} {method:6s} compiled: measured {tps:7.0f}, not offered (TrainingSpec.check refuses it)")
+            continue
+        print(f"  {s:13s} {method:6s} ckpt={ckpt!s:5s} mb{mb} {seq:5d} {'compiled' if compiled else 'eager   '} "
+              f"runs {len(runs[(s, method, ckpt, mb, seq, compiled)])}  measured {tps:7.0f}  "
+              f"predicted {p:7.0f}  {(p - tps) / tps:+.0%}  {'fitted' if fitted else 'held out'}")
 
 
 if __name__ == "__main__":

@@ -138,8 +138,10 @@ def prepare_shape(shape: str, work: Path, weights: bool, gpu: str = "0") -> Path
     return d
 
 
-def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int) -> None:
-    """Conversations whose assistant turn alone exceeds ``seq`` tokens, so every micro-batch is batch × seq tokens."""
+def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int, numbered: bool = True) -> None:
+    """Conversations whose assistant turn alone exceeds ``seq`` tokens, so every micro-batch is batch × seq tokens.
+    ``numbered=False``: n identical conversations (the order the trainer shuffles them in cannot matter — the 50-step
+    loss comparison feeds the same rows to the peers)."""
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -150,11 +152,13 @@ def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int) -> None
         text += " ".join(rng.choice(words) for _ in range(256)) + ". "
     with open(path, "w") as f:
         for i in range(n):
-            f.write(json.dumps({"messages": [{"role": "user", "content": f"Write text {i}."},
+            ask = f"Write text {i}." if numbered else "Write text."
+            f.write(json.dumps({"messages": [{"role": "user", "content": ask},
                                              {"role": "assistant", "content": text}]}) + "\n")
 
 
-def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, device: str = "cuda") -> dict:
+def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, device: str = "cuda",
+                same_rows: bool = False) -> dict:
     from recipes.training.runner import trainer_env
 
     shape, method, ckpt, seq, batch = cfg[:5]
@@ -164,7 +168,7 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
     shutil.rmtree(tdir, ignore_errors=True)
     tdir.mkdir(parents=True)
     data = tdir / "data.jsonl"
-    synthetic_dataset(data, model_dir, seq, batch * steps)
+    synthetic_dataset(data, model_dir, seq, batch * steps, numbered=not same_rows)
     spec = {"model_dir": str(model_dir), "init": "pretrained" if method == "qlora" else "random", "method": method,
             "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.05, "lora_targets": "all-linear",
             "activation_checkpointing": ckpt, "dataset_path": str(data), "seq_len": seq, "micro_batch": batch,
@@ -242,7 +246,8 @@ def cmd_measure(a) -> None:
     import threading
 
     work = Path(a.work or tempfile.mkdtemp(prefix="yichui-membench-"))
-    grid = [g for g in GRIDS[a.grid] if not a.only or g[0] in a.only.split(",")]
+    grid = [g for g in GRIDS[a.grid] if (not a.only or g[0] in a.only.split(","))
+            and (not a.methods or g[1] in a.methods.split(","))]
     if a.smoke:  # a CPU check of the whole flow: short sequences, no QLoRA checkpoint to build on a GPU
         grid = [(g[0], g[1], g[2], 64, 1, *g[5:]) for g in grid if g[1] != "qlora"][: a.smoke]
     gpus = a.gpus.split(",") if a.gpus else ["0"]
@@ -336,6 +341,7 @@ def main() -> None:
     m.add_argument("--out", required=True)
     m.add_argument("--gpus", default=None)
     m.add_argument("--only", default=None, help="comma-separated shapes")
+    m.add_argument("--methods", default=None, help="comma-separated methods")
     m.add_argument("--steps", type=int, default=5)
     m.add_argument("--grid", default="1", choices=sorted(GRIDS))
     m.add_argument("--work", default=None)

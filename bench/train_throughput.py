@@ -95,15 +95,38 @@ LOSS50 = {"learning_rate": 2e-4, "max_steps": 50}
 LEVERS2 = [("0", "yichui", "qwen2.5-7b", "lora", 16, True, 1, x) for x in (
     {"liger": True}, {"liger": True, "compile_layers": True}, LOSS50 | {"adapter_input_cast": True}, LOSS50,
     LOSS50 | {"compile_layers": True})]
+# issue 21's other two jobs, each at a fixed effective batch (one micro-batch per optimizer step): Llama-3.1-8B-shape
+# QLoRA r16 at 4096 tokens (micro-batch 1) and a Qwen2.5-1.5B-shape full fine-tune at 2048 tokens (micro-batch 4,
+# pure bf16 weights on every side). First the 50-step loss comparison on the same weights and the same data (bench
+# keys: "loss_steps", "lr"; the rows also time every side), then back-to-back throughput rounds, compiled layers once.
+QLORA8 = ("llama3.1-8b", "qlora", 16, True, 1)
+FULL15 = ("qwen2.5-1.5b", "full", 16, True, 4)
+
+
+def loss_rows(job: tuple, seq: int, lr: float) -> list:
+    return [("0", who, *job, {"seq": seq, "loss_steps": 50, "lr": lr}) for who in ("plain", "unsloth", "yichui")]
+
+
+def pair_rows(job: tuple, seq: int, n_rounds: int) -> list:
+    return ([("0", who, *job, {"seq": seq}) for _ in range(n_rounds) for who in ("peer", "unsloth", "yichui")]
+            + [("0", "yichui", *job, {"seq": seq, "compile_layers": True})])
+
+
+# the 8B QLoRA loss rows last, in a plan of their own (the longest rows: three loads of 8B and 150 steps of 4096)
+JOBS = loss_rows(FULL15, 2048, 1e-5) + pair_rows(FULL15, 2048, rounds(3)) + pair_rows(QLORA8, 4096, rounds(3) - 2)
+JOBS_LOSS8B = loss_rows(QLORA8, 4096, 2e-4)
 PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE, "unsloth": UNSLOTH, "levers": LEVERS,
-         "pairs": PAIRS, "levers2": LEVERS2}
+         "pairs": PAIRS, "levers2": LEVERS2, "jobs": JOBS,
+         "jobs-loss8b": JOBS_LOSS8B}
 SEQ, STEPS = 2048, 8
+BENCH_KEYS = ("seq", "loss_steps", "lr")  # read by this script, not knobs of yichui's trainer
 _prepare_lock = threading.Lock()
 
 
-def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, gpu: str) -> dict:
+def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, gpu: str, seq: int) -> dict:
     cmd = [sys.executable, str(peer), "--config", str(CONFIGS / shape / "config.json"), "--method", method,
-           "--rank", str(rank), "--batch", str(batch), "--seq", str(SEQ), "--steps", str(STEPS)] + (["--ckpt"] if ckpt else [])
+           "--rank", str(rank), "--batch", str(batch), "--seq", str(seq), "--steps", str(STEPS)] \
+        + (["--ckpt"] if ckpt else [])
     r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
@@ -113,14 +136,23 @@ def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: 
             "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"]}
 
 
-def run_unsloth(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, gpu: str) -> dict:
-    """bench/unsloth_peer.py in unsloth's own environment (its python: $YICHUI_UNSLOTH_PYTHON), weights written once
-    under ``work``, the tokenizer from $YICHUI_UNSLOTH_TOKENIZER (any small one)."""
-    python = os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3")
+def run_unsloth(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, gpu: str, seq: int,
+                loss: dict | None = None, backend: str = "unsloth") -> dict:
+    """bench/unsloth_peer.py in unsloth's own environment (its python: $YICHUI_UNSLOTH_PYTHON) on the shape's random
+    weights written once under ``work`` (memory_accuracy.prepare_shape, with the tiny tokenizer). ``loss`` ({"data",
+    "lr"}): the 50-step comparison on yichui's weights and token rows; ``backend="plain"``: the same loop with
+    transformers + PEFT alone, in this script's environment."""
+    from memory_accuracy import prepare_shape
+
+    python = os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3") if backend == "unsloth" else sys.executable
+    with _prepare_lock:  # the weights yichui's rows load too (one 16 GB write for the 8B shape, not two)
+        weights = prepare_shape(shape, work, weights=True, gpu=gpu)
     cmd = [python, str(Path(__file__).resolve().parent / "unsloth_peer.py"), "--config",
            str(CONFIGS / shape / "config.json"), "--method", method, "--rank", str(rank), "--batch", str(batch),
-           "--seq", str(SEQ), "--steps", str(STEPS), "--weights", str(work / f"unsloth-weights-{shape}"),
-           "--tokenizer", os.environ.get("YICHUI_UNSLOTH_TOKENIZER", "")] + (["--ckpt"] if ckpt else [])
+           "--seq", str(seq), "--steps", str(STEPS), "--weights", str(weights), "--backend", backend,
+           "--tokenizer", str(weights)] + (["--ckpt"] if ckpt else [])
+    if loss:
+        cmd += ["--data", str(loss["data"]), "--lr", str(loss["lr"])]
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"CUDA_VISIBLE_DEVICES": gpu}
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
@@ -128,16 +160,23 @@ def run_unsloth(work: Path, shape: str, method: str, rank: int, ckpt: bool, batc
         return {"rc": r.returncode, "error": (r.stderr or r.stdout)[-3000:]}
     out = json.loads(line[7:])
     return {"rc": 0, "tokens_per_s": out["tokens_per_s"], "device_gib": out["device_used_gib"],
-            "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"], "unsloth": out}
+            "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"], "losses": out["losses"],
+            "unsloth": out}
 
 
-def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, extra: dict, gpu: str) -> dict:
+def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, extra: dict, gpu: str,
+               seq: int = SEQ, loss: dict | None = None) -> dict:
+    """yichui's trainer (memory_accuracy.measure_one). ``loss`` ({"steps", "lr"}): the 50-step comparison — the
+    shape's written weights ("pretrained"), identical conversations, the learning rate given."""
     from memory_accuracy import events, measure_one, median_tokens_per_s, prepare_shape
 
     with _prepare_lock:  # one queue builds a shape's weights, on its own GPU; the other waits and reuses them
-        model_dir = prepare_shape(shape, work, weights=method == "qlora", gpu=gpu)
-    cfg = (shape, method, ckpt, SEQ, batch, {"lora_rank": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0} | extra)
-    row = measure_one(cfg, model_dir, work, gpu, STEPS)
+        model_dir = prepare_shape(shape, work, weights=method == "qlora" or loss is not None, gpu=gpu)
+    knobs = {"lora_rank": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0} | extra
+    if loss:
+        knobs |= {"init": "pretrained", "learning_rate": loss["lr"]}
+    cfg = (shape, method, ckpt, seq, batch, knobs)
+    row = measure_one(cfg, model_dir, work, gpu, loss["steps"] if loss else STEPS, same_rows=loss is not None)
     tdir = work / "runs" / row["id"]
     evs = events(tdir)
     out = {"rc": row["rc"], "tokens_per_s": median_tokens_per_s(evs),
@@ -148,6 +187,39 @@ def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch
         out["profile"] = json.loads((tdir / "profile.json").read_text()) | {
             "table": (tdir / "profile.txt").read_text()}
     return out
+
+
+def loss_data(work: Path, shape: str, seq: int, batch: int, steps: int, gpu: str) -> dict:
+    """The token rows yichui's trainer makes of the identical conversations measure_one(same_rows=True) writes, for
+    the peers: trl's conversational prompt-completion tokenization (prompt with the generation prompt; the
+    completion starts where prompt and prompt+completion diverge; loss on the completion only, label -100 elsewhere),
+    truncated to ``seq`` keeping the start. Returns {"weights": model folder, "data": JSON path}."""
+    from memory_accuracy import prepare_shape
+
+    with _prepare_lock:
+        model_dir = prepare_shape(shape, work, weights=True, gpu=gpu)
+    path = work / f"loss-rows-{shape}-s{seq}-b{batch}x{steps}.json"
+    if not path.exists():
+        token_rows(model_dir, seq, batch * steps, path)
+    return {"weights": model_dir, "data": path}
+
+
+def token_rows(model_dir: Path, seq: int, n: int, path: Path) -> None:
+    """``n`` copies of the token row (input_ids, labels) of measure_one's identical conversation, as trl tokenizes
+    it (see loss_data), written to ``path`` as JSON {"input_ids": [[…]], "labels": [[…]]}."""
+    from memory_accuracy import synthetic_dataset
+    from transformers import AutoTokenizer
+
+    conv = path.with_suffix(".jsonl")
+    synthetic_dataset(conv, model_dir, seq, 1, numbered=False)
+    messages = json.loads(conv.read_text().splitlines()[0])["messages"]
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    prompt = tok.apply_chat_template(messages[:-1], add_generation_prompt=True, tokenize=True,
+                                     return_dict=True)["input_ids"]
+    ids = tok.apply_chat_template(messages, tokenize=True, return_dict=True)["input_ids"]
+    start = next((i for i, (x, y) in enumerate(zip(prompt, ids)) if x != y), min(len(prompt), len(ids)))
+    labels = [-100] * start + ids[start:]
+    path.write_text(json.dumps({"input_ids": [ids[:seq]] * n, "labels": [labels[:seq]] * n}))
 
 
 def cmd_measure(a) -> None:
@@ -163,11 +235,18 @@ def cmd_measure(a) -> None:
     def queue(q: str, gpu: str) -> None:
         for _, who, shape, method, rank, ckpt, batch, extra in [p for p in plan if p[0] == q]:
             t0 = time.time()
-            res = (run_peer(Path(a.peer), shape, method, rank, ckpt, batch, gpu) if who == "peer"
-                   else run_unsloth(work, shape, method, rank, ckpt, batch, gpu) if who == "unsloth"
-                   else run_yichui(work, shape, method, rank, ckpt, batch, extra, gpu))
+            seq, knobs = extra.get("seq", SEQ), {k: v for k, v in extra.items() if k not in BENCH_KEYS}
+            loss = None
+            if "loss_steps" in extra:
+                loss = {"steps": extra["loss_steps"], "lr": extra["lr"]}
+                if who != "yichui":
+                    loss |= loss_data(work, shape, seq, batch, extra["loss_steps"], gpu)
+            res = (run_peer(Path(a.peer), shape, method, rank, ckpt, batch, gpu, seq) if who == "peer"
+                   else run_unsloth(work, shape, method, rank, ckpt, batch, gpu, seq, loss,
+                                    "plain" if who == "plain" else "unsloth") if who in ("unsloth", "plain")
+                   else run_yichui(work, shape, method, rank, ckpt, batch, knobs, gpu, seq, loss))
             row = {"who": who, "shape": shape, "method": method, "rank": rank, "ckpt": ckpt, "batch": batch,
-                   "seq": SEQ, "extra": extra, "gpu": gpu, "wall_s": round(time.time() - t0, 1), "env": env} | res
+                   "seq": seq, "extra": extra, "gpu": gpu, "wall_s": round(time.time() - t0, 1), "env": env} | res
             with lock:
                 with open(out, "a") as f:
                     f.write(json.dumps(row) + "\n")
@@ -203,6 +282,69 @@ def cmd_report(a) -> None:
     write_report("\n".join(lines), a.md)
 
 
+def cmd_jobs_report(a) -> None:
+    """Issue 21's jobs (plan ``jobs`` + ``jobs-loss8b``): back-to-back rounds with their ratios, compiled layers, MFU
+    (6N FLOPs per token ÷ the measured 790 TFLOP/s bf16 peak), memory as nvidia-smi shows it, and the 50-step losses
+    on the same weights and data side by side (yichui's from its trainer log when its row did not come back)."""
+    import re
+    import statistics
+
+    from bench_fit import shape
+
+    rows = [json.loads(x) for f in a.results for x in Path(f).read_text().splitlines() if x.strip()]
+    out = []
+    for name, method in (("qwen2.5-1.5b", "full"), ("llama3.1-8b", "qlora")):
+        job = [r for r in rows if r["shape"] == name and r["method"] == method]
+        if not job:
+            continue
+        r0 = job[0]
+        n6 = 6 * shape(name).n_params
+        mfu = lambda t: f"{t * n6 / 790e12:.0%}"  # noqa: E731
+        out += [f"### {name} {method}, {r0['seq']} tokens, micro-batch {r0['batch']}, checkpointing on, no packing",
+                "", "| round | plain loop | unsloth | yichui eager | yichui ÷ unsloth | yichui ÷ plain |",
+                "|---|---:|---:|---:|---:|---:|"]
+        timing = [r for r in job if "loss_steps" not in r["extra"] and not r["extra"].get("compile_layers")]
+        rounds_ = [timing[i:i + 3] for i in range(0, len(timing) - 2, 3)]
+        for i, (pl, un, yi) in enumerate(rounds_, 1):
+            p_, u_, y_ = pl["tokens_per_s"], un["tokens_per_s"], yi["tokens_per_s"]
+            out.append(f"| {i} | {p_:,.0f} | {u_:,.0f} | {y_:,.0f} | {y_ / u_:.2f}× | {y_ / p_:.2f}× |")
+        comp = [r for r in job if r["extra"].get("compile_layers")]
+        med = {who: statistics.median(r["tokens_per_s"] for r in timing if r["who"] == who)
+               for who in ("peer", "unsloth", "yichui")}
+        mem = {who: max(r["device_gib"] for r in timing if r["who"] == who) for who in ("peer", "unsloth", "yichui")}
+        out += ["", "| run | tokens/s (median) | MFU (6N) | GiB (nvidia-smi) |", "|---|---:|---:|---:|"]
+        for who, label in (("peer", "plain loop"), ("unsloth", "unsloth"), ("yichui", "yichui eager")):
+            out.append(f"| {label} | {med[who]:,.0f} | {mfu(med[who])} | {mem[who]:.2f} |")
+        for r in comp:
+            out.append(f"| yichui compiled layers (one run, after round {len(rounds_)}) | {r['tokens_per_s']:,.0f} | "
+                       f"{mfu(r['tokens_per_s'])} | {r['device_gib']:.2f} |")
+            out.append(f"| → compiled ÷ unsloth (median) | {r['tokens_per_s'] / med['unsloth']:.2f}× | | "
+                       f"{r['device_gib'] / mem['unsloth']:.2f}× |")
+        loss = {r["who"]: r for r in job if "loss_steps" in r["extra"]}
+        losses = {who: r.get("losses") or [] for who, r in loss.items()}
+        if "yichui" not in loss and a.yichui_log:  # its row did not come back: the Trainer's own log lines
+            text = Path(a.yichui_log).read_text()
+            losses["yichui"] = [float(x) for x in re.findall(r"\{'loss': '([0-9.e+-]+)'", text)]
+        if losses:
+            steps = [1, 2, 5, 10, 20, 30, 40, 50]
+            whos = [w for w in ("plain", "unsloth", "yichui") if len(losses.get(w, [])) >= 50]
+            lr = next(r["extra"]["lr"] for r in job if "loss_steps" in r["extra"])
+            out += ["", f"50 steps on the same weights and data (lr {lr}, constant, clip 1.0, no weight decay):", "",
+                    "| step | " + " | ".join(whos) + " | largest gap |", "|---:|" + "---:|" * (len(whos) + 1)]
+            for st in steps:
+                v = [losses[w][st - 1] for w in whos]
+                out.append(f"| {st} | " + " | ".join(f"{x:.4g}" for x in v) +
+                           f" | {(max(v) - min(v)) / max(abs(min(v)), 1e-9):.1%} |")
+            for w in whos:
+                if w in loss:
+                    out.append(f"\n{w}: {loss[w]['tokens_per_s']:,.0f} tokens/s over the 50 steps, "
+                               f"{loss[w]['device_gib']:.2f} GiB")
+        out.append("")
+    from memory_accuracy import write_report
+
+    write_report("\n".join(out), a.md)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -215,8 +357,12 @@ def main() -> None:
     r = sub.add_parser("report")
     r.add_argument("results")
     r.add_argument("--md", default=None)
+    j = sub.add_parser("jobs-report")
+    j.add_argument("results", nargs="+")
+    j.add_argument("--yichui-log", default=None, help="yichui's 8B QLoRA 50-step trainer log, when its row is missing")
+    j.add_argument("--md", default=None)
     a = ap.parse_args()
-    cmd_measure(a) if a.cmd == "measure" else cmd_report(a)
+    {"measure": cmd_measure, "report": cmd_report, "jobs-report": cmd_jobs_report}[a.cmd](a)
 
 
 if __name__ == "__main__":

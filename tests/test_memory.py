@@ -259,16 +259,18 @@ def test_planner_ranks_fitting_plans_by_predicted_speed(qwen7b):
     assert memory.estimate(qwen7b, then, 139.8)["peak_gib"] == pytest.approx(56.9, rel=0.05)
 
 
-def test_planner_proposes_compiled_layers_where_they_were_measured(qwen7b):
+def test_planner_proposes_compiled_layers_where_they_were_measured(qwen7b, monkeypatch):
+    from dataclasses import replace
+
     from recipes.memory import planner
 
     t = TrainingSpec(method="lora", seq_len=2048, lora_dropout=0.0, lora_rank=16)
     ranked = planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8, liger=True, compile_layers=True)
-    assert ranked[0].compile_layers and not ranked[0].liger  # 1.76× the eager trainer; never with Liger (slower)
+    assert ranked[0].compile_layers and not ranked[0].liger  # 1.77× the eager trainer; never with Liger (slower)
     assert not any(p.liger and p.compile_layers for p in ranked)
     by = {(p.ckpt, p.liger, p.compile_layers): p for p in ranked}
     assert by[(True, False, True)].tokens_per_s == pytest.approx(
-        planner.COMPILE_SPEEDUP * by[(True, False, False)].tokens_per_s, rel=1e-3)
+        planner.COMPILE_SPEEDUP["lora"] * by[(True, False, False)].tokens_per_s, rel=1e-3)
     assert by[(True, False, True)].peak_gib - by[(True, False, False)].peak_gib == pytest.approx(
         memory.COMPILE_GIB, abs=0.01)
     # measured there (bench/results/2026-12-02-train-levers-h200.md): 16.84 GiB compiled, 16.58 eager
@@ -283,8 +285,19 @@ def test_planner_proposes_compiled_layers_where_they_were_measured(qwen7b):
     assert _plan_knobs({"plan": "ckpt=off,mb=4,liger=on"})["compile"] is False
     with pytest.raises(Refusal, match="liger_and_compile"):
         TrainingSpec(liger=True, compile_layers=True).check()
-    # only the measured job: LoRA in one process, on a CUDA GPU (none here)
+    # QLoRA ran faster compiled but held 2.1× the memory, which the model does not know: refused, never proposed
+    with pytest.raises(Refusal, match="qlora_and_compile"):
+        TrainingSpec(method="qlora", compile_layers=True).check()
+    # only the measured jobs: LoRA or a full fine-tune in one process, on a CUDA GPU (none here)
     assert not planner.compile_available(t)
+    with monkeypatch.context() as m:  # as on a CUDA machine with Triton
+        m.setattr(planner.memory, "detect_gpus", lambda: [{"name": "NVIDIA H200", "memory_gib": 139.8}])
+        m.setattr(planner.importlib.util, "find_spec", lambda name: object())
+        assert [planner.compile_available(replace(t, method=k)) for k in ("lora", "full", "qlora", "dora", "galore")] \
+            == [True, True, False, False, False]
+        assert not planner.compile_available(replace(t, processes=2))
+        qlora = planner.plans(qwen7b, replace(t, method="qlora"), 1, "NVIDIA H200", 139.8, liger=False)
+        assert qlora and not any(p.compile_layers for p in qlora)
     assert not any(p.compile_layers for p in planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8))
 
 
@@ -292,7 +305,29 @@ def test_every_uncalibrated_switch_is_marked_approximate(qwen7b):
     t = TrainingSpec(method="dora", optim="paged", attn_implementation="flash", loss="full", packing=True,
                      compile_layers=True)
     assert memory.estimate(qwen7b, t)["approximate"] == ["compile", "paged", "flash", "packing", "loss-full"]
-    assert memory.estimate(qwen7b, TrainingSpec(method="galore"))["approximate"] == ["galore"]
+    # GaLore: measured on untied heads within 0.1 %, tied ones up to 7.7 % under (the allocator's slack)
+    assert memory.estimate(qwen7b, TrainingSpec(method="galore"))["approximate"] == []
+    tied = memory.shape_from_config(config("qwen2.5-1.5b"))
+    assert memory.estimate(tied, TrainingSpec(method="galore"))["approximate"] == ["galore"]
+
+
+def test_galore_measured_on_five_shapes():
+    """GaLore against the H200 rows of five runs, 0.5B-8B: the projection update's SVD transient (GALORE_SVD_BYTES per
+    element of the largest weight it decomposes; the untied LM head is one, transformers' "all-linear" takes it) was
+    fitted on the 7B row; the other four are held out. Before (low-rank states of the decoder's linears only, no
+    transient) the 7B and 8B rows were 14-15 % under."""
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    import bench_fit as fit_memory
+
+    rows = fit_memory.load([BENCH / "results" / "2026-12-02-train-jobs-h200" / "memory-galore.jsonl"])
+    errs = {r["id"]: e for r, _, e in fit_memory.errors(rows)}
+    assert len(errs) == 5 and all(r["method"] == "galore" for r in rows)
+    held_out = [e for k, e in errs.items() if not k.startswith("qwen2.5-7b")]
+    assert len(held_out) == 4 and sum(map(abs, held_out)) / 4 <= 0.05, errs
+    assert all(abs(e) <= 0.01 for k, e in errs.items() if k.split("-galore")[0] in ("qwen2.5-7b", "llama3.1-8b"))
+    assert min(errs.values()) >= -0.08, errs  # the tied 0.5B row: allocated exact, the allocator's slack not
 
 
 def test_dora_measured_on_four_shapes():
@@ -310,6 +345,27 @@ def test_dora_measured_on_four_shapes():
     assert max(map(abs, errs.values())) <= 0.02, errs
     held_out = [e for k, e in errs.items() if "-ckpt-" in k]
     assert len(held_out) == 3 and sum(map(abs, held_out)) / 3 <= 0.02
+
+
+def test_speed_model_against_the_measured_jobs():
+    """The planner's tokens/s beside the measured medians of yichui's trainer (bench/fit_speed.py): the MFU curve is
+    fitted on the 7B LoRA and 1.5B full jobs, the 8B QLoRA job held out — within 15 % (issue 21's goal)."""
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    import statistics
+
+    import fit_speed
+    from recipes.memory import planner
+
+    runs = fit_speed.jobs(fit_speed.DEFAULT)
+    assert len(runs) == 6
+    for (name, method, ckpt, mb, seq, compiled), tps in runs.items():
+        if compiled and method not in planner.COMPILE_SPEEDUP:
+            continue
+        shape = memory.shape_from_config(config(name))
+        p = planner.tokens_per_s(shape, method, ckpt, mb, seq, "NVIDIA H200", compile_layers=compiled)
+        assert abs(p / statistics.median(tps) - 1) <= (0.05 if (name, method) in fit_speed.FIT else 0.15), name
 
 
 def test_cost_model_orders_the_measured_h200_runs():

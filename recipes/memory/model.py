@@ -71,6 +71,11 @@ DORA_OUT = 6.0
 # torch.compile of the decoder layers (compile_layers): 0.26 GiB more than eager on Qwen2.5-7B LoRA r16, 2048 tokens,
 # checkpointing on (16.84 vs 16.58 GiB, bench/results/2026-12-02-train-levers-h200.md); one shape, a constant
 COMPILE_GIB = 0.26
+# GaLore's projection update (galore_torch GaLoreProjector.get_orthogonal_matrix): an fp32 copy of the gradient, U of
+# torch.linalg.svd(full_matrices=False) at the same size, torch's column-major working copy for cuSOLVER and its
+# workspace — 16 bytes per element of the weight decomposed, fitted on the Qwen2.5-7B row (its 545M-element LM head;
+# bench/results/2026-12-02-train-jobs-h200.md), the Llama-3.1-8B and tied-head rows held out
+GALORE_SVD_BYTES = 16.0
 EAGER_SCORES = 6.0   # eager attention keeps fp32 softmax output + its bf16 copy: 6 bytes per score (b·heads·s²)
 EAGER_BACKWARD = 10.0  # … and its backward adds the probabilities' gradient, its fp32 upcast and the fp32 result
 HEAD_TILE = 4096 * 32768 * 2  # trl's fused LM head: one bf16 tile of 4096 tokens × 32768 vocabulary entries
@@ -272,10 +277,9 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
             # [GaLore] (Zhao et al. 2024, §4, galore_torch GaLoreProjector "std"): each targeted (out × in) weight
             # keeps Adam's two states of its r × max(out, in) projected gradient and the min(out, in) × r
             # projection; the other parameters keep plain Adam states
-            lin = list(shape.linears.values())
-            low = sum(m.count * (2 * t.rank * max(m.in_sum, m.out_sum) // m.count
-                                 + t.rank * min(m.in_sum, m.out_sum) // m.count) for m in lin)
-            opt = 2 * wb * (P - shape.n_linear) + wb * low
+            mats = galore_targets(shape)
+            low = sum(c * (2 * t.rank * max(i, o) + t.rank * min(i, o)) for c, i, o in mats)
+            opt = 2 * wb * (P - sum(c * i * o for c, i, o in mats)) + wb * low
     else:
         trainable = shape.lora_params(t.rank, t.lora_targets)
         if t.method == "dora":  # magnitude vector: one value per output feature of each adapted layer
@@ -296,6 +300,8 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
         step_extra += DS_BUFFER_ELEMENTS * t.weights_bytes
     if t.method in FULL_WEIGHTS and shape.tied:
         step_extra += 4 * shape.vocab * shape.hidden
+    if t.method == "galore":  # a projection update (step 1, then every 200) decomposes one weight at a time
+        step_extra += GALORE_SVD_BYTES * max(i * o for _, i, o in galore_targets(shape))
     n = t.gpus
     if n > 1 and stage == 0:
         grads *= 2  # DDP reduces through gradient buckets: a second copy of the gradients [torch DDP]
@@ -320,6 +326,14 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
             weights = 0 if t.method in FULL_WEIGHTS else weights
     return {"weights": weights, "adapter": adapter, "gradients": grads, "optimizer": opt, "step_extra": step_extra,
             "trainable": trainable}
+
+
+def galore_targets(shape: Shape) -> list[tuple[int, int, int]]:
+    """(count, in, out) of the weights GaLore projects: transformers' ``optim_target_modules="all-linear"`` takes
+    every nn.Linear by module name, the LM head included — unless it is tied, when its one parameter is named after the
+    embedding and stays with the plain Adam states (transformers trainer_optimizer, low-rank optimizer setup)."""
+    mats = [(m.count, m.in_sum // m.count, m.out_sum // m.count) for m in shape.linears.values()]
+    return mats if shape.tied else mats + [(1, shape.hidden, shape.vocab)]
 
 
 def masters_fp32(t: TrainingSpec) -> bool:
@@ -439,7 +453,7 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
     if t.gpus > 1 or t.zero or t.fsdp:
         approx.append("sharding")  # the multi-GPU paths are calibrated with the training issue
     # switches not (yet) calibrated on a GPU: every one that is on
-    approx += [name for name, on in (("galore", t.method == "galore"), ("compile", t.compile_layers),
+    approx += [name for name, on in (("galore", t.method == "galore" and shape.tied), ("compile", t.compile_layers),
                                      ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
                                      ("loss-chunked", t.loss == "chunked"),

@@ -12,8 +12,8 @@ Cost model (tokens/s = achieved FLOP/s ÷ FLOPs per token):
     achieved FLOP/s    peak bf16 FLOP/s × MFU, MFU = MFU_MAX · x / (x + MFU_HALF) with x = tokens per micro-batch ×
                        hidden size: small matrices leave the GPU idle. × LIGER_SPEEDUP with Liger kernels, ×
                        QLORA_SPEED for the 4-bit dequantization, × COMPILE_SPEEDUP with compiled decoder layers.
-The MFU constants are fitted on yichui's trainer on an H200 (bench/results/2026-11-29-train-h200.md, bench/fit_speed.py);
-other GPUs are scaled by their dense bf16 peak. The ranking matters more than the absolute figure.
+The MFU constants are fitted on yichui's trainer on an H200 (bench/results/2026-12-02-train-jobs-h200.md,
+bench/fit_speed.py); other GPUs are scaled by their dense bf16 peak.
 """
 from __future__ import annotations
 
@@ -28,15 +28,21 @@ from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 PEAK_TFLOPS = {"NVIDIA T4": 52, "NVIDIA A10": 100, "NVIDIA L4": 97, "NVIDIA GeForce RTX 4090": 132,
                "NVIDIA L40S": 290, "NVIDIA A100 40GB": 249, "NVIDIA A100 80GB": 249, "NVIDIA H100 80GB": 790,
                "NVIDIA H200": 790}
-MFU_MAX = 0.75          # fitted, at its ceiling (bench/fit_speed.py: measured range short of saturation)
-MFU_HALF = 2.29e7       # tokens × hidden at which half of MFU_MAX is reached (fitted)
+# the eager trainer's MFU curve, fitted by bench/fit_speed.py on the 7B LoRA (micro-batch 1, 2048 tokens) and 1.5B full
+# fine-tune (micro-batch 4) jobs of bench/results/2026-12-02-train-jobs-h200.md; the 8B QLoRA job (4096 tokens) held
+# out: predicted 5,948 vs measured 5,742 tokens/s (+4 %)
+MFU_MAX = 0.75          # at its ceiling (a larger one is not physical here; the measured range is short of saturation)
+MFU_HALF = 8.7e6        # tokens × hidden at which half of MFU_MAX is reached
 # bench/results/2026-12-02-train-levers-h200.md (7B LoRA r16, 2048 tokens, micro-batch 1, checkpointing on): Liger
 # 4,881 tokens/s, inside the eager trainer's spread without it (4,442–6,878 over six runs) — no speedup shown (the
 # 1.08 used before came from a run declared void); Liger with compiled layers 4,523 (its kernels break the compiled
 # graph): never both
 LIGER_SPEEDUP = 1.0
-# compiled decoder layers against the eager trainer, median of five back-to-back pairs (1.39–2.30×)
-COMPILE_SPEEDUP = 1.76
+# compiled decoder layers ÷ the eager trainer, medians of the same job (bench/fit_speed.py): 7B LoRA r16 (five rounds,
+# pairs 1.39–2.30×), 1.5B full fine-tune (one compiled run beside three eager, 39,238 vs 27,607 tokens/s). QLoRA ran
+# 1.96× but held 2.1× the memory (18.3 vs 8.6 GiB on Llama-3.1-8B): refused (TrainingSpec.check); other methods are
+# not measured: no speedup predicted
+COMPILE_SPEEDUP = {"lora": 1.77, "full": 1.42}
 QLORA_SPEED = 0.80      # measured: QLoRA r64 against LoRA r8 at the same settings (2977 vs 3717 tokens/s)
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 
@@ -59,10 +65,10 @@ def liger_available() -> bool:
 
 
 def compile_available(t: TrainingSpec) -> bool:
-    """Whether the planner proposes compiled decoder layers: a CUDA GPU with torch's Triton backend, and the job
-    they were measured on — LoRA in one process (QLoRA, DoRA, full fine-tunes and sharded or several processes are
-    not measured; the knob itself works there, yichui estimate --compile-layers)."""
-    return (t.method == "lora" and t.gpus == 1 and t.distribution == "ddp"
+    """Whether the planner proposes compiled decoder layers: a CUDA GPU with torch's Triton backend, and the jobs
+    they were measured on — LoRA or a full fine-tune in one process (DoRA, GaLore and sharded or several processes
+    are not measured; the knob itself works there, yichui estimate --compile-layers; QLoRA is refused)."""
+    return (t.method in COMPILE_SPEEDUP and t.gpus == 1 and t.distribution == "ddp"
             and importlib.util.find_spec("triton") is not None and bool(memory.detect_gpus()))
 
 
@@ -85,7 +91,7 @@ def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int,
     if method == "qlora":
         speed *= QLORA_SPEED
     if compile_layers:
-        speed *= COMPILE_SPEEDUP
+        speed *= COMPILE_SPEEDUP.get(method, 1.0)
     return speed
 
 

@@ -129,8 +129,8 @@ class TrainingSpec:
     def check(self) -> None:
         """Raises:
             Refusal("memory.bad_choice" | "memory.bad_number" | "choose_strategy.bad_targets" |
-            "choose_strategy.liger_and_compile"): a value outside its choices or its range (nan and inf too), no
-            LoRA target, or Liger with compiled layers.
+            "choose_strategy.liger_and_compile" | "choose_strategy.qlora_and_compile"): a value outside its choices
+            or its range (nan and inf too), no LoRA target, Liger with compiled layers, or QLoRA with compiled layers.
         """
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
@@ -145,6 +145,8 @@ class TrainingSpec:
             raise Refusal("choose_strategy.bad_targets", value=self.lora_targets)
         if self.liger and self.compile_layers:  # Liger's kernels break the compiled graph: 2.2× slower measured
             raise Refusal("choose_strategy.liger_and_compile")
+        if self.method == "qlora" and self.compile_layers:  # 2.1× the eager trainer's memory measured, not modelled
+            raise Refusal("choose_strategy.qlora_and_compile")
 
 
 DEFAULTS = TrainingSpec()
