@@ -35,6 +35,31 @@ def test_help_in_chinese(home):
     assert "…" not in r.stdout and "不提任何" in r.stdout.replace("│", "").replace(" ", "").replace("\n", "")
 
 
+def test_estimate_help_keeps_every_option_name_whole_at_80_columns(home, tiny_model):
+    """`yichui estimate --help` at 80 columns cut "--gpu-memory-utiliz…" and "--activation-checkp…" (rich's options
+    table squeezed by --x/--no-x pairs). A switch now shows the flag that changes it; the other spelling still works."""
+    import re
+
+    for lang in ("en", "zh"):
+        r = yichui(home, "--lang", lang, "estimate", "--help", COLUMNS="80")
+        assert r.returncode == 0
+        names = set(re.findall(r"--[a-z][a-z0-9-]*", r.stdout))
+        assert not re.search(r"--[a-z0-9-]+…", r.stdout), r.stdout
+        assert {"--gpu-memory-utilization", "--no-activation-checkpointing", "--attn-implementation", "--liger",
+                "--compile-layers", "--packing", "--master-weights"} <= names, names
+    switches = ("activation_checkpointing", "liger", "compile_layers", "packing")
+
+    def config(*args):
+        r = yichui(home, "estimate", str(tiny_model), *args, "--json")
+        assert r.returncode == 0, r.stderr
+        return [json.loads(r.stdout)["config"][k] for k in switches]
+
+    assert config() == [True, False, False, False]
+    assert config("--no-activation-checkpointing", "--liger", "--packing") == [False, True, False, True]
+    assert config("--activation-checkpointing", "--no-liger", "--compile-layers") == [True, False, True, False]
+    assert config("--no-ckpt") == [False, False, False, False]  # the older spelling
+
+
 def test_subcommand_help_shows_placeholders_not_python_types(home):
     """Issue 20, item 13: `<bool>`, `<list[str]>`, `<str>` are Python; a flag shows nothing, a value a word."""
     for args in (["show"], ["run"], ["serve", "stop"], ["chat"], ["estimate"], ["download"]):

@@ -530,5 +530,21 @@ def _leave_process_group() -> None:
         dist.destroy_process_group()
 
 
+def _exit_now(code: int) -> None:
+    """Leave without the interpreter's teardown when several processes trained: objects still holding the process
+    group (the DDP wrapper, the Trainer) are destroyed there in any order, and gloo's threads can abort the process
+    with SIGABRT after a finished run (seen on the second node of a two-node CPU run, intermittently). Everything
+    the run leaves is written by then (result.json, events, checkpoints); the streams are flushed first."""
+    import logging
+
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    rc = main(sys.argv[1])
+    if WORLD > 1:
+        _exit_now(rc)
+    sys.exit(rc)

@@ -181,7 +181,7 @@ MESSAGES = {
     "cli.opt.seq": {"en": "Tokens per sequence (default: 2048, or the model's context when shorter).",
                     "zh": "每条序列的 token 数（默认 2048；模型上下文更短时取其长度）。"},
     "cli.opt.batch": {"en": "Micro-batch size.", "zh": "微批大小。"},
-    "cli.opt.ckpt": {"en": "Activation checkpointing.", "zh": "激活检查点。"},
+    "cli.opt.ckpt": {"en": "Turn activation checkpointing off (on by default).", "zh": "关闭激活检查点（默认开启）。"},
     "cli.opt.gpus": {"en": "GPUs (data parallel).", "zh": "GPU 数量（数据并行）。"},
     "cli.opt.gpu_memory": {"en": "Memory of the target GPU in GiB.", "zh": "目标 GPU 的显存（GiB）。"},
     "cli.opt.gpu": {"en": "A target GPU from the table (t4-16g, a10-24g, …, h200-141g).", "zh": "表中的目标 GPU（t4-16g、a10-24g、……、h200-141g）。"},

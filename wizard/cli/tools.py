@@ -67,6 +67,7 @@ def doctor(session: Optional[str] = SessionArg):
 
 
 OLD = "_old"  # the suffix of the hidden parameter that takes a field's older spellings
+FLIP, SAME = "_flip", "_same"  # a switch's shown flag (the non-default value) and its default's hidden spelling
 
 
 def _with_spec_options(fn):
@@ -86,9 +87,20 @@ def _with_spec_options(fn):
         help_ = T(text) if text.startswith("cli.") else text
         if f.name == "seq_len":
             opt, kind = typer.Option(None, f.metadata["flag"], help=help_, show_default=False), Optional[int]
+        elif "/" in f.metadata["flag"]:  # a switch: shown as the flag that changes it ("--liger",
+            # "--no-activation-checkpointing"); the default's own spelling is still taken, hidden — a --x/--no-x pair
+            # in rich's options table cut the option names at 80 columns
+            on, off = f.metadata["flag"].split("/")
+            shown, same = (off, on) if f.default else (on, off)
+            for suffix, flag, shown_here in ((SAME, same, False), (FLIP, shown, True)):
+                params.append(inspect.Parameter(f.name + suffix, inspect.Parameter.KEYWORD_ONLY, annotation=bool,
+                                                default=typer.Option(False, flag, help=help_ if shown_here else "",
+                                                                     hidden=not shown_here)))
+            opt = None
         else:
             opt, kind = typer.Option(f.default, f.metadata["flag"], help=help_), hints[f.name]
-        params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=kind))
+        if opt is not None:
+            params.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=opt, annotation=kind))
         if f.metadata["old"]:
             params.append(inspect.Parameter(f.name + OLD, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[hints[f.name]],
                                             default=typer.Option(None, *f.metadata["old"], hidden=True)))
@@ -123,6 +135,11 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
 
     if gpu is not None and gpu not in memory.GPUS:
         raise fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
+    for name in [n for n in spec if n.endswith(FLIP)]:  # a switch: its default unless the shown flag is given
+        field = name[:-len(FLIP)]
+        default = getattr(DEFAULTS, field)
+        spec.pop(field + SAME)
+        spec[field] = (not default) if spec.pop(name) else default
     for name in list(spec):
         if name.endswith(OLD):  # an older spelling, when given, is the value
             old = spec.pop(name)
