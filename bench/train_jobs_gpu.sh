@@ -3,7 +3,9 @@
 # 21's QLoRA-8B and 1.5B-full jobs against the plain loop and unsloth, GaLore's memory rows, then the 8B QLoRA
 # 50-step losses — detached, so that it outlives one device call (bench/README.md, "The speed peer").
 #
-#   bash bench/train_jobs_gpu.sh start          needs .peer/plain_hf_train.py and .tok/ (carried)
+#   bash bench/train_jobs_gpu.sh start [STEP…]  needs .peer/plain_hf_train.py and .tok/ (carried); STEPs in order,
+#                                               default "jobs galore jobs-loss8b": a train_throughput.py plan
+#                                               (jobs, jobs-loss8b, best, pairs, …) or galore (the memory rows)
 #   bash bench/train_jobs_gpu.sh wait SECONDS   follow it until done or SECONDS pass; rows and logs to $OUT
 set -uo pipefail
 R=/root/yichui-gpu; T=/root/tb; V=$R/venv/bin/python; U=$R/home/envs/unsloth-2026.10.9/bin/python
@@ -12,14 +14,18 @@ case "${1:?start|wait}" in
     mkdir -p $T/out && cp -r .peer .tok $T/ && cd $R/src
     export HF_HUB_OFFLINE=1 UNSLOTH_DISABLE_STATISTICS=1 YICHUI_UNSLOTH_PYTHON=$U YICHUI_UNSLOTH_TOKENIZER=$T/.tok \
            TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
-    setsid nohup bash -c "
-      $V bench/train_throughput.py measure --plan jobs --gpus 0 --out $T/out/train-jobs.jsonl \
-        --peer $T/.peer/plain_hf_train.py --work $T/work
-      $V bench/memory_accuracy.py measure --grid 4 --methods galore --gpus 0 --steps 3 \
-        --out $T/out/memory-galore.jsonl --work $T/mem
-      $V bench/train_throughput.py measure --plan jobs-loss8b --gpus 0 --out $T/out/train-jobs-loss8b.jsonl \
-        --peer $T/.peer/plain_hf_train.py --work $T/work
-      echo ALL-DONE" > $T/out/driver.log 2>&1 < /dev/null &
+    shift; steps=${*:-jobs galore jobs-loss8b}
+    script=""
+    for st in $steps; do
+      if [ "$st" = galore ]; then
+        script+="$V bench/memory_accuracy.py measure --grid 4 --methods galore --gpus 0 --steps 3 \
+          --out $T/out/memory-galore.jsonl --work $T/mem; "
+      else
+        script+="$V bench/train_throughput.py measure --plan $st --gpus 0 --out $T/out/train-$st.jsonl \
+          --peer $T/.peer/plain_hf_train.py --work $T/work; "
+      fi
+    done
+    setsid nohup bash -c "$script echo ALL-DONE" > $T/out/driver.log 2>&1 < /dev/null &
     echo "started pid $!" ;;
   wait)
     end=$(( $(date +%s) + ${2:-60} ))

@@ -115,11 +115,18 @@ def pair_rows(job: tuple, seq: int, n_rounds: int) -> list:
 # the 8B QLoRA loss rows last, in a plan of their own (the longest rows: three loads of 8B and 150 steps of 4096)
 JOBS = loss_rows(FULL15, 2048, 1e-5) + pair_rows(FULL15, 2048, rounds(3)) + pair_rows(QLORA8, 4096, rounds(3) - 2)
 JOBS_LOSS8B = loss_rows(QLORA8, 4096, 2e-4)
+# each side's best plan in the same memory (issue 21): a 24 GiB budget, 8 sequences per optimizer step. unsloth tries
+# micro-batches 1-8 with its checkpointing in one load (unsloth_peer.py --sweep; the fastest within the budget
+# counts); yichui runs what its planner recommends for a 24 GiB GPU (the planner's predicted tokens/s and peak beside)
+BEST = [("0", who, *job, {"seq": seq, "budget_gib": 24.0})
+        for job, seq in ((("qwen2.5-7b", "lora", 16, True, 8), 2048), (QLORA8[:4] + (8,), 4096),
+                         (FULL15[:4] + (8,), 2048))
+        for who in ("unsloth-best", "yichui-best")]
 PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE, "unsloth": UNSLOTH, "levers": LEVERS,
          "pairs": PAIRS, "levers2": LEVERS2, "jobs": JOBS,
-         "jobs-loss8b": JOBS_LOSS8B}
+         "jobs-loss8b": JOBS_LOSS8B, "best": BEST}
 SEQ, STEPS = 2048, 8
-BENCH_KEYS = ("seq", "loss_steps", "lr")  # read by this script, not knobs of yichui's trainer
+BENCH_KEYS = ("seq", "loss_steps", "lr", "budget_gib")  # read by this script, not knobs of yichui's trainer
 _prepare_lock = threading.Lock()
 
 
@@ -189,6 +196,50 @@ def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch
     return out
 
 
+def run_unsloth_best(work: Path, shape: str, method: str, rank: int, effective: int, seq: int, budget: float,
+                     gpu: str) -> dict:
+    """unsloth's best plan within ``budget`` GiB: unsloth_peer.py --sweep 1,2,4,8 at ``effective`` sequences per
+    optimizer step, its checkpointing on; the fastest micro-batch whose memory stays within the budget."""
+    from memory_accuracy import prepare_shape
+
+    with _prepare_lock:
+        weights = prepare_shape(shape, work, weights=True, gpu=gpu)
+    cmd = [os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3"), str(Path(__file__).resolve().parent / "unsloth_peer.py"),
+           "--config", str(CONFIGS / shape / "config.json"), "--method", method, "--rank", str(rank), "--ckpt",
+           "--seq", str(seq), "--steps", "5", "--weights", str(weights), "--tokenizer", str(weights),
+           "--sweep", "1,2,4,8", "--effective-batch", str(effective), "--budget-gib", str(budget)]
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"CUDA_VISIBLE_DEVICES": gpu}
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
+    if line is None:
+        return {"rc": r.returncode, "error": (r.stderr or r.stdout)[-3000:]}
+    tried = json.loads(line[7:])["sweep"]
+    fit = [c for c in tried if not c.get("oom") and c["device_gib"] <= budget]
+    best = max(fit, key=lambda c: c["tokens_per_s"], default=None)
+    return {"rc": 0, "tried": tried, "plan": best, "tokens_per_s": best and best["tokens_per_s"],
+            "device_gib": best and best["device_gib"]}
+
+
+def run_yichui_best(work: Path, shape: str, method: str, rank: int, effective: int, seq: int, budget: float,
+                    gpu: str) -> dict:
+    """yichui's recommended plan for a ``budget`` GiB GPU (planner.plans' first, on this machine: Liger and compiled
+    layers where available), measured with the trainer; its predicted tokens/s and peak recorded beside."""
+    from recipes.memory import model as memory
+    from recipes.memory import planner
+    from recipes.training.spec import TrainingSpec
+
+    sh = memory.shape_from_config(json.loads((CONFIGS / shape / "config.json").read_text()))
+    t = TrainingSpec(method=method, lora_rank=rank, lora_alpha=2 * rank, lora_dropout=0.0, seq_len=seq,
+                     master_weights="bf16")
+    plan = planner.plans(sh, t, effective, "NVIDIA H200", budget)[0]
+    knobs = {"lora_rank": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0, "grad_accum": plan.grad_accum,
+             "liger": plan.liger, "compile_layers": plan.compile_layers}
+    res = run_yichui(work, shape, method, rank, plan.ckpt, plan.micro_batch, knobs, gpu, seq) if plan.fits else {}
+    return res | {"plan": {"ckpt": plan.ckpt, "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum,
+                           "liger": plan.liger, "compile_layers": plan.compile_layers, "fits": plan.fits},
+                  "predicted_tokens_per_s": plan.tokens_per_s, "predicted_peak_gib": plan.peak_gib}
+
+
 def loss_data(work: Path, shape: str, seq: int, batch: int, steps: int, gpu: str) -> dict:
     """The token rows yichui's trainer makes of the identical conversations measure_one(same_rows=True) writes, for
     the peers: trl's conversational prompt-completion tokenization (prompt with the generation prompt; the
@@ -241,7 +292,12 @@ def cmd_measure(a) -> None:
                 loss = {"steps": extra["loss_steps"], "lr": extra["lr"]}
                 if who != "yichui":
                     loss |= loss_data(work, shape, seq, batch, extra["loss_steps"], gpu)
-            res = (run_peer(Path(a.peer), shape, method, rank, ckpt, batch, gpu, seq) if who == "peer"
+            if who.endswith("-best"):  # ``batch`` is the effective batch here: each side picks its micro-batch
+                res = (run_unsloth_best if who == "unsloth-best" else run_yichui_best)(
+                    work, shape, method, rank, batch, seq, extra["budget_gib"], gpu)
+            else:
+                res = None
+            res = res or (run_peer(Path(a.peer), shape, method, rank, ckpt, batch, gpu, seq) if who == "peer"
                    else run_unsloth(work, shape, method, rank, ckpt, batch, gpu, seq, loss,
                                     "plain" if who == "plain" else "unsloth") if who in ("unsloth", "plain")
                    else run_yichui(work, shape, method, rank, ckpt, batch, knobs, gpu, seq, loss))
@@ -294,7 +350,7 @@ def cmd_jobs_report(a) -> None:
     rows = [json.loads(x) for f in a.results for x in Path(f).read_text().splitlines() if x.strip()]
     out = []
     for name, method in (("qwen2.5-1.5b", "full"), ("llama3.1-8b", "qlora")):
-        job = [r for r in rows if r["shape"] == name and r["method"] == method]
+        job = [r for r in rows if r["shape"] == name and r["method"] == method and not r["who"].endswith("-best")]
         if not job:
             continue
         r0 = job[0]
@@ -339,6 +395,23 @@ def cmd_jobs_report(a) -> None:
                 if w in loss:
                     out.append(f"\n{w}: {loss[w]['tokens_per_s']:,.0f} tokens/s over the 50 steps, "
                                f"{loss[w]['device_gib']:.2f} GiB")
+        out.append("")
+    best = [r for r in rows if r["who"].endswith("-best")]
+    if best:
+        out += ["### Each side's best plan in the same memory (24 GiB budget, 8 sequences per optimizer step)", "",
+                "| job | side | plan | tokens/s | GiB | yichui ÷ unsloth | predicted tokens/s | predicted GiB |",
+                "|---|---|---|---:|---:|---:|---:|---:|"]
+        for un, yi in zip(best[::2], best[1::2]):
+            for r in (un, yi):
+                pl = r.get("plan") or {}
+                plan = (f"mb {pl.get('micro_batch')} × {pl.get('grad_accum')}, ckpt {'on' if pl.get('ckpt', True) else 'off'}"
+                        + (", compiled" if pl.get("compile_layers") else "") + (", Liger" if pl.get("liger") else ""))
+                ratio = (f"{yi['tokens_per_s'] / un['tokens_per_s']:.2f}×"
+                         if r is yi and yi.get("tokens_per_s") and un.get("tokens_per_s") else "")
+                tps, gib = r.get("tokens_per_s"), r.get("device_gib")
+                out.append(f"| {r['shape']} {r['method']} {r['seq']} | {r['who'][:-5]} | {plan} | "
+                           f"{tps and f'{tps:,.0f}' or 'failed'} | {gib and f'{gib:.2f}' or ''} | {ratio} | "
+                           f"{r.get('predicted_tokens_per_s') or ''} | {r.get('predicted_peak_gib') or ''} |")
         out.append("")
     from memory_accuracy import write_report
 

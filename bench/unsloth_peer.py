@@ -76,6 +76,51 @@ def plain_model(a, torch, transformers, peft):
     return model
 
 
+def sweep(model, a, torch) -> list[dict]:
+    """Each side's best plan in a memory budget (issue 21): with the model loaded once, each micro-batch of
+    ``--sweep`` in turn at ``--effective-batch`` sequences per optimizer step (gradient accumulation makes up the
+    rest), ``--steps`` optimizer steps; tokens/s from the median step after the first, memory as the peak reserved
+    plus what lies outside the allocator (nvidia-smi's view). Stops at an OOM or above ``--budget-gib``."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=a.lr, fused=True)
+    vocab = model.config.vocab_size
+    model.train()
+    out = []
+    for mb in sorted(int(x) for x in a.sweep.split(",")):
+        if a.effective_batch % mb:
+            continue
+        accum = a.effective_batch // mb
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        times = []
+        try:
+            for _ in range(a.steps):
+                torch.cuda.synchronize()
+                t = time.time()
+                for _ in range(accum):
+                    ids = torch.randint(0, vocab, (mb, a.seq), device="cuda")
+                    (model(input_ids=ids, labels=ids).loss / accum).backward()
+                opt.step()
+                opt.zero_grad(set_to_none=True)
+                torch.cuda.synchronize()
+                times.append(time.time() - t)
+        except torch.OutOfMemoryError:
+            out.append({"micro_batch": mb, "grad_accum": accum, "oom": True})
+            break
+        free, total = torch.cuda.mem_get_info()
+        outside = (total - free) / 2**30 - torch.cuda.memory_reserved() / 2**30
+        peak = torch.cuda.max_memory_reserved() / 2**30
+        step_s = sorted(times[1:])[len(times[1:]) // 2]
+        out.append({"micro_batch": mb, "grad_accum": accum, "step_s": round(step_s, 4),
+                    "tokens_per_s": round(a.effective_batch * a.seq / step_s, 1),
+                    "peak_reserved_gib": round(peak, 3), "device_gib": round(peak + outside, 3),
+                    "step_times": [round(x, 4) for x in times]})
+        print(json.dumps(out[-1]), flush=True)
+        if a.budget_gib and peak + outside > a.budget_gib:
+            break
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", required=True)
@@ -90,6 +135,9 @@ def main():
     ap.add_argument("--data", default=None, help="JSON {input_ids: [[...]], labels: [[...]]}, one row per sequence")
     ap.add_argument("--lr", type=float, default=1e-5)
     ap.add_argument("--backend", default="unsloth", choices=["unsloth", "plain"])
+    ap.add_argument("--sweep", default=None, help="micro-batches to try in turn, e.g. 1,2,4,8 (one load)")
+    ap.add_argument("--effective-batch", type=int, default=8, help="sequences per optimizer step in --sweep")
+    ap.add_argument("--budget-gib", type=float, default=None, help="--sweep stops above this device memory")
     a = ap.parse_args()
     t0 = time.time()
     write_weights(a.config, a.weights, a.tokenizer)
@@ -120,6 +168,11 @@ def main():
         version = "plain transformers + peft " + peft.__version__
         model = plain_model(a, torch, transformers, peft)
     loaded_s = time.time() - t0 - written_s
+    if a.sweep:
+        print("RESULT " + json.dumps(dict(sweep=sweep(model, a, torch), loaded_s=round(loaded_s, 1), backend=a.backend,
+                                          versions=dict(unsloth=version, torch=torch.__version__,
+                                                        transformers=transformers.__version__))), flush=True)
+        return
     vocab = model.config.vocab_size
     rows = json.load(open(a.data)) if a.data else None
     steps = len(rows["input_ids"]) // a.batch if rows else a.steps

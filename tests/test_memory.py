@@ -298,6 +298,9 @@ def test_planner_proposes_compiled_layers_where_they_were_measured(qwen7b, monke
         assert not planner.compile_available(replace(t, processes=2))
         qlora = planner.plans(qwen7b, replace(t, method="qlora"), 1, "NVIDIA H200", 139.8, liger=False)
         assert qlora and not any(p.compile_layers for p in qlora)
+    asked = planner.plans(qwen7b, replace(t, method="qlora"), 1, "NVIDIA H200", 139.8, liger=False,
+                          compile_layers=True)  # asked for explicitly: still never a QLoRA plan it would refuse
+    assert asked and not any(p.compile_layers for p in asked)
     assert not any(p.compile_layers for p in planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8))
 
 

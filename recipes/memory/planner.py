@@ -106,7 +106,8 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
         effective_batch: sequences per optimizer step per process (micro-batch × gradient accumulation).
     """
     liger = liger_available() if liger is None else liger
-    compiled = compile_available(t) if compile_layers is None else compile_layers
+    # asked for or not, never where TrainingSpec.check refuses it (QLoRA)
+    compiled = (compile_available(t) if compile_layers is None else compile_layers) and t.method != "qlora"
     kernels = [(False, False)] + ([(True, False)] if liger else []) + ([(False, True)] if compiled else [])
     out = []
     for ckpt in (False, True):
