@@ -27,7 +27,8 @@ from recipes.memory import planner  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 RESULTS = Path(__file__).resolve().parent / "results"
-DEFAULT = [RESULTS / "2026-12-02-train-levers-h200" / "call2-pairs.jsonl",
+DEFAULT = [RESULTS / "2026-12-02-train-levers-h200" / "call1-levers.jsonl",
+           RESULTS / "2026-12-02-train-levers-h200" / "call2-pairs.jsonl",
            RESULTS / "2026-12-02-train-levers-h200" / "call3-pairs.jsonl",
            RESULTS / "2026-12-02-train-jobs-h200" / "train-jobs.jsonl"]
 FIT = {("qwen2.5-7b", "lora"), ("qwen2.5-1.5b", "full")}

@@ -359,8 +359,11 @@ def cmd_jobs_report(a) -> None:
         out += [f"### {name} {method}, {r0['seq']} tokens, micro-batch {r0['batch']}, checkpointing on, no packing",
                 "", "| round | plain loop | unsloth | yichui eager | yichui ÷ unsloth | yichui ÷ plain |",
                 "|---|---:|---:|---:|---:|---:|"]
-        timing = [r for r in job if "loss_steps" not in r["extra"] and not r["extra"].get("compile_layers")]
-        rounds_ = [timing[i:i + 3] for i in range(0, len(timing) - 2, 3)]
+        timing = [r for r in job if "loss_steps" not in r["extra"] and not r["extra"].get("compile_layers")
+                  and r.get("tokens_per_s")]
+        # a round: plain, unsloth, yichui back to back (a failed run breaks its round, which is left out)
+        rounds_ = [timing[i:i + 3] for i in range(len(timing) - 2)
+                   if [r["who"] for r in timing[i:i + 3]] == ["peer", "unsloth", "yichui"]]
         for i, (pl, un, yi) in enumerate(rounds_, 1):
             p_, u_, y_ = pl["tokens_per_s"], un["tokens_per_s"], yi["tokens_per_s"]
             out.append(f"| {i} | {p_:,.0f} | {u_:,.0f} | {y_:,.0f} | {y_ / u_:.2f}× | {y_ / p_:.2f}× |")

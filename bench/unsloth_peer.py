@@ -18,7 +18,10 @@ With ``--data`` (the token ids and labels yichui's trainer builds from the same 
 ``loss_data``) each step takes the next row instead of random ids, and the loop is the Trainer's: constant learning
 rate ``--lr``, no weight decay, gradients clipped to norm 1.0 — the 50-step loss comparison on the same data and the
 same weights. ``--backend plain`` runs that same loop with transformers + PEFT alone (no unsloth import), the plain
-loop's side of that comparison; bitsandbytes NF4 with double quantization for QLoRA, as yichui and the plain peer.
+loop's side of that comparison; bitsandbytes NF4 with double quantization for QLoRA, as yichui and the plain peer;
+on a GPU the adapters run under bf16 autocast as in the Trainer, QLoRA's cast to bf16 as trl does (the 2026-12-02
+rows ran before that: fp32 adapters without autocast). Adapters are initialised by each side (lora_A is random):
+only the base weights are the same.
 """
 import argparse
 import json
@@ -69,8 +72,13 @@ def plain_model(a, torch, transformers, peft):
         model.config.use_cache = False
     if a.method == "full":
         return model
+    torch.manual_seed(42)  # the Trainer's seed (lora_A is still drawn in another order than yichui's: not equal)
     model = peft.get_peft_model(model, peft.LoraConfig(r=a.rank, lora_alpha=2 * a.rank, lora_dropout=0.0,
                                                        target_modules=ALL_LINEAR, task_type="CAUSAL_LM"))
+    if a.method == "qlora":  # as trl's SFTTrainer does for a 4-bit model: bf16 adapters (it runs them under autocast)
+        for p in model.parameters():
+            if p.requires_grad:
+                p.data = p.data.to(torch.bfloat16)
     if a.ckpt:
         model.enable_input_require_grads()
     return model
@@ -196,7 +204,8 @@ def main():
             ids = labels = torch.randint(0, vocab, (a.batch, a.seq), device=dev)
         sync()
         t = time.time()
-        loss = model(input_ids=ids, labels=labels).loss
+        with torch.autocast(dev, dtype=torch.bfloat16, enabled=cuda and a.backend == "plain" and a.method != "full"):
+            loss = model(input_ids=ids, labels=labels).loss  # the plain loop under the Trainer's bf16 autocast
         loss.backward()
         if rows:  # the Trainer's max_grad_norm
             torch.nn.utils.clip_grad_norm_(params, 1.0)

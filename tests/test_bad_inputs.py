@@ -300,6 +300,9 @@ CATALOGUE = [
          "cli.master_weights_full_only", lambda e: ["estimate", str(e.tiny), "--master-weights", "bf16"]),
     Case("estimate-offload-ddp", "yichui estimate --offload without ZeRO or FSDP", "cli.offload_needs_sharding",
          lambda e: ["estimate", str(e.tiny), "--offload"]),
+    Case("estimate-switch-both-ways", "yichui estimate --liger --no-liger (a switch asked both ways, or an older "
+         "spelling against the new one)", "cli.options_disagree",
+         lambda e: ["estimate", str(e.tiny), "--liger", "--no-liger"]),
     Case("estimate-qlora-compiled", "yichui estimate --method qlora --compile-layers (2.1× the memory, not modelled)",
          "choose_strategy.qlora_and_compile",
          lambda e: ["estimate", str(e.tiny), "--method", "qlora", "--compile-layers"]),

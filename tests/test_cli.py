@@ -58,6 +58,12 @@ def test_estimate_help_keeps_every_option_name_whole_at_80_columns(home, tiny_mo
     assert config("--no-activation-checkpointing", "--liger", "--packing") == [False, True, False, True]
     assert config("--activation-checkpointing", "--no-liger", "--compile-layers") == [True, False, True, False]
     assert config("--no-ckpt") == [False, False, False, False]  # the older spelling
+    assert config("--ckpt", "--packing") == [True, False, False, True]
+    # both directions, or an older spelling against the new one: one line naming both, not a silent pick
+    for args in (["--liger", "--no-liger"], ["--no-activation-checkpointing", "--activation-checkpointing"],
+                 ["--no-activation-checkpointing", "--ckpt"], ["--seq", "256", "--seq-len", "128"]):
+        r = yichui(home, "estimate", str(tiny_model), *args)
+        assert r.returncode == 2 and "disagree" in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
 
 
 def test_subcommand_help_shows_placeholders_not_python_types(home):

@@ -30,9 +30,9 @@ PEAK_TFLOPS = {"NVIDIA T4": 52, "NVIDIA A10": 100, "NVIDIA L4": 97, "NVIDIA GeFo
                "NVIDIA H200": 790}
 # the eager trainer's MFU curve, fitted by bench/fit_speed.py on the 7B LoRA (micro-batch 1, 2048 tokens) and 1.5B full
 # fine-tune (micro-batch 4) jobs of bench/results/2026-12-02-train-jobs-h200.md; the 8B QLoRA job (4096 tokens) held
-# out: predicted 5,948 vs measured 5,742 tokens/s (+4 %)
+# out: predicted 6,019 vs measured 5,742 tokens/s (+5 %)
 MFU_MAX = 0.75          # at its ceiling (a larger one is not physical here; the measured range is short of saturation)
-MFU_HALF = 8.7e6        # tokens × hidden at which half of MFU_MAX is reached
+MFU_HALF = 8.4e6        # tokens × hidden at which half of MFU_MAX is reached
 # bench/results/2026-12-02-train-levers-h200.md (7B LoRA r16, 2048 tokens, micro-batch 1, checkpointing on): Liger
 # 4,881 tokens/s, inside the eager trainer's spread without it (4,442–6,878 over six runs) — no speedup shown (the
 # 1.08 used before came from a run declared void); Liger with compiled layers 4,523 (its kernels break the compiled
@@ -42,7 +42,7 @@ LIGER_SPEEDUP = 1.0
 # pairs 1.39–2.30×), 1.5B full fine-tune (one compiled run beside three eager, 39,238 vs 27,607 tokens/s). QLoRA ran
 # 1.96× but held 2.1× the memory (18.3 vs 8.6 GiB on Llama-3.1-8B): refused (TrainingSpec.check); other methods are
 # not measured: no speedup predicted
-COMPILE_SPEEDUP = {"lora": 1.77, "full": 1.42}
+COMPILE_SPEEDUP = {"lora": 1.76, "full": 1.42}
 QLORA_SPEED = 0.80      # measured: QLoRA r64 against LoRA r8 at the same settings (2977 vs 3717 tokens/s)
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 
@@ -66,9 +66,11 @@ def liger_available() -> bool:
 
 def compile_available(t: TrainingSpec) -> bool:
     """Whether the planner proposes compiled decoder layers: a CUDA GPU with torch's Triton backend, and the jobs
-    they were measured on — LoRA or a full fine-tune in one process (DoRA, GaLore and sharded or several processes
-    are not measured; the knob itself works there, yichui estimate --compile-layers; QLoRA is refused)."""
-    return (t.method in COMPILE_SPEEDUP and t.gpus == 1 and t.distribution == "ddp"
+    they were measured on — LoRA, or a full fine-tune with bf16 master weights, in one process (fp32 masters, DoRA,
+    GaLore and sharded or several processes are not measured; the knob itself works there, yichui estimate
+    --compile-layers; QLoRA is refused)."""
+    measured = t.method == "lora" or (t.method == "full" and t.master_weights == "bf16")  # the full job: bf16
+    return (measured and t.gpus == 1 and t.distribution == "ddp"
             and importlib.util.find_spec("triton") is not None and bool(memory.detect_gpus()))
 
 

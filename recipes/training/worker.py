@@ -535,11 +535,16 @@ def _exit_now(code: int) -> None:
     group (the DDP wrapper, the Trainer) are destroyed there in any order, and gloo's threads can abort the process
     with SIGABRT after a finished run (seen on the second node of a two-node CPU run, intermittently). Everything
     the run leaves is written by then (result.json, events, checkpoints); the streams are flushed first."""
+    import ctypes
     import logging
 
     logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
+    try:  # C stdio buffers too (NCCL, bitsandbytes print there); os._exit skips them
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
     os._exit(code)
 
 

@@ -130,8 +130,8 @@ MESSAGES = {
         "en": "Compiled layers with QLoRA held 2.1× the memory of the eager trainer on an H200 (18.3 vs 8.6 GiB): not offered; turn compiled layers off.",
         "zh": "QLoRA 使用编译层时，在 H200 上实测显存为未编译训练器的 2.1 倍（18.3 对 8.6 GiB）：不提供；请关闭编译层。"},
     "choose_strategy.asked_if.compile_layers": {
-        "en": "for LoRA or a full fine-tune in one process on a CUDA GPU, without Liger (elsewhere: yichui estimate --compile-layers)",
-        "zh": "仅在单进程、CUDA GPU 上的 LoRA 或全参微调且未启用 Liger 时询问（其他情况：yichui estimate --compile-layers）"},
+        "en": "for LoRA, or a full fine-tune with bf16 master weights, in one process on a CUDA GPU, without Liger (elsewhere: yichui estimate --compile-layers)",
+        "zh": "仅在单进程、CUDA GPU 上的 LoRA 或 bf16 主权重的全参微调且未启用 Liger 时询问（其他情况：yichui estimate --compile-layers）"},
     "choose_strategy.asked_if.several_processes": {
         "en": "when training runs in 2 or more processes (choose_strategy.processes × nodes)",
         "zh": "训练进程总数（choose_strategy.processes × nodes）≥ 2"},

@@ -135,16 +135,29 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
 
     if gpu is not None and gpu not in memory.GPUS:
         raise fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
-    for name in [n for n in spec if n.endswith(FLIP)]:  # a switch: its default unless the shown flag is given
+    flags = {f.name: f.metadata for f in dataclasses.fields(TrainingSpec)}
+    for name in [n for n in spec if n.endswith(FLIP)]:  # a switch: its default unless a spelling of it is given
         field = name[:-len(FLIP)]
         default = getattr(DEFAULTS, field)
-        spec.pop(field + SAME)
-        spec[field] = (not default) if spec.pop(name) else default
+        on, off = flags[field]["flag"].split("/")
+        seen = {(off if default else on): not default} if spec.pop(name) else {}
+        if spec.pop(field + SAME):
+            seen[on if default else off] = default
+        old = spec.pop(field + OLD, None)
+        if old is not None:
+            seen[flags[field]["old"][0].split("/")[0 if old else 1]] = old
+        if len(set(seen.values())) > 1:  # both directions seen for: say so rather than pick one
+            one, other = sorted(seen, key=lambda k: seen[k])
+            raise fail("cli.options_disagree", one=one, other=other)
+        spec[field] = next(iter(seen.values()), default)
     for name in list(spec):
-        if name.endswith(OLD):  # an older spelling, when given, is the value
-            old = spec.pop(name)
-            if old is not None:
-                spec[name[:-len(OLD)]] = old
+        if name.endswith(OLD):  # an older spelling, when given, is the value — unless the new one says otherwise
+            old, field = spec.pop(name), name[:-len(OLD)]
+            if old is None:
+                continue
+            if spec[field] not in (old, None, getattr(DEFAULTS, field)):
+                raise fail("cli.options_disagree", one=flags[field]["old"][0], other=flags[field]["flag"])
+            spec[field] = old
     seq = spec.pop("seq_len")
     for name, value, lo in (("--gpu-memory", gpu_memory, 1e-9), ("--seq-len", seq, 1),
                             ("--micro-batch", spec["micro_batch"], 1), ("--processes", spec["processes"], 1),
