@@ -1,0 +1,98 @@
+"""Issue 22, first slice: the embedded tiny vision-language model and the bundled shapes data, on the CPU stack.
+
+Real components: the tiny Qwen2-VL checkpoint built offline (recipes/demo/tiny_vlm.py), its processor (the chat
+template with an image entry, 4 image tokens per 56 × 56 image), the rendered shapes data (recipes/data/shapes.py),
+and a short plain torch training of the whole model on it: the answer must come from the image — held-out accuracy
+above chance (1/3) — which is what the issue's demo acceptance will rest on.
+"""
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def vlm(tmp_path_factory):
+    from recipes.demo import tiny_vlm
+
+    path = tiny_vlm.build(tmp_path_factory.mktemp("tiny-vlm") / "model")
+    return path, tiny_vlm.load_processor(path)
+
+
+def test_shapes_data_is_deterministic_and_the_answer_is_in_the_image(tmp_path):
+    from recipes.data import shapes
+
+    a, b = shapes.build(tmp_path / "a", 18, seed=3), shapes.build(tmp_path / "b", 18, seed=3)
+    assert a.read_text() == b.read_text()
+    assert all((tmp_path / "a" / p).read_bytes() == (tmp_path / "b" / p).read_bytes()
+               for p in sorted(x.relative_to(tmp_path / "a") for x in (tmp_path / "a" / "images").glob("*.png")))
+    recs = [json.loads(x) for x in a.read_text().splitlines()]
+    assert len(recs) == 36  # two questions per image
+    colour_answers = [r["messages"][1]["content"] for r in recs if "colour" in r["messages"][0]["content"][1]["text"]]
+    assert sorted(set(colour_answers)) == sorted(shapes.COLOURS)  # one question, every answer: only the image tells
+    assert all(colour_answers.count(c) == 6 for c in shapes.COLOURS)  # balanced: chance is 1/3
+
+
+def test_processor_renders_an_image_turn(vlm):
+    from recipes.data import shapes
+
+    _, proc = vlm
+    img = shapes.render("red", "circle", random.Random(0))
+    msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": shapes.QUESTIONS["colour"]}]}]
+    text = proc.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+    batch = proc(text=[text], images=[img], return_tensors="pt")
+    pad = proc.tokenizer.convert_tokens_to_ids("<|image_pad|>")
+    assert int((batch["input_ids"] == pad).sum()) == 4  # 16 patches of 14 px merged 2 × 2
+    assert tuple(batch["image_grid_thw"][0].tolist()) == (1, 4, 4)
+    for word in list(shapes.COLOURS) + list(shapes.SHAPES):  # one token per answer
+        assert len(proc.tokenizer(word)["input_ids"]) == 1, word
+
+
+@pytest.mark.slow
+def test_a_short_training_reads_the_colour_from_the_image(vlm, tmp_path):
+    import torch
+    from PIL import Image
+    from transformers import Qwen2VLForConditionalGeneration
+
+    from recipes.data import shapes
+
+    path, proc = vlm
+    tok = proc.tokenizer
+    train = [json.loads(x) for x in shapes.build(tmp_path, 270, seed=0).read_text().splitlines()]
+    train = [r for r in train if "colour" in r["messages"][0]["content"][1]["text"]]
+    held = [json.loads(x) for x in shapes.build(tmp_path, 45, seed=1, name="held.jsonl").read_text().splitlines()]
+    held = [r for r in held if "colour" in r["messages"][0]["content"][1]["text"]]
+    answer_ids = [tok.convert_tokens_to_ids(c) for c in shapes.COLOURS]
+
+    def encode(recs):
+        prompts = [proc.apply_chat_template(r["messages"][:1], tokenize=False, add_generation_prompt=True)
+                   for r in recs]
+        images = [Image.open(tmp_path / r["messages"][0]["content"][0]["image"]).convert("RGB") for r in recs]
+        return proc(text=prompts, images=images, return_tensors="pt", padding=True, padding_side="left")
+
+    def accuracy(model) -> float:
+        with torch.no_grad():
+            logits = model(**encode(held)).logits[:, -1, answer_ids]
+        truth = torch.tensor([list(shapes.COLOURS).index(r["messages"][1]["content"]) for r in held])
+        return float((logits.argmax(-1) == truth).float().mean())
+
+    torch.manual_seed(0)
+    model = Qwen2VLForConditionalGeneration.from_pretrained(path)
+    base = accuracy(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    rng = random.Random(0)
+    model.train()
+    for _ in range(200):  # the next token after the prompt is the answer: its cross-entropy is the loss
+        recs = rng.sample(train, 8)
+        logits = model(**encode(recs)).logits[:, -1]
+        target = torch.tensor([tok.convert_tokens_to_ids(r["messages"][1]["content"]) for r in recs])
+        torch.nn.functional.cross_entropy(logits, target).backward()
+        opt.step()
+        opt.zero_grad()
+    model.eval()
+    trained = accuracy(model)
+    # chance is 1/3: 25 of 45 right by guessing has a probability below 1e-3; measured 0.67 after these 200
+    # steps (0.64 after 150; base 0.33)
+    assert trained >= 0.55 and trained > base + 0.2, (base, trained)
