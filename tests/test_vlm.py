@@ -12,6 +12,8 @@ import random
 
 import pytest
 
+SIZE_SQ = 56 * 56
+
 
 @pytest.fixture(scope="module")
 def vlm(tmp_path_factory):
@@ -30,9 +32,18 @@ def test_shapes_data_is_deterministic_and_the_answer_is_in_the_image(tmp_path):
                for p in sorted(x.relative_to(tmp_path / "a") for x in (tmp_path / "a" / "images").glob("*.png")))
     recs = [json.loads(x) for x in a.read_text().splitlines()]
     assert len(recs) == 36  # two questions per image
+    assert all(len(r["images"]) == 1 and (tmp_path / "a" / r["images"][0]).is_file() for r in recs)
     colour_answers = [r["messages"][1]["content"] for r in recs if "colour" in r["messages"][0]["content"][1]["text"]]
     assert sorted(set(colour_answers)) == sorted(shapes.COLOURS)  # one question, every answer: only the image tells
     assert all(colour_answers.count(c) == 6 for c in shapes.COLOURS)  # balanced: chance is 1/3
+    # the pixels carry the answer: the commonest non-background colour is the record's colour
+    from PIL import Image
+
+    for r in recs[::2]:
+        img = Image.open(tmp_path / "a" / r["images"][0]).convert("RGB")
+        counts = sorted((n, c) for n, c in img.getcolors(SIZE_SQ) if c != (245, 245, 245))
+        colour = next(name for name, rgb in shapes.COLOURS.items() if rgb == counts[-1][1])
+        assert colour in {x["messages"][1]["content"] for x in recs if x["images"] == r["images"]}
 
 
 def test_processor_renders_an_image_turn(vlm):
@@ -46,8 +57,16 @@ def test_processor_renders_an_image_turn(vlm):
     pad = proc.tokenizer.convert_tokens_to_ids("<|image_pad|>")
     assert int((batch["input_ids"] == pad).sum()) == 4  # 16 patches of 14 px merged 2 × 2
     assert tuple(batch["image_grid_thw"][0].tolist()) == (1, 4, 4)
-    for word in list(shapes.COLOURS) + list(shapes.SHAPES):  # one token per answer
-        assert len(proc.tokenizer(word)["input_ids"]) == 1, word
+    for word in list(shapes.COLOURS) + list(shapes.SHAPES):  # one token per answer, the word's own
+        assert proc.tokenizer(word)["input_ids"] == [proc.tokenizer.convert_tokens_to_ids(word)], word
+    # the files name the standard processor and carry a video processor's settings: AutoProcessor builds the whole
+    # Qwen2VLProcessor where torchvision loads (not here)
+    from transformers.video_processing_utils import BaseVideoProcessor
+
+    path, _ = vlm
+    video, _ = BaseVideoProcessor.get_video_processor_dict(str(path))
+    assert video["video_processor_type"] == "Qwen2VLVideoProcessor"
+    assert json.loads((path / "processor_config.json").read_text())["processor_class"] == "Qwen2VLProcessor"
 
 
 @pytest.mark.slow
@@ -64,12 +83,14 @@ def test_a_short_training_reads_the_colour_from_the_image(vlm, tmp_path):
     train = [r for r in train if "colour" in r["messages"][0]["content"][1]["text"]]
     held = [json.loads(x) for x in shapes.build(tmp_path, 45, seed=1, name="held.jsonl").read_text().splitlines()]
     held = [r for r in held if "colour" in r["messages"][0]["content"][1]["text"]]
+    pixels = lambda r: Image.open(tmp_path / r["images"][0]).tobytes()  # noqa: E731
+    assert not {pixels(r) for r in held} & {pixels(r) for r in train}  # no held-out image was trained on
     answer_ids = [tok.convert_tokens_to_ids(c) for c in shapes.COLOURS]
 
     def encode(recs):
         prompts = [proc.apply_chat_template(r["messages"][:1], tokenize=False, add_generation_prompt=True)
                    for r in recs]
-        images = [Image.open(tmp_path / r["messages"][0]["content"][0]["image"]).convert("RGB") for r in recs]
+        images = [Image.open(tmp_path / r["images"][0]).convert("RGB") for r in recs]
         return proc(text=prompts, images=images, return_tensors="pt", padding=True, padding_side="left")
 
     def accuracy(model) -> float:

@@ -1,7 +1,7 @@
 """The bundled image-question data for the vision-language demo (issue 22): shapes in colours, rendered here.
 
-Each record is an OpenAI-messages conversation whose user turn holds an image entry (a PNG file beside the jsonl,
-referenced by a relative path) and a question; the assistant answers in one word. The same two questions ("What
+Each record is a conversation in trl's image-text form: ``images`` lists a PNG file beside the jsonl (a path relative
+to its folder) and the user turn holds an image placeholder and a question; the assistant answers in one word. The same two questions ("What
 colour is the shape?", "What shape is this?") are asked of every image and the right answer depends on the image
 only — a model that ignores the image cannot beat chance (1/3 per question).
 
@@ -49,13 +49,14 @@ def render(colour: str, shape: str, rng: random.Random):
 
 
 def records(items: list[Item], questions: tuple[str, ...] = ("colour", "shape")) -> list[dict]:
-    """OpenAI-messages records: for each item and question, the image entry, the question, the one-word answer."""
+    """trl's image-text form: for each item and question, ``images`` (the file, relative to the jsonl's folder) and
+    ``messages`` whose user turn holds an ``{"type": "image"}`` placeholder and the question; the one-word answer.
+    (trl's SFTTrainer takes a dataset as images and text only through a top-level ``images`` column.)"""
     out = []
     for it in items:
         for q in questions:
-            out.append({"messages": [
-                {"role": "user", "content": [{"type": "image", "image": it.image},
-                                             {"type": "text", "text": QUESTIONS[q]}]},
+            out.append({"images": [it.image], "messages": [
+                {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": QUESTIONS[q]}]},
                 {"role": "assistant", "content": it.colour if q == "colour" else it.shape}]})
     return out
 

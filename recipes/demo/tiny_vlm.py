@@ -69,7 +69,7 @@ def load_processor(path: str | os.PathLike):
         proc = AutoProcessor.from_pretrained(path)
         if hasattr(proc, "image_processor"):  # not a bare tokenizer, which AutoProcessor falls back to
             return proc
-    except (AttributeError, ImportError, ValueError, OSError):  # no torchvision: no video processor to build
+    except (AttributeError, ImportError, ValueError, OSError, RuntimeError):  # no (loadable) torchvision
         pass
     tok = AutoTokenizer.from_pretrained(path)
     cfg = json.loads((Path(path) / "processor_config.json").read_text())["image_processor"]
@@ -123,6 +123,10 @@ def build(dest: str | os.PathLike) -> Path:
         cfg |= {"processor_class": "Qwen2VLProcessor", "video_processor": video | {
             "video_processor_type": "Qwen2VLVideoProcessor"}}
         (tmp / "processor_config.json").write_text(json.dumps(cfg, indent=2))
+        tok_cfg = json.loads((tmp / "tokenizer_config.json").read_text())
+        if "processor_class" in tok_cfg:
+            tok_cfg["processor_class"] = "Qwen2VLProcessor"
+            (tmp / "tokenizer_config.json").write_text(json.dumps(tok_cfg, indent=2))
         (tmp / "yichui_build.json").write_text(json.dumps({"repo_id": REPO_ID, "build_version": BUILD_VERSION}))
         os.replace(tmp, dest)
     except BaseException:
