@@ -1,7 +1,8 @@
 """The bundled image-question data for the vision-language demo (issue 22): shapes in colours, rendered here.
 
-Each record is a conversation in trl's image-text form: ``images`` lists a PNG file beside the jsonl (a path relative
-to its folder) and the user turn holds an image placeholder and a question; the assistant answers in one word. The same two questions ("What
+Each record is a conversation in trl's image-text form: ``images`` lists a PNG file beside the jsonl (a path
+relative to its folder) and the user turn holds an image placeholder and a question; the assistant answers in one
+word. The same two questions ("What
 colour is the shape?", "What shape is this?") are asked of every image and the right answer depends on the image
 only — a model that ignores the image cannot beat chance (1/3 per question).
 
