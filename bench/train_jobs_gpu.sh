@@ -3,7 +3,7 @@
 # 21's QLoRA-8B and 1.5B-full jobs against the plain loop and unsloth, GaLore's memory rows, then the 8B QLoRA
 # 50-step losses — detached, so that it outlives one device call (bench/README.md, "The speed peer").
 #
-#   bash bench/train_jobs_gpu.sh start [STEP…]  needs .peer/plain_hf_train.py and .tok/ (carried); STEPs in order,
+#   bash bench/train_jobs_gpu.sh start [STEP…]  needs .peer/plain_hf_train.py (carried); STEPs in order,
 #                                               default "jobs galore jobs-loss8b": a train_throughput.py plan
 #                                               (jobs, jobs-loss8b, best, pairs, …) or galore (the memory rows)
 #   bash bench/train_jobs_gpu.sh wait SECONDS   follow it until done or SECONDS pass; rows and logs to $OUT
@@ -11,9 +11,9 @@ set -uo pipefail
 R=/root/yichui-gpu; T=/root/tb; V=$R/venv/bin/python; U=$R/home/envs/unsloth-2026.10.9/bin/python
 case "${1:?start|wait}" in
   start)
-    mkdir -p $T/out && cp -r .peer .tok $T/ && cd $R/src
-    export HF_HUB_OFFLINE=1 UNSLOTH_DISABLE_STATISTICS=1 YICHUI_UNSLOTH_PYTHON=$U YICHUI_UNSLOTH_TOKENIZER=$T/.tok \
-           TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1
+    mkdir -p $T/out && cp -r .peer $T/ && cd $R/src
+    export HF_HUB_OFFLINE=1 UNSLOTH_DISABLE_STATISTICS=1 YICHUI_UNSLOTH_PYTHON=$U TOKENIZERS_PARALLELISM=false \
+           PYTHONUNBUFFERED=1
     shift; steps=${*:-jobs galore jobs-loss8b}
     script=""
     for st in $steps; do

@@ -134,41 +134,47 @@ def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: 
     cmd = [sys.executable, str(peer), "--config", str(CONFIGS / shape / "config.json"), "--method", method,
            "--rank", str(rank), "--batch", str(batch), "--seq", str(seq), "--steps", str(STEPS)] \
         + (["--ckpt"] if ckpt else [])
-    r = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
+    out, failed = result(cmd, {**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
+    return failed or {"rc": 0, "tokens_per_s": out["tokens_per_s"], "device_gib": out["device_used_gib"],
+                      "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"]}
+
+
+def result(cmd: list[str], env: dict) -> tuple[dict, dict | None]:
+    """Run a peer; (its RESULT line's JSON, None), or ({}, {"rc", "error": the output's tail}) when it printed none."""
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
-        return {"rc": r.returncode, "error": (r.stderr or r.stdout)[-600:]}
-    out = json.loads(line[7:])
-    return {"rc": 0, "tokens_per_s": out["tokens_per_s"], "device_gib": out["device_used_gib"],
-            "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"]}
+        return {}, {"rc": r.returncode, "error": (r.stderr or r.stdout)[-3000:]}
+    return json.loads(line[7:]), None
+
+
+def unsloth_peer(python: str, work: Path, shape: str, method: str, rank: int, seq: int, gpu: str) -> tuple:
+    """(command prefix, environment) of bench/unsloth_peer.py on the shape's random weights, written once under
+    ``work`` by memory_accuracy.prepare_shape (the same weights yichui's rows load; its tiny tokenizer beside)."""
+    from memory_accuracy import prepare_shape
+
+    with _prepare_lock:  # one 16 GB write for the 8B shape, not one per side
+        weights = prepare_shape(shape, work, weights=True, gpu=gpu)
+    cmd = [python, str(Path(__file__).resolve().parent / "unsloth_peer.py"), "--config",
+           str(CONFIGS / shape / "config.json"), "--method", method, "--rank", str(rank), "--seq", str(seq),
+           "--weights", str(weights), "--tokenizer", str(weights)]
+    return cmd, {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"CUDA_VISIBLE_DEVICES": gpu}
 
 
 def run_unsloth(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, gpu: str, seq: int,
                 loss: dict | None = None, backend: str = "unsloth") -> dict:
-    """bench/unsloth_peer.py in unsloth's own environment (its python: $YICHUI_UNSLOTH_PYTHON) on the shape's random
-    weights written once under ``work`` (memory_accuracy.prepare_shape, with the tiny tokenizer). ``loss`` ({"data",
+    """bench/unsloth_peer.py in unsloth's own environment (its python: $YICHUI_UNSLOTH_PYTHON). ``loss`` ({"data",
     "lr"}): the 50-step comparison on yichui's weights and token rows; ``backend="plain"``: the same loop with
     transformers + PEFT alone, in this script's environment."""
-    from memory_accuracy import prepare_shape
-
     python = os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3") if backend == "unsloth" else sys.executable
-    with _prepare_lock:  # the weights yichui's rows load too (one 16 GB write for the 8B shape, not two)
-        weights = prepare_shape(shape, work, weights=True, gpu=gpu)
-    cmd = [python, str(Path(__file__).resolve().parent / "unsloth_peer.py"), "--config",
-           str(CONFIGS / shape / "config.json"), "--method", method, "--rank", str(rank), "--batch", str(batch),
-           "--seq", str(seq), "--steps", str(STEPS), "--weights", str(weights), "--backend", backend,
-           "--tokenizer", str(weights)] + (["--ckpt"] if ckpt else [])
+    cmd, env = unsloth_peer(python, work, shape, method, rank, seq, gpu)
+    cmd += ["--batch", str(batch), "--steps", str(STEPS), "--backend", backend] + (["--ckpt"] if ckpt else [])
     if loss:
         cmd += ["--data", str(loss["data"]), "--lr", str(loss["lr"])]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"CUDA_VISIBLE_DEVICES": gpu}
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if line is None:
-        return {"rc": r.returncode, "error": (r.stderr or r.stdout)[-3000:]}
-    out = json.loads(line[7:])
-    return {"rc": 0, "tokens_per_s": out["tokens_per_s"], "device_gib": out["device_used_gib"],
-            "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"], "losses": out["losses"],
-            "unsloth": out}
+    out, failed = result(cmd, env)
+    return failed or {"rc": 0, "tokens_per_s": out["tokens_per_s"], "device_gib": out["device_used_gib"],
+                      "peak_reserved_gib": out["peak_reserved_gib"], "step_s": out["step_s"],
+                      "losses": out["losses"], "unsloth": out}
 
 
 def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch: int, extra: dict, gpu: str,
@@ -200,20 +206,12 @@ def run_unsloth_best(work: Path, shape: str, method: str, rank: int, effective: 
                      gpu: str) -> dict:
     """unsloth's best plan within ``budget`` GiB: unsloth_peer.py --sweep 1,2,4,8 at ``effective`` sequences per
     optimizer step, its checkpointing on; the fastest micro-batch whose memory stays within the budget."""
-    from memory_accuracy import prepare_shape
-
-    with _prepare_lock:
-        weights = prepare_shape(shape, work, weights=True, gpu=gpu)
-    cmd = [os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3"), str(Path(__file__).resolve().parent / "unsloth_peer.py"),
-           "--config", str(CONFIGS / shape / "config.json"), "--method", method, "--rank", str(rank), "--ckpt",
-           "--seq", str(seq), "--steps", "5", "--weights", str(weights), "--tokenizer", str(weights),
-           "--sweep", "1,2,4,8", "--effective-batch", str(effective), "--budget-gib", str(budget)]
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"CUDA_VISIBLE_DEVICES": gpu}
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
-    if line is None:
-        return {"rc": r.returncode, "error": (r.stderr or r.stdout)[-3000:]}
-    tried = json.loads(line[7:])["sweep"]
+    cmd, env = unsloth_peer(os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3"), work, shape, method, rank, seq, gpu)
+    out, failed = result(cmd + ["--ckpt", "--steps", "5", "--sweep", "1,2,4,8", "--effective-batch", str(effective),
+                                "--budget-gib", str(budget)], env)
+    if failed:
+        return failed
+    tried = out["sweep"]
     fit = [c for c in tried if not c.get("oom") and c["device_gib"] <= budget]
     best = max(fit, key=lambda c: c["tokens_per_s"], default=None)
     return {"rc": 0, "tried": tried, "plan": best, "tokens_per_s": best and best["tokens_per_s"],
@@ -232,19 +230,18 @@ def run_yichui_best(work: Path, shape: str, method: str, rank: int, effective: i
     t = TrainingSpec(method=method, lora_rank=rank, lora_alpha=2 * rank, lora_dropout=0.0, seq_len=seq,
                      master_weights="bf16")
     plan = planner.plans(sh, t, effective, "NVIDIA H200", budget)[0]
-    knobs = {"lora_rank": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0, "grad_accum": plan.grad_accum,
-             "liger": plan.liger, "compile_layers": plan.compile_layers}
+    knobs = {"grad_accum": plan.grad_accum, "liger": plan.liger, "compile_layers": plan.compile_layers}
     res = run_yichui(work, shape, method, rank, plan.ckpt, plan.micro_batch, knobs, gpu, seq) if plan.fits else {}
     return res | {"plan": {"ckpt": plan.ckpt, "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum,
                            "liger": plan.liger, "compile_layers": plan.compile_layers, "fits": plan.fits},
                   "predicted_tokens_per_s": plan.tokens_per_s, "predicted_peak_gib": plan.peak_gib}
 
 
-def loss_data(work: Path, shape: str, seq: int, batch: int, steps: int, gpu: str) -> dict:
+def loss_data(work: Path, shape: str, seq: int, batch: int, steps: int, gpu: str) -> Path:
     """The token rows yichui's trainer makes of the identical conversations measure_one(same_rows=True) writes, for
     the peers: trl's conversational prompt-completion tokenization (prompt with the generation prompt; the
     completion starts where prompt and prompt+completion diverge; loss on the completion only, label -100 elsewhere),
-    truncated to ``seq`` keeping the start. Returns {"weights": model folder, "data": JSON path}."""
+    truncated to ``seq`` keeping the start. Returns the JSON file's path (written once)."""
     from memory_accuracy import prepare_shape
 
     with _prepare_lock:
@@ -252,7 +249,7 @@ def loss_data(work: Path, shape: str, seq: int, batch: int, steps: int, gpu: str
     path = work / f"loss-rows-{shape}-s{seq}-b{batch}x{steps}.json"
     if not path.exists():
         token_rows(model_dir, seq, batch * steps, path)
-    return {"weights": model_dir, "data": path}
+    return path
 
 
 def token_rows(model_dir: Path, seq: int, n: int, path: Path) -> None:
@@ -291,7 +288,7 @@ def cmd_measure(a) -> None:
             if "loss_steps" in extra:
                 loss = {"steps": extra["loss_steps"], "lr": extra["lr"]}
                 if who != "yichui":
-                    loss |= loss_data(work, shape, seq, batch, extra["loss_steps"], gpu)
+                    loss["data"] = loss_data(work, shape, seq, batch, extra["loss_steps"], gpu)
             if who.endswith("-best"):  # ``batch`` is the effective batch here: each side picks its micro-batch
                 res = (run_unsloth_best if who == "unsloth-best" else run_yichui_best)(
                     work, shape, method, rank, batch, seq, extra["budget_gib"], gpu)

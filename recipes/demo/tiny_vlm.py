@@ -72,8 +72,7 @@ def load_processor(path: str | os.PathLike):
     except (AttributeError, ImportError, ValueError, OSError, RuntimeError):  # no (loadable) torchvision
         pass
     tok = AutoTokenizer.from_pretrained(path)
-    cfg = json.loads((Path(path) / "processor_config.json").read_text())["image_processor"]
-    image = Qwen2VLImageProcessorPil(**{k: v for k, v in cfg.items() if k != "image_processor_type"})
+    image = Qwen2VLImageProcessorPil.from_pretrained(path)  # reads processor_config.json's image_processor
     return _image_text_processor_class()(image_processor=image, tokenizer=tok, chat_template=tok.chat_template)
 
 

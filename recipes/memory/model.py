@@ -453,8 +453,9 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
     if t.gpus > 1 or t.zero or t.fsdp:
         approx.append("sharding")  # the multi-GPU paths are calibrated with the training issue
     # switches not (yet) calibrated on a GPU: every one that is on
-    approx += [name for name, on in (("galore", t.method == "galore" and (shape.tied or masters_fp32(t))), ("compile", t.compile_layers),
-                                     ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
+    galore_measured = not shape.tied and not masters_fp32(t)  # untied heads, bf16 masters: the measured rows
+    approx += [name for name, on in (("galore", t.method == "galore" and not galore_measured),
+                                     ("compile", t.compile_layers), ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
                                      ("loss-chunked", t.loss == "chunked"),
                                      # --loss full is calibrated on the plain loop's LoRA and bf16 full fine-tunes

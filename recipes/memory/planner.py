@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, replace
 
+from recipes.base import Refusal
 from recipes.memory import model as memory
 from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
@@ -74,6 +75,15 @@ def compile_available(t: TrainingSpec) -> bool:
             and importlib.util.find_spec("triton") is not None and bool(memory.detect_gpus()))
 
 
+def _allowed(t: TrainingSpec) -> bool:
+    """Whether TrainingSpec.check accepts ``t`` (a kernel it refuses for the method, e.g. compiled QLoRA, is no plan)."""
+    try:
+        t.check()
+    except Refusal:
+        return False
+    return True
+
+
 def flops_per_token(shape: memory.Shape, method: str, ckpt: bool, seq: int) -> float:
     N = shape.n_params
     per = (2 + 4 if method in FULL_WEIGHTS else 2 + 2) * N + (2 * N if ckpt else 0)
@@ -108,9 +118,9 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
         effective_batch: sequences per optimizer step per process (micro-batch × gradient accumulation).
     """
     liger = liger_available() if liger is None else liger
-    # asked for or not, never where TrainingSpec.check refuses it (QLoRA)
-    compiled = (compile_available(t) if compile_layers is None else compile_layers) and t.method != "qlora"
-    kernels = [(False, False)] + ([(True, False)] if liger else []) + ([(False, True)] if compiled else [])
+    compiled = compile_available(t) if compile_layers is None else compile_layers
+    kernels = [(False, False)] + [k for k in ([(True, False)] if liger else []) + ([(False, True)] if compiled else [])
+                                  if _allowed(replace(t, liger=k[0], compile_layers=k[1]))]
     out = []
     for ckpt in (False, True):
         for mb in MICRO_BATCHES:
