@@ -9,7 +9,9 @@ measured figure per job and switch = the median over its rounds. The MFU curve M
 micro-batch × sequence × hidden, is fitted on the eager trainer's LoRA and full fine-tune jobs (FIT): MFU observed =
 tokens/s × FLOPs per token ÷ peak; MFU_MAX by relative least squares (at most 0.75: a ceiling above that is not
 physical here, and the measured range is short of saturation) for each MFU_HALF on a grid. COMPILE_SPEEDUP per method
-= compiled ÷ eager median of the same job. QLoRA keeps QLORA_SPEED; its job is held out.
+= compiled ÷ eager median of the same job. UNSLOTH_SPEEDUP per method = unsloth ÷ the eager trainer, medians of the
+same job: unsloth's side (bench/unsloth_peer.py) until rows of yichui's trainer on the unsloth backend exist
+(``extra.training_backend: unsloth``), which then count instead. QLoRA keeps QLORA_SPEED; its job is held out.
 """
 from __future__ import annotations
 
@@ -34,18 +36,31 @@ DEFAULT = [RESULTS / "2026-12-02-train-levers-h200" / "call1-levers.jsonl",
 FIT = {("qwen2.5-7b", "lora"), ("qwen2.5-1.5b", "full")}
 
 
-def jobs(paths) -> dict:
-    """{(shape, method, ckpt, micro-batch, seq, compiled): [tokens/s, …]} of yichui's timing rows."""
+def jobs(paths, who: str = "yichui", backend: str = "transformers") -> dict:
+    """{(shape, method, ckpt, micro-batch, seq, compiled): [tokens/s, …]} of ``who``'s timing rows ("yichui": on
+    ``backend``; "unsloth": the peer)."""
     out: dict = {}
     for path in paths:
         for line in Path(path).read_text().splitlines():
             r = json.loads(line) if line.strip() else {}
             x = r.get("extra", {})
-            if r.get("who") != "yichui" or not r.get("tokens_per_s") or "loss_steps" in x or x.get("liger") \
-                    or x.get("adapter_input_cast") or "max_steps" in x:
+            if r.get("who") != who or not r.get("tokens_per_s") or "loss_steps" in x or x.get("liger") \
+                    or x.get("adapter_input_cast") or "max_steps" in x or "budget_gib" in x \
+                    or (who == "yichui" and x.get("training_backend", "transformers") != backend):
                 continue
             key = (r["shape"], r["method"], r["ckpt"], r["batch"], r.get("seq", 2048), bool(x.get("compile_layers")))
             out.setdefault(key, []).append(r["tokens_per_s"])
+    return out
+
+
+def unsloth_speedups(paths, measured: dict) -> dict:
+    """{method: unsloth ÷ eager trainer} from the backend's own rows where there are any, else the peer's."""
+    out = {}
+    for source in (jobs(paths, "unsloth"), jobs(paths, "yichui", "unsloth")):  # the backend's rows win
+        for key, tps in source.items():
+            eager = measured.get(key)
+            if eager and not key[5]:
+                out[key[1]] = statistics.median(tps) / eager
     return out
 
 
@@ -76,7 +91,8 @@ def main() -> None:
         if compiled and eager:
             speedups[method] = tps / eager
     print(f"MFU_MAX = {planner.MFU_MAX:.3f}, MFU_HALF = {planner.MFU_HALF:.3g}, COMPILE_SPEEDUP = "
-          + ", ".join(f"{m}: {v:.2f}" for m, v in sorted(speedups.items())))
+          + ", ".join(f"{m}: {v:.2f}" for m, v in sorted(speedups.items())) + ", UNSLOTH_SPEEDUP = "
+          + ", ".join(f"{m}: {v:.2f}" for m, v in sorted(unsloth_speedups(sys.argv[1:] or DEFAULT, measured).items())))
     for (s, method, ckpt, mb, seq, compiled), tps in sorted(measured.items()):
         p = planner.tokens_per_s(shapes[s], method, ckpt, mb, seq, "NVIDIA H200", compile_layers=compiled)
         fitted = (s, method) in FIT

@@ -160,6 +160,7 @@ def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int, numbere
 def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, device: str = "cuda",
                 same_rows: bool = False) -> dict:
     from recipes.training.runner import trainer_env
+    from recipes.training.spec import TrainerJob
 
     shape, method, ckpt, seq, batch = cfg[:5]
     extra = cfg[5] if len(cfg) > 5 else {}
@@ -176,10 +177,11 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
             "save_final": False, "sample_question": None, "device": device, "attn_implementation": "sdpa",
             "optim": "adamw", "master_weights": "bf16", "liger": False, "packing": False} | extra
     (tdir / "spec.json").write_text(json.dumps(spec))
-    env = trainer_env() | {"CUDA_VISIBLE_DEVICES": gpu, "TOKENIZERS_PARALLELISM": "false"}
+    job = TrainerJob.from_dict(spec)  # a backend's own interpreter (``interpreter``) gets its environment
+    env = trainer_env(job) | {"CUDA_VISIBLE_DEVICES": gpu, "TOKENIZERS_PARALLELISM": "false"}
     t0 = time.time()
     with open(tdir / "trainer.log", "w") as log:
-        rc = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], env=env,
+        rc = subprocess.run([job.interpreter or sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], env=env,
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
     row = {"id": rid, "shape": shape, "method": method, "ckpt": ckpt, "seq": seq, "batch": batch,
            "lora_rank": spec["lora_rank"], "lora_dropout": spec["lora_dropout"], "targets": spec["lora_targets"],
@@ -187,6 +189,7 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
            "liger": spec["liger"], "packing": spec["packing"], "steps": steps, "rc": rc,
            "adapter_input_cast": spec.get("adapter_input_cast", False),
            "compile_layers": spec.get("compile_layers", False),
+           "training_backend": spec.get("training_backend", "transformers"),
            "wall_s": round(time.time() - t0, 1)}
     result = tdir / "result.json"
     if result.exists():

@@ -5,7 +5,8 @@
 #
 #   bash bench/train_jobs_gpu.sh start [STEP…]  needs .peer/plain_hf_train.py (carried); STEPs in order,
 #                                               default "jobs galore jobs-loss8b": a train_throughput.py plan
-#                                               (jobs, jobs-loss8b, best, pairs, …) or galore (the memory rows)
+#                                               (jobs, jobs-loss8b, best, pairs, backend, …), galore (the memory
+#                                               rows) or unsloth-backend (bench/unsloth_backend_gpu.py)
 #   bash bench/train_jobs_gpu.sh wait SECONDS   follow it until done or SECONDS pass; rows and logs to $OUT
 set -uo pipefail
 R=/root/yichui-gpu; T=/root/tb; V=$R/venv/bin/python; U=$R/home/envs/unsloth-2026.10.9/bin/python
@@ -17,7 +18,9 @@ case "${1:?start|wait}" in
     shift; steps=${*:-jobs galore jobs-loss8b}
     script=""
     for st in $steps; do
-      if [ "$st" = galore ]; then
+      if [ "$st" = unsloth-backend ]; then   # the unsloth backend through yichui's commands: OOM, kill -9, resume
+        script+="$V bench/unsloth_backend_gpu.py --out $T/out/unsloth-backend --work $T/ub --envs $R/home/envs; "
+      elif [ "$st" = galore ]; then
         script+="$V bench/memory_accuracy.py measure --grid 4 --methods galore --gpus 0 --steps 3 \
           --out $T/out/memory-galore.jsonl --work $T/mem; "
       else

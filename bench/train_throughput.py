@@ -122,9 +122,15 @@ BEST = [("0", who, *job, {"seq": seq, "budget_gib": 24.0})
         for job, seq in ((("qwen2.5-7b", "lora", 16, True, 8), 2048), (QLORA8[:4] + (8,), 4096),
                          (FULL15[:4] + (8,), 2048))
         for who in ("unsloth-best", "yichui-best")]
+# the unsloth backend (yichui's trainer with unsloth's model and kernels, recipes/training/backends.py) beside unsloth's
+# own loop on the 8B QLoRA job, back-to-back; then the 1.5B full job's compiled trainer beside both peers, five rounds
+BACKEND = ([("0", who, *QLORA8, {"seq": 4096} | x) for _ in range(rounds(3))
+            for who, x in (("unsloth", {}), ("yichui", {"training_backend": "unsloth"}))]
+           + [("0", who, *FULL15, {"seq": 2048} | x) for _ in range(rounds(5))
+              for who, x in (("peer", {}), ("unsloth", {}), ("yichui", {"compile_layers": True}))])
 PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE, "unsloth": UNSLOTH, "levers": LEVERS,
          "pairs": PAIRS, "levers2": LEVERS2, "jobs": JOBS,
-         "jobs-loss8b": JOBS_LOSS8B, "best": BEST}
+         "jobs-loss8b": JOBS_LOSS8B, "best": BEST, "backend": BACKEND}
 SEQ, STEPS = 2048, 8
 BENCH_KEYS = ("seq", "loss_steps", "lr", "budget_gib")  # read by this script, not knobs of yichui's trainer
 _prepare_lock = threading.Lock()
@@ -183,11 +189,14 @@ def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch
     shape's written weights ("pretrained"), identical conversations, the learning rate given."""
     from memory_accuracy import events, measure_one, median_tokens_per_s, prepare_shape
 
+    on_unsloth = extra.get("training_backend") == "unsloth"  # unsloth loads a folder: the written weights
     with _prepare_lock:  # one queue builds a shape's weights, on its own GPU; the other waits and reuses them
-        model_dir = prepare_shape(shape, work, weights=method == "qlora" or loss is not None, gpu=gpu)
+        model_dir = prepare_shape(shape, work, weights=method == "qlora" or loss is not None or on_unsloth, gpu=gpu)
     knobs = {"lora_rank": rank, "lora_alpha": 2 * rank, "lora_dropout": 0.0} | extra
     if loss:
         knobs |= {"init": "pretrained", "learning_rate": loss["lr"]}
+    if on_unsloth:  # yichui's trainer on the unsloth backend, in unsloth's environment ($YICHUI_UNSLOTH_PYTHON)
+        knobs |= {"init": "pretrained", "interpreter": os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3")}
     cfg = (shape, method, ckpt, seq, batch, knobs)
     row = measure_one(cfg, model_dir, work, gpu, loss["steps"] if loss else STEPS, same_rows=loss is not None)
     tdir = work / "runs" / row["id"]

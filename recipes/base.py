@@ -66,7 +66,8 @@ class Question:
             id). Interactively, after a refused answer the user chooses: answer again, one of ``alternatives``, or
             go back to one of these — so an answer that cannot pass here (no network) is never a dead end.
         alternatives: ``(answers) -> [Choice]`` offered after a refused answer (e.g. hub mirrors).
-        asked_if: catalogue key saying when the question is asked (for a ``--set`` of it that is not used).
+        asked_if: catalogue key (or a Msg, when it needs values) saying when the question is asked (for a ``--set``
+            of it that is not used).
         implied: ``(answers) -> (value, source) | None``: an earlier step's answer that settles this one (the deploy
             engine chosen at export; ``source`` names it, e.g. ``export.serve_with``). Used without asking when it
             validates, unless ``--set`` or a replay gives another, and shown as a line; asked when it does not
@@ -86,7 +87,7 @@ class Question:
     optional: bool = False
     way_back: tuple[str, ...] = ()
     alternatives: Callable[[Answers], Sequence[Choice]] | None = None
-    asked_if: str | None = None
+    asked_if: str | Msg | None = None
     implied: Callable[[Answers], tuple[Any, str] | None] | None = None
 
     def __post_init__(self):

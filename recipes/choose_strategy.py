@@ -18,6 +18,7 @@ from recipes.data import datasets
 from recipes.memory import model as memory
 from recipes.memory import planner
 from recipes.hub import client as hub
+from recipes.training import backends
 from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOADS, MASTER_WEIGHTS, OPTIMIZERS, \
@@ -101,21 +102,32 @@ def questions(ctx: Ctx) -> list[Question]:
     mem = ctx.result(MemoryEvaluation)
     sel = ctx.result(ModelChoice)
 
+    unsloth = backends.find_unsloth(ctx.home)  # its environment, when installed
+
     def plan_choices(a) -> list[Choice]:
-        """The planner's ranking for the answers so far; fitting plans first, fastest first."""
+        """The planner's ranking for the answers so far; fitting plans first, fastest first. The unsloth backend is
+        a candidate where it is installed and a CUDA GPU is here (its speed is measured on GPUs only)."""
         shape = mem.model_shape()
         if shape is None or "seq_len" not in a or "batch_size" not in a:
             return []
         t = training(a | {"activation_checkpointing": True, "micro_batch": 1})
         out = []
-        for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0):
+        for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0,
+                               unsloth=unsloth is not None and bool(memory.detect_gpus())):
             label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
                         ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
                         compiled=msg("ui.on" if p.compile_layers else "ui.off"),
                         gib=f"{p.peak_gib:.1f}", fits=msg("choose_strategy.plan.fits" if p.fits else
                                                           "choose_strategy.plan.too_big"))
+            if p.training_backend == "unsloth":
+                label = msg("choose_strategy.plan.on_unsloth", label=label)
             out.append(Choice(_plan_value(p), label))
         return out
+
+    def backend_check(v, a):
+        if v == "unsloth" and (what := training(a | {"training_backend": v}).unsloth_conflict()):
+            return msg("choose_strategy.unsloth_unsupported", what=what)
+        return None
 
     def _default_distribution(a) -> tuple[str, str]:
         """The least sharding that fits (memory model, checkpointing on, micro-batch 1): DDP, ZeRO-2, ZeRO-3, then
@@ -201,10 +213,20 @@ def questions(ctx: Ctx) -> list[Question]:
                  default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else 1),
         Question("grad_accum", "int", "choose_strategy.grad_accum", validate=in_range(*limits("grad_accum")),
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
-        Question("liger", "confirm", "choose_strategy.liger", when=lambda a: planner.liger_available(),
+        Question("training_backend", "select", "choose_strategy.training_backend", when=lambda a: unsloth is not None,
+                 choices=[Choice("transformers", msg("choose_strategy.training_backend.transformers")),
+                          Choice("unsloth", msg("choose_strategy.training_backend.unsloth",
+                                                version=unsloth.version if unsloth else ""))],
+                 default=lambda a: _plan_knobs(a)["backend"] if a.get("plan") else DEFAULTS.training_backend,
+                 validate=backend_check,
+                 asked_if=msg("choose_strategy.asked_if.training_backend", version=backends.UNSLOTH_VERSION,
+                              env=str(backends.unsloth_env(ctx.home)), command=backends.install_command(ctx.home))),
+        Question("liger", "confirm", "choose_strategy.liger",
+                 when=lambda a: planner.liger_available() and a.get("training_backend") != "unsloth",
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
         Question("compile_layers", "confirm", "choose_strategy.compile_layers",
-                 when=lambda a: planner.compile_available(training(a)) and not a.get("liger"),
+                 when=lambda a: planner.compile_available(training(a)) and not a.get("liger")
+                 and a.get("training_backend") != "unsloth",
                  asked_if="choose_strategy.asked_if.compile_layers",
                  default=lambda a: _plan_knobs(a)["compile"] if a.get("plan") else False),
         Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing),
@@ -279,14 +301,15 @@ def _plan_value(p) -> str:
     """The plan's answer: ``ckpt=on|off,mb=N,liger=on|off`` and ``,compile=on`` when it compiles the layers (a plan
     recorded before compiled layers existed stays a valid answer)."""
     return (f"ckpt={'on' if p.ckpt else 'off'},mb={p.micro_batch},liger={'on' if p.liger else 'off'}"
-            + (",compile=on" if p.compile_layers else ""))
+            + (",compile=on" if p.compile_layers else "")
+            + (f",backend={p.training_backend}" if p.training_backend != "transformers" else ""))
 
 
 def _plan_knobs(a: dict) -> dict:
-    """The knobs of a plan answer (no ``compile`` part: not compiled)."""
+    """The knobs of a plan answer (no ``compile`` part: not compiled; no ``backend`` part: yichui's trainer)."""
     kv = dict(part.split("=") for part in str(a["plan"]).split(","))
     return {"ckpt": kv["ckpt"] == "on", "mb": int(kv["mb"]), "liger": kv["liger"] == "on",
-            "compile": kv.get("compile") == "on"}
+            "compile": kv.get("compile") == "on", "backend": kv.get("backend", "transformers")}
 
 
 def _dataset_hub(ctx: Ctx) -> tuple[str, str]:

@@ -136,6 +136,12 @@ def optional_checks(home: Path) -> list[Check]:
         out.append(Check(engine, "ok" if inst else "missing",
                          f"{inst.version} ({inst.where}: {inst.python})" if inst else "serving engine (GPU)",
                          "" if inst else engines.install_hint(engine, envs)))
+    from recipes.training import backends
+
+    found = backends.find_unsloth(home)
+    out.append(Check("unsloth", "ok" if found else "missing",
+                     f"{found.version} ({found.python})" if found else "training backend (its kernels; issue 21)",
+                     "" if found else backends.install_command(home)))
     llmc = envs / quantize.LLMC_ENV / "yichui-env.json"
     out.append(Check("llm-compressor", "ok" if llmc.exists() else "missing",
                      str(llmc.parent) if llmc.exists() else "GPTQ / AWQ / FP8 exports",
@@ -173,7 +179,8 @@ def run_all(home: Path, endpoints: dict[str, str], needs: tuple[str, ...] = ()) 
 
 
 def needs_of(session_data: dict) -> tuple[str, ...]:
-    """What a session cannot do without: its serving engine, deepspeed for ZeRO, bitsandbytes for QLoRA."""
+    """What a session cannot do without: its serving engine, deepspeed for ZeRO, bitsandbytes for QLoRA, unsloth's
+    environment for its training backend."""
     steps = session_data.get("steps", {})
     active = lambda n: steps.get(n, {}).get("status") not in ("skipped", "done")  # noqa: E731
     out = []
@@ -182,6 +189,8 @@ def needs_of(session_data: dict) -> tuple[str, ...]:
         out.append("deepspeed")
     if active("train") and strat.get("method") == "qlora":
         out.append("bitsandbytes")
+    if active("train") and strat.get("training_backend") == "unsloth":
+        out.append("unsloth")
     backend = steps.get("deploy", {}).get("answers", {}).get("backend")
     if active("deploy") and backend in ("vllm", "sglang", "lmdeploy"):
         out.append(backend)

@@ -19,7 +19,7 @@ from recipes.base import Choice, Ctx, Question, StepError, msg
 from recipes.handoff import Download, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import TrainerJob
 from recipes.training.runner import (REPO, OutOfMemory, Stopped, follow, meet, node_hosts, recover,
-                                     trainer_env, worker_argv)
+                                     trainer_env, with_backend, worker_argv)
 
 name = "train"
 requires = ("select_model", "choose_strategy", "download")
@@ -46,7 +46,7 @@ def _spec(ctx: Ctx, answers: dict) -> TrainerJob:
                                               "trust_remote_code": trusted(ctx)})
     for change in ctx.result(TrainingResult).recoveries:
         spec = replace(spec, **change["to"])
-    return spec
+    return with_backend(spec, ctx.home)
 
 
 def run(ctx: Ctx, answers: dict) -> TrainingResult:
@@ -104,7 +104,7 @@ def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
     if len(node_hosts(spec)) > 1:
         meet(ctx, spec, tdir, spec_path)
     argv = worker_argv(spec, spec_path)
-    job = jobs.spawn("trainer", argv, tdir, env=trainer_env(), cwd=REPO)
+    job = jobs.spawn("trainer", argv, tdir, env=trainer_env(spec), cwd=REPO)
     ctx.info(msg("train.started", pid=job.pid, log=job.log))
     return job
 

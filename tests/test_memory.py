@@ -281,7 +281,8 @@ def test_planner_proposes_compiled_layers_where_they_were_measured(qwen7b, monke
 
     eager, compiled = by[(True, False, False)], by[(True, False, True)]
     assert _plan_value(eager) == "ckpt=on,mb=1,liger=off"
-    assert _plan_knobs({"plan": _plan_value(compiled)}) == {"ckpt": True, "mb": 1, "liger": False, "compile": True}
+    assert _plan_knobs({"plan": _plan_value(compiled)}) == {"ckpt": True, "mb": 1, "liger": False, "compile": True,
+                                                            "backend": "transformers"}
     assert _plan_knobs({"plan": "ckpt=off,mb=4,liger=on"})["compile"] is False
     with pytest.raises(Refusal, match="liger_and_compile"):
         TrainingSpec(liger=True, compile_layers=True).check()
@@ -303,6 +304,40 @@ def test_planner_proposes_compiled_layers_where_they_were_measured(qwen7b, monke
                           compile_layers=True)  # asked for explicitly: still never a QLoRA plan it would refuse
     assert asked and not any(p.compile_layers for p in asked)
     assert not any(p.compile_layers for p in planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8))
+
+
+def test_planner_offers_the_unsloth_backend_where_installed_and_only_what_it_runs(qwen7b):
+    """unsloth is a candidate only when asked (installed, on a GPU: choose_strategy), ranked by its measured speed
+    over the eager trainer, at the eager trainer's memory (unsloth measured at or below it), never with Liger or
+    compiled layers, and never for a method or distribution it does not run."""
+    from dataclasses import replace
+
+    from recipes.memory import planner
+
+    t = TrainingSpec(method="qlora", seq_len=4096, lora_dropout=0.0, lora_rank=16)
+    assert not any(p.training_backend == "unsloth" for p in planner.plans(qwen7b, t, 8, "NVIDIA H200", 24.0))
+    ranked = planner.plans(qwen7b, t, 8, "NVIDIA H200", 24.0, liger=True, compile_layers=True, unsloth=True)
+    best = ranked[0]
+    assert best.fits and best.training_backend == "unsloth" and not best.liger and not best.compile_layers
+    same = next(p for p in ranked if p.training_backend == "transformers" and not p.liger and not p.compile_layers
+                and (p.ckpt, p.micro_batch) == (best.ckpt, best.micro_batch))
+    assert best.tokens_per_s == pytest.approx(planner.UNSLOTH_SPEEDUP["qlora"] * same.tokens_per_s, rel=1e-3)
+    assert best.peak_gib == same.peak_gib
+    # what unsloth does not run is no plan: DoRA, GaLore, fp32 masters, several processes
+    for other in (replace(t, method="dora"), replace(t, method="galore"), replace(t, method="full"),
+                  replace(t, processes=2)):
+        assert not any(p.training_backend == "unsloth" for p in planner.plans(qwen7b, other, 8, "NVIDIA H200", 140.0,
+                                                                            unsloth=True))
+    assert any(p.training_backend == "unsloth" for p in planner.plans(
+        qwen7b, replace(t, method="full", master_weights="bf16"), 8, "NVIDIA H200", 140.0, unsloth=True))
+    with pytest.raises(Refusal, match="unsloth_unsupported"):
+        replace(t, training_backend="unsloth", method="dora").check()
+    assert replace(t, training_backend="unsloth", liger=True).unsloth_conflict() == "liger=True"
+    assert memory.estimate(qwen7b, replace(t, training_backend="unsloth"))["approximate"] == ["unsloth"]
+    from recipes.choose_strategy import _plan_knobs, _plan_value
+
+    assert _plan_value(best).endswith(",backend=unsloth") and _plan_knobs({"plan": _plan_value(best)})["backend"] \
+        == "unsloth"
 
 
 def test_every_uncalibrated_switch_is_marked_approximate(qwen7b):

@@ -95,8 +95,8 @@ def _shown(value: Any) -> str:
 
 def _not_asked(step: str, q: Question) -> "AnswerError":
     """The refusal of a --set for ``q``, which its step will not ask: it names when the question is asked."""
-    return AnswerError(msg("answer.set_not_asked", name=f"{step}.{q.key}",
-                           why=i18n.t(q.asked_if or "answer.asked_if_generic")))
+    why = q.asked_if if isinstance(q.asked_if, Msg) else msg(q.asked_if or "answer.asked_if_generic")
+    return AnswerError(msg("answer.set_not_asked", name=f"{step}.{q.key}", why=why))
 
 
 class UndeclaredRead(AssertionError):

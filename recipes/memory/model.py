@@ -457,6 +457,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
     approx += [name for name, on in (("galore", t.method == "galore" and not galore_measured),
                                      ("compile", t.compile_layers), ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
+                                     # the eager trainer's prediction; unsloth measured at or below it (planner.py)
+                                     ("unsloth", t.training_backend == "unsloth"),
                                      ("loss-chunked", t.loss == "chunked"),
                                      # --loss full is calibrated on the plain loop's LoRA and bf16 full fine-tunes
                                      ("loss-full", t.loss == "full" and (t.method not in ("lora", "full")

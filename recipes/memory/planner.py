@@ -11,7 +11,10 @@ Cost model (tokens/s = achieved FLOP/s ÷ FLOPs per token):
                        6·L·h·s per token (forward 2·L·h·s for the scores and the weighted sum, ×3 with backward).
     achieved FLOP/s    peak bf16 FLOP/s × MFU, MFU = MFU_MAX · x / (x + MFU_HALF) with x = tokens per micro-batch ×
                        hidden size: small matrices leave the GPU idle. × LIGER_SPEEDUP with Liger kernels, ×
-                       QLORA_SPEED for the 4-bit dequantization, × COMPILE_SPEEDUP with compiled decoder layers.
+                       QLORA_SPEED for the 4-bit dequantization, × COMPILE_SPEEDUP with compiled decoder layers,
+                       × UNSLOTH_SPEEDUP on the unsloth backend (its kernels instead of compiled layers or Liger).
+Memory on the unsloth backend is yichui's trainer's prediction: unsloth measured at or below it on every job (8B QLoRA
+8.02 vs 8.63 GiB, 7B LoRA 16.39 vs 16.58, 1.5B full 13.37 vs 13.81), so a plan that fits keeps fitting.
 The MFU constants are fitted on yichui's trainer on an H200 (bench/results/2026-12-02-train-jobs-h200.md,
 bench/fit_speed.py); other GPUs are scaled by their dense bf16 peak.
 """
@@ -44,6 +47,9 @@ LIGER_SPEEDUP = 1.0
 # 1.96× but held 2.1× the memory (18.3 vs 8.6 GiB on Llama-3.1-8B): refused (TrainingSpec.check); other methods are
 # not measured: no speedup predicted
 COMPILE_SPEEDUP = {"lora": 1.76, "full": 1.42}
+# unsloth (bench/unsloth_peer.py, its kernels and offloaded checkpointing) ÷ the eager trainer, medians of the same job
+# (bench/fit_speed.py): 7B LoRA r16 @2048 (five rounds), 8B QLoRA r16 @4096 (one), 1.5B full fine-tune @2048 mb4 (four)
+UNSLOTH_SPEEDUP = {"lora": 1.39, "qlora": 1.71, "full": 1.45}
 QLORA_SPEED = 0.80      # measured: QLoRA r64 against LoRA r8 at the same settings (2977 vs 3717 tokens/s)
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 
@@ -58,6 +64,7 @@ class Plan:
     tokens_per_s: float
     fits: bool
     compile_layers: bool = False
+    training_backend: str = "transformers"
 
 
 def liger_available() -> bool:
@@ -92,7 +99,7 @@ def flops_per_token(shape: memory.Shape, method: str, ckpt: bool, seq: int) -> f
 
 
 def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int, seq: int, gpu_name: str,
-                 liger: bool = False, compile_layers: bool = False) -> float:
+                 liger: bool = False, compile_layers: bool = False, backend: str = "transformers") -> float:
     """Predicted training tokens/s per GPU (see the module docstring for the model and its sources)."""
     peak = PEAK_TFLOPS.get(gpu_name, 100) * 1e12
     x = micro_batch * seq * shape.hidden
@@ -104,13 +111,16 @@ def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int,
         speed *= QLORA_SPEED
     if compile_layers:
         speed *= COMPILE_SPEEDUP.get(method, 1.0)
+    if backend == "unsloth":
+        speed *= UNSLOTH_SPEEDUP.get(method, 1.0)
     return speed
 
 
 def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: str, gpu_gib: float,
-          liger: bool | None = None, compile_layers: bool | None = None) -> list[Plan]:
+          liger: bool | None = None, compile_layers: bool | None = None, unsloth: bool = False) -> list[Plan]:
     """Every candidate (checkpointing on/off × micro-batches dividing the effective batch × Liger if available ×
-    compiled layers if available, never Liger with compiled layers), fitting ones first, fastest first.
+    compiled layers if available × the unsloth backend if ``unsloth`` (installed: recipes/training/backends.py) —
+    only the combinations TrainingSpec.check accepts), fitting ones first, fastest first.
 
     Args:
         t: the user's training configuration (method, rank, targets, dropout, sequence length, processes…);
@@ -119,18 +129,21 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
     """
     liger = liger_available() if liger is None else liger
     compiled = compile_available(t) if compile_layers is None else compile_layers
-    kernels = [(False, False)] + [k for k in ([(True, False)] if liger else []) + ([(False, True)] if compiled else [])
-                                  if _allowed(replace(t, liger=k[0], compile_layers=k[1]))]
+    kernels = [(False, False, "transformers")] + [
+        k for k in ([(True, False, "transformers")] if liger else []) + ([(False, True, "transformers")] if compiled
+                                                                         else [])
+        + ([(False, False, "unsloth")] if unsloth else [])
+        if _allowed(replace(t, liger=k[0], compile_layers=k[1], training_backend=k[2]))]
     out = []
     for ckpt in (False, True):
         for mb in MICRO_BATCHES:
             if mb > effective_batch or effective_batch % mb:
                 continue
-            for lg, cl in kernels:
+            for lg, cl, backend in kernels:
                 est = memory.estimate(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb,
-                                                     grad_accum=effective_batch // mb, liger=lg, compile_layers=cl),
-                                      gpu_gib)
-                speed = tokens_per_s(shape, t.method, ckpt, mb, t.seq_len, gpu_name, lg, cl)
+                                                     grad_accum=effective_batch // mb, liger=lg, compile_layers=cl,
+                                                     training_backend="transformers"), gpu_gib)
+                speed = tokens_per_s(shape, t.method, ckpt, mb, t.seq_len, gpu_name, lg, cl, backend)
                 out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"], round(speed, 1), est["fits"],
-                                cl))
+                                cl, backend))
     return sorted(out, key=lambda p: (not p.fits, -p.tokens_per_s, p.peak_gib))

@@ -112,12 +112,13 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
                    device="auto", max_steps=STEPS,
                    save_steps=STEPS, save_total_limit=1, sample_question=None, save_final=False, logging_steps=1,
                    nodes=1, hosts="", launch=secrets.token_hex(6))
+    spec = runner.with_backend(spec, ctx.home)  # the smoke run trains on the chosen backend too
     spec_path = pdir / "spec.json"
     spec.write(spec_path)
     ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
                  records=records_needed(plan)))
     # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
-    job = jobs.spawn("preflight", runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(),
+    job = jobs.spawn("preflight", runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(spec),
                      cwd=runner.REPO)
     try:  # the train step's own view of the trainer's events
         runner.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))

@@ -21,12 +21,37 @@ POLL_S = 0.5
 REPO = Path(__file__).resolve().parent.parent.parent  # the project's root: the trainer runs there (-m recipes.…)
 
 
-def trainer_env() -> dict:
+def trainer_env(spec: TrainerJob | None = None) -> dict:
     """The trainer's environment. expandable_segments lets the CUDA caching allocator grow segments instead of
-    leaving fragmented blocks: lower, steadier peak reserved memory (the memory model is calibrated with it)."""
-    env = dict(os.environ)
+    leaving fragmented blocks: lower, steadier peak reserved memory (the memory model is calibrated with it). A
+    trainer in another backend's interpreter (``spec.interpreter``) gets the environment that interpreter needs
+    (recipes/training/backends.py process_env)."""
+    from recipes.training import backends
+
+    env = dict(backends.process_env() if spec is not None and spec.interpreter else os.environ)
     env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     return env
+
+
+def with_backend(spec: TrainerJob, home: Path) -> TrainerJob:
+    """``spec`` with the interpreter its training backend runs in: unsloth's environment under ``home``
+    (recipes/training/backends.py), yichui's own otherwise.
+
+    Raises:
+        StepError("train.no_unsloth"): the unsloth backend was chosen and its environment is not installed (the
+            message gives the command that installs it).
+    """
+    from dataclasses import replace
+
+    from recipes.training import backends
+
+    if spec.training_backend != "unsloth":
+        return replace(spec, interpreter="")
+    found = backends.find_unsloth(home)
+    if found is None:
+        raise StepError("train.no_unsloth", env=str(backends.unsloth_env(home)),
+                        command=backends.install_command(home))
+    return replace(spec, interpreter=found.python)
 
 
 class Stopped(KeyboardInterrupt):
@@ -67,6 +92,7 @@ def worker_argv(spec: TrainerJob, spec_path: Path, node_rank: int = 0) -> list[s
     NCCL on GPUs); or node ``node_rank``'s share of several nodes (static rendezvous at the first host). DeepSpeed
     and FSDP need the launcher's environment even for one process (the preflight smoke run of a multi-node plan)."""
     worker = ["-m", "recipes.training.worker", str(spec_path)]
+    python = spec.interpreter or sys.executable  # a backend's own environment (with_backend)
     n, hosts = spec.processes, node_hosts(spec)
     if len(hosts) > 1:
         launcher = [f"--nnodes={len(hosts)}", f"--node_rank={node_rank}", f"--master_addr={hosts[0]}",
@@ -74,8 +100,8 @@ def worker_argv(spec: TrainerJob, spec_path: Path, node_rank: int = 0) -> list[s
     elif n > 1 or spec.distribution != "ddp":
         launcher = ["--standalone"]
     else:
-        return [sys.executable] + worker
-    return [sys.executable, "-m", "torch.distributed.run", *launcher, f"--nproc_per_node={n}"] + worker
+        return [python] + worker
+    return [python, "-m", "torch.distributed.run", *launcher, f"--nproc_per_node={n}"] + worker
 
 
 def meet(ctx, spec: TrainerJob, tdir: Path, spec_path: Path) -> None:

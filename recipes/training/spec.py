@@ -25,6 +25,10 @@ SHARDINGS = ("ddp", "zero1", "zero2", "zero3", "fsdp2")  # what the trainer runs
 DISTRIBUTIONS = (*SHARDINGS, "megatron")  # what choose_strategy offers: Megatron is refused there with the reason
 OFFLOADS = ("none", "optimizer", "all")
 MASTER_WEIGHTS = ("fp32", "bf16")
+# who runs the training step: yichui's trainer on transformers + peft, or unsloth's patched models and kernels in
+# unsloth's own environment (recipes/training/backends.py), with the same Trainer loop, events and checkpoints
+TRAINING_BACKENDS = ("transformers", "unsloth")
+UNSLOTH_METHODS = ("lora", "qlora", "full")  # what unsloth trains and bench/results measured
 
 
 def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float | None = None,
@@ -68,6 +72,8 @@ class TrainingSpec:
     # measured before 2026-12-02 had it (the memory model's LORA_CAST)
     adapter_input_cast: bool = False
     packing: bool = _knob(False, "--packing/--no-packing", help="cli.opt.packing")
+    training_backend: str = _knob("transformers", "--training-backend", help="transformers | unsloth",
+                                  choices=TRAINING_BACKENDS)
     distribution: str = _knob("ddp", "--distribution", help="ddp | zero1 | zero2 | zero3 | fsdp2",
                               choices=SHARDINGS)
     offload: str = "none"  # ZeRO optimizer states (stage 3 / FSDP: "all" also the weights) to CPU memory
@@ -129,8 +135,10 @@ class TrainingSpec:
     def check(self) -> None:
         """Raises:
             Refusal("memory.bad_choice" | "memory.bad_number" | "choose_strategy.bad_targets" |
-            "choose_strategy.liger_and_compile" | "choose_strategy.qlora_and_compile"): a value outside its choices
-            or its range (nan and inf too), no LoRA target, Liger with compiled layers, or QLoRA with compiled layers.
+            "choose_strategy.liger_and_compile" | "choose_strategy.qlora_and_compile" |
+            "choose_strategy.unsloth_unsupported"): a value outside its choices or its range (nan and inf too), no
+            LoRA target, Liger with compiled layers, QLoRA with compiled layers, or the unsloth backend with what it
+            does not run (:meth:`unsloth_conflict`).
         """
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
@@ -147,6 +155,23 @@ class TrainingSpec:
             raise Refusal("choose_strategy.liger_and_compile")
         if self.method == "qlora" and self.compile_layers:  # 2.1× the eager trainer's memory measured, not modelled
             raise Refusal("choose_strategy.qlora_and_compile")
+        if (what := self.unsloth_conflict()) is not None:
+            raise Refusal("choose_strategy.unsloth_unsupported", what=what)
+
+    def unsloth_conflict(self) -> str | None:
+        """What of this spec the unsloth backend does not run, as the field=value that names it, or None. unsloth
+        brings its own kernels and checkpointing (no Liger, no compiled layers), trains LoRA, QLoRA and a bf16 full
+        fine-tune (DoRA and GaLore are not measured with it), in one process (its open-source release trains on one
+        GPU)."""
+        if self.training_backend != "unsloth":
+            return None
+        for name, bad in (("method", self.method not in UNSLOTH_METHODS), ("liger", self.liger),
+                          ("compile_layers", self.compile_layers),
+                          ("master_weights", self.method == "full" and self.master_weights != "bf16"),
+                          ("processes", self.gpus > 1), ("distribution", self.distribution != "ddp")):
+            if bad:
+                return f"{name}={getattr(self, name)}"
+        return None
 
 
 DEFAULTS = TrainingSpec()
@@ -190,6 +215,7 @@ class TrainerJob(TrainingSpec):
     master_port: int = 29500
     logging_steps: int = 1
     init: str = "pretrained"        # "random": random weights of the config's shape (benchmarks)
+    interpreter: str = ""           # the Python that runs the trainer: the backend's environment; "" yichui's own
     save_final: bool = True         # write adapter/ (the smoke run does not)
     profile_steps: tuple[int, int] | None = None  # benchmarks: torch.profiler over these optimizer steps
     launch: str | None = None       # this launch's id; its events carry it

@@ -125,15 +125,25 @@ def _qualname(obj) -> str:
     return f"{type(obj).__module__}.{type(obj).__qualname__}"
 
 
-def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode: bool = False) -> str:
+def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode: bool = False,
+           unsloth: bool = False) -> str:
     """Greedy answer to one user question through the chat template.
 
     ``keep_train_mode``: generate in train mode. bitsandbytes repacks 4-bit weights for its CPU inference kernel the
     first time a layer runs in eval mode, and the repacked layer then fails in training (Linear4bit.forward).
-    Qwen2/Llama-style decoders have no dropout by default, so the answer is the same.
+    Qwen2/Llama-style decoders have no dropout by default, so the answer is the same. ``unsloth``: a model of the
+    unsloth backend, switched to unsloth's inference mode and back (its training patches do not decode).
     """
     import torch
 
+    if unsloth:
+        from unsloth import FastLanguageModel
+
+        FastLanguageModel.for_inference(model)
+        try:
+            return answer(model, tok, question, max_new_tokens)
+        finally:
+            FastLanguageModel.for_training(model)
     model.train() if keep_train_mode else model.eval()
     inputs = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
                                      return_tensors="pt", return_dict=True).to(model.device)
@@ -148,6 +158,8 @@ def main(spec_path: str) -> int:
     tdir = Path(spec_path).parent
     ev = Events(tdir / "events.jsonl", spec.launch)
     try:
+        if spec.training_backend == "unsloth":
+            import unsloth  # noqa: F401  first: it patches transformers, peft and trl as it is imported
         return train(spec, tdir, ev)
     except Exception as e:
         traceback.print_exc()
@@ -185,6 +197,8 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
 
     code = spec.trust_remote_code  # the user's recorded yes to the model's own code
     attn = spec.attn_implementation
+    if spec.training_backend == "unsloth":
+        return load_unsloth(spec, dtype)
     tok = AutoTokenizer.from_pretrained(spec.model_dir, trust_remote_code=code)
     if spec.init == "random":
         from transformers import AutoConfig
@@ -209,10 +223,56 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
     return tok, AutoModelForCausalLM.from_pretrained(spec.model_dir, **load_kw)
 
 
+ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # Llama/Qwen/Mistral names
+
+
+def load_unsloth(spec: TrainerJob, dtype):
+    """The tokenizer and model through unsloth (``training_backend: unsloth``, in unsloth's environment): its
+    patched model (NF4 with ``load_in_4bit`` for QLoRA), and for LoRA/QLoRA its PEFT wrapper with its own
+    activation checkpointing ("unsloth": the saved layer inputs go to CPU memory) — the Trainer then leaves
+    checkpointing to it. A full fine-tune keeps bf16 weights (TrainingSpec.unsloth_conflict refuses fp32 masters).
+    "all-linear" is the seven projections of a Llama-style decoder (unsloth wants names).
+
+    Raises:
+        RuntimeError: ``init: random`` (unsloth loads from a folder: benchmarks write the weights first).
+    """
+    from unsloth import FastLanguageModel
+
+    if spec.init == "random":
+        raise RuntimeError("training_backend unsloth loads weights from model_dir; init 'random' is not supported")
+    full = spec.method in FULL_WEIGHTS
+    model, tok = FastLanguageModel.from_pretrained(
+        model_name=spec.model_dir, max_seq_length=spec.seq_len, dtype=dtype, load_in_4bit=spec.method == "qlora",
+        full_finetuning=full, local_files_only=True, trust_remote_code=spec.trust_remote_code,
+        device_map={"": LOCAL_RANK})
+    if not full:
+        targets = spec.lora_targets
+        model = FastLanguageModel.get_peft_model(
+            model, r=spec.lora_rank, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout, bias="none",
+            target_modules=ALL_LINEAR if targets == "all-linear" else [t.strip() for t in targets.split(",")],
+            use_gradient_checkpointing="unsloth" if spec.activation_checkpointing else False,
+            random_state=spec.seed)
+    tok = getattr(tok, "tokenizer", tok)  # a processor for vision models: its text tokenizer
+    return tok, model
+
+
+def _checkpointing_arg() -> str:
+    """The Trainer's name for activation checkpointing: transformers 5.24 calls it ``activation_checkpointing``
+    (``gradient_checkpointing`` a deprecated alias), older ones — unsloth's environment may hold one — only
+    ``gradient_checkpointing``."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+
+    names = {f.name for f in dataclasses.fields(TrainingArguments)}
+    return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
+
+
 def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool):
     """trl's SFTConfig for the spec: the TrainingSpec's names mapped onto the Trainer's."""
     from trl import SFTConfig
 
+    CHECKPOINTING_ARG = _checkpointing_arg()
     method = spec.method
     return SFTConfig(
         output_dir=str(ckpt_dir), max_steps=spec.max_steps or -1, num_train_epochs=spec.epochs or 1.0,
@@ -221,7 +281,8 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         warmup_steps=spec.warmup_steps, logging_steps=spec.logging_steps,
         save_strategy="steps" if spec.save_steps else "no", save_steps=spec.save_steps or 500,
         save_total_limit=spec.save_total_limit,
-        activation_checkpointing=spec.activation_checkpointing and spec.distribution != "fsdp2",
+        **{CHECKPOINTING_ARG: spec.activation_checkpointing and spec.distribution != "fsdp2"
+           and not (spec.training_backend == "unsloth" and method not in FULL_WEIGHTS)},
         max_length=spec.seq_len,
         use_cpu=device == "cpu", bf16=bf16, seed=spec.seed, data_seed=spec.seed,
         ddp_backend=("gloo" if device == "cpu" else "nccl") if WORLD > 1 else None,
@@ -234,7 +295,18 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         use_liger_kernel=spec.liger, **distribution_args(spec))
 
 
-def events_callback(ev: Events, device: str, method: str, resumed_from: str | None, stop_signal: list[int]):
+def backend_name(spec: TrainerJob) -> str:
+    """The training backend that runs, with its version where it is not yichui's own: "transformers",
+    "unsloth 2026.10.9"."""
+    if spec.training_backend != "unsloth":
+        return "transformers"
+    import unsloth
+
+    return f"unsloth {unsloth.__version__}"
+
+
+def events_callback(ev: Events, device: str, method: str, resumed_from: str | None, stop_signal: list[int],
+                    backend: str = "transformers"):
     """The Trainer callback writing the events stream (start, step, eval, checkpoint); a stop signal seen makes the
     step that ends now save a checkpoint and stop. Its ``trainer`` is set once the Trainer exists."""
     from transformers import TrainerCallback
@@ -248,7 +320,7 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
         def on_train_begin(self, args, state, control, **kw):
             t = self.trainer
             ev.emit("start", total_steps=state.max_steps, resumed_from=resumed_from, device=device, method=method,
-                    processes=WORLD, sharding=sharding(t),
+                    processes=WORLD, sharding=sharding(t), training_backend=backend,
                     optimizer=_qualname(getattr(t.optimizer, "optimizer", t.optimizer)))
 
         def on_log(self, args, state, control, logs=None, **kw):
@@ -349,7 +421,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     if RANK == 0 and spec.sample_question and "before" not in samples:
         kbit_cpu = method == "qlora" and device == "cpu"
         samples = {"question": spec.sample_question,
-                   "before": answer(model, tok, spec.sample_question, keep_train_mode=kbit_cpu)}
+                   "before": answer(model, tok, spec.sample_question, keep_train_mode=kbit_cpu,
+                                    unsloth=spec.training_backend == "unsloth")}
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
@@ -358,7 +431,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     train_ds = Dataset.from_list(data.to_prompt_completion(train_convs))
     eval_ds = Dataset.from_list(data.to_prompt_completion(val_convs)) if val_convs else None
     peft_config = None
-    if method not in FULL_WEIGHTS:
+    if method not in FULL_WEIGHTS and spec.training_backend != "unsloth":  # unsloth wrapped it at load_unsloth
         targets = spec.lora_targets
         peft_config = LoraConfig(r=spec.lora_rank, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
                                  target_modules=targets if targets == "all-linear" else
@@ -374,7 +447,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _graceful)
 
-    events = events_callback(ev, device, method, Path(last).name if last else None, stop_signal)
+    events = events_callback(ev, device, method, Path(last).name if last else None, stop_signal, backend_name(spec))
     callbacks = [events]
     inject = os.environ.get("YICHUI_INJECT_OOM")
     if inject:
@@ -414,7 +487,7 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         if RANK == 0:
             tok.save_pretrained(str(adapter))
     # with sharded weights (ZeRO-3, FSDP2) every forward pass is collective: all ranks generate, rank 0 records
-    after = answer(trainer.model, tok, spec.sample_question) \
+    after = answer(trainer.model, tok, spec.sample_question, unsloth=spec.training_backend == "unsloth") \
         if spec.sample_question and (RANK == 0 or got in ("deepspeed-zero3", "fsdp2")) else None
     try:
         if RANK != 0:
@@ -434,7 +507,7 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
                   "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
                   "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),
                   "peak_mem_gib": mem, "mem_kind": mem_kind, "gpu_memory": gpu_memory, "samples": samples,
-                  "eval_losses": eval_losses, "processes": WORLD}
+                  "eval_losses": eval_losses, "processes": WORLD, "training_backend": backend_name(spec)}
         tmp = tdir / "result.json.tmp"
         tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
         os.replace(tmp, tdir / "result.json")
@@ -456,7 +529,7 @@ def skips_adapter_input_cast(spec: TrainerJob, bf16: bool) -> bool:
     mask is drawn on the bf16 activation. The fp32 adapter weights, gradients and AdamW states are untouched. LoRA
     only (DoRA's variant keeps it); ``adapter_input_cast`` (benchmarks) keeps it too. Only around training: the
     sample answers run outside autocast and need the cast."""
-    return bf16 and spec.method == "lora" and not spec.adapter_input_cast
+    return bf16 and spec.method == "lora" and not spec.adapter_input_cast and spec.training_backend == "transformers"
 
 
 def compile_decoder_layers(model) -> int:

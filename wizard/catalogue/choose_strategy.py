@@ -129,6 +129,18 @@ MESSAGES = {
     "choose_strategy.qlora_and_compile": {
         "en": "Compiled layers with QLoRA held 2.1× the memory of the eager trainer on an H200 (18.3 vs 8.6 GiB): not offered; turn compiled layers off.",
         "zh": "QLoRA 使用编译层时，在 H200 上实测显存为未编译训练器的 2.1 倍（18.3 对 8.6 GiB）：不提供；请关闭编译层。"},
+    "choose_strategy.plan.on_unsloth": {"en": "{label}, on unsloth", "zh": "{label}，使用 unsloth"},
+    "choose_strategy.training_backend": {"en": "Training backend:", "zh": "训练后端："},
+    "choose_strategy.training_backend.transformers": {"en": "yichui's trainer (transformers + peft)",
+                                                      "zh": "yichui 的训练器（transformers + peft）"},
+    "choose_strategy.training_backend.unsloth": {"en": "unsloth {version} (its kernels, in its own environment)",
+                                                 "zh": "unsloth {version}（它自己的内核，在独立环境中）"},
+    "choose_strategy.asked_if.training_backend": {
+        "en": "when unsloth {version} is installed in {env} (install: {command})",
+        "zh": "仅当 unsloth {version} 安装在 {env} 时询问（安装：{command}）"},
+    "choose_strategy.unsloth_unsupported": {
+        "en": "The unsloth backend does not run {what} here (LoRA, QLoRA or a bf16 full fine-tune, one process, without Liger or compiled layers): change it, or choose training_backend transformers.",
+        "zh": "unsloth 后端在此不支持 {what}（仅 LoRA、QLoRA 或 bf16 全参微调，单进程，不用 Liger 与编译层）：请修改，或选择 training_backend transformers。"},
     "choose_strategy.asked_if.compile_layers": {
         "en": "for LoRA, or a full fine-tune with bf16 master weights, in one process on a CUDA GPU, without Liger (elsewhere: yichui estimate --compile-layers)",
         "zh": "仅在单进程、CUDA GPU 上的 LoRA 或 bf16 主权重的全参微调且未启用 Liger 时询问（其他情况：yichui estimate --compile-layers）"},

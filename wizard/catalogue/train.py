@@ -35,6 +35,8 @@ MESSAGES = {
                           "zh": "即使微批 {micro_batch} 且开启激活检查点仍显存不足（日志：{log}）：请改用 QLoRA、缩短序列或换更大的 GPU（`yichui estimate` 可估算）。"},
     "train.field.curve": {"en": "loss curve", "zh": "损失曲线"},
     "train.curve": {"en": "Loss curve: {png}; TensorBoard: tensorboard --logdir {tb}", "zh": "损失曲线：{png}；TensorBoard：tensorboard --logdir {tb}"},
+    "train.no_unsloth": {"en": "The unsloth backend was chosen but its environment {env} is not installed: run {command}, then resume.",
+                         "zh": "已选择 unsloth 后端，但其环境 {env} 未安装：请运行 {command}，然后 resume。"},
     "train.master_not_here": {"en": "The first host '{host}' is not this machine: run the wizard on the first host, or list this machine first",
                               "zh": "第一个主机“{host}”不是本机：请在第一个主机上运行向导，或把本机放在第一位"},
     "train.node_command": {"en": "Node {rank}: on {host} run  bash {script}", "zh": "节点 {rank}：在 {host} 上运行  bash {script}"},
