@@ -32,7 +32,9 @@ RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT = [RESULTS / "2026-12-02-train-levers-h200" / "call1-levers.jsonl",
            RESULTS / "2026-12-02-train-levers-h200" / "call2-pairs.jsonl",
            RESULTS / "2026-12-02-train-levers-h200" / "call3-pairs.jsonl",
-           RESULTS / "2026-12-02-train-jobs-h200" / "train-jobs.jsonl"]
+           RESULTS / "2026-12-02-train-jobs-h200" / "train-jobs.jsonl",
+           RESULTS / "2026-12-02-unsloth-backend-h200" / "train-backend.jsonl",
+           RESULTS / "2026-12-02-unsloth-backend-h200" / "train-backend-qlora-round2.jsonl"]
 FIT = {("qwen2.5-7b", "lora"), ("qwen2.5-1.5b", "full")}
 
 
@@ -54,13 +56,19 @@ def jobs(paths, who: str = "yichui", backend: str = "transformers") -> dict:
 
 
 def unsloth_speedups(paths, measured: dict) -> dict:
-    """{method: unsloth ÷ eager trainer} from the backend's own rows where there are any, else the peer's."""
+    """{method: the unsloth backend ÷ the eager trainer}: from the backend's own rows where there are any; else
+    unsloth's own loop (the peer) × the backend ÷ peer ratio of the jobs that have both (the Trainer's loop
+    around unsloth's model costs a little)."""
+    peer, backend = jobs(paths, "unsloth"), jobs(paths, "yichui", "unsloth")
+    both = [statistics.median(backend[k]) / statistics.median(peer[k]) for k in backend if k in peer]
+    loop = statistics.median(both) if both else 1.0
     out = {}
-    for source in (jobs(paths, "unsloth"), jobs(paths, "yichui", "unsloth")):  # the backend's rows win
+    for source, factor in ((peer, loop), (backend, 1.0)):  # the backend's rows win
         for key, tps in source.items():
             eager = measured.get(key)
             if eager and not key[5]:
-                out[key[1]] = statistics.median(tps) / eager
+                out[key[1]] = statistics.median(tps) * factor / eager
+    print(f"backend ÷ unsloth's own loop: {loop:.3f} ({len(both)} job(s))")
     return out
 
 

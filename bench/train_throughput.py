@@ -130,7 +130,9 @@ BACKEND = ([("0", who, *QLORA8, {"seq": 4096} | x) for _ in range(rounds(3))
               for who, x in (("peer", {}), ("unsloth", {}), ("yichui", {"compile_layers": True}))])
 PLANS = {"main": PLAN, "profile": PROFILE, "goals": GOALS, "alone": ALONE, "unsloth": UNSLOTH, "levers": LEVERS,
          "pairs": PAIRS, "levers2": LEVERS2, "jobs": JOBS,
-         "jobs-loss8b": JOBS_LOSS8B, "best": BEST, "backend": BACKEND}
+         "jobs-loss8b": JOBS_LOSS8B, "best": BEST, "backend": BACKEND,
+         "best-qlora": [r for r in BEST if r[3] == "qlora"],
+         "backend-qlora": [r for r in BACKEND if r[3] == "qlora"]}
 SEQ, STEPS = 2048, 8
 BENCH_KEYS = ("seq", "loss_steps", "lr", "budget_gib")  # read by this script, not knobs of yichui's trainer
 _prepare_lock = threading.Lock()
@@ -238,11 +240,14 @@ def run_yichui_best(work: Path, shape: str, method: str, rank: int, effective: i
     sh = memory.shape_from_config(json.loads((CONFIGS / shape / "config.json").read_text()))
     t = TrainingSpec(method=method, lora_rank=rank, lora_alpha=2 * rank, lora_dropout=0.0, seq_len=seq,
                      master_weights="bf16")
-    plan = planner.plans(sh, t, effective, "NVIDIA H200", budget)[0]
-    knobs = {"grad_accum": plan.grad_accum, "liger": plan.liger, "compile_layers": plan.compile_layers}
+    unsloth = bool(os.environ.get("YICHUI_UNSLOTH_PYTHON"))  # installed beside: the planner may choose it
+    plan = planner.plans(sh, t, effective, "NVIDIA H200", budget, unsloth=unsloth)[0]
+    knobs = {"grad_accum": plan.grad_accum, "liger": plan.liger, "compile_layers": plan.compile_layers,
+             "training_backend": plan.training_backend}
     res = run_yichui(work, shape, method, rank, plan.ckpt, plan.micro_batch, knobs, gpu, seq) if plan.fits else {}
     return res | {"plan": {"ckpt": plan.ckpt, "micro_batch": plan.micro_batch, "grad_accum": plan.grad_accum,
-                           "liger": plan.liger, "compile_layers": plan.compile_layers, "fits": plan.fits},
+                           "liger": plan.liger, "compile_layers": plan.compile_layers, "fits": plan.fits,
+                           "training_backend": plan.training_backend},
                   "predicted_tokens_per_s": plan.tokens_per_s, "predicted_peak_gib": plan.peak_gib}
 
 

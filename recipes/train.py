@@ -18,8 +18,8 @@ from recipes.training import plots
 from recipes.base import Choice, Ctx, Question, StepError, msg
 from recipes.handoff import Download, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import TrainerJob
-from recipes.training.runner import (REPO, OutOfMemory, Stopped, follow, meet, node_hosts, recover,
-                                     trainer_env, with_backend, worker_argv)
+from recipes.training.runner import (REPO, OutOfMemory, Stopped, checkpoints, follow, meet, node_hosts, recover,
+                                     set_aside_incomplete, trainer_env, with_backend, worker_argv)
 
 name = "train"
 requires = ("select_model", "choose_strategy", "download")
@@ -75,8 +75,8 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
             change["at_step"] = oom.step
             recoveries = ctx.result(TrainingResult).recoveries + [change]
             ctx.record(recoveries=recoveries)
-            ctx.warn(msg("train.oom_recovered", step=oom.step, micro_batch=change["to"]["micro_batch"],
-                         grad_accum=change["to"]["grad_accum"]))
+            ctx.warn(msg("train.oom_recovered" if oom.step else "train.oom_recovered_first", step=oom.step,
+                         micro_batch=change["to"]["micro_batch"], grad_accum=change["to"]["grad_accum"]))
     out = json.loads(result.read_text())
     ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
                  seconds=out["runtime_s"]))
@@ -94,8 +94,11 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
 
 
 def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
-    """Start the trainer on the current spec; it resumes from the latest checkpoint when there is one."""
-    ckpts = sorted((tdir / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    """Start the trainer on the current spec; it resumes from the latest complete checkpoint when there is one (one
+    a kill interrupted while it was written is set aside first)."""
+    for name in set_aside_incomplete(tdir):
+        ctx.warn(msg("train.incomplete_checkpoint", checkpoint=name))
+    ckpts = checkpoints(tdir)
     if ckpts:
         ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))
     spec = replace(_spec(ctx, answers), launch=secrets.token_hex(6))

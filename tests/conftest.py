@@ -69,6 +69,17 @@ def tiny_model(tmp_path_factory) -> Path:
     return dest
 
 
+@pytest.fixture(scope="session")
+def unsloth_envs() -> Path:
+    """A YICHUI_ENVS folder holding unsloth's own environment (tests/unsloth_env.py: built once, kept in
+    .cache/envs-unsloth). Apart from the shared one: where unsloth is installed the wizard asks one more question."""
+    from unsloth_env import build
+
+    envs = REPO / ".cache" / "envs-unsloth"
+    build(envs)
+    return envs
+
+
 def pytest_collection_modifyitems(config, items):
     """The end-to-end tests (tests/e2e/) are `slow`: `pytest -m "not slow"` is the inner loop, the default run
     still runs them."""

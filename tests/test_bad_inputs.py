@@ -171,6 +171,8 @@ CATALOGUE = [
     Case("not-yes-no", "'maybe' for a yes/no question", "answer.not_bool", lambda e: ys("choose_strategy.packing=maybe")),
     Case("not-a-choice", "a choice that does not exist", "answer.not_a_choice", lambda e: ys("choose_strategy.method=magic")),
     Case("bad-format", "an export format that does not exist", "answer.not_a_choice", lambda e: ys("export.formats=zip")),
+    Case("unsloth-not-installed", "the unsloth training backend where its environment is not installed",
+         "answer.set_not_asked", lambda e: ys(*LOCAL(e), "choose_strategy.training_backend=unsloth")),
     Case("engine-cannot-load", "an export the chosen engine cannot load", "export.engine_cannot_load",
          lambda e: ys("export.serve_with=vllm", "export.formats=bnb-8bit")),
     Case("too-few-calibration", "too few calibration samples", "export.too_few_calibration",

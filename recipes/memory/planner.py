@@ -43,13 +43,16 @@ MFU_HALF = 8.4e6        # tokens × hidden at which half of MFU_MAX is reached
 # graph): never both
 LIGER_SPEEDUP = 1.0
 # compiled decoder layers ÷ the eager trainer, medians of the same job (bench/fit_speed.py): 7B LoRA r16 (five rounds,
-# pairs 1.39–2.30×), 1.5B full fine-tune (one compiled run beside three eager, 39,238 vs 27,607 tokens/s). QLoRA ran
+# pairs 1.39–2.30×), 1.5B full fine-tune (six compiled runs beside three eager, 39,835 vs 27,607 tokens/s). QLoRA ran
 # 1.96× but held 2.1× the memory (18.3 vs 8.6 GiB on Llama-3.1-8B): refused (TrainingSpec.check); other methods are
 # not measured: no speedup predicted
-COMPILE_SPEEDUP = {"lora": 1.76, "full": 1.42}
-# unsloth (bench/unsloth_peer.py, its kernels and offloaded checkpointing) ÷ the eager trainer, medians of the same job
-# (bench/fit_speed.py): 7B LoRA r16 @2048 (five rounds), 8B QLoRA r16 @4096 (one), 1.5B full fine-tune @2048 mb4 (four)
-UNSLOTH_SPEEDUP = {"lora": 1.39, "qlora": 1.71, "full": 1.45}
+COMPILE_SPEEDUP = {"lora": 1.76, "full": 1.44}
+# the unsloth backend ÷ the eager trainer, medians of the same job (bench/fit_speed.py): 8B QLoRA r16 @4096 measured
+# on the backend itself (five runs, bench/results/2026-12-02-unsloth-backend-h200); 7B LoRA r16 @2048 (five rounds)
+# and the 1.5B full fine-tune @2048 mb4 (nine) from unsloth's own loop (bench/unsloth_peer.py) × 0.947, the backend's
+# speed over that loop's on the QLoRA job (the Trainer's loop around unsloth's model). So the planner picks unsloth
+# for QLoRA (compiled layers are refused there) and compiled layers for LoRA and bf16 full fine-tunes
+UNSLOTH_SPEEDUP = {"lora": 1.32, "qlora": 1.66, "full": 1.38}
 QLORA_SPEED = 0.80      # measured: QLoRA r64 against LoRA r8 at the same settings (2977 vs 3717 tokens/s)
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 

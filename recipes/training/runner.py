@@ -81,6 +81,31 @@ def recover(spec: TrainingSpec) -> dict | None:
     return None if after == before else {"from": before, "to": after}
 
 
+def checkpoints(tdir: Path) -> list[Path]:
+    """The trainer's complete checkpoints in ``tdir/checkpoints``, oldest first. Complete: it holds
+    trainer_state.json, which the Trainer writes last (after the weights, optimizer, scheduler and RNG states)."""
+    found = [p for p in (tdir / "checkpoints").glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    return sorted((p for p in found if (p / "trainer_state.json").is_file()), key=lambda p: int(p.name.split("-")[-1]))
+
+
+def set_aside_incomplete(tdir: Path) -> list[str]:
+    """Rename the checkpoints a kill interrupted while they were written (no trainer_state.json) to
+    ``incomplete-checkpoint-N``, so that the Trainer's resume (transformers.trainer_utils.get_last_checkpoint: the
+    highest ``checkpoint-N``) takes the last complete one instead of failing on the half-written one. Kept, not
+    deleted; one earlier set-aside copy of the same step is replaced. Returns the names set aside."""
+    import shutil
+
+    complete = set(checkpoints(tdir))
+    out = []
+    for p in (tdir / "checkpoints").glob("checkpoint-*"):
+        if p.is_dir() and p.name.split("-")[-1].isdigit() and p not in complete:
+            aside = p.with_name("incomplete-" + p.name)
+            shutil.rmtree(aside, ignore_errors=True)
+            p.rename(aside)
+            out.append(p.name)
+    return sorted(out, key=lambda n: int(n.split("-")[-1]))
+
+
 def node_hosts(spec: TrainerJob) -> list[str]:
     from recipes.training.rendezvous import split_hosts
 

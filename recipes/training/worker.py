@@ -292,7 +292,9 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         packing=spec.packing, packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
         eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,
-        use_liger_kernel=spec.liger, **distribution_args(spec))
+        use_liger_kernel=spec.liger, **distribution_args(spec),
+        # unsloth's trainer logs no num_tokens (trl's): the Trainer counts the tokens instead (the events' tokens/s)
+        **({"include_num_input_tokens_seen": "non_padding"} if spec.training_backend == "unsloth" else {}))
 
 
 def backend_name(spec: TrainerJob) -> str:
@@ -327,7 +329,8 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
             logs = logs or {}
             if "loss" not in logs:
                 return
-            now, tokens = time.time(), logs.get("num_tokens")
+            # trl's count of the batches' tokens; unsloth's patched trainer logs none: the Trainer's own count then
+            now, tokens = time.time(), logs.get("num_tokens", logs.get("num_input_tokens_seen"))
             tps = None
             if tokens is not None and self.tokens_last is not None and now > self.t_last:
                 tps = round((float(tokens) - self.tokens_last) / (now - self.t_last), 1)

@@ -51,6 +51,28 @@ def test_train_runs_detached_and_writes_events_and_checkpoints(chain):
     assert job.pid == chain.session.steps["train"]["outputs"]["trainer_pid"] and not job.alive()
 
 
+def test_a_checkpoint_a_kill_cut_short_is_set_aside_and_the_last_complete_one_resumed(tmp_path):
+    """A SIGKILL while the Trainer writes checkpoint-8 leaves a folder without trainer_state.json (written last);
+    resuming from it fails (FileNotFoundError, seen on the unsloth backend's kill test). The train step sets it
+    aside, kept, and the Trainer's own choice of the last checkpoint then takes checkpoint-4."""
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from recipes.training.runner import checkpoints, set_aside_incomplete
+
+    ck = tmp_path / "checkpoints"
+    for step, complete in ((4, True), (8, False)):
+        (ck / f"checkpoint-{step}").mkdir(parents=True)
+        (ck / f"checkpoint-{step}" / "adapter_model.safetensors").write_bytes(b"x" * 16)
+        if complete:
+            (ck / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
+    assert get_last_checkpoint(str(ck)).endswith("checkpoint-8")  # what the Trainer would resume from
+    assert set_aside_incomplete(tmp_path) == ["checkpoint-8"]
+    assert [p.name for p in checkpoints(tmp_path)] == ["checkpoint-4"]
+    assert get_last_checkpoint(str(ck)).endswith("checkpoint-4")
+    assert (ck / "incomplete-checkpoint-8" / "adapter_model.safetensors").read_bytes() == b"x" * 16  # kept
+    assert set_aside_incomplete(tmp_path) == []
+
+
 def test_recovery_gives_up_when_nothing_is_left():
     from recipes.training.runner import recover
     from recipes.training.spec import TrainingSpec as S
@@ -83,6 +105,65 @@ def test_out_of_memory_recovers_from_the_last_checkpoint(chain, variant, monkeyp
     assert len(starts) == 2 and starts[1]["resumed_from"] == "checkpoint-4"
     spec = json.loads((Path(out["train_dir"]) / "spec.json").read_text())
     assert (spec["micro_batch"], spec["grad_accum"], spec["activation_checkpointing"]) == (2, 2, True)
+
+
+@pytest.mark.slow
+def test_the_unsloth_backend_recovers_from_oom_and_a_kill_and_merges(chain, variant, monkeypatch, unsloth_envs):
+    """unsloth in its own environment (its CPU fallback here; bench/results/2026-12-02-unsloth-backend-h200 on a GPU)
+    through the same train step: the trainer runs in that interpreter and its events name the backend; an
+    out-of-memory error at step 5 is recovered from checkpoint-4; a SIGKILL of the trainer after checkpoint-8 is
+    resumed from there by the step; the adapter is a peft adapter the export step merges."""
+    import os
+    import signal
+    import threading
+
+    from recipes import base
+    from recipes.training import backends
+
+    monkeypatch.setenv("YICHUI_ENVS", str(unsloth_envs))
+    _fresh_train(chain)
+    chain.step("choose_strategy", preflight="false", method="lora", training_backend="unsloth", max_steps="120",
+               save_steps="4", micro_batch="4", grad_accum="1", activation_checkpointing="false")
+    monkeypatch.setenv("YICHUI_INJECT_OOM", "5:2")
+    tdir = chain.session.run_dir / "train"
+    killed: list[int] = []
+
+    def kill_after_checkpoint_8():  # the recovered launch (micro-batch 2), once checkpoint-8 is on disk
+        end = time.monotonic() + 300
+        while time.monotonic() < end and not killed:
+            job = jobs.read(tdir / "trainer.pid.json")
+            spec = json.loads((tdir / "spec.json").read_text()) if (tdir / "spec.json").exists() else {}
+            if job and job.alive() and spec.get("micro_batch") == 2 and (tdir / "checkpoints" / "checkpoint-8").is_dir():
+                os.killpg(job.pid, signal.SIGKILL)
+                killed.append(job.pid)
+            time.sleep(0.02)
+
+    import time
+
+    watcher = threading.Thread(target=kill_after_checkpoint_8)
+    watcher.start()
+    with pytest.raises(base.StepError, match="train.died"):
+        chain.step("train")
+    watcher.join()
+    assert killed
+    out = chain.step("train")  # the step again: a dead trainer is started again from its last checkpoint
+    assert out["steps"] == 120
+    (change,) = out["recoveries"]
+    assert change["to"] == {"micro_batch": 2, "grad_accum": 2, "activation_checkpointing": True}
+    events, _ = jobs.read_events(tdir / "events.jsonl")
+    starts = [e for e in events if e["event"] == "start"]
+    assert [e["resumed_from"] for e in starts][:2] == [None, "checkpoint-4"]
+    # the kill lands while checkpoint-8 is written (set aside, resumed from checkpoint-4) or after (resumed from it)
+    aside = (tdir / "checkpoints" / "incomplete-checkpoint-8").is_dir()
+    assert starts[2]["resumed_from"] == ("checkpoint-4" if aside else "checkpoint-8"), aside
+    assert {e["training_backend"] for e in starts} == {f"unsloth {backends.UNSLOTH_VERSION}"}
+    assert [e["kind"] for e in events if e["event"] == "error"] == ["oom"]
+    spec = json.loads((tdir / "spec.json").read_text())
+    assert spec["interpreter"] == str(backends.unsloth_env(chain.home) / "bin" / "python")
+    assert "Unsloth" in (tdir / "trainer.log").read_text()  # unsloth's own banner: its model, not a look-alike
+    assert json.loads((tdir / "result.json").read_text())["training_backend"] == f"unsloth {backends.UNSLOTH_VERSION}"
+    exp = chain.step("export", formats="")
+    assert exp["merge_check"]["max_abs_logit_diff"] < 1e-4  # unsloth's adapter on the base vs the merged model
 
 
 @pytest.mark.slow

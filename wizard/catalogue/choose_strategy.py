@@ -137,13 +137,13 @@ MESSAGES = {
                                                  "zh": "unsloth {version}（它自己的内核，在独立环境中）"},
     "choose_strategy.asked_if.training_backend": {
         "en": "when unsloth {version} is installed in {env} (install: {command})",
-        "zh": "仅当 unsloth {version} 安装在 {env} 时询问（安装：{command}）"},
+        "zh": "unsloth {version} 已安装在 {env}（安装：{command}）"},
     "choose_strategy.unsloth_unsupported": {
         "en": "The unsloth backend does not run {what} here (LoRA, QLoRA or a bf16 full fine-tune, one process, without Liger or compiled layers): change it, or choose training_backend transformers.",
         "zh": "unsloth 后端在此不支持 {what}（仅 LoRA、QLoRA 或 bf16 全参微调，单进程，不用 Liger 与编译层）：请修改，或选择 training_backend transformers。"},
     "choose_strategy.asked_if.compile_layers": {
         "en": "for LoRA, or a full fine-tune with bf16 master weights, in one process on a CUDA GPU, without Liger (elsewhere: yichui estimate --compile-layers)",
-        "zh": "仅在单进程、CUDA GPU 上的 LoRA 或 bf16 主权重的全参微调且未启用 Liger 时询问（其他情况：yichui estimate --compile-layers）"},
+        "zh": "单进程、CUDA GPU 上的 LoRA 或 bf16 主权重的全参微调且未启用 Liger（其他情况：yichui estimate --compile-layers）"},
     "choose_strategy.asked_if.several_processes": {
         "en": "when training runs in 2 or more processes (choose_strategy.processes × nodes)",
         "zh": "训练进程总数（choose_strategy.processes × nodes）≥ 2"},
