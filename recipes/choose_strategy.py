@@ -350,6 +350,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     skip = answers.get("bad_records") == "skip"
     loaded = datasets.load(path, skip_bad=skip)
     convs, fmt = loaded.conversations, loaded.format
+    if n_images := sum(datasets.has_images(c) for c in convs):  # read and checked; the trainer is text-only so far
+        raise StepError("choose_strategy.images_need_vlm", path=path, n=n_images)
     train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
     meta = metadata_dir(ctx)
     tok = AutoTokenizer.from_pretrained(meta, trust_remote_code=trusted(ctx))

@@ -151,6 +151,21 @@ def no_weights_fetched(env: "Env") -> None:
     assert not (env.home / "models").exists()
 
 
+def image_records(env: "Env", image: str) -> str:
+    """A dataset of two image-question records whose images column names ``image`` (a red square is written as
+    ok.png beside it)."""
+    import io
+
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (220, 40, 40)).save(buf, format="PNG")
+    env.file("ok.png", buf.getvalue())
+    row = lambda img: json.dumps({"images": [img], "messages": [  # noqa: E731
+        {"role": "user", "content": "<image>What colour is the shape?"}, {"role": "assistant", "content": "red"}]})
+    return env.file("images.jsonl", row("ok.png") + "\n" + row(image) + "\n")
+
+
 def turns(*roles: str) -> str:
     return json.dumps({"messages": [{"role": r, "content": f"{r} text"} for r in roles]})
 
@@ -227,6 +242,10 @@ CATALOGUE = [
     Case("malformed-records", "malformed records, told to abort", "data.bad_records",
          lambda e: data(e, e.file(
              "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n"), "choose_strategy.bad_records=abort"), code=1),
+    Case("missing-image", "an image-text record whose image file is missing", "data.bad_records",
+         lambda e: data(e, image_records(e, "missing.png"), "choose_strategy.bad_records=abort"), code=1),
+    Case("images-for-text-model", "image-text records for a text model", "choose_strategy.images_need_vlm",
+         lambda e: data(e, image_records(e, "ok.png")), code=1),
     Case("hub-model-without-template", "a hub model with no chat template (a base model)",
          "choose_strategy.no_chat_template", setup=untemplated_on_hub, after=model_asked_again, code=1,
          argv=lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
@@ -356,7 +375,8 @@ def test_readme_troubleshooting_is_the_catalogue():
 
 # the cases that run choose_strategy or the smoke run in a subprocess (4-11 s each): `slow`, out of the inner loop
 HEAVY = {"smoke-test-fails", "no-dataset", "template-rejects-record", "unknown-data-format", "not-utf8-data",
-         "malformed-records", "empty-dataset", "bad-sample-size", "bad-data-suffix", "estimate-seq-over-context"}
+         "malformed-records", "empty-dataset", "bad-sample-size", "bad-data-suffix", "estimate-seq-over-context",
+         "missing-image", "images-for-text-model"}
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c.id in HEAVY else c for c in CATALOGUE],

@@ -86,3 +86,104 @@ def test_unusable_files_are_named(tmp_path, content, key):
     with pytest.raises(data.DataError) as e:
         data.read(path)
     assert e.value.key == key
+
+
+# -- image-text records (issue 22) -------------------------------------------------------------------------------
+
+def _png(path, colour=(200, 30, 30)):
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (8, 8), colour).save(path)
+    return path
+
+
+Q = "What colour is the shape?"
+
+
+@pytest.mark.parametrize("row", [
+    # messages with the file in the part (a path relative to the dataset's folder)
+    {"messages": [{"role": "user", "content": [{"type": "image", "image": "img/a.png"}, {"type": "text", "text": Q}]},
+                  {"role": "assistant", "content": "red"}]},
+    # OpenAI's image_url part
+    {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "img/a.png"}},
+                                               {"type": "text", "text": Q}]},
+                  {"role": "assistant", "content": "red"}]},
+    # trl's form: bare placeholders, the files in an images column
+    {"images": ["img/a.png"], "messages": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": Q}]},
+                                           {"role": "assistant", "content": "red"}]},
+    # LLaMA-Factory's / sharegpt's: "<image>" in the text, an images column
+    {"images": ["img/a.png"], "messages": [{"role": "user", "content": "<image>" + Q},
+                                           {"role": "assistant", "content": "red"}]},
+    {"images": ["img/a.png"], "conversations": [{"from": "human", "value": "<image>" + Q}, {"from": "gpt", "value": "red"}]},
+])
+def test_every_image_text_form_becomes_the_same_conversation(tmp_path, row, monkeypatch):
+    png = _png(tmp_path / "data" / "img" / "a.png")
+    monkeypatch.chdir(tmp_path)  # relative paths are the dataset folder's, not the working directory's
+    loaded = data.read(write(tmp_path / "data" / "d.jsonl", [row]))
+    assert not loaded.bad
+    (conv,) = loaded.conversations
+    assert conv == [{"role": "user", "content": [{"type": "image", "image": str(png.resolve())},
+                                                 {"type": "text", "text": Q}]},
+                    {"role": "assistant", "content": "red"}]
+    (rec,) = data.to_prompt_completion([conv])  # trl's image-text form for the trainer
+    assert rec["images"] == [str(png.resolve())]
+    assert rec["prompt"][0]["content"] == [{"type": "image"}, {"type": "text", "text": Q}]
+
+
+def test_parquet_with_image_bytes(tmp_path):
+    """A parquet file as the datasets library writes an Image column (the bytes inside the file)."""
+    import io
+
+    from datasets import Dataset, Features, Image, List, Value
+    from PIL import Image as PILImage
+
+    buf = io.BytesIO()
+    PILImage.new("RGB", (8, 8), (30, 30, 200)).save(buf, format="PNG")
+    feats = Features({"images": List(Image()), "messages": List({"role": Value("string"), "content": Value("string")})})
+    Dataset.from_dict({"images": [[{"bytes": buf.getvalue(), "path": None}]],
+                       "messages": [[{"role": "user", "content": "<image>" + Q}, {"role": "assistant", "content": "blue"}]]},
+                      features=feats).to_parquet(str(tmp_path / "d.parquet"))
+    loaded = data.read(tmp_path / "d.parquet")
+    assert not loaded.bad, loaded.bad
+    part = loaded.conversations[0][0]["content"][0]
+    assert part["type"] == "image" and PILImage.open(io.BytesIO(part["image"])).getpixel((0, 0)) == (30, 30, 200)
+
+
+def test_bad_image_records_are_named_with_their_line_and_reason(tmp_path):
+    _png(tmp_path / "ok.png")
+    (tmp_path / "not-an-image.png").write_text("hello")
+    user = lambda content: [{"role": "user", "content": content}, {"role": "assistant", "content": "red"}]  # noqa: E731
+    rows = [{"images": ["ok.png"], "messages": user("<image>" + Q)},
+            {"images": ["missing.png"], "messages": user("<image>" + Q)},
+            {"images": ["not-an-image.png"], "messages": user("<image>" + Q)},
+            {"images": ["ok.png", "ok.png"], "messages": user("<image>" + Q)},
+            {"images": [], "messages": user("<image>" + Q)},
+            {"messages": user([{"type": "image", "image": "https://example.com/a.png"}, {"type": "text", "text": Q}])},
+            {"images": ["ok.png"], "messages": user([{"type": "image"}, {"type": "video"}])}]
+    loaded = data.read(write(tmp_path / "d.jsonl", rows))
+    assert len(loaded.conversations) == 1
+    assert loaded.bad == ["d.jsonl:2 (image missing.png not found)",
+                          "d.jsonl:3 (image not-an-image.png unreadable (UnidentifiedImageError))",
+                          "d.jsonl:4 (1 image(s) more than placeholders)",
+                          "d.jsonl:5 (more image placeholders than images)",
+                          "d.jsonl:6 (remote image https://example.com/a.png (download it and give the file))",
+                          "d.jsonl:7"]
+    with pytest.raises(data.DataError) as e:
+        data.load(tmp_path / "d.jsonl")
+    assert "d.jsonl:2 (image missing.png not found)" in e.value.params["where"]
+
+
+def test_the_bundled_shapes_keep_each_image_with_its_answer_through_sampling_and_splits(tmp_path):
+    from PIL import Image
+
+    from recipes.data import shapes
+
+    path = shapes.build(tmp_path, 18)
+    convs = data.load_records(f"{path}#20")
+    train, held = data.train_validation(convs, 0.25)
+    for conv in train + held:  # the answer is still the one drawn in that record's image
+        img = Image.open(conv[0]["content"][0]["image"]).convert("RGB")
+        colours = {c for c, rgb in shapes.COLOURS.items() if rgb in {px for _, px in img.getcolors(4096)}}
+        if conv[0]["content"][1]["text"] == shapes.QUESTIONS["colour"]:
+            assert colours == {conv[1]["content"]}

@@ -8,6 +8,15 @@ seeded random sample of N records.
 A conversation is a list of ``{"role": "system"|"user"|"assistant", "content": str}`` dicts ending with an assistant
 turn. Training uses trl's conversational prompt-completion form (prompt = every turn but the last, completion = the
 last assistant turn), so the loss covers assistant tokens only, whatever the model's chat template.
+
+Image-text records (issue 22), in the forms users have: messages whose content is a list of parts
+(``{"type": "image", "image": PATH}``, OpenAI's ``{"type": "image_url", "image_url": {"url": PATH}}``,
+``{"type": "text", "text": …}``), or bare ``{"type": "image"}`` parts / ``<image>`` placeholders in the text
+(sharegpt, LLaMA-Factory's form) with the files in an ``images`` column (paths, or ``{"bytes", "path"}`` as parquet
+files written by the ``datasets`` library hold them). In the conversation such a turn's content becomes a list of
+parts and every image part carries its source (``"image"``: an absolute path, or the bytes), so sampling and splits
+keep each image with its record. A path is resolved against the dataset file's folder; a missing or unreadable image,
+a remote URL, or placeholders that do not match the images make the record malformed, with the reason.
 """
 from __future__ import annotations
 
@@ -29,6 +38,13 @@ SAMPLE_SEED = 42
 
 class DataError(Refusal):
     """A dataset that cannot be used."""
+
+
+class BadRecord(ValueError):
+    """A malformed record, with the reason shown beside its line (an image that is missing, …)."""
+
+
+IMAGE = "<image>"  # the text placeholder of sharegpt / LLaMA-Factory records
 
 
 @dataclass
@@ -118,17 +134,113 @@ def _text(value, required: bool = True) -> str:
     return value
 
 
-def _turns(items, role_key: str, text_key: str, roles: dict) -> list[dict]:
+def _turns(items, role_key: str, text_key: str, roles: dict, images: list | None = None) -> list[dict]:
+    """Turns of ``role_key``/``text_key`` dicts. ``images``: the record's image column, taken in order by its image
+    placeholders (a list of parts, or ``<image>`` in the text); None for a record without one."""
     conv = []
     for m in items:
         if not isinstance(m, dict) or m.get(role_key) not in roles:
             raise TypeError("role")
-        role = roles[m[role_key]]
-        conv.append({"role": role, "content": _text(m.get(text_key), required=role != "system")})
+        role, value = roles[m[role_key]], m.get(text_key)
+        if isinstance(value, list) or (images is not None and isinstance(value, str) and IMAGE in value):
+            parts = _parts(value, images)
+            text_only = all(p["type"] == "text" for p in parts)  # OpenAI's list of text parts: one string
+            conv.append({"role": role, "content": "\n".join(p["text"] for p in parts) if text_only else parts})
+        else:
+            conv.append({"role": role, "content": _text(value, required=role != "system")})
     return conv
 
 
-def _to_conversation(row: dict, fmt: str) -> list[dict]:
+def _parts(value, images: list | None) -> list[dict]:
+    """A turn's content as parts: ``{"type": "text", "text"}`` and ``{"type": "image", "image": SOURCE}`` with the
+    source still as the record gives it (resolved by :func:`_resolve_images`); bare placeholders take the next entry of
+    ``images``."""
+    pool = images if images is not None else []
+    if isinstance(value, str):  # "<image>What is this?" with an images column
+        pieces = value.split(IMAGE)
+        value = [x for i, t in enumerate(pieces)
+                 for x in ([{"type": "image"}] if i else []) + ([{"type": "text", "text": t}] if t.strip() else [])]
+    out = []
+    for part in value:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text":
+            out.append({"type": "text", "text": _text(part.get("text"))})
+        elif kind in ("image", "image_url"):
+            if kind == "image_url":  # OpenAI's {"image_url": {"url": …}} (or the URL itself)
+                url = part.get("image_url")
+                src = url.get("url") if isinstance(url, dict) else url
+            else:
+                src = part.get("image") or part.get("path")
+            if src is None:
+                if not pool:
+                    raise BadRecord("more image placeholders than images")
+                src = pool.pop(0)
+            out.append({"type": "image", "image": src})
+        else:
+            raise TypeError("part")
+    if not out:
+        raise TypeError("empty content")
+    return out
+
+
+def _resolve_images(conv: list[dict], base: Path, left: list) -> None:
+    """Each image part's source made an absolute path (relative ones against ``base``) or bytes, and checked: it
+    opens as an image (PIL reads its header). Raises BadRecord: a missing or unreadable file, a remote URL, or
+    images the placeholders did not take (``left``)."""
+    if left:
+        raise BadRecord(f"{len(left)} image(s) more than placeholders")
+    for turn in conv:
+        for part in turn["content"] if isinstance(turn["content"], list) else ():
+            if part["type"] != "image":
+                continue
+            src = part["image"]
+            if isinstance(src, dict):  # {"bytes": …, "path": …}: the datasets library's Image feature, undecoded
+                src = src.get("bytes") or src.get("path")
+            elif hasattr(src, "save"):  # decoded by the datasets library (parquet with an Image column): its bytes
+                import io
+
+                buf = io.BytesIO()
+                src.save(buf, format=src.format or "PNG")
+                src = buf.getvalue()
+            if isinstance(src, str):
+                if src.startswith(("http://", "https://")):
+                    raise BadRecord(f"remote image {src[:60]} (download it and give the file)")
+                path = Path(src[7:] if src.startswith("file://") else src).expanduser()
+                path = path if path.is_absolute() else base / path
+                if not path.is_file():
+                    raise BadRecord(f"image {src[:80]} not found")
+                src = str(path.resolve())
+            elif not isinstance(src, (bytes, bytearray)):
+                raise BadRecord("an image that is neither a path nor bytes")
+            _check_image(src)
+            part["image"] = src
+
+
+def _check_image(src: str | bytes) -> None:
+    import io
+
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(src) if isinstance(src, (bytes, bytearray)) else src) as img:
+            img.verify()
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+        name = "bytes" if isinstance(src, (bytes, bytearray)) else Path(src).name
+        raise BadRecord(f"image {name} unreadable ({type(e).__name__})") from None
+
+
+def has_images(conv: list[dict]) -> bool:
+    return any(isinstance(m["content"], list) and any(p["type"] == "image" for p in m["content"]) for m in conv)
+
+
+def _to_conversation(row: dict, fmt: str, base: Path | None = None) -> list[dict]:
+    """The record as a conversation; image parts resolved against ``base`` (the dataset file's folder).
+
+    Raises:
+        KeyError, TypeError: a malformed record. BadRecord: the same, with its reason.
+    """
+    column = row.get("images")
+    images = None if column is None else list(column) if isinstance(column, list) else [column]
     if fmt == "alpaca":
         user = _text(row["instruction"]).strip()
         extra = _text(row.get("input"), required=False).strip()
@@ -138,11 +250,11 @@ def _to_conversation(row: dict, fmt: str) -> list[dict]:
         conv = [{"role": "system", "content": system}] if system else []
         conv += [{"role": "user", "content": user}, {"role": "assistant", "content": _text(row["output"])}]
     elif fmt == "sharegpt":
-        conv = _turns(row["conversations"], "from", "value", SHAREGPT_ROLES)
+        conv = _turns(row["conversations"], "from", "value", SHAREGPT_ROLES, images)
         if row.get("system"):
             conv = [{"role": "system", "content": _text(row["system"])}] + conv
     elif fmt == "messages":
-        conv = _turns(row["messages"], "role", "content", OPENAI_ROLES)
+        conv = _turns(row["messages"], "role", "content", OPENAI_ROLES, images)
     else:
         p, c = row["prompt"], row["completion"]
         prompt = _turns(p, "role", "content", OPENAI_ROLES) if isinstance(p, list) else \
@@ -152,6 +264,8 @@ def _to_conversation(row: dict, fmt: str) -> list[dict]:
         conv = prompt + completion
     if not conv or conv[-1]["role"] != "assistant" or not any(m["role"] == "user" for m in conv):
         raise KeyError("a conversation needs a user turn and must end with the assistant")
+    if images is not None or has_images(conv):
+        _resolve_images(conv, base or Path("."), images or [])
     return conv
 
 
@@ -182,8 +296,10 @@ def read(ref: str | Path) -> Loaded:
         try:
             if detect_format(row) != fmt or not isinstance(row, dict):
                 raise KeyError(fmt)
-            convs.append(_to_conversation(row, fmt))
-        except (KeyError, TypeError):
+            convs.append(_to_conversation(row, fmt, path.parent))
+        except BadRecord as e:
+            bad.append(f"{path.name}:{n} ({e})")
+        except (KeyError, TypeError, AttributeError):
             bad.append(f"{path.name}:{n}")
     if sample is not None and sample < len(convs):
         picked = sorted(random.Random(SAMPLE_SEED).sample(range(len(convs)), sample))
@@ -223,5 +339,15 @@ def train_validation(convs: list[list[dict]], val_ratio: float, seed: int = SAMP
 
 
 def to_prompt_completion(convs: list[list[dict]]) -> list[dict]:
-    """Conversations → trl's conversational prompt-completion records."""
-    return [{"prompt": c[:-1], "completion": c[-1:]} for c in convs]
+    """Conversations → trl's conversational prompt-completion records; with images, trl's image-text form: bare
+    ``{"type": "image"}`` placeholders in the turns and the sources, in order, in an ``images`` column."""
+    out = []
+    for c in convs:
+        if not has_images(c):
+            out.append({"prompt": c[:-1], "completion": c[-1:]})
+            continue
+        sources = [p["image"] for m in c if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
+        bare = [m | {"content": [{"type": "image"} if p["type"] == "image" else p for p in m["content"]]}
+                if isinstance(m["content"], list) else m for m in c]
+        out.append({"prompt": bare[:-1], "completion": bare[-1:], "images": sources})
+    return out
