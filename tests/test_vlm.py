@@ -117,3 +117,51 @@ def test_a_short_training_reads_the_colour_from_the_image(vlm, tmp_path):
     # chance is 1/3: 25 of 45 right by guessing has a probability below 1e-3; measured 0.67 after these 200
     # steps (0.64 after 150; base 0.33)
     assert trained >= 0.55 and trained > base + 0.2, (base, trained)
+
+
+def _train(spec: dict, tdir) -> list[dict]:
+    """yichui's trainer (recipes/training/worker.py, its own process) on ``spec``; its events."""
+    import subprocess
+    import sys
+
+    from recipes import jobs
+    from recipes.training.spec import TrainerJob
+
+    tdir.mkdir(parents=True, exist_ok=True)
+    TrainerJob.from_dict(spec | {"device": "cpu", "seq_len": 256, "lr_scheduler": "constant",
+                                 "sample_question": None}).write(tdir / "spec.json")
+    p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")],
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return jobs.read_events(tdir / "events.jsonl")[0]
+
+
+def test_the_trainer_fine_tunes_the_language_side_of_a_vision_language_model(vlm, tmp_path):
+    """The same trainer on image-text records: the model loads as image-text-to-text with its processor, LoRA adapts
+    the language model's linear layers and none of the vision tower's, the loss falls, the adapter folder holds the
+    processor's files; a full fine-tune leaves the vision tower's weights as they were (frozen by default)."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    from recipes.data import shapes
+
+    model_dir, _ = vlm
+    data_path = shapes.build(tmp_path / "data", 18)
+    evs = _train({"model_dir": str(model_dir), "dataset_path": str(data_path), "method": "lora", "lora_rank": 16,
+                  "lora_alpha": 32, "lora_dropout": 0.0, "max_steps": 12, "save_steps": 6, "micro_batch": 4,
+                  "learning_rate": 5e-3}, tmp_path / "lora")
+    losses = [e["loss"] for e in evs if e["event"] == "step"]
+    assert len(losses) == 12 and sum(losses[-3:]) < sum(losses[:3])
+    adapter = tmp_path / "lora" / "adapter"
+    keys = list(safe_open(str(adapter / "adapter_model.safetensors"), "pt").keys())
+    assert keys and all("language_model" in k for k in keys)
+    assert {k.split(".")[-3] for k in keys} == {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                                "down_proj"}
+    assert (adapter / "processor_config.json").is_file() and (adapter / "chat_template.jinja").is_file()
+
+    _train({"model_dir": str(model_dir), "dataset_path": str(data_path), "method": "full", "max_steps": 4,
+            "save_steps": 4, "micro_batch": 4, "learning_rate": 3e-3, "master_weights": "bf16"}, tmp_path / "full")
+    before, after = load_file(model_dir / "model.safetensors"), load_file(tmp_path / "full" / "adapter" / "model.safetensors")
+    vision = [k for k in before if "visual" in k]
+    assert vision and all((before[k] == after[k]).all() for k in vision)
+    assert any(not (before[k] == after[k]).all() for k in before if "visual" not in k)  # the language model trained

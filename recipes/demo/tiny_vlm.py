@@ -44,36 +44,11 @@ VISION_SHAPE = dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_rati
                     spatial_merge_size=2, temporal_patch_size=2, in_channels=3)
 
 
-def _image_text_processor_class():
-    from transformers import Qwen2VLProcessor
-
-    class ImageTextProcessor(Qwen2VLProcessor):
-        """Qwen2VLProcessor without its video processor (see the module docstring): images and text only."""
-
-        def __init__(self, image_processor=None, tokenizer=None, chat_template=None, **kwargs):
-            super().__init__(image_processor, tokenizer, None, chat_template=chat_template, **kwargs)
-
-    return ImageTextProcessor
-
-
 def load_processor(path: str | os.PathLike):
-    """The model folder's processor: ``AutoProcessor`` where it loads, else the image-text processor built from the
-    same files (image processor config, tokenizer, chat template).
+    """The tiny VLM's processor (recipes/training/vision.py load_processor: without a video part on this CPU stack)."""
+    from recipes.training.vision import load_processor as load
 
-    Raises:
-        OSError: the folder lacks the processor's files.
-    """
-    from transformers import AutoProcessor, AutoTokenizer, Qwen2VLImageProcessorPil
-
-    try:
-        proc = AutoProcessor.from_pretrained(path)
-        if hasattr(proc, "image_processor"):  # not a bare tokenizer, which AutoProcessor falls back to
-            return proc
-    except (AttributeError, ImportError, ValueError, OSError, RuntimeError):  # no (loadable) torchvision
-        pass
-    tok = AutoTokenizer.from_pretrained(path)
-    image = Qwen2VLImageProcessorPil.from_pretrained(path)  # reads processor_config.json's image_processor
-    return _image_text_processor_class()(image_processor=image, tokenizer=tok, chat_template=tok.chat_template)
+    return load(path)
 
 
 def _tokenizer():
@@ -107,6 +82,8 @@ def build(dest: str | os.PathLike) -> Path:
     model = Qwen2VLForConditionalGeneration(config)
     model.generation_config = GenerationConfig(eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]],
                                                pad_token_id=ids["<|endoftext|>"], do_sample=False, max_new_tokens=8)
+    from recipes.training.vision import _image_text_processor_class
+
     processor = _image_text_processor_class()(
         image_processor=Qwen2VLImageProcessorPil(min_pixels=PIXELS, max_pixels=PIXELS), tokenizer=tok,
         chat_template=CHAT_TEMPLATE)

@@ -145,7 +145,7 @@ def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode:
         finally:
             FastLanguageModel.for_training(model)
     model.train() if keep_train_mode else model.eval()
-    inputs = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+    inputs = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True, tokenize=True,
                                      return_tensors="pt", return_dict=True).to(model.device)
     # compiled layers run eagerly here: decoding would recompile them for every cache length
     with torch.no_grad(), torch.compiler.set_stance("force_eager"):
@@ -159,7 +159,9 @@ def main(spec_path: str) -> int:
     ev = Events(tdir / "events.jsonl", spec.launch)
     try:
         if spec.training_backend == "unsloth":
-            import unsloth  # noqa: F401  first: it patches transformers, peft and trl as it is imported
+            import importlib
+
+            importlib.import_module("unsloth")  # first: it patches transformers, peft and trl as it is imported
         return train(spec, tdir, ev)
     except Exception as e:
         traceback.print_exc()
@@ -189,17 +191,22 @@ def _precision(spec: TrainerJob):
 
 
 def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
-    """The tokenizer and the model to train: pretrained (NF4 for QLoRA), or — benchmarks, ``init: random`` — random
-    weights of the config's shape built in place in the training dtype (building in fp32 and casting would put a 2×
-    spike into the measured peak)."""
+    """The tokenizer (a vision-language model's processor) and the model to train: pretrained (NF4 for QLoRA), or —
+    benchmarks, ``init: random`` — random weights of the config's shape built in place in the training dtype
+    (building in fp32 and casting would put a 2× spike into the measured peak)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, BitsAndBytesConfig
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, BitsAndBytesConfig
+
+    from recipes.training import vision
 
     code = spec.trust_remote_code  # the user's recorded yes to the model's own code
     attn = spec.attn_implementation
     if spec.training_backend == "unsloth":
         return load_unsloth(spec, dtype)
-    tok = AutoTokenizer.from_pretrained(spec.model_dir, trust_remote_code=code)
+    vlm = vision.is_vision_model(spec.model_dir)  # its processor is the Trainer's processing class
+    auto = AutoModelForImageTextToText if vlm else AutoModelForCausalLM
+    tok = vision.load_processor(spec.model_dir) if vlm else \
+        AutoTokenizer.from_pretrained(spec.model_dir, trust_remote_code=code)
     if spec.init == "random":
         from transformers import AutoConfig
 
@@ -209,7 +216,7 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
         torch.set_default_dtype(dtype)
         try:
             with torch.device(where):
-                model = AutoModelForCausalLM.from_config(cfg, attn_implementation=attn, trust_remote_code=code)
+                model = auto.from_config(cfg, attn_implementation=attn, trust_remote_code=code)
         finally:
             torch.set_default_dtype(previous)
         model.to(masters)  # bf16 → fp32 is exact: every precision starts from the same weights
@@ -220,7 +227,7 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
     if device == "cuda":
         load_kw["device_map"] = {"": LOCAL_RANK}
-    return tok, AutoModelForCausalLM.from_pretrained(spec.model_dir, **load_kw)
+    return tok, auto.from_pretrained(spec.model_dir, **load_kw)
 
 
 ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # Llama/Qwen/Mistral names
@@ -234,12 +241,17 @@ def load_unsloth(spec: TrainerJob, dtype):
     "all-linear" is the seven projections of a Llama-style decoder (unsloth wants names).
 
     Raises:
-        RuntimeError: ``init: random`` (unsloth loads from a folder: benchmarks write the weights first).
+        RuntimeError: ``init: random`` (unsloth loads from a folder: benchmarks write the weights first), or a
+            vision-language model.
     """
     from unsloth import FastLanguageModel
 
     if spec.init == "random":
         raise RuntimeError("training_backend unsloth loads weights from model_dir; init 'random' is not supported")
+    from recipes.training import vision
+
+    if vision.is_vision_model(spec.model_dir):  # unsloth's FastVisionModel: not wired or measured
+        raise RuntimeError("training_backend unsloth: vision-language models are not supported yet")
     full = spec.method in FULL_WEIGHTS
     model, tok = FastLanguageModel.from_pretrained(
         model_name=spec.model_dir, max_seq_length=spec.seq_len, dtype=dtype, load_in_4bit=spec.method == "qlora",
@@ -409,6 +421,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     from trl import SFTTrainer
 
     from recipes.data import datasets as data
+    from recipes.training import vision
 
     device, where, bf16, dtype, masters = _precision(spec)
     method = spec.method
@@ -431,15 +444,21 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
 
     convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records)
     train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
-    train_ds = Dataset.from_list(data.to_prompt_completion(train_convs))
-    eval_ds = Dataset.from_list(data.to_prompt_completion(val_convs)) if val_convs else None
+    vlm = vision.is_vision_model(spec.model_dir)
+    if not vlm and any(data.has_images(c) for c in convs):
+        raise RuntimeError(f"{spec.dataset_path} has image records and {spec.model_dir} is not a vision-language model")
+    as_dataset = vision.image_dataset if vlm else Dataset.from_list  # image-text records: the Image feature
+    train_ds = as_dataset(data.to_prompt_completion(train_convs))
+    eval_ds = as_dataset(data.to_prompt_completion(val_convs)) if val_convs else None
     peft_config = None
     if method not in FULL_WEIGHTS and spec.training_backend != "unsloth":  # unsloth wrapped it at load_unsloth
         targets = spec.lora_targets
         peft_config = LoraConfig(r=spec.lora_rank, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
-                                 target_modules=targets if targets == "all-linear" else
-                                 [t.strip() for t in targets.split(",")], task_type="CAUSAL_LM",
-                                 use_dora=method == "dora")
+                                 target_modules=vision.language_targets(model, targets) if vlm else
+                                 targets if targets == "all-linear" else [t.strip() for t in targets.split(",")],
+                                 task_type="CAUSAL_LM", use_dora=method == "dora")
+    elif vlm and method in FULL_WEIGHTS:
+        vision.freeze_vision(model)  # the language model trains; the vision tower and projector keep their weights
     args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None)
 
     stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop

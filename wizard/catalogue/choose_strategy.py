@@ -130,8 +130,8 @@ MESSAGES = {
         "en": "Compiled layers with QLoRA held 2.1× the memory of the eager trainer on an H200 (18.3 vs 8.6 GiB): not offered; turn compiled layers off.",
         "zh": "QLoRA 使用编译层时，在 H200 上实测显存为未编译训练器的 2.1 倍（18.3 对 8.6 GiB）：不提供；请关闭编译层。"},
     "choose_strategy.images_need_vlm": {
-        "en": "Dataset {path} has {n} image-text record(s) (images checked): yichui fine-tunes text models only so far; vision-language training is not built yet. Choose a text dataset.",
-        "zh": "数据集 {path} 含 {n} 条图文记录（图片已检查）：yichui 目前只微调文本模型，尚未支持视觉语言模型训练。请选择文本数据集。"},
+        "en": "Dataset {path} has {n} image-text record(s) (images checked): the wizard does not fine-tune vision-language models yet. Choose a text dataset.",
+        "zh": "数据集 {path} 含 {n} 条图文记录（图片已检查）：向导尚不支持微调视觉语言模型。请选择文本数据集。"},
     "choose_strategy.plan.on_unsloth": {"en": "{label}, on unsloth", "zh": "{label}，使用 unsloth"},
     "choose_strategy.training_backend": {"en": "Training backend:", "zh": "训练后端："},
     "choose_strategy.training_backend.transformers": {"en": "yichui's trainer (transformers + peft)",
