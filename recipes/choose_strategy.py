@@ -348,7 +348,7 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
 
     path = dataset_path(ctx, answers)
     skip = answers.get("bad_records") == "skip"
-    loaded = datasets.load(path, skip_bad=skip)
+    loaded = datasets.load(path, skip_bad=skip, images=True)  # image records: refused below, by name
     convs, fmt = loaded.conversations, loaded.format
     if n_images := sum(datasets.has_images(c) for c in convs):  # read and checked; the trainer is text-only so far
         raise StepError("choose_strategy.images_need_vlm", path=path, n=n_images)

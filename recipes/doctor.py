@@ -187,8 +187,8 @@ def needs_of(session_data: dict) -> tuple[str, ...]:
     strat = steps.get("choose_strategy", {}).get("answers", {})
     if active("train") and strat.get("distribution", "").startswith("zero"):
         out.append("deepspeed")
-    if active("train") and strat.get("method") == "qlora":
-        out.append("bitsandbytes")
+    if active("train") and strat.get("method") == "qlora" and strat.get("training_backend") != "unsloth":
+        out.append("bitsandbytes")  # (on unsloth: its own environment's)
     if active("train") and strat.get("training_backend") == "unsloth":
         out.append("unsloth")
     backend = steps.get("deploy", {}).get("answers", {}).get("backend")

@@ -180,10 +180,56 @@ def test_the_bundled_shapes_keep_each_image_with_its_answer_through_sampling_and
     from recipes.data import shapes
 
     path = shapes.build(tmp_path, 18)
-    convs = data.load_records(f"{path}#20")
+    convs = data.load_records(f"{path}#20", images=True)
     train, held = data.train_validation(convs, 0.25)
     for conv in train + held:  # the answer is still the one drawn in that record's image
         img = Image.open(conv[0]["content"][0]["image"]).convert("RGB")
         colours = {c for c, rgb in shapes.COLOURS.items() if rgb in {px for _, px in img.getcolors(4096)}}
         if conv[0]["content"][1]["text"] == shapes.QUESTIONS["colour"]:
             assert colours == {conv[1]["content"]}
+
+
+def test_image_records_of_every_shape_make_one_table_for_the_trainer(tmp_path):
+    """A system turn, several turns and text-only records beside image ones: one table (trl's image-text form for all),
+    which Arrow refuses when some contents are strings and others lists. Also trl's prompt/completion image form, an
+    inline data: URL, and parquet bytes PIL cannot read (a bad record, not a crash)."""
+    import base64
+    import io
+
+    from datasets import Dataset, Features, Image, List, Value
+    from PIL import Image as PILImage
+
+    from recipes.training import vision
+
+    png = _png(tmp_path / "a.png")
+    inline = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()
+    rows = [
+        {"images": ["a.png"], "messages": [{"role": "system", "content": "Answer in one word."},
+                                           {"role": "user", "content": "<image>" + Q}, {"role": "assistant", "content": "red"},
+                                           {"role": "user", "content": "And again?"}, {"role": "assistant", "content": "red"}]},
+        {"messages": CONV},  # text only
+        {"images": ["a.png"], "prompt": [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": Q}]}],
+         "completion": [{"role": "assistant", "content": "red"}]},
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": inline}},
+                                                   {"type": "text", "text": Q}]}, {"role": "assistant", "content": "red"}]},
+    ]
+    for i, row in enumerate(rows):
+        loaded = data.read(write(tmp_path / f"d{i}.jsonl", [row]))
+        assert not loaded.bad, (i, loaded.bad)
+    convs = [data.read(tmp_path / f"d{i}.jsonl").conversations[0] for i in range(len(rows))]
+    assert data.has_images(convs[3]) and convs[3][0]["content"][0]["image"] == png.read_bytes()
+    table = vision.image_dataset(data.to_prompt_completion(convs))
+    assert len(table) == 4 and [len(x) for x in table["images"]] == [1, 0, 1, 1]
+    assert table[0]["prompt"][0] == {"role": "system", "content": [{"type": "text", "text": "Answer in one word."}]}
+    with pytest.raises(data.DataError) as e:  # a step that takes text only names them
+        data.load(tmp_path / "d0.jsonl")
+    assert e.value.key == "data.has_images"
+    feats = Features({"images": List(Image()), "messages": List({"role": Value("string"), "content": Value("string")})})
+    buf = io.BytesIO()
+    PILImage.new("RGB", (4, 4)).save(buf, format="PNG")
+    msgs = [{"role": "user", "content": "<image>" + Q}, {"role": "assistant", "content": "red"}]
+    Dataset.from_dict({"images": [[{"bytes": buf.getvalue(), "path": None}], [{"bytes": b"not a picture", "path": None}]],
+                       "messages": [msgs, msgs]}, features=feats).to_parquet(str(tmp_path / "p.parquet"))
+    loaded = data.read(tmp_path / "p.parquet")
+    assert len(loaded.conversations) == 1 and loaded.bad == ["p.parquet:2 (image bytes unreadable (UnidentifiedImageError))"]
+    assert loaded.conversations[0][0]["content"][0]["image"] == buf.getvalue()  # the file's own bytes, not re-encoded

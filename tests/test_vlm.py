@@ -159,6 +159,13 @@ def test_the_trainer_fine_tunes_the_language_side_of_a_vision_language_model(vlm
                                                 "down_proj"}
     assert (adapter / "processor_config.json").is_file() and (adapter / "chat_template.jinja").is_file()
 
+    # text records on the same model (its config has a vision part; transformers builds no causal LM of it)
+    from recipes.data.datasets import bundled_dataset_path
+
+    evs = _train({"model_dir": str(model_dir), "dataset_path": f"{bundled_dataset_path()}#16", "method": "lora",
+                  "max_steps": 2, "save_steps": 2, "micro_batch": 4}, tmp_path / "text")
+    assert [e["step"] for e in evs if e["event"] == "step"] == [1, 2]
+
     _train({"model_dir": str(model_dir), "dataset_path": str(data_path), "method": "full", "max_steps": 4,
             "save_steps": 4, "micro_batch": 4, "learning_rate": 3e-3, "master_weights": "bf16"}, tmp_path / "full")
     before, after = load_file(model_dir / "model.safetensors"), load_file(tmp_path / "full" / "adapter" / "model.safetensors")

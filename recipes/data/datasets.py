@@ -73,7 +73,7 @@ def _read_rows(path: Path) -> list[tuple[int, object]]:
         from datasets import load_dataset
 
         try:
-            table = load_dataset(path.suffix[1:], data_files=str(path), split="train")
+            table = _undecoded(load_dataset(path.suffix[1:], data_files=str(path), split="train"))
         except Exception as e:  # noqa: BLE001 - the library's parse errors, told as one line
             raise DataError("data.bad_table", path=str(path), error=str(e).splitlines()[0][:160]) from None
         first = 2 if path.suffix == ".csv" else 1  # csv: line 1 is the header
@@ -99,6 +99,20 @@ def _read_rows(path: Path) -> list[tuple[int, object]]:
         except json.JSONDecodeError:
             rows.append((n, None))  # a malformed line: listed with the other bad records
     return rows
+
+
+def _undecoded(table):
+    """A table whose Image columns (a parquet file the datasets library wrote) give ``{"bytes", "path"}`` instead
+    of decoded pictures: the original bytes, checked like any image (no decode and re-encode, no bad image raising
+    while the rows are read)."""
+    from datasets import Image, List, Sequence
+
+    for name, feat in table.features.items():
+        if isinstance(feat, Image):
+            table = table.cast_column(name, Image(decode=False))
+        elif isinstance(feat, (List, Sequence)) and isinstance(feat.feature, Image):
+            table = table.cast_column(name, type(feat)(Image(decode=False)))
+    return table
 
 
 def _decode(v):
@@ -202,12 +216,24 @@ def _resolve_images(conv: list[dict], base: Path, left: list) -> None:
                 buf = io.BytesIO()
                 src.save(buf, format=src.format or "PNG")
                 src = buf.getvalue()
+            if isinstance(src, str) and src.startswith("data:"):  # OpenAI's inline data:image/...;base64,…
+                import base64
+                import binascii
+
+                try:
+                    src = base64.b64decode(src.split(",", 1)[1], validate=True)
+                except (IndexError, ValueError, binascii.Error):
+                    raise BadRecord("an inline data: image that is not base64") from None
             if isinstance(src, str):
                 if src.startswith(("http://", "https://")):
                     raise BadRecord(f"remote image {src[:60]} (download it and give the file)")
-                path = Path(src[7:] if src.startswith("file://") else src).expanduser()
-                path = path if path.is_absolute() else base / path
-                if not path.is_file():
+                try:
+                    path = Path(src[7:] if src.startswith("file://") else src).expanduser()
+                    path = path if path.is_absolute() else base / path
+                    found = path.is_file()
+                except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+                    found = False
+                if not found:
                     raise BadRecord(f"image {src[:80]} not found")
                 src = str(path.resolve())
             elif not isinstance(src, (bytes, bytearray)):
@@ -257,9 +283,9 @@ def _to_conversation(row: dict, fmt: str, base: Path | None = None) -> list[dict
         conv = _turns(row["messages"], "role", "content", OPENAI_ROLES, images)
     else:
         p, c = row["prompt"], row["completion"]
-        prompt = _turns(p, "role", "content", OPENAI_ROLES) if isinstance(p, list) else \
+        prompt = _turns(p, "role", "content", OPENAI_ROLES, images) if isinstance(p, list) else \
             [{"role": "user", "content": _text(p)}]
-        completion = _turns(c, "role", "content", OPENAI_ROLES) if isinstance(c, list) else \
+        completion = _turns(c, "role", "content", OPENAI_ROLES, images) if isinstance(c, list) else \
             [{"role": "assistant", "content": _text(c)}]
         conv = prompt + completion
     if not conv or conv[-1]["role"] != "assistant" or not any(m["role"] == "user" for m in conv):
@@ -307,11 +333,13 @@ def read(ref: str | Path) -> Loaded:
     return Loaded(convs, fmt, bad, len(rows))
 
 
-def load(ref: str | Path, skip_bad: bool = False) -> Loaded:
+def load(ref: str | Path, skip_bad: bool = False, images: bool = False) -> Loaded:
     """A dataset ready to train on; malformed records abort (naming the first ones) unless ``skip_bad``.
+    ``images``: the caller takes image-text records (the vision-language trainer); others refuse them.
 
     Raises:
-        DataError: as :func:`read`, and ``data.bad_records`` for malformed records when not skipping.
+        DataError: as :func:`read`, ``data.bad_records`` for malformed records when not skipping, and
+            ``data.has_images`` for image-text records where they are not taken.
     """
     loaded = read(ref)
     path = str(split_sample(ref)[0])
@@ -319,12 +347,14 @@ def load(ref: str | Path, skip_bad: bool = False) -> Loaded:
         raise DataError("data.bad_records", path=path, count=len(loaded.bad), where=", ".join(loaded.bad[:5]))
     if not loaded.conversations:
         raise DataError("data.empty", path=path)
+    if not images and (n := sum(has_images(c) for c in loaded.conversations)):
+        raise DataError("data.has_images", path=path, n=n)
     return loaded
 
 
-def load_records(ref: str | Path, skip_bad: bool = False) -> list[list[dict]]:
+def load_records(ref: str | Path, skip_bad: bool = False, images: bool = False) -> list[list[dict]]:
     """The conversations of :func:`load`."""
-    return load(ref, skip_bad).conversations
+    return load(ref, skip_bad, images).conversations
 
 
 def train_validation(convs: list[list[dict]], val_ratio: float, seed: int = SAMPLE_SEED) -> tuple[list, list]:
@@ -339,15 +369,15 @@ def train_validation(convs: list[list[dict]], val_ratio: float, seed: int = SAMP
 
 
 def to_prompt_completion(convs: list[list[dict]]) -> list[dict]:
-    """Conversations → trl's conversational prompt-completion records; with images, trl's image-text form: bare
-    ``{"type": "image"}`` placeholders in the turns and the sources, in order, in an ``images`` column."""
+    """Conversations → trl's conversational prompt-completion records. When any has images, every record takes
+    trl's image-text form (one table needs one shape): each turn's content a list of parts, images as bare
+    ``{"type": "image"}`` placeholders, their sources in order in an ``images`` column (empty for a text record)."""
+    if not any(has_images(c) for c in convs):
+        return [{"prompt": c[:-1], "completion": c[-1:]} for c in convs]
     out = []
     for c in convs:
-        if not has_images(c):
-            out.append({"prompt": c[:-1], "completion": c[-1:]})
-            continue
+        parts = [m | {"content": [{"type": "image"} if p["type"] == "image" else p for p in m["content"]]
+                      if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]} for m in c]
         sources = [p["image"] for m in c if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
-        bare = [m | {"content": [{"type": "image"} if p["type"] == "image" else p for p in m["content"]]}
-                if isinstance(m["content"], list) else m for m in c]
-        out.append({"prompt": bare[:-1], "completion": bare[-1:], "images": sources})
+        out.append({"prompt": parts[:-1], "completion": parts[-1:], "images": sources})
     return out

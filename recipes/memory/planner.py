@@ -14,7 +14,8 @@ Cost model (tokens/s = achieved FLOP/s ÷ FLOPs per token):
                        QLORA_SPEED for the 4-bit dequantization, × COMPILE_SPEEDUP with compiled decoder layers,
                        × UNSLOTH_SPEEDUP on the unsloth backend (its kernels instead of compiled layers or Liger).
 Memory on the unsloth backend is yichui's trainer's prediction: unsloth measured at or below it on every job (8B QLoRA
-8.02 vs 8.63 GiB, 7B LoRA 16.39 vs 16.58, 1.5B full 13.37 vs 13.81), so a plan that fits keeps fitting.
+8.02 vs 8.63 GiB and the backend itself 7.88; 7B LoRA 16.39 vs 16.58 and 1.5B full 13.37 vs 13.81 with unsloth's own
+loop, not the backend), so a plan that fits is expected to keep fitting (marked approximate).
 The MFU constants are fitted on yichui's trainer on an H200 (bench/results/2026-12-02-train-jobs-h200.md,
 bench/fit_speed.py); other GPUs are scaled by their dense bf16 peak.
 """

@@ -16,7 +16,9 @@ import re
 from pathlib import Path
 
 # module-name parts of the vision side in transformers' vision-language models (tower and projector)
-VISION_PARTS = ("visual", "vision_tower", "vision_model", "multi_modal_projector", "mm_projector")
+# (and the audio side of omni models, whose towers the same default leaves alone)
+VISION_PARTS = ("visual", "vision_tower", "vision_model", "multi_modal_projector", "mm_projector", "connector",
+                "embed_vision", "audio_tower", "audio_model", "embed_audio")
 
 
 def is_vision_model(model_dir: str | os.PathLike) -> bool:
@@ -28,13 +30,26 @@ def is_vision_model(model_dir: str | os.PathLike) -> bool:
     return isinstance(cfg, dict) and isinstance(cfg.get("vision_config"), dict)
 
 
+def has_causal_lm(model_dir: str | os.PathLike) -> bool:
+    """Whether transformers builds a causal LM for the folder's ``model_type`` (Gemma-3, Llama-4, Mllama: yes;
+    Qwen2-VL, LLaVA: only the image-text-to-text model)."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    try:
+        model_type = json.loads((Path(model_dir) / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError):
+        return False
+    return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+
 def load_processor(path: str | os.PathLike):
     """The model folder's processor: ``AutoProcessor`` where it loads, else (Qwen2-VL-style folders on a stack
     without a loadable torchvision, whose video processor needs it) the same processor without its video part, built
     from the same files (image processor settings, tokenizer, chat template).
 
     Raises:
-        OSError: the folder lacks the processor's files.
+        OSError (or what AutoProcessor raised): the folder lacks the processor's files, or they need torchvision
+            and the model is not of the Qwen2-VL family.
     """
     from transformers import AutoProcessor, AutoTokenizer, Qwen2VLImageProcessorPil
 
@@ -42,8 +57,12 @@ def load_processor(path: str | os.PathLike):
         proc = AutoProcessor.from_pretrained(path)
         if hasattr(proc, "image_processor"):  # not a bare tokenizer, which AutoProcessor falls back to
             return proc
-    except (AttributeError, ImportError, ValueError, OSError, RuntimeError):  # no (loadable) torchvision
-        pass
+        error: Exception = OSError(f"{path}: no image processor")
+    except (AttributeError, ImportError, ValueError, OSError, RuntimeError) as e:  # no (loadable) torchvision
+        error = e
+    model_type = json.loads((Path(path) / "config.json").read_text()).get("model_type")
+    if model_type not in ("qwen2_vl", "qwen2_5_vl"):  # the fallback knows Qwen2-VL's processor only
+        raise error
     tok = AutoTokenizer.from_pretrained(path)
     image = Qwen2VLImageProcessorPil.from_pretrained(path)  # reads processor_config.json's image_processor
     return _image_text_processor_class()(image_processor=image, tokenizer=tok, chat_template=tok.chat_template)
@@ -67,7 +86,7 @@ def image_dataset(records: list[dict]):
     from datasets import Dataset, Image, List
 
     rows = [r | {"images": [{"path": s, "bytes": None} if isinstance(s, str) else {"path": None, "bytes": bytes(s)}
-                            for s in r["images"]]} for r in records]
+                            for s in r.get("images", [])]} for r in records]
     return Dataset.from_list(rows).cast_column("images", List(Image()))
 
 

@@ -190,10 +190,11 @@ def _precision(spec: TrainerJob):
     return device, where, bf16, dtype, masters
 
 
-def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
+def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: bool = False):
     """The tokenizer (a vision-language model's processor) and the model to train: pretrained (NF4 for QLoRA), or —
     benchmarks, ``init: random`` — random weights of the config's shape built in place in the training dtype
-    (building in fp32 and casting would put a 2× spike into the measured peak)."""
+    (building in fp32 and casting would put a 2× spike into the measured peak). ``vlm``: image-text training of a
+    vision-language model (AutoModelForImageTextToText and its processor)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, BitsAndBytesConfig
 
@@ -202,8 +203,7 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
     code = spec.trust_remote_code  # the user's recorded yes to the model's own code
     attn = spec.attn_implementation
     if spec.training_backend == "unsloth":
-        return load_unsloth(spec, dtype)
-    vlm = vision.is_vision_model(spec.model_dir)  # its processor is the Trainer's processing class
+        return load_unsloth(spec, dtype, vlm)
     auto = AutoModelForImageTextToText if vlm else AutoModelForCausalLM
     tok = vision.load_processor(spec.model_dir) if vlm else \
         AutoTokenizer.from_pretrained(spec.model_dir, trust_remote_code=code)
@@ -230,40 +230,43 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters):
     return tok, auto.from_pretrained(spec.model_dir, **load_kw)
 
 
-ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]  # Llama/Qwen/Mistral names
-
-
-def load_unsloth(spec: TrainerJob, dtype):
+def load_unsloth(spec: TrainerJob, dtype, vlm: bool = False):
     """The tokenizer and model through unsloth (``training_backend: unsloth``, in unsloth's environment): its
     patched model (NF4 with ``load_in_4bit`` for QLoRA), and for LoRA/QLoRA its PEFT wrapper with its own
     activation checkpointing ("unsloth": the saved layer inputs go to CPU memory) — the Trainer then leaves
-    checkpointing to it. A full fine-tune keeps bf16 weights (TrainingSpec.unsloth_conflict refuses fp32 masters).
-    "all-linear" is the seven projections of a Llama-style decoder (unsloth wants names).
+    checkpointing to it; a full fine-tune too (unsloth turns it on unless told otherwise). A full fine-tune keeps
+    bf16 weights (TrainingSpec.unsloth_conflict refuses fp32 masters). "all-linear": the names of the model's linear
+    layers but its output head (unsloth wants names).
 
     Raises:
-        RuntimeError: ``init: random`` (unsloth loads from a folder: benchmarks write the weights first), or a
-            vision-language model.
+        RuntimeError: ``init: random`` (unsloth loads from a folder: benchmarks write the weights first), or
+            image-text records.
     """
     from unsloth import FastLanguageModel
 
     if spec.init == "random":
         raise RuntimeError("training_backend unsloth loads weights from model_dir; init 'random' is not supported")
+    import torch
+
     from recipes.training import vision
 
-    if vision.is_vision_model(spec.model_dir):  # unsloth's FastVisionModel: not wired or measured
-        raise RuntimeError("training_backend unsloth: vision-language models are not supported yet")
+    if vlm:  # unsloth's FastVisionModel: not wired or measured
+        raise RuntimeError("training_backend unsloth: image-text training is not supported on it yet")
     full = spec.method in FULL_WEIGHTS
+    ckpt = "unsloth" if spec.activation_checkpointing else False  # its default is on, whatever the Trainer says
     model, tok = FastLanguageModel.from_pretrained(
         model_name=spec.model_dir, max_seq_length=spec.seq_len, dtype=dtype, load_in_4bit=spec.method == "qlora",
         full_finetuning=full, local_files_only=True, trust_remote_code=spec.trust_remote_code,
-        device_map={"": LOCAL_RANK})
+        device_map={"": LOCAL_RANK}, use_gradient_checkpointing=ckpt)
     if not full:
         targets = spec.lora_targets
+        linear = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()  # the model's own names (Phi-3:
+                         if isinstance(m, torch.nn.Linear) and not n.endswith("lm_head")  # qkv_proj, gate_up_proj)
+                         and not vision.is_vision_module(n)})
         model = FastLanguageModel.get_peft_model(
             model, r=spec.lora_rank, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout, bias="none",
-            target_modules=ALL_LINEAR if targets == "all-linear" else [t.strip() for t in targets.split(",")],
-            use_gradient_checkpointing="unsloth" if spec.activation_checkpointing else False,
-            random_state=spec.seed)
+            target_modules=linear if targets == "all-linear" else [t.strip() for t in targets.split(",")],
+            use_gradient_checkpointing=ckpt, random_state=spec.seed)
     tok = getattr(tok, "tokenizer", tok)  # a processor for vision models: its text tokenizer
     return tok, model
 
@@ -280,8 +283,9 @@ def _checkpointing_arg() -> str:
     return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
 
 
-def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool):
-    """trl's SFTConfig for the spec: the TrainingSpec's names mapped onto the Trainer's."""
+def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool, images: bool = False):
+    """trl's SFTConfig for the spec: the TrainingSpec's names mapped onto the Trainer's. ``images``: image-text
+    records, never truncated (a cut through an image's tokens fails the batch: trl's own warning)."""
     from trl import SFTConfig
 
     CHECKPOINTING_ARG = _checkpointing_arg()
@@ -295,7 +299,7 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         save_total_limit=spec.save_total_limit,
         **{CHECKPOINTING_ARG: spec.activation_checkpointing and spec.distribution != "fsdp2"
            and not (spec.training_backend == "unsloth" and method not in FULL_WEIGHTS)},
-        max_length=spec.seq_len,
+        max_length=None if images else spec.seq_len,
         use_cpu=device == "cpu", bf16=bf16, seed=spec.seed, data_seed=spec.seed,
         ddp_backend=("gloo" if device == "cpu" else "nccl") if WORLD > 1 else None,
         optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.optim],
@@ -430,7 +434,14 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
     if device == "cuda":
         torch.cuda.init()
-    tok, model = load_model(spec, device, where, dtype, masters)
+    convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records, images=True)
+    images = any(data.has_images(c) for c in convs)
+    if images and not vision.is_vision_model(spec.model_dir):
+        raise RuntimeError(f"{spec.dataset_path} has image records and {spec.model_dir} is not a vision-language model")
+    # the image-text path with images, or for a model transformers builds no causal LM of (Qwen2-VL, LLaVA); text
+    # data on Gemma-3, Llama-4, … (a vision part in the config) trains as before: AutoModelForCausalLM, the tokenizer
+    vlm = images or (vision.is_vision_model(spec.model_dir) and not vision.has_causal_lm(spec.model_dir))
+    tok, model = load_model(spec, device, where, dtype, masters, vlm)
 
     samples_file = tdir / "samples.json"
     samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
@@ -442,11 +453,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
-    convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records)
     train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
-    vlm = vision.is_vision_model(spec.model_dir)
-    if not vlm and any(data.has_images(c) for c in convs):
-        raise RuntimeError(f"{spec.dataset_path} has image records and {spec.model_dir} is not a vision-language model")
     as_dataset = vision.image_dataset if vlm else Dataset.from_list  # image-text records: the Image feature
     train_ds = as_dataset(data.to_prompt_completion(train_convs))
     eval_ds = as_dataset(data.to_prompt_completion(val_convs)) if val_convs else None
@@ -459,7 +466,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
                                  task_type="CAUSAL_LM", use_dora=method == "dora")
     elif vlm and method in FULL_WEIGHTS:
         vision.freeze_vision(model)  # the language model trains; the vision tower and projector keep their weights
-    args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None)
+    args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm)
 
     stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop
 

@@ -5,6 +5,8 @@ MESSAGES = {
                      "zh": "数据集 {path} 不存在：请提供 .json、.jsonl、.csv 或 .parquet 文件。"},
     "data.bad_sample": {"en": "Dataset {path}#{value}: after # comes the number of records to sample (a whole number ≥ 1).",
                         "zh": "数据集 {path}#{value}：# 后应为要抽样的记录数（≥ 1 的整数）。"},
+    "data.has_images": {"en": "Dataset {path} has {n} image-text record(s): this step takes text records only. Give a text dataset.",
+                        "zh": "数据集 {path} 含 {n} 条图文记录：此步骤只接受文本记录。请提供文本数据集。"},
     "data.empty": {"en": "Dataset {path} has no records.", "zh": "数据集 {path} 没有任何记录。"},
     "data.bad_json": {"en": "Dataset {path} is not valid JSON (line {line}: {error}).",
                       "zh": "数据集 {path} 不是有效的 JSON（第 {line} 行：{error}）。"},
