@@ -48,6 +48,8 @@ def questions(ctx: Ctx) -> list[Question]:
             loaded = datasets.read(v)
         except datasets.DataError as e:
             return e.msg
+        if n_images := sum(datasets.has_images(c) for c in loaded.conversations):  # asked again, not at the end
+            return msg("choose_strategy.images_need_vlm", path=v, n=n_images)
         seen[v] = loaded.bad
         if loaded.bad:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
@@ -214,9 +216,10 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("grad_accum", "int", "choose_strategy.grad_accum", validate=in_range(*limits("grad_accum")),
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("training_backend", "select", "choose_strategy.training_backend", when=lambda a: unsloth is not None,
-                 choices=[Choice("transformers", msg("choose_strategy.training_backend.transformers")),
-                          Choice("unsloth", msg("choose_strategy.training_backend.unsloth",
-                                                version=unsloth.version if unsloth else ""))],
+                 choices=lambda a: [Choice("transformers", msg("choose_strategy.training_backend.transformers"))] + (
+                     [Choice("unsloth", msg("choose_strategy.training_backend.unsloth",
+                                            version=unsloth.version if unsloth else ""))]
+                     if backend_check("unsloth", a) is None else []),  # only where it runs this method and layout
                  default=lambda a: _plan_knobs(a)["backend"] if a.get("plan") else DEFAULTS.training_backend,
                  validate=backend_check,
                  asked_if=msg("choose_strategy.asked_if.training_backend", version=backends.UNSLOTH_VERSION,

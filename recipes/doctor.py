@@ -140,7 +140,7 @@ def optional_checks(home: Path) -> list[Check]:
 
     found = backends.find_unsloth(home)
     out.append(Check("unsloth", "ok" if found else "missing",
-                     f"{found.version} ({found.python})" if found else "training backend (its kernels; issue 21)",
+                     f"{found.version} ({found.python})" if found else "training backend (unsloth's kernels, faster QLoRA)",
                      "" if found else backends.install_command(home)))
     llmc = envs / quantize.LLMC_ENV / "yichui-env.json"
     out.append(Check("llm-compressor", "ok" if llmc.exists() else "missing",

@@ -109,6 +109,8 @@ def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
     argv = worker_argv(spec, spec_path)
     job = jobs.spawn("trainer", argv, tdir, env=trainer_env(spec), cwd=REPO)
     ctx.info(msg("train.started", pid=job.pid, log=job.log))
+    if spec.interpreter:  # not yichui's own trainer: say whose, and where it runs
+        ctx.info(msg("train.on_backend", backend=spec.training_backend, python=spec.interpreter))
     return job
 
 

@@ -81,9 +81,10 @@ def check(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
     value, err = coerce(q, raw, answers)
     if err is None and q.validate is not None:
         err = q.validate(value, answers)
-    elif err is not None and q.kind == "checkbox" and q.validate is not None and isinstance(value, list):
+    elif err is not None and q.validate is not None and (
+            (q.kind == "checkbox" and isinstance(value, list)) or (q.kind == "select" and isinstance(value, str))):
         # a value outside this moment's choices may be one the validator can explain (e.g. a format another
-        # serving engine loads)
+        # serving engine loads, a training backend that does not run the chosen method)
         err = q.validate(value, answers) or err
     return value, err
 
@@ -91,6 +92,17 @@ def check(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
 def _shown(value: Any) -> str:
     """An answer as a user typed it (a checkbox's list as a,b)."""
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def names_default(q: Question, raw: Any, answers: dict) -> bool:
+    """Whether a --set for ``q``, which its step will not ask, only names the question's default: it changes nothing,
+    so it stands (a script naming ``choose_strategy.training_backend=transformers`` works where unsloth is absent)."""
+    try:
+        value, err = check(q, raw, answers)
+        default = q.default(answers) if callable(q.default) else q.default
+    except Exception:  # noqa: BLE001 - a default that cannot be worked out here: not the default
+        return False
+    return err is None and value == default
 
 
 def _not_asked(step: str, q: Question) -> "AnswerError":
@@ -269,7 +281,8 @@ class Engine:
             q = qs[i]
             i += 1
             if q.when is not None and not q.when(answers):
-                if q.key in self.overrides.get(name, {}) and q.key not in self._unlocked:
+                if q.key in self.overrides.get(name, {}) and q.key not in self._unlocked \
+                        and not names_default(q, self.overrides[name][q.key], answers):
                     # a --set is a decision: refused as soon as the answers that decide it leave it out (item 11)
                     raise _not_asked(name, q)
                 continue
@@ -353,8 +366,8 @@ class Engine:
                 err = None
                 try:
                     if q.when is not None and not q.when(answers):
-                        if q.key in sets:  # nothing will ask it: refused now, not after the questions before it
-                            raise _not_asked(name, q)
+                        if q.key in sets and not names_default(q, sets[q.key], answers):
+                            raise _not_asked(name, q)  # nothing will ask it: refused now, not after the questions before
                         continue
                     if q.key in sets and q.kind in ("int", "float", "confirm", "select", "checkbox"):
                         answers[q.key], err = check(q, sets[q.key], answers)

@@ -531,7 +531,10 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         mem, mem_kind = peak_memory_gib(device)
         result = {"adapter_dir": str(adapter), "method": spec.method, "device": device,
                   "steps": trainer.state.global_step,
-                  "train_loss": round(out.training_loss, 5), "losses": [round(x, 5) for x in losses],
+                  # the mean of every logged step, all segments: the Trainer's own figure after a resume divides
+                  # only this segment's losses by all the steps
+                  "train_loss": round(sum(losses) / len(losses) if losses else out.training_loss, 5),
+                  "losses": [round(x, 5) for x in losses],
                   "first5_mean": round(sum(losses[:5]) / max(1, len(losses[:5])), 5),
                   "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
                   "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),

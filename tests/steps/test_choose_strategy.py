@@ -92,3 +92,29 @@ def test_the_default_checkpoint_interval_fires_before_the_end(chain):
     planned = -(-306 * 95 // 100 // 16)  # ceil(306 × 0.95 / 16) = 19 (290 training records)
     assert q["save_steps"].resolve_default(a) == planned // 4 < planned
     assert q["save_steps"].resolve_default(a | {"max_steps": 1000}) == 50  # long runs: every 50 steps
+
+
+def test_image_records_are_refused_when_the_dataset_is_named_and_the_default_backend_may_be_set(chain, variant,
+                                                                                                 tmp_path):
+    """The wizard's dataset question refuses image-text records at once (asked again), not after twenty more
+    questions; a --set naming a question's default where the question is not asked (the training backend without
+    unsloth installed) changes nothing and stands, another value is refused with the reason."""
+    import pytest
+    from PIL import Image
+
+    from recipes.base import Refusal
+    from wizard.engine import names_default
+
+    chain.upto("choose_strategy")
+    Image.new("RGB", (8, 8), (200, 0, 0)).save(tmp_path / "a.png")
+    path = tmp_path / "img.jsonl"
+    path.write_text(json.dumps({"images": ["a.png"], "messages": [
+        {"role": "user", "content": "<image>What colour?"}, {"role": "assistant", "content": "red"}]}) + "\n")
+    q = chain.questions("choose_strategy")
+    assert q["dataset_path"].validate(str(path), {"dataset": "local"}).key == "choose_strategy.images_need_vlm"
+    backend = q["training_backend"]
+    assert not backend.when({})  # unsloth is not installed under the tests' YICHUI_ENVS
+    assert names_default(backend, "transformers", {}) and not names_default(backend, "unsloth", {})
+    chain.step("choose_strategy", training_backend="transformers", preflight="false")  # stands
+    with pytest.raises(Refusal, match="set_not_asked"):
+        chain.step("choose_strategy", training_backend="unsloth", preflight="false")

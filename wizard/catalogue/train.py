@@ -39,6 +39,8 @@ MESSAGES = {
                           "zh": "即使微批 {micro_batch} 且开启激活检查点仍显存不足（日志：{log}）：请改用 QLoRA、缩短序列或换更大的 GPU（`yichui estimate` 可估算）。"},
     "train.field.curve": {"en": "loss curve", "zh": "损失曲线"},
     "train.curve": {"en": "Loss curve: {png}; TensorBoard: tensorboard --logdir {tb}", "zh": "损失曲线：{png}；TensorBoard：tensorboard --logdir {tb}"},
+    "train.on_backend": {"en": "Training on the {backend} backend ({python}): its model and kernels, yichui's events and checkpoints.",
+                         "zh": "使用 {backend} 后端训练（{python}）：它的模型与内核，yichui 的事件与检查点。"},
     "train.no_unsloth": {"en": "The unsloth backend was chosen but its environment {env} is not installed: run {command}, then resume.",
                          "zh": "已选择 unsloth 后端，但其环境 {env} 未安装：请运行 {command}，然后 resume。"},
     "train.master_not_here": {"en": "The first host '{host}' is not this machine: run the wizard on the first host, or list this machine first",
