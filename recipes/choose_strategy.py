@@ -48,12 +48,12 @@ def questions(ctx: Ctx) -> list[Question]:
             loaded = datasets.read(v)
         except datasets.DataError as e:
             return e.msg
-        if n_images := sum(datasets.has_images(c) for c in loaded.conversations):  # asked again, not at the end
-            return msg("choose_strategy.images_need_vlm", path=v, n=n_images)
         seen[v] = loaded.bad
         if loaded.bad:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
                          where=", ".join(loaded.bad[:5])))
+        if n_images := sum(datasets.has_images(c) for c in loaded.conversations):  # asked again, not at the end
+            return msg("choose_strategy.images_need_vlm", path=v, n=n_images)
         return None
 
     def records(a) -> int | None:

@@ -151,9 +151,9 @@ def no_weights_fetched(env: "Env") -> None:
     assert not (env.home / "models").exists()
 
 
-def image_records(env: "Env", image: str) -> str:
-    """A dataset of two image-question records whose images column names ``image`` (a red square is written as
-    ok.png beside it)."""
+def image_records(env: "Env", image: str, first_text: bool = False) -> str:
+    """A dataset of two image-question records, the second's images column naming ``image`` (a red square is written
+    as ok.png beside it); ``first_text``: the first record is a text one instead."""
     import io
 
     from PIL import Image
@@ -163,7 +163,9 @@ def image_records(env: "Env", image: str) -> str:
     env.file("ok.png", buf.getvalue())
     row = lambda img: json.dumps({"images": [img], "messages": [  # noqa: E731
         {"role": "user", "content": "<image>What colour is the shape?"}, {"role": "assistant", "content": "red"}]})
-    return env.file("images.jsonl", row("ok.png") + "\n" + row(image) + "\n")
+    first = json.dumps({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]}) \
+        if first_text else row("ok.png")
+    return env.file("images.jsonl", first + "\n" + row(image) + "\n")
 
 
 def turns(*roles: str) -> str:
@@ -242,10 +244,12 @@ CATALOGUE = [
     Case("malformed-records", "malformed records, told to abort", "data.bad_records",
          lambda e: data(e, e.file(
              "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n"), "choose_strategy.bad_records=abort"), code=1),
-    Case("missing-image", "an image-text record whose image file is missing", "data.bad_records",
-         lambda e: data(e, image_records(e, "missing.png"), "choose_strategy.bad_records=abort"), code=1),
-    Case("images-for-text-model", "image-text records for a text model", "choose_strategy.images_need_vlm",
-         lambda e: data(e, image_records(e, "ok.png")), code=1),
+    Case("missing-image", "an image-text record whose image file is missing (named with its line and reason)",
+         "data.bad_records",
+         lambda e: data(e, image_records(e, "missing.png", first_text=True), "choose_strategy.bad_records=abort"),
+         code=1),
+    Case("images-for-text-model", "image-text records for a text model (refused when the dataset is named)",
+         "choose_strategy.images_need_vlm", lambda e: data(e, image_records(e, "ok.png"))),
     Case("hub-model-without-template", "a hub model with no chat template (a base model)",
          "choose_strategy.no_chat_template", setup=untemplated_on_hub, after=model_asked_again, code=1,
          argv=lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
