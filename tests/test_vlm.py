@@ -20,7 +20,9 @@ def vlm(tmp_path_factory):
     from recipes.demo import tiny_vlm
 
     path = tiny_vlm.build(tmp_path_factory.mktemp("tiny-vlm") / "model")
-    return path, tiny_vlm.load_processor(path)
+    from recipes.training.vision import load_processor
+
+    return path, load_processor(path)
 
 
 def test_shapes_data_is_deterministic_and_the_answer_is_in_the_image(tmp_path):

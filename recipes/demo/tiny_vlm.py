@@ -12,7 +12,8 @@
 The CPU image stack (checked 2026-12-02, torch 2.13.0+cpu, transformers 5.24): the registry's torchvision wheels
 (0.28.0 pins torch 2.13.0) are CUDA builds that fail to load against the CPU torch ("operator torchvision::nms does
 not exist"); without torchvision, transformers falls back to the PIL image processor, but ``Qwen2VLProcessor``'s
-constructor looks up a video-processor class that is not there and raises. :func:`load_processor` therefore uses
+constructor looks up a video-processor class that is not there and raises. ``load_processor`` (recipes/training/
+vision.py) therefore uses
 ``AutoProcessor`` where it loads and otherwise :class:`ImageTextProcessor`, the same processor without the video
 part; the files written are the standard ones either way (``AutoProcessor`` reads them on a GPU machine).
 """
@@ -42,13 +43,6 @@ TEXT_SHAPE = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, nu
                   rope_scaling={"type": "mrope", "mrope_section": [4, 2, 2]})  # head dim 16: 8 rotary pairs
 VISION_SHAPE = dict(depth=1, embed_dim=32, hidden_size=64, num_heads=2, mlp_ratio=2, patch_size=14,
                     spatial_merge_size=2, temporal_patch_size=2, in_channels=3)
-
-
-def load_processor(path: str | os.PathLike):
-    """The tiny VLM's processor (recipes/training/vision.py load_processor: without a video part on this CPU stack)."""
-    from recipes.training.vision import load_processor as load
-
-    return load(path)
 
 
 def _tokenizer():

@@ -9,7 +9,6 @@ checkpoints, resume and OOM recovery are the same as with yichui's trainer.
 from __future__ import annotations
 
 import functools
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,14 +27,11 @@ class Backend:
     version: str
 
 
-def envs_dir(home: Path) -> Path:
-    """Where the engines' own environments live: ``YICHUI_ENVS``, else ``YICHUI_HOME/envs`` (as the quantizer's and
-    the serving engines')."""
-    return Path(os.environ.get("YICHUI_ENVS") or Path(home) / "envs")
-
-
 def unsloth_env(home: Path) -> Path:
-    return envs_dir(home) / f"unsloth-{UNSLOTH_VERSION}"
+    """``<envs>/unsloth-<version>``: beside the quantizer's and the serving engines' (quantize.envs_dir)."""
+    from recipes.quantization.quantize import envs_dir
+
+    return envs_dir(Path(home)) / f"unsloth-{UNSLOTH_VERSION}"
 
 
 @functools.lru_cache(maxsize=None)
