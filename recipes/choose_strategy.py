@@ -52,7 +52,8 @@ def questions(ctx: Ctx) -> list[Question]:
         if loaded.bad:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
                          where=", ".join(loaded.bad[:5])))
-        if n_images := sum(datasets.has_images(c) for c in loaded.conversations):  # asked again, not at the end
+        n_images = sum(datasets.has_images(c) for c in loaded.conversations)
+        if n_images and not vision_model(ctx):  # asked again, not at the end
             return msg("choose_strategy.images_need_vlm", path=v, n=n_images)
         return None
 
@@ -181,6 +182,11 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("bad_records", "select", "choose_strategy.bad_records", default="abort", when=has_bad,
                  choices=[Choice("abort", msg("choose_strategy.bad_records.abort")),
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
+        # a vision-language model: which of its vision side trains beside the language model (frozen by default)
+        Question("freeze_vision_tower", "confirm", "choose_strategy.freeze_vision_tower", default=True,
+                 when=lambda a: vision_model(ctx)),
+        Question("freeze_projector", "confirm", "choose_strategy.freeze_projector", default=True,
+                 when=lambda a: vision_model(ctx)),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=default_seq_len(max_pos),
                  validate=in_range(limits("seq_len")[0], max_pos or limits("seq_len")[1])),
@@ -351,17 +357,29 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
 
     path = dataset_path(ctx, answers)
     skip = answers.get("bad_records") == "skip"
-    loaded = datasets.load(path, skip_bad=skip, images=True)  # image records: refused below, by name
+    loaded = datasets.load(path, skip_bad=skip, images=True)  # image records: for a vision-language model only
     convs, fmt = loaded.conversations, loaded.format
-    if n_images := sum(datasets.has_images(c) for c in convs):  # read and checked; the trainer is text-only so far
+    n_images = sum(datasets.has_images(c) for c in convs)
+    vlm = vision_model(ctx)
+    if n_images and not vlm:  # read and checked; a text model cannot take them
         raise StepError("choose_strategy.images_need_vlm", path=path, n=n_images)
     train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
     meta = metadata_dir(ctx)
-    tok = AutoTokenizer.from_pretrained(meta, trust_remote_code=trusted(ctx))
+    if n_images:  # the processor's chat template renders them, as the trainer will (image entries as parts)
+        from recipes.training import vision
+
+        try:
+            tok = vision.load_processor(meta)
+        except (OSError, ValueError, ImportError, AttributeError) as e:
+            raise StepError("choose_strategy.no_processor", model=ctx.result(ModelChoice).repo_id or meta,
+                            error=str(e).splitlines()[0][:160] if str(e) else type(e).__name__) from None
+        shown = [r["prompt"] + r["completion"] for r in datasets.to_prompt_completion(convs)]
+    else:
+        tok, shown = AutoTokenizer.from_pretrained(meta, trust_remote_code=trusted(ctx)), convs
     if not tok.chat_template:
         raise StepError("choose_strategy.no_chat_template",
                         model=ctx.result(ModelChoice).repo_id or meta).caused_by("select_model")
-    rendered = _render_all(tok, convs)
+    rendered = _render_all(tok, shown)
     samples = rendered[:2]
     for i, s in enumerate(samples, 1):
         ctx.info(msg("choose_strategy.sample", i=i, text=s))
@@ -385,6 +403,12 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
                           n_records=len(convs), n_train=len(train), n_validation=len(held), samples=samples,
                           estimate=est, fits=fits, effective_batch=training(answers).effective_batch)
+
+
+def vision_model(ctx: Ctx) -> bool:
+    """Whether the chosen model is a vision-language model (its config.json has a ``vision_config``)."""
+    config = ctx.result(ModelChoice).config or {}
+    return isinstance(config, dict) and isinstance(config.get("vision_config"), dict)
 
 
 def _render_all(tok, convs: list) -> list[str]:

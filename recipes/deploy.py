@@ -388,12 +388,16 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
     trained = ctx.result(TrainingResult)
     samples = trained.samples
     question = samples.get("question") or "What is LoRA?"
-    turn = [{"role": "user", "content": question}]
+    image = samples.get("image") if isinstance(samples.get("image"), str) and Path(samples["image"]).is_file() \
+        else None  # a vision-language model's sample: the question asked of that image
+    turn = client.user_turn(question, image)
     reply = _asked("a chat completion", lambda: client.complete(base + "/v1", served, turn, STOP_CHECK_TOKENS,
                                                                 api_key=key), job.log)
     streamed = _asked("a streamed chat completion", lambda: client.stream(
         base + "/v1", served, turn, STOP_CHECK_TOKENS, api_key=key, temperature=0), job.log)
     ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid, seconds=start_s))
+    if image:
+        ctx.info(msg("deploy.image", path=image))
     if samples.get("before") is not None:
         ctx.info(msg("deploy.before", question=question, answer=samples["before"]))
     ctx.info(msg("deploy.after" if trained.adapter_dir else "deploy.reply", question=question, answer=reply.text))
@@ -416,7 +420,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
                       error=f"{(kv['predicted_tokens'] / kv['reported_tokens'] - 1) * 100:+.1f}"))
     auth = " -H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"" if key_file else ""
     curl = (f"curl {base}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d "
-            + shlex.quote(json.dumps({"model": served, "messages": turn})))
+            + shlex.quote(json.dumps({"model": served, "messages": client.user_turn(question)})))
     ctx.info(msg("deploy.curl", curl=curl))
     key_expr = f"open({str(key_file)!r}).read().strip()" if key_file else '"none"'
     ctx.info(msg("deploy.python", code=f"from openai import OpenAI\n  client = OpenAI(base_url={base + '/v1'!r}, "
@@ -428,7 +432,8 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
     return Deployment(backend=backend, engine_version=inst.version, engine_table=tab["origin"],
                       endpoint=base + "/v1", served_model=served, model_dir=model_dir, adapter=adapter,
                       args=launch.args, server_pid=job.pid, log=job.log, start_seconds=start_s,
-                      api_key_file=str(key_file) if key_file else None, question=question, reply=reply.text,
+                      api_key_file=str(key_file) if key_file else None, question=question, image=image,
+                      reply=reply.text,
                       finish_reason=reply.finish_reason, reply_tokens=reply.tokens, streamed=streamed.text,
                       stream_finish_reason=streamed.finish_reason, kv_cache=kv)
 

@@ -49,18 +49,30 @@ def training_split(ctx: Ctx) -> list[list[dict]]:
     cs = ctx.result(StrategyChoice)
     if not cs.dataset_path or not cs.strategy.get("val_ratio"):
         return []
-    convs = datasets.load(cs.dataset_path, skip_bad=cs.strategy.get("skip_bad_records", False)).conversations
+    convs = datasets.load(cs.dataset_path, skip_bad=cs.strategy.get("skip_bad_records", False),
+                          images=takes_images(ctx)).conversations
     return datasets.train_validation(convs, cs.strategy["val_ratio"])[1]
 
 
-def _references(path: str) -> Msg | None:
-    """None when the file gives conversations with reference replies, else why not (a catalogue key)."""
+def takes_images(ctx: Ctx) -> bool:
+    """Whether the evaluated model reads images: a vision-language model's config, or an endpoint (whose model
+    answers image parts or refuses them itself)."""
+    sel = ctx.result(ModelChoice)
+    return sel.source == "endpoint" or isinstance((sel.config or {}).get("vision_config"), dict)
+
+
+def _references(path: str, images: bool = False) -> Msg | None:
+    """None when the file gives conversations with reference replies, else why not (a catalogue key); image
+    records only where the model reads images (``images``)."""
     try:
         loaded = datasets.read(path)  # malformed records (e.g. no assistant turn) are listed, not raised
     except datasets.DataError as e:
         return e.msg
-    if not any(c and c[-1]["role"] == "assistant" and c[-1]["content"].strip() for c in loaded.conversations):
+    if not any(c and c[-1]["role"] == "assistant" and isinstance(c[-1]["content"], str) and c[-1]["content"].strip()
+               for c in loaded.conversations):
         return msg("evaluate.no_references", path=path)
+    if not images and (n := sum(datasets.has_images(c) for c in loaded.conversations)):
+        return msg("data.has_images", path=path, n=n)
     return None
 
 
@@ -111,7 +123,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  choices=([Choice("training", msg("evaluate.heldout.training"))] if has_split else [])
                  + [Choice("file", msg("evaluate.heldout.file")), Choice("none", msg("evaluate.heldout.none"))]),
         Question("heldout_path", "path", "evaluate.heldout_path", when=lambda a: a.get("heldout") == "file",
-                 validate=lambda v, a: _references(v)),
+                 validate=lambda v, a: _references(v, takes_images(ctx))),
         Question("heldout_samples", "int", "evaluate.heldout_samples", default=32, validate=in_range(1, 100000),
                  when=lambda a: a.get("heldout") != "none"),
         Question("max_new_tokens", "int", "evaluate.max_new_tokens", default=64, validate=in_range(1, 8192),
@@ -203,8 +215,8 @@ def _endpoint_metrics(server: Server, convs, max_new_tokens) -> dict:
     from recipes.serving import client
 
     def ask(c):
-        return client.complete(server.url, server.model, c[:-1], max_new_tokens, api_key=server.api_key,
-                               timeout=600).text
+        return client.complete(server.url, server.model, [_openai_turn(m) for m in c[:-1]], max_new_tokens,
+                               api_key=server.api_key, timeout=600).text
 
     try:
         with ThreadPoolExecutor(max(1, server.concurrency)) as pool:
@@ -213,6 +225,15 @@ def _endpoint_metrics(server: Server, convs, max_new_tokens) -> dict:
         raise StepError("evaluate.server_failed", endpoint=server.url, error=f"{type(e).__name__}: {e}"[:200]) from None
     return {"loss": None, "perplexity": None, **heldout.generation_scores(replies, [c[-1]["content"] for c in convs]),
             "samples": len(convs), "tokens": None, "answers": replies}
+
+
+def _openai_turn(m: dict) -> dict:
+    """A conversation turn as a chat request's message: image parts (a file or bytes) inline as ``image_url``."""
+    if not isinstance(m["content"], list):
+        return m
+    from recipes.serving import client
+
+    return m | {"content": [client.image_part(p["image"]) if p["type"] == "image" else p for p in m["content"]]}
 
 
 EVAL_CONTEXT = 4096  # tokens: a held-out conversation (≤ 1024) or a 5-shot GSM8K prompt, and the reply
@@ -381,8 +402,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
     if answers["heldout"] == "training":
         convs = training_split(ctx)
     elif answers["heldout"] == "file":
-        convs = [c for c in datasets.load(answers["heldout_path"], skip_bad=True).conversations
-                 if c[-1]["role"] == "assistant" and c[-1]["content"].strip()]
+        convs = [c for c in datasets.load(answers["heldout_path"], skip_bad=True, images=takes_images(ctx)).conversations
+                 if c[-1]["role"] == "assistant" and isinstance(c[-1]["content"], str) and c[-1]["content"].strip()]
     convs = convs[:answers.get("heldout_samples", 32)]
     if answers["heldout"] != "none" and not convs:
         raise StepError("evaluate.no_heldout")
@@ -444,7 +465,7 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
             ctx.warn(msg("evaluate.not_better", figures=verdict_["figures"]))
     examples = []
     for i, c in enumerate(convs[:EXAMPLES]):
-        ex = {"prompt": c[-2]["content"] if len(c) > 1 else "", "reference": c[-1]["content"]}
+        ex = {"prompt": datasets.text_of(c[-2]["content"]) if len(c) > 1 else "", "reference": c[-1]["content"]}
         for m in targets:
             ex[m] = parts.get(f"heldout:{m}", {}).get("answers", [""] * (i + 1))[i]
         examples.append(ex)

@@ -127,10 +127,13 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
         for an adapter, the merge check: the largest absolute difference between the logits of the adapter model
         (unmerged, on the unquantized base) and of the merged model on a probe sentence; None for a full model.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    from transformers import AutoTokenizer, GenerationConfig
 
     import torch
 
+    from recipes.training.vision import PROCESSOR_FILES, auto_model_class
+
+    AutoModelForCausalLM = auto_model_class(base_dir)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
     tok = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (Path(adapter_dir) / "tokenizer_config.json")
                                         .exists() else base_dir, trust_remote_code=code)
     check = None
@@ -163,6 +166,9 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
     model.generation_config = gen
     model.save_pretrained(out)
     tok.save_pretrained(out)
+    for name in PROCESSOR_FILES:  # a vision-language model's processor (image settings, template) as the base has it
+        if (Path(base_dir) / name).is_file() and not (out / name).exists():
+            shutil.copyfile(Path(base_dir) / name, out / name)
     return check
 
 
@@ -241,7 +247,8 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     merged_smoke = previous.merged_smoke
     if not (reused and isinstance(merged_smoke, dict) and merged_smoke.get("merged") == merged_id
             and isinstance(merged_smoke.get("stopped"), bool)):
-        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code) | {"merged": merged_id}
+        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code, image=train.samples.get("image")) \
+            | {"merged": merged_id}
     ctx.record(merged_smoke=merged_smoke)
     ctx.info(msg("export.merged_stops" if merged_smoke["stopped"] else "export.merged_runs_on",
                  tokens=merged_smoke["tokens"], limit=SMOKE_TOKENS, reply=merged_smoke["reply"][:120]))
@@ -254,7 +261,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
         ctx.record(quantizer_env=env)
     calib, held, held_source = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
                                       if any(quantize.FORMATS[f].calibrated for f in todo) else 0,
-                                      answers.get("quality_samples", 0), code)
+                                      answers.get("quality_samples", 0), code) if todo else ([], [], "")
     for f in todo:
         fmt, out, t0 = quantize.FORMATS[f], edir / f, time.time()
         ctx.info(msg("export.quantizing", format=f, path=str(out)))

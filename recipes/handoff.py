@@ -248,7 +248,7 @@ class TrainingResult(Handoff):
     train_loss: float | None = None
     first5_mean: float | None = None
     last5_mean: float | None = None
-    samples: dict = field(default_factory=dict)  # {"question", "before", "after"}
+    samples: dict = field(default_factory=dict)  # {"question", "before", "after"; "image": a VLM's sample image}
     peak_mem_gib: float | None = None
     mem_kind: str | None = None
     device: str | None = None
@@ -322,6 +322,7 @@ class Deployment(Handoff):
     start_seconds: float | None = None
     api_key_file: str | None = None
     question: str | None = None
+    image: str | None = None           # the image file shown with the question (a vision-language model)
     reply: str | None = None
     finish_reason: str | None = None
     reply_tokens: int | None = None
@@ -363,6 +364,7 @@ class Chat(Handoff):
     model: str | None = None
     turns: int = 0
     question: str | None = None
+    image: str | None = None           # the image file shown with the question (a vision-language model)
     reply: str | None = None
     finish_reason: str | None = None
 

@@ -170,7 +170,12 @@ def run(ctx: Ctx, answers: dict) -> ModelChoice:
     if code and not answers.get("trust_remote_code"):
         raise StepError("select_model.custom_code", repo=repo, classes=", ".join(sorted(code))[:120])
     arch = (config.get("architectures") or ["?"])[0]
-    summary = {k: config[k] for k in CONFIG_FIELDS if k in config}
+    text: dict = config["text_config"] if isinstance(config.get("text_config"), dict) else {}
+    summary = {k: config[k] if k in config else text[k] for k in CONFIG_FIELDS if k in config or k in text}
+    vision = config.get("vision_config")
+    if isinstance(vision, dict):  # a vision-language model: its tower in one row
+        summary["vision"] = " · ".join(f"{k} {vision[k]}" for k in (
+            "model_type", "depth", "num_hidden_layers", "hidden_size", "patch_size", "image_size") if k in vision)
     ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
               [("model", repo), ("architecture", arch)] + [(k, v) for k, v in summary.items() if k != "architectures"])
     out = ModelChoice(source=source, endpoint=answers.get("endpoint"), repo_id=repo if source != "local" else None,

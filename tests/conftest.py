@@ -69,6 +69,40 @@ def tiny_model(tmp_path_factory) -> Path:
     return dest
 
 
+def tiny_vlm_cache_key() -> str:
+    """What the demo's tiny VLM build depends on (its recipe, the shapes it pre-trains on, the tokenizer's corpus and
+    the libraries), hashed."""
+    import hashlib
+    import platform
+    from importlib.metadata import version
+
+    from recipes.data import shapes
+    from recipes.demo import tiny_vlm
+
+    h = hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (tiny_vlm, shapes, tiny)))
+    h.update(" ".join([platform.python_version(), str(tiny_vlm.BUILD_VERSION),
+                       *(version(d) for d in ("torch", "transformers", "tokenizers", "safetensors"))]).encode())
+    return h.hexdigest()[:16]
+
+
+@pytest.fixture(scope="session")
+def tiny_vlm_model(tmp_path_factory) -> Path:
+    """The demo's tiny vision-language model (caption pre-trained, ~30 s): built once per change and kept in
+    .cache/tiny-vlm/<key>, copied for this run."""
+    from recipes.demo import tiny_vlm
+
+    cached = REPO / ".cache" / "tiny-vlm" / tiny_vlm_cache_key()
+    if not (cached / "yichui_build.json").is_file():
+        try:
+            tiny_vlm.build(cached)
+        except OSError:  # another run put it there first
+            if not (cached / "yichui_build.json").is_file():
+                raise
+    dest = tmp_path_factory.mktemp("tiny-vlm") / "tiny-llava-shapes"
+    shutil.copytree(cached, dest)
+    return dest
+
+
 @pytest.fixture(scope="session")
 def unsloth_envs() -> Path:
     """A YICHUI_ENVS folder holding unsloth's own environment (tests/unsloth_env.py: built once, kept in

@@ -19,7 +19,7 @@ SIZE_SQ = 56 * 56
 def vlm(tmp_path_factory):
     from recipes.demo import tiny_vlm
 
-    path = tiny_vlm.build(tmp_path_factory.mktemp("tiny-vlm") / "model")
+    path = tiny_vlm.build(tmp_path_factory.mktemp("tiny-vlm") / "model", family="qwen2_vl")
     from recipes.training.vision import load_processor
 
     return path, load_processor(path)
@@ -174,3 +174,31 @@ def test_the_trainer_fine_tunes_the_language_side_of_a_vision_language_model(vlm
     vision = [k for k in before if "visual" in k]
     assert vision and all((before[k] == after[k]).all() for k in vision)
     assert any(not (before[k] == after[k]).all() for k in before if "visual" not in k)  # the language model trained
+
+
+def test_the_vision_side_trains_when_chosen(vlm, tmp_path):
+    """freeze_vision_tower / freeze_projector off: LoRA also on the tower's linear layers and the projector (Qwen2-VL's
+    ``visual.merger``) trained whole and saved with the adapter; a full fine-tune with only the projector unfrozen
+    changes the projector and not the tower."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+
+    from recipes.data import shapes
+
+    model_dir, _ = vlm
+    data_path = shapes.build(tmp_path / "data", 9)
+    _train({"model_dir": str(model_dir), "dataset_path": str(data_path), "method": "lora", "max_steps": 2,
+            "save_steps": 2, "micro_batch": 4, "freeze_vision_tower": False, "freeze_projector": False},
+           tmp_path / "lora")
+    keys = list(safe_open(str(tmp_path / "lora" / "adapter" / "adapter_model.safetensors"), "pt").keys())
+    assert any(".visual.blocks." in k and "lora_A" in k for k in keys), keys  # LoRA on the tower
+    assert any(".visual.merger." in k and "lora" not in k for k in keys), keys  # the projector whole
+    assert any(".language_model." in k and "lora_A" in k for k in keys)
+
+    _train({"model_dir": str(model_dir), "dataset_path": str(data_path), "method": "full", "max_steps": 2,
+            "save_steps": 2, "micro_batch": 4, "learning_rate": 3e-3, "master_weights": "bf16",
+            "freeze_projector": False}, tmp_path / "full")
+    before, after = load_file(model_dir / "model.safetensors"), load_file(tmp_path / "full" / "adapter" / "model.safetensors")
+    changed = {k for k in before if not (before[k] == after[k]).all()}
+    assert any(".merger." in k for k in changed), sorted(changed)[:10]
+    assert not any("visual" in k and ".merger." not in k for k in changed), sorted(changed)[:10]

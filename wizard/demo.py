@@ -1,4 +1,9 @@
-"""The embedded default that `yichui demo` runs: the tiny model on a local hub, and the answers to every question."""
+"""The embedded default that `yichui demo` runs: a tiny model on a local hub, and the answers to every question.
+
+Two kinds (the session's ``demo`` field): ``true`` the tiny text model (recipes/demo/tiny_model.py) fine-tuned on the
+bundled conversations; ``"vlm"`` (``yichui demo --task finetune-vlm``) the tiny vision-language model
+(recipes/demo/tiny_vlm.py) fine-tuned on rendered shapes (recipes/data/shapes.py) and evaluated on held-out images.
+"""
 from __future__ import annotations
 
 import json
@@ -7,45 +12,103 @@ from pathlib import Path
 from recipes.data import datasets
 from recipes.demo import tiny_model as tiny
 
+VLM = "vlm"
+VLM_TASK = "finetune-vlm"  # `yichui demo --task finetune-vlm`: the fine-tune task on the tiny VLM
+PRETRAIN_STEPS = 300  # the tiny text model's; the tiny VLM's is tiny_vlm.PRETRAIN_STEPS (also 300)
+SHAPES_VERSION = 1  # bump when the demo's shapes data below changes
+TRAIN_IMAGES, HELDOUT_IMAGES = 270, 45  # two questions per image: 540 training records, 90 held-out
+
+
+def kind_of(demo) -> str | None:
+    """The demo kind a session's ``demo`` field names: "text", "vlm", or None (not a demo)."""
+    return VLM if demo == VLM else "text" if demo else None
+
 
 def hub_root(home: Path) -> Path:
     return home / "cache" / "hub"
 
 
-def model_ready(home: Path) -> bool:
-    marker = hub_root(home) / tiny.REPO_ID / "yichui_build.json"
+def _builder(kind: str):
+    from recipes.demo import tiny_vlm
+
+    return tiny_vlm if kind == VLM else tiny
+
+
+def model_ready(home: Path, kind: str = "text") -> bool:
+    b = _builder(kind)
+    marker = hub_root(home) / b.REPO_ID / "yichui_build.json"
     try:
-        return json.loads(marker.read_text()).get("build_version") == tiny.BUILD_VERSION
+        return json.loads(marker.read_text()).get("build_version") == b.BUILD_VERSION
     except (OSError, ValueError):
         return False
 
 
-PRETRAIN_STEPS = 300
-
-
-def ensure_model(home: Path, on_step=None) -> None:
-    """Build the tiny model into the demo hub root unless a build of this version is there; ``on_step(step, loss)``
-    follows its pre-training (:data:`PRETRAIN_STEPS` steps)."""
-    dest = hub_root(home) / tiny.REPO_ID
-    if model_ready(home):
+def ensure_model(home: Path, on_step=None, kind: str = "text") -> None:
+    """Build the tiny model of ``kind`` into the demo hub root unless a build of this version is there;
+    ``on_step(step, loss)`` follows its pre-training (:data:`PRETRAIN_STEPS` steps)."""
+    b = _builder(kind)
+    dest = hub_root(home) / b.REPO_ID
+    if model_ready(home, kind):
         return
     if dest.exists():
         import shutil
 
         shutil.rmtree(dest)
-    tiny.build(dest, PRETRAIN_STEPS, on_step=on_step)
+    if kind == VLM:
+        b.build(dest, pretrain_steps=PRETRAIN_STEPS, on_step=on_step)
+    else:
+        b.build(dest, PRETRAIN_STEPS, on_step=on_step)
 
 
-def start_hub(home: Path):
+def shapes_data(home: Path) -> tuple[Path, Path]:
+    """The VLM demo's data in ``YICHUI_HOME/cache/demo-data/shapes-v<N>/`` (rendered once, deterministic): the
+    training file (:data:`TRAIN_IMAGES` images, seed 0) and the held-out one (:data:`HELDOUT_IMAGES` other images,
+    seed 1). Written into a temporary folder renamed into place, so a stopped render leaves nothing half-made."""
+    import os
+    import shutil
+    import tempfile
+
+    from recipes.data import shapes
+
+    dest = home / "cache" / "demo-data" / f"shapes-v{SHAPES_VERSION}"
+    if not (dest / "shapes-heldout.jsonl").is_file():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=".shapes-", dir=dest.parent))
+        try:
+            shapes.build(tmp, TRAIN_IMAGES, seed=0, name="shapes-train.jsonl")
+            shapes.build(tmp, HELDOUT_IMAGES, seed=1, name="shapes-heldout.jsonl")
+            shutil.rmtree(dest, ignore_errors=True)
+            os.replace(tmp, dest)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    return dest / "shapes-train.jsonl", dest / "shapes-heldout.jsonl"
+
+
+def start_hub(home: Path, endpoint: str | None = None):
+    """The demo's local hub, on the port of ``endpoint`` (a resumed session's recorded hub, which its download step
+    goes on asking) when that port is free, else on any free port."""
+    import re
+
     from recipes.hub.server import HubServer
 
+    m = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/?", endpoint or "")
+    if m:
+        try:
+            return HubServer(hub_root(home), port=int(m.group(1))).start()
+        except OSError:  # taken by now: a new port (the steps still to run re-read the endpoint they are given)
+            pass
     return HubServer(hub_root(home)).start()
 
 
-def answers(hub_url: str) -> dict:
+def answers(hub_url: str, kind: str = "text", home: Path | None = None) -> dict:
     """Every answer of the demo, as the defaults layer (``--set`` and resumed answers win). Tuned so 2 CPU cores
     finish in minutes:
-    60 LoRA steps on micro-batches of 8 at a high learning rate, which a 0.7 M-parameter model needs to move."""
+    LoRA steps on micro-batches of 8 at a high learning rate, which a model of under a million parameters needs to
+    move. ``kind`` "vlm": the tiny VLM's (``home`` holds its rendered data)."""
+    if kind == VLM:
+        assert home is not None
+        return vlm_answers(hub_url, home)
     return {
         "select_model": {"source": "hf", "endpoint": hub_url, "model": "yichui-tiny", "revision": "main"},
         "evaluate_memory": {},  # the question's defaults: the GPUs found here, else an A10 as the target
@@ -63,3 +126,27 @@ def answers(hub_url: str) -> dict:
                      "heldout_samples": 16, "max_new_tokens": 32, "benchmarks": []},
         "chat": {"question": "What is LoRA?"},
     }
+
+
+def vlm_answers(hub_url: str, home: Path) -> dict:
+    """The VLM demo's answers: LoRA on the language model of the tiny VLM, the shapes questions, the merged model
+    served by transformers serve and evaluated on the held-out images (base beside fine-tuned)."""
+    train, heldout = shapes_data(home)
+    return {
+        "select_model": {"source": "hf", "endpoint": hub_url, "model": "yichui-tiny-vlm", "revision": "main"},
+        "evaluate_memory": {},
+        "download": {},
+        "choose_strategy": {"method": "lora", "lora_rank": 16, "lora_alpha": 32, "lora_dropout": 0.0,
+                            "lora_targets": "all-linear", "activation_checkpointing": False, "dataset": "local",
+                            "dataset_path": str(train), "seq_len": 256, "batch_size": 8, "micro_batch": 8,
+                            "grad_accum": 1, "learning_rate": 3e-3, "max_steps": VLM_STEPS, "save_steps": 50,
+                            "save_total_limit": 2, "val_ratio": 0.05, "sample_question": "What colour is the shape?"},
+        "train": {"device": "auto"},
+        "export": {"dtype": "auto", "serve_with": "transformers", "formats": [], "quality_samples": 8},
+        "deploy": {"backend": "transformers", "model": "merged", "host": "127.0.0.1"},
+        "evaluate": {"heldout": "file", "heldout_path": str(heldout), "heldout_samples": 2 * HELDOUT_IMAGES,
+                     "max_new_tokens": 8, "benchmarks": []},
+    }
+
+
+VLM_STEPS = 150

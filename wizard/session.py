@@ -156,7 +156,7 @@ class Session:
 
     # -- creation and loading -------------------------------------------------------------------------------
     @classmethod
-    def new(cls, task: str, steps: tuple[str, ...] | None = None, h: Path | None = None, demo: bool = False,
+    def new(cls, task: str, steps: tuple[str, ...] | None = None, h: Path | None = None, demo: bool | str = False,
             replay_of: str | None = None) -> "Session":
         """A new session of ``task``: every step of recipes.STEPS, pending when the task runs it (``steps``, default
         the task's own), skipped otherwise."""

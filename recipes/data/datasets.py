@@ -255,6 +255,13 @@ def _check_image(src: str | bytes) -> None:
         raise BadRecord(f"image {name} unreadable ({type(e).__name__})") from None
 
 
+def text_of(content) -> str:
+    """A turn's content as text to show: a string as it is; parts joined, each image as ``[image]``."""
+    if isinstance(content, str):
+        return content
+    return " ".join("[image]" if p["type"] == "image" else str(p.get("text", "")) for p in content)
+
+
 def has_images(conv: list[dict]) -> bool:
     return any(isinstance(m["content"], list) and any(p["type"] == "image" for p in m["content"]) for m in conv)
 

@@ -37,7 +37,7 @@ def render(colour: str, shape: str, rng: random.Random):
 
     img = Image.new("RGB", (SIZE, SIZE), (245, 245, 245))
     draw = ImageDraw.Draw(img)
-    r = rng.randint(SIZE // 6, SIZE // 3)
+    r = rng.randint(SIZE // 4, SIZE * 2 // 5)
     x, y = rng.randint(r, SIZE - r), rng.randint(r, SIZE - r)
     fill = COLOURS[colour]
     if shape == "circle":

@@ -56,9 +56,14 @@ def generation_scores(replies: list[str], references: list[str]) -> dict:
 
 
 def load(path: str, device: str, trust_remote_code: bool = False):
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """The model and its tokenizer (a vision-language model: its processor), eval mode, fp32 on a CPU."""
+    from transformers import AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
+    from recipes.training import vision
+
+    AutoModelForCausalLM = vision.auto_model_class(path)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
+    tok = vision.load_processor(path) if vision.image_text_only(path) else \
+        AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     kw = {"dtype": "auto", "trust_remote_code": trust_remote_code} | ({"device_map": {"": 0}} if device == "cuda" else {})
     model = AutoModelForCausalLM.from_pretrained(path, **kw)
     if device == "cpu" and getattr(model, "hf_quantizer", None) is None:
@@ -86,22 +91,24 @@ def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 6
     tokens = 0
     answers = []
     for i, conv in enumerate(conversations):
-        prompt = tok.apply_chat_template(conv[:-1], add_generation_prompt=True, return_dict=True,
-                                         return_tensors="pt")["input_ids"]
-        full = tok.apply_chat_template(conv, return_dict=True, return_tensors="pt")["input_ids"][:, :max_tokens]
+        prompt_in, full_in = _encode(tok, conv)
+        prompt, full = prompt_in["input_ids"], full_in["input_ids"]
+        if "pixel_values" not in full_in:  # image tokens are never cut (they must match the image's features)
+            full = full[:, :max_tokens]
         n_prompt = prompt.shape[1]
         labels = full.clone()
         labels[:, :n_prompt] = -100  # the reply's tokens only (the template renders the prompt identically)
         n = int((labels[:, 1:] != -100).sum())
         with torch.no_grad():
             if n:
-                logits = model(full.to(model.device)).logits[:, :-1].float()
+                extra = {k: v.to(model.device) for k, v in full_in.items() if k not in ("input_ids", "attention_mask")}
+                logits = model(full.to(model.device), **extra).logits[:, :-1].float()
                 nll += float(torch.nn.functional.cross_entropy(
                     logits.reshape(-1, logits.shape[-1]), labels[:, 1:].reshape(-1).to(model.device),
                     ignore_index=-100, reduction="sum"))
                 tokens += n
             if generate:
-                out = model.generate(prompt.to(model.device), attention_mask=torch.ones_like(prompt).to(model.device),
+                out = model.generate(**{k: v.to(model.device) for k, v in prompt_in.items()},
                                      max_new_tokens=max_new_tokens, do_sample=False)
                 answers.append(tok.decode(out[0][n_prompt:], skip_special_tokens=True).strip())
         progress(i + 1, len(conversations))
@@ -114,3 +121,26 @@ def evaluate(path: str, conversations: list[list[dict]], max_new_tokens: int = 6
     if generate:
         out |= generation_scores(answers, [c[-1]["content"] for c in conversations]) | {"answers": answers}
     return out
+
+
+def _encode(tok, conv: list[dict]):
+    """The conversation without its last turn (with the generation prompt) and whole, tokenized through the chat
+    template: by a tokenizer, or — ``tok`` a vision-language model's processor — by the processor with the
+    conversation's images (trl's image-text form: parts, placeholders, the images in order)."""
+    if not hasattr(tok, "image_processor"):
+        return (tok.apply_chat_template(conv[:-1], add_generation_prompt=True, return_dict=True, return_tensors="pt"),
+                tok.apply_chat_template(conv, return_dict=True, return_tensors="pt"))
+    import io
+
+    from PIL import Image
+
+    from recipes.data.datasets import to_prompt_completion
+
+    rec: dict = to_prompt_completion([conv])[0] if any(isinstance(m["content"], list) for m in conv) else \
+        {"prompt": [m | {"content": [{"type": "text", "text": m["content"]}]} for m in conv[:-1]],
+         "completion": [conv[-1] | {"content": [{"type": "text", "text": conv[-1]["content"]}]}], "images": []}
+    sources: list = rec.get("images", [])
+    images = [Image.open(io.BytesIO(s) if isinstance(s, bytes) else str(s)).convert("RGB") for s in sources] or None
+    prompt = tok.apply_chat_template(rec["prompt"], add_generation_prompt=True, tokenize=False)
+    full = tok.apply_chat_template(rec["prompt"] + rec["completion"], tokenize=False)
+    return tok(text=[prompt], images=images, return_tensors="pt"), tok(text=[full], images=images, return_tensors="pt")

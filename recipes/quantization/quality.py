@@ -23,8 +23,9 @@ def _gguf(path) -> dict:
 
 
 def _load(path, device: str, code: bool = False):
-    from transformers import AutoModelForCausalLM
+    from recipes.training.vision import auto_model_class
 
+    AutoModelForCausalLM = auto_model_class(path)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
     kw = {"dtype": "auto", "trust_remote_code": code} | _gguf(path)
     if device == "cuda":
         kw["device_map"] = {"": 0}
@@ -82,23 +83,31 @@ def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256
     return out
 
 
-def reply(model_dir, question: str, max_new_tokens: int = 48, trust_remote_code: bool = False) -> dict:
+def reply(model_dir, question: str, max_new_tokens: int = 48, trust_remote_code: bool = False,
+          image: str | None = None) -> dict:
     """:func:`smoke` of the model in ``model_dir`` (on the GPU when there is one): one model's own reply, with no
-    reference to compare it with."""
+    reference to compare it with; ``image``: a file shown with the question to a vision-language model (whose
+    processor then renders the turn)."""
     import torch
     from transformers import AutoTokenizer
 
+    from recipes.training import vision
+
     model = _load(model_dir, "cuda" if torch.cuda.is_available() else "cpu", trust_remote_code)
+    if vision.image_text_only(model_dir):
+        return smoke(model, vision.load_processor(model_dir), question, max_new_tokens, image) | {"image": image}
     tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
     return smoke(model, tok, question, max_new_tokens)
 
 
-def smoke(model, tok, question: str, max_new_tokens: int = 48) -> dict:
-    """Greedy reply to ``question`` through the chat template; ``stopped``: it ended with an EOS token."""
+def smoke(model, tok, question: str, max_new_tokens: int = 48, image: str | None = None) -> dict:
+    """Greedy reply to ``question`` through the chat template (with ``image``: shown to a vision-language model,
+    ``tok`` its processor); ``stopped``: it ended with an EOS token."""
     import torch
 
-    enc = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
-                                  return_tensors="pt", return_dict=True).to(model.device)
+    from recipes.training.vision import chat_inputs
+
+    enc = chat_inputs(tok, question, image).to(model.device)
     with torch.no_grad():
         out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
     new = out[0, enc["input_ids"].shape[1]:].tolist()

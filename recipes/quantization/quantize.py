@@ -97,9 +97,12 @@ def engine_formats(engine: str, envs: Path | None = None, cache: Path | None = N
 
 def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:
     """Why ``fmt`` cannot be made for a model with this config.json on this machine, as (catalogue key, params),
-    or None. Checked before any work: a GPU-only quantizer without a GPU, and for grouped INT4 every decoder
-    Linear's in-features must divide by the group size (llm-compressor packs whole groups)."""
+    or None. Checked before any work: a vision-language model (merged only, so far), a GPU-only quantizer without a
+    GPU, and for grouped INT4 every decoder Linear's in-features must divide by the group size (llm-compressor packs
+    whole groups)."""
     f = FORMATS[fmt]
+    if isinstance(config.get("vision_config"), dict):  # the quantizers' recipes and checks are for text decoders
+        return "export.vision_formats", {"format": fmt}
     if f.tool == "gguf":
         import importlib.util
 

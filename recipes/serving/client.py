@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 
@@ -26,6 +27,24 @@ class Reply:
     @property
     def stopped(self) -> bool:
         return self.finish_reason == "stop"
+
+
+def image_part(image: str | bytes, mime: str | None = None) -> dict:
+    """An image as a chat message part, OpenAI's ``{"type": "image_url", "image_url": {"url": "data:…;base64,…"}}``
+    (the file's bytes inline: the server needs no access to this machine's files)."""
+    import base64
+    import mimetypes
+
+    data = image if isinstance(image, bytes) else Path(image).read_bytes()
+    mime = mime or (mimetypes.guess_type(str(image))[0] if isinstance(image, str) else None) or "image/png"
+    return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{base64.b64encode(data).decode()}"}}
+
+
+def user_turn(question: str, image: str | bytes | None = None) -> list[dict]:
+    """One user message: the question, with ``image`` before it when given."""
+    if image is None:
+        return [{"role": "user", "content": question}]
+    return [{"role": "user", "content": [image_part(image), {"type": "text", "text": question}]}]
 
 
 def _auth(api_key: str | None) -> dict:

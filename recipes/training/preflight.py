@@ -31,9 +31,15 @@ STEPS = 2
 def two_layer_config(config: dict, layers: int = LAYERS) -> dict:
     """``config`` (config.json as a dict) with ``layers`` decoder layers: ``num_hidden_layers`` and every list as
     long as the layer count (``layer_types``, per-layer MoE flags) cut to that length. A ``quantization_config`` (a
-    pre-quantized checkpoint) is dropped: the copy's random weights are written unquantized."""
-    n = int(config.get("num_hidden_layers") or layers)
+    pre-quantized checkpoint) is dropped: the copy's random weights are written unquantized. A vision-language
+    model's ``text_config`` is cut the same way; its vision tower keeps its depth (per-block index lists such as
+    Qwen2.5-VL's full-attention blocks refer to it)."""
     out = {k: v for k, v in config.items() if k != "quantization_config"}
+    if isinstance(config.get("text_config"), dict):
+        out["text_config"] = two_layer_config(config["text_config"], layers)
+        if "num_hidden_layers" not in config:
+            return out
+    n = int(config.get("num_hidden_layers") or layers)
     out["num_hidden_layers"] = min(layers, n)
     for k, v in config.items():
         if isinstance(v, list) and len(v) == n and k != "architectures":
@@ -50,16 +56,20 @@ def build_copy(meta_dir: Path, dest: Path, trust_remote_code: bool = False) -> d
         StepError: transformers cannot build the architecture (an unknown ``model_type``).
     """
     import torch
-    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoTokenizer
 
+    from recipes.training.vision import PROCESSOR_FILES, auto_model_class
+
+    AutoModelForCausalLM = auto_model_class(meta_dir)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
     dest.mkdir(parents=True, exist_ok=True)
     config = json.loads((meta_dir / "config.json").read_text())
     (dest / "config.json").write_text(json.dumps(two_layer_config(config), indent=2))
     for code in meta_dir.glob("*.py") if trust_remote_code else ():
         shutil.copyfile(code, dest / code.name)
     AutoTokenizer.from_pretrained(meta_dir, trust_remote_code=trust_remote_code).save_pretrained(dest)
-    if (meta_dir / "generation_config.json").is_file():
-        shutil.copyfile(meta_dir / "generation_config.json", dest / "generation_config.json")
+    for name in ("generation_config.json", *PROCESSOR_FILES):  # a vision-language model's processor too
+        if (meta_dir / name).is_file() and not (dest / name).exists():
+            shutil.copyfile(meta_dir / name, dest / name)
     try:
         cfg = AutoConfig.from_pretrained(dest, trust_remote_code=trust_remote_code)
     except (ValueError, KeyError) as e:

@@ -42,6 +42,43 @@ def has_causal_lm(model_dir: str | os.PathLike) -> bool:
     return model_type in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
 
+def image_text_only(model_dir: str | os.PathLike) -> bool:
+    """A vision-language model transformers builds no causal LM of (Qwen2-VL, LLaVA): loaded with
+    ``AutoModelForImageTextToText`` and its processor everywhere (train, merge, smoke replies, evaluation)."""
+    return is_vision_model(model_dir) and not has_causal_lm(model_dir)
+
+
+def auto_model_class(model_dir: str | os.PathLike):
+    """``AutoModelForImageTextToText`` for :func:`image_text_only` folders, else ``AutoModelForCausalLM``."""
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+
+    return AutoModelForImageTextToText if image_text_only(model_dir) else AutoModelForCausalLM
+
+
+# the processor's own files, copied beside a merged model (the tokenizer's are written by its save_pretrained)
+PROCESSOR_FILES = ("processor_config.json", "preprocessor_config.json", "video_preprocessor_config.json",
+                   "chat_template.json", "chat_template.jinja")
+
+
+def chat_inputs(proc, question: str, image: str | bytes | None = None):
+    """One user turn through the chat template, tokenized: with ``image`` (a file path or bytes) through the
+    processor (``proc`` a vision-language model's processor), else a text turn (through a processor: its content
+    given as a list of parts, as the processors' templates expect). Returns the BatchFeature (``input_ids``,
+    ``attention_mask``, and the processor's image tensors)."""
+    if image is None:
+        content = question if not hasattr(proc, "image_processor") else [{"type": "text", "text": question}]
+        return proc.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                        tokenize=True, return_tensors="pt", return_dict=True)
+    import io
+
+    from PIL import Image
+
+    turn = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": question}]}]
+    text = proc.apply_chat_template(turn, add_generation_prompt=True, tokenize=False)
+    with Image.open(io.BytesIO(image) if isinstance(image, bytes) else image) as img:
+        return proc(text=[text], images=[img.convert("RGB")], return_tensors="pt")
+
+
 def load_processor(path: str | os.PathLike):
     """The model folder's processor: ``AutoProcessor`` where it loads, else (Qwen2-VL-style folders on a stack
     without a loadable torchvision, whose video processor needs it) the same processor without its video part, built
@@ -90,16 +127,42 @@ def image_dataset(records: list[dict]):
     return Dataset.from_list(rows).cast_column("images", List(Image()))
 
 
+# the projector (aligner) between the tower and the language model: its own module, or inside the tower (Qwen2-VL's
+# ``visual.merger``)
+PROJECTOR_PARTS = ("multi_modal_projector", "mm_projector", "merger", "connector", "embed_vision", "embed_audio")
+
+
 def is_vision_module(name: str) -> bool:
     return any(part in VISION_PARTS for part in name.split("."))
 
 
-def language_targets(model, targets: str) -> str:
-    """peft ``target_modules`` for LoRA on the language model only: a regex over module names that matches the
-    chosen linear layers (``"all-linear"``: every nn.Linear of the language model but its output head; else the
-    comma-separated names) and none of the vision tower or projector."""
+def vision_part(name: str) -> str | None:
+    """"projector" for the projector's modules and parameters, "tower" for the rest of the vision (or audio) side,
+    None for the language model."""
+    parts = name.split(".")
+    if not any(p in VISION_PARTS for p in parts):
+        return None
+    return "projector" if any(p in PROJECTOR_PARTS for p in parts) else "tower"
+
+
+def projector_modules(model) -> list[str]:
+    """The projector's outermost modules' names (peft ``modules_to_save``: trained whole, saved with the adapter)."""
+    names = [n for n, _ in model.named_modules() if n and vision_part(n) == "projector"]
+    return [n for n in names if not any(n.startswith(o + ".") for o in names)]
+
+
+def language_targets(model, targets: str, tower: bool = False) -> str:
+    """peft ``target_modules`` for LoRA on the language model: a regex over module names that matches the chosen
+    linear layers (``"all-linear"``: every nn.Linear of the language model but its output head; else the
+    comma-separated names) and none of the projector; of the vision tower none, or with ``tower`` every linear
+    layer (its names differ from the language model's)."""
     import torch
 
+    if tower:
+        lm = re.compile(language_targets(model, targets))
+        names = [n for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)
+                 and (lm.fullmatch(n) or vision_part(n) == "tower")]
+        return "^(" + "|".join(re.escape(n) for n in names) + ")$"
     if targets == "all-linear":
         names = sorted({n.rsplit(".", 1)[-1] for n, m in model.named_modules()
                         if isinstance(m, torch.nn.Linear) and not is_vision_module(n) and not n.endswith("lm_head")})
@@ -109,12 +172,14 @@ def language_targets(model, targets: str) -> str:
     return rf"^(?!.*\.({parts})\.)(?!({parts})\.).*\.({'|'.join(re.escape(n) for n in names)})$"
 
 
-def freeze_vision(model) -> int:
-    """Freeze the vision tower and projector (a full fine-tune trains the language model). Returns the number of
+def freeze_vision(model, tower: bool = True, projector: bool = True) -> int:
+    """Freeze the vision tower and/or the projector (a full fine-tune then trains the rest). Returns the number of
     parameters frozen."""
+    frozen = {"tower"} if tower else set()
+    frozen |= {"projector"} if projector else set()
     n = 0
     for name, p in model.named_parameters():
-        if is_vision_module(name):
+        if vision_part(name) in frozen:
             p.requires_grad_(False)
             n += p.numel()
     return n

@@ -126,8 +126,9 @@ def _qualname(obj) -> str:
 
 
 def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode: bool = False,
-           unsloth: bool = False) -> str:
-    """Greedy answer to one user question through the chat template.
+           unsloth: bool = False, image: str | None = None) -> str:
+    """Greedy answer to one user question through the chat template; ``image``: a file shown with the question
+    (``tok`` then a vision-language model's processor).
 
     ``keep_train_mode``: generate in train mode. bitsandbytes repacks 4-bit weights for its CPU inference kernel the
     first time a layer runs in eval mode, and the repacked layer then fails in training (Linear4bit.forward).
@@ -144,13 +145,24 @@ def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode:
             return answer(model, tok, question, max_new_tokens)
         finally:
             FastLanguageModel.for_training(model)
+    from recipes.training.vision import chat_inputs
+
     model.train() if keep_train_mode else model.eval()
-    inputs = tok.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True, tokenize=True,
-                                     return_tensors="pt", return_dict=True).to(model.device)
+    inputs = chat_inputs(tok, question, image).to(model.device)
     # compiled layers run eagerly here: decoding would recompile them for every cache length
     with torch.no_grad(), torch.compiler.set_stance("force_eager"):
         out = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False)
     return tok.decode(out[0][inputs["input_ids"].shape[1]:], skip_special_tokens=True).strip()
+
+
+def sample_image(convs: list[list[dict]]) -> str | None:
+    """The first image file of the records (an absolute path; inline image bytes are not recorded), or None."""
+    for conv in convs:
+        for m in conv:
+            for part in m["content"] if isinstance(m["content"], list) else ():
+                if part["type"] == "image" and isinstance(part["image"], str):
+                    return part["image"]
+    return None
 
 
 def main(spec_path: str) -> int:
@@ -447,9 +459,10 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
     if RANK == 0 and spec.sample_question and "before" not in samples:
         kbit_cpu = method == "qlora" and device == "cpu"
-        samples = {"question": spec.sample_question,
+        image = sample_image(convs) if vlm else None  # the question asked of the data's first image
+        samples = {"question": spec.sample_question, "image": image,
                    "before": answer(model, tok, spec.sample_question, keep_train_mode=kbit_cpu,
-                                    unsloth=spec.training_backend == "unsloth")}
+                                    unsloth=spec.training_backend == "unsloth", image=image)}
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
@@ -461,11 +474,16 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     if method not in FULL_WEIGHTS and spec.training_backend != "unsloth":  # unsloth wrapped it at load_unsloth
         targets = spec.lora_targets
         peft_config = LoraConfig(r=spec.lora_rank, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
-                                 target_modules=vision.language_targets(model, targets) if vlm else
+                                 target_modules=vision.language_targets(model, targets,
+                                                                        tower=not spec.freeze_vision_tower) if vlm else
                                  targets if targets == "all-linear" else [t.strip() for t in targets.split(",")],
+                                 # a projector that trains: whole, saved with the adapter, merged by the export
+                                 modules_to_save=vision.projector_modules(model)
+                                 if vlm and not spec.freeze_projector else None,
                                  task_type="CAUSAL_LM", use_dora=method == "dora")
     elif vlm and method in FULL_WEIGHTS:
-        vision.freeze_vision(model)  # the language model trains; the vision tower and projector keep their weights
+        # the language model trains; the vision tower and projector keep their weights unless chosen to train
+        vision.freeze_vision(model, tower=spec.freeze_vision_tower, projector=spec.freeze_projector)
     args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm)
 
     stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop
@@ -516,7 +534,8 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         if RANK == 0:
             tok.save_pretrained(str(adapter))
     # with sharded weights (ZeRO-3, FSDP2) every forward pass is collective: all ranks generate, rank 0 records
-    after = answer(trainer.model, tok, spec.sample_question, unsloth=spec.training_backend == "unsloth") \
+    after = answer(trainer.model, tok, spec.sample_question, unsloth=spec.training_backend == "unsloth",
+                   image=samples.get("image")) \
         if spec.sample_question and (RANK == 0 or got in ("deepspeed-zero3", "fsdp2")) else None
     try:
         if RANK != 0:

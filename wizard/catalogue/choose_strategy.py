@@ -129,9 +129,18 @@ MESSAGES = {
     "choose_strategy.qlora_and_compile": {
         "en": "Compiled layers with QLoRA held 2.1× the memory of the eager trainer on an H200 (18.3 vs 8.6 GiB): not offered; turn compiled layers off.",
         "zh": "QLoRA 使用编译层时，在 H200 上实测显存为未编译训练器的 2.1 倍（18.3 对 8.6 GiB）：不提供；请关闭编译层。"},
+    "choose_strategy.freeze_vision_tower": {
+        "en": "Keep the vision tower frozen (the language model learns; no = LoRA on the tower too, or its weights in a full fine-tune)?",
+        "zh": "冻结视觉编码器吗（只训练语言模型；否 = 编码器也加 LoRA，全参微调时训练其权重）？"},
+    "choose_strategy.freeze_projector": {
+        "en": "Keep the projector (vision-to-language aligner) frozen (no = it trains whole, saved with the adapter)?",
+        "zh": "冻结投影层（视觉到语言的对齐层）吗（否 = 整层训练，随适配器保存）？"},
     "choose_strategy.images_need_vlm": {
-        "en": "Dataset {path} has {n} image-text record(s) (images checked): the wizard does not fine-tune vision-language models yet. Choose a text dataset.",
-        "zh": "数据集 {path} 含 {n} 条图文记录（图片已检查）：向导尚不支持微调视觉语言模型。请选择文本数据集。"},
+        "en": "Dataset {path} has {n} image-text record(s) (images checked) and the chosen model reads text only: choose a text dataset, or a vision-language model (config.json with a vision_config) in step 1.",
+        "zh": "数据集 {path} 含 {n} 条图文记录（图片已检查），而所选模型只读文本：请选择文本数据集，或在第 1 步选择视觉语言模型（config.json 含 vision_config）。"},
+    "choose_strategy.no_processor": {
+        "en": "{model} has no processor this machine can load for its images ({error}): the model folder needs its processor files (preprocessor_config.json or processor_config.json).",
+        "zh": "{model} 没有本机可加载的图像处理器（{error}）：模型目录需要其处理器文件（preprocessor_config.json 或 processor_config.json）。"},
     "choose_strategy.plan.on_unsloth": {"en": "{label}, on unsloth", "zh": "{label}，使用 unsloth"},
     "choose_strategy.training_backend": {"en": "Training backend:", "zh": "训练后端："},
     "choose_strategy.training_backend.transformers": {"en": "yichui's trainer (transformers + peft)",

@@ -28,8 +28,10 @@ MESSAGES = {
     "cli.opt.from": {"en": "Start from another session: reuse what it finished (model, download, training, export).",
                      "zh": "从另一个会话开始：复用它已完成的内容（模型、下载、训练、导出）。"},
     "cli.task": {"en": "What do you want to do?", "zh": "你想做什么？"},
-    "cli.opt.demo_task": {"en": "What to run: finetune (default) | deploy | quantize | evaluate | chat.",
-                          "zh": "要运行的任务：finetune（默认）| deploy | quantize | evaluate | chat。"},
+    "cli.opt.demo_task": {"en": "What to run: finetune (default) | deploy | quantize | evaluate | chat | "
+                                "finetune-vlm (the fine-tune of a tiny vision-language model on images).",
+                          "zh": "要运行的任务：finetune（默认）| deploy | quantize | evaluate | chat | "
+                                "finetune-vlm（在图像上微调一个视觉语言小模型）。"},
     "cli.opt.max_tokens": {"en": "Most tokens in one reply.", "zh": "每次回复最多的 token 数。"},
     "cli.bad_lang": {"en": "--lang {value!r}: use en or zh.", "zh": "--lang {value!r}：请用 en 或 zh。"},
     "cli.doctor": {"en": "Check this machine: GPU, driver, CUDA, bf16, disk, RAM, optional engines, hubs.",

@@ -30,6 +30,8 @@ MESSAGES = {
                        "zh": "服务在 {seconds} 秒内未就绪；请查看 {log}。"},
     "deploy.ready": {"en": "Serving {model} at {endpoint} (pid {pid}; healthy after {seconds} s).",
                      "zh": "正在 {endpoint} 提供 {model}（pid {pid}；{seconds} 秒后就绪）。"},
+    "deploy.image": {"en": "The check asked about the image {path} (sent inline: {{\"type\": \"image_url\", \"image_url\": {{\"url\": \"data:image/png;base64,…\"}}}} beside the text part).",
+                     "zh": "检查时就图片 {path} 提问（内联发送：{{\"type\": \"image_url\", \"image_url\": {{\"url\": \"data:image/png;base64,…\"}}}}，与文本部分并列）。"},
     "deploy.before": {"en": "Before fine-tuning — {question}\n  {answer}", "zh": "微调前——{question}\n  {answer}"},
     "deploy.after": {"en": "After fine-tuning (from the server) — {question}\n  {answer}",
                      "zh": "微调后（来自服务）——{question}\n  {answer}"},

@@ -38,6 +38,9 @@ MESSAGES = {
                                    "zh": "{n} 个校准样本太少：至少需要 {min} 个。"},
     "export.calibration_over": {"en": "{n} calibration samples, but the training split has {records} records: use at most {records}.",
                                 "zh": "需要 {n} 个校准样本，但训练集只有 {records} 条记录：最多用 {records} 个。"},
+    "export.vision_formats": {
+        "en": "{format}: yichui quantizes text models only so far; a vision-language model is exported merged (bf16), which transformers and vLLM serve. Leave the formats empty.",
+        "zh": "{format}：yichui 目前只量化文本模型；视觉语言模型以合并后（bf16）的形式导出，transformers 与 vLLM 均可部署。请不选量化格式。"},
     "export.needs_gpu": {"en": "{format} needs a CUDA GPU (llm-compressor's AWQ does not run on a CPU): choose gptq-w4a16 here.",
                          "zh": "{format} 需要 CUDA GPU（llm-compressor 的 AWQ 不能在 CPU 上运行）：这里请选 gptq-w4a16。"},
     "export.group_size": {"en": "{format} cannot quantize this model: its {name} ({value}) is not a multiple of the group size {group}; choose bnb-4bit or fp8-dynamic.",

@@ -124,33 +124,36 @@ def load_locked(ref: str | None, unfinished: bool = False):
 
 
 @contextlib.contextmanager
-def demo_hub(ui, overrides: dict, on: bool = True):
-    """For a demo session: build (once) and serve the tiny model while the block runs, and point the session's
-    endpoint at this hub (a --set, since the URL changes between runs). Yields the demo's embedded answers (the
-    defaults layer), or None for any other session."""
-    if not on:
+def demo_hub(ui, overrides: dict, demo=True, endpoint: str | None = None):
+    """For a demo session (``demo``: the session's ``demo`` field, true or "vlm"): build (once) and serve the tiny
+    model while the block runs, and point the session's endpoint at this hub (a --set, since the URL changes between
+    runs; ``endpoint``: a resumed session's recorded hub, whose port is taken again when free). Yields the demo's
+    embedded answers (the defaults layer), or None for any other session."""
+    from wizard import demo as demos
+
+    kind = demos.kind_of(demo)
+    if kind is None:
         yield None
         return
-    from wizard import demo
     from wizard.session import home
 
     h = home()
     _cpu_deepspeed()
-    if not demo.model_ready(h):  # ~30 s on 2 idle cores, many minutes on a busy box: a bar with an ETA (item 5)
-        ui.say(T("cli.demo.building", path=str(demo.hub_root(h))))
+    if not demos.model_ready(h, kind):  # ~30 s on 2 idle cores, many minutes on a busy box: a bar with an ETA (item 5)
+        ui.say(T("cli.demo.building", path=str(demos.hub_root(h))))
         try:
-            with ui.progress(T("cli.demo.pretraining"), total=demo.PRETRAIN_STEPS, unit="steps") as bar:
-                demo.ensure_model(h, on_step=lambda step, loss: bar.update(completed=step))
+            with ui.progress(T("cli.demo.pretraining"), total=demos.PRETRAIN_STEPS, unit="steps") as bar:
+                demos.ensure_model(h, on_step=lambda step, loss: bar.update(completed=step), kind=kind)
         except KeyboardInterrupt:  # nothing half-built stays (the build renames a finished folder into place)
             ui.warn(T("cli.demo.build_interrupted"))
             raise typer.Exit(130)
         ui.say(T("cli.demo.built"))
-    demo.ensure_model(h)
-    hub = demo.start_hub(h)
-    ui.say(T("cli.demo.hub", url=hub.url, repo="yichui/tiny-qwen2-chat"))
+    demos.ensure_model(h, kind=kind)
+    hub = demos.start_hub(h, endpoint)
+    ui.say(T("cli.demo.hub", url=hub.url, repo=demos._builder(kind).REPO_ID))
     overrides.setdefault("select_model", {}).setdefault("endpoint", hub.url)
     try:
-        yield demo.answers(hub.url)
+        yield demos.answers(hub.url, kind, h)
     finally:
         hub.stop()
 

@@ -61,7 +61,7 @@ def serve_start(session: Optional[str] = SessionArg):
         return
     s = load_locked(s.id)
     ui = new_ui()
-    with demo_hub(ui, {}, bool(s.data.get("demo"))) as defaults:
+    with demo_hub(ui, {}, s.data.get("demo")) as defaults:
         raise typer.Exit(run_engine(s, ui, False, {}, defaults=defaults))
 
 

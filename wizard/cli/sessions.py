@@ -98,17 +98,19 @@ def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"
 def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.demo_task")),
          set_: Optional[List[str]] = SetOpt):
     import recipes
+    from wizard import demo as demos
     from wizard.session import Session
 
-    if task not in recipes.TASKS:
-        raise fail("cli.unknown_task", task=task, tasks=", ".join(recipes.TASKS))
+    if task not in recipes.TASKS and task != demos.VLM_TASK:
+        raise fail("cli.unknown_task", task=task, tasks=", ".join([*recipes.TASKS, demos.VLM_TASK]))
     t0 = time.time()
     overrides = parse_sets(set_)
     ui = new_ui()
-    with demo_hub(ui, overrides) as defaults:
+    kind = demos.VLM if task == demos.VLM_TASK else True  # the session's demo field
+    with demo_hub(ui, overrides, kind) as defaults:
         if task == "evaluate" and "evaluate" in defaults:  # no training split: the bundled conversations
             defaults["evaluate"]["heldout"] = "file"
-        s = Session.new(task, demo=True)
+        s = Session.new("finetune" if task == demos.VLM_TASK else task, demo=kind)
         code = run_engine(s, ui, False, overrides, defaults=defaults, new=True)
     if code == 0:
         ui.success(T("cli.demo.done", seconds=time.time() - t0))
@@ -132,7 +134,7 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
         raise typer.Exit(0)
     if not yes:
         need_tty()
-    with demo_hub(ui, overrides, bool(s.data.get("demo"))) as defaults:
+    with demo_hub(ui, overrides, s.data.get("demo"), s.steps["select_model"]["outputs"].get("endpoint")) as defaults:
         code = run_engine(s, ui, not yes, overrides, defaults=defaults)
     raise typer.Exit(code)
 
@@ -148,9 +150,9 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     old = read_session(session)
     ui = new_ui()
     s = Session.new(old.data["task"], tuple(n for n, r in old.steps.items() if r["status"] != "skipped"),
-                    demo=bool(old.data.get("demo")), replay_of=str(old.path))
+                    demo=old.data.get("demo") or False, replay_of=str(old.path))
     ui.say(T("cli.replaying", path=str(old.path), id=s.id))
-    with demo_hub(ui, overrides, bool(old.data.get("demo"))):
+    with demo_hub(ui, overrides, old.data.get("demo")):
         code = run_engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()},
                        new=True)
     raise typer.Exit(code)
