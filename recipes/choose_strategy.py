@@ -187,6 +187,10 @@ def questions(ctx: Ctx) -> list[Question]:
                  when=lambda a: vision_model(ctx)),
         Question("freeze_projector", "confirm", "choose_strategy.freeze_projector", default=True,
                  when=lambda a: vision_model(ctx)),
+        # a dynamic-resolution processor (Qwen2-VL family): the most pixels per image, as a side (N: N × N pixels),
+        # which sets the image tokens per image and with them memory and speed; 0 keeps the model's own
+        Question("image_size", "int", "choose_strategy.image_size", default=0, validate=_image_size_check,
+                 when=lambda a: vision_model(ctx) and bool(_model_pixels(ctx))),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=default_seq_len(max_pos),
                  validate=in_range(limits("seq_len")[0], max_pos or limits("seq_len")[1])),
@@ -387,13 +391,17 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                  val=len(held)))
     mem = ctx.result(MemoryEvaluation)
     gpu = mem.gpu
-    est = memory.estimate(mem.model_shape(), training(answers), gpu.memory_gib)
+    # the memory model counts each record's images (its image tokens and the tower's activations): the most any has
+    images = max((sum(p["type"] == "image" for m in c if isinstance(m["content"], list) for p in m["content"])
+                  for c in convs), default=0)
+    est = memory.estimate(mem.model_shape(), training(answers | {"images_per_sample": images}), gpu.memory_gib)
     fits = est["fits"]
     ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu.name, gib=gpu.memory_gib,
                  margin=f"{est['margin_gib']:+.1f}"))
     if not fits:
         ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu.memory_gib))
-    strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0)}
+    strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0),
+                                "images_per_sample": images}
     smoke = None
     if answers.get("preflight", True):
         from recipes.training import preflight
@@ -403,6 +411,17 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
                           n_records=len(convs), n_train=len(train), n_validation=len(held), samples=samples,
                           estimate=est, fits=fits, effective_batch=training(answers).effective_batch)
+
+
+def _model_pixels(ctx: Ctx) -> int | None:
+    from recipes.training import vision
+
+    return vision.max_pixels(metadata_dir(ctx))
+
+
+def _image_size_check(v: int, a: dict):
+    """0 (the model's own), or a side of 28 (one merged patch of Qwen2-VL) to 16384 pixels."""
+    return None if v == 0 else in_range(28, limits("image_size")[1])(v, a)
 
 
 def vision_model(ctx: Ctx) -> bool:

@@ -117,11 +117,14 @@ def _atomic_dir(final: Path):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype: str, code: bool = False) -> dict | None:
+def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype: str, code: bool = False,
+          image_size: int = 0) -> dict | None:
     """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune; with method "none" and no adapter:
     the base itself) and save to ``out`` (safetensors).
     ``dtype``: "auto" (transformers: the config's dtype, else the checkpoint's) or a torch dtype name.
     ``code``: the user's recorded yes to the model's own code (trust_remote_code; save_pretrained copies the code).
+    ``image_size``: a vision-language model trained at at most ``image_size``² pixels per image (a dynamic-resolution
+    processor): its processor files say so, so the merged model is served as it was trained (0: the base's).
 
     Returns:
         for an adapter, the merge check: the largest absolute difference between the logits of the adapter model
@@ -131,7 +134,8 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
 
     import torch
 
-    from recipes.training.vision import PROCESSOR_FILES, auto_model_class
+    from recipes.training.vision import PROCESSOR_FILES, auto_model_class, write_max_pixels
+    from recipes.training.vision import max_pixels as vision_max_pixels
 
     AutoModelForCausalLM = auto_model_class(base_dir)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
     tok = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (Path(adapter_dir) / "tokenizer_config.json")
@@ -169,6 +173,8 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
     for name in PROCESSOR_FILES:  # a vision-language model's processor (image settings, template) as the base has it
         if (Path(base_dir) / name).is_file() and not (out / name).exists():
             shutil.copyfile(Path(base_dir) / name, out / name)
+    if image_size and vision_max_pixels(out):
+        write_max_pixels(out, image_size ** 2)
     return check
 
 
@@ -236,7 +242,8 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     else:
         ctx.info(msg("export.as_is" if as_is else "export.merging", method=method, path=str(merged)))
         with _atomic_dir(merged) as tmp:
-            check = merge(base_dir, adapter, method, tmp, answers["dtype"], code)
+            check = merge(base_dir, adapter, method, tmp, answers["dtype"], code,
+                          int(ctx.result(StrategyChoice).strategy.get("image_size") or 0))
             (tmp / "README.md").write_text(card(ctx, "merged", {"format": "merged"}, check))
         ctx.record(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done)
     if check:

@@ -202,3 +202,28 @@ def test_the_vision_side_trains_when_chosen(vlm, tmp_path):
     changed = {k for k in before if not (before[k] == after[k]).all()}
     assert any(".merger." in k for k in changed), sorted(changed)[:10]
     assert not any("visual" in k and ".merger." not in k for k in changed), sorted(changed)[:10]
+
+
+def test_the_image_resolution_is_chosen_and_kept(vlm, tmp_path):
+    """A dynamic-resolution processor's most pixels per image: read from the folder, set on the processor (fewer
+    image tokens) and written into a copy's processor files (what a merged model is served with)."""
+    import shutil
+
+    from recipes.data import shapes
+    from recipes.training import vision
+
+    path, proc = vlm
+    assert vision.max_pixels(path) == 56 * 56
+    vision.set_max_pixels(proc.image_processor, 28 * 28)
+    try:
+        msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}]
+        text = proc.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        batch = proc(text=[text], images=[shapes.render("red", "circle", random.Random(0))], return_tensors="pt")
+        assert int((batch["input_ids"] == proc.tokenizer.convert_tokens_to_ids("<|image_pad|>")).sum()) == 1
+    finally:
+        vision.set_max_pixels(proc.image_processor, 56 * 56)
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    vision.write_max_pixels(copy, 28 * 28)
+    assert vision.max_pixels(copy) == 28 * 28
+    assert vision.load_processor(copy).image_processor.size["longest_edge"] == 28 * 28

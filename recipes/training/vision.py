@@ -79,6 +79,53 @@ def chat_inputs(proc, question: str, image: str | bytes | None = None):
         return proc(text=[text], images=[img.convert("RGB")], return_tensors="pt")
 
 
+def max_pixels(model_dir: str | os.PathLike) -> int | None:
+    """The most pixels per image a dynamic-resolution processor (Qwen2-VL / Qwen2.5-VL / Qwen3-VL) resizes to, read
+    from the folder's processor files (``max_pixels``, or transformers 5's ``size.longest_edge`` in pixels); None
+    for a fixed-size tower (LLaVA's CLIP: every image becomes ``image_size``²) or no processor files."""
+    for name in ("preprocessor_config.json", "processor_config.json"):
+        try:
+            cfg = json.loads((Path(model_dir) / name).read_text())
+        except (OSError, ValueError):
+            continue
+        cfg = cfg.get("image_processor", cfg) if isinstance(cfg, dict) else {}
+        size: dict = cfg["size"] if isinstance(cfg.get("size"), dict) else {}
+        # Qwen2-VL's size is in pixels (both edges); others' in pixels per side (CLIP's shortest_edge 336)
+        qwen = "merge_size" in cfg or "Qwen2VL" in str(cfg.get("image_processor_type"))
+        value = cfg.get("max_pixels") or (size.get("longest_edge") if qwen and "shortest_edge" in size else None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def set_max_pixels(image_processor, pixels: int) -> None:
+    """Resize images to at most ``pixels`` pixels (a dynamic-resolution image processor; the least stays at most
+    that)."""
+    least = min(int(getattr(image_processor, "min_pixels", None) or image_processor.size.get("shortest_edge", pixels)),
+                pixels)
+    image_processor.size = {"shortest_edge": least, "longest_edge": pixels}
+    for attr, value in (("max_pixels", pixels), ("min_pixels", least)):
+        if hasattr(image_processor, attr):
+            setattr(image_processor, attr, value)
+
+
+def write_max_pixels(folder: str | os.PathLike, pixels: int) -> None:
+    """The same in a model folder's processor files (a merged model serves at the resolution it was trained at)."""
+    for name in ("preprocessor_config.json", "processor_config.json"):
+        path = Path(folder) / name
+        try:
+            cfg = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        inner = cfg.get("image_processor", cfg)
+        least = min(int(inner.get("min_pixels") or (inner.get("size") or {}).get("shortest_edge", pixels)), pixels)
+        if "max_pixels" in inner:
+            inner["max_pixels"], inner["min_pixels"] = pixels, least
+        if isinstance(inner.get("size"), dict) and "longest_edge" in inner["size"]:
+            inner["size"] = {"shortest_edge": least, "longest_edge": pixels}
+        path.write_text(json.dumps(cfg, indent=2))
+
+
 def load_processor(path: str | os.PathLike):
     """The model folder's processor: ``AutoProcessor`` where it loads, else (Qwen2-VL-style folders on a stack
     without a loadable torchvision, whose video processor needs it) the same processor without its video part, built

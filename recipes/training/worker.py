@@ -219,6 +219,8 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: b
     auto = AutoModelForImageTextToText if vlm else AutoModelForCausalLM
     tok = vision.load_processor(spec.model_dir) if vlm else \
         AutoTokenizer.from_pretrained(spec.model_dir, trust_remote_code=code)
+    if vlm and spec.image_size and vision.max_pixels(spec.model_dir):  # the chosen resolution (dynamic towers)
+        vision.set_max_pixels(tok.image_processor, spec.image_size ** 2)
     if spec.init == "random":
         from transformers import AutoConfig
 

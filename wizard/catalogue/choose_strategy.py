@@ -135,6 +135,9 @@ MESSAGES = {
     "choose_strategy.freeze_projector": {
         "en": "Keep the projector (vision-to-language aligner) frozen (no = it trains whole, saved with the adapter)?",
         "zh": "冻结投影层（视觉到语言的对齐层）吗（否 = 整层训练，随适配器保存）？"},
+    "choose_strategy.image_size": {
+        "en": "Most pixels per image, as a side N (images resized to at most N × N pixels; fewer image tokens, less memory; 0 = the model's own setting):",
+        "zh": "每张图片的最大像素，以边长 N 表示（图片缩放到不超过 N × N 像素；图像 token 更少、显存更省；0 = 模型自身设置）："},
     "choose_strategy.images_need_vlm": {
         "en": "Dataset {path} has {n} image-text record(s) (images checked) and the chosen model reads text only: choose a text dataset, or a vision-language model (config.json with a vision_config) in step 1.",
         "zh": "数据集 {path} 含 {n} 条图文记录（图片已检查），而所选模型只读文本：请选择文本数据集，或在第 1 步选择视觉语言模型（config.json 含 vision_config）。"},
