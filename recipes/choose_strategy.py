@@ -105,7 +105,8 @@ def questions(ctx: Ctx) -> list[Question]:
     mem = ctx.result(MemoryEvaluation)
     sel = ctx.result(ModelChoice)
 
-    unsloth = backends.find_unsloth(ctx.home)  # its environment, when installed
+    # unsloth's environment, when installed; yichui runs it for text models only (its VLM path is not wired)
+    unsloth = backends.find_unsloth(ctx.home) if not vision_model(ctx) else None
 
     def plan_choices(a) -> list[Choice]:
         """The planner's ranking for the answers so far; fitting plans first, fastest first. The unsloth backend is
@@ -394,7 +395,10 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     # the memory model counts each record's images (its image tokens and the tower's activations): the most any has
     images = max((sum(p["type"] == "image" for m in c if isinstance(m["content"], list) for p in m["content"])
                   for c in convs), default=0)
-    est = memory.estimate(mem.model_shape(), training(answers | {"images_per_sample": images}), gpu.memory_gib)
+    # and their size: the side chosen, else (0: the processor's own limit) the largest image of the data within it
+    side = answers.get("image_size") or (_data_image_side(convs, _model_pixels(ctx)) if images else 0)
+    est = memory.estimate(mem.model_shape(), training(answers | {"images_per_sample": images, "image_size": side}),
+                          gpu.memory_gib)
     fits = est["fits"]
     ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu.name, gib=gpu.memory_gib,
                  margin=f"{est['margin_gib']:+.1f}"))
@@ -417,6 +421,33 @@ def _model_pixels(ctx: Ctx) -> int | None:
     from recipes.training import vision
 
     return vision.max_pixels(metadata_dir(ctx))
+
+
+def _data_image_side(convs: list, limit: int | None, n: int = 256) -> int:
+    """The side (pixels) of the largest image among the first ``n`` image records, as a dynamic-resolution
+    processor keeps it: its area capped at ``limit`` pixels; 0 for a fixed-size tower (``limit`` None: the memory
+    model takes the tower's own size) or when no image opens. PIL reads only the headers."""
+    if not limit:
+        return 0
+    import io
+
+    from PIL import Image
+
+    area = 0
+    seen = 0
+    for c in convs:
+        parts = [p for m in c if isinstance(m["content"], list) for p in m["content"] if p["type"] == "image"]
+        for p in parts:
+            src = p["image"]
+            try:
+                with Image.open(io.BytesIO(src) if isinstance(src, bytes) else src) as img:
+                    area = max(area, img.width * img.height)
+            except (OSError, ValueError):
+                continue
+        seen += bool(parts)
+        if seen >= n:
+            break
+    return int(math.sqrt(min(area, limit))) if area else 0
 
 
 def _image_size_check(v: int, a: dict):

@@ -227,3 +227,45 @@ def test_the_image_resolution_is_chosen_and_kept(vlm, tmp_path):
     vision.write_max_pixels(copy, 28 * 28)
     assert vision.max_pixels(copy) == 28 * 28
     assert vision.load_processor(copy).image_processor.size["longest_edge"] == 28 * 28
+
+
+def test_a_frozen_tower_stays_out_of_the_backward_pass(vlm):
+    """With activation checkpointing on, transformers hooks every sub-model's input embeddings to require grad, the
+    vision tower's too: its output would then require grad and keep activations for a backward that changes nothing.
+    After tower_out_of_backward it does not; the language model's embeddings still do; the projector trains."""
+    import torch
+    from transformers import Qwen2VLForConditionalGeneration
+
+    from recipes.data import shapes
+    from recipes.training import vision
+
+    path, proc = vlm
+    seen = {}
+
+    def run(model) -> None:
+        blocks = model.model.visual.blocks
+        h1 = blocks[-1].register_forward_hook(lambda m, i, o: seen.__setitem__("tower", o.requires_grad))
+        h2 = model.model.visual.merger.register_forward_hook(lambda m, i, o: seen.__setitem__("merger", o.requires_grad))
+        msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}]
+        text = proc.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        batch = proc(text=[text], images=[shapes.render("red", "circle", random.Random(0))], return_tensors="pt")
+        model.train()
+        model(**batch, labels=batch["input_ids"]).loss.backward()
+        h1.remove()
+        h2.remove()
+
+    model = Qwen2VLForConditionalGeneration.from_pretrained(path)
+    model.requires_grad_(False)
+    model.gradient_checkpointing_enable()
+    run(model)
+    assert seen["tower"] is True  # the waste this guards against: transformers' hook on the tower's patch embedding
+
+    model = Qwen2VLForConditionalGeneration.from_pretrained(path)
+    model.requires_grad_(False)
+    model.model.visual.merger.requires_grad_(True)  # a projector that trains
+    vision.tower_out_of_backward(model)
+    model.gradient_checkpointing_enable()
+    run(model)
+    assert seen == {"tower": False, "merger": True}
+    assert all(p.grad is not None for p in model.model.visual.merger.parameters())
+    assert model.get_input_embeddings()._forward_hooks  # the text embeddings' hook stays

@@ -531,22 +531,19 @@ def vision_activations(shape: Shape, t: TrainingSpec) -> float:
     ``t.image_size`` pixels per sequence (0 for a text model or text records).
 
     Its weights are frozen by default (LoRA adapts the language model only, a full fine-tune freezes tower and
-    projector: ``freeze_vision_tower``, ``freeze_projector``), so autograd keeps nothing of it — unless activation
-    checkpointing is on: the trainer then calls
-    ``enable_input_require_grads``, whose hook (transformers 5 modeling_utils) makes the output of every sub-model's
-    input embedding require grad, the vision tower's patch embedding included; the tower's checkpointed blocks then
-    keep their inputs (VIS_CKPT_H bytes per patch, layer and vision hidden unit: bf16) for a backward pass that
-    reaches no trainable weight. Measured on an H200 (bench/results/2026-12-02-memory-vlm-h200.md)."""
-    if not (t.images_per_sample and shape.vision_patch):
+    projector: ``freeze_vision_tower``, ``freeze_projector``), and the trainer keeps a frozen tower out of the
+    backward pass (recipes/training/vision.py tower_out_of_backward: transformers' ``enable_input_require_grads``
+    would otherwise make its patch embedding's output require grad under activation checkpointing), so autograd
+    keeps nothing of it: 0. A tower that trains keeps, with checkpointing, its blocks' inputs (VIS_CKPT_H bytes per
+    patch, layer and vision hidden unit: bf16; measured on an H200 with the hook in place,
+    bench/results/2026-12-02-memory-vlm-h200.md), without it each block's activations (the language model's
+    per-layer terms at the tower's widths: derived, not measured, marked approximate)."""
+    if not (t.images_per_sample and shape.vision_patch) or t.freeze_vision_tower:
         return 0.0
     patches = t.micro_batch * t.images_per_sample * shape.vision_patches(t.image_size)
     if t.activation_checkpointing:
         return VIS_CKPT_H * patches * shape.vision_layers * shape.vision_hidden
-    if not t.freeze_vision_tower:
-        # a trained tower keeps its blocks' activations: the language model's per-layer terms at the tower's widths
-        # (derived, not measured: marked approximate)
-        return patches * shape.vision_layers * (ACT_H * shape.vision_hidden + ACT_I * shape.vision_intermediate)
-    return 0.0
+    return patches * shape.vision_layers * (ACT_H * shape.vision_hidden + ACT_I * shape.vision_intermediate)
 
 
 def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dict:

@@ -29,6 +29,22 @@ class Reply:
         return self.finish_reason == "stop"
 
 
+def _image_error(path: str) -> str | None:
+    """Why ``path`` cannot be sent as an image (no path, no such file, not an image PIL opens), or None."""
+    if not path:
+        return "/image PATH"
+    try:
+        from PIL import Image
+
+        with Image.open(Path(path).expanduser()) as img:
+            img.verify()
+    except FileNotFoundError:
+        return "no such file"
+    except Exception as e:  # PIL's UnidentifiedImageError, a folder, a truncated file, …
+        return type(e).__name__
+    return None
+
+
 def image_part(image: str | bytes, mime: str | None = None) -> dict:
     """An image as a chat message part, OpenAI's ``{"type": "image_url", "image_url": {"url": "data:…;base64,…"}}``
     (the file's bytes inline: the server needs no access to this machine's files)."""
@@ -118,12 +134,14 @@ def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 25
 
 def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_tokens: int = 256,
          read=input) -> int:
-    """A terminal chat: streamed replies, multi-turn, ``/reset``, ``/exit`` (Ctrl-D, or Ctrl-C at the prompt, too).
+    """A terminal chat: streamed replies, multi-turn, ``/reset``, ``/exit`` (Ctrl-D, or Ctrl-C at the prompt, too),
+    ``/image PATH`` (the image goes with the next question, inline; for a vision-language model).
     Ctrl-C while a reply streams stops that reply and comes back to the prompt (the question and the partial reply
     are left out of the conversation). Returns the turns taken. ``t`` renders catalogue keys; ``say``/``error`` print
     a line."""
     history: list[dict] = []
     turns = 0
+    image: str | None = None  # attached by /image, sent with the next question
     say(t("cli.chat.hello", endpoint=endpoint, model=model))
     while True:
         try:
@@ -137,11 +155,22 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
             return turns
         if line.strip() == "/reset":
             history.clear()
+            image = None
             say(t("cli.chat.reset"))
+            continue
+        if line.strip().startswith("/image"):
+            path = line.strip()[len("/image"):].strip()
+            why = _image_error(path)
+            if why:
+                error(t("cli.chat.bad_image", path=path or "—", error=why))
+            else:
+                image = str(Path(path).expanduser())
+                say(t("cli.chat.image", path=image))
             continue
         if not line.strip():
             continue
-        history.append({"role": "user", "content": line})
+        history += user_turn(line, image)
+        image = None
         print(t("cli.chat.model"), end="", flush=True)
         try:
             reply = stream(endpoint, model, history, max_tokens, lambda piece: print(piece, end="", flush=True),

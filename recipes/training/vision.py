@@ -219,6 +219,36 @@ def language_targets(model, targets: str, tower: bool = False) -> str:
     return rf"^(?!.*\.({parts})\.)(?!({parts})\.).*\.({'|'.join(re.escape(n) for n in names)})$"
 
 
+def tower_out_of_backward(model) -> None:
+    """Keep a frozen vision tower out of the backward pass under activation checkpointing (or LoRA).
+
+    transformers' ``enable_input_require_grads`` (called by peft and by ``gradient_checkpointing_enable``) hooks the
+    input embeddings of every sub-model, the vision tower's patch embedding included: the frozen tower's output then
+    requires grad, so it keeps its blocks' inputs and runs a backward that changes nothing (measured on an H200: up
+    to 1.6 GiB per 2016² image on Qwen2.5-VL, bench/results/2026-12-02-memory-vlm-h200.md). This wraps the model's
+    ``enable_input_require_grads`` so that, each time it is called, the hooks on the tower's modules are removed;
+    the text embeddings keep theirs (checkpointed decoder layers need a grad-requiring input), a trainable
+    projector keeps its own parameters' gradients."""
+    original = model.enable_input_require_grads
+    tower = [m for n, m in model.named_modules() if vision_part(n) == "tower"]
+
+    def drop() -> None:
+        kept = []
+        for handle in getattr(model, "_require_grads_hooks", None) or []:
+            if any(handle.id in m._forward_hooks for m in tower):
+                handle.remove()
+            else:
+                kept.append(handle)
+        model._require_grads_hooks = kept
+
+    def enable() -> None:
+        original()
+        drop()
+
+    drop()  # hooks an earlier call left (QLoRA's prepare_model_for_kbit_training)
+    model.enable_input_require_grads = enable
+
+
 def freeze_vision(model, tower: bool = True, projector: bool = True) -> int:
     """Freeze the vision tower and/or the projector (a full fine-tune then trains the rest). Returns the number of
     parameters frozen."""

@@ -469,6 +469,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
     train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
+    if vlm and spec.freeze_vision_tower:  # no activations kept nor backward run for a tower that does not learn
+        vision.tower_out_of_backward(model)
     as_dataset = vision.image_dataset if vlm else Dataset.from_list  # image-text records: the Image feature
     train_ds = as_dataset(data.to_prompt_completion(train_convs))
     eval_ds = as_dataset(data.to_prompt_completion(val_convs)) if val_convs else None

@@ -115,6 +115,12 @@ def test_vlm_demo_survives_a_kill_serves_an_image_chat_and_beats_base_and_chance
     reply = client.complete(deploy["endpoint"], deploy["served_model"], client.user_turn(question, samples["image"]),
                             8)
     assert reply.text == truth
+    # and through `yichui chat`: /image attaches it to the next question (a path that is no image is refused)
+    c = subprocess.run([YICHUI, "chat", s["id"], "--max-tokens", "8"], env=env_for(home), capture_output=True,
+                       text=True, timeout=120, input=f"/image {data}\n/image {samples['image']}\n{question}\n/exit\n")
+    assert c.returncode == 0, c.stdout[-2000:] + c.stderr[-2000:]
+    assert f"Cannot send {data} as an image" in c.stdout + c.stderr
+    assert f"model> {truth}\n" in c.stdout, c.stdout[-2000:]
 
 
 def test_vlm_demo_refuses_a_missing_image_by_line(vlm_home, tmp_path):

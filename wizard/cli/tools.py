@@ -209,8 +209,9 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         print(_json.dumps(result))
         return
     ui = new_ui()
-    ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method, seq=seq,
-               batch=t.micro_batch),
+    image_tokens = t.images_per_sample * shape.image_tokens(t.image_size)  # image records add theirs (never cut)
+    ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
+               seq=f"{seq} + {image_tokens:,} image" if image_tokens else seq, batch=t.micro_batch),
              [T("evaluate_memory.col.component"), "GiB"],
              [(T(f"memory.part.{k}"), f"{v:.3f}") for k, v in e["components"].items() if v]
              + [(T("evaluate_memory.col.peak"), f"{e['peak_gib']:.2f}")])
