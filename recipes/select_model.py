@@ -133,7 +133,8 @@ def _custom_code(answers: dict) -> dict:
 
 def incomplete(folder: Path) -> list[str]:
     """What a local model folder lacks of what every task needs: a tokenizer, a chat template (in
-    tokenizer_config.json or chat_template.jinja/.json) and weights (safetensors or PyTorch bin)."""
+    tokenizer_config.json or chat_template.jinja/.json), weights (safetensors or PyTorch bin) and, for a
+    vision-language model (a ``vision_config``), its image processor's settings."""
     import json
 
     missing = []
@@ -148,6 +149,12 @@ def incomplete(folder: Path) -> list[str]:
         missing.append("chat template")
     if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.bin")):
         missing.append("weights")
+    try:
+        vision = isinstance(json.loads((folder / "config.json").read_text()).get("vision_config"), dict)
+    except (OSError, ValueError, AttributeError):
+        vision = False
+    if vision and not any((folder / f).is_file() for f in ("preprocessor_config.json", "processor_config.json")):
+        missing.append("image processor (preprocessor_config.json)")  # a vision-language model reads images
     return missing
 
 

@@ -116,6 +116,9 @@ Q = "What colour is the shape?"
     {"images": ["img/a.png"], "messages": [{"role": "user", "content": "<image>" + Q},
                                            {"role": "assistant", "content": "red"}]},
     {"images": ["img/a.png"], "conversations": [{"from": "human", "value": "<image>" + Q}, {"from": "gpt", "value": "red"}]},
+    # an images column and no placeholder: the image goes before the first question (ms-swift's rule), alpaca too
+    {"images": ["img/a.png"], "messages": [{"role": "user", "content": Q}, {"role": "assistant", "content": "red"}]},
+    {"images": "img/a.png", "instruction": Q, "output": "red"},
 ])
 def test_every_image_text_form_becomes_the_same_conversation(tmp_path, row, monkeypatch):
     png = _png(tmp_path / "data" / "img" / "a.png")
@@ -129,6 +132,22 @@ def test_every_image_text_form_becomes_the_same_conversation(tmp_path, row, monk
     (rec,) = data.to_prompt_completion([conv])  # trl's image-text form for the trainer
     assert rec["images"] == [str(png.resolve())]
     assert rec["prompt"][0]["content"] == [{"type": "image"}, {"type": "text", "text": Q}]
+
+
+def test_an_image_folder_with_its_metadata_file(tmp_path):
+    """Hugging Face's ImageFolder layout: images beside a metadata.jsonl whose file_name names each record's image."""
+    a, b = _png(tmp_path / "pics" / "a.png"), _png(tmp_path / "pics" / "sub" / "b.png", (30, 30, 200))
+    write(tmp_path / "pics" / "metadata.jsonl", [
+        {"file_name": "a.png", "messages": [{"role": "user", "content": Q}, {"role": "assistant", "content": "red"}]},
+        {"file_name": "sub/b.png", "instruction": Q, "output": "blue"},
+        {"file_name": "gone.png", "messages": [{"role": "user", "content": Q}, {"role": "assistant", "content": "x"}]}])
+    loaded = data.read(tmp_path / "pics")
+    assert [c[0]["content"][0]["image"] for c in loaded.conversations] == [str(a.resolve())] and loaded.bad == [
+        "metadata.jsonl:2", "metadata.jsonl:3 (image gone.png not found)"]  # one format per file (messages here)
+    assert data.read(f"{tmp_path / 'pics'}#1").conversations  # a sample of a folder
+    with pytest.raises(data.DataError) as e:
+        data.read(tmp_path / "pics" / "sub")  # a folder without a metadata file
+    assert e.value.key == "data.is_folder"
 
 
 def test_parquet_with_image_bytes(tmp_path):

@@ -269,3 +269,16 @@ def test_a_frozen_tower_stays_out_of_the_backward_pass(vlm):
     assert seen == {"tower": False, "merger": True}
     assert all(p.grad is not None for p in model.model.visual.merger.parameters())
     assert model.get_input_embeddings()._forward_hooks  # the text embeddings' hook stays
+
+
+def test_a_local_vlm_folder_needs_its_processor(vlm, tmp_path):
+    import shutil
+
+    from recipes.select_model import incomplete
+
+    path, _ = vlm
+    assert incomplete(path) == []
+    copy = tmp_path / "copy"
+    shutil.copytree(path, copy)
+    (copy / "processor_config.json").unlink()
+    assert incomplete(copy) == ["image processor (preprocessor_config.json)"]

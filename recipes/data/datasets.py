@@ -16,7 +16,11 @@ Image-text records (issue 22), in the forms users have: messages whose content i
 files written by the ``datasets`` library hold them). In the conversation such a turn's content becomes a list of
 parts and every image part carries its source (``"image"``: an absolute path, or the bytes), so sampling and splits
 keep each image with its record. A path is resolved against the dataset file's folder; a missing or unreadable image,
-a remote URL, or placeholders that do not match the images make the record malformed, with the reason.
+a remote URL, or placeholders that do not match the images make the record malformed, with the reason. Images in an
+``images`` column and no placeholder at all go before the first user turn's text (as ms-swift places them), so
+alpaca records with images work too. An image folder in Hugging Face's ImageFolder layout (a ``metadata.jsonl`` /
+``.json`` / ``.csv`` / ``.parquet`` beside the images, its ``file_name`` column naming each record's image or images)
+is read as that file with ``file_name`` as the ``images`` column.
 """
 from __future__ import annotations
 
@@ -297,6 +301,12 @@ def _to_conversation(row: dict, fmt: str, base: Path | None = None) -> list[dict
         conv = prompt + completion
     if not conv or conv[-1]["role"] != "assistant" or not any(m["role"] == "user" for m in conv):
         raise KeyError("a conversation needs a user turn and must end with the assistant")
+    if images and not has_images(conv):  # an images column and no placeholder at all: before the first question
+        first = next(m for m in conv if m["role"] == "user")
+        text = first["content"] if isinstance(first["content"], str) else ""
+        first["content"] = [{"type": "image", "image": src} for src in images] \
+            + ([{"type": "text", "text": text}] if text.strip() else [])
+        images = []
     if images is not None or has_images(conv):
         _resolve_images(conv, base or Path("."), images or [])
     return conv
@@ -310,15 +320,21 @@ def read(ref: str | Path) -> Loaded:
     """
     path, sample = split_sample(ref)
     head, hash_, tail = str(ref).rpartition("#")
-    if hash_ and (sample == 0 or (sample is None and Path(head).is_file())):  # file.jsonl#0, #-5, #abc
-        raise DataError("data.bad_sample", path=head, value=tail)
-    if path.is_dir():
-        raise DataError("data.is_folder", path=str(path))
+    if hash_ and (sample == 0 or (sample is None and (Path(head).is_file() or Path(head).is_dir()))):
+        raise DataError("data.bad_sample", path=head, value=tail)  # file.jsonl#0, #-5, #abc
+    folder = path.is_dir()
+    if folder:  # an image folder (Hugging Face's ImageFolder layout): its metadata file names each record's image
+        path = next((path / f"metadata{s}" for s in SUFFIXES if (path / f"metadata{s}").is_file()), path)
+        if path.is_dir():
+            raise DataError("data.is_folder", path=str(path))
     if not path.is_file():
         raise DataError("data.no_file", path=str(path))
     if path.suffix not in SUFFIXES:
         raise DataError("data.bad_suffix", path=str(path), suffixes=", ".join(SUFFIXES))
     rows = _read_rows(path)
+    if folder:  # ImageFolder's file_name column (one file, or a list) is the record's images
+        rows = [(n, {k: v for k, v in r.items() if k != "file_name"} | {"images": r["file_name"]})
+                if isinstance(r, dict) and "file_name" in r else (n, r) for n, r in rows]
     if not rows:
         raise DataError("data.empty", path=str(path))
     fmt = next(filter(None, (detect_format(r) for _, r in rows)), None)
