@@ -302,7 +302,7 @@ def _to_conversation(row: dict, fmt: str, base: Path | None = None) -> list[dict
     if not conv or conv[-1]["role"] != "assistant" or not any(m["role"] == "user" for m in conv):
         raise KeyError("a conversation needs a user turn and must end with the assistant")
     if images and not has_images(conv):  # an images column and no placeholder at all: before the first question
-        first = next(m for m in conv if m["role"] == "user")
+        first: dict = next(m for m in conv if m["role"] == "user")
         text = first["content"] if isinstance(first["content"], str) else ""
         first["content"] = [{"type": "image", "image": src} for src in images] \
             + ([{"type": "text", "text": text}] if text.strip() else [])
