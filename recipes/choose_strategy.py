@@ -186,8 +186,9 @@ def questions(ctx: Ctx) -> list[Question]:
         # a vision-language model: which of its vision side trains beside the language model (frozen by default)
         Question("freeze_vision_tower", "confirm", "choose_strategy.freeze_vision_tower", default=True,
                  when=lambda a: vision_model(ctx)),
+        # not for QLoRA: the projector's layers are 4-bit there and cannot train whole (peft modules_to_save)
         Question("freeze_projector", "confirm", "choose_strategy.freeze_projector", default=True,
-                 when=lambda a: vision_model(ctx)),
+                 when=lambda a: vision_model(ctx) and a.get("method") != "qlora"),
         # a dynamic-resolution processor (Qwen2-VL family): the most pixels per image, as a side (N: N × N pixels),
         # which sets the image tokens per image and with them memory and speed; 0 keeps the model's own
         Question("image_size", "int", "choose_strategy.image_size", default=0, validate=_image_size_check,
@@ -442,7 +443,7 @@ def _data_image_side(convs: list, limit: int | None, n: int = 256) -> int:
             try:
                 with Image.open(io.BytesIO(src) if isinstance(src, bytes) else src) as img:
                     area = max(area, img.width * img.height)
-            except (OSError, ValueError):
+            except (OSError, ValueError, Image.DecompressionBombError):
                 continue
         seen += bool(parts)
         if seen >= n:

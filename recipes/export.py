@@ -134,10 +134,11 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
 
     import torch
 
-    from recipes.training.vision import PROCESSOR_FILES, auto_model_class, write_max_pixels
+    from recipes.training.vision import PROCESSOR_FILES, auto_model_class, trained_class, write_max_pixels
     from recipes.training.vision import max_pixels as vision_max_pixels
 
-    AutoModelForCausalLM = auto_model_class(base_dir)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
+    # the class the trainer trained (image-text-to-text for Qwen2-VL, LLaVA, …; it says so beside the adapter)
+    AutoModelForCausalLM = auto_model_class(base_dir, trained_class(adapter_dir) if adapter_dir else None)  # noqa: N806
     tok = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (Path(adapter_dir) / "tokenizer_config.json")
                                         .exists() else base_dir, trust_remote_code=code)
     check = None
@@ -150,6 +151,7 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
 
         base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, trust_remote_code=code)  # also QLoRA's
         peft_model = PeftModel.from_pretrained(base, adapter_dir).eval()
+        _all_adapter_weights_loaded(peft_model, Path(str(adapter_dir)))
         probe = tok("The merged model must answer like the adapter model.", return_tensors="pt")["input_ids"]
         with torch.no_grad():
             before = peft_model(probe).logits.float()
@@ -176,6 +178,28 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
     if image_size and vision_max_pixels(out):
         write_max_pixels(out, image_size ** 2)
     return check
+
+
+def _all_adapter_weights_loaded(peft_model, adapter_dir: Path) -> None:
+    """Every tensor of the adapter file found its module in the model (peft only warns about the others, and a merge
+    of nothing passes the logit check).
+
+    Raises:
+        StepError("export.adapter_mismatch"): names the count and the first missing tensor.
+    """
+    from peft import get_peft_model_state_dict
+    from safetensors import safe_open
+
+    path = adapter_dir / "adapter_model.safetensors"
+    if not path.is_file():
+        return
+    with safe_open(str(path), "pt") as f:
+        saved = set(f.keys())
+    loaded = set(get_peft_model_state_dict(peft_model).keys())
+    missing = sorted(saved - loaded)
+    if missing:
+        raise StepError("export.adapter_mismatch", n=len(missing), total=len(saved), example=missing[0][:160],
+                        path=str(adapter_dir))
 
 
 def _size(d: Path) -> int:
@@ -254,7 +278,9 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     merged_smoke = previous.merged_smoke
     if not (reused and isinstance(merged_smoke, dict) and merged_smoke.get("merged") == merged_id
             and isinstance(merged_smoke.get("stopped"), bool)):
-        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code, image=train.samples.get("image")) \
+        image = train.samples.get("image")  # the sample image, unless it has moved since training
+        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code,
+                                     image=image if isinstance(image, str) and Path(image).is_file() else None) \
             | {"merged": merged_id}
     ctx.record(merged_smoke=merged_smoke)
     ctx.info(msg("export.merged_stops" if merged_smoke["stopped"] else "export.merged_runs_on",

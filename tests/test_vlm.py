@@ -214,14 +214,17 @@ def test_the_image_resolution_is_chosen_and_kept(vlm, tmp_path):
 
     path, proc = vlm
     assert vision.max_pixels(path) == 56 * 56
+    ip = proc.image_processor
+    before = {k: getattr(ip, k) for k in ("size", "min_pixels", "max_pixels") if hasattr(ip, k)}
     vision.set_max_pixels(proc.image_processor, 28 * 28)
     try:
         msgs = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "?"}]}]
         text = proc.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         batch = proc(text=[text], images=[shapes.render("red", "circle", random.Random(0))], return_tensors="pt")
         assert int((batch["input_ids"] == proc.tokenizer.convert_tokens_to_ids("<|image_pad|>")).sum()) == 1
-    finally:
-        vision.set_max_pixels(proc.image_processor, 56 * 56)
+    finally:  # the module's processor as it was, for the other tests
+        for k, v in before.items():
+            setattr(ip, k, v)
     copy = tmp_path / "copy"
     shutil.copytree(path, copy)
     vision.write_max_pixels(copy, 28 * 28)
@@ -282,3 +285,31 @@ def test_a_local_vlm_folder_needs_its_processor(vlm, tmp_path):
     shutil.copytree(path, copy)
     (copy / "processor_config.json").unlink()
     assert incomplete(copy) == ["image processor (preprocessor_config.json)"]
+
+
+def test_the_merge_uses_the_trained_class_and_refuses_an_adapter_it_cannot_place(vlm, tmp_path):
+    """The trainer says which class it trained beside the adapter; the export's merge loads the base with it, and an
+    adapter tensor that finds no module (another class or architecture) stops the merge instead of vanishing."""
+    import json as json_
+
+    from safetensors.torch import load_file, save_file
+
+    from recipes.base import StepError
+    from recipes.data import shapes
+    from recipes.export import merge
+    from recipes.training.vision import MODEL_CLASS_FILE
+
+    model_dir, _ = vlm
+    _train({"model_dir": str(model_dir), "dataset_path": str(shapes.build(tmp_path / "data", 9)), "method": "lora",
+            "max_steps": 2, "save_steps": 2, "micro_batch": 4, "learning_rate": 1e-2}, tmp_path / "lora")
+    adapter = tmp_path / "lora" / "adapter"
+    assert json_.loads((adapter / MODEL_CLASS_FILE).read_text()) == {"image_text": True}
+    check = merge(str(model_dir), str(adapter), "lora", tmp_path / "merged", "float32")
+    assert check is not None and (tmp_path / "merged" / "processor_config.json").is_file()
+    tensors = load_file(adapter / "adapter_model.safetensors")
+    key = next(iter(tensors))
+    tensors[key.replace("language_model", "text_only_model")] = tensors[key].clone()
+    save_file(tensors, adapter / "adapter_model.safetensors")
+    with pytest.raises(StepError) as e:
+        merge(str(model_dir), str(adapter), "lora", tmp_path / "merged2", "float32")
+    assert e.value.msg.key == "export.adapter_mismatch" and e.value.msg.args["n"] == 1

@@ -254,7 +254,8 @@ def _check_image(src: str | bytes) -> None:
     try:
         with Image.open(io.BytesIO(src) if isinstance(src, (bytes, bytearray)) else src) as img:
             img.verify()
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as e:
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
+        # DecompressionBombError: over twice PIL's pixel limit (~179 M pixels): a bad record, not a crash
         name = "bytes" if isinstance(src, (bytes, bytearray)) else Path(src).name
         raise BadRecord(f"image {name} unreadable ({type(e).__name__})") from None
 

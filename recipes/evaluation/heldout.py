@@ -62,7 +62,7 @@ def load(path: str, device: str, trust_remote_code: bool = False):
     from recipes.training import vision
 
     AutoModelForCausalLM = vision.auto_model_class(path)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
-    tok = vision.load_processor(path) if vision.image_text_only(path) else \
+    tok = vision.load_processor(path) if vision.reads_images(path) else \
         AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
     kw = {"dtype": "auto", "trust_remote_code": trust_remote_code} | ({"device_map": {"": 0}} if device == "cuda" else {})
     model = AutoModelForCausalLM.from_pretrained(path, **kw)

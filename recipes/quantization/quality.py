@@ -94,7 +94,7 @@ def reply(model_dir, question: str, max_new_tokens: int = 48, trust_remote_code:
     from recipes.training import vision
 
     model = _load(model_dir, "cuda" if torch.cuda.is_available() else "cpu", trust_remote_code)
-    if vision.image_text_only(model_dir):
+    if vision.reads_images(model_dir):
         return smoke(model, vision.load_processor(model_dir), question, max_new_tokens, image) | {"image": image}
     tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
     return smoke(model, tok, question, max_new_tokens)

@@ -52,6 +52,16 @@ def image_part(image: str | bytes, mime: str | None = None) -> dict:
     import mimetypes
 
     data = image if isinstance(image, bytes) else Path(image).read_bytes()
+    if mime is None and isinstance(image, bytes):  # bytes from a parquet column: the format PIL reads in them
+        import io
+
+        from PIL import Image
+
+        try:
+            with Image.open(io.BytesIO(image)) as img:
+                mime = Image.MIME.get(img.format or "")
+        except (OSError, ValueError):
+            pass
     mime = mime or (mimetypes.guess_type(str(image))[0] if isinstance(image, str) else None) or "image/png"
     return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{base64.b64encode(data).decode()}"}}
 

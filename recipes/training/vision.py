@@ -48,11 +48,43 @@ def image_text_only(model_dir: str | os.PathLike) -> bool:
     return is_vision_model(model_dir) and not has_causal_lm(model_dir)
 
 
-def auto_model_class(model_dir: str | os.PathLike):
-    """``AutoModelForImageTextToText`` for :func:`image_text_only` folders, else ``AutoModelForCausalLM``."""
+def reads_images(model_dir: str | os.PathLike) -> bool:
+    """A vision-language model transformers builds as image-text-to-text (Qwen2-VL, LLaVA, Gemma-3, Qwen3.5, Llama-4,
+    …): where a model is only run (merged, evaluated, smoke-tested) it is loaded so, with its processor — for some of
+    them (Qwen3.5, Llama-4, Mllama) ``AutoModelForCausalLM`` would build the text model alone and drop the tower."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    if not is_vision_model(model_dir):
+        return False
+    try:
+        model_type = json.loads((Path(model_dir) / "config.json").read_text()).get("model_type")
+    except (OSError, ValueError):
+        return False
+    return model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+
+def auto_model_class(model_dir: str | os.PathLike, image_text: bool | None = None):
+    """``AutoModelForImageTextToText`` for :func:`reads_images` folders (or ``image_text`` True: the class the
+    trainer used, :data:`MODEL_CLASS_FILE`), else ``AutoModelForCausalLM``."""
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
 
-    return AutoModelForImageTextToText if image_text_only(model_dir) else AutoModelForCausalLM
+    if image_text is None:
+        image_text = reads_images(model_dir)
+    return AutoModelForImageTextToText if image_text else AutoModelForCausalLM
+
+
+# written by the trainer beside the adapter (or full model) it saves: which auto class it trained (the merge loads
+# the base with the same one, or the adapter's module names would not match)
+MODEL_CLASS_FILE = "yichui_model_class.json"
+
+
+def trained_class(adapter_dir: str | os.PathLike) -> bool | None:
+    """Whether the trainer trained the image-text-to-text class (True) or the causal LM (False), from
+    :data:`MODEL_CLASS_FILE`; None when the folder does not say (an adapter of an earlier yichui)."""
+    try:
+        return bool(json.loads((Path(adapter_dir) / MODEL_CLASS_FILE).read_text())["image_text"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 # the processor's own files, copied beside a merged model (the tokenizer's are written by its save_pretrained)
@@ -176,7 +208,8 @@ def image_dataset(records: list[dict]):
 
 # the projector (aligner) between the tower and the language model: its own module, or inside the tower (Qwen2-VL's
 # ``visual.merger``)
-PROJECTOR_PARTS = ("multi_modal_projector", "mm_projector", "merger", "connector", "embed_vision", "embed_audio")
+PROJECTOR_PARTS = ("multi_modal_projector", "mm_projector", "merger", "deepstack_merger_list", "connector",
+                   "embed_vision", "embed_audio")
 
 
 def is_vision_module(name: str) -> bool:

@@ -323,6 +323,10 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         dataloader_num_workers=0,
         eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,
         use_liger_kernel=spec.liger, **distribution_args(spec),
+        # a vision side that trains gets no gradient in a micro-batch of text records only, and LLaVA's last CLIP
+        # layer (vision_feature_layer -2) never does: DDP must look for unused parameters
+        **({"ddp_find_unused_parameters": True}
+           if images and WORLD > 1 and not (spec.freeze_vision_tower and spec.freeze_projector) else {}),
         # unsloth's trainer logs no num_tokens (trl's): the Trainer counts the tokens instead (the events' tokens/s)
         **({"include_num_input_tokens_seen": "non_padding"} if spec.training_backend == "unsloth" else {}))
 
@@ -537,6 +541,9 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         trainer.save_model(str(adapter))  # collective under several processes; rank 0 writes
         if RANK == 0:
             tok.save_pretrained(str(adapter))
+            from recipes.training.vision import MODEL_CLASS_FILE
+
+            (adapter / MODEL_CLASS_FILE).write_text(json.dumps({"image_text": hasattr(tok, "image_processor")}))
     # with sharded weights (ZeRO-3, FSDP2) every forward pass is collective: all ranks generate, rank 0 records
     after = answer(trainer.model, tok, spec.sample_question, unsloth=spec.training_backend == "unsloth",
                    image=samples.get("image")) \

@@ -42,7 +42,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Which model?")                                         # Qwen2.5 0.5B: not on this hub
         t.expect("No such model: Qwen/Qwen2.5-0.5B-Instruct")          # re-prompt 1
         t.ask("What now?")                                            # answer again (or go back: issue 20, item 1)
-        t.ask("Which model?", DOWN * 15)                              # Another hub id …
+        t.ask("Which model?", DOWN * 20)                              # Another hub id …
         t.ask("Hub id (org/name):", "not an id")
         t.expect("is not a hub id")                                   # re-prompt 2
         t.ask("What now?")
@@ -152,7 +152,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         t.ask("选择哪个模型？")
         t.expect("没有这个模型")                                       # the re-prompt, in Chinese
         t.ask("接下来？")                                              # 重新回答
-        t.ask("选择哪个模型？", UP * 2)                                # the tiny demo model (second from the end)
+        t.ask("选择哪个模型？", UP * 3)                                # the tiny demo model (third from the end)
         t.ask("版本（分支、标签或提交号）：")
         t.ask("用哪种 GPU 训练？")
         t.ask("使用几块 GPU？")

@@ -38,6 +38,9 @@ MESSAGES = {
                                    "zh": "{n} 个校准样本太少：至少需要 {min} 个。"},
     "export.calibration_over": {"en": "{n} calibration samples, but the training split has {records} records: use at most {records}.",
                                 "zh": "需要 {n} 个校准样本，但训练集只有 {records} 条记录：最多用 {records} 个。"},
+    "export.adapter_mismatch": {
+        "en": "{n} of the {total} tensors of the adapter in {path} match no module of the base model (e.g. {example}): the merge would drop them. The adapter was trained on another model class or architecture; train again, or export with the yichui that trained it.",
+        "zh": "{path} 中适配器的 {total} 个张量有 {n} 个在基座模型中找不到对应模块（例如 {example}）：合并会丢掉它们。该适配器是在另一种模型类或架构上训练的；请重新训练，或用训练它的 yichui 版本导出。"},
     "export.vision_formats": {
         "en": "{format}: yichui quantizes text models only so far; a vision-language model is exported merged (bf16), which transformers and vLLM serve. Leave the formats empty.",
         "zh": "{format}：yichui 目前只量化文本模型；视觉语言模型以合并后（bf16）的形式导出，transformers 与 vLLM 均可部署。请不选量化格式。"},
