@@ -70,6 +70,27 @@ def questions(ctx: Ctx) -> list[Question]:
                 counted[ref] = 0
         return counted[ref] or None
 
+    firsts: dict = {}  # dataset reference → the question of its first image record
+
+    def _first_image_question(a) -> str | None:
+        """A vision-language model's sample question: the text of the first image record's first user turn (the
+        trainer asks it of that record's image, before and after training, and so does the deploy check)."""
+        ref = str(datasets.bundled_dataset_path()) if a.get("dataset") == "bundled" else \
+            a.get("dataset_path") if a.get("dataset") == "local" else None
+        if ref is None or not vision_model(ctx):
+            return None
+        if ref not in firsts:
+            try:
+                convs = datasets.read(ref).conversations
+            except datasets.DataError:
+                convs = []
+            first = next((c for c in convs if datasets.has_images(c)), None)
+            turn = next((m for m in first if m["role"] == "user"), None) if first else None
+            text = " ".join(p["text"] for p in turn["content"] if p["type"] == "text").strip() \
+                if turn and isinstance(turn["content"], list) else ""
+            firsts[ref] = text or None
+        return firsts[ref]
+
     def save_steps(a) -> int:
         """A checkpoint about four times in the run it plans (at most every DEFAULTS.save_steps optimizer steps), so
         that the default interval fires before the end (issue 20, item 9)."""
@@ -185,14 +206,15 @@ def questions(ctx: Ctx) -> list[Question]:
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
         # a vision-language model: which of its vision side trains beside the language model (frozen by default)
         Question("freeze_vision_tower", "confirm", "choose_strategy.freeze_vision_tower", default=True,
-                 when=lambda a: vision_model(ctx)),
+                 when=lambda a: may_be_vision(ctx)),
         # not for QLoRA: the projector's layers are 4-bit there and cannot train whole (peft modules_to_save)
         Question("freeze_projector", "confirm", "choose_strategy.freeze_projector", default=True,
-                 when=lambda a: vision_model(ctx) and a.get("method") != "qlora"),
+                 when=lambda a: may_be_vision(ctx) and a.get("method") != "qlora"),
         # a dynamic-resolution processor (Qwen2-VL family): the most pixels per image, as a side (N: N × N pixels),
         # which sets the image tokens per image and with them memory and speed; 0 keeps the model's own
         Question("image_size", "int", "choose_strategy.image_size", default=0, validate=_image_size_check,
-                 when=lambda a: vision_model(ctx) and bool(_model_pixels(ctx))),
+                 when=lambda a: may_be_vision(ctx) and (not ctx.result(ModelChoice).config
+                                                        or bool(_model_pixels(ctx)))),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=default_seq_len(max_pos),
                  validate=in_range(limits("seq_len")[0], max_pos or limits("seq_len")[1])),
@@ -257,7 +279,9 @@ def questions(ctx: Ctx) -> list[Question]:
                  validate=in_range(*limits("save_steps"))),
         Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=DEFAULTS.save_total_limit,
                  validate=in_range(*limits("save_total_limit"))),
-        Question("sample_question", "text", "choose_strategy.sample_question", default="What is LoRA?"),
+        # a vision-language model is asked about the data's first image: its first question fits that image
+        Question("sample_question", "text", "choose_strategy.sample_question",
+                 default=lambda a: _first_image_question(a) or "What is LoRA?"),
         Question("preflight", "confirm", "choose_strategy.preflight", default=True),
     ]
 
@@ -454,6 +478,12 @@ def _data_image_side(convs: list, limit: int | None, n: int = 256) -> int:
 def _image_size_check(v: int, a: dict):
     """0 (the model's own), or a side of 28 (one merged patch of Qwen2-VL) to 16384 pixels."""
     return None if v == 0 else in_range(28, limits("image_size")[1])(v, a)
+
+
+def may_be_vision(ctx: Ctx) -> bool:
+    """A vision-language model, or not known yet (a --set checked before step 1 has run: its questions are
+    offered then, and asked — or refused as unused — once the model is known)."""
+    return not ctx.result(ModelChoice).config or vision_model(ctx)
 
 
 def vision_model(ctx: Ctx) -> bool:

@@ -83,7 +83,9 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("serve_with", "select", "export.serve_with", default=lambda a: _default_engine(ctx, gpu),
                  choices=[Choice(e, msg("export.engine." + e)) for e in quantize.engines()]),
         Question("formats", "checkbox", "export.formats",
-                 default=lambda a: [f for f in ("bnb-4bit",) if f in loads(a["serve_with"])],
+                 # a vision-language model: merged only (the quantizers are for text models so far)
+                 default=lambda a: [f for f in ("bnb-4bit",) if f in loads(a["serve_with"])
+                                    and not isinstance(config.get("vision_config"), dict)],
                  choices=lambda a: [Choice(f, msg("export.format." + f))
                                     for f in loads(a["serve_with"]) if f != "merged"],
                  validate=formats_ok),

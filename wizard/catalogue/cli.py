@@ -205,6 +205,7 @@ MESSAGES = {
                         "zh": "未知 GPU {gpu!r}；可选：{gpus}（或用 --gpu-memory 指定 GiB）。"},
     "cli.estimate.title": {"en": "{model} ({n} parameters): {method}, {seq} tokens × micro-batch {batch}",
                            "zh": "{model}（{n} 个参数）：{method}，{seq} 个 token × 微批 {batch}"},
+    "cli.estimate.with_images": {"en": "{seq} + {n} image", "zh": "{seq} + {n}（图像）"},
     "cli.estimate.fit": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare.", "zh": "可以放进 {gpu}（{gib} GiB），余量 {margin} GiB。"},
     "cli.estimate.nofit": {"en": "Does NOT fit on {gpu} ({gib} GiB): the predicted {peak} GiB needs {need} GiB with a 10 % margin.",
                            "zh": "放不进 {gpu}（{gib} GiB）：预测峰值 {peak} GiB，留 10% 余量需要 {need} GiB。"},

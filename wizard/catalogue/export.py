@@ -42,8 +42,8 @@ MESSAGES = {
         "en": "{n} of the {total} tensors of the adapter in {path} match no module of the base model (e.g. {example}): the merge would drop them. The adapter was trained on another model class or architecture; train again, or export with the yichui that trained it.",
         "zh": "{path} 中适配器的 {total} 个张量有 {n} 个在基座模型中找不到对应模块（例如 {example}）：合并会丢掉它们。该适配器是在另一种模型类或架构上训练的；请重新训练，或用训练它的 yichui 版本导出。"},
     "export.vision_formats": {
-        "en": "{format}: yichui quantizes text models only so far; a vision-language model is exported merged (bf16), which transformers and vLLM serve. Leave the formats empty.",
-        "zh": "{format}：yichui 目前只量化文本模型；视觉语言模型以合并后（bf16）的形式导出，transformers 与 vLLM 均可部署。请不选量化格式。"},
+        "en": "{format}: yichui quantizes text models only so far; a vision-language model is exported merged (bf16), which transformers serves. Leave the formats empty (--set export.formats=).",
+        "zh": "{format}：yichui 目前只量化文本模型；视觉语言模型以合并后（bf16）的形式导出，由 transformers 部署。请不选量化格式（--set export.formats=）。"},
     "export.needs_gpu": {"en": "{format} needs a CUDA GPU (llm-compressor's AWQ does not run on a CPU): choose gptq-w4a16 here.",
                          "zh": "{format} 需要 CUDA GPU（llm-compressor 的 AWQ 不能在 CPU 上运行）：这里请选 gptq-w4a16。"},
     "export.group_size": {"en": "{format} cannot quantize this model: its {name} ({value}) is not a multiple of the group size {group}; choose bnb-4bit or fp8-dynamic.",

@@ -211,7 +211,8 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     ui = new_ui()
     image_tokens = t.images_per_sample * shape.image_tokens(t.image_size)  # image records add theirs (never cut)
     ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
-               seq=f"{seq} + {image_tokens:,} image" if image_tokens else seq, batch=t.micro_batch),
+               seq=T("cli.estimate.with_images", seq=seq, n=f"{image_tokens:,}") if image_tokens else seq,
+               batch=t.micro_batch),
              [T("evaluate_memory.col.component"), "GiB"],
              [(T(f"memory.part.{k}"), f"{v:.3f}") for k, v in e["components"].items() if v]
              + [(T("evaluate_memory.col.peak"), f"{e['peak_gib']:.2f}")])
