@@ -236,7 +236,6 @@ def test_a_frozen_tower_stays_out_of_the_backward_pass(vlm):
     """With activation checkpointing on, transformers hooks every sub-model's input embeddings to require grad, the
     vision tower's too: its output would then require grad and keep activations for a backward that changes nothing.
     After tower_out_of_backward it does not; the language model's embeddings still do; the projector trains."""
-    import torch
     from transformers import Qwen2VLForConditionalGeneration
 
     from recipes.data import shapes
