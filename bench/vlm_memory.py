@@ -116,6 +116,7 @@ def processor_files(dest: Path) -> dict:
     from transformers import Qwen2VLImageProcessorPil
 
     from recipes.demo import tiny_model as tiny
+    from recipes.demo.tiny_vlm import standard_qwen2_vl_files
     from recipes.training.vision import _image_text_processor_class
 
     tok = tiny._train_tokenizer(tiny._generic_corpus()[:20])
@@ -123,15 +124,7 @@ def processor_files(dest: Path) -> dict:
     tok.chat_template = CHAT_TEMPLATE
     image = Qwen2VLImageProcessorPil(min_pixels=MIN_PIXELS, max_pixels=MAX_PIXELS)
     _image_text_processor_class()(image_processor=image, tokenizer=tok, chat_template=CHAT_TEMPLATE).save_pretrained(dest)
-    cfg = json.loads((dest / "processor_config.json").read_text())
-    video = {k: v for k, v in cfg["image_processor"].items() if k != "image_processor_type"}
-    cfg |= {"processor_class": "Qwen2VLProcessor", "video_processor": video | {
-        "video_processor_type": "Qwen2VLVideoProcessor"}}
-    (dest / "processor_config.json").write_text(json.dumps(cfg, indent=2))
-    tok_cfg = json.loads((dest / "tokenizer_config.json").read_text())
-    if "processor_class" in tok_cfg:
-        tok_cfg["processor_class"] = "Qwen2VLProcessor"
-        (dest / "tokenizer_config.json").write_text(json.dumps(tok_cfg, indent=2))
+    standard_qwen2_vl_files(dest)  # AutoProcessor builds the whole Qwen2VLProcessor on the GPU (torchvision)
     ids = {t: tok.convert_tokens_to_ids(t) for t in VISION_TOKENS + ["<|im_end|>", "<|endoftext|>"]}
     return {"image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
             "vision_token_id": ids["<|image_pad|>"], "vision_start_token_id": ids["<|vision_start|>"],

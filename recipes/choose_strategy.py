@@ -58,9 +58,8 @@ def questions(ctx: Ctx) -> list[Question]:
         return None
 
     def records(a) -> int | None:
-        """Records of the chosen data when it is on this machine (bundled or local; a hub dataset is fetched later)."""
-        ref = str(datasets.bundled_dataset_path()) if a.get("dataset") == "bundled" else \
-            a.get("dataset_path") if a.get("dataset") == "local" else None
+        """Records of the chosen data when it is on this machine (:func:`_local_data`)."""
+        ref = _local_data(a)
         if ref is None:
             return None
         if ref not in counted:
@@ -75,8 +74,7 @@ def questions(ctx: Ctx) -> list[Question]:
     def _first_image_question(a) -> str | None:
         """A vision-language model's sample question: the text of the first image record's first user turn (the
         trainer asks it of that record's image, before and after training, and so does the deploy check)."""
-        ref = str(datasets.bundled_dataset_path()) if a.get("dataset") == "bundled" else \
-            a.get("dataset_path") if a.get("dataset") == "local" else None
+        ref = _local_data(a)
         if ref is None or not vision_model(ctx):
             return None
         if ref not in firsts:
@@ -478,6 +476,13 @@ def _data_image_side(convs: list, limit: int | None, n: int = 256) -> int:
 def _image_size_check(v: int, a: dict):
     """0 (the model's own), or a side of 28 (one merged patch of Qwen2-VL) to 16384 pixels."""
     return None if v == 0 else in_range(28, limits("image_size")[1])(v, a)
+
+
+def _local_data(a: dict) -> str | None:
+    """The chosen data's reference when it is on this machine (bundled or a local file); None for a hub dataset
+    (fetched when the step runs)."""
+    return str(datasets.bundled_dataset_path()) if a.get("dataset") == "bundled" else \
+        a.get("dataset_path") if a.get("dataset") == "local" else None
 
 
 def may_be_vision(ctx: Ctx) -> bool:

@@ -388,8 +388,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
     trained = ctx.result(TrainingResult)
     samples = trained.samples
     question = samples.get("question") or "What is LoRA?"
-    image = samples.get("image") if isinstance(samples.get("image"), str) and Path(samples["image"]).is_file() \
-        else None  # a vision-language model's sample: the question asked of that image
+    image = trained.sample_image  # a vision-language model's sample: the question asked of that image
     turn = client.user_turn(question, image)
     reply = _asked("a chat completion", lambda: client.complete(base + "/v1", served, turn, STOP_CHECK_TOKENS,
                                                                 api_key=key), job.log)

@@ -280,9 +280,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     merged_smoke = previous.merged_smoke
     if not (reused and isinstance(merged_smoke, dict) and merged_smoke.get("merged") == merged_id
             and isinstance(merged_smoke.get("stopped"), bool)):
-        image = train.samples.get("image")  # the sample image, unless it has moved since training
-        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code,
-                                     image=image if isinstance(image, str) and Path(image).is_file() else None) \
+        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code, image=train.sample_image) \
             | {"merged": merged_id}
     ctx.record(merged_smoke=merged_smoke)
     ctx.info(msg("export.merged_stops" if merged_smoke["stopped"] else "export.merged_runs_on",

@@ -258,6 +258,13 @@ class TrainingResult(Handoff):
     eval_losses: list = field(default_factory=list)
     trainer_pid: int | None = None
 
+    @property
+    def sample_image(self) -> str | None:
+        """A vision-language model's sample image (the question was asked of it in training), when the file is
+        still there; None otherwise (a text model, or the data moved since)."""
+        image = self.samples.get("image")
+        return image if isinstance(image, str) and Path(image).is_file() else None
+
 
 @dataclass
 class ExportResult(Handoff):

@@ -102,7 +102,7 @@ def build(dest: str | os.PathLike, family: str = "llava", pretrain_steps: int = 
         model.save_pretrained(tmp)
         processor.save_pretrained(tmp)
         if family == "qwen2_vl":
-            _standard_qwen2_vl_files(tmp)
+            standard_qwen2_vl_files(tmp)
         (tmp / "yichui_build.json").write_text(json.dumps({
             "repo_id": REPO_ID if family == "llava" else QWEN2_VL_REPO_ID, "build_version": BUILD_VERSION,
             "family": family, "pretrain_steps": pretrain_steps if family == "llava" else 0,
@@ -205,7 +205,7 @@ def _qwen2_vl():
     return model, processor
 
 
-def _standard_qwen2_vl_files(folder: Path) -> None:
+def standard_qwen2_vl_files(folder: Path) -> None:
     """The standard processor class and a video processor's settings (the image's) in the files, so AutoProcessor
     builds the whole Qwen2VLProcessor where torchvision loads."""
     cfg = json.loads((folder / "processor_config.json").read_text())
