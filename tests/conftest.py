@@ -186,6 +186,27 @@ def wait_for(pred, timeout: float, interval: float = 0.2, what: str = "condition
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
+def kill_tree(p: subprocess.Popen, run_dir: Path | None) -> None:
+    """SIGKILL the wizard's process group and every job it started (each in its own session)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=30)
+    from recipes import jobs
+
+    for job in jobs.find(run_dir) if run_dir else []:
+        if job.alive():
+            try:
+                os.killpg(job.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for job in jobs.find(run_dir) if run_dir else []:
+        end = time.monotonic() + 10
+        while job.alive() and time.monotonic() < end:
+            time.sleep(0.05)
+
+
 def kill9(pid: int) -> None:
     try:
         os.kill(pid, signal.SIGKILL)

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import re
-import signal
 import subprocess
 import time
 from pathlib import Path
 
-from conftest import YICHUI, env_for, sessions, stop_all
+from conftest import YICHUI, env_for, kill_tree, sessions, stop_all
 
 from recipes import jobs
 from wizard.session import Session
@@ -28,25 +26,6 @@ SAVE_STEPS = 10
 PLAN = [(3, 3, 6.0), (4, 4, 2.5), (5, 10, 6.0), (6, 6, 3.0), (7, 5, 4.0), (8, 3, 1.5)]  # 3: strategy + smoke run
 HEADER = re.compile(r"\[(\d)/8\]")
 THROTTLE = 100_000  # bytes/s for the weights, so that kills land inside the download
-
-
-def kill_tree(p: subprocess.Popen, run_dir: Path | None) -> None:
-    """SIGKILL the wizard's process group and every job it started (each in its own session)."""
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=30)
-    for job in jobs.find(run_dir) if run_dir else []:
-        if job.alive():
-            try:
-                os.killpg(job.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    for job in jobs.find(run_dir) if run_dir else []:
-        end = time.monotonic() + 10
-        while job.alive() and time.monotonic() < end:
-            time.sleep(0.05)
 
 
 def check_after_kill(home: Path, sid: str) -> None:

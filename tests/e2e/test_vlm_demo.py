@@ -17,10 +17,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import YICHUI, env_for, sessions, stop_all, yichui
+from conftest import YICHUI, env_for, kill_tree, sessions, stop_all, yichui
 
 import recipes
-from recipes import jobs
 from recipes.data import shapes
 from recipes.demo import tiny_vlm
 
@@ -31,15 +30,6 @@ def vlm_home(home, tiny_vlm_model):
     shutil.copytree(tiny_vlm_model, home / "cache" / "hub" / tiny_vlm.REPO_ID)
     yield home
     stop_all(home)
-
-
-def _kill_tree(p: subprocess.Popen, run_dir: Path) -> None:
-    """SIGKILL the wizard's process group and every job it started (the trainer, in its own session)."""
-    os.killpg(p.pid, signal.SIGKILL)
-    p.wait(timeout=30)
-    for job in jobs.find(run_dir):
-        if job.alive():
-            os.killpg(job.pid, signal.SIGKILL)
 
 
 def _reference(train_file: Path, image: str, question: str) -> str:
@@ -62,7 +52,7 @@ def test_vlm_demo_survives_a_kill_serves_an_image_chat_and_beats_base_and_chance
             time.sleep(0.2)
         assert p.poll() is None, p.stdout.read()[-3000:]
         (s,) = sessions(home)
-        _kill_tree(p, home / "runs" / s["id"])
+        kill_tree(p, home / "runs" / s["id"])
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
