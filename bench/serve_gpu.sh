@@ -7,6 +7,7 @@
 #                                                 llm-compressor's wheels for the export step; a copy of the project
 #   bash bench/serve_gpu.sh start [CHAIN ARGS]    serve_chain.py run, detached (setsid): it survives the call
 #   bash bench/serve_gpu.sh one [ONE ARGS]        serve_chain.py one, detached likewise
+#   bash bench/serve_gpu.sh vlm [RUN ARGS]        vlm_chain.py run (a vision-language model's chain), detached likewise
 #   bash bench/serve_gpu.sh wait SECONDS          follow it until done or SECONDS pass; results to $OUT
 set -uo pipefail
 R=${YG_ROOT:-/root/yichui-gpu}; PARTS=${YG_PARTS:-/root/parts-carry}
@@ -22,6 +23,9 @@ case "${1:?setup|start|one|wait}" in
   setup)
     t0=$(date +%s)
     mkdir -p $R && cat $PARTS/part-* | tar -x -C $R || exit 3   # → $R/carry/{stack,vllm,llmc}.tar.xz
+    # split-for-device names the top folder after the one it split (/work/carry-vlm → carry-vlm/)
+    for d in $R/carry?*/; do [ -e $R/carry ] || ln -s "$d" $R/carry; done
+    [ -f $R/carry/stack.tar.xz ] || { echo "setup: no stack.tar.xz in the joined parts (ls $R)"; exit 3; }
     layer $R/venv || exit 3
     tar -xJf $R/carry/stack.tar.xz -C "$(site $R/venv/bin/python)" --strip-components=1 || exit 3
     for e in $R/carry/*.tar.xz; do
@@ -43,15 +47,19 @@ case "${1:?setup|start|one|wait}" in
     done
     $R/venv/bin/yichui doctor 2>&1 | tail -25
     echo "setup in $(( $(date +%s) - t0 )) s" ;;
-  start|one)   # one: serve_chain.py one (an engine alone on random-weight shapes)
-    what=$([ "$1" = one ] && echo one || echo run); shift
+  start|one|vlm)   # one: serve_chain.py one (an engine alone on random-weight shapes); vlm: bench/vlm_chain.py
+    what=$([ "$1" = one ] && echo one || echo run); script=$([ "$1" = vlm ] && echo vlm_chain || echo serve_chain); shift
     mkdir -p $R/results
-    cd $R/src && setsid nohup $R/venv/bin/python bench/serve_chain.py $what --work $R/work --results $R/results "$@" \
+    cd $R/src && setsid nohup $R/venv/bin/python bench/$script.py $what --work $R/work --results $R/results "$@" \
       > $R/results/driver.log 2>&1 < /dev/null &
+    echo $! > $R/results/driver.pid
     echo "started pid $!" ;;
   wait)
     end=$(( $(date +%s) + ${2:-60} ))
-    while [ "$(date +%s)" -lt "$end" ] && ! grep -q '"phase": "done"' $R/results/rows.jsonl 2>/dev/null; do sleep 10; done
+    # until the driver writes "done", dies (a crashed or never-started driver must not hold the GPU for SECONDS) or
+    # SECONDS pass
+    while [ "$(date +%s)" -lt "$end" ] && ! grep -q '"phase": "done"' $R/results/rows.jsonl 2>/dev/null \
+          && kill -0 "$(cat $R/results/driver.pid 2>/dev/null)" 2>/dev/null; do sleep 10; done
     python3 - <<'EOF'
 import json
 import os
