@@ -2,7 +2,6 @@
 real hub server on 127.0.0.1, and a runner for the installed `yichui` command."""
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -54,31 +53,17 @@ def tiny_cache_key() -> str:
     return h.hexdigest()[:16]
 
 
-@contextlib.contextmanager
-def built_once(name: str):
-    """Held while ``name`` is built into .cache: the tests run in several processes (pytest-xdist), and a second one
-    wanting the same build waits for the first, then finds it there, instead of building it too."""
-    import fcntl
-
-    lock = REPO / ".cache" / f"{name}.lock"
-    lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(lock, "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
-
-
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """The embedded tiny model: built once per change of what builds it and kept in .cache/tiny/<key> (a clean clone
     builds it once; a second run takes it from there), copied for this run so no test can touch the cached one."""
     cached = REPO / ".cache" / "tiny" / tiny_cache_key()
-    with built_once("tiny"):
-        if not (cached / "yichui_build.json").is_file():
-            try:
-                tiny.build(cached)
-            except OSError:  # another run put it there first (the build renames its folder into place)
-                if not (cached / "yichui_build.json").is_file():
-                    raise
+    if not (cached / "yichui_build.json").is_file():
+        try:
+            tiny.build(cached)
+        except OSError:  # another run put it there first (the build renames its folder into place)
+            if not (cached / "yichui_build.json").is_file():
+                raise
     dest = tmp_path_factory.mktemp("tiny") / "tiny-qwen2-chat"
     shutil.copytree(cached, dest)
     return dest
@@ -107,13 +92,12 @@ def tiny_vlm_model(tmp_path_factory) -> Path:
     from recipes.demo import tiny_vlm
 
     cached = REPO / ".cache" / "tiny-vlm" / tiny_vlm_cache_key()
-    with built_once("tiny-vlm"):
-        if not (cached / "yichui_build.json").is_file():
-            try:
-                tiny_vlm.build(cached)
-            except OSError:  # another run put it there first
-                if not (cached / "yichui_build.json").is_file():
-                    raise
+    if not (cached / "yichui_build.json").is_file():
+        try:
+            tiny_vlm.build(cached)
+        except OSError:  # another run put it there first
+            if not (cached / "yichui_build.json").is_file():
+                raise
     dest = tmp_path_factory.mktemp("tiny-vlm") / "tiny-llava-shapes"
     shutil.copytree(cached, dest)
     return dest
@@ -126,8 +110,7 @@ def unsloth_envs() -> Path:
     from unsloth_env import build
 
     envs = REPO / ".cache" / "envs-unsloth"
-    with built_once("envs-unsloth"):
-        build(envs)
+    build(envs)
     return envs
 
 
