@@ -420,11 +420,19 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                   for c in convs), default=0)
     # and their size: the side chosen, else (0: the processor's own limit) the largest image of the data within it
     side = answers.get("image_size") or (_data_image_side(convs, _model_pixels(ctx)) if images else 0)
-    est = memory.estimate(mem.model_shape(), training(answers | {"images_per_sample": images, "image_size": side}),
-                          gpu.memory_gib)
+    # sequences as long as the data's longest record (micro-batches are padded to their longest), unless packing
+    # fills every one to seq_len; image records are never truncated, so seq_len does not bound them
+    longest = _longest_tokens(getattr(tok, "tokenizer", tok), rendered)
+    seq = training(answers).seq_len
+    packed = bool(answers.get("packing")) and not images
+    est_seq = seq if packed or not longest else longest if images else min(seq, longest)
+    est = memory.estimate(mem.model_shape(), training(answers | {"images_per_sample": images, "image_size": side,
+                                                                 "seq_len": est_seq}), gpu.memory_gib)
     fits = est["fits"]
+    basis = msg("choose_strategy.seq_longest", tokens=est_seq) if est_seq != seq or images else \
+        msg("choose_strategy.seq_setting", tokens=seq)
     ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu.name, gib=gpu.memory_gib,
-                 margin=f"{est['margin_gib']:+.1f}"))
+                 margin=f"{est['margin_gib']:+.1f}", basis=ctx.t(basis)))
     if not fits:
         ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu.memory_gib))
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0),
@@ -495,6 +503,22 @@ def vision_model(ctx: Ctx) -> bool:
     """Whether the chosen model is a vision-language model (its config.json has a ``vision_config``)."""
     config = ctx.result(ModelChoice).config or {}
     return isinstance(config, dict) and isinstance(config.get("vision_config"), dict)
+
+
+LONGEST_CANDIDATES = 2048
+
+
+def _longest_tokens(tokenizer, rendered: list[str]) -> int:
+    """The most tokens of any rendered record (an image placeholder counts one: the memory model adds each image's
+    tokens itself), counted on the :data:`LONGEST_CANDIDATES` longest by characters — tokenizing every record of a
+    large dataset would take minutes; tokens per character differ by script, not enough to move the longest record
+    out of the top 2,048 in practice. 0 when nothing could be counted."""
+    top = sorted(rendered, key=len, reverse=True)[:LONGEST_CANDIDATES]
+    try:
+        ids = tokenizer(top, add_special_tokens=False)["input_ids"] if top else []
+    except Exception:  # a tokenizer that cannot batch strings: the setting's seq_len stands
+        return 0
+    return max((len(x) for x in ids), default=0)
 
 
 def _render_all(tok, convs: list) -> list[str]:

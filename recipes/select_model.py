@@ -41,10 +41,13 @@ def questions(ctx: Ctx) -> list[Question]:
         if answers["source"] != "local":
             ctx.info(msg("select_model.fetching", repo=repo, endpoint=answers.get("endpoint")))
         try:
-            hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
+            config = hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
         except StepError as e:
             return e.msg
-        return None
+        from recipes.memory.model import missing_fields
+
+        missing = missing_fields(config)  # transformers would fill them in with its defaults: another model
+        return msg("select_model.missing_fields", model=repo, fields=", ".join(missing)) if missing else None
 
     def validate_model(value, answers):
         if value == "other":

@@ -228,6 +228,11 @@ CATALOGUE = [
          "select_model.local_incomplete",
          lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("config-only", {
              "config.json": (e.tiny / "config.json").read_text()}))),
+    Case("config-missing-field", "a config.json without hidden_size (transformers would fill in its default)",
+         "select_model.missing_fields",
+         lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("no-hidden-size", {
+             "config.json": json.dumps({k: v for k, v in json.loads((e.tiny / "config.json").read_text()).items()
+                                        if k != "hidden_size"})}))),
     # data
     Case("no-dataset", "a dataset file that does not exist", "data.no_file",
          lambda e: data(e, f"{e.tmp}/missing.jsonl")),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -312,3 +313,43 @@ def test_the_merge_uses_the_trained_class_and_refuses_an_adapter_it_cannot_place
     with pytest.raises(StepError) as e:
         merge(str(model_dir), str(adapter), "lora", tmp_path / "merged2", "float32")
     assert e.value.msg.key == "export.adapter_mismatch" and e.value.msg.args["n"] == 1
+
+
+def test_the_smoke_copy_cuts_the_vision_tower_where_its_blocks_are_known():
+    """The preflight copy of a VLM cuts the tower too (Qwen2.5-VL-3B's copy kept a 670 M-parameter tower: 126.6 s of
+    smoke test on the H200, bench/results/2026-12-02-vlm-chain-h200.md), keeping it buildable: Qwen2.5-VL's
+    full-attention blocks and Qwen3-VL's deepstack blocks point inside the cut tower, LLaVA's CLIP still has the
+    layer it is read at, and a tower whose block settings are unknown (Llama-3.2-Vision's) keeps its depth."""
+    import torch
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    from recipes.training.preflight import two_layer_config
+
+    q25 = json.loads((Path(__file__).parent.parent / "bench" / "configs" / "qwen2.5-vl-3b" / "config.json").read_text())
+    cut = two_layer_config(q25)
+    assert cut["num_hidden_layers"] == 2 and cut["vision_config"]["depth"] == 2
+    assert cut["vision_config"]["fullatt_block_indexes"] == [1]  # [7, 15, 23, 31] point past the cut
+    q3 = two_layer_config({"vision_config": {"depth": 27, "deepstack_visual_indexes": [8, 16, 24]},
+                           "text_config": {"num_hidden_layers": 36}})
+    assert q3["vision_config"] == {"depth": 3, "deepstack_visual_indexes": [0, 1, 2]}
+    llava = two_layer_config({"vision_config": {"model_type": "clip_vision_model", "num_hidden_layers": 24},
+                              "text_config": {"num_hidden_layers": 32}, "vision_feature_layer": -2})
+    assert llava["vision_config"]["num_hidden_layers"] == 2
+    deep_read = two_layer_config({"vision_config": {"model_type": "clip_vision_model", "num_hidden_layers": 24},
+                                  "vision_feature_layer": [-2, -5, -8]})
+    assert deep_read["vision_config"]["num_hidden_layers"] == 8  # index -8 needs 7 blocks before it
+    mllama = {"model_type": "mllama_vision_model", "num_hidden_layers": 32, "intermediate_layers_indices": [3, 7]}
+    assert two_layer_config({"vision_config": mllama, "text_config": {"num_hidden_layers": 40}})["vision_config"] \
+        == mllama
+    # the cut Qwen2.5-VL config builds and runs an image (narrowed so that it builds in a second on a CPU)
+    small = dict(cut, hidden_size=64, intermediate_size=128, num_attention_heads=4, num_key_value_heads=2,
+                 vocab_size=151936, rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
+                 vision_config=dict(cut["vision_config"], hidden_size=32, intermediate_size=64, num_heads=2,
+                                    out_hidden_size=64))
+    config = AutoConfig.for_model(**small)
+    model = AutoModelForImageTextToText.from_config(config)
+    assert len(model.model.visual.blocks) == 2
+    patches = torch.randn(16, 3 * 2 * 14 * 14)  # one 56 × 56 image: 4 × 4 patches of 14, 2 frames
+    ids = torch.tensor([[q25["vision_start_token_id"], *[q25["image_token_id"]] * 4, q25["vision_end_token_id"], 9]])
+    out = model(input_ids=ids, pixel_values=patches, image_grid_thw=torch.tensor([[1, 4, 4]]))
+    assert out.logits.shape == (1, 7, 151936) and torch.isfinite(out.logits).all()

@@ -229,6 +229,29 @@ def _text_config(cfg):
     return cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
 
 
+SHAPE_FIELDS = ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads")
+
+
+def missing_fields(config: dict) -> list[str]:
+    """The shape fields (:data:`SHAPE_FIELDS`) a config.json does not state, under their own names or the names its
+    config class maps them to (GPT-2's ``n_embd``, …). transformers fills a missing one with its class default
+    (LlamaConfig's hidden_size 4096) without a word, so the estimate and the training would be for another model;
+    a config written by transformers always states them (they are not among PreTrainedConfig's own fields, which
+    its diff leaves out). Not checked: a vision-language model's ``text_config`` (older transformers wrote it as a
+    diff against its class defaults — LLaVA 1.5's has no hidden_size), and a ``model_type`` transformers does not
+    know (its own code: :func:`shape_from_config` checks what that code builds)."""
+    if not isinstance(config, dict) or isinstance(config.get("text_config"), dict):
+        return []
+    from transformers import CONFIG_MAPPING
+
+    try:
+        cls = CONFIG_MAPPING[config.get("model_type")]
+    except KeyError:
+        return []
+    aliases = getattr(cls, "attribute_map", None) or {}
+    return [k for k in SHAPE_FIELDS if k not in config and aliases.get(k) not in config]
+
+
 def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
     """Exact counts by instantiating the model on the meta device (no memory, no download).
 
@@ -260,8 +283,7 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
         raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
                           error=", ".join(archs) or "encoder")
     text = _text_config(cfg)
-    missing = [k for k in ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads")
-               if getattr(text, k, None) is None]
+    missing = ([] if code_dir else missing_fields(config)) or [k for k in SHAPE_FIELDS if getattr(text, k, None) is None]
     if missing:
         raise ConfigError("memory.missing_fields", fields=", ".join(missing))
     # a vision-language model transformers builds no causal LM of (Qwen2-VL, Qwen2.5-VL, LLaVA): image-text-to-text,

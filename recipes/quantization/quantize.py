@@ -143,14 +143,30 @@ def ensure_env(home: Path, info=lambda text: None) -> dict:
     Raises:
         QuantizeError("export.env_failed"): venv or pip failed (the pip log's last line is in the message).
     """
-    import torch
+    import fcntl
 
     env = envs_dir(home) / LLMC_ENV
     record = env / "yichui-env.json"
     if record.exists():
         return json.loads(record.read_text())
-    shutil.rmtree(env, ignore_errors=True)
     env.parent.mkdir(parents=True, exist_ok=True)
+    # one builder at a time: two exports starting together (two sessions) must not remove each other's half-built env
+    try:
+        lock = open(env.parent / f"{LLMC_ENV}.lock", "w")
+    except OSError as e:  # a read-only environments folder: the same one line as a failed build
+        raise QuantizeError("export.env_failed", env=str(env), log=str(env.parent), last=str(e)) from None
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if record.exists():  # built by the other one meanwhile
+            return json.loads(record.read_text())
+        return _build_env(env, record, info)
+
+
+def _build_env(env: Path, record: Path, info) -> dict:
+    """:func:`ensure_env`'s build, under its lock."""
+    import torch
+
+    shutil.rmtree(env, ignore_errors=True)
     info(str(env))
     python = env / "bin" / "python"
     torch_pin = "torch==" + torch.__version__.split("+")[0]

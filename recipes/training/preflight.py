@@ -32,9 +32,11 @@ def two_layer_config(config: dict, layers: int = LAYERS) -> dict:
     """``config`` (config.json as a dict) with ``layers`` decoder layers: ``num_hidden_layers`` and every list as
     long as the layer count (``layer_types``, per-layer MoE flags) cut to that length. A ``quantization_config`` (a
     pre-quantized checkpoint) is dropped: the copy's random weights are written unquantized. A vision-language
-    model's ``text_config`` is cut the same way; its vision tower keeps its depth (per-block index lists such as
-    Qwen2.5-VL's full-attention blocks refer to it)."""
+    model's ``text_config`` is cut the same way, and its vision tower where the tower's block lists are known
+    (:func:`_cut_tower`: a 32-block tower of 670 M parameters is most of a 3B VLM's copy otherwise)."""
     out = {k: v for k, v in config.items() if k != "quantization_config"}
+    if isinstance(config.get("vision_config"), dict):
+        out["vision_config"] = _cut_tower(config["vision_config"], config.get("vision_feature_layer", -2), layers)
     if isinstance(config.get("text_config"), dict):
         out["text_config"] = two_layer_config(config["text_config"], layers)
         if "num_hidden_layers" not in config:
@@ -44,6 +46,34 @@ def two_layer_config(config: dict, layers: int = LAYERS) -> dict:
     for k, v in config.items():
         if isinstance(v, list) and len(v) == n and k != "architectures":
             out[k] = v[:layers]
+    return out
+
+
+def _cut_tower(vision: dict, feature_layer, layers: int) -> dict:
+    """A vision tower's config with ``layers`` blocks where the cut is known to keep it buildable: Qwen2-VL-family
+    towers (``depth``; Qwen2.5-VL's ``fullatt_block_indexes`` keep the blocks under the cut, else the last one;
+    Qwen3-VL's ``deepstack_visual_indexes`` become the first blocks, one each) and CLIP / SigLIP towers read at a
+    layer counted from the end (LLaVA's ``vision_feature_layer`` -2). Any other tower keeps its depth: its
+    per-block settings are not known here."""
+    out = dict(vision)
+    if "depth" in vision:
+        deep = vision.get("deepstack_visual_indexes") or []
+        n = max(layers, len(deep))
+        if int(vision["depth"]) <= n:
+            return out
+        out["depth"] = n
+        if "fullatt_block_indexes" in vision:
+            out["fullatt_block_indexes"] = [i for i in vision["fullatt_block_indexes"] if i < n] or [n - 1]
+        if deep:
+            out["deepstack_visual_indexes"] = list(range(len(deep)))
+        return out
+    negative = all(isinstance(x, int) and x < 0 for x in (feature_layer if isinstance(feature_layer, list)
+                                                           else [feature_layer]))
+    if vision.get("model_type") in ("clip_vision_model", "siglip_vision_model") and negative:
+        deepest = -min(feature_layer if isinstance(feature_layer, list) else [feature_layer])
+        n = max(layers, deepest)  # hidden_states holds layers + 1 entries: index -k needs k - 1 blocks
+        if int(vision.get("num_hidden_layers") or 0) > n:
+            out["num_hidden_layers"] = n
     return out
 
 

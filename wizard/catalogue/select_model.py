@@ -4,6 +4,10 @@ MESSAGES = {
     "select_model.local_incomplete": {"en": "{path} is not a whole model: no {missing}. A local model needs config.json, "
                                             "a tokenizer with a chat template, and its weights.",
                                       "zh": "{path} 不是完整的模型：缺少 {missing}。本地模型需要 config.json、带对话模板的分词器以及权重。"},
+    "select_model.missing_fields": {"en": "{model}: config.json does not state {fields}; transformers would use its "
+                                          "own default (another model's size). Use the model's complete config.json.",
+                                    "zh": "{model}：config.json 未写明 {fields}；transformers 会改用其默认值（另一个模型的尺寸）。"
+                                          "请使用该模型完整的 config.json。"},
     "select_model.source": {"en": "Where does the model come from?", "zh": "模型来自哪里？"},
     "select_model.source.hf": {"en": "Hugging Face (or a mirror)", "zh": "Hugging Face（或镜像）"},
     "select_model.source.modelscope": {"en": "ModelScope", "zh": "ModelScope（魔搭）"},
