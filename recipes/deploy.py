@@ -35,7 +35,8 @@ from recipes.handoff import (Deployment, Download, ExportResult, MemoryEvaluatio
                              TrainingResult, trusted)
 from recipes.serving import client, engines, keys, server
 from recipes.serving import spec as specs
-from recipes.serving.server import LOOPBACK, client_base, free_port, host_error, port_free, wait_healthy
+from recipes.serving.server import LOOPBACK, client_base, host_error, port_free, reserve_port, reserved_by_other, \
+    wait_healthy
 
 name = "deploy"
 requires = ("select_model", "evaluate_memory", "choose_strategy", "download", "train", "export")
@@ -135,7 +136,10 @@ def questions(ctx: Ctx) -> list[Question]:
     def check_port(v, a):
         if not 1 <= v <= 65535:
             return msg("answer.out_of_range", lo=1, hi=65535)
-        return None if port_free(a.get("host", "127.0.0.1"), v) else msg("deploy.port_in_use", port=v)
+        if not port_free(a.get("host", "127.0.0.1"), v):
+            return msg("deploy.port_in_use", port=v)
+        other = reserved_by_other(ctx.home, v, ctx.session_id)
+        return msg("deploy.port_reserved", port=v, session=other) if other else None
 
     def check_tp(v, a):
         _, found = _gpu(ctx)
@@ -196,7 +200,8 @@ def questions(ctx: Ctx) -> list[Question]:
                  choices=[Choice(b, msg("deploy.backend.label", backend=b, state=state(b))) for b in BACKENDS]),
         Question("model", "select", "deploy.model", default="merged", choices=models),
         Question("host", "text", "deploy.host", default="127.0.0.1", validate=check_host),
-        Question("port", "int", "deploy.port", default=lambda a: free_port(a.get("host", "127.0.0.1")),
+        Question("port", "int", "deploy.port",
+                 default=lambda a: reserve_port(ctx.home, ctx.session_id, a.get("host", "127.0.0.1")),
                  validate=check_port, volatile=True),
         Question("tensor_parallel", "int", "deploy.tensor_parallel", when=gpu_engine, validate=check_tp,
                  default=lambda a: max(1, min(processes, _gpu(ctx)[1] or 1))),

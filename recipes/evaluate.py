@@ -86,7 +86,16 @@ def questions(ctx: Ctx) -> list[Question]:
     has_split = bool(strategy.n_validation) or (not strategy.strategy and "choose_strategy" in recipes.TASKS[ctx.task])
     sel = ctx.result(ModelChoice)
 
+    def check_heldout(v, a):
+        """"training" where the training run held out nothing (too few records, or val_ratio 0): said so."""
+        if v == "training" and not has_split:
+            return msg("evaluate.no_split", records=strategy.n_records, ratio=strategy.strategy.get("val_ratio", 0)) \
+                if strategy.strategy else msg("evaluate.no_split_task")
+        return None
+
     def check_benchmarks(v, a):
+        if a.get("heldout") == "none" and not v:  # a table of nothing, reported as done (issue 23)
+            return msg("evaluate.nothing_to_measure")
         for b in v:
             if b not in harness.BENCHMARKS:
                 continue  # the engine names it as not a choice
@@ -121,7 +130,8 @@ def questions(ctx: Ctx) -> list[Question]:
     return [
         Question("heldout", "select", "evaluate.heldout", default="training" if has_split else "none",
                  choices=([Choice("training", msg("evaluate.heldout.training"))] if has_split else [])
-                 + [Choice("file", msg("evaluate.heldout.file")), Choice("none", msg("evaluate.heldout.none"))]),
+                 + [Choice("file", msg("evaluate.heldout.file")), Choice("none", msg("evaluate.heldout.none"))],
+                 validate=check_heldout),
         Question("heldout_path", "path", "evaluate.heldout_path", when=lambda a: a.get("heldout") == "file",
                  validate=lambda v, a: _references(v, takes_images(ctx))),
         Question("heldout_samples", "int", "evaluate.heldout_samples", default=32, validate=in_range(1, 100000),
@@ -276,7 +286,7 @@ def serve_base(ctx: Ctx, model_dir: str, trust_remote_code: bool):
     if inst is None:
         raise StepError("deploy.not_installed", backend=backend, hint=engines.install_hint(backend, envs))
     tab = engines.table_for(inst, engines.cache_dir(ctx.home))
-    port = server.free_port("127.0.0.1", 8200)
+    port = server.reserve_port(ctx.home, ctx.session_id + ":base", "127.0.0.1", 8200)
     template = Path(model_dir) / "chat_template.jinja"
     free = _free_fraction()
     launch = engines.command(

@@ -89,6 +89,13 @@ def ys(*pairs: str) -> list[str]:
     return ["run", "--yes", *[a for p in pairs for a in ("--set", p)]]
 
 
+def reserved_port(env: Env) -> int:
+    """A free port that a live process (this test's) reserved for another session, as a running demo does."""
+    from recipes.serving import server
+
+    return server.reserve_port(env.home, "20261201-000000-abcd", start=8100)
+
+
 def taken_port(env: Env) -> int:
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -292,6 +299,8 @@ CATALOGUE = [
          lambda e: ["resume", str(e.session()), "--yes"], setup=hold_lock),
     # serving
     Case("port-in-use", "a port another program holds", "deploy.port_in_use", lambda e: ys(f"deploy.port={taken_port(e)}")),
+    Case("port-reserved", "a port another running session has reserved for its server", "deploy.port_reserved",
+         lambda e: ys(f"deploy.port={reserved_port(e)}")),
     Case("port-out-of-range", "a port above 65535", "answer.out_of_range", lambda e: ys("deploy.port=70000")),
     Case("engine-not-installed", "a serving engine that is not installed", "deploy.not_installed", lambda e: ys("deploy.backend=vllm")),
     Case("chat-unreachable", "chat with an endpoint nobody serves", "cli.chat.unreachable",
@@ -305,6 +314,10 @@ CATALOGUE = [
     Case("heldout-without-references", "an evaluation set with no reference replies", "evaluate.no_references",
          lambda e: ["run", "--task", "evaluate", *ys(*LOCAL(e), "evaluate.heldout=file", "evaluate.heldout_path=" + e.file(
              "q.jsonl", json.dumps({"messages": [{"role": "user", "content": "hi"}]})))[1:]]),
+    Case("nothing-to-evaluate", "an evaluation with no held-out data and no benchmark", "evaluate.nothing_to_measure",
+         lambda e: ["run", "--task", "evaluate", *ys(*LOCAL(e), "evaluate.heldout=none")[1:]]),
+    Case("no-training-split", "the training split as held-out data where nothing was trained (or held out)",
+         "evaluate.no_split_task", lambda e: ["run", "--task", "evaluate", *ys(*LOCAL(e), "evaluate.heldout=training")[1:]]),
     # disks and folders
     Case("full-disk", "a download into a full disk", "cli.download.no_space",
          lambda e: ["download", "yichui/tiny-qwen2-chat", "--endpoint", e.hub.url, "--local-dir", str(e.tmpfs("256k"))],

@@ -448,3 +448,29 @@ def test_an_answer_an_earlier_step_settles_is_not_asked_again(tmp_path, capsys):
     rc, s = run(p)
     assert rc == 0 and p.asked[0][0] == "backend" and saved(s)["steps"]["a"]["answers"] == {"backend": "transformers"}
     assert "export.serve_with='vllm' cannot be used for a.backend here" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("where", ["read-only", "name-too-long"])
+def test_a_step_the_filesystem_refuses_fails_in_one_line_and_keeps_the_session(tmp_path, capsys, tmpfs, where):
+    """A step writing into a read-only filesystem, or a 10,000-character file name (issue 23): one line naming the
+    step, the path (shortened) and the system's reason, exit 1, the session file valid and the step resumable —
+    not "export failed: OSError …" with the whole path."""
+    target = (tmpfs("1m", ro=True) / "export" / "merged") if where == "read-only" else tmp_path / ("x" * 10_000)
+
+    def write(ctx, a):
+        target.mkdir(parents=True)
+        return {}
+
+    steps = dict(STEPS, b=make_step("b", STEP_B.questions(None), run=write))
+    s = Session.new("test", ("a", "b"), tmp_path / "home")
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 1
+    err = capsys.readouterr()
+    lines = [x for x in (err.out + err.err).splitlines() if x.startswith("error:")]
+    assert len(lines) == 1, err
+    reason = "Read-only file system" if where == "read-only" else "File name too long"
+    assert "b could not write or read" in lines[0] and reason in lines[0] and "yichui resume" in lines[0], lines[0]
+    assert len(lines[0]) < 600 and "x" * 100 not in lines[0]
+    data = saved(s)
+    assert data["steps"]["a"]["status"] == "done" and data["steps"]["b"]["status"] == "failed"
+    assert reason in data["steps"]["b"]["error"]

@@ -35,6 +35,13 @@ def _truthy(raw: str) -> bool | None:
     return True if s in ("1", "true", "yes", "y", "on") else False if s in ("0", "false", "no", "n", "off") else None
 
 
+def short_path(path: Any, keep: int = 120) -> str:
+    """A path as an error line shows it: whole up to ``keep`` characters, else its start and end around "…" (a
+    10,000-character name must not fill the screen); "?" when the error named none."""
+    text = "?" if path is None else str(path)
+    return text if len(text) <= keep else text[: keep // 2] + "…" + text[-(keep // 2):]
+
+
 def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
     """Parse ``raw`` (a typed value from JSON, or a string from --set / a text prompt) for question ``q``.
 
@@ -441,6 +448,10 @@ class Engine:
                     for earlier in names[names.index(reask):i - 1]:
                         s.steps[earlier]["status"] = "pending"
                 return self._fail(rec, i18n.render(e.msg), reask)
+            except OSError as e:  # the machine's answer (read-only, full, a name too long): one line, nothing lost
+                log.error("step %s failed:\n%s", name, traceback.format_exc())
+                return self._fail(rec, i18n.t("engine.os_error", step=name, path=short_path(e.filename),
+                                              error=e.strerror or type(e).__name__, id=s.id))
             except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
                 log.error("step %s failed:\n%s", name, traceback.format_exc())
                 return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}",

@@ -45,6 +45,52 @@ def free_port(host: str = "127.0.0.1", start: int = 8000) -> int:
     return next((p for p in range(start, start + 200) if port_free(host, p)), 0)
 
 
+def _reservations(home: Path) -> Path:
+    return Path(home) / "cache" / "ports"
+
+
+def _holder(home: Path, port: int) -> dict | None:
+    """The live reservation of ``port`` (``{"owner", "pid"}``), or None (none, unreadable, or its process gone)."""
+    import json
+    import os
+
+    try:
+        held = json.loads((_reservations(home) / f"{port}.json").read_text())
+        os.kill(int(held["pid"]), 0)
+    except (OSError, ValueError, KeyError, TypeError, ProcessLookupError):
+        return None
+    return held if isinstance(held, dict) else None
+
+
+def reserve_port(home: Path, owner: str, host: str = "127.0.0.1", start: int = 8000) -> int:
+    """The first port from ``start`` (200 tried) a server can listen on at ``host`` that no other live yichui
+    process has reserved, reserved for ``owner`` (a session id) in ``YICHUI_HOME/cache/ports/<port>.json`` under a
+    lock: two sessions choosing at the same moment (two demos started together) get different ports instead of the
+    second failing at its launch after its training (issue 23). A reservation lasts while the process that made it
+    runs (its server then holds the port itself); ``owner``'s own is given again. 0 when none."""
+    import fcntl
+    import json
+    import os
+
+    d = _reservations(home)
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for p in range(start, start + 200):
+            held = _holder(home, p)
+            if held is not None and held.get("owner") != owner or not port_free(host, p):
+                continue
+            (d / f"{p}.json").write_text(json.dumps({"owner": owner, "pid": os.getpid()}))
+            return p
+    return 0
+
+
+def reserved_by_other(home: Path, port: int, owner: str) -> str | None:
+    """The session that holds a live reservation of ``port``, when it is not ``owner``."""
+    held = _holder(home, port)
+    return str(held.get("owner")) if held is not None and held.get("owner") != owner else None
+
+
 def client_base(host: str, port: int) -> str:
     """Where this machine reaches the server: a wildcard bind is reached on loopback."""
     h = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)

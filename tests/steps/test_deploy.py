@@ -74,3 +74,37 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
         exported["merged_dir"] = good
         shutil.rmtree(bad)
     assert e.value.msg.key == "deploy.died" and e.value.msg.args["tail"]
+
+
+def test_two_sessions_choosing_a_port_at_once_get_different_ones(tmp_path):
+    """Two yichui processes (two demos started together on one YICHUI_HOME) choose their server's port at the same
+    moment: each gets its own, reserved while it runs — the second no longer trains for minutes and then finds its
+    port taken (issue 23). A reservation of a process that has exited counts as free; a live one is refused by the
+    port question with the session that holds it."""
+    import subprocess
+    import sys
+    import time
+
+    home = tmp_path / "home"
+    script = ("import sys, time\nfrom pathlib import Path\nfrom recipes.serving.server import reserve_port\n"
+              "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"  # both at one instant
+              "print(reserve_port(Path(sys.argv[1]), sys.argv[3]), flush=True)\ntime.sleep(60)\n")
+    at = time.time() + 3
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(home), str(at), sid], stdout=subprocess.PIPE,
+                              text=True, cwd=Path(recipes.__file__).parent.parent) for sid in ("sid-a", "sid-b")]
+    try:
+        ports = [int(p.stdout.readline()) for p in procs]
+        assert ports[0] and ports[1] and ports[0] != ports[1], ports
+        from recipes.serving import server
+
+        assert server.reserved_by_other(home, ports[0], "sid-c") == "sid-a"
+        assert server.reserved_by_other(home, ports[0], "sid-a") is None  # its own
+        mine = server.reserve_port(home, "sid-c")
+        assert mine not in ports and server.reserve_port(home, "sid-c") == mine  # asked again: the same one
+        procs[0].kill()
+        procs[0].wait()
+        assert server.reserved_by_other(home, ports[0], "sid-c") is None  # its process is gone: free again
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

@@ -22,6 +22,9 @@ MESSAGES = {
     "deploy.loopback_only": {"en": "transformers serve has no API key, so it only binds 127.0.0.1 (not {host}).",
                              "zh": "transformers serve 不支持 API 密钥，因此只能绑定 127.0.0.1（而不是 {host}）。"},
     "deploy.port_in_use": {"en": "Port {port} is in use: choose another.", "zh": "端口 {port} 已被占用：请换一个。"},
+    "deploy.port_reserved": {"en": "Port {port} is reserved by session {session}, which is still running and will serve on "
+                                   "it: choose another.",
+                             "zh": "端口 {port} 已被仍在运行的会话 {session} 预留（它将在此端口提供服务）：请换一个。"},
     "deploy.stopping_old": {"en": "Stopping the previous server (pid {pid}).", "zh": "正在停止之前的服务（pid {pid}）。"},
     "deploy.starting": {"en": "Server starting (pid {pid}), log: {log}", "zh": "服务启动中（pid {pid}），日志：{log}"},
     "deploy.died": {"en": "The server exited during start-up. Log {log} ends with:\n{tail}",

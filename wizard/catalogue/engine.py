@@ -15,6 +15,11 @@ MESSAGES = {
                                "zh": "已保存的 {name}={value!r} 已不再有效（{reason}）：请重新选择。"},
     "engine.interrupted": {"en": "Interrupted. Answers so far are saved. Continue with: yichui resume {id}",
                            "zh": "已中断，已保存目前的答案。继续请运行：yichui resume {id}"},
+    "engine.os_error": {"en": "{step} could not write or read {path}: {error}. Nothing was lost (the session and what earlier "
+                              "steps made are kept); make that place writable, free space or choose a shorter path, then "
+                              "`yichui resume {id}`.",
+                        "zh": "{step} 无法读写 {path}：{error}。没有丢失任何内容（会话与之前各步骤的产物都保留）；请让该位置可写、"
+                              "腾出空间或改用更短的路径，然后运行 `yichui resume {id}`。"},
     "engine.crashed": {"en": "{step} failed: {error} (traceback in {log}).", "zh": "{step} 失败：{error}（调用栈见 {log}）。"},
     "engine.finished": {"en": "All steps done. Session {id} is saved in {path}.", "zh": "全部步骤完成。会话 {id} 保存在 {path}。"},
     "engine.resume_hint": {"en": "Fix the cause, then continue with: yichui resume {id}",

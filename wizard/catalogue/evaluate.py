@@ -32,6 +32,18 @@ MESSAGES = {
     "evaluate.benchmark_limit": {"en": "Examples per benchmark task (at most):", "zh": "每个基准任务最多使用的样本数："},
     "evaluate.benchmark_source": {"en": "Fetch benchmark data from:", "zh": "基准数据来源："},
     "evaluate.benchmark_endpoint": {"en": "Hub endpoint for benchmark data:", "zh": "基准数据的 hub 地址："},
+    "evaluate.no_split": {"en": "The training run held out no validation records (val_ratio {ratio} of {records} records), so "
+                                "there is no training split to evaluate on: choose a held-out file "
+                                "(evaluate.heldout=file) or none.",
+                          "zh": "训练没有留出验证记录（{records} 条记录，val_ratio {ratio}），没有可评估的训练划分："
+                                "请选择留出文件（evaluate.heldout=file）或 none。"},
+    "evaluate.no_split_task": {"en": "This task trains nothing, so there is no training split to evaluate on: choose a "
+                                     "held-out file (evaluate.heldout=file) or none.",
+                               "zh": "此任务不训练，没有可评估的训练划分：请选择留出文件（evaluate.heldout=file）或 none。"},
+    "evaluate.nothing_to_measure": {"en": "Nothing to evaluate: no held-out data and no benchmark. Choose a held-out file "
+                                          "(evaluate.heldout=file) or a benchmark (evaluate.benchmarks=gsm8k).",
+                                    "zh": "没有可评估的内容：既无留出数据也无基准。请选择留出文件（evaluate.heldout=file）"
+                                          "或基准（evaluate.benchmarks=gsm8k）。"},
     "evaluate.no_references": {"en": "{path} has no reference replies (no conversation ends with an assistant turn): add them, or choose no held-out data.",
                                "zh": "{path} 没有参考回复（没有以 assistant 结尾的对话）：请补上，或选择不用留出数据。"},
     "evaluate.needs_local_model": {"en": "{benchmark} scores log-likelihoods, which a chat endpoint does not return: evaluate a model with weights for it.",

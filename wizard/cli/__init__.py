@@ -136,5 +136,7 @@ def main() -> None:
     try:
         command(prog_name="yichui")
     except OSError as e:  # a read-only or full YICHUI_HOME, a folder given as a file, ...: one line, nothing lost
-        new_ui().error(T("cli.os_error", path=str(e.filename or ""), error=e.strerror or str(e)))
+        from wizard.engine import short_path
+
+        new_ui().error(T("cli.os_error", path=short_path(e.filename or ""), error=e.strerror or str(e)))
         sys.exit(2)
