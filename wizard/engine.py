@@ -448,13 +448,13 @@ class Engine:
                     for earlier in names[names.index(reask):i - 1]:
                         s.steps[earlier]["status"] = "pending"
                 return self._fail(rec, i18n.render(e.msg), reask)
-            except OSError as e:  # the machine's answer (read-only, full, a name too long): one line, nothing lost
-                log.error("step %s failed:\n%s", name, traceback.format_exc())
-                return self._fail(rec, i18n.t("engine.os_error", step=name, path=short_path(e.filename),
-                                              error=e.strerror or type(e).__name__, id=s.id))
             except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
                 log.error("step %s failed:\n%s", name, traceback.format_exc())
-                return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}",
+                if isinstance(e, OSError) and e.filename is not None:  # the filesystem's answer (read-only, full,
+                    # a name too long): one line naming the file, shortened; a connection's error is not one of these
+                    return self._fail(rec, i18n.t("engine.os_error", step=name, path=short_path(e.filename),
+                                                  error=e.strerror or type(e).__name__, id=s.id))
+                return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}"[:500],
                                               log=str(s.run_dir / "logs" / "wizard.log")))
             rec["outputs"].update(outputs.to_dict() if isinstance(outputs, Handoff) else outputs or {})
             rec.update(status="done", finished_at=now())
