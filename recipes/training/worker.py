@@ -91,6 +91,20 @@ def peak_memory_gib(device: str) -> tuple[float, str]:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3), "cpu_peak_rss"
 
 
+def memory_scalars(device: str) -> dict[str, float]:
+    """What the trainer writes to TensorBoard every logging step under ``memory/`` (GiB = 2^30 bytes), to watch the
+    trend the article asks for: on CUDA the allocator's allocated and reserved memory now and their peaks since the
+    start; on the CPU the process's peak resident set."""
+    if device != "cuda":
+        return {"cpu_peak_rss_gib": peak_memory_gib(device)[0]}
+    import torch
+
+    g = lambda b: round(b / 2**30, 4)  # noqa: E731
+    return {"allocated_gib": g(torch.cuda.memory_allocated()), "reserved_gib": g(torch.cuda.memory_reserved()),
+            "peak_allocated_gib": g(torch.cuda.max_memory_allocated()),
+            "peak_reserved_gib": g(torch.cuda.max_memory_reserved())}
+
+
 def cuda_memory() -> dict:
     """GPU memory of this process in GiB: the caching allocator's peaks, and what lies outside the allocator
     (CUDA context, cuBLAS/cuDNN handles), so that ``device_peak_gib`` = peak reserved + outside is what
@@ -370,6 +384,10 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
                 tps = round((float(tokens) - self.tokens_last) / (now - self.t_last), 1)
             self.t_last, self.tokens_last = now, float(tokens) if tokens is not None else None
             mem, mem_kind = peak_memory_gib(device)
+            for cb in self.trainer.callback_handler.callbacks:  # transformers' TensorBoardCallback, once it has begun
+                writer = getattr(cb, "tb_writer", None)
+                for name, value in (memory_scalars(device) if writer is not None else {}).items():
+                    writer.add_scalar(f"memory/{name}", value, state.global_step)
             ev.emit("step", step=state.global_step, total_steps=state.max_steps, epoch=round(state.epoch or 0, 4),
                     loss=round(float(logs["loss"]), 5), lr=float(logs.get("learning_rate", 0)),
                     grad_norm=float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,

@@ -52,6 +52,9 @@ MESSAGES = {
     "cli.doctor.fail": {"en": "FAIL", "zh": "失败"},
     "cli.doctor.blocked": {"en": "Missing what is needed: {what}. Run the commands in the 'to fix' column, then `yichui doctor` again.",
                            "zh": "缺少必需项：{what}。请执行“修复方法”列中的命令，然后再运行 `yichui doctor`。"},
+    "cli.status.tensorboard": {"en": "TensorBoard (loss, learning rate, memory/ allocated, reserved and peaks per step): "
+                                     "tensorboard --logdir {path}",
+                               "zh": "TensorBoard（损失、学习率、每步 memory/ 已分配、已保留及峰值显存）：tensorboard --logdir {path}"},
     "cli.preflight": {"en": "Cannot start a session here — {what}: {fix}. (`yichui doctor` checks the whole machine.)",
                       "zh": "无法在此开始会话——{what}：{fix}。（`yichui doctor` 可检查整台机器。）"},
     "cli.doctor.ready": {"en": "Ready: nothing needed is missing.", "zh": "就绪：没有缺少必需项。"},

@@ -98,6 +98,9 @@ def status(session: Optional[str] = SessionArg):
                  [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail"), T("cli.col.log")],
                  [(j.name, j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"), _job_detail(s, j),
                    j.log) for j in found])
+        tb = s.run_dir / "train" / "tensorboard"
+        if tb.is_dir():  # the loss, learning rate and memory/* scalars the trainer writes every logging step
+            ui.say(T("cli.status.tensorboard", path=str(tb)))
 
 
 @app.command(help=T("cli.stop"), epilog=T("cli.example.stop"))
