@@ -386,8 +386,9 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
             mem, mem_kind = peak_memory_gib(device)
             for cb in self.trainer.callback_handler.callbacks:  # transformers' TensorBoardCallback, once it has begun
                 writer = getattr(cb, "tb_writer", None)
-                for name, value in (memory_scalars(device) if writer is not None else {}).items():
-                    writer.add_scalar(f"memory/{name}", value, state.global_step)
+                if writer is not None:
+                    for name, value in memory_scalars(device).items():
+                        writer.add_scalar(f"memory/{name}", value, state.global_step)
             ev.emit("step", step=state.global_step, total_steps=state.max_steps, epoch=round(state.epoch or 0, 4),
                     loss=round(float(logs["loss"]), 5), lr=float(logs.get("learning_rate", 0)),
                     grad_norm=float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,
