@@ -91,11 +91,9 @@ def prepare(shape: str, dest: Path, pretrain_steps: int, seq: int = 512, batch: 
 
     from recipes.demo import tiny_model as tiny
 
-    if (dest / "yichui_build.json").exists():
-        return json.loads((dest / "yichui_build.json").read_text())
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    built, tmp = begin_build(dest)
+    if built is not None:
+        return built
     generic = tiny._generic_corpus()
     tok = tiny._train_tokenizer(generic + tiny._instruction_texts())
     eos = [tok.convert_tokens_to_ids(t) for t in ("<|im_end|>", "<|endoftext|>")]
@@ -140,13 +138,29 @@ def prepare(shape: str, dest: Path, pretrain_steps: int, seq: int = 512, batch: 
     return info
 
 
-def prepare_apart(*args) -> dict:
-    """:func:`prepare` in a child process: this driver then holds no CUDA context (~0.5 GiB) while engines started
+def begin_build(dest: Path) -> tuple[dict | None, Path]:
+    """A model folder built before (its ``yichui_build.json``), or None and an empty ``<dest>.tmp`` to build into
+    (renamed into place when complete)."""
+    if (dest / "yichui_build.json").exists():
+        return json.loads((dest / "yichui_build.json").read_text()), dest
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return None, tmp
+
+
+def apart(fn, *args) -> dict:
+    """``fn(*args)`` in a child process: this driver then holds no CUDA context (~0.5 GiB) while engines started
     later size their KV cache from the memory free at their start."""
     import multiprocessing
 
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(prepare, args)
+        return pool.apply(fn, args)
+
+
+def prepare_apart(*args) -> dict:
+    """:func:`prepare` in a child process (:func:`apart`)."""
+    return apart(prepare, *args)
 
 
 def engine_args(a, engine: str) -> str:

@@ -49,11 +49,9 @@ def prepare_vlm(shape: str, dest: Path, px: int) -> dict:
     import vlm_memory as vm
     from recipes.training.vision import write_max_pixels
 
-    if (dest / "yichui_build.json").exists():
-        return json.loads((dest / "yichui_build.json").read_text())
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    built, tmp = sc.begin_build(dest)
+    if built is not None:
+        return built
     t0 = time.time()
     ids = vm.processor_files(tmp)
     write_max_pixels(tmp, px * px)
@@ -78,15 +76,6 @@ def prepare_vlm(shape: str, dest: Path, px: int) -> dict:
     shutil.rmtree(dest, ignore_errors=True)
     os.replace(tmp, dest)
     return info
-
-
-def prepare_vlm_apart(*args) -> dict:
-    """:func:`prepare_vlm` in a child process: this driver then holds no CUDA context while the engine sizes its KV
-    cache from the memory free at its start."""
-    import multiprocessing
-
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
-        return pool.apply(prepare_vlm, args)
 
 
 def prepare_data(dest: Path, px: int, train_images: int, heldout_images: int) -> dict:
@@ -168,7 +157,7 @@ def cmd_run(a) -> None:
     results.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     sc.phase(results, "env", sc.versions, a)
-    base = sc.phase(results, "base", prepare_vlm_apart, a.shape, work / Path(a.shape).name, a.px)
+    base = sc.phase(results, "base", sc.apart, prepare_vlm, a.shape, work / Path(a.shape).name, a.px)
     data = sc.phase(results, "data", prepare_data, work / f"shapes-{a.px}", a.px, a.train_images, a.heldout_images)
     if base.get("error") or data.get("error"):
         sc.row(results, "done")
