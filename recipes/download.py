@@ -60,6 +60,12 @@ def run(ctx: Ctx, answers: dict) -> Download:
             ctx.info(msg("download.faster_mirror", endpoint=timed[0]["endpoint"], id=ctx.session_id))
     out = Download.from_dict(fetch(sel.source, sel.repo_id, endpoint, sel.revision, Path(answers["local_dir"]),
                                    ctx.progress, ctx.info, seed=Path(sel.meta_dir) if sel.meta_dir else None))
+    from recipes.memory.model import disagreement
+
+    # before minutes of training on another model's shape
+    wrong = disagreement(Path(out.model_dir), sel.repo_id) if out.model_dir else None
+    if wrong:
+        raise StepError(wrong.key, **wrong.args).caused_by("select_model")
     approved = (sel.custom_code or {}).get("commit")
     if approved and out.commit and out.commit != approved:  # the yes covered the code of another commit
         raise StepError("download.code_changed", repo=sel.repo_id, approved=approved[:12], now=out.commit[:12],

@@ -74,8 +74,11 @@ def questions(ctx: Ctx) -> list[Question]:
         not 25 questions later."""
         err = check_model(value, answers)
         missing = incomplete(Path(value).expanduser())
-        return err or (msg("select_model.local_incomplete", path=value, missing=", ".join(missing)) if missing
-                       else None)
+        if err or missing:
+            return err or msg("select_model.local_incomplete", path=value, missing=", ".join(missing))
+        from recipes.memory.model import disagreement
+
+        return disagreement(Path(value).expanduser(), value)
 
     def validate_revision(value, answers):
         repo = _repo(answers)

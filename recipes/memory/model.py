@@ -32,7 +32,9 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import asdict, dataclass, field, replace
-from recipes.base import Refusal
+from pathlib import Path
+
+from recipes.base import Msg, Refusal
 from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
 GIB = 2**30
@@ -250,6 +252,75 @@ def missing_fields(config: dict) -> list[str]:
         return []
     aliases = getattr(cls, "attribute_map", None) or {}
     return [k for k in SHAPE_FIELDS if k not in config and aliases.get(k) not in config]
+
+
+_EMBEDDINGS = ("embed_tokens.weight", "wte.weight", "word_embeddings.weight", "embed_in.weight")
+
+
+def weights_disagree(folder: Path, config: dict) -> list[tuple[str, object, int]]:
+    """Where a model folder's safetensors weights contradict its config.json as transformers fills it in: the
+    language model's input embedding (shape [vocab_size, hidden_size]) and its number of decoder layers (the
+    indices under the embedding's prefix, ``layers.N`` / ``h.N`` / ``blocks.N``). transformers refuses the first
+    only late ("ignore_mismatched_sizes"), and loads a checkpoint with more layers than the config says without a
+    word — another model. This is what tells a VLM ``text_config`` that leaves a field out because it equals the
+    class default (LLaVA 1.5) from one that lacks it.
+
+    Returns (field, what the config gives, what the weights have) per disagreement; [] when they agree, or when
+    there is nothing to compare (no safetensors, a header safetensors cannot read, no embedding found, an
+    architecture transformers does not know). Reads the headers only (safetensors ``safe_open``), never the
+    tensors; vision-tower tensors (names with ``vision``/``visual``) are left out."""
+    import json
+    import re
+
+    from safetensors import SafetensorError, safe_open
+    from transformers import AutoConfig
+
+    folder = Path(folder)
+    try:
+        index = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"]
+        where = {str(k): folder / str(v) for k, v in index.items()} if isinstance(index, dict) else {}
+    except (OSError, ValueError, KeyError, TypeError):
+        where = {}
+    if not where:
+        where = {}
+        for f in sorted(folder.glob("*.safetensors")):
+            try:
+                with safe_open(str(f), framework="numpy") as st:
+                    where.update({k: f for k in st.keys()})
+            except (OSError, SafetensorError):
+                return []
+    text_names = [k for k in where if not re.search(r"vision|visual", k)]
+    embed = next((k for k in text_names if k.endswith(_EMBEDDINGS)), None)
+    if embed is None or not isinstance(config, dict) or "model_type" not in config:
+        return []
+    try:
+        with safe_open(str(where[embed]), framework="numpy") as st:
+            shape = st.get_slice(embed).get_shape()
+        cfg = AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
+    except Exception:  # noqa: BLE001 — a config transformers rejects (its validators raise their own types) is
+        return []      # refused elsewhere with its own line (shape_from_config); nothing to compare here
+    text = _text_config(cfg)
+    head, dot, _ = embed[: -len(".weight")].rpartition(".")
+    prefix = head + dot  # "model." of "model.embed_tokens.weight", "" of "wte.weight"
+    layers = {m.group(1) for k in text_names if (m := re.match(re.escape(prefix) + r"(?:layers|h|blocks)\.(\d+)\.", k))}
+    found = [("vocab_size", shape[0]), ("hidden_size", shape[1] if len(shape) == 2 else None),
+             ("num_hidden_layers", len(layers) or None)]
+    return [(name, getattr(text, name, None), n) for name, n in found
+            if n is not None and getattr(text, name, None) != n]
+
+
+def disagreement(folder: Path, model: str) -> Msg | None:
+    """:func:`weights_disagree` on a model folder's own config.json, as the one line that refuses it
+    (``memory.weights_disagree``), or None when they agree or there is nothing to compare."""
+    import json
+
+    try:
+        config = json.loads((Path(folder) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None  # the folder's config is checked (and refused) where it is read
+    wrong = weights_disagree(folder, config)
+    return Msg("memory.weights_disagree", {"model": model, "pairs": "; ".join(
+        f"{name} {stated} ≠ {found}" for name, stated, found in wrong)}) if wrong else None
 
 
 def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:

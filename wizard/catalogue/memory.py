@@ -15,6 +15,11 @@ MESSAGES = {
     "memory.unknown_architecture": {"en": "Cannot build {model_type} as a causal language model ({error}): encoder-only and vision-only models are not supported.",
                                     "zh": "无法把 {model_type} 构建为因果语言模型（{error}）：不支持仅编码器或仅视觉的模型。"},
     "memory.missing_fields": {"en": "config.json lacks {fields}.", "zh": "config.json 缺少 {fields}。"},
+    "memory.weights_disagree": {"en": "{model}: config.json does not match its weights (config ≠ weights: {pairs}; a field "
+                                      "the config leaves out takes transformers' default). Use the config.json these "
+                                      "weights came with.",
+                                "zh": "{model}：config.json 与其权重不符（配置 ≠ 权重：{pairs}；配置未写明的字段取 transformers "
+                                      "的默认值）。请使用与这些权重配套的 config.json。"},
     "memory.unknown_targets": {"en": "No linear layers named {targets}; this model has: {known}.", "zh": "没有名为 {targets} 的线性层；此模型有：{known}。"},
     "memory.bad_choice": {"en": "{name} {value!r} is not one of: {choices}.", "zh": "{name} {value!r} 不在可选项中：{choices}。"},
     "memory.bad_number": {"en": "{name} = {value} is out of range: give {lo} to {hi}.",
