@@ -179,6 +179,19 @@ def sample_image(convs: list[list[dict]]) -> str | None:
     return None
 
 
+# Out-of-memory errors that do not come as torch.OutOfMemoryError: allocation failures inside the CUDA driver,
+# cuBLAS or cuDNN reach Python as a RuntimeError carrying their status text.
+OOM_TEXT = ("CUDA out of memory", "CUDA error: out of memory", "CUBLAS_STATUS_ALLOC_FAILED",
+            "CUDNN_STATUS_ALLOC_FAILED", "HIP out of memory")
+
+
+def is_oom(e: BaseException) -> bool:
+    """Whether ``e`` is a GPU out-of-memory error: torch.OutOfMemoryError, or a RuntimeError whose text is one of
+    the allocation failures in OOM_TEXT."""
+    return type(e).__name__ == "OutOfMemoryError" or (
+        isinstance(e, RuntimeError) and any(t in str(e) for t in OOM_TEXT))
+
+
 def main(spec_path: str) -> int:
     spec = TrainerJob.read(spec_path)
     tdir = Path(spec_path).parent
@@ -191,7 +204,7 @@ def main(spec_path: str) -> int:
         return train(spec, tdir, ev)
     except Exception as e:
         traceback.print_exc()
-        kind = "oom" if type(e).__name__ == "OutOfMemoryError" else "exception"
+        kind = "oom" if is_oom(e) else "exception"
         ev.emit("error", kind=kind, step=ev.last_step,
                 message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         return 3 if kind == "oom" else 1

@@ -84,6 +84,18 @@ def test_recovery_gives_up_when_nothing_is_left():
         "micro_batch": 1, "grad_accum": 6, "activation_checkpointing": True}
 
 
+def test_allocation_failures_of_cuda_libraries_count_as_out_of_memory():
+    import torch
+
+    from recipes.training.worker import is_oom
+
+    assert is_oom(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert is_oom(RuntimeError("CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported"))
+    assert is_oom(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`"))
+    assert not is_oom(RuntimeError("CUDA error: device-side assert triggered"))
+    assert not is_oom(ValueError("CUDA out of memory"))  # not raised by torch: a message, not an allocation
+
+
 @pytest.mark.slow
 def test_out_of_memory_recovers_from_the_last_checkpoint(chain, variant, monkeypatch):
     """The CUDA OOM error injected at step 5 (CI has no GPU): the step halves the micro-batch, doubles gradient
