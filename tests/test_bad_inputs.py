@@ -11,6 +11,7 @@ import json
 import os
 import re
 import socket
+import string
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,24 +36,31 @@ class Case:
     code: int = 2
     setup: Callable | None = None  # (env) -> None
     after: Callable | None = None  # (env) -> None: asserts what else must hold afterwards
+    vlm: bool = False              # the case uses the tiny vision-language model (env.tiny_vlm)
 
 
 class Env:
     """What a case may use: YICHUI_HOME, a hub with the tiny model, a scratch folder, a valid session, extra env."""
 
-    def __init__(self, home, hub, tmp, tiny, tmpfs):
-        self.home, self.hub, self.tmp, self.tiny, self.tmpfs = home, hub, tmp, tiny, tmpfs
+    def __init__(self, home, hub, tmp, tiny, tmpfs, lang="en"):
+        self.home, self.hub, self.tmp, self.tiny, self.tmpfs, self.lang = home, hub, tmp, tiny, tmpfs, lang
         self.extra: dict = {}
         self._session = None
+        self.tiny_vlm: Path | None = None
 
     def session(self) -> Path:
         if self._session is None:
             from wizard.session import Session
 
             s = Session.new("finetune", h=self.home)
+            s.data["lang"] = self.lang  # started by the same user: a session speaks the language it began in
             s.save()
             self._session = s.path
         return self._session
+
+    def new_sessions(self) -> list[dict]:
+        """The sessions the case's command made (not :meth:`session`)."""
+        return [json.loads(p.read_text()) for p in (self.home / "sessions").glob("*.json") if p != self.session()]
 
     def edited(self, fn) -> str:
         data = json.loads(self.session().read_text())
@@ -115,6 +123,12 @@ def hold_lock(env: Env) -> None:
 LOCAL = lambda env: ("select_model.source=local", f"select_model.path={env.tiny}")  # noqa: E731
 
 
+def hub_run(env: "Env", *more: str) -> list[str]:
+    """A fine-tune of the tiny model from the local hub, without the smoke test."""
+    return ys(f"select_model.endpoint={env.hub.url}", "select_model.model=other",
+              "select_model.model_id=yichui/tiny-qwen2-chat", "choose_strategy.preflight=false", *more)
+
+
 def data(env: "Env", path: str, *more: str) -> list[str]:
     """A fine-tune of the tiny local model on the dataset file ``path``."""
     return ys(*LOCAL(env), "choose_strategy.dataset=local", *more, f"choose_strategy.dataset_path={path}")
@@ -144,9 +158,42 @@ def untemplated_on_hub(env: "Env") -> None:
     (d / "tokenizer_config.json").write_text(json.dumps(cfg))
 
 
+def vlm_without_text_width(env: "Env") -> str:
+    """A copy of the tiny VLM whose text_config lacks hidden_size (transformers' default, 4096, is not its 64)."""
+    import shutil
+
+    d = env.tmp / "vlm-no-text-width"
+    shutil.copytree(env.tiny_vlm, d)
+    cfg = json.loads((d / "config.json").read_text())
+    del cfg["text_config"]["hidden_size"]
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d)
+
+
+def fewer_layers_on_hub(env: "Env") -> None:
+    """The tiny model on the local hub as yichui/fewer-layers, its config.json saying 1 layer of its 2."""
+    import shutil
+
+    d = env.home / "cache" / "hub" / "yichui" / "fewer-layers"
+    shutil.copytree(env.tiny, d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["num_hidden_layers"] = 1
+    if isinstance(cfg.get("layer_types"), list):
+        cfg["layer_types"] = cfg["layer_types"][:1]
+    (d / "config.json").write_text(json.dumps(cfg))
+
+
+def weights_kept_and_model_asked_again(env: "Env") -> None:
+    """The downloaded weights stay (a corrected config needs no second download) and resume asks for the model."""
+    got = list((env.home / "models").rglob("model.safetensors"))
+    assert got and got[0].stat().st_size == (env.tiny / "model.safetensors").stat().st_size, got
+    (s,) = env.new_sessions()
+    assert s["steps"]["select_model"]["status"] == "pending" and s["steps"]["download"]["status"] == "failed"
+
+
 def model_asked_again(env: "Env") -> None:
     """Issue 20, item 2: the failure comes from the model chosen at step 1, so resume asks step 1 again."""
-    (s,) = [json.loads(p.read_text()) for p in (env.home / "sessions").glob("*.json")]
+    (s,) = env.new_sessions()
     assert s["steps"]["select_model"]["status"] == "pending" and s["steps"]["choose_strategy"]["status"] == "failed"
 
 
@@ -155,7 +202,7 @@ def no_weights_fetched(env: "Env") -> None:
     got = [p for m, p, _ in env.hub.hub.requests if m == "GET"]
     assert any(p.endswith("/tokenizer.json") for p in got), got
     assert not any(p.endswith(".safetensors") for p in got), got
-    assert not (env.home / "models").exists()
+    assert not list((env.home / "models").rglob("tiny-qwen2-chat"))
 
 
 def image_records(env: "Env", image: str, first_text: bool = False) -> str:
@@ -240,6 +287,15 @@ CATALOGUE = [
          lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("no-hidden-size", {
              "config.json": json.dumps({k: v for k, v in json.loads((e.tiny / "config.json").read_text()).items()
                                         if k != "hidden_size"})}))),
+    Case("vlm-text-config-missing-field", "a vision-language model whose text_config lacks hidden_size (LLaVA 1.5 "
+         "leaves out fields equal to the default; here the weights' width is not the default)",
+         "memory.weights_disagree", vlm=True,
+         argv=lambda e: ys("select_model.source=local", "select_model.path=" + vlm_without_text_width(e))),
+    Case("config-contradicts-weights", "a hub model whose config.json gives fewer layers than its weights have "
+         "(transformers would load the first ones without a word): refused once downloaded, before training",
+         "memory.weights_disagree", setup=fewer_layers_on_hub, after=weights_kept_and_model_asked_again, code=1,
+         argv=lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
+                           "select_model.model_id=yichui/fewer-layers", "choose_strategy.preflight=false")),
     # data
     Case("no-dataset", "a dataset file that does not exist", "data.no_file",
          lambda e: data(e, f"{e.tmp}/missing.jsonl")),
@@ -322,6 +378,11 @@ CATALOGUE = [
     Case("full-disk", "a download into a full disk", "cli.download.no_space",
          lambda e: ["download", "yichui/tiny-qwen2-chat", "--endpoint", e.hub.url, "--local-dir", str(e.tmpfs("256k"))],
          code=1),  # the world (a disk), not the user's input: wizard/README.md, exit status
+    Case("folder-read-only", "a model folder on a read-only filesystem (the download's here; an export folder gives "
+         "the same line)", "engine.os_error", code=1,
+         argv=lambda e: hub_run(e, f"download.local_dir={e.tmpfs('1m', ro=True) / 'models'}")),
+    Case("path-too-long", "a 10,000-character folder name", "engine.os_error", code=1,
+         argv=lambda e: hub_run(e, f"download.local_dir={e.tmp / ('x' * 10_000)}")),
     Case("read-only-home", "YICHUI_HOME on a read-only filesystem", "cli.preflight",
          lambda e: e.extra.update(YICHUI_HOME=str(e.tmpfs("1m", ro=True) / "home")) or ys("deploy.port=8000")),
     Case("bad-repo-type", "yichui download --repo-type space", "cli.bad_repo_type",
@@ -367,13 +428,6 @@ def render(key: str, lang: str) -> str:
     return re.sub(r"\{[^}]*\}", "…", i18n.CATALOG[key][lang]).replace("\n", " ")
 
 
-def fixed_prefix(key: str) -> str:
-    """The message's English text up to its first placeholder (what every rendering of it starts with)."""
-    text = i18n.CATALOG[key]["en"]
-    head = text.split("{", 1)[0].strip()
-    return head if len(head) >= 8 else re.split(r"\{[^}]*\}", text)[1].strip()[:40]
-
-
 def markdown() -> str:
     lines = ["| # | bad input | what yichui says | 中文提示 |", "|---|---|---|---|"]
     for i, c in enumerate(CATALOGUE, 1):
@@ -401,32 +455,79 @@ HEAVY = {"smoke-test-fails", "no-dataset", "template-rejects-record", "unknown-d
          "missing-image", "images-for-text-model"}
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.slow) if c.id in HEAVY else c for c in CATALOGUE],
-                         ids=[c.id for c in CATALOGUE])
-def test_bad_input(case, home, hub, tmp_path, tiny_model, tmpfs):
-    env = Env(home, hub, tmp_path, tiny_model, tmpfs)
+# each case runs in one language, every second one in Chinese (LANG=zh_CN.UTF-8, as a user's locale), the cases of
+# issue 23's second round in both; test_every_case_message_has_the_same_placeholders_in_both_languages covers the rest
+BOTH = {"config-missing-field", "vlm-text-config-missing-field", "config-contradicts-weights", "port-reserved",
+        "folder-read-only", "path-too-long", "nothing-to-evaluate", "no-training-split"}
+RUNS = [(c, lang) for i, c in enumerate(CATALOGUE)
+        for lang in (("en", "zh") if c.id in BOTH else ("zh",) if i % 2 and c.id != "bad-lang" else ("en",))]
+
+
+def line_pattern(key: str, lang: str) -> re.Pattern:
+    """The catalogue message as a regex: its literal text in order, any text where a placeholder is."""
+    parts = [re.escape(lit) + ("(.+?)" if name is not None else "")
+             for lit, name, _, _ in string.Formatter().parse(i18n.CATALOG[key][lang])]
+    return re.compile("".join(parts))
+
+
+def bystander(env: "Env") -> dict[Path, bytes]:
+    """What a bad input must not touch: a session, its last checkpoint, and a half-downloaded weights file."""
+    from wizard.session import Session
+
+    sid = Session.load(env.session()).id
+    files = {env.home / "runs" / sid / "train" / "checkpoint-10" / "adapter_model.safetensors": b"checkpoint" * 100,
+             env.home / "models" / "hf" / "org" / "half" / "model.safetensors.yichui-part": b"downloaded" * 100}
+    for p, data in files.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_bytes(data)
+    return files
+
+
+@pytest.mark.parametrize("case,lang", [pytest.param(c, lang, marks=pytest.mark.slow) if c.id in HEAVY else (c, lang)
+                                       for c, lang in RUNS], ids=[f"{c.id}-{lang}" for c, lang in RUNS])
+def test_bad_input(case, lang, home, hub, tmp_path, tiny_model, tmpfs, request):
+    """One line: the case's catalogue message, whole (its literal text in the run's language, in order), after the
+    error prefix; the case's exit status; no traceback; and nothing lost — every session file there was is
+    unchanged and loads, a checkpoint and a half-downloaded file beside them are unchanged, and what the case says
+    must survive (its ``after``) does."""
+    env = Env(home, hub, tmp_path, tiny_model, tmpfs, lang)
+    if case.vlm:
+        env.tiny_vlm = request.getfixturevalue("tiny_vlm_model")
+    kept = bystander(env)
     if case.setup:
         case.setup(env)
     argv = case.argv(env)
-    before = {p: p.read_bytes() for p in (home / "sessions").glob("*.json")} if (home / "sessions").exists() else {}
+    before = {p: p.read_bytes() for p in (home / "sessions").glob("*.json")}
     extra = {k: v for k, v in env.extra.items() if not k.startswith("_")}
-    r = yichui(home, *argv, timeout=300, **extra)
+    r = yichui(home, *argv, timeout=300, **extra, **({"LANG": "zh_CN.UTF-8"} if lang == "zh" else {}))
     lines = [x for x in r.stderr.strip().splitlines() if x.strip()]
     assert r.returncode == case.code, (r.returncode, r.stdout[-1500:], r.stderr[-1500:])
-    prefix = i18n.t("ui.error_prefix").strip()
+    i18n.set_lang(lang)
+    try:
+        prefix = i18n.t("ui.error_prefix").strip()
+    finally:
+        i18n.set_lang("en")
     errors = [x for x in lines if x.startswith(prefix)]
     assert len(errors) == 1 and lines[-1] == errors[0], r.stderr  # one error line (after at most a warning)
     assert len(lines) <= 2, r.stderr
-    assert fixed_prefix(case.key) in errors[0], (fixed_prefix(case.key), errors[0])
+    assert line_pattern(case.key, lang).search(errors[0][len(prefix):]), (i18n.CATALOG[case.key][lang], errors[0])
     assert "Traceback" not in r.stdout + r.stderr
-    for p, data in before.items():  # nothing lost: every session file that existed is unchanged and still loads
-        assert p.read_bytes() == data
     from wizard.session import Session
 
-    for p in (home / "sessions").glob("*.json") if (home / "sessions").exists() else []:
+    assert before and all(p.read_bytes() == data for p, data in before.items())
+    for p in (home / "sessions").glob("*.json"):
         Session.load(p)
+    assert all(p.read_bytes() == data for p, data in kept.items())
     if case.after:
         case.after(env)
+
+
+def test_every_case_message_has_the_same_placeholders_in_both_languages():
+    """A case run in one language only still says its line in the other: the same placeholders, so it formats."""
+    for c in CATALOGUE:
+        names = {lang: sorted(n for _, n, _, _ in string.Formatter().parse(i18n.CATALOG[c.key][lang]) if n)
+                 for lang in ("en", "zh")}
+        assert names["en"] == names["zh"], (c.key, names)
 
 
 def test_a_forty_column_terminal_wraps_and_asks(home, tmp_path):
