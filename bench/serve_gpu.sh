@@ -8,6 +8,7 @@
 #   bash bench/serve_gpu.sh start [CHAIN ARGS]    serve_chain.py run, detached (setsid): it survives the call
 #   bash bench/serve_gpu.sh one [ONE ARGS]        serve_chain.py one, detached likewise
 #   bash bench/serve_gpu.sh vlm [RUN ARGS]        vlm_chain.py run (a vision-language model's chain), detached likewise
+#   bash bench/serve_gpu.sh chaos [RUN ARGS]      chaos_gpu.py run (mid-training OOM, kill -9 chaos), detached likewise
 #   bash bench/serve_gpu.sh wait SECONDS          follow it until done or SECONDS pass; results to $OUT
 set -uo pipefail
 R=${YG_ROOT:-/root/yichui-gpu}; PARTS=${YG_PARTS:-/root/parts-carry}
@@ -47,8 +48,10 @@ case "${1:?setup|start|one|wait}" in
     done
     $R/venv/bin/yichui doctor 2>&1 | tail -25
     echo "setup in $(( $(date +%s) - t0 )) s" ;;
-  start|one|vlm)   # one: serve_chain.py one (an engine alone on random-weight shapes); vlm: bench/vlm_chain.py
-    what=$([ "$1" = one ] && echo one || echo run); script=$([ "$1" = vlm ] && echo vlm_chain || echo serve_chain); shift
+  start|one|vlm|chaos)   # one: serve_chain.py one (an engine alone on random-weight shapes); vlm: bench/vlm_chain.py;
+                         # chaos: bench/chaos_gpu.py (mid-training OOM, kill -9 chaos; the stack alone suffices)
+    what=$([ "$1" = one ] && echo one || echo run)
+    case $1 in vlm) script=vlm_chain ;; chaos) script=chaos_gpu ;; *) script=serve_chain ;; esac; shift
     mkdir -p $R/results
     cd $R/src && setsid nohup $R/venv/bin/python bench/$script.py $what --work $R/work --results $R/results "$@" \
       > $R/results/driver.log 2>&1 < /dev/null &

@@ -46,6 +46,7 @@ def test_thirty_kills_then_resume_finishes_with_nothing_lost(home, hub):
     sets = ["--set", f"select_model.endpoint={hub.url}", "--set", f"choose_strategy.save_steps={SAVE_STEPS}",
             "--set", "choose_strategy.save_total_limit=3", "--set", "choose_strategy.max_steps=60"]
     sid, log, download_kills, train_kills = None, [], 0, []
+    phases = {"start": time.monotonic()}  # seconds per phase, printed with the kill log
     try:
         for i, (target, top) in enumerate(kills):
             rng = fixed if i < 20 else rnd
@@ -78,6 +79,7 @@ def test_thirty_kills_then_resume_finishes_with_nothing_lost(home, hub):
             kill_tree(p, run_dir)
             log.append((i, target, at, round(delay, 2)))
             check_after_kill(home, sid)
+        phases["kills"] = time.monotonic()
         hub.hub.faults = []
         r = subprocess.run([YICHUI, "resume", sid, "--yes", *sets], env=env_for(home), stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, timeout=900)
@@ -107,10 +109,12 @@ def test_thirty_kills_then_resume_finishes_with_nothing_lost(home, hub):
 
         # the same fine-tune, uninterrupted: training on a CPU with fixed seeds is deterministic, and a resume
         # restores model, optimizer, scheduler, RNG and data position, so the final artifacts are the same bytes
+        phases["final resume"] = time.monotonic()
         stop_all(home)
         r = subprocess.run([YICHUI, "demo", *sets], env=env_for(home), stdin=subprocess.DEVNULL,
                            capture_output=True, text=True, timeout=900)
         assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-2000:])
+        phases["uninterrupted run"] = time.monotonic()
         (ref,) = [Session.load(p) for p in (home / "sessions").glob("*.json") if p.stem != sid]
         for step, key, name in (("train", "adapter_dir", "adapter_model.safetensors"),
                                 ("export", "merged_dir", "model.safetensors")):
@@ -126,6 +130,8 @@ def test_thirty_kills_then_resume_finishes_with_nothing_lost(home, hub):
         assert heldout[0] == heldout[1], heldout
     finally:
         print("chaos kills (index, target step, step hit, delay s):", log)
+        marks = list(phases.items())
+        print("chaos phases (s):", {k: round(t - marks[i][1]) for i, (k, t) in enumerate(marks[1:])})
         stop_all(home)
 
 
