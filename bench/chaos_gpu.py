@@ -8,8 +8,8 @@ chaos run — kill -9 of the whole yichui process tree at random points of each 
    (bench/serve_chain.py prepare), in a child process.
 2. ``oom``: ``yichui run --yes`` on that folder, LoRA, no smoke test, sequence length 8,192, micro-batch 64 without
    activation checkpointing, a checkpoint every 2 steps, on 1,920 short conversations and one long one
-   (``--long-words``, ~2,000 tokens). Short micro-batches fit; the one holding the long conversation (every record
-   padded to its length: 64 x ~2,000 tokens, logits over a 151,936-token vocabulary) cannot, wherever the trainer's
+   (``--long-words``, ~1,500 tokens). Short micro-batches fit; the one holding the long conversation (every record
+   padded to its length: 64 x ~1,500 tokens, logits over a 151,936-token vocabulary) cannot, wherever the trainer's
    shuffle puts it: a real CUDA out-of-memory error mid-run. The train step's rule (recipes/training/runner.py
    recover) halves the micro-batch, doubles the accumulation, turns checkpointing on and resumes from the last
    checkpoint; at 32 with checkpointing the long micro-batch fits.
@@ -290,7 +290,7 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--pretrain-steps", type=int, default=150)
     r.add_argument("--phases", default="oom,chaos")
-    r.add_argument("--long-words", type=int, default=1500, help="words in the one long conversation of the oom "
+    r.add_argument("--long-words", type=int, default=700, help="words in the one long conversation of the oom "
                    "phase: its micro-batch of 64 must not fit, of 32 with checkpointing must")
     r.add_argument("--shape", default="qwen2.5-0.5b", help="a bench/configs name, or a folder with a config.json "
                    "(a CPU rehearsal: the tiny model's)")
