@@ -252,7 +252,7 @@ class TrainingResult(Handoff):
     peak_mem_gib: float | None = None
     mem_kind: str | None = None
     device: str | None = None
-    recoveries: list = field(default_factory=list)  # [{"from", "to", "at_step"}] out-of-memory recoveries
+    recoveries: list = field(default_factory=list)  # [{"from", "to", "at_step"}]: out of memory, compile failed
     loss_png: str | None = None
     tensorboard_dir: str | None = None
     eval_losses: list = field(default_factory=list)

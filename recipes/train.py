@@ -18,7 +18,7 @@ from recipes.training import plots
 from recipes.base import Choice, Ctx, Question, StepError, msg
 from recipes.handoff import Download, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import TrainerJob
-from recipes.training.runner import (REPO, OutOfMemory, Stopped, checkpoints, follow, meet, node_hosts, recover,
+from recipes.training.runner import (REPO, CompileFailed, OutOfMemory, Stopped, checkpoints, follow, meet, node_hosts, recover,
                                      set_aside_incomplete, trainer_env, with_backend, worker_argv)
 
 name = "train"
@@ -39,7 +39,8 @@ def train_dir(ctx: Ctx) -> Path:
 
 
 def _spec(ctx: Ctx, answers: dict) -> TrainerJob:
-    """The trainer's job: the chosen spec, the data and the device, with every OOM recovery applied."""
+    """The trainer's job: the chosen spec, the data and the device, with every recovery (out of memory, a failed
+    compile) applied."""
     s = ctx.result(StrategyChoice)
     spec = TrainerJob.from_dict(s.strategy | {"model_dir": ctx.result(Download).model_dir,
                                               "dataset_path": s.dataset_path, "device": answers["device"],
@@ -77,6 +78,10 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
             ctx.record(recoveries=recoveries)
             ctx.warn(msg("train.oom_recovered" if oom.step else "train.oom_recovered_first", step=oom.step,
                          micro_batch=change["to"]["micro_batch"], grad_accum=change["to"]["grad_accum"]))
+        except CompileFailed as failed:  # the worker says so only when the layers were compiled
+            change = {"from": {"compile_layers": True}, "to": {"compile_layers": False}, "at_step": failed.step}
+            ctx.record(recoveries=ctx.result(TrainingResult).recoveries + [change])
+            ctx.warn(msg("train.compile_failed", error=failed.message, log=job.log))
     out = json.loads(result.read_text())
     ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
                  seconds=out["runtime_s"]))

@@ -6,6 +6,7 @@ is measured on the H200 (bench/results/2026-12-02-train-levers-h200.md); here: t
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,20 @@ def _train(tdir: Path, model: Path, steps: int, **knobs) -> list[dict]:
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     return [json.loads(x) for x in (tdir / "events.jsonl").read_text().splitlines()]
+
+
+def test_a_compile_that_fails_is_reported_as_such_not_as_a_crash(tiny_model, tmp_path):
+    """Inductor without a working C++ compiler (CXX=/bin/false): the compile fails for real inside torch; the
+    trainer's error event says ``compile`` (the train step then resumes without compiling: recipes/train.py)."""
+    spec = {"model_dir": str(tiny_model), "method": "lora", "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.0,
+            "dataset_path": str(bundled_dataset_path()) + "#8", "seq_len": 128, "micro_batch": 2, "max_steps": 2,
+            "save_steps": 2, "sample_question": None, "device": "cpu", "compile_layers": True}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    env = dict(os.environ, CXX="/bin/false", TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor"))
+    r = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tmp_path / "spec.json")], cwd=REPO,
+                       capture_output=True, text=True, timeout=600, env=env)
+    errors = [json.loads(x) for x in (tmp_path / "events.jsonl").read_text().splitlines() if '"error"' in x]
+    assert r.returncode != 0 and [e["kind"] for e in errors] == ["compile"], (errors, r.stderr[-2000:])
 
 
 def test_compiled_layers_learn_what_eager_learns_and_resume(tiny_model, tmp_path):

@@ -54,6 +54,14 @@ def with_backend(spec: TrainerJob, home: Path) -> TrainerJob:
     return replace(spec, interpreter=found.python)
 
 
+class CompileFailed(Exception):
+    """torch.compile of the decoder layers failed in the trainer (after optimizer step ``step``; ``message``: its
+    first line): the same run goes on without compiling."""
+
+    def __init__(self, step: int | None, message: str):
+        self.step, self.message = step, message
+
+
 class Stopped(KeyboardInterrupt):
     """The trainer was stopped on purpose (`yichui stop`, SIGTERM) and wrote its checkpoint: resumable, not a failure,
     and not a detach either — the follower says so (issue 20, item 3)."""
@@ -178,6 +186,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
     Raises:
         StepError: ``train.failed`` (its ``error`` event) or ``train.died``.
         OutOfMemory: a CUDA out-of-memory error.
+        CompileFailed: torch.compile of the decoder layers failed.
         Stopped: the trainer was stopped on purpose (`yichui stop`, SIGTERM); said here already.
         KeyboardInterrupt: Ctrl-C (the view detaches; the trainer goes on).
     """
@@ -209,6 +218,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
                     _wait_exit(job)
                     if e.get("kind") == "oom":
                         raise OutOfMemory(e.get("step"))
+                    if e.get("kind") == "compile":
+                        raise CompileFailed(e.get("step"), e.get("message", "?"))
                     raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
                     update(_fields(ctx, first, last, t_start, losses) | {"_final": True})

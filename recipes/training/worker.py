@@ -192,6 +192,14 @@ def is_oom(e: BaseException) -> bool:
         isinstance(e, RuntimeError) and any(t in str(e) for t in OOM_TEXT))
 
 
+def is_compile_failure(e: BaseException) -> bool:
+    """Whether ``e`` came from torch.compile's own machinery (Dynamo tracing or the Inductor backend), not from the
+    model's code: e.g. torch 2.11's partitioner on Qwen2.5-0.5B with activation checkpointing ("Node add_641 was
+    invalid, but is output", bench/results/2026-12-03-reliability-h200.md). The same step runs without compiling."""
+    return type(e).__module__.startswith(("torch._dynamo", "torch._inductor")) or \
+        type(e).__name__ in ("BackendCompilerFailed", "InternalTorchDynamoError")
+
+
 def main(spec_path: str) -> int:
     spec = TrainerJob.read(spec_path)
     tdir = Path(spec_path).parent
@@ -204,7 +212,7 @@ def main(spec_path: str) -> int:
         return train(spec, tdir, ev)
     except Exception as e:
         traceback.print_exc()
-        kind = "oom" if is_oom(e) else "exception"
+        kind = "oom" if is_oom(e) else "compile" if spec.compile_layers and is_compile_failure(e) else "exception"
         ev.emit("error", kind=kind, step=ev.last_step,
                 message=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         return 3 if kind == "oom" else 1

@@ -35,6 +35,8 @@ MESSAGES = {
                                     "zh": "训练进程停止时 {checkpoint} 正在写入：已改名为 incomplete-{checkpoint} 留存；从最近的完整检查点继续。"},
     "train.oom_recovered_first": {"en": "Out of GPU memory before the first step: starting again with micro-batch {micro_batch}, gradient accumulation {grad_accum}, activation checkpointing on (same effective batch).",
                                   "zh": "第一步之前显存不足：重新开始，微批 {micro_batch}，梯度累积 {grad_accum}，开启激活检查点（有效批量不变）。"},
+    "train.compile_failed": {"en": "Compiling the decoder layers failed ({error}; log: {log}): resuming from the last checkpoint without compiling (slower, same result).",
+                             "zh": "编译解码层失败（{error}；日志：{log}）：从最近的检查点继续，不再编译（较慢，结果相同）。"},
     "train.oom_no_room": {"en": "Out of GPU memory even at micro-batch {micro_batch} with activation checkpointing (log: {log}): use QLoRA, a shorter sequence or a larger GPU (`yichui estimate` sizes it).",
                           "zh": "即使微批 {micro_batch} 且开启激活检查点仍显存不足（日志：{log}）：请改用 QLoRA、缩短序列或换更大的 GPU（`yichui estimate` 可估算）。"},
     "train.field.curve": {"en": "loss curve", "zh": "损失曲线"},
