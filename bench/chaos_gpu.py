@@ -15,7 +15,7 @@ chaos run — kill -9 of the whole yichui process tree at random points of each 
    checkpoint; at 32 with checkpointing the long micro-batch fits.
    Recorded: the recoveries, the step of each start and the checkpoint it resumed from, losses.
 3. ``chaos``: the tiny hub server (recipes/hub/server.py, weights throttled so kills land inside the download)
-   serving the base; ``yichui run --yes`` fine-tunes it (LoRA, 120 steps, a checkpoint every 15), exports (merged +
+   serving the base; ``yichui run --yes`` fine-tunes it (LoRA, ``--chaos-steps`` steps, a checkpoint every ``--save-steps``), exports (merged +
    bnb-8bit), deploys with transformers serve and evaluates; ``--kills`` SIGKILLs spread over steps 3-8 as in
    tests/e2e/test_chaos.py, each followed by ``yichui resume``. After each kill: the session file loads, no visible
    export folder is half-written. At the end: the session finished; the weights were fetched once plus at most what
@@ -42,7 +42,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_chain import YICHUI, home, phase, prepare_apart, row, session  # noqa: E402
 
-PLAN = [(3, 3, 12.0), (4, 4, 8.0), (5, 8, 40.0), (6, 6, 25.0), (7, 5, 15.0), (8, 4, 15.0)]
+# (step of the fine-tune's 8, share of the kills out of 30, longest delay after its header in s)
+PLAN = [(3, 3, 12.0), (4, 4, 6.0), (5, 8, 30.0), (6, 6, 25.0), (7, 5, 15.0), (8, 4, 15.0)]
+
+
+def kill_plan(kills: int) -> list[tuple[int, float]]:
+    """``kills`` (step, longest delay) pairs in step order, each step's share of PLAN scaled to ``kills``, at least
+    one per step: fewer kills still reach every step."""
+    return [(step, top) for step, n, top in PLAN for _ in range(max(1, round(n * kills / 30)))]
 HEADER = re.compile(r"\[(\d)/8\]")
 REPO = "bench/qwen2.5-0.5b-chaos"
 
@@ -110,14 +117,14 @@ def oom_data(path: Path, base: Path, long_words: int) -> dict:
     return {"long_tokens": len(tok(long_text)["input_ids"]), "records": 1921}
 
 
-def oom(base: Path, results: Path, work: Path, long_words: int) -> dict:
+def oom(base: Path, results: Path, work: Path, long_words: int, max_steps: int) -> dict:
     data = work / "oom.jsonl"
     info = oom_data(data, base, long_words)
     sets = {"select_model.source": "local", "select_model.path": str(base), "choose_strategy.method": "lora",
             "choose_strategy.lora_rank": 16, "choose_strategy.dataset": "local",
             "choose_strategy.dataset_path": str(data), "choose_strategy.seq_len": 8192,
             "choose_strategy.micro_batch": 64, "choose_strategy.grad_accum": 1, "choose_strategy.packing": "false",
-            "choose_strategy.activation_checkpointing": "false", "choose_strategy.max_steps": 45,
+            "choose_strategy.activation_checkpointing": "false", "choose_strategy.max_steps": max_steps,
             "choose_strategy.save_steps": 2, "choose_strategy.val_ratio": 0, "choose_strategy.preflight": "false"}
     t0 = time.time()
     # the fine-tune up to its export: stopped (kill -9) once the train step is done and the export begins
@@ -163,7 +170,7 @@ def newest(after: float) -> str | None:
 
 # ---- 3. kill -9 at random points of every step -----------------------------------------------------------------------
 
-def chaos(base: Path, results: Path, work: Path, kills: int, seed: int) -> dict:
+def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_steps: int, save_steps: int) -> dict:
     import shutil
 
     from recipes.hub.server import HubServer
@@ -176,13 +183,13 @@ def chaos(base: Path, results: Path, work: Path, kills: int, seed: int) -> dict:
     rng = random.Random(seed)
     # the hub here is the local server on 127.0.0.1: serve_gpu.sh's HF_HUB_OFFLINE (no network there) would refuse it
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    plan = [(step, top) for step, n, top in PLAN for _ in range(n)][:kills]
+    plan = kill_plan(kills)
     log, download_kills, sid = [], 0, None
-    with HubServer(hub_root, faults=[{"path": "*.safetensors", "throttle": max(weights // 12, 1 << 20)}]) as hub:
+    with HubServer(hub_root, faults=[{"path": "*.safetensors", "throttle": max(weights // 6, 1 << 20)}]) as hub:
         sets = {"select_model.endpoint": hub.url, "select_model.model": "other", "select_model.model_id": REPO,
                 "choose_strategy.method": "lora", "choose_strategy.lora_rank": 16, "choose_strategy.dataset": "bundled",
                 "choose_strategy.seq_len": 512, "choose_strategy.micro_batch": 8, "choose_strategy.grad_accum": 1,
-                "choose_strategy.max_steps": 120, "choose_strategy.save_steps": 15,
+                "choose_strategy.max_steps": max_steps, "choose_strategy.save_steps": save_steps,
                 "choose_strategy.save_total_limit": 3, "export.formats": "bnb-8bit", "export.serve_with": "transformers",
                 "deploy.backend": "transformers", "evaluate.max_new_tokens": 48}
         for i, (target, top) in enumerate(plan):
@@ -253,7 +260,7 @@ def chaos(base: Path, results: Path, work: Path, kills: int, seed: int) -> dict:
             "weights_bytes": sum(v for k, v in size.items() if k.endswith(".safetensors")),
             "weights_bytes_sent": sum(v for k, v in sent.items() if k.endswith(".safetensors")),
             "download_kills": download_kills, "files_match_hub": same,
-            "restart_steps_behind": behind, "save_steps": 15,
+            "restart_steps_behind": behind, "save_steps": save_steps,
             "half_written_exports_seen": sum(len(x.get("half_written_exports") or []) for x in log),
             "train_steps": steps["train"]["outputs"].get("steps"), "recoveries": steps["train"]["outputs"].get("recoveries"),
             "evaluate": {k: {m: v.get(m) for m in ("loss", "rouge_l")} for k, v in
@@ -269,9 +276,9 @@ def cmd_run(a) -> None:
     b = phase(results, "base", prepare_apart, a.shape, work / Path(a.shape).name, a.pretrain_steps)
     base = Path(b.get("dir") or work / Path(a.shape).name)
     if "oom" in a.phases:
-        phase(results, "oom", oom, base, results, work, a.long_words)
+        phase(results, "oom", oom, base, results, work, a.long_words, a.oom_steps)
     if "chaos" in a.phases:
-        phase(results, "chaos", chaos, base, results, work, a.kills, seed)
+        phase(results, "chaos", chaos, base, results, work, a.kills, seed, a.chaos_steps, a.save_steps)
     for run_dir in (home() / "runs").glob("*"):  # nothing left running on the GPU
         from recipes import jobs
 
@@ -286,7 +293,10 @@ def main() -> None:
     r = sub.add_parser("run")
     r.add_argument("--work", required=True)
     r.add_argument("--results", required=True)
-    r.add_argument("--kills", type=int, default=30)
+    r.add_argument("--kills", type=int, default=30, help="spread over steps 3-8 as PLAN's shares")
+    r.add_argument("--oom-steps", type=int, default=45)
+    r.add_argument("--chaos-steps", type=int, default=120)
+    r.add_argument("--save-steps", type=int, default=15, help="the chaos fine-tune's checkpoint interval")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--pretrain-steps", type=int, default=150)
     r.add_argument("--phases", default="oom,chaos")
