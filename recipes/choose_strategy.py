@@ -18,7 +18,7 @@ from recipes.data import datasets
 from recipes.memory import model as memory
 from recipes.memory import planner
 from recipes.hub import client as hub
-from recipes.training import backends
+from recipes.training import backends, backup
 from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOADS, MASTER_WEIGHTS, OPTIMIZERS, \
@@ -277,11 +277,43 @@ def questions(ctx: Ctx) -> list[Question]:
                  validate=in_range(*limits("save_steps"))),
         Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=DEFAULTS.save_total_limit,
                  validate=in_range(*limits("save_total_limit"))),
+        # periodic adapter backup (recipes/training/backup.py): adapters only, never a full model's checkpoints
+        Question("backup", "select", "choose_strategy.backup", default="none",
+                 when=lambda a: a["method"] in ADAPTER_METHODS, asked_if="choose_strategy.asked_if.adapter",
+                 choices=[Choice(h, msg("choose_strategy.backup." + h)) for h in ("none", *backup.HUBS)],
+                 validate=_backup_token_check),
+        Question("backup_repo", "text", "choose_strategy.backup_repo", when=_backing_up,
+                 asked_if="choose_strategy.asked_if.backup", validate=_backup_repo_check),
+        Question("backup_every", "int", "choose_strategy.backup_every", default=1, when=_backing_up,
+                 asked_if="choose_strategy.asked_if.backup", validate=in_range(1, 10_000)),
         # a vision-language model is asked about the data's first image: its first question fits that image
         Question("sample_question", "text", "choose_strategy.sample_question",
                  default=lambda a: _first_image_question(a) or "What is LoRA?"),
         Question("preflight", "confirm", "choose_strategy.preflight", default=True),
     ]
+
+
+ADAPTER_METHODS = ("lora", "qlora", "dora")
+
+
+def _backing_up(a: dict) -> bool:
+    return a.get("method") in ADAPTER_METHODS and a.get("backup", "none") != "none"
+
+
+def _backup_token_check(v: str, a: dict):
+    """A hub backup needs its token in the environment (the only place yichui takes it from), checked now rather
+    than at the first checkpoint."""
+    import os
+
+    if v != "none" and not os.environ.get(backup.TOKEN_VARS[v]):
+        return msg("choose_strategy.backup_no_token", hub=v, var=backup.TOKEN_VARS[v])
+    return None
+
+
+def _backup_repo_check(v: str, a: dict):
+    if not re.fullmatch(r"[\w-][\w.-]*/[\w-][\w.-]*", v or "") or ".." in v:
+        return msg("select_model.bad_id", value=v)
+    return None
 
 
 def training(answers: dict) -> TrainingSpec:

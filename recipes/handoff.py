@@ -14,9 +14,12 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, TypeVar
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from recipes.training.spec import TrainingSpec
+
+if TYPE_CHECKING:
+    from recipes.training.backup import AdapterBackup
 
 
 def trusted(ctx: Ctx) -> bool:
@@ -71,6 +74,7 @@ def _type_name(hint) -> str:
         return " or ".join(_type_name(h) for h in typing.get_args(hint))
     return {type(None): "null", dict: "an object", list: "a list", str: "a text", int: "an integer",
             float: "a number", bool: "true/false"}.get(typing.get_origin(hint) or hint, getattr(hint, "__name__", str(hint)))
+
 
 
 @dataclass
@@ -218,6 +222,15 @@ class StrategyChoice(Handoff):
 
     def spec(self) -> TrainingSpec:
         return TrainingSpec.from_dict(self.strategy)
+
+    def backup(self) -> "AdapterBackup | None":
+        """Where the adapters are backed up while training, or None (not chosen)."""
+        from recipes.training.backup import HUBS, AdapterBackup
+
+        hub = self.strategy.get("backup")
+        if hub not in HUBS or not self.strategy.get("backup_repo"):
+            return None
+        return AdapterBackup(hub, self.strategy["backup_repo"], int(self.strategy.get("backup_every") or 1))
 
 
 @dataclass

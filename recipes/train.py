@@ -8,13 +8,16 @@ its events until it finishes. Ctrl-C detaches the view; the training goes on.
 from __future__ import annotations
 
 import json
+import os
 import secrets
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
 from recipes import jobs
 from recipes.memory import model as memory
-from recipes.training import plots
+from recipes.training import backup, plots
 from recipes.base import Choice, Ctx, Question, StepError, msg
 from recipes.handoff import Download, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import TrainerJob
@@ -82,7 +85,9 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
             change = {"from": {"compile_layers": True}, "to": {"compile_layers": False}, "at_step": failed.step}
             ctx.record(recoveries=ctx.result(TrainingResult).recoveries + [change])
             ctx.warn(msg("train.compile_failed", error=failed.message, log=job.log))
+    _start_backup(ctx, tdir)  # a resume after the training ended: the final adapter may still be due
     out = json.loads(result.read_text())
+    _report_backup(ctx, tdir)
     ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
                  seconds=out["runtime_s"]))
     events, _ = jobs.read_events(tdir / "events.jsonl")
@@ -114,9 +119,50 @@ def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
     argv = worker_argv(spec, spec_path)
     job = jobs.spawn("trainer", argv, tdir, env=trainer_env(spec), cwd=REPO)
     ctx.info(msg("train.started", pid=job.pid, log=job.log))
+    _start_backup(ctx, tdir, spec.save_steps)
     if spec.interpreter:  # not yichui's own trainer: say whose, and where it runs
         ctx.info(msg("train.on_backend", backend=spec.training_backend, python=spec.interpreter))
     return job
+
+
+BACKUP_WAIT_S = 120  # for the final adapter's upload once training ended; then it goes on in the background
+
+
+def _start_backup(ctx: Ctx, tdir: Path, save_steps: int | None = None) -> None:
+    """Start the adapter backup job (recipes/training/backup.py) beside the trainer when one was chosen, unless it
+    runs already or has nothing left to do. Its environment is the wizard's: the hub token stays there."""
+    chosen = ctx.result(StrategyChoice).backup()
+    if chosen is None:
+        return
+    if save_steps is None:
+        save_steps = ctx.result(StrategyChoice).spec().save_steps
+    backup.write_config(tdir, chosen, save_steps)
+    running = jobs.read(tdir / "backup.pid.json")
+    if (running is not None and running.alive()) or "." in backup.settled(tdir):
+        return
+    job = jobs.spawn("backup", [sys.executable, "-m", "recipes.training.backup", str(tdir)], tdir,
+                     env=dict(os.environ, HF_HUB_DISABLE_XET="1"), cwd=REPO)
+    ctx.info(msg("train.backup_started", hub=chosen.hub, repo=chosen.repo_id, every=chosen.every, log=job.log))
+
+
+def _report_backup(ctx: Ctx, tdir: Path) -> None:
+    """After training: wait up to BACKUP_WAIT_S for the final adapter's upload, then say what went up and what
+    did not (a failed upload never fails the step: the adapter is on disk)."""
+    chosen = ctx.result(StrategyChoice).backup()
+    if chosen is None:
+        return
+    end = time.monotonic() + BACKUP_WAIT_S
+    while not (done := backup.summary(tdir))["done"] and time.monotonic() < end:
+        job = jobs.read(tdir / "backup.pid.json")
+        if job is None or not job.alive():
+            break
+        time.sleep(1)
+    ctx.info(msg("train.backup_summary", n=len(done["uploaded"]), hub=chosen.hub, repo=chosen.repo_id,
+                 paths=", ".join(done["uploaded"]) or "—"))
+    for path, error in (done["gave_up"] | done["pending_errors"]).items():
+        ctx.warn(msg("train.backup_failed", path=path, error=error, log=str(tdir / "backup.log")))
+    if not done["done"] and not done["gave_up"].get("."):
+        ctx.info(msg("train.backup_pending", log=str(tdir / "backup.log")))
 
 
 def is_done(ctx: Ctx, record: dict) -> bool:

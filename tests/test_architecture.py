@@ -148,5 +148,7 @@ def test_choose_strategy_asks_the_training_spec_by_its_own_names():
     text = (ROOT / "recipes" / "choose_strategy.py").read_text()
     keys = set(__import__("re").findall(r'Question\("(\w+)"', text))
     others = keys - spec - run
-    assert others == {"dataset", "dataset_repo", "dataset_file", "bad_records", "batch_size", "plan", "preflight"}, others
+    # the backup's three are read by StrategyChoice.backup(), typed, by these names
+    assert others == {"dataset", "dataset_repo", "dataset_file", "bad_records", "batch_size", "plan", "preflight",
+                      "backup", "backup_repo", "backup_every"}, others
     assert {"lora_rank", "lora_alpha", "seq_len", "micro_batch", "grad_accum", "distribution"} <= keys & spec

@@ -197,6 +197,16 @@ def model_asked_again(env: "Env") -> None:
     assert s["steps"]["select_model"]["status"] == "pending" and s["steps"]["choose_strategy"]["status"] == "failed"
 
 
+def stopped_before(step: str, env: "Env") -> None:
+    """Nothing reached ``step``: the answer was refused up front (no session made), or the case's session stopped
+    before it (it and every step after it never started)."""
+    import recipes
+
+    for s in env.new_sessions():
+        order = recipes.TASKS[s["task"]]
+        assert all(s["steps"][n]["status"] == "pending" for n in order[order.index(step):]), s["steps"]
+
+
 def no_weights_fetched(env: "Env") -> None:
     """The smoke test ran on the small files alone: the tokenizer was fetched, no weight byte was."""
     got = [p for m, p, _ in env.hub.hub.requests if m == "GET"]
@@ -239,6 +249,10 @@ CATALOGUE = [
     Case("impossible-number", "a number out of range (learning rate 0)", "answer.out_of_range",
          lambda e: ys("choose_strategy.learning_rate=0")),
     Case("impossible-rank", "LoRA rank 0", "answer.out_of_range", lambda e: ys("choose_strategy.lora_rank=0")),
+    Case("backup-without-token", "an adapter backup to a hub with no token in the environment (asked before training)",
+         "choose_strategy.backup_no_token",
+         lambda e: ys(*LOCAL(e), "choose_strategy.backup=huggingface", "choose_strategy.backup_repo=me/adapter"),
+         setup=lambda e: e.extra.update(HF_TOKEN=""), after=lambda e: stopped_before("train", e)),
     Case("not-yes-no", "'maybe' for a yes/no question", "answer.not_bool", lambda e: ys("choose_strategy.packing=maybe")),
     Case("not-a-choice", "a choice that does not exist", "answer.not_a_choice", lambda e: ys("choose_strategy.method=magic")),
     Case("bad-format", "an export format that does not exist", "answer.not_a_choice", lambda e: ys("export.formats=zip")),

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from recipes import jobs
+from recipes.training import backup
+from wizard import demo
 from recipes.memory import model as memory
 
 # two training processes on one machine: on the CPU (gloo) anywhere; on GPUs only with one GPU per process
@@ -99,14 +101,30 @@ def test_allocation_failures_of_cuda_libraries_count_as_out_of_memory():
 @pytest.mark.slow
 def test_out_of_memory_recovers_from_the_last_checkpoint(chain, variant, monkeypatch):
     """The CUDA OOM error injected at step 5 (CI has no GPU): the step halves the micro-batch, doubles gradient
-    accumulation, turns checkpointing on, resumes from checkpoint-4 and records what changed."""
+    accumulation, turns checkpointing on, resumes from checkpoint-4 and records what changed.
+
+    Meanwhile the adapter backup to the local hub (its Hugging Face upload API; huggingface_hub's own client):
+    checkpoint-4, checkpoint-8 and the final adapter go up across the trainer's restart, the first commit the hub
+    refuses (503) is retried and reported, and the token stays in the environment."""
     for name in ("train", "export"):
         shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
     chain.session.steps["train"]["outputs"] = {}
+    token = "hf_backup_" + "x" * 20
+    monkeypatch.setenv("HF_TOKEN", token)
+    monkeypatch.setenv("HF_ENDPOINT", chain.hub.url)
     chain.step("choose_strategy", preflight="false", method="lora", max_steps="8", save_steps="4", micro_batch="4", grad_accum="1",
-               activation_checkpointing="false")
+               activation_checkpointing="false", backup="huggingface", backup_repo="me/tiny-adapter", backup_every="1")
+    chain.hub.hub.modes["write_token"] = token
+    chain.hub.hub.faults = [{"upload": "commit", "path": "*", "status": 503, "times": 1}]
     monkeypatch.setenv("YICHUI_INJECT_OOM", "5:2")
-    out = chain.step("train")
+    try:
+        out = chain.step("train")
+    finally:
+        chain.hub.hub.faults = []
+        chain.hub.hub.modes.pop("write_token", None)
+    _check_backup(chain, out, "me/tiny-adapter", ["checkpoints/checkpoint-4", "checkpoints/checkpoint-8", "."], token)
+    failed = [e for e in backup.events(Path(out["train_dir"])) if e["event"] == "failed"]
+    assert len(failed) == 1 and "503" in failed[0]["error"], failed
     assert out["steps"] == 8
     (change,) = out["recoveries"]
     assert change["from"] == {"micro_batch": 4, "grad_accum": 1, "activation_checkpointing": False}
@@ -194,9 +212,30 @@ def test_qlora_trains_and_merges_into_the_unquantized_base(chain, variant):
 
 
 @pytest.mark.slow
-def test_dora_with_a_validation_split_and_a_hub_dataset(chain, variant, tmp_path):
+def _check_backup(chain, out: dict, repo_id: str, paths: list[str], token: str) -> None:
+    """The backup job settled: ``paths`` uploaded in order, the hub's copies byte for byte the local adapter files
+    (the final one at the repository's root), and the token nowhere on disk but the environment."""
+    from recipes.hub.server import Hub
+
+    tdir = Path(out["train_dir"])
+    done = backup.summary(tdir)
+    assert done["done"] and done["uploaded"] == paths and not done["gave_up"], done
+    repo = Hub(demo.hub_root(chain.home)).repo(repo_id)
+    assert repo is not None
+    final = Path(out["adapter_dir"])
+    for name in ("adapter_model.safetensors", "adapter_config.json"):
+        assert (repo.folder / name).read_bytes() == (final / name).read_bytes()
+    for p in paths[:-1]:
+        assert (repo.folder / p / "adapter_model.safetensors").stat().st_size > 0
+        assert not list((repo.folder / p).glob("optimizer*"))  # adapters only, never the optimizer states
+    for f in [chain.session.path, tdir / "backup.log", tdir / "trainer.log", tdir / "spec.json", tdir / "backup.json"]:
+        assert token not in f.read_text(errors="replace"), f
+
+
+def test_dora_with_a_validation_split_and_a_hub_dataset(chain, variant, tmp_path, monkeypatch):
     """DoRA trains and merges; a hub dataset (served by the local hub, fetched by the downloader) with #N sampling
-    and a 10 % validation split: eval events in the stream, held-out records never trained on."""
+    and a 10 % validation split: eval events in the stream, held-out records never trained on. Its adapter is
+    backed up to the local hub through ModelScope's client, one checkpoint in two (checkpoint-6) and the final."""
     import json as _json
 
     from recipes.data import datasets as data
@@ -210,9 +249,13 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, variant, tmp_path
     for name in ("train", "export"):
         shutil.rmtree(chain.session.run_dir / name, ignore_errors=True)
     chain.session.steps["train"]["outputs"] = {}
+    token = "ms-backup-" + "y" * 20
+    monkeypatch.setenv("MODELSCOPE_API_TOKEN", token)
+    monkeypatch.setenv("MODELSCOPE_ENDPOINT", chain.hub.url)
     out = chain.step("choose_strategy", preflight="false", method="dora", dataset="hub", dataset_repo="org/chat",
                      dataset_file="*.jsonl#120", val_ratio="0.1", max_steps="6", save_steps="3", micro_batch="2",
-                     activation_checkpointing="false")
+                     activation_checkpointing="false", backup="modelscope", backup_repo="me/dora-adapter",
+                     backup_every="2")
     assert out["dataset_format"] == "sharegpt" and out["n_records"] == 120
     assert (out["n_train"], out["n_validation"]) == (108, 12)
     assert out["dataset_path"].startswith(str(chain.home / "datasets" / "hf" / "org" / "chat"))
@@ -221,6 +264,7 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, variant, tmp_path
     assert [e["step"] for e in events if e["event"] == "eval"] == [3, 6]
     cfg = _json.loads(Path(tr["adapter_dir"], "adapter_config.json").read_text())
     assert cfg["use_dora"] is True
+    _check_backup(chain, tr, "me/dora-adapter", ["checkpoints/checkpoint-6", "."], token)
     exp = chain.step("export", formats="")
     assert Path(exp["merged_dir"], "model.safetensors").exists()
 
