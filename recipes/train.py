@@ -157,10 +157,13 @@ def _report_backup(ctx: Ctx, tdir: Path) -> None:
         if job is None or not job.alive():
             break
         time.sleep(1)
+    def shown(path: str) -> str:
+        return ctx.t(msg("train.backup_final")) if path == "." else path
+
     ctx.info(msg("train.backup_summary", n=len(done["uploaded"]), hub=chosen.hub, repo=chosen.repo_id,
-                 paths=", ".join(done["uploaded"]) or "—"))
+                 paths=", ".join(map(shown, done["uploaded"])) or "—"))
     for path, error in (done["gave_up"] | done["pending_errors"]).items():
-        ctx.warn(msg("train.backup_failed", path=path, error=error, log=str(tdir / "backup.log")))
+        ctx.warn(msg("train.backup_failed", path=shown(path), error=error, log=str(tdir / "backup.log")))
     if not done["done"] and not done["gave_up"].get("."):
         ctx.info(msg("train.backup_pending", log=str(tdir / "backup.log")))
 

@@ -125,6 +125,10 @@ def test_out_of_memory_recovers_from_the_last_checkpoint(chain, variant, monkeyp
     _check_backup(chain, out, "me/tiny-adapter", ["checkpoints/checkpoint-4", "checkpoints/checkpoint-8", "."], token)
     failed = [e for e in backup.events(Path(out["train_dir"])) if e["event"] == "failed"]
     assert len(failed) == 1 and "503" in failed[0]["error"], failed
+    from conftest import yichui
+
+    r = yichui(chain.home, "status", chain.session.id, COLUMNS="200")  # the backup job's line
+    assert "adapter backup: 3 uploaded (last: final adapter" in r.stdout, r.stdout
     assert out["steps"] == 8
     (change,) = out["recoveries"]
     assert change["from"] == {"micro_batch": 4, "grad_accum": 1, "activation_checkpointing": False}

@@ -184,6 +184,8 @@ MESSAGES = {
     "cli.unfinished": {"en": "unfinished", "zh": "未完成"},
     "cli.detail.step": {"en": "step {step}/{total}, loss {loss}", "zh": "第 {step}/{total} 步，损失 {loss}"},
     "cli.detail.done": {"en": "finished", "zh": "已完成"},
+    "cli.detail.backup": {"en": "adapter backup: {n} uploaded (last: {last})", "zh": "适配器备份：已上传 {n} 次（最近：{last}）"},
+    "cli.detail.backup_failing": {"en": "; {path} failing: {error}", "zh": "；{path} 上传失败：{error}"},
     "cli.detail.error": {"en": "failed: {message}", "zh": "失败：{message}"},
     "cli.estimate": {"en": "Predict peak GPU memory per GPU for training (and what fits when serving), from config.json only.",
                      "zh": "仅根据 config.json 预测训练时每块 GPU 的峰值显存（以及部署时能容纳多少）。"},

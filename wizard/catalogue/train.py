@@ -37,6 +37,7 @@ MESSAGES = {
                                   "zh": "第一步之前显存不足：重新开始，微批 {micro_batch}，梯度累积 {grad_accum}，开启激活检查点（有效批量不变）。"},
     "train.backup_started": {"en": "Adapter backup to {hub} {repo}: one checkpoint in {every} and the final adapter, in the background (log: {log}).",
                              "zh": "适配器备份到 {hub} {repo}：每 {every} 个检查点及最终适配器，后台上传（日志：{log}）。"},
+    "train.backup_final": {"en": "final adapter (repository root)", "zh": "最终适配器（仓库根目录）"},
     "train.backup_summary": {"en": "Adapter backup: {n} upload(s) to {hub} {repo}: {paths}.",
                              "zh": "适配器备份：已上传 {n} 次到 {hub} {repo}：{paths}。"},
     "train.backup_failed": {"en": "Adapter backup of {path} failed: {error} (retried; log: {log}). The adapter is on disk; training was not affected.",

@@ -23,6 +23,14 @@ def _job_detail(s, job) -> str:
         if last["event"] == "done":
             return T("cli.detail.done")
         return T("cli.detail.error", message=last.get("message"))
+    if job.name == "backup":  # the adapter backup beside the trainer (recipes/training/backup.py)
+        from recipes.training import backup
+
+        done = backup.summary(Path(job.pid_file).parent)
+        failing = done["gave_up"] | done["pending_errors"]
+        shown = lambda p: T("train.backup_final") if p == "." else p  # noqa: E731
+        return T("cli.detail.backup", n=len(done["uploaded"]), last=shown((done["uploaded"] or ["—"])[-1])) + "".join(
+            T("cli.detail.backup_failing", path=shown(p), error=e) for p, e in list(failing.items())[-1:])
     if job.name == "server":
         from recipes.handoff import Deployment
 
