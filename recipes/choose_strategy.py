@@ -175,7 +175,10 @@ def questions(ctx: Ctx) -> list[Question]:
                           Choice("qlora", msg("choose_strategy.method.qlora")),
                           Choice("dora", msg("choose_strategy.method.dora")),
                           Choice("full", msg("choose_strategy.method.full")),
-                          Choice("galore", msg("choose_strategy.method.galore"))]),
+                          Choice("galore", msg("choose_strategy.method.galore")),
+                          # shown so that the reason is said where it is looked for (issue 23: no half version)
+                          Choice("q-galore", msg("choose_strategy.method.q_galore"))],
+                 validate=lambda v, a: msg("choose_strategy.q_galore_unsupported") if v == "q-galore" else None),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=DEFAULTS.galore_rank,
                  when=lambda a: a.get("method") == "galore", validate=in_range(*limits("galore_rank"))),
         Question("master_weights", "select", "choose_strategy.master_weights", default=DEFAULTS.master_weights,

@@ -253,6 +253,8 @@ CATALOGUE = [
          "choose_strategy.backup_no_token",
          lambda e: ys(*LOCAL(e), "choose_strategy.backup=huggingface", "choose_strategy.backup_repo=me/adapter"),
          setup=lambda e: e.extra.update(HF_TOKEN=""), after=lambda e: stopped_before("train", e)),
+    Case("q-galore", "Q-GaLore, which this stack cannot run (said with the reason, not a bare 'not a choice')",
+         "choose_strategy.q_galore_unsupported", lambda e: ys(*LOCAL(e), "choose_strategy.method=q-galore")),
     Case("not-yes-no", "'maybe' for a yes/no question", "answer.not_bool", lambda e: ys("choose_strategy.packing=maybe")),
     Case("not-a-choice", "a choice that does not exist", "answer.not_a_choice", lambda e: ys("choose_strategy.method=magic")),
     Case("bad-format", "an export format that does not exist", "answer.not_a_choice", lambda e: ys("export.formats=zip")),

@@ -49,6 +49,10 @@ MESSAGES = {
                                           "lower the micro-batch or sequence length, or turn on checkpointing.",
                                     "zh": "警告：{peak} GiB 在留 10% 余量时可能放不进 {gib} GiB；请减小微批或序列长度，或开启激活检查点。"},
     "choose_strategy.unknown_targets": {"en": "No linear layers named {targets}; this model has: {known}.", "zh": "没有名为 {targets} 的线性层；此模型有：{known}。"},
+    "choose_strategy.method.q_galore": {"en": "Q-GaLore (not supported: choose it to see why)", "zh": "Q-GaLore（不支持：选择它查看原因）"},
+    "choose_strategy.q_galore_unsupported": {
+        "en": "Q-GaLore is not supported: q-galore-torch 1.0, its only release, fails at its first optimizer step with bitsandbytes 0.50 (KeyError 'percentile_clipping': it relies on bitsandbytes internals that were removed) and ships no INT8 weight layers. Choose GaLore (galore) or QLoRA (qlora).",
+        "zh": "不支持 Q-GaLore：其唯一版本 q-galore-torch 1.0 在 bitsandbytes 0.50 下第一步优化即失败（KeyError 'percentile_clipping'：它依赖 bitsandbytes 已移除的内部实现），且未提供 INT8 权重层。请选择 GaLore（galore）或 QLoRA（qlora）。"},
     "choose_strategy.method.dora": {"en": "DoRA (weight-decomposed LoRA)", "zh": "DoRA（权重分解的 LoRA）"},
     "choose_strategy.dataset.hub": {"en": "A dataset repository on the hub (the model's hub; Hugging Face for a local model)",
                                     "zh": "模型仓库站点上的数据集仓库（与模型同一来源；本地模型则为 Hugging Face）"},
