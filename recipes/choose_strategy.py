@@ -308,8 +308,8 @@ def _backup_token_check(v: str, a: dict):
     than at the first checkpoint."""
     import os
 
-    if v != "none" and not os.environ.get(backup.TOKEN_VARS[v]):
-        return msg("choose_strategy.backup_no_token", hub=v, var=backup.TOKEN_VARS[v])
+    if v in backup.TOKEN_VARS and not os.environ.get(backup.TOKEN_VARS[v]):  # another value: not a choice
+        return msg("choose_strategy.backup_no_token", hub=backup.HUB_NAMES[v], var=backup.TOKEN_VARS[v])
     return None
 
 

@@ -19,7 +19,7 @@ from recipes import jobs
 from recipes.memory import model as memory
 from recipes.training import backup, plots
 from recipes.base import Choice, Ctx, Question, StepError, msg
-from recipes.handoff import Download, StrategyChoice, TrainingResult, trusted
+from recipes.handoff import Download, ModelChoice, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import TrainerJob
 from recipes.training.runner import (REPO, CompileFailed, OutOfMemory, Stopped, checkpoints, follow, meet, node_hosts, recover,
                                      set_aside_incomplete, trainer_env, with_backend, worker_argv)
@@ -130,42 +130,53 @@ BACKUP_WAIT_S = 120  # for the final adapter's upload once training ended; then 
 
 def _start_backup(ctx: Ctx, tdir: Path, save_steps: int | None = None) -> None:
     """Start the adapter backup job (recipes/training/backup.py) beside the trainer when one was chosen, unless it
-    runs already or has nothing left to do. Its environment is the wizard's: the hub token stays there."""
+    runs already or the final adapter is up. Its environment is the wizard's: the hub token stays there."""
     chosen = ctx.result(StrategyChoice).backup()
     if chosen is None:
         return
+    model = ctx.result(ModelChoice)
+    if model.source in backup.HUBS and model.repo_id:  # the uploaded adapter names its base by hub id
+        chosen = replace(chosen, base_model=model.repo_id)
     if save_steps is None:
         save_steps = ctx.result(StrategyChoice).spec().save_steps
     backup.write_config(tdir, chosen, save_steps)
     running = jobs.read(tdir / "backup.pid.json")
-    if (running is not None and running.alive()) or "." in backup.settled(tdir):
+    if (running is not None and running.alive()) or "." in backup.uploaded(tdir):
         return
     job = jobs.spawn("backup", [sys.executable, "-m", "recipes.training.backup", str(tdir)], tdir,
                      env=dict(os.environ, HF_HUB_DISABLE_XET="1"), cwd=REPO)
-    ctx.info(msg("train.backup_started", hub=chosen.hub, repo=chosen.repo_id, every=chosen.every, log=job.log))
+    ctx.info(msg("train.backup_started_all" if chosen.every == 1 else "train.backup_started",
+                 hub=backup.HUB_NAMES[chosen.hub], repo=chosen.repo_id, every=chosen.every, log=job.log))
 
 
 def _report_backup(ctx: Ctx, tdir: Path) -> None:
-    """After training: wait up to BACKUP_WAIT_S for the final adapter's upload, then say what went up and what
-    did not (a failed upload never fails the step: the adapter is on disk)."""
+    """After training: wait up to BACKUP_WAIT_S for the final adapter's upload (said first), then say what went
+    up and what did not (a failed upload never fails the step: the adapter is on disk)."""
     chosen = ctx.result(StrategyChoice).backup()
     if chosen is None:
         return
-    end = time.monotonic() + BACKUP_WAIT_S
-    while not (done := backup.summary(tdir))["done"] and time.monotonic() < end:
-        job = jobs.read(tdir / "backup.pid.json")
-        if job is None or not job.alive():
-            break
-        time.sleep(1)
+    hub = backup.HUB_NAMES[chosen.hub]
+
     def shown(path: str) -> str:
         return ctx.t(msg("train.backup_final")) if path == "." else path
 
-    ctx.info(msg("train.backup_summary", n=len(done["uploaded"]), hub=chosen.hub, repo=chosen.repo_id,
+    def running() -> bool:
+        job = jobs.read(tdir / "backup.pid.json")
+        return job is not None and job.alive()
+
+    end = time.monotonic() + BACKUP_WAIT_S
+    if not backup.summary(tdir)["done"] and running():
+        ctx.info(msg("train.backup_waiting", seconds=BACKUP_WAIT_S, hub=hub))
+    while not (done := backup.summary(tdir))["done"] and running() and time.monotonic() < end:
+        time.sleep(1)
+    ctx.info(msg("train.backup_summary", n=len(done["uploaded"]), hub=hub, repo=chosen.repo_id,
                  paths=", ".join(map(shown, done["uploaded"])) or "—"))
-    for path, error in (done["gave_up"] | done["pending_errors"]).items():
-        ctx.warn(msg("train.backup_failed", path=shown(path), error=error, log=str(tdir / "backup.log")))
-    if not done["done"] and not done["gave_up"].get("."):
-        ctx.info(msg("train.backup_pending", log=str(tdir / "backup.log")))
+    for path, error in done["gave_up"].items():
+        ctx.warn(msg("train.backup_gave_up", path=shown(path), error=error, log=str(tdir / "backup.log")))
+    for path, (attempt, attempts, error) in done["failing"].items():
+        ctx.warn(msg("train.backup_failing", path=shown(path), attempt=attempt, attempts=attempts, error=error))
+    if not done["done"] and running():
+        ctx.info(msg("train.backup_pending", id=ctx.session_id))
 
 
 def is_done(ctx: Ctx, record: dict) -> bool:

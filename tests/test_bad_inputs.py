@@ -251,7 +251,7 @@ CATALOGUE = [
     Case("impossible-rank", "LoRA rank 0", "answer.out_of_range", lambda e: ys("choose_strategy.lora_rank=0")),
     Case("backup-without-token", "an adapter backup to a hub with no token in the environment (asked before training)",
          "choose_strategy.backup_no_token",
-         lambda e: ys(*LOCAL(e), "choose_strategy.backup=huggingface", "choose_strategy.backup_repo=me/adapter"),
+         lambda e: ys(*LOCAL(e), "choose_strategy.backup=hf", "choose_strategy.backup_repo=me/adapter"),
          setup=lambda e: e.extra.update(HF_TOKEN=""), after=lambda e: stopped_before("train", e)),
     Case("q-galore", "Q-GaLore, which this stack cannot run (said with the reason, not a bare 'not a choice')",
          "choose_strategy.q_galore_unsupported", lambda e: ys(*LOCAL(e), "choose_strategy.method=q-galore")),

@@ -2,7 +2,8 @@
 the trainer that pushes every Nth checkpoint's adapter, and the final one, to a Hugging Face or ModelScope repository
 through the hub's own client. Entry point: ``python -m recipes.training.backup TRAIN_DIR``, started by the train step
 (recipes/train.py). Training never waits for it (another process); it resumes (what went up is in
-``backup.jsonl``; a restarted job skips it); a failed upload is retried and reported, never stops training.
+``backup.jsonl``; a restarted job skips it, and tries again what an earlier job gave up); a failed upload is retried
+and reported, never stops training.
 
 Layout of the repository: ``checkpoints/checkpoint-N/`` per backed-up checkpoint, the final adapter at the root (so
 the repository loads as the adapter: ``PeftModel.from_pretrained(base, repo)``). Only the adapter's own files go up
@@ -10,7 +11,7 @@ the repository loads as the adapter: ``PeftModel.from_pretrained(base, repo)``).
 client itself: it never reaches the spec, the session or the log.
 
 Files in TRAIN_DIR: ``backup.json`` (the :class:`AdapterBackup` and the save interval), ``backup.jsonl`` (events:
-``uploaded`` {path_in_repo, seconds, files}, ``failed`` {path_in_repo, attempt, error}, ``gave_up``
+``uploaded`` {path_in_repo, seconds, files}, ``failed`` {path_in_repo, attempt, attempts, error}, ``gave_up``
 {path_in_repo, error}, ``done``), ``backup.log`` and ``backup.pid.json`` (recipes/jobs.py).
 """
 from __future__ import annotations
@@ -22,11 +23,13 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-HUBS = ("huggingface", "modelscope")
-TOKEN_VARS = {"huggingface": "HF_TOKEN", "modelscope": "MODELSCOPE_API_TOKEN"}
+HUBS = ("hf", "modelscope")  # select_model.source's names for the same hubs
+HUB_NAMES = {"hf": "Hugging Face", "modelscope": "ModelScope"}
+TOKEN_VARS = {"hf": "HF_TOKEN", "modelscope": "MODELSCOPE_API_TOKEN"}
 ADAPTER_FILES = ["adapter_model.safetensors", "adapter_config.json", "adapter_model.bin"]
-ATTEMPTS = 5            # per upload, then it is given up and reported (training goes on)
-FIRST_WAIT_S = 2.0      # between attempts: 2, 4, 8, 16 s (a hub's 5xx or a dropped link is usually brief)
+ATTEMPTS = 8            # per upload and job, then it is given up and reported (training goes on)
+FIRST_WAIT_S = 2.0      # between attempts: 2, 4, … 60 s, ~3.5 min in all (a hub outage, a dropped link)
+MAX_WAIT_S = 60.0
 POLL_S = 2.0
 
 
@@ -38,6 +41,7 @@ class AdapterBackup:
     hub: str
     repo_id: str
     every: int = 1
+    base_model: str | None = None  # the base's hub id, written into the uploaded adapter_config.json
 
     @property
     def token_var(self) -> str:
@@ -50,7 +54,7 @@ def write_config(tdir: Path, backup: AdapterBackup, save_steps: int) -> None:
 
 def read_config(tdir: Path) -> tuple[AdapterBackup, int]:
     d = json.loads((tdir / "backup.json").read_text())
-    return AdapterBackup(d["hub"], d["repo_id"], int(d.get("every", 1))), int(d["save_steps"])
+    return AdapterBackup(d["hub"], d["repo_id"], int(d.get("every", 1)), d.get("base_model")), int(d["save_steps"])
 
 
 def events(tdir: Path) -> list[dict]:
@@ -59,24 +63,27 @@ def events(tdir: Path) -> list[dict]:
     return jobs.read_events(tdir / "backup.jsonl")[0]
 
 
-def settled(tdir: Path) -> set[str]:
-    """The paths in the repository already uploaded or given up (not tried again)."""
-    return {e["path_in_repo"] for e in events(tdir) if e["event"] in ("uploaded", "gave_up")}
+def uploaded(tdir: Path) -> set[str]:
+    """The paths in the repository already uploaded: not sent again, by this job or a later one."""
+    return {e["path_in_repo"] for e in events(tdir) if e["event"] == "uploaded"}
 
 
-def due(tdir: Path, backup: AdapterBackup, save_steps: int) -> list[tuple[Path, str]]:
-    """(local folder, path in the repository) still to upload: the complete checkpoints whose number is a multiple
-    of ``save_steps × every``, oldest first, then the final adapter once the trainer wrote result.json."""
-    from recipes.training.runner import checkpoints
+def due(tdir: Path, backup: AdapterBackup, save_steps: int, skip: set[str]) -> list[tuple[Path, str]]:
+    """(local folder, path in the repository) still to upload, ``skip`` left out: the checkpoints the trainer
+    wrote (its ``checkpoint`` events) whose number is a multiple of ``save_steps × every``, oldest first — one
+    rotated away before its turn is still listed, and reported as such — then the final adapter once the trainer
+    wrote result.json."""
+    from recipes import jobs
 
-    done = settled(tdir)
-    out = [(c, f"checkpoints/{c.name}") for c in checkpoints(tdir)
-           if int(c.name.split("-")[-1]) % (save_steps * backup.every) == 0]
+    steps = {e["step"] for e in jobs.read_events(tdir / "events.jsonl")[0] if e["event"] == "checkpoint"}
+    out = [(tdir / "checkpoints" / f"checkpoint-{k}", f"checkpoints/checkpoint-{k}") for k in sorted(steps)
+           if k % (save_steps * backup.every) == 0]
     result = tdir / "result.json"
     if result.is_file():
         adapter = json.loads(result.read_text()).get("adapter_dir")
         if adapter and Path(adapter).is_dir():
             out.append((Path(adapter), "."))
+    done = uploaded(tdir) | skip
     return [(f, p) for f, p in out if p not in done]
 
 
@@ -90,10 +97,12 @@ def upload(backup: AdapterBackup, folder: Path, path_in_repo: str) -> list[str]:
     """
     files = [n for n in ADAPTER_FILES if (folder / n).is_file()]
     if not files:
-        raise FileNotFoundError(f"no adapter files in {folder}")
+        raise FileNotFoundError(f"{folder.name} was removed before its upload (save_total_limit keeps the last K)")
+    if backup.base_model and (folder / "adapter_config.json").is_file():
+        folder = _with_hub_base(folder, files, backup.base_model)
     message = f"yichui: adapter {path_in_repo if path_in_repo != '.' else 'final'}"
     where = "" if path_in_repo == "." else path_in_repo  # the repository's root
-    if backup.hub == "huggingface":
+    if backup.hub == "hf":
         from huggingface_hub import HfApi
 
         api = HfApi()  # endpoint (HF_ENDPOINT) and token (HF_TOKEN) from the environment
@@ -113,6 +122,27 @@ def upload(backup: AdapterBackup, folder: Path, path_in_repo: str) -> list[str]:
     return files
 
 
+def _with_hub_base(folder: Path, files: list[str], base_model: str) -> Path:
+    """A copy of ``folder``'s adapter files (hard links where possible) whose adapter_config.json names the base by
+    its hub id instead of the local folder peft recorded, so the uploaded adapter loads anywhere."""
+    import os
+    import shutil
+    import tempfile
+
+    tmp = Path(tempfile.mkdtemp(prefix=".backup-", dir=folder.parent))
+    for n in files:
+        if n == "adapter_config.json":
+            cfg = json.loads((folder / n).read_text())
+            cfg["base_model_name_or_path"] = base_model
+            (tmp / n).write_text(json.dumps(cfg, indent=2) + "\n")
+        else:
+            try:
+                os.link(folder / n, tmp / n)
+            except OSError:
+                shutil.copy2(folder / n, tmp / n)
+    return tmp
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()[0] if str(e).strip() else ""
     return f"{type(e).__name__}: {text}"[:300]
@@ -120,32 +150,40 @@ def _first_line(e: BaseException) -> str:
 
 def run(tdir: Path) -> int:
     """Upload what is due until the final adapter is settled (exit 0), or the trainer is gone without a result
-    (exit 0: a resume starts this job again and it goes on where it was)."""
+    (exit 0: a resume starts this job again and it goes on where it was; what this job gave up is tried again)."""
+    import shutil
+
     from recipes import jobs
     from recipes.training.worker import Events
 
     backup, save_steps = read_config(tdir)
     ev = Events(tdir / "backup.jsonl", None)
     tries: dict[str, int] = {}
+    given_up: set[str] = set()
     while True:
-        for folder, path in due(tdir, backup, save_steps):
+        for folder, path in due(tdir, backup, save_steps, given_up):
             t0 = time.time()
             try:
                 files = upload(backup, folder, path)
             except FileNotFoundError as e:  # the checkpoint was rotated away (save_total_limit) before its turn
+                given_up.add(path)
                 ev.emit("gave_up", path_in_repo=path, error=_first_line(e))
                 continue
             except Exception as e:  # noqa: BLE001 - any client error: retried, then reported; training goes on
                 tries[path] = tries.get(path, 0) + 1
-                ev.emit("failed", path_in_repo=path, attempt=tries[path], error=_first_line(e))
+                ev.emit("failed", path_in_repo=path, attempt=tries[path], attempts=ATTEMPTS, error=_first_line(e))
                 if tries[path] >= ATTEMPTS:
+                    given_up.add(path)
                     ev.emit("gave_up", path_in_repo=path, error=_first_line(e))
                 else:
-                    time.sleep(FIRST_WAIT_S * 2 ** (tries[path] - 1))
+                    time.sleep(min(FIRST_WAIT_S * 2 ** (tries[path] - 1), MAX_WAIT_S))
                 break  # due() again: a newer checkpoint may have come meanwhile, and order stays oldest first
+            finally:
+                for tmp in folder.parent.glob(".backup-*"):  # the copy _with_hub_base made
+                    shutil.rmtree(tmp, ignore_errors=True)
             ev.emit("uploaded", path_in_repo=path, seconds=round(time.time() - t0, 2), files=files)
         else:
-            if "." in settled(tdir):
+            if "." in uploaded(tdir) | given_up:
                 ev.emit("done")
                 return 0
             trainer = jobs.read(tdir / "trainer.pid.json")
@@ -155,15 +193,14 @@ def run(tdir: Path) -> int:
 
 
 def summary(tdir: Path) -> dict:
-    """What went up so far: ``uploaded`` (paths), ``gave_up`` ({path: error}), ``pending_errors`` ({path: last
-    error} of uploads failing now), ``done`` (the final adapter settled)."""
+    """What went up so far: ``uploaded`` (paths), ``gave_up`` ({path: error}, not uploaded since), ``failing``
+    ({path: (attempt, attempts, error)} of uploads failing now), ``done`` (the last job settled the final adapter)."""
     evs = events(tdir)
     up = [e["path_in_repo"] for e in evs if e["event"] == "uploaded"]
-    gave = {e["path_in_repo"]: e["error"] for e in evs if e["event"] == "gave_up"}
-    failing = {e["path_in_repo"]: e["error"] for e in evs if e["event"] == "failed"
-               and e["path_in_repo"] not in up and e["path_in_repo"] not in gave}
-    return {"uploaded": up, "gave_up": gave, "pending_errors": failing,
-            "done": any(e["event"] == "done" for e in evs)}
+    gave = {e["path_in_repo"]: e["error"] for e in evs if e["event"] == "gave_up" and e["path_in_repo"] not in up}
+    failing = {e["path_in_repo"]: (e["attempt"], e.get("attempts", ATTEMPTS), e["error"]) for e in evs
+               if e["event"] == "failed" and e["path_in_repo"] not in up and e["path_in_repo"] not in gave}
+    return {"uploaded": up, "gave_up": gave, "failing": failing, "done": bool(evs) and evs[-1]["event"] == "done"}
 
 
 if __name__ == "__main__":

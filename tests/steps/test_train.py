@@ -113,7 +113,7 @@ def test_out_of_memory_recovers_from_the_last_checkpoint(chain, variant, monkeyp
     monkeypatch.setenv("HF_TOKEN", token)
     monkeypatch.setenv("HF_ENDPOINT", chain.hub.url)
     chain.step("choose_strategy", preflight="false", method="lora", max_steps="8", save_steps="4", micro_batch="4", grad_accum="1",
-               activation_checkpointing="false", backup="huggingface", backup_repo="me/tiny-adapter", backup_every="1")
+               activation_checkpointing="false", backup="hf", backup_repo="me/tiny-adapter", backup_every="1")
     chain.hub.hub.modes["write_token"] = token
     chain.hub.hub.faults = [{"upload": "commit", "path": "*", "status": 503, "times": 1}]
     monkeypatch.setenv("YICHUI_INJECT_OOM", "5:2")
@@ -227,8 +227,12 @@ def _check_backup(chain, out: dict, repo_id: str, paths: list[str], token: str) 
     repo = Hub(demo.hub_root(chain.home)).repo(repo_id)
     assert repo is not None
     final = Path(out["adapter_dir"])
-    for name in ("adapter_model.safetensors", "adapter_config.json"):
-        assert (repo.folder / name).read_bytes() == (final / name).read_bytes()
+    assert (repo.folder / "adapter_model.safetensors").read_bytes() == (final / "adapter_model.safetensors").read_bytes()
+    # the same config, but naming the base by its hub id (peft recorded the local folder): it loads anywhere
+    sent, local = (json.loads((d / "adapter_config.json").read_text()) for d in (repo.folder, final))
+    assert sent.pop("base_model_name_or_path") == "yichui/tiny-qwen2-chat" != local.pop("base_model_name_or_path")
+    assert sent == local
+    assert not list(tdir.rglob(".backup-*")), "the upload's temporary copy is left behind"
     for p in paths[:-1]:
         assert (repo.folder / p / "adapter_model.safetensors").stat().st_size > 0
         assert not list((repo.folder / p).glob("optimizer*"))  # adapters only, never the optimizer states

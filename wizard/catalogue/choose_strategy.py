@@ -175,7 +175,7 @@ MESSAGES = {
     "choose_strategy.backup": {"en": "Back up the adapter to a hub while training (every Nth checkpoint and the final one, in the background)?",
                                "zh": "训练时把适配器备份到模型仓库吗（每 N 个检查点及最终结果，后台上传）？"},
     "choose_strategy.backup.none": {"en": "No backup", "zh": "不备份"},
-    "choose_strategy.backup.huggingface": {"en": "Hugging Face (token from HF_TOKEN)", "zh": "Hugging Face（令牌取自 HF_TOKEN）"},
+    "choose_strategy.backup.hf": {"en": "Hugging Face (token from HF_TOKEN)", "zh": "Hugging Face（令牌取自 HF_TOKEN）"},
     "choose_strategy.backup.modelscope": {"en": "ModelScope (token from MODELSCOPE_API_TOKEN)", "zh": "ModelScope（令牌取自 MODELSCOPE_API_TOKEN）"},
     "choose_strategy.backup_repo": {"en": "Repository to back up to (org/name; created private if missing):",
                                     "zh": "备份到的仓库（组织/名称；不存在则创建为私有）："},

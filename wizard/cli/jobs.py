@@ -27,7 +27,7 @@ def _job_detail(s, job) -> str:
         from recipes.training import backup
 
         done = backup.summary(Path(job.pid_file).parent)
-        failing = done["gave_up"] | done["pending_errors"]
+        failing = done["gave_up"] | {p: e for p, (_, _, e) in done["failing"].items()}
         shown = lambda p: T("train.backup_final") if p == "." else p  # noqa: E731
         return T("cli.detail.backup", n=len(done["uploaded"]), last=shown((done["uploaded"] or ["—"])[-1])) + "".join(
             T("cli.detail.backup_failing", path=shown(p), error=e) for p, e in list(failing.items())[-1:])
