@@ -5,7 +5,9 @@
 #   bash bench/serve_gpu.sh setup                 join /root/parts-carry/part-*, unpack: yichui's stack into a venv
 #                                                 over the image's torch, the engine into envs/<engine>-<version>,
 #                                                 llm-compressor's wheels for the export step; a copy of the project
-#   bash bench/serve_gpu.sh start [CHAIN ARGS]    serve_chain.py run, detached (setsid): it survives the call
+#   bash bench/serve_gpu.sh start [CHAIN ARGS]    serve_chain.py run, detached (setsid). Seen 2026-12-03: the device
+#                                                 runner ended it when the call ended (chaos.log stopped then): start
+#                                                 and `wait` in one call, and fit the run in it
 #   bash bench/serve_gpu.sh one [ONE ARGS]        serve_chain.py one, detached likewise
 #   bash bench/serve_gpu.sh vlm [RUN ARGS]        vlm_chain.py run (a vision-language model's chain), detached likewise
 #   bash bench/serve_gpu.sh chaos [RUN ARGS]      chaos_gpu.py run (mid-training OOM, kill -9 chaos), detached likewise
