@@ -33,7 +33,6 @@ import json
 import os
 import random
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -41,6 +40,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from serve_chain import YICHUI, home, phase, prepare_apart, row, session  # noqa: E402
+
+from recipes.jobs import kill_tree  # noqa: E402
 
 # (step of the fine-tune's 8, share of the kills out of 30, longest delay after its header in s)
 PLAN = [(3, 3, 12.0), (4, 4, 6.0), (5, 8, 30.0), (6, 6, 25.0), (7, 5, 15.0), (8, 4, 15.0)]
@@ -52,26 +53,6 @@ def kill_plan(kills: int) -> list[tuple[int, float]]:
     return [(step, top) for step, n, top in PLAN for _ in range(max(1, round(n * kills / 30)))]
 HEADER = re.compile(r"\[(\d)/8\]")
 REPO = "bench/qwen2.5-0.5b-chaos"
-
-
-def kill_tree(p: subprocess.Popen, run_dir: Path | None) -> None:
-    """SIGKILL the wizard's process group and every job it started (each in its own session)."""
-    from recipes import jobs
-
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=60)
-    for job in jobs.find(run_dir) if run_dir else []:
-        if job.alive():
-            try:
-                os.killpg(job.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        end = time.monotonic() + 20
-        while job.alive() and time.monotonic() < end:
-            time.sleep(0.05)
 
 
 def sets_argv(sets: dict) -> list[str]:

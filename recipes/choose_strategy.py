@@ -109,7 +109,7 @@ def questions(ctx: Ctx) -> list[Question]:
 
     def repo_ok(v, a):
         """An id, and one the hub lists now (checked here, not after 20 more questions: issue 20's trial)."""
-        if not re.fullmatch(r"[\w.-]+/[\w.-]+", v):
+        if not hub.is_repo_id(v):
             return msg("select_model.bad_id", value=v)
         source, endpoint = _dataset_hub(ctx)
         down = hub.unreachable(source, endpoint)  # a moment, not the clients' retries
@@ -314,7 +314,7 @@ def _backup_token_check(v: str, a: dict):
 
 
 def _backup_repo_check(v: str, a: dict):
-    if not re.fullmatch(r"[\w-][\w.-]*/[\w-][\w.-]*", v or "") or ".." in v:
+    if not hub.is_repo_id(v):
         return msg("select_model.bad_id", value=v)
     return None
 

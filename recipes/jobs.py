@@ -108,6 +108,27 @@ def spawn(name: str, argv: list[str], directory: Path, env: dict | None = None, 
     return job
 
 
+def kill_tree(p: subprocess.Popen, run_dir: Path | None, wait: float = 20.0) -> None:
+    """SIGKILL a wizard's process group and every job of its run directory (each in its own session), as a power
+    cut would, and wait until they are gone (up to ``wait`` s each): the chaos tests and benchmarks."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait(timeout=60)
+    found = find(run_dir) if run_dir else []
+    for job in found:
+        if job.alive():
+            try:
+                os.killpg(job.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    for job in found:
+        end = time.monotonic() + wait
+        while job.alive() and time.monotonic() < end:
+            time.sleep(0.05)
+
+
 def read(pid_file: Path) -> Job | None:
     try:
         return Job(**json.loads(Path(pid_file).read_text()))

@@ -59,7 +59,7 @@ def questions(ctx: Ctx) -> list[Question]:
         return check_model(repo, answers)
 
     def validate_model_id(value, answers):
-        if not re.fullmatch(r"[\w.-]+/[\w.-]+", value):
+        if not hub.is_repo_id(value):
             return msg("select_model.bad_id", value=value)
         return check_model(value, answers)
 

@@ -15,6 +15,8 @@ import tempfile
 
 import pytest
 
+from recipes.jobs import kill_tree  # noqa: F401 - the tests' name for it
+
 # huggingface_hub reads HF_HOME when first imported: isolate the in-process caches for the whole run, before that
 _CACHES = Path(tempfile.mkdtemp(prefix="yichui-test-caches-"))
 os.environ["HF_HOME"] = str(_CACHES / "hf")
@@ -184,27 +186,6 @@ def wait_for(pred, timeout: float, interval: float = 0.2, what: str = "condition
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-
-
-def kill_tree(p: subprocess.Popen, run_dir: Path | None) -> None:
-    """SIGKILL the wizard's process group and every job it started (each in its own session)."""
-    try:
-        os.killpg(p.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    p.wait(timeout=30)
-    from recipes import jobs
-
-    for job in jobs.find(run_dir) if run_dir else []:
-        if job.alive():
-            try:
-                os.killpg(job.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    for job in jobs.find(run_dir) if run_dir else []:
-        end = time.monotonic() + 10
-        while job.alive() and time.monotonic() < end:
-            time.sleep(0.05)
 
 
 def kill9(pid: int) -> None:

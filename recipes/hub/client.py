@@ -18,6 +18,14 @@ from pathlib import Path
 
 from recipes.base import Choice, StepError
 
+# a hub id: org/name, neither part starting with a dot (no "..", no hidden folder once it is a local path)
+REPO_ID = re.compile(r"[\w-][\w.-]*/[\w-][\w.-]*")
+
+
+def is_repo_id(value: str | None) -> bool:
+    """Whether ``value`` is a hub id (org/name) that is safe as a path below a folder."""
+    return bool(value) and REPO_ID.fullmatch(value or "") is not None and ".." not in (value or "")
+
 SOURCES = ("hf", "modelscope", "local")
 DEFAULT_ENDPOINTS = {"hf": "https://huggingface.co", "modelscope": "https://www.modelscope.cn"}
 ENDPOINT_ENV = {"hf": "HF_ENDPOINT", "modelscope": "MODELSCOPE_ENDPOINT"}
