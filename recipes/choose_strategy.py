@@ -17,6 +17,7 @@ from pathlib import Path
 from recipes.data import datasets
 from recipes.memory import model as memory
 from recipes.memory import planner
+from recipes.quantization import prequantized
 from recipes.hub import client as hub
 from recipes.training import backends, backup
 from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
@@ -178,7 +179,8 @@ def questions(ctx: Ctx) -> list[Question]:
                           Choice("galore", msg("choose_strategy.method.galore")),
                           # shown so that the reason is said where it is looked for (issue 23: no half version)
                           Choice("q-galore", msg("choose_strategy.method.q_galore"))],
-                 validate=lambda v, a: msg("choose_strategy.q_galore_unsupported") if v == "q-galore" else None),
+                 validate=lambda v, a: msg("choose_strategy.q_galore_unsupported") if v == "q-galore" else
+                 _prequantized_check(sel, v)),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=DEFAULTS.galore_rank,
                  when=lambda a: a.get("method") == "galore", validate=in_range(*limits("galore_rank"))),
         Question("master_weights", "select", "choose_strategy.master_weights", default=DEFAULTS.master_weights,
@@ -297,6 +299,19 @@ def questions(ctx: Ctx) -> list[Question]:
 
 
 ADAPTER_METHODS = ("lora", "qlora", "dora")
+
+
+def _prequantized_check(sel: ModelChoice, method: str):
+    """A pre-quantized base trains with LoRA only (recipes/training/packed.py keeps it quantized); one whose format
+    cannot be held that way trains with nothing."""
+    pq = prequantized.read(sel.config)
+    if pq is None:
+        return None
+    if not pq.trainable:
+        return msg("choose_strategy.prequantized_unsupported", model=sel.name, what=pq.reason)
+    if method != "lora":
+        return msg("choose_strategy.prequantized_lora_only", model=sel.name, label=pq.label, method=method)
+    return None
 
 
 def _backing_up(a: dict) -> bool:

@@ -66,7 +66,9 @@ def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
         return serving(ctx, shape, gpu, gpus)
     seq = assumed_seq(config)
     rows, estimates = [], []
-    for method, ckpt in STRATEGIES:
+    # a base kept quantized trains with LoRA only (recipes/training/packed.py)
+    strategies = [s for s in STRATEGIES if s[0] == "lora"] if shape.prequantized_bytes else STRATEGIES
+    for method, ckpt in strategies:
         t = training_for(method, ckpt, seq, gpu.count)
         e = memory.estimate(shape, t, gpu.memory_gib)
         inst = memory.smallest_instance(shape, t)
@@ -79,10 +81,10 @@ def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
                msg("evaluate_memory.col.fits"), msg("evaluate_memory.col.margin"),
                msg("evaluate_memory.col.instance")], rows)
     by = {(e["method"], e["activation_checkpointing"]): e for e in estimates}
-    chosen = next((p for p in PREFERENCE if by[p]["fits"]), None)
+    chosen = next((p for p in PREFERENCE if p in by and by[p]["fits"]), None)
     if chosen is None:
         ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu.name))
-        chosen = ("qlora", True)
+        chosen = ("lora", True) if shape.prequantized_bytes else ("qlora", True)
     best = by[chosen]
     ctx.table(msg("evaluate_memory.breakdown", method=chosen[0], ckpt=ctx.t("ui.on" if chosen[1] else "ui.off")),
               [msg("evaluate_memory.col.component"), "GiB"],

@@ -13,6 +13,7 @@ an interrupted export resumes with the artifacts not yet recorded.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import tempfile
@@ -121,8 +122,8 @@ def _atomic_dir(final: Path):
 
 def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype: str, code: bool = False,
           image_size: int = 0) -> dict | None:
-    """Merge ``adapter_dir`` into the unquantized base (or copy a full fine-tune; with method "none" and no adapter:
-    the base itself) and save to ``out`` (safetensors).
+    """Merge ``adapter_dir`` into the unquantized base (a pre-quantized one dequantized first), or copy a full
+    fine-tune; with method "none" and no adapter: the base itself; and save to ``out`` (safetensors).
     ``dtype``: "auto" (transformers: the config's dtype, else the checkpoint's) or a torch dtype name.
     ``code``: the user's recorded yes to the model's own code (trust_remote_code; save_pretrained copies the code).
     ``image_size``: a vision-language model trained at at most ``image_size``² pixels per image (a dynamic-resolution
@@ -132,10 +133,11 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
         for an adapter, the merge check: the largest absolute difference between the logits of the adapter model
         (unmerged, on the unquantized base) and of the merged model on a probe sentence; None for a full model.
     """
-    from transformers import AutoTokenizer, GenerationConfig
+    from transformers import AutoTokenizer, CompressedTensorsConfig, GenerationConfig
 
     import torch
 
+    from recipes.quantization import prequantized
     from recipes.training.vision import PROCESSOR_FILES, auto_model_class, trained_class, write_max_pixels
     from recipes.training.vision import max_pixels as vision_max_pixels
 
@@ -144,14 +146,18 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
     tok = AutoTokenizer.from_pretrained(adapter_dir if adapter_dir and (Path(adapter_dir) / "tokenizer_config.json")
                                         .exists() else base_dir, trust_remote_code=code)
     check = None
+    # a pre-quantized base (LoRA trained on it kept quantized): dequantized, the adapter merged into that
+    dense = {"quantization_config": CompressedTensorsConfig(dequantize=True)} \
+        if prequantized.read(json.loads((Path(base_dir) / "config.json").read_text())) else {}
     if method == "none":  # the quantize task: the downloaded model as it is, in the chosen dtype
-        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, trust_remote_code=code)
+        model = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, trust_remote_code=code, **dense)
     elif method in FULL_WEIGHTS:  # every weight trained: the trainer saved a whole model
         model = AutoModelForCausalLM.from_pretrained(adapter_dir, dtype=dtype, trust_remote_code=code)
     else:
         from peft import PeftModel
 
-        base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, trust_remote_code=code)  # also QLoRA's
+        base = AutoModelForCausalLM.from_pretrained(base_dir, dtype=dtype, trust_remote_code=code,  # also QLoRA's
+                                                    **dense)
         peft_model = PeftModel.from_pretrained(base, adapter_dir).eval()
         _all_adapter_weights_loaded(peft_model, Path(str(adapter_dir)))
         probe = tok("The merged model must answer like the adapter model.", return_tensors="pt")["input_ids"]

@@ -170,6 +170,24 @@ def vlm_without_text_width(env: "Env") -> str:
     return str(d)
 
 
+def quantized_copy(env: "Env", quantization: dict) -> str:
+    """A copy of the tiny model whose config.json says it is pre-quantized (``quantization``); the refusals come
+    from the config, before any weight is read."""
+    import shutil
+
+    d = env.tmp / f"quantized-{quantization['quant_method']}"
+    shutil.copytree(env.tiny, d)
+    cfg = json.loads((d / "config.json").read_text())
+    cfg["quantization_config"] = quantization
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d)
+
+
+W4A16 = {"quant_method": "compressed-tensors", "format": "pack-quantized", "config_groups": {"group_0": {
+    "targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
+                                       "group_size": 128}}}}
+
+
 def fewer_layers_on_hub(env: "Env") -> None:
     """The tiny model on the local hub as yichui/fewer-layers, its config.json saying 1 layer of its 2."""
     import shutil
@@ -255,6 +273,15 @@ CATALOGUE = [
          setup=lambda e: e.extra.update(HF_TOKEN=""), after=lambda e: stopped_before("train", e)),
     Case("q-galore", "Q-GaLore, which this stack cannot run (said with the reason, not a bare 'not a choice')",
          "choose_strategy.q_galore_unsupported", lambda e: ys(*LOCAL(e), "choose_strategy.method=q-galore")),
+    Case("prequantized-full", "a full fine-tune (or QLoRA, DoRA, GaLore) of a pre-quantized (compressed-tensors "
+         "W4A16) model: LoRA only, with the base kept quantized", "choose_strategy.prequantized_lora_only",
+         lambda e: ys("select_model.source=local", f"select_model.path={quantized_copy(e, W4A16)}",
+                      "choose_strategy.method=full")),
+    Case("prequantized-gptq", "a model in the GPTQ checkpoint format (quant_method gptq), which needs gptqmodel",
+         "choose_strategy.prequantized_unsupported",
+         lambda e: ys("select_model.source=local",
+                      f"select_model.path={quantized_copy(e, {'quant_method': 'gptq', 'bits': 4})}",
+                      "choose_strategy.method=lora")),
     Case("not-yes-no", "'maybe' for a yes/no question", "answer.not_bool", lambda e: ys("choose_strategy.packing=maybe")),
     Case("not-a-choice", "a choice that does not exist", "answer.not_a_choice", lambda e: ys("choose_strategy.method=magic")),
     Case("bad-format", "an export format that does not exist", "answer.not_a_choice", lambda e: ys("export.formats=zip")),

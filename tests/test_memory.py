@@ -236,6 +236,37 @@ def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():
     assert "quantized:gptq" in memory.shape_from_config(gptq).approximate
 
 
+W4A16 = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+         "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+             "num_bits": 4, "type": "int", "symmetric": True, "strategy": "group", "group_size": 128}}}}
+
+
+def test_lora_on_a_pre_quantized_base_counts_its_packed_weights(qwen7b):
+    """A compressed-tensors W4A16 base LoRA trains on kept quantized (recipes/training/packed.py): the decoder's
+    linear weights at 4 bits + a bf16 scale per 128, the rest (embeddings, head, norms) bf16, plus one dequantized
+    layer at a time; the GPTQ/AWQ formats (no trainable path here) stay counted as 16-bit."""
+    from recipes.quantization import prequantized
+
+    q = memory.shape_from_config(config("qwen2.5-7b") | {"quantization_config": W4A16})
+    assert q.prequantized_bytes == 0.5 + 2 / 128 and "quantized:compressed-tensors" in q.approximate
+    t = TrainingSpec(method="lora", seq_len=2048)
+    dense, packed = memory.estimate(qwen7b, t), memory.estimate(q, t)
+    want = qwen7b.n_linear * (0.5 + 2 / 128) + (qwen7b.n_params - qwen7b.n_linear) * 2
+    assert packed["components"]["weights"] == pytest.approx(want / GIB, abs=1e-3)
+    assert packed["components"]["dequantized_layer"] == pytest.approx(3 * 3584 * 18944 / GIB, abs=1e-3)
+    assert dense["peak_gib"] - packed["peak_gib"] > 8  # 6.5 B linear weights: 2 bytes → ~0.52
+    assert packed["trainable"] == dense["trainable"]
+    gptq = memory.shape_from_config(config("qwen2.5-7b") | {"quantization_config": {"quant_method": "gptq"}})
+    assert gptq.prequantized_bytes == 0 and memory.estimate(gptq, t)["peak_gib"] == dense["peak_gib"]
+    # what is read from a config from outside: anything missing or of the wrong type is a reason, not a crash
+    assert prequantized.read({"quantization_config": "x"}) is None
+    assert not prequantized.read({"quantization_config": {"quant_method": "compressed-tensors"}}).trainable
+    assert not prequantized.read({"quantization_config": W4A16 | {"format": "sparse-24-bitmask"}}).trainable
+    bad = W4A16 | {"config_groups": {"g": {"weights": {"num_bits": "four"}}}}
+    assert "not numbers" in prequantized.read({"quantization_config": bad}).reason
+    assert prequantized.read({"quantization_config": W4A16}).label == "W4A16 (compressed-tensors, group 128)"
+
+
 def test_planner_ranks_fitting_plans_by_predicted_speed(qwen7b):
     from recipes.memory import planner
 

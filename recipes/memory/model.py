@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from recipes.base import Msg, Refusal
+from recipes.quantization import prequantized
 from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
 GIB = 2**30
@@ -180,6 +181,10 @@ class Shape:
     vision_merge: int = 1
     vision_image_size: int = 0
     vision_cls_token: bool = False
+    # a pre-quantized checkpoint LoRA trains on with the base kept quantized (recipes/quantization/prequantized.py):
+    # bytes per weight of the decoder's linear layers as stored (4-bit groups of 128 with bf16 scales: 0.515625);
+    # 0: not pre-quantized, the weights in the training dtype
+    prequantized_bytes: float = 0.0
 
     def vision_patches(self, image_size: int = 0) -> int:
         """Patches the vision tower encodes for one ``image_size`` × ``image_size`` image (pixels): a fixed-size
@@ -397,9 +402,9 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
     # vision part built as a causal LM (Gemma-3's text data path) stay approximate
     approx = ["vision"] if any("ConditionalGeneration" in a for a in archs) and not (
         vlm and config["model_type"] in CALIBRATED_VLMS) else []
-    quant = config.get("quantization_config")
-    if isinstance(quant, dict):  # pre-quantized weights (GPTQ, AWQ, FP8, …): counted as 16-bit, marked approximate
-        approx.append(f"quantized:{quant.get('quant_method', '?')}")
+    pq = prequantized.read(config)
+    if pq is not None:  # pre-quantized weights: not yet measured on a GPU (GPTQ/AWQ formats: counted as 16-bit)
+        approx.append(f"quantized:{pq.method}")
     experts = int(getattr(text, "num_local_experts", 0) or getattr(text, "num_experts", 0) or 0)
     if experts:
         per_tok = int(getattr(text, "num_experts_per_tok", 1) or 1)
@@ -415,7 +420,9 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
                  largest=max(p.numel() for p in params),
                  linears={k: Linear(*v) for k, v in linears.items()}, model_type=config.get("model_type", ""),
                  experts=experts, max_position=int(getattr(text, "max_position_embeddings", 0) or 0),
-                 sliding_window=int(window or 0), approximate=tuple(approx), **vision)
+                 sliding_window=int(window or 0), approximate=tuple(approx),
+                 prequantized_bytes=pq.weight_bytes_per_param() if pq is not None and pq.trainable else 0.0,
+                 **vision)
 
 
 def _vision_geometry(cfg, config: dict) -> dict:
@@ -481,6 +488,8 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
         if t.method == "qlora":
             weights = shape.n_linear * NF4_BYTES + (P - shape.n_linear) * wb
             ab = 2
+        elif shape.prequantized_bytes:  # LoRA on a pre-quantized base kept packed (recipes/training/packed.py)
+            weights, ab = shape.n_linear * shape.prequantized_bytes + (P - shape.n_linear) * wb, 4
         else:
             weights, ab = wb * P, 4
         adapter, grads = ab * trainable, ab * trainable
@@ -672,6 +681,10 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
     act = activations(shape, t)
     if vision_act:
         act["vision_activations"] = vision_act
+    if shape.prequantized_bytes and t.method not in FULL_WEIGHTS:
+        # recipes/training/packed.py rebuilds one layer's weight at a time in forward and backward: its unpacked
+        # integers (1 byte each) and the dense weight, for the largest decoder linear layer (hidden × intermediate)
+        act["dequantized_layer"] = (1 + t.weights_bytes) * shape.hidden * shape.intermediate
     static = ms["weights"] + ms["adapter"] + ms["optimizer"]
     # a full fine-tune's gradients are freed after each optimizer step (set_to_none), so the backward pass of the
     # first micro-batch starts without them; the later micro-batches of an accumulated step start with all of them
@@ -684,7 +697,7 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
     else:
         comp = {"weights": ms["weights"], "adapter": ms["adapter"], "gradients": ms["gradients"],
                 "optimizer": ms["optimizer"] + ms["step_extra"], "layers": 0.0, "attention_scores": 0.0,
-                "logits": 0.0}
+                "logits": 0.0} | ({"dequantized_layer": 0.0} if "dequantized_layer" in act else {})
     allocated = sum(comp.values())
     comp["allocator"] = PLAIN_FRAG_GIB * GIB if t.loss == "full" else FRAG_FRACTION * allocated + FRAG_GIB * GIB
     comp["cuda_context"] = CONTEXT_GIB * GIB

@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from recipes.quantization import prequantized
 from recipes.training.spec import FULL_WEIGHTS, TrainerJob
 
 EVENTS_VERSION = 1
@@ -276,6 +277,16 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: b
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
     if device == "cuda":
         load_kw["device_map"] = {"": LOCAL_RANK}
+    pq = prequantized.read(json.loads((Path(spec.model_dir) / "config.json").read_text()))
+    if pq is not None:  # a pre-quantized base: LoRA with the base kept quantized, else nothing
+        if not pq.trainable or spec.method != "lora":
+            raise RuntimeError(f"{spec.model_dir} is pre-quantized ({pq.label}, {pq.reason or 'LoRA only'}): "
+                               f"method {spec.method} cannot train on it")
+        model = auto.from_pretrained(spec.model_dir, **load_kw)
+        from recipes.training import packed
+
+        model.yichui_packed = packed.keep_packed(model)  # reported in result.json
+        return tok, model
     return tok, auto.from_pretrained(spec.model_dir, **load_kw)
 
 
@@ -609,7 +620,9 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
                   "last5_mean": round(sum(losses[-5:]) / max(1, len(losses[-5:])), 5),
                   "resumed_from": Path(last).name if last else None, "runtime_s": round(runtime, 2),
                   "peak_mem_gib": mem, "mem_kind": mem_kind, "gpu_memory": gpu_memory, "samples": samples,
-                  "eval_losses": eval_losses, "processes": WORLD, "training_backend": backend_name(spec)}
+                  "eval_losses": eval_losses, "processes": WORLD, "training_backend": backend_name(spec),
+                  # a pre-quantized base kept quantized: its layers, their bytes held, their bytes in bf16
+                  "packed_base": getattr(_base_model(trainer.model), "yichui_packed", None)}
         tmp = tdir / "result.json.tmp"
         tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
         os.replace(tmp, tdir / "result.json")
@@ -617,6 +630,12 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         return 0
     finally:
         _leave_process_group()
+
+
+def _base_model(model):
+    """The transformers model under PEFT's wrappers (PeftModel → LoraModel → the model)."""
+    get = getattr(model, "get_base_model", None)
+    return get() if callable(get) else model
 
 
 def skips_adapter_input_cast(spec: TrainerJob, bf16: bool) -> bool:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from recipes.base import StepError
+from recipes.base import Refusal, StepError
 from recipes.memory import model as memory
 from wizard.engine import check
 
@@ -88,7 +88,7 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
 
 
 @pytest.mark.slow
-def test_gptq_with_llm_compressor_in_its_own_environment(chain, variant):
+def test_gptq_with_llm_compressor_in_its_own_environment_then_lora_on_it(chain, variant, tmp_path):
     """GPTQ W4A16 through llm-compressor, in the environment yichui builds for it (its pins differ from ours);
     the artifact reloads in the main environment (compressed-tensors) and its quality figures are written."""
     chain.upto("export")
@@ -117,6 +117,61 @@ def test_gptq_with_llm_compressor_in_its_own_environment(chain, variant):
     again = chain.step("export", formats="gptq-w4a16", calibration_samples="16", calibration_seq_len="128",
                        quality_samples="4")
     assert again["artifacts"]["gptq-w4a16"]["seconds"] == art["seconds"]
+    lora_on_the_quantized_copy(Path(art["dir"]), chain.hub.url, tmp_path)
+
+
+def lora_on_the_quantized_copy(gptq_dir: Path, hub_url: str, tmp_path: Path) -> None:
+    """LoRA on the GPTQ W4A16 copy just exported (issue 23): selected as a local model, the memory step counts its
+    packed weights and offers LoRA only, the trainer keeps every decoder linear layer packed (4-bit values and their
+    scales; no dense weight is ever a parameter), the loss falls, and the export merges the adapter into the
+    dequantized base, matching the adapter model on the packed base."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from recipes.training.packed import keep_packed
+    from wizard import demo
+
+    from .conftest import Chain
+
+    base = tmp_path / "tiny-gptq-w4a16"
+    shutil.copytree(gptq_dir, base)
+    answers = demo.answers(hub_url)
+    answers["select_model"] = {"source": "local", "path": str(base)}
+    data = tmp_path / "new-fact.jsonl"  # something the fine-tuned copy has not learned yet: the loss must fall
+    data.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"Question {i}: the password?"},
+                                                     {"role": "assistant", "content": "The password is zebra."}]}) + "\n"
+                            for i in range(16)))
+    answers["choose_strategy"] |= {"max_steps": 12, "save_steps": 6, "micro_batch": 4, "val_ratio": 0.0,
+                                   "dataset": "local", "dataset_path": str(data)}
+    answers["export"] |= {"formats": []}
+    c = Chain(tmp_path / "home", answers)
+    c.upto("choose_strategy")
+    mem = c.session.steps["evaluate_memory"]["outputs"]
+    assert {e["method"] for e in mem["estimates"]} == {"lora"} and mem["recommended"]["method"] == "lora"
+    assert mem["shape"]["prequantized_bytes"] == pytest.approx(0.5 + 2 / 128, rel=0.05)
+    for refused in ("qlora", "full", "dora"):  # said at the question, before any download
+        with pytest.raises(Refusal) as e:
+            c.step("choose_strategy", method=refused)
+        assert e.value.key == "answer.invalid" and "only LoRA trains on it" in str(e.value.params["reason"])
+    c.step("choose_strategy")
+    c.step("download")
+    tr = c.step("train")
+    result = json.loads(Path(tr["adapter_dir"]).parent.joinpath("result.json").read_text())
+    packed = result["packed_base"]
+    assert packed["layers"] == 14  # 2 decoder layers × q, k, v, o, gate, up, down
+    assert packed["packed_bytes"] < 0.3 * packed["dense_bytes"]  # 4-bit values + scales vs bf16
+    assert result["last5_mean"] < result["first5_mean"]
+    out = c.step("export")
+    assert out["merge_check"]["max_abs_logit_diff"] < 1e-3
+    merged = AutoModelForCausalLM.from_pretrained(out["merged_dir"]).eval()
+    assert "quantization_config" not in json.loads(Path(out["merged_dir"], "config.json").read_text())
+    on_packed = AutoModelForCausalLM.from_pretrained(base)
+    keep_packed(on_packed)
+    adapted = PeftModel.from_pretrained(on_packed, tr["adapter_dir"]).eval()
+    ids = AutoTokenizer.from_pretrained(base)("What is LoRA?", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        assert (adapted(ids).logits - merged(ids).logits.to(torch.float32)).abs().max().item() < 1e-2
 
 
 def test_why_an_exported_copy_runs_past_the_end_of_turn(tiny_model, tmp_path):

@@ -53,6 +53,12 @@ MESSAGES = {
     "choose_strategy.q_galore_unsupported": {
         "en": "Q-GaLore is not supported: q-galore-torch 1.0, its only release, fails at its first optimizer step with bitsandbytes 0.50 (KeyError 'percentile_clipping': it relies on bitsandbytes internals that were removed) and ships no INT8 weight layers. Choose GaLore (galore) or QLoRA (qlora).",
         "zh": "不支持 Q-GaLore：其唯一版本 q-galore-torch 1.0 在 bitsandbytes 0.50 下第一步优化即失败（KeyError 'percentile_clipping'：它依赖 bitsandbytes 已移除的内部实现），且未提供 INT8 权重层。请选择 GaLore（galore）或 QLoRA（qlora）。"},
+    "choose_strategy.prequantized_lora_only": {
+        "en": "{model} is pre-quantized ({label}): only LoRA trains on it, with the base kept quantized in memory (the merged export dequantizes it). Choose lora, or the unquantized model for {method}.",
+        "zh": "{model} 是预量化模型（{label}）：只能用 LoRA 训练，基座在显存中保持量化（合并导出时反量化）。请选择 lora，或改用未量化的模型进行 {method}。"},
+    "choose_strategy.prequantized_unsupported": {
+        "en": "{model} is pre-quantized ({what}), which yichui cannot train on: LoRA on a quantized base reads compressed-tensors checkpoints with integer or FP8 weights (llm-compressor's format); GPTQ/AWQ checkpoints need gptqmodel, which yichui does not carry. Choose a compressed-tensors copy of the model or the unquantized one.",
+        "zh": "{model} 是预量化模型（{what}），yichui 无法在其上训练：量化基座上的 LoRA 支持整数或 FP8 权重的 compressed-tensors 检查点（llm-compressor 的格式）；GPTQ/AWQ 检查点需要 gptqmodel，yichui 未附带它。请选择该模型的 compressed-tensors 版本或未量化版本。"},
     "choose_strategy.method.dora": {"en": "DoRA (weight-decomposed LoRA)", "zh": "DoRA（权重分解的 LoRA）"},
     "choose_strategy.dataset.hub": {"en": "A dataset repository on the hub (the model's hub; Hugging Face for a local model)",
                                     "zh": "模型仓库站点上的数据集仓库（与模型同一来源；本地模型则为 Hugging Face）"},

@@ -11,6 +11,7 @@ MESSAGES = {
     "memory.part.allocator": {"en": "allocator slack", "zh": "分配器余量"},
     "memory.part.cuda_context": {"en": "CUDA context", "zh": "CUDA 上下文"},
     "memory.part.compile": {"en": "compiled layers", "zh": "编译层"},
+    "memory.part.dequantized_layer": {"en": "one layer dequantized", "zh": "单层反量化"},
     "memory.no_model_type": {"en": "config.json has no model_type: it is not a transformers config.", "zh": "config.json 没有 model_type：它不是 transformers 配置。"},
     "memory.unknown_architecture": {"en": "Cannot build {model_type} as a causal language model ({error}): encoder-only and vision-only models are not supported.",
                                     "zh": "无法把 {model_type} 构建为因果语言模型（{error}）：不支持仅编码器或仅视觉的模型。"},
