@@ -118,10 +118,15 @@ def unsloth_envs() -> Path:
 
 def pytest_collection_modifyitems(config, items):
     """The end-to-end tests (tests/e2e/) are `slow`: `pytest -m "not slow"` is the inner loop, the default run
-    still runs them."""
+    still runs them. Under pytest-xdist (addopts: two workers, --dist loadgroup) a module's tests run on one worker
+    (its module fixtures are made once), and every test under tests/steps/ on one worker: they share one session
+    (tests/steps/conftest.py ``chain``)."""
     for item in items:
-        if "e2e" in Path(str(item.fspath)).parts:
+        parts = Path(str(item.fspath)).parts
+        if "e2e" in parts:
             item.add_marker(pytest.mark.slow)
+        group = "steps-chain" if "steps" in parts else Path(str(item.fspath)).name
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture

@@ -25,11 +25,20 @@ def build(envs: Path) -> Path:
     sys.path.insert(0, str(HERE.parent))
     from recipes.training import backends
 
+    import fcntl
+
     env = envs / f"unsloth-{backends.UNSLOTH_VERSION}"
     key = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:16]
     record = env / "yichui-test-env.json"
-    if record.exists() and json.loads(record.read_text()).get("key") == key:
-        return env
+    envs.mkdir(parents=True, exist_ok=True)
+    with open(envs / f"{env.name}.lock", "w") as lock:  # two test workers: one builds, the other waits for it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if record.exists() and json.loads(record.read_text()).get("key") == key:
+            return env
+        return _build(env, record, key)
+
+
+def _build(env: Path, record: Path, key: str) -> Path:
     shutil.rmtree(env, ignore_errors=True)
     env.parent.mkdir(parents=True, exist_ok=True)
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}

@@ -46,7 +46,14 @@ def free_port(host: str = "127.0.0.1", start: int = 8000) -> int:
 
 
 def _reservations(home: Path) -> Path:
-    return Path(home) / "cache" / "ports"
+    """Where reservations are kept: machine-wide, as ports are — one folder per user in the temporary directory,
+    shared by every YICHUI_HOME of that user (two homes on one machine reserving in their own folders both took
+    8000). ``home`` is kept for the callers; the folder does not depend on it."""
+    import os
+    import tempfile
+
+    return Path(os.environ.get("YICHUI_RUNTIME_DIR") or Path(tempfile.gettempdir()) / f"yichui-{os.getuid()}") \
+        / "ports"
 
 
 def _holder(home: Path, port: int) -> dict | None:
@@ -64,9 +71,10 @@ def _holder(home: Path, port: int) -> dict | None:
 
 def reserve_port(home: Path, owner: str, host: str = "127.0.0.1", start: int = 8000) -> int:
     """The first port from ``start`` (200 tried) a server can listen on at ``host`` that no other live yichui
-    process has reserved, reserved for ``owner`` (a session id) in ``YICHUI_HOME/cache/ports/<port>.json`` under a
-    lock: two sessions choosing at the same moment (two demos started together) get different ports instead of the
-    second failing at its launch after its training (issue 23). A reservation lasts while the process that made it
+    process has reserved, reserved for ``owner`` (a session id) in ``<runtime dir>/ports/<port>.json``
+    (:func:`_reservations`) under a lock: two sessions choosing at the same moment (two demos started together, in
+    one YICHUI_HOME or two) get different ports instead of the second failing at its launch after its training
+    (issue 23). A reservation lasts while the process that made it
     runs (its server then holds the port itself); ``owner``'s own is given again. 0 when none."""
     import fcntl
     import json
