@@ -19,10 +19,11 @@ from recipes.memory import model as memory
 from recipes.memory import planner
 from recipes.quantization import prequantized
 from recipes.hub import client as hub
-from recipes.training import backends, backup
+from recipes.training import backends, backup, nvme
 from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
-from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOADS, MASTER_WEIGHTS, OPTIMIZERS, \
+from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
+    OPTIMIZERS, \
     TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, limits
 
 name = "choose_strategy"
@@ -153,6 +154,22 @@ def questions(ctx: Ctx) -> list[Question]:
             return msg("choose_strategy.unsloth_unsupported", what=what)
         return None
 
+    def distribution_asked(a) -> bool:
+        """Several processes; or one whose plain plan (checkpointing on, micro-batch 1) does not fit its GPU, where
+        ZeRO with offload is what makes it fit (ZeRO-Offload / ZeRO-Infinity on one GPU)."""
+        if a["processes"] * a.get("nodes", 1) > 1:
+            return True
+        shape = mem.model_shape()
+        if shape is None or not memory.detect_gpus():
+            return False
+        t = training(a | {"activation_checkpointing": True, "micro_batch": 1, "distribution": "ddp", "offload": "none"})
+        return not memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]
+
+    def nvme_need(a) -> int:
+        """Bytes the chosen offload puts on the disk (recipes/memory/model.py nvme_bytes)."""
+        shape = mem.model_shape()
+        return memory.nvme_bytes(shape, training(a | {"offload_device": "nvme"})) if shape is not None else 0
+
     def _default_distribution(a) -> tuple[str, str]:
         """The least sharding that fits (memory model, checkpointing on, micro-batch 1): DDP, ZeRO-2, ZeRO-3, then
         ZeRO-3 with everything offloaded."""
@@ -232,10 +249,12 @@ def questions(ctx: Ctx) -> list[Question]:
                  when=lambda a: a.get("nodes", 1) > 1, validate=in_range(1024, 65535),
                  asked_if="choose_strategy.asked_if.several_nodes"),
         Question("distribution", "select", "choose_strategy.distribution",
-                 when=lambda a: a["processes"] * a.get("nodes", 1) > 1, default=lambda a: _default_distribution(a)[0],
+                 when=distribution_asked, default=lambda a: _default_distribution(a)[0],
                  asked_if="choose_strategy.asked_if.several_processes",
                  choices=[Choice(d, msg("choose_strategy.distribution." + d)) for d in DISTRIBUTIONS],
-                 validate=_distribution_check),
+                 validate=lambda v, a: _distribution_check(v, a) or (
+                     msg("choose_strategy.prequantized_sharded", model=sel.name)
+                     if v in ("zero3", "fsdp2") and prequantized.read(sel.config) is not None else None)),
         Question("offload", "select", "choose_strategy.offload",
                  when=lambda a: a.get("distribution", "ddp") not in ("ddp", "megatron"),
                  asked_if="choose_strategy.asked_if.sharded",
@@ -243,6 +262,15 @@ def questions(ctx: Ctx) -> list[Question]:
                  choices=[Choice(o, msg("choose_strategy.offload." + o)) for o in OFFLOADS],
                  validate=lambda v, a: msg("choose_strategy.offload_all_needs_zero3")
                  if v == "all" and a.get("distribution") not in ("zero3", "fsdp2") else None),
+        # ZeRO-Infinity: the offloaded states in files on a fast disk instead of CPU memory (DeepSpeed, stage 3)
+        Question("offload_device", "select", "choose_strategy.offload_device", default="cpu",
+                 when=lambda a: a.get("distribution") == "zero3" and a.get("offload", "none") != "none",
+                 asked_if="choose_strategy.asked_if.zero3_offload",
+                 choices=[Choice(d, msg("choose_strategy.offload_device." + d)) for d in OFFLOAD_DEVICES],
+                 validate=lambda v, a: nvme.aio_missing() if v == "nvme" else None),
+        Question("nvme_path", "path", "choose_strategy.nvme_path",
+                 when=lambda a: a.get("offload_device") == "nvme", asked_if="choose_strategy.asked_if.nvme",
+                 validate=lambda v, a: nvme.path_problem(v, nvme_need(a))),
         Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=in_range(1, 65536)),
         Question("plan", "select", "choose_strategy.plan", choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
@@ -457,6 +485,14 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     if not tok.chat_template:
         raise StepError("choose_strategy.no_chat_template",
                         model=ctx.result(ModelChoice).repo_id or meta).caused_by("select_model")
+    if answers.get("offload_device") == "nvme":  # the disk the states will be swapped to, measured once
+        try:
+            gbps = nvme.write_speed(answers["nvme_path"])
+        except OSError as e:
+            raise StepError("choose_strategy.nvme_unusable", path=answers["nvme_path"],
+                            error=e.strerror or str(e)) from None
+        (ctx.warn if gbps < nvme.SLOW_GBPS else ctx.info)(msg(
+            "choose_strategy.nvme_speed", path=answers["nvme_path"], gbps=f"{gbps:.2f}", slow=nvme.SLOW_GBPS))
     rendered = _render_all(tok, shown)
     samples = rendered[:2]
     for i, s in enumerate(samples, 1):

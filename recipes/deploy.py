@@ -84,6 +84,8 @@ def serving_budget(ctx: Ctx, a: dict) -> dict | None:
     gib, _ = _gpu(ctx)
     adapter = adapter_info(ctx) if a.get("model") == "adapter" else None
     fmt = WEIGHT_FORMAT.get(a.get("model", "merged"), "bf16")
+    if shape.prequantized_bytes and (adapter or not ctx.result(ExportResult).merged_dir):
+        fmt = "prequantized"  # the downloaded base as it is: quantized (an unmerged adapter rides on it)
     targets = ctx.result(StrategyChoice).spec().lora_targets
     name = mem.gpu.name or ""
     return memory.serving(shape, fmt, gib, a.get("gpu_memory_utilization", 0.9), a.get("tensor_parallel", 1),

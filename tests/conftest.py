@@ -2,6 +2,7 @@
 real hub server on 127.0.0.1, and a runner for the installed `yichui` command."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -55,17 +56,26 @@ def tiny_cache_key() -> str:
     return h.hexdigest()[:16]
 
 
+@contextlib.contextmanager
+def _building(cached: Path):
+    """An exclusive lock beside a cached build (flock(2)): under pytest-xdist the second worker waits for the
+    first one's build instead of doing the same work beside it."""
+    import fcntl
+
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    with open(cached.parent / f"{cached.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """The embedded tiny model: built once per change of what builds it and kept in .cache/tiny/<key> (a clean clone
     builds it once; a second run takes it from there), copied for this run so no test can touch the cached one."""
     cached = REPO / ".cache" / "tiny" / tiny_cache_key()
-    if not (cached / "yichui_build.json").is_file():
-        try:
+    with _building(cached):  # two test workers: one builds, the other waits for it
+        if not (cached / "yichui_build.json").is_file():
             tiny.build(cached)
-        except OSError:  # another run put it there first (the build renames its folder into place)
-            if not (cached / "yichui_build.json").is_file():
-                raise
     dest = tmp_path_factory.mktemp("tiny") / "tiny-qwen2-chat"
     shutil.copytree(cached, dest)
     return dest
@@ -94,12 +104,9 @@ def tiny_vlm_model(tmp_path_factory) -> Path:
     from recipes.demo import tiny_vlm
 
     cached = REPO / ".cache" / "tiny-vlm" / tiny_vlm_cache_key()
-    if not (cached / "yichui_build.json").is_file():
-        try:
+    with _building(cached):
+        if not (cached / "yichui_build.json").is_file():
             tiny_vlm.build(cached)
-        except OSError:  # another run put it there first
-            if not (cached / "yichui_build.json").is_file():
-                raise
     dest = tmp_path_factory.mktemp("tiny-vlm") / "tiny-llava-shapes"
     shutil.copytree(cached, dest)
     return dest
@@ -114,6 +121,32 @@ def unsloth_envs() -> Path:
     envs = REPO / ".cache" / "envs-unsloth"
     build(envs)
     return envs
+
+
+@pytest.fixture(scope="session")
+def libaio() -> dict:
+    """The environment that points DeepSpeed's async_io op (NVMe offload) at libaio: Debian's libaio-dev and libaio1
+    packages fetched with apt-get download and unpacked into .cache/libaio (nothing installed system-wide; kept
+    between runs). Skips where apt cannot fetch them."""
+    import tempfile
+
+    root = REPO / ".cache" / "libaio"
+    lib = root / "usr" / "lib" / "x86_64-linux-gnu"
+    if not (root / "usr" / "include" / "libaio.h").is_file():
+        work = Path(tempfile.mkdtemp(prefix="libaio-"))
+        got = subprocess.run(["apt-get", "download", "libaio-dev", "libaio1"], cwd=work, capture_output=True, text=True)
+        debs = sorted(work.glob("*.deb"))
+        if got.returncode or len(debs) < 2:
+            pytest.skip(f"apt-get download libaio-dev libaio1 failed: {got.stderr.strip()[-200:]}")
+        for deb in debs:
+            subprocess.run(["dpkg", "-x", str(deb), str(work / "root")], check=True)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            (work / "root").rename(root)
+        except OSError:  # another worker put it there first
+            pass
+    return {"CFLAGS": f"-I{root}/usr/include", "LDFLAGS": f"-L{lib}", "CPATH": f"{root}/usr/include",
+            "LIBRARY_PATH": str(lib), "LD_LIBRARY_PATH": str(lib)}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -256,6 +256,9 @@ def test_lora_on_a_pre_quantized_base_counts_its_packed_weights(qwen7b):
     assert packed["components"]["dequantized_layer"] == pytest.approx(3 * 3584 * 18944 / GIB, abs=1e-3)
     assert dense["peak_gib"] - packed["peak_gib"] > 8  # 6.5 B linear weights: 2 bytes → ~0.52
     assert packed["trainable"] == dense["trainable"]
+    # served as it is (an unmerged adapter on it): its own bytes, not bf16's
+    assert memory.weight_bytes(q, "prequantized") == pytest.approx(want)
+    assert memory.weight_bytes(qwen7b, "prequantized") == memory.weight_bytes(qwen7b, "bf16")
     gptq = memory.shape_from_config(config("qwen2.5-7b") | {"quantization_config": {"quant_method": "gptq"}})
     assert gptq.prequantized_bytes == 0 and memory.estimate(gptq, t)["peak_gib"] == dense["peak_gib"]
     # what is read from a config from outside: anything missing or of the wrong type is a reason, not a crash

@@ -56,8 +56,9 @@ def test_the_packed_base_computes_what_transformers_decompressed_computes(w4a16_
     assert info["layers"] == 14 and not info["compiled"]  # 2 layers × 7 linear; no compile on CPU
     assert info["packed_bytes"] < 0.3 * info["dense_bytes"]
     layers = [m for m in packed.modules() if isinstance(m, PackedLinear)]
-    assert len(layers) == 14 and all(b.dtype in (torch.int32, torch.int64, torch.float32) for m in layers
-                                     for b in m.buffers())
+    held = [t for m in layers for t in (*m.parameters(), *m.buffers())]
+    assert len(layers) == 14 and {t.dtype for t in held} <= {torch.int32, torch.int64, torch.float32}
+    assert not any(t.requires_grad for t in held)  # frozen parameters (DDP broadcasts buffers every step)
     assert not any(n.endswith("proj.weight") for n, _ in packed.named_parameters())  # no dense copy anywhere
     ids = torch.tensor([[5, 17, 42, 99, 7, 3]])
     emb_p = packed.get_input_embeddings()(ids).detach().requires_grad_(True)

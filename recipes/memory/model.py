@@ -539,6 +539,20 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
             "trainable": trainable}
 
 
+def nvme_bytes(shape: Shape, t: TrainingSpec) -> int:
+    """Bytes DeepSpeed ZeRO-3 swaps to NVMe for ``t`` (``offload_device`` "nvme"), over all GPUs: the optimizer's
+    fp32 master weights and two Adam moments of the trainable parameters (12 bytes each, [ZeRO] §3), and with
+    ``offload`` "all" the 16-bit weights (2 bytes per parameter) [ZeRO-Infinity] (Rajbhandari et al. 2021, §5).
+    0 when nothing goes to NVMe."""
+    if not t.nvme_offloaded:
+        return 0
+    ms = model_states(shape, replace(t, offload="none"))
+    out = 12 * int(ms["trainable"])
+    if t.offload == "all":
+        out += 2 * shape.n_params
+    return out
+
+
 def frozen_vision_params(shape: Shape, t: TrainingSpec) -> int:
     """Parameters a full fine-tune leaves frozen: a vision-language model's tower and projector, as ``t`` asks
     (recipes/training/vision.py freeze_vision; both by default)."""
@@ -718,6 +732,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
                                      # the eager trainer's prediction; unsloth measured at or below it (planner.py)
                                      ("unsloth", t.training_backend == "unsloth"),
                                      ("loss-chunked", t.loss == "chunked"),
+                                     # GPU memory as with CPU offload; the disk's speed is not modelled
+                                     ("nvme", t.nvme_offloaded),
                                      # --loss full is calibrated on the plain loop's LoRA and bf16 full fine-tunes
                                      ("loss-full", t.loss == "full" and (t.method not in ("lora", "full")
                                                                          or masters_fp32(t)))) if on]
@@ -747,7 +763,7 @@ def smallest_instance(shape: Shape, t: TrainingSpec) -> dict | None:
 
 
 # -- serving --------------------------------------------------------------------------------------------------------
-WEIGHT_FORMATS = ("bf16", "fp8", "awq", "gptq", "bnb4", "bnb8")
+WEIGHT_FORMATS = ("bf16", "fp8", "awq", "gptq", "bnb4", "bnb8", "prequantized")
 # Serving memory, calibrated on vLLM 0.26.0 on an H200 (bench/results/2026-12-01-serve-h200.md): KV cache =
 # utilization × the memory CUDA reports − weights − the start-up profile's peak (vllm/v1/worker/gpu_worker.py
 # determine_available_memory: requested − (weights + torch peak increase + non-torch increase) − CUDA graphs).
@@ -816,7 +832,9 @@ def weight_bytes(shape: Shape, fmt: str) -> float:
     lin = shape.n_linear
     rows = sum(m.out_sum for m in shape.linears.values())
     per = {"bf16": 2 * lin, "fp8": lin + 4 * rows, "awq": lin * (0.5 + 2.5 / 128), "gptq": lin * (0.5 + 2.5 / 128),
-           "bnb4": lin * NF4_BYTES, "bnb8": lin + 4 * rows}
+           "bnb4": lin * NF4_BYTES, "bnb8": lin + 4 * rows,
+           # a pre-quantized checkpoint served as it is (with an unmerged adapter): as its config.json says
+           "prequantized": lin * (shape.prequantized_bytes or 2)}
     if fmt not in per:
         raise ConfigError("memory.bad_choice", name="format", value=fmt, choices=", ".join(WEIGHT_FORMATS))
     return other + per[fmt]

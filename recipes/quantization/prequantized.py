@@ -59,8 +59,8 @@ def read(config: dict | None) -> PreQuantized | None:
         return PreQuantized(method=method, reason=f"quant_method {method!r}")
     fmt = str(q.get("format") or "")
     groups = q.get("config_groups")
-    weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
-    weights = [w for w in weights if isinstance(w, dict)]
+    found = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+    weights: list[dict] = [w for w in found if isinstance(w, dict)]
     if not weights:
         return PreQuantized(method=method, format=fmt, reason="no quantized weights in config_groups")
     w = weights[0]

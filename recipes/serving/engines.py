@@ -492,9 +492,14 @@ def argv_for(inst: Installed, launch: Launch, key_file: Path | None = None) -> l
     return head + ["--", *tail]
 
 
-def process_env(inst: Installed) -> dict | None:
-    """The environment an engine starts in: an engine in its own interpreter does not see yichui's PYTHONPATH."""
-    return None if inst.where == "main" else foreign_env()
+def process_env(inst: Installed) -> dict:
+    """The environment an engine starts in: an engine in its own interpreter does not see yichui's PYTHONPATH; no
+    engine sees a hub token (it serves a folder on disk and never needs one; a server's environment is readable by
+    whatever it runs — /proc/PID/environ)."""
+    from recipes.hub.client import TOKEN_ENV
+
+    env = dict(os.environ) if inst.where == "main" else foreign_env()
+    return {k: v for k, v in env.items() if k not in (*TOKEN_ENV.values(), "HUGGING_FACE_HUB_TOKEN")}
 
 
 def help_text(inst: Installed, timeout: float = 300, cache: Path | None = None, fresh: bool = False) -> str:
@@ -509,7 +514,7 @@ def help_text(inst: Installed, timeout: float = 300, cache: Path | None = None, 
         except OSError:  # absent, or not a file
             pass
     argv = argv_for(inst, Launch(inst.engine, inst.version, list(inst.spec.help), ""))
-    env = (process_env(inst) or dict(os.environ)) | {"COLUMNS": "400", "TERM": "dumb", "NO_COLOR": "1"}
+    env = process_env(inst) | {"COLUMNS": "400", "TERM": "dumb", "NO_COLOR": "1"}
     out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env)
     text = out.stdout + out.stderr
     if path is not None and out.returncode == 0 and FLAG_RE.search(text):

@@ -19,12 +19,12 @@ class _DequantizedMatmul(torch.autograd.Function):
     y: (…, out_features)); only the input's gradient flows (the base is frozen)."""
 
     @staticmethod
-    def forward(ctx, x, layer):  # type: ignore[override]
+    def forward(ctx, x, layer):
         ctx.layer = layer
         return torch.nn.functional.linear(x, layer.dense(x.dtype), layer.bias)
 
     @staticmethod
-    def backward(ctx, grad):  # type: ignore[override]
+    def backward(ctx, grad):
         return grad @ ctx.layer.dense(grad.dtype), None
 
 
@@ -38,17 +38,20 @@ class PackedLinear(torch.nn.Linear):
         self.compressor, self.scheme = compressor, scheme
         self.rebuild = rebuild or (lambda state: compressor.decompress(state, scheme)["weight"])
         self.names: list[str] = []
-        for name, value in list(source.named_parameters(recurse=False)) + list(source.named_buffers(recurse=False)):
-            if name == "bias":
-                continue
+        # frozen parameters, as transformers loaded them (not buffers: DDP would broadcast buffers every step)
+        for name, value in source.named_parameters(recurse=False):
+            if name != "bias":
+                self.register_parameter(name, torch.nn.Parameter(value.detach(), requires_grad=False))
+                self.names.append(name)
+        for name, value in source.named_buffers(recurse=False):
             self.register_buffer(name, value.detach(), persistent=True)
             self.names.append(name)
         bias = getattr(source, "bias", None)
         self.bias = torch.nn.Parameter(bias.detach(), requires_grad=False) if bias is not None else None
         if "weight_shape" in self.names:
-            shape = torch.Size(int(x) for x in self.get_buffer("weight_shape").tolist())
+            shape = torch.Size(int(x) for x in getattr(self, "weight_shape").tolist())
         else:
-            shape = self.get_buffer(self.names[0]).shape
+            shape = getattr(self, self.names[0]).shape
         self.shape = shape  # a torch.Size, not the tensor: the compiled rebuild reads no tensor for a shape
         self.out_features, self.in_features = int(shape[0]), int(shape[1])
 
@@ -58,11 +61,11 @@ class PackedLinear(torch.nn.Linear):
 
     @property
     def qweight(self):  # … and then ``qweight``: the packed tensor gives the device (and, being integer, no dtype)
-        return self.get_buffer(self.names[0])
+        return getattr(self, self.names[0])
 
     def dense(self, dtype: torch.dtype) -> torch.Tensor:
         """The layer's weight rebuilt, (out_features, in_features) in ``dtype``: a temporary."""
-        state = {n: self.get_buffer(n) for n in self.names} | {"weight_shape": self.shape}
+        state = {n: getattr(self, n) for n in self.names} | {"weight_shape": self.shape}
         return self.rebuild(state).to(dtype)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -103,7 +106,7 @@ def keep_packed(model: torch.nn.Module) -> dict:
         parent_name, _, child = name.rpartition(".")
         setattr(model.get_submodule(parent_name) if parent_name else model, child, layer)
         layers += 1
-        packed += sum(layer.get_buffer(n).numel() * layer.get_buffer(n).element_size() for n in layer.names)
+        packed += sum(getattr(layer, n).numel() * getattr(layer, n).element_size() for n in layer.names)
         dense += 2 * layer.in_features * layer.out_features
     if not layers:
         raise RuntimeError("the model has no compressed linear layer (already decompressed?)")
@@ -118,7 +121,7 @@ def compiled_rebuild_wanted(model: torch.nn.Module) -> bool:
     bench/results/2026-12-03-packed-lora-h200.md). On CPU the compile costs more than it saves on short runs."""
     import os
 
-    on_cuda = any(b.is_cuda for b in model.buffers())
+    on_cuda = any(p.is_cuda for p in model.parameters())
     return on_cuda and os.environ.get("YICHUI_PACKED_COMPILE", "1") != "0"
 
 

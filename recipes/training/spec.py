@@ -24,6 +24,7 @@ LOSSES = ("fused", "chunked", "full")
 SHARDINGS = ("ddp", "zero1", "zero2", "zero3", "fsdp2")  # what the trainer runs (and the memory model knows)
 DISTRIBUTIONS = (*SHARDINGS, "megatron")  # what choose_strategy offers: Megatron is refused there with the reason
 OFFLOADS = ("none", "optimizer", "all")
+OFFLOAD_DEVICES = ("cpu", "nvme")  # where offloaded states go: CPU memory, or files on a fast disk (ZeRO-3 only)
 MASTER_WEIGHTS = ("fp32", "bf16")
 # who runs the training step: yichui's trainer on transformers + peft, or unsloth's patched models and kernels in
 # unsloth's own environment (recipes/training/backends.py), with the same Trainer loop, events and checkpoints
@@ -77,6 +78,10 @@ class TrainingSpec:
     distribution: str = _knob("ddp", "--distribution", help="ddp | zero1 | zero2 | zero3 | fsdp2",
                               choices=SHARDINGS)
     offload: str = "none"  # ZeRO optimizer states (stage 3 / FSDP: "all" also the weights) to CPU memory
+    # … or, DeepSpeed ZeRO-3 only, to files under nvme_path (ZeRO-Infinity: DeepSpeed's offload device "nvme",
+    # through its async_io op, which needs libaio)
+    offload_device: str = "cpu"
+    nvme_path: str = ""
     processes: int = _knob(1, "--processes", "--gpus", help="cli.opt.gpus", lo=1, hi=64)  # per node
     nodes: int = _knob(1, None, lo=1, hi=1024)
     learning_rate: float = _knob(2e-4, None, lo=1e-8, hi=1.0)
@@ -124,6 +129,11 @@ class TrainingSpec:
         return self.offload != "none"
 
     @property
+    def nvme_offloaded(self) -> bool:
+        """Offloaded states go to NVMe files, not CPU memory."""
+        return self.offloaded and self.offload_device == "nvme"
+
+    @property
     def fp32_masters_asked(self) -> bool:
         return self.master_weights == "fp32"
 
@@ -147,7 +157,7 @@ class TrainingSpec:
         """Raises:
             Refusal("memory.bad_choice" | "memory.bad_number" | "choose_strategy.bad_targets" |
             "choose_strategy.liger_and_compile" | "choose_strategy.qlora_and_compile" |
-            "choose_strategy.unsloth_unsupported"): a value outside its choices or its range (nan and inf too), no
+            "choose_strategy.unsloth_unsupported" | "choose_strategy.nvme_needs_zero3"): a value outside its choices or its range (nan and inf too), no
             LoRA target, Liger with compiled layers, QLoRA with compiled layers, or the unsloth backend with what it
             does not run (:meth:`unsloth_conflict`).
         """
@@ -160,6 +170,11 @@ class TrainingSpec:
                 raise Refusal("memory.bad_number", name=f.name, value=value, lo=lo, hi=hi)
         if self.offload not in OFFLOADS:
             raise Refusal("memory.bad_choice", name="offload", value=self.offload, choices=", ".join(OFFLOADS))
+        if self.offload_device not in OFFLOAD_DEVICES:
+            raise Refusal("memory.bad_choice", name="offload_device", value=self.offload_device,
+                          choices=", ".join(OFFLOAD_DEVICES))
+        if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only
+            raise Refusal("choose_strategy.nvme_needs_zero3")
         if self.method not in FULL_WEIGHTS and not self.lora_targets.strip():
             raise Refusal("choose_strategy.bad_targets", value=self.lora_targets)
         if self.liger and self.compile_layers:  # Liger's kernels break the compiled graph: 2.2× slower measured

@@ -18,10 +18,11 @@ from wizard.engine import check
 
 
 @pytest.mark.slow
-def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
+def test_deploy_serves_openai_compatible_chat_and_streaming(chain, monkeypatch):
     chain.upto("deploy")
     from openai import OpenAI
 
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_of_the_user")  # in the wizard's environment, never the server's
     out = chain.step("deploy")
     assert out["endpoint"].startswith("http://127.0.0.1:") and out["reply"]
     client = OpenAI(base_url=out["endpoint"], api_key="unused")
@@ -48,6 +49,8 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain):
     link = chain.session.run_dir / "serve" / out["served_model"]
     assert link.resolve() == Path(out["model_dir"]).resolve()
     job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
+    environ = Path(f"/proc/{job.pid}/environ").read_bytes().split(b"\0")
+    assert any(v.startswith(b"PATH=") for v in environ) and not any(v.startswith(b"HF_TOKEN=") for v in environ)
     assert job.alive() and job.stop() and not job.alive()
 
     # the port was free when asked, and taken by the time the server would start: refused before spawning

@@ -184,6 +184,7 @@ MESSAGES = {
     "cli.unfinished": {"en": "unfinished", "zh": "未完成"},
     "cli.detail.step": {"en": "step {step}/{total}, loss {loss}", "zh": "第 {step}/{total} 步，损失 {loss}"},
     "cli.detail.done": {"en": "finished", "zh": "已完成"},
+    "cli.show.backup": {"en": "{detail} → {hub} {repo}", "zh": "{detail} → {hub} {repo}"},
     "cli.detail.backup": {"en": "adapter backup: {n} uploaded (last: {last})", "zh": "适配器备份：已上传 {n} 次（最近：{last}）"},
     "cli.detail.backup_failing": {"en": "; {path} failing: {error}", "zh": "；{path} 上传失败：{error}"},
     "cli.detail.error": {"en": "failed: {message}", "zh": "失败：{message}"},

@@ -24,18 +24,23 @@ def _job_detail(s, job) -> str:
             return T("cli.detail.done")
         return T("cli.detail.error", message=last.get("message"))
     if job.name == "backup":  # the adapter backup beside the trainer (recipes/training/backup.py)
-        from recipes.training import backup
-
-        done = backup.summary(Path(job.pid_file).parent)
-        failing = done["gave_up"] | {p: e for p, (_, _, e) in done["failing"].items()}
-        shown = lambda p: T("train.backup_final") if p == "." else p  # noqa: E731
-        return T("cli.detail.backup", n=len(done["uploaded"]), last=shown((done["uploaded"] or ["—"])[-1])) + "".join(
-            T("cli.detail.backup_failing", path=shown(p), error=e) for p, e in list(failing.items())[-1:])
+        return backup_detail(Path(job.pid_file).parent)
     if job.name == "server":
         from recipes.handoff import Deployment
 
         return s.result(Deployment).endpoint or ""
     return ""
+
+
+def backup_detail(train_dir: Path) -> str:
+    """What the adapter backup of a train folder has done: uploads, the last one, the last failure."""
+    from recipes.training import backup
+
+    done = backup.summary(train_dir)
+    failing = done["gave_up"] | {p: e for p, (_, _, e) in done["failing"].items()}
+    shown = lambda p: T("train.backup_final") if p == "." else p  # noqa: E731
+    return T("cli.detail.backup", n=len(done["uploaded"]), last=shown((done["uploaded"] or ["—"])[-1])) + "".join(
+        T("cli.detail.backup_failing", path=shown(p), error=e) for p, e in list(failing.items())[-1:])
 
 
 class _ViewCtx:

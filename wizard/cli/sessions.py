@@ -217,6 +217,18 @@ def show(session: Optional[str] = SessionArg,
     from recipes.handoff import Evaluation, ExportResult
 
     ui = new_ui()
+    chosen = s.run_dir / "train" / "backup.json"
+    if chosen.is_file():  # the adapter backup: where to, and what went up (as `yichui status` says it)
+        import json
+
+        from wizard.cli.jobs import backup_detail
+
+        try:
+            where = json.loads(chosen.read_text())
+            ui.say(T("cli.show.backup", hub=where.get("hub"), repo=where.get("repo_id"),
+                     detail=backup_detail(chosen.parent)))
+        except (OSError, ValueError, AttributeError):
+            pass  # a backup.json cut short: the backup job reports it
     exported = s.result(ExportResult)
     if exported.merged_dir:  # each export with its quality figures
         columns, rows = exported.table()
