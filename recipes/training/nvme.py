@@ -23,14 +23,18 @@ def aio_missing() -> Msg | None:
     """Why DeepSpeed's async_io op cannot be built here (no libaio), or None when it can.
 
     DeepSpeed's own check (``AsyncIOBuilder().is_compatible()``: compiles a call of ``io_submit`` against
-    ``-laio``; CFLAGS / LDFLAGS point it at a libaio outside the system paths)."""
+    ``-laio``; CFLAGS / LDFLAGS point it at a libaio outside the system paths). Seen on the H200 image (Python
+    3.12, no setuptools): that check fails with "No module named 'distutils'", and DeepSpeed then refuses to build
+    the op ("not compatible") — said as such (bench/results/2026-12-03-nvme-offload-h200.md)."""
     try:
         from deepspeed.ops.op_builder import AsyncIOBuilder
     except ImportError:
         return msg("choose_strategy.no_deepspeed")
-    if AsyncIOBuilder().is_compatible(verbose=False):
-        return None
-    return msg("choose_strategy.no_libaio")
+    try:
+        ok = AsyncIOBuilder().is_compatible(verbose=False)
+    except ImportError as e:  # its check imports distutils: gone from Python 3.12 unless setuptools is installed
+        return msg("choose_strategy.aio_check_failed", error=f"{type(e).__name__}: {e}")
+    return None if ok else msg("choose_strategy.no_libaio")
 
 
 def path_problem(path: str, need_bytes: int) -> Msg | None:

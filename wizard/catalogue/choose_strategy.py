@@ -192,6 +192,8 @@ MESSAGES = {
                                          "zh": "卸载到 NVMe 需要 DeepSpeed ZeRO-3：请选择 zero3 分布方式，或卸载到 CPU 内存。"},
     "choose_strategy.no_libaio": {"en": "DeepSpeed's NVMe offload needs libaio, which is not installed: apt install libaio-dev (or point CFLAGS / LDFLAGS at it), then answer again; or offload to CPU memory.",
                                   "zh": "DeepSpeed 的 NVMe 卸载需要 libaio，但未安装：请执行 apt install libaio-dev（或用 CFLAGS / LDFLAGS 指向它）后重新回答；或卸载到 CPU 内存。"},
+    "choose_strategy.aio_check_failed": {"en": "DeepSpeed cannot check for libaio here ({error}): pip install setuptools (Python 3.12 dropped distutils, which its check imports), then answer again; or offload to CPU memory.",
+                                         "zh": "DeepSpeed 无法在此检查 libaio（{error}）：请 pip install setuptools（Python 3.12 移除了其检查所需的 distutils）后重新回答；或卸载到 CPU 内存。"},
     "choose_strategy.nvme_unusable": {"en": "Cannot write swap files in {path}: {error}. Give a folder on a local disk you can write to.",
                                       "zh": "无法在 {path} 中写入交换文件：{error}。请给出本地磁盘上可写的目录。"},
     "choose_strategy.nvme_too_small": {"en": "{path} has {free} GiB free; the offloaded states need {need} GiB (with a 10 % margin). Free space there or choose another disk.",

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""DeepSpeed ZeRO-3 with weights and optimizer states offloaded to NVMe files (ZeRO-Infinity; recipes/training/nvme.py)
+against the same full fine-tune without offload, on one GPU: peak GPU memory (nvidia-smi's view), tokens/s, and
+what the swap folder held. yichui's own trainer, one process under DeepSpeed (the launcher's variables set here).
+
+    python bench/nvme_offload.py --work DIR --swap DIR --out rows.jsonl [--shape qwen2.5-1.5b] [--steps 6]
+
+libaio must be findable by DeepSpeed's async_io op (CFLAGS/LDFLAGS/CPATH/LIBRARY_PATH/LD_LIBRARY_PATH where it is not
+installed system-wide).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import memory_accuracy as ma  # noqa: E402
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--swap", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--shape", default="qwen2.5-1.5b")
+    ap.add_argument("--steps", type=int, default=6)
+    a = ap.parse_args()
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517", RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
+    work, env = Path(a.work), ma.environment()
+    model = ma.prepare_shape(a.shape, work, weights=False)
+    for name, extra in (("zero3", {"distribution": "zero3", "offload": "none"}),
+                        ("zero3-nvme", {"distribution": "zero3", "offload": "all", "offload_device": "nvme",
+                                        "nvme_path": a.swap})):
+        peak = [0]
+        stop = threading.Event()
+
+        def watch():  # the swap folder's size while the run goes on (DeepSpeed removes its files at the end)
+            while not stop.wait(0.5):
+                peak[0] = max(peak[0], sum(f.stat().st_size for f in Path(a.swap).rglob("*") if f.is_file()))
+
+        t = threading.Thread(target=watch, daemon=True)
+        t.start()
+        cfg = (a.shape, "full", True, 1024, 1, extra)
+        row = ma.measure_one(cfg, model, work / name, "0", a.steps)
+        stop.set()
+        t.join()
+        row |= {"variant": name, "env": env, "swap_peak_bytes": peak[0],
+                "tokens_per_s": ma.median_tokens_per_s(ma.events(work / name / "runs" / row["id"]))}
+        with open(a.out, "a") as f:
+            f.write(json.dumps(row) + "\n")
+        print(name, row["rc"], row.get("device_peak_gib"), row.get("tokens_per_s"), peak[0] / 2**30,
+              (row.get("error") or "")[-600:], flush=True)
+
+
+if __name__ == "__main__":
+    main()
