@@ -130,7 +130,8 @@ def test_out_of_memory_recovers_from_the_last_checkpoint(chain, variant, monkeyp
     r = yichui(chain.home, "status", chain.session.id, COLUMNS="200")  # the backup job's line
     assert "adapter backup: 3 uploaded (last: final adapter" in r.stdout, r.stdout
     r = yichui(chain.home, "show", chain.session.id, COLUMNS="200")  # where to, as well, once the job is gone
-    assert "adapter backup: 3 uploaded (last: final adapter) → hf me/tiny-adapter" in r.stdout, r.stdout
+    assert "adapter backup: 3 uploaded (last: final adapter" in r.stdout and "→ hf me/tiny-adapter" in r.stdout, \
+        r.stdout
     assert out["steps"] == 8
     (change,) = out["recoveries"]
     assert change["from"] == {"micro_batch": 4, "grad_accum": 1, "activation_checkpointing": False}
@@ -304,22 +305,14 @@ def test_two_processes_data_parallel_on_cpu(chain, variant):
 
 @pytest.mark.slow
 @TWO_RANKS
-def test_deepspeed_zero_stages_match_data_parallel(chain, variant, libaio, monkeypatch, tmp_path, tmpfs):
-    """Two CPU processes (gloo) through the same launcher: plain DDP, ZeRO-2 with the optimizer states offloaded
-    (DeepSpeed's CPU Adam), and ZeRO-3 with weights and optimizer states swapped to files on disk
-    (ZeRO-Infinity's NVMe offload, DeepSpeed's async_io op on libaio; issue 23). The Trainer really runs the asked
-    sharding (the start event says what accelerate set up), and the sharded runs' losses match the DDP run's."""
-    from recipes.base import Refusal
-
-    for k, v in libaio.items():
-        monkeypatch.setenv(k, v)
-    swap = tmp_path / "nvme"
+def test_deepspeed_zero_stages_match_data_parallel(chain, variant):
+    """Two CPU processes (gloo) through the same launcher: plain DDP, DeepSpeed ZeRO-3, and ZeRO-2 with the
+    optimizer states offloaded (DeepSpeed's CPU Adam). The Trainer really runs the asked sharding (the start event
+    says what accelerate set up), and the sharded runs' losses match the DDP run's."""
     runs = {}
-    for dist, offload, device in (("ddp", "none", "cpu"), ("zero2", "optimizer", "cpu"), ("zero3", "all", "nvme")):
+    for dist, offload in (("ddp", "none"), ("zero3", "none"), ("zero2", "optimizer")):
         _fresh_train(chain)
         sharded = {} if dist == "ddp" else {"offload": offload}  # asked only with a sharded distribution
-        if device == "nvme":
-            sharded |= {"offload_device": "nvme", "nvme_path": str(swap)}
         out = chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes="2", max_steps="4",
                          save_steps="2", micro_batch="2", grad_accum="1", val_ratio="0", distribution=dist,
                          activation_checkpointing="false", **sharded)
@@ -328,18 +321,42 @@ def test_deepspeed_zero_stages_match_data_parallel(chain, variant, libaio, monke
         assert tr["steps"] == 4
         assert _sharding(tr) == {"ddp": "ddp", "zero3": "deepspeed-zero3", "zero2": "deepspeed-zero2"}[dist]
         assert Path(tr["adapter_dir"], "adapter_model.safetensors").exists()
-        runs[dist + offload] = _losses(tr)
-    for name in ("zero2optimizer", "zero3all"):
-        assert runs[name] == pytest.approx(runs["ddpnone"], rel=2e-3), name
-    # the states went to the disk: DeepSpeed's swap folder, one per rank (its files are removed at the end)
-    assert (swap / "zero_stage_3").is_dir(), list(swap.rglob("*"))[:10]
-    # a folder it cannot write in, and a disk without room (a 1 MiB tmpfs), are said at the question
+        runs[dist] = _losses(tr)
+    for dist in ("zero3", "zero2"):
+        assert runs[dist] == pytest.approx(runs["ddp"], rel=2e-3), dist
+
+
+@TWO_RANKS
+def test_offload_to_nvme_checks_the_folder_then_trains(chain, variant, libaio, monkeypatch, tmp_path, tmpfs):
+    """ZeRO-3 offload to NVMe (issue 23): a folder it cannot write in and a disk without room (a 1 MiB tmpfs) are
+    said at the question. With YICHUI_SLOW=1 (outside the default run: DeepSpeed's async_io JIT and the swapping
+    take minutes on two cores, 389 s measured) two processes then train with weights and optimizer states swapped
+    to files through DeepSpeed's async_io op on libaio, their losses those of DDP."""
+    import os
+
+    from recipes.base import Refusal
+
+    for k, v in libaio.items():
+        monkeypatch.setenv(k, v)
     (tmp_path / "file-not-folder").write_text("a file")
     for path, words in ((tmp_path / "file-not-folder" / "x", "Cannot write swap files in"), (tmpfs("1m"), "GiB free")):
         with pytest.raises(Refusal) as e:
             chain.step("choose_strategy", preflight="false", method="full", dataset="bundled", processes="2",
                        max_steps="4", distribution="zero3", offload="all", offload_device="nvme", nvme_path=str(path))
         assert e.value.key == "answer.invalid" and words in str(e.value.params["reason"]), e.value
+    if not os.environ.get("YICHUI_SLOW"):
+        return
+    swap, runs = tmp_path / "nvme", {}
+    for dist, extra in (("ddp", {}), ("zero3", {"offload": "all", "offload_device": "nvme", "nvme_path": str(swap)})):
+        _fresh_train(chain)
+        chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes="2", max_steps="4",
+                   save_steps="2", micro_batch="2", grad_accum="1", val_ratio="0", distribution=dist,
+                   activation_checkpointing="false", **extra)
+        tr = chain.step("train")
+        assert tr["steps"] == 4 and _sharding(tr) == {"ddp": "ddp", "zero3": "deepspeed-zero3"}[dist]
+        runs[dist] = _losses(tr)
+    assert runs["zero3"] == pytest.approx(runs["ddp"], rel=2e-3)
+    assert (swap / "zero_stage_3").is_dir(), list(swap.rglob("*"))[:10]  # DeepSpeed's swap folder (files removed)
 
 
 @pytest.mark.slow
