@@ -53,10 +53,10 @@ EOF
     reqs=()
     while IFS= read -r line; do
       name=$(echo "${line%%==*}" | tr 'A-Z_' 'a-z-')
-      case "$name" in torch|triton|nvidia-*|yichui|pytest|pluggy|iniconfig|pexpect|ptyprocess|"#"*|-e*) continue ;; esac
+      case "$name" in pip|wheel|torch|triton|nvidia-*|yichui|pytest|pluggy|iniconfig|pexpect|ptyprocess|"#"*|-e*) continue ;; esac
       if [[ "$image" == *" $name "* && " $pins " != *" $name "* ]]; then continue; fi
       reqs+=("$line")
-    done < <("$root/.venv/bin/pip" freeze --exclude-editable)
+    done < <("$root/.venv/bin/pip" freeze --all --exclude-editable)
     # no wheels on PyPI: built here (pure Python; deepspeed compiles its ops on first use, not at install)
     sdist_only=" deepspeed rouge-score sqlitedict word2number "
     wheels=(); built=()

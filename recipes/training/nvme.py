@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from recipes.base import Msg, msg
@@ -17,6 +18,56 @@ from recipes.base import Msg, msg
 GIB = 2**30
 PROBE_BYTES = 64 * 2**20   # written (and fsync'd) once to measure the disk
 SLOW_GBPS = 1.0            # below this a step waits on the disk: said, not refused
+PERSISTENCE_THRESHOLD = 100_000  # DeepSpeed's stage3_param_persistence_threshold default: smaller parameters stay
+                                 # on the GPU whole, never swapped
+
+
+@dataclass(frozen=True)
+class SwapShape:
+    """What DeepSpeed's parameter swapper must hold at once, from the model's parameters (elements, not bytes).
+
+    ZeRO-3 with ``offload_param`` on NVMe reads each parameter's partition into one of ``buffer_count`` pinned CPU
+    buffers of ``buffer_size`` elements, and keeps it there while the parameter is gathered on the GPU. DeepSpeed's
+    defaults (5 buffers; a parameter kept gathered when it is used again within 1e9 elements, prefetch 5e7 elements)
+    run out of buffers on a real model: "Not enough buffers 0 for swapping 1" (DeepSpeed issue #3062; seen on the
+    H200 with the Qwen2.5-1.5B shape, bench/results/2026-12-03-nvme-offload-h200.md). So the reuse distance, the
+    prefetch bucket and the live limit are one decoder layer here, and the buffers cover the layer in use, the
+    parameters still kept within that distance and the ones prefetched, with room for a layer boundary."""
+
+    largest: int       # the largest parameter (a buffer holds any partition)
+    layer_params: int  # the most swapped parameters (≥ PERSISTENCE_THRESHOLD elements) in one decoder layer
+    layer_numel: int   # the most elements in one decoder layer
+
+    @classmethod
+    def of(cls, named: list[tuple[str, int]]) -> SwapShape:
+        """From ``(name, elements)`` per parameter; a layer is the name up to its first number ("model.layers.3"),
+        a parameter outside numbered layers (embeddings, final norm) a layer of its own, whose elements (a large
+        embedding) do not set the per-layer window unless the model has no numbered layers."""
+        params: dict[str, int] = {}
+        numel: dict[str, int] = {}
+        numbered: set[str] = set()
+        for name, n in named:
+            parts = name.split(".")
+            cut = next((i for i, p in enumerate(parts) if p.isdigit()), None)
+            key = name if cut is None else ".".join(parts[:cut + 1])
+            if cut is not None:
+                numbered.add(key)
+            numel[key] = numel.get(key, 0) + n
+            params[key] = params.get(key, 0) + (n >= PERSISTENCE_THRESHOLD)
+        return cls(largest=max((n for _, n in named), default=0), layer_params=max(params.values(), default=0),
+                   layer_numel=max((numel[k] for k in numbered or numel), default=0))
+
+    def offload_param(self) -> dict:
+        """The ``offload_param`` buffer fields: 2 × a layer's swapped parameters + 4 buffers (the layer in use and
+        the next, a boundary between two), each the largest parameter (and at least DeepSpeed's 1e8 default).
+        Pinned CPU memory: buffer_count × buffer_size × 2 bytes (bf16)."""
+        return {"buffer_count": 2 * self.layer_params + 4, "buffer_size": max(int(1e8), self.largest)}
+
+    def zero_limits(self) -> dict:
+        """ZeRO-3's reuse distance, prefetch bucket and live limit, in elements, bounded by one decoder layer."""
+        layer = max(self.layer_numel, 1)
+        return {"stage3_max_reuse_distance": layer, "stage3_prefetch_bucket_size": layer,
+                "stage3_max_live_parameters": 2 * layer}
 
 
 def aio_missing() -> Msg | None:

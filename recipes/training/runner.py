@@ -30,7 +30,22 @@ def trainer_env(spec: TrainerJob | None = None) -> dict:
 
     env = dict(backends.process_env() if spec is not None and spec.interpreter else os.environ)
     env.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    if env.get("TORCH_CUDA_ARCH_LIST"):
+        env["TORCH_CUDA_ARCH_LIST"] = plain_arch_list(env["TORCH_CUDA_ARCH_LIST"])
     return env
+
+
+def plain_arch_list(arch_list: str) -> str:
+    """``TORCH_CUDA_ARCH_LIST`` without the architecture-specific suffixes ("9.0a" → "9.0", "10.0f+PTX" →
+    "10.0+PTX"). DeepSpeed 0.19.8 compiles its ops (cpu_adam, async_io) on first use and parses each entry as
+    numbers: "9.0a", which GPU images set for Hopper, fails with "invalid literal for int() with base 10: '0a'"
+    (seen on the H200, bench/results/2026-12-03-nvme-offload-h200.md). Its ops use no sm_90a-only instructions."""
+    out = []
+    for cc in arch_list.replace(" ", ";").split(";"):
+        if cc.strip():
+            base, plus, ptx = cc.strip().partition("+")
+            out.append(base.rstrip("abcdefghijklmnopqrstuvwxyz") + plus + ptx)
+    return ";".join(out)
 
 
 def with_backend(spec: TrainerJob, home: Path) -> TrainerJob:

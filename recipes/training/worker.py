@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from recipes.quantization import prequantized
+from recipes.training.nvme import SwapShape
 from recipes.training.spec import FULL_WEIGHTS, TrainerJob
 
 EVENTS_VERSION = 1
@@ -26,14 +27,15 @@ EVENTS_VERSION = 1
 OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "paged": "paged_adamw_8bit"}
 
 
-def deepspeed_config(stage: int, offload: str, device: str = "cpu", nvme_path: str = "", largest: int = 0) -> dict:
+def deepspeed_config(stage: int, offload: str, device: str = "cpu", nvme_path: str = "",
+                     swap: SwapShape | None = None) -> dict:
     """A DeepSpeed config for the HF Trainer: "auto" lets the Trainer fill batch sizes, precision and clipping from
     its own arguments (transformers' integrations/deepspeed.py), so the two never disagree. Offload of the optimizer
     states (stage ≥ 1) and, with ``offload="all"`` at stage 3, of the parameters to CPU memory — or, ``device``
     "nvme" (stage 3), to swap files under ``nvme_path`` (DeepSpeed's ZeRO-Infinity: docs "offload_param" /
-    "offload_optimizer", device nvme; its async_io op does the reads and writes). A parameter is swapped through
-    one pinned buffer: the buffer holds ``largest`` (the largest parameter's elements) at least. An offloaded
-    optimizer must be DeepSpeed's (CPU Adam), hence the optimizer section then."""
+    "offload_optimizer", device nvme; its async_io op does the reads and writes). Parameters on NVMe go through
+    pinned buffers sized from the model (``swap``, recipes/training/nvme.py SwapShape). An offloaded optimizer
+    must be DeepSpeed's (CPU Adam), hence the optimizer section then."""
     zero: dict = {"stage": stage, "overlap_comm": False, "contiguous_gradients": True}
     if stage == 3:
         zero["stage3_gather_16bit_weights_on_model_save"] = True  # save_model writes whole weights
@@ -41,8 +43,11 @@ def deepspeed_config(stage: int, offload: str, device: str = "cpu", nvme_path: s
     if offload in ("optimizer", "all"):
         zero["offload_optimizer"] = to | {"pin_memory": True}
     if offload == "all" and stage == 3:
-        zero["offload_param"] = to | {"pin_memory": True} | (
-            {"buffer_count": 5, "buffer_size": max(int(1e8), largest)} if device == "nvme" else {})
+        zero["offload_param"] = to | {"pin_memory": True}
+        if device == "nvme":
+            swap = swap or SwapShape(0, 0, 0)
+            zero["offload_param"] |= swap.offload_param()
+            zero |= swap.zero_limits()
     cfg = {"zero_optimization": zero, "bf16": {"enabled": "auto"}, "fp16": {"enabled": "auto"},
            "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
            "train_batch_size": "auto", "gradient_clipping": "auto"}
@@ -52,13 +57,13 @@ def deepspeed_config(stage: int, offload: str, device: str = "cpu", nvme_path: s
     return cfg
 
 
-def distribution_args(spec: TrainerJob, largest: int = 0) -> dict:
+def distribution_args(spec: TrainerJob, swap: SwapShape | None = None) -> dict:
     """SFTConfig arguments for the chosen distribution: DeepSpeed ZeRO-1/2/3 or FSDP2 (full shard, one unit per
-    decoder layer: accelerate wraps the model's ``_no_split_modules``); plain DDP needs none. ``largest``: the
-    model's largest parameter, in elements (NVMe offload sizes its swap buffers by it)."""
+    decoder layer: accelerate wraps the model's ``_no_split_modules``); plain DDP needs none. ``swap``: what
+    NVMe offload's parameter buffers must hold (recipes/training/nvme.py SwapShape)."""
     dist, offload = spec.distribution, spec.offload
     if dist.startswith("zero"):
-        return {"deepspeed": deepspeed_config(int(dist[-1]), offload, spec.offload_device, spec.nvme_path, largest)}
+        return {"deepspeed": deepspeed_config(int(dist[-1]), offload, spec.offload_device, spec.nvme_path, swap)}
     if dist == "fsdp2":
         return {"fsdp": True,
                 "fsdp_config": {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "reshard_after_forward": True,
@@ -350,10 +355,10 @@ def _checkpointing_arg() -> str:
 
 
 def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool, images: bool = False,
-               largest: int = 0):
+               swap: SwapShape | None = None):
     """trl's SFTConfig for the spec: the TrainingSpec's names mapped onto the Trainer's. ``images``: image-text
-    records, never truncated (a cut through an image's tokens fails the batch: trl's own warning). ``largest``:
-    the model's largest parameter in elements (:func:`distribution_args`)."""
+    records, never truncated (a cut through an image's tokens fails the batch: trl's own warning). ``swap``:
+    the model's parameter sizes for NVMe offload (:func:`distribution_args`)."""
     from trl import SFTConfig
 
     CHECKPOINTING_ARG = _checkpointing_arg()
@@ -376,7 +381,7 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         packing=spec.packing, packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
         eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,
-        use_liger_kernel=spec.liger, **distribution_args(spec, largest),
+        use_liger_kernel=spec.liger, **distribution_args(spec, swap),
         # a vision side that trains gets no gradient in a micro-batch of text records only, and LLaVA's last CLIP
         # layer (vision_feature_layer -2) never does: DDP must look for unused parameters
         **({"ddp_find_unused_parameters": True}
@@ -552,7 +557,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         # the language model trains; the vision tower and projector keep their weights unless chosen to train
         vision.freeze_vision(model, tower=spec.freeze_vision_tower, projector=spec.freeze_projector)
     args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm,
-                      largest=max((p.numel() for p in model.parameters()), default=0))
+                      swap=SwapShape.of([(n, p.numel()) for n, p in model.named_parameters()]))
 
     stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop
 
