@@ -226,8 +226,8 @@ def summary(s: dict) -> dict:
                                    for k, v in (st.get("evaluate", {}).get("parts") or {}).items()}}}
 
 
-def chain(a, base_dir: Path, results: Path) -> dict:
-    formats = a.formats.split(",")
+def chain(a, base_dir: Path, results: Path, more: dict | None = None) -> dict:
+    formats = [f for f in a.formats.split(",") if f]
     sets = {"select_model.source": "local", "select_model.path": str(base_dir),
             "choose_strategy.method": "lora", "choose_strategy.lora_rank": 64, "choose_strategy.lora_alpha": 128,
             "choose_strategy.lora_dropout": 0.0, "choose_strategy.lora_targets": "all-linear",
@@ -247,7 +247,7 @@ def chain(a, base_dir: Path, results: Path) -> dict:
             sets.pop(k)
     if a.benchmark_limit:  # GSM8K through the engine, base and fine-tuned (the data placed by --gsm8k)
         sets |= {"evaluate.benchmarks": "gsm8k", "evaluate.benchmark_limit": a.benchmark_limit}
-    argv = run_argv("finetune", sets)
+    argv = run_argv("finetune", sets | (more or {}))
     t0 = time.time()
     rc = sh(argv, results / "chain.log", timeout=3600)
     sid = newest_session(t0 - 1)
@@ -510,6 +510,23 @@ def versions(a) -> dict:
             "engine_python": inst.python if inst else None, "gpu": smi, "python": sys.version.split()[0]}
 
 
+def quantized_base(a, base_dir: Path, results: Path) -> dict:
+    """Issue 23: the base written as a compressed-tensors W4A16 checkpoint (bench/packed_lora.py quantize_folder:
+    the layout of a GPTQ export), LoRA trained on it kept quantized (recipes/training/packed.py), the adapter served
+    unmerged on that quantized base by the chain's engine (``deploy.model`` "adapter"), no further exports."""
+    from packed_lora import quantize_folder
+
+    q = quantize_folder(base_dir, base_dir.with_name(base_dir.name + "-w4a16"))
+    b = argparse.Namespace(**(vars(a) | {"formats": "", "benchmark_limit": 0}))
+    out = chain(b, q, results, {"deploy.model": "adapter"})
+    if out.get("status", {}).get("deploy") == "done":
+        out["server"] = _safe(check_server, out["session"], results, "adapter-on-w4a16")
+    if out.get("session"):
+        res = Path(session(out["session"])["run_dir"]) / "train" / "result.json"
+        out["packed_base"] = json.loads(res.read_text()).get("packed_base") if res.exists() else None
+    return out
+
+
 def cmd_run(a) -> None:
     results, work = Path(a.results), Path(a.work)
     results.mkdir(parents=True, exist_ok=True)
@@ -518,6 +535,10 @@ def cmd_run(a) -> None:
     if a.gsm8k:
         place_gsm8k(a.gsm8k)
     base = phase(results, "base", prepare_apart, a.shape, work / Path(a.shape).name, a.pretrain_steps)
+    if a.quantized_base:  # this chain alone
+        phase(results, "quantized_base", quantized_base, a, Path(base.get("dir") or work / Path(a.shape).name), results)
+        stop_servers(results)
+        return row(results, "done")
     c = phase(results, "chain", chain, a, Path(base.get("dir") or work / Path(a.shape).name), results)
     sid = c.get("session")
     if sid and c.get("status", {}).get("deploy") == "done":
@@ -724,6 +745,8 @@ def main() -> None:
     r.add_argument("--load-requests", type=int, default=64)
     r.add_argument("--formats", default="gptq-w4a16,awq-w4a16,fp8-dynamic,bnb-4bit",
                    help="the exports the chain makes (bnb-4bit: vLLM 0.26's --quantization bitsandbytes)")
+    r.add_argument("--quantized-base", action="store_true", help="instead of the chain: LoRA on the base written "
+                   "as W4A16 (kept quantized), the adapter served unmerged on it")
     r.add_argument("--stagger", type=float, default=20.0, help="seconds between the format servers' starts")
     o = sub.add_parser("one", parents=[common], help="one engine on a random-weight shape: deploy, server checks, "
                        "KV cache")

@@ -52,6 +52,11 @@ def envs(ctx: Ctx) -> Path:
     return quantize.envs_dir(ctx.home)
 
 
+class NotKnownYet(Exception):
+    """A question's choices depend on steps of this run that have not finished yet (the engine's check of --set
+    values before any work skips it; the step checks the answer when it runs)."""
+
+
 def adapter_info(ctx: Ctx) -> dict | None:
     """The trained LoRA adapter that can be served unmerged: ``{"path", "rank"}`` (rank: the largest of ``r`` and
     ``rank_pattern`` in adapter_config.json), or None (full fine-tune, DoRA, no adapter on disk)."""
@@ -119,7 +124,11 @@ def questions(ctx: Ctx) -> list[Question]:
         return None
 
     def models(a):
-        """The exports the chosen engine loads, and the adapter unmerged where the engine serves LoRA."""
+        """The exports the chosen engine loads, and the adapter unmerged where the engine serves LoRA. Raises
+        NotKnownYet before the training and export of this run have finished (a ``--set deploy.model=adapter``
+        of a whole run is checked when the deploy step comes)."""
+        if ctx.pending("train") or ctx.pending("export"):
+            raise NotKnownYet("deploy.model")
         backend = a.get("backend", "transformers")
         inst = engines.find(backend, home_envs)
         loads = engines.formats(backend, inst, engines.cache_dir(ctx.home))

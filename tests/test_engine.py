@@ -363,6 +363,38 @@ def test_set_values_are_checked_against_earlier_set_answers_before_any_work(tmp_
     assert ok.run() == 0 and ran[0]["formats"] == ["f2"]
 
 
+def test_choices_known_only_after_an_earlier_step_of_the_run_are_checked_when_their_step_comes(tmp_path, capsys):
+    """`yichui run --set deploy.model=adapter` on a whole run: the adapter choice exists once training has made one.
+    A step whose choices depend on a required step still pending says so (ctx.pending; the deploy step raises
+    NotKnownYet): the value is checked when its step runs — kept if the earlier step made it a choice, refused
+    with the one line otherwise."""
+    import types
+
+    from recipes.deploy import NotKnownYet
+
+    def b_questions(ctx):
+        def models(a):
+            if ctx.pending("a"):
+                raise NotKnownYet("b.model")
+            return [Choice("merged", "M")] + ([Choice("adapter", "A")] if ctx.outputs("a").get("adapter") else [])
+        return [Question("model", "select", "deploy.model", default="merged", choices=models)]
+
+    for made, code in ((True, 0), (False, 2)):
+        ran = []
+        a = make_step("a", [], run=lambda ctx, ans, made=made: {"adapter": made})
+        b = types.SimpleNamespace(name="b", requires=("a",), questions=b_questions,
+                                  run=lambda ctx, ans: ran.append(ans["model"]) or {}, is_done=lambda ctx, rec: True)
+        s = Session.new("test", ("a", "b"), tmp_path / str(made))
+        s.save()
+        e = Engine(s, UI(), None, load={"a": a, "b": b}.__getitem__, overrides={"b": {"model": "adapter"}})
+        assert e.run() == code
+        assert s.steps["a"]["status"] == "done"  # the earlier step ran: the value was not refused before it
+        if made:
+            assert ran == ["adapter"]
+        else:
+            assert not ran and "b.model='adapter'" in capsys.readouterr().err
+
+
 def test_a_path_answer_expands_the_home_folder(monkeypatch, tmp_path):
     from wizard.engine import check
 

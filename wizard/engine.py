@@ -154,6 +154,12 @@ class StepContext:
         self._check_read(step)
         return self._e.session.steps.get(step, {}).get("answers", {})
 
+    def pending(self, step: str) -> bool:
+        """Whether ``step`` (one this step requires) is in this session's task and has not finished yet: choices
+        that depend on its outputs are not known before the run reaches it (a --set for them is checked then)."""
+        self._check_read(step)
+        return self._e.session.steps.get(step, {}).get("status") in ("pending", "running", "failed")
+
     def _check_read(self, step: str) -> None:
         """A step reads only what it declares (``requires``): with YICHUI_STRICT_REQUIRES=1 (the tests) any other
         read raises, so a hand-off no declaration names cannot creep in."""
