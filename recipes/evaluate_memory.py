@@ -106,7 +106,8 @@ def serving(ctx: Ctx, shape: memory.Shape, gpu: Gpu, gpus: list) -> MemoryEvalua
     """The deploy task's view: per weight format, weights and KV-cache budget per GPU at utilization 0.9 with tensor
     parallelism over the GPUs, the tokens of KV cache that fit and the longest context (recipes.memory.model.serving)."""
     rows, est = [], {}
-    for fmt in SERVING_FORMATS:
+    formats = (("prequantized",) if shape.prequantized_bytes else ()) + SERVING_FORMATS  # as stored, first
+    for fmt in formats:
         e = memory.serving(shape, fmt, gpu.memory_gib, 0.9, gpu.count, gpu_name=gpu.name or "")
         est[fmt] = e
         rows.append((fmt, f"{e['weights_gib']:.2f}", f"{e['kv_budget_gib']:.2f}", f"{e['max_tokens']:,}",
@@ -115,7 +116,7 @@ def serving(ctx: Ctx, shape: memory.Shape, gpu: Gpu, gpus: list) -> MemoryEvalua
               [msg("evaluate_memory.col.format"), msg("evaluate_memory.col.weights"), msg("evaluate_memory.col.kv"),
                msg("evaluate_memory.col.kv_tokens"), msg("evaluate_memory.col.longest"),
                msg("evaluate_memory.col.fits")], rows)
-    fitting = next((f for f in SERVING_FORMATS if est[f]["fits"]), None)
+    fitting = next((f for f in formats if est[f]["fits"]), None)
     if fitting is None:
         ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu.name))
     return MemoryEvaluation(gpu=gpu, gpus_detected=gpus, shape=memory.shape_dict(shape), serving=est,

@@ -16,7 +16,13 @@ import tempfile
 
 import pytest
 
-from recipes.jobs import kill_tree  # noqa: F401 - the tests' name for it
+# one compute thread per process: two xdist workers on a 2-core machine each run a wizard, a trainer and a server,
+# and torch's default (a thread per core, spinning while it waits) oversubscribes the cores — two demos at once
+# trained 3.0x slower and took 2.3x longer end to end with the default (measured 2026-12-04, same losses both ways)
+for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_threads, "1")
+
+from recipes.jobs import kill_tree  # noqa: F401,E402 - the tests' name for it
 
 # huggingface_hub reads HF_HOME when first imported: isolate the in-process caches for the whole run, before that
 _CACHES = Path(tempfile.mkdtemp(prefix="yichui-test-caches-"))

@@ -225,6 +225,25 @@ def test_estimate_command_offline_on_a_folder_and_through_the_hub(home, hub, tin
     assert r.returncode == 2 and "v100" in r.stderr
 
 
+def test_estimate_serves_a_pre_quantized_checkpoint_as_stored(home, tmp_path):
+    """`yichui estimate` on a W4A16 checkpoint: the serving line counts its packed weights unless --serve-format
+    says otherwise (it assumed bf16 before: 2 bytes per linear weight)."""
+    folder = tmp_path / "q7b"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config("qwen2.5-7b") | {"quantization_config": W4A16}))
+    q = memory.shape_from_config(json.loads((folder / "config.json").read_text()))
+    out = {}
+    for fmt in (None, "bf16"):
+        r = yichui(home, "estimate", str(folder), "--gpu", "h100-80g", "--json",
+                   *(["--serve-format", fmt] if fmt else []))
+        assert r.returncode == 0, r.stderr
+        out[fmt] = json.loads(r.stdout)["serving"]
+    assert out[None]["format"] == "prequantized" and out["bf16"]["format"] == "bf16"
+    assert out[None]["weights_gib"] == pytest.approx(memory.weight_bytes(q, "prequantized") / GIB, abs=1e-3)
+    assert out["bf16"]["weights_gib"] - out[None]["weights_gib"] > 8  # 6.5 B linear weights at ~0.52 bytes, not 2
+    assert out[None]["max_tokens"] > out["bf16"]["max_tokens"]
+
+
 def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():
     moe = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "moe_intermediate_size": 32,

@@ -203,6 +203,9 @@ MESSAGES = {
     "cli.opt.zero": {"en": "DeepSpeed ZeRO stage (0-3).", "zh": "DeepSpeed ZeRO 阶段（0-3）。"},
     "cli.opt.offload": {"en": "Offload optimizer states (ZeRO-3: also weights) to CPU memory.", "zh": "把优化器状态（ZeRO-3 时还有权重）卸载到 CPU 内存。"},
     "cli.opt.fsdp": {"en": "FSDP full shard.", "zh": "FSDP 全分片。"},
+    "cli.opt.serve_format": {"en": "Weights as served: bf16, fp8, awq, gptq, bnb4, bnb8 or prequantized (default: "
+                                   "as the checkpoint stores them).",
+                             "zh": "推理时的权重格式：bf16、fp8、awq、gptq、bnb4、bnb8 或 prequantized（默认：按检查点存储的格式）。"},
     "cli.opt.utilization": {"en": "Fraction of GPU memory a server may use.", "zh": "推理服务可使用的显存比例。"},
     "cli.opt.endpoint": {"en": "Hub endpoint (mirror URL).", "zh": "模型仓库地址（镜像 URL）。"},
     "cli.opt.revision": {"en": "Branch, tag or commit.", "zh": "分支、标签或提交号。"},

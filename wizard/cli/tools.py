@@ -116,7 +116,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
              zero: int = typer.Option(0, "--zero", help=T("cli.opt.zero")),
              offload: bool = typer.Option(False, "--offload", help=T("cli.opt.offload")),
              fsdp: bool = typer.Option(False, "--fsdp", help=T("cli.opt.fsdp")),
-             serve: str = typer.Option("bf16", "--serve-format", help="bf16 | fp8 | awq | gptq | bnb4 | bnb8"),
+             serve: Optional[str] = typer.Option(None, "--serve-format", help=T("cli.opt.serve_format")),
              utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help=T("cli.opt.utilization")),
              source: Optional[str] = typer.Option(None, "--source", help="hf | modelscope | local"),
              endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint")),
@@ -196,6 +196,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
             raise fail("cli.seq_over_max", seq=seq, max=shape.max_position)
         e = memory.estimate(shape, t, gib)
         inst = memory.smallest_instance(shape, t)
+        serve = serve or ("prequantized" if shape.prequantized_bytes else "bf16")  # a checkpoint is served as stored
         srv = memory.serving(shape, serve, gib or 80.0, utilization, t.gpus, gpu_name=gpu_name or "")
     except Refusal as err:  # named as this command's option
         flag = {"utilization": "--gpu-memory-utilization", "format": "--serve-format"}.get(str(err.params.get("name")))
