@@ -242,6 +242,17 @@ def test_estimate_serves_a_pre_quantized_checkpoint_as_stored(home, tmp_path):
     assert out[None]["weights_gib"] == pytest.approx(memory.weight_bytes(q, "prequantized") / GIB, abs=1e-3)
     assert out["bf16"]["weights_gib"] - out[None]["weights_gib"] > 8  # 6.5 B linear weights at ~0.52 bytes, not 2
     assert out[None]["max_tokens"] > out["bf16"]["max_tokens"]
+    # trained as the wizard allows it (LoRA only), the file itself taken for its folder, and nothing pre-quantized
+    # served as if it were
+    r = yichui(home, "estimate", str(folder / "config.json"), "--method", "full")
+    assert r.returncode == 2 and "is pre-quantized (W4A16 (compressed-tensors, group 128)): only LoRA trains" in \
+        " ".join(r.stderr.split()), r.stderr
+    assert yichui(home, "estimate", str(folder / "config.json"), "--json").returncode == 0
+    r = yichui(home, "estimate", str(BENCH / "configs" / "qwen2.5-7b"), "--serve-format", "prequantized")
+    assert r.returncode == 2 and "prequantized" in r.stderr and "bf16, fp8, awq, gptq, bnb4, bnb8" in r.stderr, r.stderr
+    (folder / "config.json").write_text(json.dumps({k: v for k, v in config("qwen2.5-7b").items() if k != "hidden_size"}))
+    r = yichui(home, "estimate", str(folder))
+    assert r.returncode == 2 and "config.json does not state hidden_size" in " ".join(r.stderr.split()), r.stderr
 
 
 def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():

@@ -19,6 +19,8 @@ def _estimate_config(model: str, source: str | None, endpoint: str | None, revis
     from recipes.hub import snapshot
 
     local = Path(model).expanduser()
+    if local.name == "config.json" and local.is_file():  # the file itself given: its folder is the model
+        local, model = local.parent, str(local.parent)
     if source not in (None, "hf", "modelscope", "local"):
         raise fail("hub.unknown_source", source=source, sources="hf, modelscope, local")
     looks_local = model.startswith((".", "/", "~")) or model.count("/") != 1  # a hub id is org/name
@@ -184,6 +186,10 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         field_ = str(err.params.get("name"))
         raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")} if field_ in spec else {}))
     config = _estimate_config(model, source, endpoint, revision)
+    from recipes.quantization import prequantized
+
+    if missing := memory.missing_fields(config):  # as select_model says it (transformers would fill in defaults)
+        raise fail("select_model.missing_fields", model=model, fields=", ".join(missing))
     detected = memory.detect_gpus()
     gpu_name, gib = (memory.GPUS[gpu] if gpu else (T("cli.estimate.target_gpu"), gpu_memory) if gpu_memory
                      else (detected[0]["name"], detected[0]["memory_gib"]) if detected else (None, None))
@@ -197,6 +203,13 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         e = memory.estimate(shape, t, gib)
         inst = memory.smallest_instance(shape, t)
         serve = serve or ("prequantized" if shape.prequantized_bytes else "bf16")  # a checkpoint is served as stored
+        if serve == "prequantized" and not shape.prequantized_bytes:  # nothing stored packed: it would be bf16
+            raise fail("memory.bad_choice", name="--serve-format", value=serve,
+                       choices=", ".join(f for f in memory.WEIGHT_FORMATS if f != "prequantized"))
+        pq = prequantized.read(config)
+        if pq is not None and (not pq.trainable or t.method != "lora"):  # as choose_strategy refuses it
+            raise fail("choose_strategy.prequantized_unsupported", model=model, what=pq.reason) if not pq.trainable \
+                else fail("choose_strategy.prequantized_lora_only", model=model, label=pq.label, method=t.method)
         srv = memory.serving(shape, serve, gib or 80.0, utilization, t.gpus, gpu_name=gpu_name or "")
     except Refusal as err:  # named as this command's option
         flag = {"utilization": "--gpu-memory-utilization", "format": "--serve-format"}.get(str(err.params.get("name")))
