@@ -4,6 +4,7 @@ English and Chinese."""
 from __future__ import annotations
 
 import re
+import socket
 import sys
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from wizard.session import Session
 @pytest.fixture
 def served(home, tiny_model):
     s = Session.new("finetune", h=home)
-    port = server.free_port()
+    port = server.reserve_port(home, s.id)  # reserved as the deploy step does: a demo in the other worker skips it
     base = f"http://127.0.0.1:{port}"
     argv = [str(Path(sys.executable).parent / "transformers"), "serve", str(tiny_model), "--host", "127.0.0.1",
             "--port", str(port), "--device", "cpu"]
@@ -86,7 +87,9 @@ def test_chat_in_chinese_with_an_explicit_endpoint(home, served):
 
 
 def test_chat_with_an_unreachable_endpoint_is_one_line(home):
-    port = server.free_port()
+    with socket.socket() as sock:  # a port the system just gave out and took back: far from the servers' 8000 on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     r = yichui(home, "chat", "--endpoint", f"http://127.0.0.1:{port}/v1")
     assert r.returncode == 1 and "Cannot reach" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
