@@ -129,8 +129,34 @@ def start(name: str, inst: engines.Installed, launch: engines.Launch, directory:
           key_file: Path | None = None, cwd: Path | None = None) -> jobs.Job:
     """Spawn the engine detached (its own process group; log ``directory/<name>.log``, pid file beside it), in
     ``cwd`` when given (a model named by a relative path)."""
-    return jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory, env=engines.process_env(inst),
-                      cwd=cwd)
+    job = jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory, env=engines.process_env(inst),
+                     cwd=cwd)
+    port = port_of(job)
+    if port:
+        hand_over(port, job.pid)
+    return job
+
+
+def hand_over(port: int, pid: int) -> None:
+    """This process's reservation of ``port`` now lasts while ``pid`` (the server it started) runs: a wizard killed
+    while its server is still starting (not yet listening) must not free the port for another session (seen in
+    the chaos test: the next deploy reserved it, then the server bound it)."""
+    import fcntl
+    import json
+    import os
+
+    d = _reservations(Path())
+    if not d.is_dir():
+        return
+    with open(d / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        f = d / f"{port}.json"
+        try:
+            held = json.loads(f.read_text())
+            if int(held["pid"]) == os.getpid():
+                f.write_text(json.dumps(held | {"pid": pid}))
+        except (OSError, ValueError, KeyError, TypeError):
+            pass  # no reservation of ours (a --set port): nothing to hand over
 
 
 def _option_value(job: jobs.Job, setting: str) -> str | None:

@@ -111,3 +111,32 @@ def test_two_sessions_choosing_a_port_at_once_get_different_ones(tmp_path):
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_a_reservation_outlives_the_wizard_once_handed_to_its_server(tmp_path):
+    """A wizard killed while the server it started is still loading (not yet listening) must not free the port for
+    another session: the reservation is handed to the server's process when it starts (server.start → hand_over).
+    Seen in the suite: a chaos kill freed the port, the next deploy reserved it, then the server bound it."""
+    import subprocess
+    import sys
+
+    from recipes.serving import server
+
+    home = tmp_path / "home"
+    engine = subprocess.Popen(["sleep", "60"])  # the server; a child of the test, which reaps it
+    script = ("import sys\nfrom pathlib import Path\nfrom recipes.serving import server\n"
+              "port = server.reserve_port(Path(sys.argv[1]), 'sid-a', start=8300)\n"
+              "server.hand_over(port, int(sys.argv[2]))\nprint(port, flush=True)\nsys.stdin.read()\n")
+    wizard = subprocess.Popen([sys.executable, "-c", script, str(home), str(engine.pid)], stdout=subprocess.PIPE,
+                              stdin=subprocess.PIPE, text=True, cwd=Path(recipes.__file__).parent.parent)
+    try:
+        port = int(wizard.stdout.readline())
+        wizard.kill()  # kill -9 of the wizard; its server lives on
+        wizard.wait()
+        assert server.reserved_by_other(home, port, "sid-b") == "sid-a"
+        assert server.reserve_port(home, "sid-b", start=8300) != port
+    finally:
+        wizard.kill()
+        engine.kill()
+        engine.wait()
+    assert server.reserved_by_other(home, port, "sid-b") is None  # the server gone: the port is free again
