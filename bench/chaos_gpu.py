@@ -47,10 +47,12 @@ from recipes.jobs import kill_tree  # noqa: E402
 PLAN = [(3, 3, 12.0), (4, 4, 6.0), (5, 8, 30.0), (6, 6, 25.0), (7, 5, 15.0), (8, 4, 15.0)]
 
 
-def kill_plan(kills: int) -> list[tuple[int, float]]:
+def kill_plan(kills: int, train_delay: float = 0.0) -> list[tuple[int, float]]:
     """``kills`` (step, longest delay) pairs in step order, each step's share of PLAN scaled to ``kills``, at least
-    one per step: fewer kills still reach every step."""
-    return [(step, top) for step, n, top in PLAN for _ in range(max(1, round(n * kills / 30)))]
+    one per step: fewer kills still reach every step. ``train_delay``: the train step's longest delay instead of
+    PLAN's (a GPU trainer takes ~25 s to its first step: kills meant to land after a checkpoint wait longer)."""
+    return [(step, train_delay if step == 5 and train_delay else top) for step, n, top in PLAN
+            for _ in range(max(1, round(n * kills / 30)))]
 HEADER = re.compile(r"\[(\d)/8\]")
 REPO = "bench/qwen2.5-0.5b-chaos"
 
@@ -151,7 +153,28 @@ def newest(after: float) -> str | None:
 
 # ---- 3. kill -9 at random points of every step -----------------------------------------------------------------------
 
-def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_steps: int, save_steps: int) -> dict:
+def leftovers(sid: str) -> int:
+    """SIGKILL every process whose command line names session ``sid`` (a wizard, or a job it started, that outlived
+    a driver ended by the device runner at a call's end); how many."""
+    import signal
+
+    n = 0
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and sid.encode() in (d / "cmdline").read_bytes() and int(d.name) != os.getpid():
+                os.kill(int(d.name), signal.SIGKILL)
+                n += 1
+        except OSError:
+            pass
+    return n
+
+
+def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_steps: int, save_steps: int,
+          stop_at: float | None = None, train_delay: float = 0.0) -> dict:
+    """The chaos phase; resumable across driver runs (a device call lasts at most 10 minutes, 30 kills take
+    longer): the session, the kill log, the hub's port and the bytes it sent so far are kept in
+    ``work/chaos-state.json`` after every kill, and a run finding it goes on from the next kill. Past ``stop_at``
+    (epoch seconds) no new kill starts: the state is saved and ``{"paused": ...}`` returned."""
     import shutil
 
     from recipes.hub.server import HubServer
@@ -161,19 +184,42 @@ def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_step
     if not (hub_root / REPO).exists():
         shutil.copytree(base, hub_root / REPO)
     weights = sum(p.stat().st_size for p in (hub_root / REPO).glob("*.safetensors"))
-    rng = random.Random(seed)
+    state_file = work / "chaos-state.json"
+    st = json.loads(state_file.read_text()) if state_file.exists() else \
+        {"seed": seed, "sid": None, "log": [], "download_kills": 0, "bytes_sent": {}, "hub_port": 0, "runs": 0,
+         "leftovers_killed": 0}
+    st["runs"] += 1
+    rng = random.Random(st["seed"])
+    for _ in st["log"]:
+        rng.random()  # the delays the earlier runs drew (uniform draws one random() each)
+    if st["sid"]:
+        st["leftovers_killed"] += leftovers(st["sid"])
+    sent_before = dict(st["bytes_sent"])
     # the hub here is the local server on 127.0.0.1: serve_gpu.sh's HF_HUB_OFFLINE (no network there) would refuse it
     env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-    plan = kill_plan(kills)
-    log, download_kills, sid = [], 0, None
-    with HubServer(hub_root, faults=[{"path": "*.safetensors", "throttle": max(weights // 6, 1 << 20)}]) as hub:
+    plan = kill_plan(kills, train_delay)
+    log, download_kills, sid = st["log"], st["download_kills"], st["sid"]
+
+    def sent_now(hub) -> dict:
+        return {k: sent_before.get(k, 0) + hub.hub.bytes_sent.get(k, 0) for k in {*sent_before, *hub.hub.bytes_sent}}
+
+    def save(hub) -> None:
+        st.update(sid=sid, log=log, download_kills=download_kills, bytes_sent=sent_now(hub), hub_port=hub.httpd.server_address[1])
+        state_file.with_suffix(".tmp").write_text(json.dumps(st))
+        os.replace(state_file.with_suffix(".tmp"), state_file)
+
+    faults = [{"path": "*.safetensors", "throttle": max(weights // 6, 1 << 20)}] if len(log) < len(plan) else []
+    with HubServer(hub_root, port=st["hub_port"], faults=faults) as hub:  # the same port: the session names its URL
         sets = {"select_model.endpoint": hub.url, "select_model.model": "other", "select_model.model_id": REPO,
                 "choose_strategy.method": "lora", "choose_strategy.lora_rank": 16, "choose_strategy.dataset": "bundled",
                 "choose_strategy.seq_len": 512, "choose_strategy.micro_batch": 8, "choose_strategy.grad_accum": 1,
                 "choose_strategy.max_steps": max_steps, "choose_strategy.save_steps": save_steps,
                 "choose_strategy.save_total_limit": 3, "export.formats": "bnb-8bit", "export.serve_with": "transformers",
                 "deploy.backend": "transformers", "evaluate.max_new_tokens": 48}
-        for i, (target, top) in enumerate(plan):
+        for i, (target, top) in list(enumerate(plan))[len(log):]:
+            if stop_at and time.time() > stop_at:
+                save(hub)
+                return {"paused": True, "session": sid, "kills_so_far": len(log), "runs": st["runs"]}
             delay = rng.uniform(0.3, top)
             argv = ["run", "--yes", "--task", "finetune", *sets_argv(sets)] if sid is None else \
                 ["resume", sid, "--yes", *sets_argv(sets)]
@@ -213,6 +259,7 @@ def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_step
                     and not (d / "config.json").exists()] if (run_dir / "export").exists() else []
             log.append({"i": i, "target": target, "hit": at, "delay": round(delay, 2), "last_step": last,
                         "half_written_exports": half})
+            save(hub)
         hub.hub.faults = []
         t0 = time.time()
         with open(results / "chaos.log", "a") as f:
@@ -222,7 +269,7 @@ def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_step
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=1800, env=env).returncode
         s = session(str(sid))
         steps = s["steps"]
-        sent = {Path(k).name: v for k, v in hub.hub.bytes_sent.items()}
+        sent = {Path(k).name: v for k, v in sent_now(hub).items()}
         size = {p.name: p.stat().st_size for p in (hub_root / REPO).iterdir() if p.is_file()}
         model_dir = Path(steps["download"]["outputs"]["model_dir"])
         same = all(hashlib.sha256((model_dir / f["path"]).read_bytes()).digest() ==
@@ -235,7 +282,9 @@ def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_step
         before = max((x["step"] for x in events if x["event"] == "step" and x["time"] < e["time"]), default=0)
         behind.append(before - int((e.get("resumed_from") or "checkpoint-0").split("-")[1]))
     killed = [x for x in log if x.get("hit") and not x.get("finished")]
-    return {"session": sid, "kills": len(killed), "kill_log": log, "final_rc": rc,
+    state_file.unlink()
+    return {"session": sid, "kills": len(killed), "kill_log": log, "final_rc": rc, "driver_runs": st["runs"],
+            "leftovers_killed": st["leftovers_killed"],
             "final_resume_seconds": round(time.time() - t0, 1),
             "status": {k: v["status"] for k, v in steps.items()},
             "weights_bytes": sum(v for k, v in size.items() if k.endswith(".safetensors")),
@@ -253,13 +302,15 @@ def cmd_run(a) -> None:
     results, work = Path(a.results), Path(a.work)
     results.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
+    t_start = time.time()
     seed = a.seed or random.SystemRandom().randrange(1, 10**9)
     b = phase(results, "base", prepare_apart, a.shape, work / Path(a.shape).name, a.pretrain_steps)
     base = Path(b.get("dir") or work / Path(a.shape).name)
     if "oom" in a.phases:
         phase(results, "oom", oom, base, results, work, a.long_words, a.oom_steps)
     if "chaos" in a.phases:
-        phase(results, "chaos", chaos, base, results, work, a.kills, seed, a.chaos_steps, a.save_steps)
+        phase(results, "chaos", chaos, base, results, work, a.kills, seed, a.chaos_steps, a.save_steps,
+              t_start + a.stop_after if a.stop_after else None, a.train_delay)
     for run_dir in (home() / "runs").glob("*"):  # nothing left running on the GPU
         from recipes import jobs
 
@@ -281,6 +332,10 @@ def main() -> None:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--pretrain-steps", type=int, default=150)
     r.add_argument("--phases", default="oom,chaos")
+    r.add_argument("--train-delay", type=float, default=0, help="the train step's longest delay before a kill "
+                   "(default PLAN's 30 s)")
+    r.add_argument("--stop-after", type=float, default=0, help="seconds after which the chaos phase starts no new "
+                   "kill and pauses (work/chaos-state.json; the next run goes on from there): a device call's limit")
     r.add_argument("--long-words", type=int, default=700, help="words in the one long conversation of the oom "
                    "phase: its micro-batch of 64 must not fit, of 32 with checkpointing must")
     r.add_argument("--shape", default="qwen2.5-0.5b", help="a bench/configs name, or a folder with a config.json "

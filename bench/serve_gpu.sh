@@ -15,7 +15,10 @@
 set -uo pipefail
 R=${YG_ROOT:-/root/yichui-gpu}; PARTS=${YG_PARTS:-/root/parts-carry}
 src=$(cd "$(dirname "$0")/.." && pwd)
-export YICHUI_HOME=$R/home YICHUI_WHEELS=$R/llmc HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 \
+# YG_HOME / YG_WORK / YG_RESULTS: a second chain beside the first (its own sessions, models and rows), e.g. the
+# chaos run next to a serving chain in one device call
+RES=${YG_RESULTS:-$R/results}; WORK=${YG_WORK:-$R/work}
+export YICHUI_HOME=${YG_HOME:-$R/home} YICHUI_WHEELS=$R/llmc HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false PYTHONUNBUFFERED=1 \
        VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 # the image's python3 is itself a venv (/opt/torch/.venv): a venv made from it sees the base interpreter's packages,
@@ -54,25 +57,25 @@ case "${1:?setup|start|one|wait}" in
                          # chaos: bench/chaos_gpu.py (mid-training OOM, kill -9 chaos; the stack alone suffices)
     what=$([ "$1" = one ] && echo one || echo run)
     case $1 in vlm) script=vlm_chain ;; chaos) script=chaos_gpu ;; *) script=serve_chain ;; esac; shift
-    mkdir -p $R/results
-    cd $R/src && setsid nohup $R/venv/bin/python bench/$script.py $what --work $R/work --results $R/results "$@" \
-      > $R/results/driver.log 2>&1 < /dev/null &
-    echo $! > $R/results/driver.pid
+    mkdir -p $RES
+    cd $R/src && setsid nohup $R/venv/bin/python bench/$script.py $what --work $WORK --results $RES "$@" \
+      > $RES/driver.log 2>&1 < /dev/null &
+    echo $! > $RES/driver.pid
     echo "started pid $!" ;;
   wait)
     end=$(( $(date +%s) + ${2:-60} ))
     # until the driver writes "done", dies (a crashed or never-started driver must not hold the GPU for SECONDS) or
     # SECONDS pass
-    while [ "$(date +%s)" -lt "$end" ] && ! grep -q '"phase": "done"' $R/results/rows.jsonl 2>/dev/null \
-          && kill -0 "$(cat $R/results/driver.pid 2>/dev/null)" 2>/dev/null; do sleep 10; done
-    python3 - <<'EOF'
+    while [ "$(date +%s)" -lt "$end" ] && ! grep -q '"phase": "done"' $RES/rows.jsonl 2>/dev/null \
+          && kill -0 "$(cat $RES/driver.pid 2>/dev/null)" 2>/dev/null; do sleep 10; done
+    RES=$RES python3 - <<'EOF'
 import json
 import os
-for line in open(os.environ.get("YG_ROOT", "/root/yichui-gpu") + "/results/rows.jsonl"):
+for line in open(os.environ["RES"] + "/rows.jsonl"):
     r = json.loads(line)
     print(r["phase"], r.get("seconds"), (r.get("error") or "")[:300])
 EOF
-    tail -c 3000 $R/results/driver.log
+    tail -c 3000 $RES/driver.log
     nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader
-    [ -n "${OUT:-}" ] && tar -czf "$OUT/results.tgz" -C $R results && ls -la "$OUT" ;;
+    [ -n "${OUT:-}" ] && tar -czf "$OUT/$(basename $RES).tgz" -C "$(dirname $RES)" "$(basename $RES)" && ls -la "$OUT" ;;
 esac
