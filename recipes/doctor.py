@@ -1,7 +1,8 @@
 """`yichui doctor`: what this machine can do, checked before the expensive part.
 
 Each check returns a :class:`Check`: a name, a verdict (``ok`` | ``warn`` | ``missing`` | ``fail``), what was found,
-and the exact command or action that fixes it. ``needed`` marks what the session (or yichui itself) cannot do
+and the exact command or action that fixes it — literal text (versions, commands) or a catalogue :class:`Msg`
+(``cli.doctor.*``: the wizard shows it in the session's language). ``needed`` marks what the session (or yichui itself) cannot do
 without: the command exits 1 when a needed check is not ``ok``/``warn``.
 """
 from __future__ import annotations
@@ -16,6 +17,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from recipes.base import Msg, msg
+
 GIB = 2**30
 MIN_FREE_GIB = 20.0  # a 7B model in bf16 (15 GiB) plus a checkpoint's worth of room
 
@@ -24,8 +27,8 @@ MIN_FREE_GIB = 20.0  # a 7B model in bf16 (15 GiB) plus a checkpoint's worth of 
 class Check:
     name: str
     verdict: str          # ok | warn | missing | fail
-    found: str
-    fix: str = ""
+    found: str | Msg
+    fix: str | Msg = ""
     needed: bool = False
 
     @property
@@ -61,28 +64,28 @@ def gpu_checks() -> list[Check]:
 
     gpus = memory.detect_gpus()
     build = torch.version.cuda
-    out.append(Check("torch", "ok", f"{torch.__version__} ({'CUDA ' + build if build else 'CPU build'})"))
+    out.append(Check("torch", "ok", f"{torch.__version__} (CUDA {build})" if build
+                     else msg("cli.doctor.torch_cpu", version=torch.__version__)))
     if not gpus:
-        out.append(Check("GPU", "warn", "no NVIDIA GPU (training runs on the CPU: tiny models only)",
-                         "rent a machine with an NVIDIA GPU for real models"))
+        out.append(Check("GPU", "warn", msg("cli.doctor.no_gpu"), msg("cli.doctor.no_gpu_fix")))
         return out
-    out.append(Check("GPU", "ok", f"{len(gpus)}× {gpus[0]['name']} ({gpus[0]['memory_gib']} GiB)"
-                     + (f", driver {driver} (CUDA ≤ {cuda_drv})" if driver else "")))
+    out.append(Check("GPU", "ok", msg("cli.doctor.gpus_driver" if driver else "cli.doctor.gpus", n=len(gpus),
+                                      name=gpus[0]["name"], gib=gpus[0]["memory_gib"], driver=driver, cuda=cuda_drv)))
     if not build:
-        out.append(Check("torch CUDA", "fail", "torch is a CPU build on a GPU machine",
-                         "TORCH_SPEC='torch>=2.11,<2.14' ./install.sh (a CUDA build)", needed=True))
+        out.append(Check("torch CUDA", "fail", msg("cli.doctor.cpu_torch_on_gpu"),
+                         "TORCH_SPEC='torch>=2.11,<2.14' ./install.sh", needed=True))
         return out
     if cuda_drv and tuple(map(int, build.split(".")[:2])) > tuple(map(int, cuda_drv.split(".")[:2])):
-        out.append(Check("torch CUDA", "fail", f"torch needs CUDA {build}, the driver gives ≤ {cuda_drv}",
-                         "update the NVIDIA driver, or install a torch built for the driver's CUDA", needed=True))
+        out.append(Check("torch CUDA", "fail", msg("cli.doctor.cuda_too_new", build=build, cuda=cuda_drv),
+                         msg("cli.doctor.cuda_too_new_fix"), needed=True))
     elif not torch.cuda.is_available():
-        out.append(Check("torch CUDA", "fail", "torch.cuda.is_available() is False",
-                         "check the driver (nvidia-smi) and CUDA_VISIBLE_DEVICES", needed=True))
+        out.append(Check("torch CUDA", "fail", "torch.cuda.is_available() == False", msg("cli.doctor.no_cuda_fix"),
+                         needed=True))
     else:
         out.append(Check("torch CUDA", "ok", f"CUDA {build}"))
         bf16 = torch.cuda.is_bf16_supported()
-        out.append(Check("bf16", "ok" if bf16 else "warn", "supported" if bf16 else "not supported (pre-Ampere GPU)",
-                         "" if bf16 else "yichui trains in fp16 with loss scaling on this GPU"))
+        out.append(Check("bf16", "ok" if bf16 else "warn", msg("cli.doctor.bf16" if bf16 else "cli.doctor.no_bf16"),
+                         "" if bf16 else msg("cli.doctor.no_bf16_fix")))
     return out
 
 
@@ -91,10 +94,11 @@ def disk_check(home: Path) -> Check:
     free = shutil.disk_usage(probe).free / GIB
     writable = os.access(probe, os.W_OK)
     if not writable:
-        return Check("disk", "fail", f"{probe} is not writable", "set YICHUI_HOME to a writable folder", needed=True)
+        return Check("disk", "fail", msg("cli.doctor.not_writable", path=probe), msg("cli.doctor.not_writable_fix"),
+                     needed=True)
     verdict = "ok" if free >= MIN_FREE_GIB else "warn" if free >= 1 else "fail"
-    return Check("disk", verdict, f"{free:.1f} GiB free at {probe}",
-                 "" if verdict == "ok" else f"free space or set YICHUI_HOME elsewhere (≥ {MIN_FREE_GIB:.0f} GiB for a 7B model)",
+    return Check("disk", verdict, msg("cli.doctor.disk", gib=f"{free:.1f}", path=probe),
+                 "" if verdict == "ok" else msg("cli.doctor.disk_fix", gib=f"{MIN_FREE_GIB:.0f}"),
                  needed=verdict == "fail")
 
 
@@ -103,16 +107,16 @@ def ram_check() -> Check:
         info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
         total, avail = (int(info[k].split()[0]) * 1024 / GIB for k in ("MemTotal", "MemAvailable"))
     except (OSError, KeyError, ValueError):
-        return Check("host RAM", "warn", "unknown (no /proc/meminfo)")
+        return Check("host RAM", "warn", msg("cli.doctor.ram_unknown"))
     return Check("host RAM", "ok" if avail >= 8 else "warn",
-                 f"{avail:.1f} of {total:.1f} GiB available (CPU offload of ZeRO keeps optimizer states here)")
+                 msg("cli.doctor.ram", avail=f"{avail:.1f}", total=f"{total:.1f}"))
 
 
-OPTIONAL = (  # (name, distribution or import, install command, what it is for)
-    ("deepspeed", "deepspeed", "pip install deepspeed==0.19.8", "ZeRO-1/2/3, CPU offload"),
-    ("flash-attn", "flash_attn", "pip install flash-attn --no-build-isolation", "FlashAttention-2 kernels"),
-    ("liger-kernel", "liger_kernel", "pip install liger-kernel", "fused RMSNorm/RoPE/SwiGLU/cross-entropy"),
-    ("bitsandbytes", "bitsandbytes", "pip install bitsandbytes==0.50.2", "QLoRA (NF4), 8-bit optimizers, bnb exports"),
+OPTIONAL = (  # (name, distribution or import, install command, what it is for: a cli.doctor.* key)
+    ("deepspeed", "deepspeed", "pip install deepspeed==0.19.8", "cli.doctor.for_deepspeed"),
+    ("flash-attn", "flash_attn", "pip install flash-attn --no-build-isolation", "cli.doctor.for_flash_attn"),
+    ("liger-kernel", "liger_kernel", "pip install liger-kernel", "cli.doctor.for_liger"),
+    ("bitsandbytes", "bitsandbytes", "pip install bitsandbytes==0.50.2", "cli.doctor.for_bnb"),
 )
 
 
@@ -128,44 +132,50 @@ def optional_checks(home: Path) -> list[Check]:
         # into this interpreter's environment (yichui's .venv), not whichever `pip` is first on PATH
         cmd = cmd.replace("pip install", f"{shlex.quote(sys.executable)} -m pip install", 1)
         have = importlib.util.find_spec(module) is not None
-        out.append(Check(name, "ok" if have else "missing", (_version(name) or "installed") if have else what,
-                         "" if have else cmd))
+        out.append(Check(name, "ok" if have else "missing",
+                         (_version(name) or msg("cli.doctor.installed")) if have else msg(what), "" if have else cmd))
     envs = quantize.envs_dir(home)
     for engine in spec.GPU_ENGINES:
         inst = engines.find(engine, envs)
         out.append(Check(engine, "ok" if inst else "missing",
-                         f"{inst.version} ({inst.where}: {inst.python})" if inst else "serving engine (GPU)",
+                         f"{inst.version} ({inst.where}: {inst.python})" if inst else msg("cli.doctor.for_engine"),
                          "" if inst else engines.install_hint(engine, envs)))
     from recipes.training import backends
 
     found = backends.find_unsloth(home)
     out.append(Check("unsloth", "ok" if found else "missing",
-                     f"{found.version} ({found.python})" if found else "training backend (unsloth's kernels, faster QLoRA)",
+                     f"{found.version} ({found.python})" if found else msg("cli.doctor.for_unsloth"),
                      "" if found else backends.install_command(home)))
     llmc = envs / quantize.LLMC_ENV / "yichui-env.json"
     out.append(Check("llm-compressor", "ok" if llmc.exists() else "missing",
-                     str(llmc.parent) if llmc.exists() else "GPTQ / AWQ / FP8 exports",
-                     "" if llmc.exists() else "built by the export step on first use (about a minute)"))
+                     str(llmc.parent) if llmc.exists() else msg("cli.doctor.for_llmc"),
+                     "" if llmc.exists() else msg("cli.doctor.llmc_fix")))
     return out
 
 
+ENDPOINT_VARIABLE = {"hf": "HF_ENDPOINT", "modelscope": "MODELSCOPE_ENDPOINT"}
+
+
 def hub_checks(endpoints: dict[str, str], timeout: float = 5.0) -> list[Check]:
+    """Each hub's endpoint answers a HEAD request (any HTTP status counts: the host is reachable); a hub that does not
+    is fixed by its own variable (``ENDPOINT_VARIABLE``)."""
     out = []
     for name, url in endpoints.items():
         try:
             urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
-            out.append(Check(f"hub {name}", "ok", f"{url} answers"))
+            out.append(Check(f"hub {name}", "ok", msg("cli.doctor.hub_ok", url=url)))
         except urllib.error.HTTPError as e:  # an HTTP answer, even 4xx, means the host is reachable
-            out.append(Check(f"hub {name}", "ok", f"{url} answers (HTTP {e.code})"))
+            out.append(Check(f"hub {name}", "ok", msg("cli.doctor.hub_http", url=url, code=e.code)))
         except (OSError, ValueError) as e:
-            out.append(Check(f"hub {name}", "warn", f"{url} unreachable ({getattr(e, 'reason', e)})",
-                             "set HF_ENDPOINT / MODELSCOPE_ENDPOINT to a mirror you can reach"))
+            out.append(Check(f"hub {name}", "warn", msg("cli.doctor.hub_down", url=url, why=getattr(e, "reason", e)),
+                             msg("cli.doctor.hub_fix", variable=ENDPOINT_VARIABLE.get(name, "HF_ENDPOINT"))))
     return out
 
 
 def python_check() -> Check:
     ok = sys.version_info >= (3, 10)
-    return Check("python", "ok" if ok else "fail", sys.version.split()[0], "" if ok else "Python ≥ 3.10", needed=True)
+    return Check("python", "ok" if ok else "fail", sys.version.split()[0], "" if ok else msg("cli.doctor.python_fix"),
+                 needed=True)
 
 
 def run_all(home: Path, endpoints: dict[str, str], needs: tuple[str, ...] = ()) -> list[Check]:

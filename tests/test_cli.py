@@ -203,6 +203,14 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
     s.save()
     r = yichui(home, "doctor", s.id)
     assert r.returncode == 1 and "Missing what is needed: vllm" in r.stderr
+    # in Chinese the findings and the fixes are Chinese too (only versions, paths and commands stay as they are);
+    # an unreachable hub's fix names that hub's variable alone
+    r = yichui(home, "--lang", "zh", "doctor", HF_ENDPOINT="http://127.0.0.1:9", MODELSCOPE_ENDPOINT="http://127.0.0.1:9")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for english in ("serving engine", "GiB free", "available", "exports", "unreachable", "to a mirror", "kernels"):
+        assert english not in r.stdout, (english, r.stdout)
+    assert "推理服务引擎" in r.stdout and "无法访问" in r.stdout, r.stdout
+    assert "hub hf: 把 HF_ENDPOINT 设为" in r.stdout and "hub modelscope: 把 MODELSCOPE_ENDPOINT 设为" in r.stdout, r.stdout
 
 
 def test_resume_speaks_the_sessions_language(home, hub):

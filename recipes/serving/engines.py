@@ -159,8 +159,11 @@ def install_hint(engine: str, envs: Path) -> str:
     rec = specs.recommended(engine)
     if not rec.gpu:
         return f"pip install '{rec.install}'"
-    env = env_path(envs, engine)
-    return f"python -m venv {env} && {env}/bin/pip install '{rec.install}'"
+    import shlex
+    import sys
+
+    env = shlex.quote(str(env_path(envs, engine)))  # made by this interpreter (a bare `python` may be absent or 2.x)
+    return f"{shlex.quote(sys.executable)} -m venv {env} && {env}/bin/pip install '{rec.install}'"
 
 
 def table_for(inst: Installed, cache: Path) -> dict:

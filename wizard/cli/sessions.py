@@ -28,11 +28,12 @@ def _preflight_machine() -> None:
     """`yichui doctor`'s checks that every session needs, before it starts: Python, and a writable YICHUI_HOME
     with room."""
     from recipes import doctor as doc
+    from wizard.i18n import render
     from wizard.session import home
 
     for c in (doc.python_check(), doc.disk_check(home())):
         if c.blocking:
-            raise fail("cli.preflight", what=f"{c.name}: {c.found}", fix=c.fix)
+            raise fail("cli.preflight", what=f"{c.name}: {render(c.found)}", fix=c.fix)
 
 
 def _ask_task() -> str:

@@ -39,6 +39,7 @@ def doctor(session: Optional[str] = SessionArg):
     Exit 1 when something this machine (or SESSION) needs is missing."""
     from recipes import doctor as doc
     from recipes.hub import client as hub
+    from wizard.i18n import render
     from wizard.session import home
 
     needs: tuple = ()
@@ -55,12 +56,12 @@ def doctor(session: Optional[str] = SessionArg):
     fixes = [c for c in checks if c.fix]
     ui.table(T("cli.doctor.title"), [T("cli.doctor.col.check"), T("cli.doctor.col.verdict"), T("cli.doctor.col.found"),
                                      T("cli.doctor.col.fix")],
-             [(c.name + (" *" if c.needed else ""), T(f"cli.doctor.{c.verdict}"), c.found,
+             [(c.name + (" *" if c.needed else ""), T(f"cli.doctor.{c.verdict}"), render(c.found),
                f"[{fixes.index(c) + 1}]" if c in fixes else "") for c in checks])
     if fixes:  # below the table, one line each: a command folded inside a cell cannot be copied (issue 20, item 13)
         ui.say(T("cli.doctor.fixes"))
         for i, c in enumerate(fixes, 1):
-            ui.say(f"  [{i}] {c.name}: {c.fix}")
+            ui.say(f"  [{i}] {c.name}: {render(c.fix)}")
     blocking = [c.name for c in checks if c.blocking]
     if blocking:
         ui.error(T("cli.doctor.blocked", what=", ".join(blocking)))
