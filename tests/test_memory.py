@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -253,6 +254,32 @@ def test_estimate_serves_a_pre_quantized_checkpoint_as_stored(home, tmp_path):
     (folder / "config.json").write_text(json.dumps({k: v for k, v in config("qwen2.5-7b").items() if k != "hidden_size"}))
     r = yichui(home, "estimate", str(folder))
     assert r.returncode == 2 and "config.json does not state hidden_size" in " ".join(r.stderr.split()), r.stderr
+
+
+def test_estimate_names_the_plan_it_priced(home):
+    """`yichui estimate` says which plan its figures are for (sharding over how many GPUs, offload and where), prices
+    an offload to NVMe with the bytes DeepSpeed swaps to disk, says the serving line is per GPU under tensor
+    parallelism, and takes a --gpu-memory that is the --gpu's own memory (80 for the table's 79.2 GiB) without
+    calling it a disagreement (found by a new-user tryout)."""
+    m = str(BENCH / "configs" / "qwen2.5-7b")
+    r = yichui(home, "estimate", m, "--method", "full", "--distribution", "zero3", "--processes", "2",
+               "--offload-device", "nvme", "--gpu", "h100-80g", "--gpu-memory", "80", COLUMNS="200")
+    assert r.returncode == 0, r.stderr
+    assert "full, 2048 tokens × micro-batch 1; ZeRO-3 over 2 GPUs; offload to NVMe" in r.stdout, r.stdout
+    shape = memory.shape_from_config(config("qwen2.5-7b"))
+    t = TrainingSpec(method="full", distribution="zero3", processes=2, offload="all", offload_device="nvme")
+    assert f"DeepSpeed swaps {memory.nvme_bytes(shape, t) / GIB:.1f} GiB to disk" in r.stdout, r.stdout
+    assert "with tensor parallelism over 2 GPUs, at 0.9 of 80.0 GiB each" in r.stdout, r.stdout
+    j = json.loads(yichui(home, "estimate", m, "--method", "full", "--distribution", "zero3", "--offload-device", "nvme",
+                          "--json").stdout)
+    cpu = json.loads(yichui(home, "estimate", m, "--method", "full", "--distribution", "zero3", "--offload",
+                            "--json").stdout)
+    assert j["config"]["offload_device"] == "nvme" and cpu["config"]["offload_device"] == "cpu"
+    assert j["peak_gib"] == pytest.approx(memory.estimate(shape, replace(t, processes=1))["peak_gib"], abs=0.01)
+    r = yichui(home, "estimate", m, "--method", "full", "--offload-device", "nvme")
+    assert r.returncode == 2 and "Offload to NVMe needs DeepSpeed ZeRO-3" in r.stderr, r.stderr
+    r = yichui(home, "--lang", "zh", "estimate", m, "--processes", "2", COLUMNS="200")
+    assert "；DDP，2 个 GPU" in r.stdout and "2 个 GPU 张量并行" in r.stdout, r.stdout
 
 
 def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():

@@ -118,6 +118,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
              gpu: Optional[str] = typer.Option(None, "--gpu", help=T("cli.opt.gpu")),
              zero: int = typer.Option(0, "--zero", help=T("cli.opt.zero")),
              offload: bool = typer.Option(False, "--offload", help=T("cli.opt.offload")),
+             offload_device: str = typer.Option("cpu", "--offload-device", help=T("cli.opt.offload_device")),
              fsdp: bool = typer.Option(False, "--fsdp", help=T("cli.opt.fsdp")),
              serve: Optional[str] = typer.Option(None, "--serve-format", help=T("cli.opt.serve_format")),
              utilization: float = typer.Option(0.9, "--gpu-memory-utilization", help=T("cli.opt.utilization")),
@@ -169,8 +170,9 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
             raise fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
     if zero not in (0, 1, 2, 3):
         raise fail("memory.bad_number", name="--zero", value=zero, lo=0, hi=3)
-    if gpu is not None and gpu_memory is not None:
-        raise fail("cli.options_disagree", one="--gpu", other="--gpu-memory")
+    if gpu is not None and gpu_memory is not None and abs(gpu_memory / memory.GPUS[gpu][1] - 1) > 0.05:
+        raise fail("cli.options_disagree", one=f"--gpu {gpu} ({memory.GPUS[gpu][1]} GiB)",
+                   other=f"--gpu-memory {gpu_memory:g}")  # the same GPU (80 for the table's 79.2 GiB) is no conflict
     if spec["master_weights"] != DEFAULTS.master_weights and spec["method"] not in FULL_WEIGHTS:
         raise fail("cli.master_weights_full_only", method=spec["method"])
     for given, asked in (("--zero", f"zero{zero}" if zero else None), ("--fsdp", "fsdp2" if fsdp else None)):
@@ -178,21 +180,25 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
             raise fail("cli.options_disagree", one=given, other=f"--distribution {spec['distribution']}")
         if asked:
             spec["distribution"] = asked
-    if offload and spec["distribution"] == "ddp":  # DDP keeps every state on the GPU: nothing would move
+    offload = offload or offload_device == "nvme"  # where to offload says to offload
+    if offload and spec["distribution"] == "ddp" and offload_device != "nvme":  # (nvme: TrainingSpec says ZeRO-3)  # DDP keeps every state on the GPU: nothing would move
         raise fail("cli.offload_needs_sharding")
     try:  # the options are checked before any hub is asked
-        t = TrainingSpec(**spec, offload="all" if offload else "none", seq_len=seq or DEFAULTS.seq_len)
+        t = TrainingSpec(**spec, offload="all" if offload else "none", offload_device=offload_device,
+                         seq_len=seq or DEFAULTS.seq_len)
         t.check()
     except Refusal as err:  # named as this command's option, not as the field
         field_ = str(err.params.get("name"))
-        raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")} if field_ in spec else {}))
+        raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")}
+                                            if field_ in spec or field_ == "offload_device" else {}))
     config = _estimate_config(model, source, endpoint, revision)
     from recipes.quantization import prequantized
 
     if missing := memory.missing_fields(config):  # as select_model says it (transformers would fill in defaults)
         raise fail("select_model.missing_fields", model=model, fields=", ".join(missing))
     detected = memory.detect_gpus()
-    gpu_name, gib = (memory.GPUS[gpu] if gpu else (T("cli.estimate.target_gpu"), gpu_memory) if gpu_memory
+    gpu_name, gib = ((memory.GPUS[gpu][0], gpu_memory or memory.GPUS[gpu][1]) if gpu
+                     else (T("cli.estimate.target_gpu"), gpu_memory) if gpu_memory
                      else (detected[0]["name"], detected[0]["memory_gib"]) if detected else (None, None))
     try:
         shape = memory.shape_from_config(config)
@@ -225,9 +231,12 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         return
     ui = new_ui()
     image_tokens = t.images_per_sample * shape.image_tokens(t.image_size)  # image records add theirs (never cut)
+    plan = ([T("cli.estimate.sharded", dist=DISTRIBUTION_LABEL[t.distribution], n=t.gpus)]
+            if t.gpus > 1 or t.distribution != "ddp" else []) \
+        + ([T(f"cli.estimate.offload_{t.offload_device}")] if t.offloaded else [])
     ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
                seq=T("cli.estimate.with_images", seq=seq, n=f"{image_tokens:,}") if image_tokens else seq,
-               batch=t.micro_batch),
+               batch=t.micro_batch) + "".join(plan),
              [T("evaluate_memory.col.component"), "GiB"],
              [(T(f"memory.part.{k}"), f"{v:.3f}") for k, v in e["components"].items() if v]
              + [(T("evaluate_memory.col.peak"), f"{e['peak_gib']:.2f}")])
@@ -236,12 +245,18 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / 0.9:.2f}"))
     ui.say(T("cli.estimate.instance", instance=f"{inst['count']}× {inst['name']}") if inst else
            T("cli.estimate.no_instance"))
-    ui.say(T("cli.estimate.serving", fmt=serve, weights=srv["weights_gib"], tokens=f"{srv['max_tokens']:,}",
-             context=f"{srv['longest_context']:,}", util=utilization, gib=gib or 80.0))
+    if t.nvme_offloaded:
+        ui.say(T("cli.estimate.nvme", gib=f"{memory.nvme_bytes(shape, t) / memory.GIB:.1f}"))
+    ui.say(T("cli.estimate.serving_tp" if t.gpus > 1 else "cli.estimate.serving", fmt=serve, weights=srv["weights_gib"],
+             tokens=f"{srv['max_tokens']:,}", context=f"{srv['longest_context']:,}", util=utilization,
+             gib=gib or 80.0, tp=t.gpus))
     if not gib:  # no GPU here and none given: say what the serving line assumed (issue 20, item 7)
         ui.say(T("cli.estimate.gpu_assumed", gib=80.0))
     if e["approximate"]:
         ui.warn(T("evaluate_memory.approximate", what=", ".join(e["approximate"])))
+
+
+DISTRIBUTION_LABEL = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3", "fsdp2": "FSDP2"}
 
 
 @app.command(help=T("cli.download"), epilog=T("cli.example.download"))
