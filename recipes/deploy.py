@@ -35,7 +35,7 @@ from recipes.handoff import (Deployment, Download, ExportResult, MemoryEvaluatio
                              TrainingResult, trusted)
 from recipes.serving import client, engines, keys, server
 from recipes.serving import spec as specs
-from recipes.serving.server import LOOPBACK, client_base, host_error, port_free, reserve_port, reserved_by_other, \
+from recipes.serving.server import LOOPBACK, claim_port, client_base, host_error, port_free, reserve_port, \
     wait_healthy
 
 name = "deploy"
@@ -149,7 +149,7 @@ def questions(ctx: Ctx) -> list[Question]:
             return msg("answer.out_of_range", lo=1, hi=65535)
         if not port_free(a.get("host", "127.0.0.1"), v):
             return msg("deploy.port_in_use", port=v)
-        other = reserved_by_other(ctx.home, v, ctx.session_id)
+        other = claim_port(ctx.home, ctx.session_id, v)  # held from now on, as the default's port is
         return msg("deploy.port_reserved", port=v, session=other) if other else None
 
     def check_tp(v, a):
@@ -375,6 +375,8 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
         old.stop()
     if not port_free(host, port):  # taken since the question was answered (another server, another session)
         raise StepError("deploy.port_in_use", port=port)
+    if other := claim_port(ctx.home, ctx.session_id, port):  # reserved by another session since (its server loading)
+        raise StepError("deploy.port_reserved", port=port, session=other)
     if inst.spec.served_by_path:
         launch = _by_short_name(launch, model_dir, sdir, _served_name(ctx))
     t0 = time.monotonic()

@@ -93,6 +93,26 @@ def reserve_port(home: Path, owner: str, host: str = "127.0.0.1", start: int = 8
     return 0
 
 
+def claim_port(home: Path, owner: str, port: int) -> str | None:
+    """Reserve ``port`` for ``owner`` (a session id) as :func:`reserve_port` does, this port only: a port given by a
+    saved answer (a resumed session) or ``--set`` must be held too, or another session's deploy reserves it
+    meanwhile and both servers start on it (seen in the suite). Returns the session holding a live reservation
+    instead (nothing written then), or None once claimed."""
+    import fcntl
+    import json
+    import os
+
+    d = _reservations(home)
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        held = _holder(home, port)
+        if held is not None:  # live: another session's, or already ours (this process, or our running server)
+            return None if held.get("owner") == owner else str(held.get("owner"))
+        (d / f"{port}.json").write_text(json.dumps({"owner": owner, "pid": os.getpid()}))
+    return None
+
+
 def reserved_by_other(home: Path, port: int, owner: str) -> str | None:
     """The session that holds a live reservation of ``port``, when it is not ``owner``."""
     held = _holder(home, port)

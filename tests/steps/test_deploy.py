@@ -140,3 +140,29 @@ def test_a_reservation_outlives_the_wizard_once_handed_to_its_server(tmp_path):
         engine.kill()
         engine.wait()
     assert server.reserved_by_other(home, port, "sid-b") is None  # the server gone: the port is free again
+
+
+def test_a_port_given_by_an_answer_is_claimed_as_a_chosen_one_is(tmp_path):
+    """A port from a saved answer (a resumed session) or --set is reserved when it is checked, as the default's is:
+    before, a resumed session's saved port was only checked, another session's deploy reserved it meanwhile and
+    both servers started on it (seen in the suite: "Another server answers on port 8001")."""
+    import subprocess
+    import sys
+
+    from recipes.serving import server
+
+    home = tmp_path / "home"
+    script = ("import sys\nfrom pathlib import Path\nfrom recipes.serving import server\n"
+              "print(server.claim_port(Path(sys.argv[1]), 'sid-a', 8350), flush=True)\nsys.stdin.read()\n")
+    a = subprocess.Popen([sys.executable, "-c", script, str(home)], stdout=subprocess.PIPE, stdin=subprocess.PIPE,
+                         text=True, cwd=Path(recipes.__file__).parent.parent)
+    try:
+        assert a.stdout.readline().strip() == "None"  # claimed
+        assert server.claim_port(home, "sid-b", 8350) == "sid-a"  # refused: live, another session's
+        assert server.claim_port(home, "sid-a", 8350) is None  # the same session (its resumed wizard): fine
+        assert server.reserve_port(home, "sid-c", start=8350) != 8350
+    finally:
+        a.kill()
+        a.wait()
+    assert server.claim_port(home, "sid-b", 8350) is None  # its process gone: free, and now sid-b's
+    assert server.reserved_by_other(home, 8350, "sid-c") == "sid-b"
