@@ -23,6 +23,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import memory_accuracy as ma  # noqa: E402
 
 
+def trainer_rss() -> int:
+    """Resident bytes (VmRSS) of every process running yichui's trainer (recipes.training.worker) now."""
+    total = 0
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and b"recipes.training.worker" in (d / "cmdline").read_bytes():
+                status = (d / "status").read_text()
+                total += int(status.split("VmRSS:")[1].split()[0]) * 1024
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--work", required=True)
@@ -30,19 +43,25 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--shape", default="qwen2.5-1.5b")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--variants", default="zero3,zero3-nvme", help="of zero3 (no offload), zero3-cpu (weights and "
+                    "optimizer states to CPU memory), zero3-nvme")
     a = ap.parse_args()
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29517", RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")
     work, env = Path(a.work), ma.environment()
     model = ma.prepare_shape(a.shape, work, weights=False)
-    for name, extra in (("zero3", {"distribution": "zero3", "offload": "none"}),
-                        ("zero3-nvme", {"distribution": "zero3", "offload": "all", "offload_device": "nvme",
-                                        "nvme_path": a.swap})):
-        peak = [0]
+    variants = {"zero3": {"distribution": "zero3", "offload": "none"},
+                "zero3-cpu": {"distribution": "zero3", "offload": "all", "offload_device": "cpu"},
+                "zero3-nvme": {"distribution": "zero3", "offload": "all", "offload_device": "nvme", "nvme_path": a.swap}}
+    for name in a.variants.split(","):
+        extra = variants[name]
+        peak, rss = [0], [0]
         stop = threading.Event()
 
-        def watch():  # the swap folder's size while the run goes on (DeepSpeed removes its files at the end)
+        def watch():  # the swap folder's size while the run goes on (DeepSpeed removes its files at the end), and
+            # the trainer's resident memory (pinned buffers and offloaded states are resident: VmRSS counts them)
             while not stop.wait(0.5):
                 peak[0] = max(peak[0], sum(f.stat().st_size for f in Path(a.swap).rglob("*") if f.is_file()))
+                rss[0] = max(rss[0], trainer_rss())
 
         t = threading.Thread(target=watch, daemon=True)
         t.start()
@@ -50,11 +69,11 @@ def main() -> None:
         row = ma.measure_one(cfg, model, work / name, "0", a.steps)
         stop.set()
         t.join()
-        row |= {"variant": name, "env": env, "swap_peak_bytes": peak[0],
+        row |= {"variant": name, "env": env, "swap_peak_bytes": peak[0], "host_rss_peak_bytes": rss[0],
                 "tokens_per_s": ma.median_tokens_per_s(ma.events(work / name / "runs" / row["id"]))}
         with open(a.out, "a") as f:
             f.write(json.dumps(row) + "\n")
-        print(name, row["rc"], row.get("device_peak_gib"), row.get("tokens_per_s"), peak[0] / 2**30,
+        print(name, row["rc"], row.get("device_peak_gib"), row.get("tokens_per_s"), peak[0] / 2**30, rss[0] / 2**30,
               (row.get("error") or "")[-600:], flush=True)
 
 

@@ -493,6 +493,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                             error=e.strerror or str(e)) from None
         (ctx.warn if gbps < nvme.SLOW_GBPS else ctx.info)(msg(
             "choose_strategy.nvme_speed", path=answers["nvme_path"], gbps=f"{gbps:.2f}", slow=nvme.SLOW_GBPS))
+    if training(answers).offloaded:  # the offloaded states (or NVMe's swap buffers) in this machine's RAM
+        _say_host_ram(ctx, training(answers))
     rendered = _render_all(tok, shown)
     samples = rendered[:2]
     for i, s in enumerate(samples, 1):
@@ -605,6 +607,25 @@ def _longest_tokens(tokenizer, rendered: list[str]) -> int:
     except Exception:  # a tokenizer that cannot batch strings: the setting's seq_len stands
         return 0
     return max((len(x) for x in ids), default=0)
+
+
+def _say_host_ram(ctx: Ctx, t: TrainingSpec) -> None:
+    """How much host RAM the chosen offload holds (recipes/memory/model.py host_bytes) against what this machine has
+    available: a warning when it does not fit (DeepSpeed would fail pinning it, or the kernel kill the trainer, after
+    the download), said, not refused: the figure is calibrated on one run only."""
+    from recipes import doctor
+
+    need = memory.host_bytes(ctx.result(MemoryEvaluation).model_shape(), t)["total"]
+    have = doctor.host_memory()
+    if have is None:
+        return
+    gib = memory.GIB
+    args = {"need": f"{need / gib:.1f}", "avail": f"{have[0] / gib:.1f}", "total": f"{have[1] / gib:.1f}",
+            "what": msg("choose_strategy.host_ram." + t.offload_device)}
+    if need > have[0]:
+        ctx.warn(msg("choose_strategy.host_ram_short", **args))
+    else:
+        ctx.info(msg("choose_strategy.host_ram", **args))
 
 
 def _render_all(tok, convs: list) -> list[str]:

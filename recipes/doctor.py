@@ -102,12 +102,21 @@ def disk_check(home: Path) -> Check:
                  needed=verdict == "fail")
 
 
-def ram_check() -> Check:
+def host_memory() -> tuple[int, int] | None:
+    """(available, total) host RAM in bytes (/proc/meminfo MemAvailable, MemTotal), or None where unknown."""
     try:
         info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-        total, avail = (int(info[k].split()[0]) * 1024 / GIB for k in ("MemTotal", "MemAvailable"))
+        avail, total = (int(info[k].split()[0]) * 1024 for k in ("MemAvailable", "MemTotal"))
     except (OSError, KeyError, ValueError):
+        return None
+    return avail, total
+
+
+def ram_check() -> Check:
+    mem = host_memory()
+    if mem is None:
         return Check("host RAM", "warn", msg("cli.doctor.ram_unknown"))
+    avail, total = mem[0] / GIB, mem[1] / GIB
     return Check("host RAM", "ok" if avail >= 8 else "warn",
                  msg("cli.doctor.ram", avail=f"{avail:.1f}", total=f"{total:.1f}"))
 

@@ -282,6 +282,26 @@ def test_estimate_names_the_plan_it_priced(home):
     assert "；DDP，2 个 GPU" in r.stdout and "2 个 GPU 张量并行" in r.stdout, r.stdout
 
 
+def test_host_ram_of_an_offload_matches_the_h200_run():
+    """host_bytes (the host RAM an offloaded plan holds) against the committed H200 rows: ZeRO-3 offloading weights
+    and optimizer states of the 1.5B shape's full fine-tune to CPU memory held 34.57 GiB more than without offload;
+    the NVMe buffers are the DeepSpeed config's own (nvme.SwapShape); nothing offloaded, nothing held."""
+    rows = {r["variant"]: r for r in map(json.loads, (BENCH / "results" / "2026-12-04-host-ram-offload-h200" /
+                                                      "rows.jsonl").read_text().splitlines())}
+    measured = rows["zero3-cpu"]["host_rss_peak_bytes"] - rows["zero3"]["host_rss_peak_bytes"]
+    shape = memory.shape_from_config(config("qwen2.5-1.5b"))
+    t = TrainingSpec(method="full", distribution="zero3", offload="all", seq_len=1024)
+    assert memory.host_bytes(shape, t)["total"] == pytest.approx(measured, rel=0.02)
+    assert memory.host_bytes(shape, replace(t, offload="none"))["total"] == 0
+    nv = memory.host_bytes(shape, replace(t, offload_device="nvme"))
+    assert nv["states"] == 0 and nv["buffers"] == (2 * 7 + 4) * shape.vocab * shape.hidden * 2 \
+        + memory.NVME_OPTIMIZER_BUFFERS * shape.vocab * shape.hidden * 4  # 18 bf16 + 4 fp32 embedding-sized buffers
+    two_nodes = replace(t, nodes=2, processes=8)
+    assert memory.host_bytes(shape, two_nodes)["total"] == memory.host_bytes(shape, t)["total"] // 2
+    lora = memory.host_bytes(shape, replace(t, method="lora"))["total"]
+    assert 2 * shape.n_params < lora < 2.2 * shape.n_params  # the frozen weights, and a small adapter's states (9 M)
+
+
 def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():
     moe = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "moe_intermediate_size": 32,

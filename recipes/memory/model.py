@@ -553,6 +553,44 @@ def nvme_bytes(shape: Shape, t: TrainingSpec) -> int:
     return out
 
 
+HOST_OFFLOAD_BYTES = 22  # host bytes per trainable parameter offloaded to CPU memory: ZeRO-Offload's 16 (fp32 master
+# weights, two Adam moments, fp32 gradients; Ren et al. 2021 §4.1) + 6 measured beyond them — the H200 run of
+# bench/results/2026-12-04-host-ram-offload-h200.md: 24.0 bytes per parameter in all for a full fine-tune with ZeRO-3
+# offloading everything (with the 2 bytes of its bf16 weights); one run cannot tell which side the 6 belong to
+NVME_PARAM_BUFFER_MIN = int(1e8)  # DeepSpeed's offload_param buffer_size default, elements (recipes/training/nvme.py)
+NVME_OPTIMIZER_BUFFERS = 4  # DeepSpeed's offload_optimizer buffer_count default (runtime/zero/offload_config.py)
+
+
+def host_bytes(shape: Shape, t: TrainingSpec) -> dict:
+    """Host RAM (CPU memory) one node needs for what ``t`` offloads, beyond each process's own interpreter, CUDA
+    context and data: ``{"states", "buffers", "total"}`` in bytes; all 0 when nothing is offloaded.
+
+    - offload to CPU memory: the optimizer's fp32 master weights, two Adam moments and the fp32 gradient partition
+      kept (pinned) on the CPU by ZeRO-Offload (Ren et al. 2021, "ZeRO-Offload", §4.1: 16 bytes per trainable
+      parameter), :data:`HOST_OFFLOAD_BYTES` as measured; with ``offload`` "all" at ZeRO-3 also the 16-bit weights
+      (2 bytes per parameter). Partitioned over all GPUs, so one node holds 1 / ``nodes`` of it.
+    - offload to NVMe: the states live in files (:func:`nvme_bytes`); what stays in RAM is each process's pinned
+      swap buffers: for the weights, yichui's ``offload_param`` buffers (recipes/training/nvme.py SwapShape:
+      2 × a layer's swapped parameters + 4 buffers of the largest parameter, at least 1e8 elements, bf16), for the
+      optimizer DeepSpeed's default 4 buffers of the largest trainable parameter in fp32.
+
+    Calibrated on one run (CPU offload of everything, ZeRO-3, full fine-tune of the 1.5B shape: −0.2 %); LoRA,
+    optimizer-only offload and the NVMe buffers are not measured."""
+    if not t.offloaded:
+        return {"states": 0, "buffers": 0, "total": 0}
+    trainable = int(model_states(shape, replace(t, offload="none"))["trainable"])
+    per_layer = [(m.in_sum // m.count) * (m.out_sum // m.count) for m in shape.linears.values() if m.count]
+    largest = max([shape.vocab * shape.hidden, *per_layer])
+    if not t.nvme_offloaded:
+        states = HOST_OFFLOAD_BYTES * trainable + (2 * shape.n_params if t.offload == "all" and (t.zero >= 3 or t.fsdp) else 0)
+        return {"states": states // t.nodes, "buffers": 0, "total": states // t.nodes}
+    swapped = sum(n >= 100_000 for n in per_layer)  # nvme.PERSISTENCE_THRESHOLD: smaller ones stay on the GPU
+    params = (2 * swapped + 4) * max(NVME_PARAM_BUFFER_MIN, largest) * 2 if t.offload == "all" else 0
+    big = largest if t.method in FULL_WEIGHTS else t.lora_rank * max(max(shape.hidden, shape.intermediate), 1)
+    buffers = t.processes * (params + NVME_OPTIMIZER_BUFFERS * big * 4)
+    return {"states": 0, "buffers": buffers, "total": buffers}
+
+
 def frozen_vision_params(shape: Shape, t: TrainingSpec) -> int:
     """Parameters a full fine-tune leaves frozen: a vision-language model's tower and projector, as ``t`` asks
     (recipes/training/vision.py freeze_vision; both by default)."""

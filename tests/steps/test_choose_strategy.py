@@ -118,3 +118,26 @@ def test_image_records_are_refused_when_the_dataset_is_named_and_the_default_bac
     chain.step("choose_strategy", training_backend="transformers", preflight="false")  # stands
     with pytest.raises(Refusal, match="set_not_asked"):
         chain.step("choose_strategy", training_backend="unsloth", preflight="false")
+
+
+def test_an_offloaded_plan_says_the_host_ram_it_holds(chain, variant, capsys, monkeypatch):
+    """ZeRO offload keeps states in the machine's RAM (or, to NVMe, pinned swap buffers): the strategy step says how
+    much (recipes/memory/model.py host_bytes, calibrated on the H200) against what this machine has available, and
+    warns — before any weight is downloaded — when it does not fit."""
+    from recipes import doctor
+    from recipes.choose_strategy import training
+    from recipes.handoff import MemoryEvaluation
+
+    chain.upto("choose_strategy")
+    plan = dict(preflight="false", method="full", distribution="zero3", offload="all", processes="2")
+    out = chain.step("choose_strategy", **plan)
+    shape = chain.ctx("choose_strategy").result(MemoryEvaluation).model_shape()
+    need = memory.host_bytes(shape, training(out["strategy"]))["total"]
+    assert need > 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert f"Host RAM for the offload (optimizer states and fp32 gradients, and the weights with ZeRO-3 offload of " \
+           f"everything): ≈ {need / memory.GIB:.1f} GiB; this machine has" in said, said
+    monkeypatch.setattr(doctor, "host_memory", lambda: (need // 2, need))  # a machine with half of it free
+    chain.step("choose_strategy", **plan)
+    said = " ".join("".join(capsys.readouterr()).split())  # a warning: on stderr
+    assert f"The offload needs ≈ {need / memory.GIB:.1f} GiB of host RAM" in said and "more than the" in said, said

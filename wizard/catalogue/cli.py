@@ -253,6 +253,8 @@ MESSAGES = {
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",
                           "zh": "NVMe 卸载：DeepSpeed 向磁盘交换 {gib} GiB（所有 GPU 合计）；向导会检查该文件夹的空间与速度。"},
+    "cli.estimate.host_ram": {"en": "Host RAM for the offload, per node: ≈ {gib} GiB ({what}; calibrated on one H200 run).",
+                              "zh": "卸载所需的主机内存（每个节点）：约 {gib} GiB（{what}；基于一次 H200 测量校准）。"},
     "cli.estimate.serving_tp": {"en": "Serving ({fmt}) with tensor parallelism over {tp} GPUs, at {util} of {gib} GiB each: weights {weights} GiB per GPU, KV cache for {tokens} tokens, longest context {context}.",
                                 "zh": "部署（{fmt}），{tp} 个 GPU 张量并行，每个使用 {gib} GiB 的 {util}：每个 GPU 权重 {weights} GiB，KV 缓存可容纳 {tokens} 个 token，最长上下文 {context}。"},
     "cli.opt.fsdp": {"en": "FSDP full shard.", "zh": "FSDP 全分片。"},

@@ -225,7 +225,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
               "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
               "serving": srv | {"format": serve, "utilization": utilization, "gpu_memory_gib": gib or 80.0},
-              "config": t.to_dict()}
+              "config": t.to_dict(), "host_ram_gib": round(memory.host_bytes(shape, t)["total"] / memory.GIB, 3)}
     if as_json:
         print(_json.dumps(result))
         return
@@ -247,6 +247,9 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
            T("cli.estimate.no_instance"))
     if t.nvme_offloaded:
         ui.say(T("cli.estimate.nvme", gib=f"{memory.nvme_bytes(shape, t) / memory.GIB:.1f}"))
+    if t.offloaded:
+        ui.say(T("cli.estimate.host_ram", gib=f"{result['host_ram_gib']:.1f}",
+                 what=T("choose_strategy.host_ram." + t.offload_device)))
     ui.say(T("cli.estimate.serving_tp" if t.gpus > 1 else "cli.estimate.serving", fmt=serve, weights=srv["weights_gib"],
              tokens=f"{srv['max_tokens']:,}", context=f"{srv['longest_context']:,}", util=utilization,
              gib=gib or 80.0, tp=t.gpus))
