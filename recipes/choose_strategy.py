@@ -621,7 +621,7 @@ def _say_host_ram(ctx: Ctx, t: TrainingSpec) -> None:
         return
     gib = memory.GIB
     args = {"need": f"{need / gib:.1f}", "avail": f"{have[0] / gib:.1f}", "total": f"{have[1] / gib:.1f}",
-            "what": msg("choose_strategy.host_ram." + t.offload_device)}
+            "what": msg(memory.host_ram_what(t))}
     if need > have[0]:
         ctx.warn(msg("choose_strategy.host_ram_short", **args))
     else:

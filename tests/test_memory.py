@@ -302,6 +302,19 @@ def test_host_ram_of_an_offload_matches_the_h200_run():
     assert 2 * shape.n_params < lora < 2.2 * shape.n_params  # the frozen weights, and a small adapter's states (9 M)
 
 
+def test_serving_splits_only_what_tensor_parallelism_can_split():
+    """Tensor parallelism needs the heads, the KV heads and the MLP width to divide evenly (vLLM refuses other sizes),
+    and past the KV heads' count each GPU keeps one KV head (replicated), not a fraction (found by a new-user tryout:
+    8 GPUs were offered for a 28-head model, with 4 KV heads split eight ways)."""
+    q7, q05, l8 = (memory.shape_from_config(config(n)) for n in ("qwen2.5-7b", "qwen2.5-0.5b", "llama3.1-8b"))
+    assert memory.tensor_parallel(q7, 8) == 4 and memory.tensor_parallel(q05, 8) == 2
+    assert memory.tensor_parallel(l8, 8) == 8 and memory.tensor_parallel(q7, 1) == 1
+    assert memory.serving(q05, gpus=2)["kv_bytes_per_token"] == memory.kv_bytes_per_token(q05) // 2
+    one_head = memory.kv_bytes_per_token(l8) // l8.kv_heads
+    assert memory.serving(l8, gpus=8)["kv_bytes_per_token"] == one_head
+    assert memory.serving(l8, gpus=16)["kv_bytes_per_token"] == one_head  # replicated, not halved again
+
+
 def test_moe_and_quantized_configs_are_estimated_and_marked_approximate():
     moe = {"model_type": "qwen2_moe", "architectures": ["Qwen2MoeForCausalLM"], "hidden_size": 64, "num_hidden_layers": 2,
            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128, "moe_intermediate_size": 32,

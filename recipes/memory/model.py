@@ -561,6 +561,25 @@ NVME_PARAM_BUFFER_MIN = int(1e8)  # DeepSpeed's offload_param buffer_size defaul
 NVME_OPTIMIZER_BUFFERS = 4  # DeepSpeed's offload_optimizer buffer_count default (runtime/zero/offload_config.py)
 
 
+def host_ram_what(t: TrainingSpec) -> str:
+    """The catalogue key naming what :func:`host_bytes` counts for ``t``'s offload."""
+    if t.nvme_offloaded:
+        return "choose_strategy.host_ram.nvme"
+    return "choose_strategy.host_ram.cpu_all" if t.offload == "all" and (t.zero >= 3 or t.fsdp) \
+        else "choose_strategy.host_ram.cpu"
+
+
+def tensor_parallel(shape: Shape, gpus: int) -> int:
+    """The most GPUs (≤ ``gpus``) tensor parallelism can split ``shape`` over: the attention heads and the MLP's
+    intermediate size divide evenly, and the KV heads divide it or it divides them (replicated then) — vLLM
+    refuses other sizes (vllm/config/model.py verify_with_parallel_config)."""
+    def ok(d: int) -> bool:
+        kv = shape.kv_heads or shape.heads
+        return (not shape.heads or shape.heads % d == 0) and (not shape.intermediate or shape.intermediate % d == 0) \
+            and (not kv or kv % d == 0 or d % kv == 0)
+    return max(d for d in range(1, max(gpus, 1) + 1) if ok(d))
+
+
 def host_bytes(shape: Shape, t: TrainingSpec) -> dict:
     """Host RAM (CPU memory) one node needs for what ``t`` offloads, beyond each process's own interpreter, CUDA
     context and data: ``{"states", "buffers", "total"}`` in bytes; all 0 when nothing is offloaded.
@@ -902,7 +921,8 @@ def serving(shape: Shape, fmt: str = "bf16", gpu_gib: float = 80.0, utilization:
         engine: ``vllm``, ``sglang`` or ``lmdeploy``.
 
     Returns ``{"weights_gib", "overhead_gib", "kv_bytes_per_token", "kv_budget_gib", "max_tokens",
-    "longest_context", "fits"}`` per GPU with tensor parallelism over ``gpus`` (weights and KV heads divided).
+    "longest_context", "fits"}`` per GPU with tensor parallelism over ``gpus`` (weights divided; KV heads divided,
+    one kept per GPU when there are more GPUs than KV heads).
     Measured on an H200 against each engine's own count: vLLM 0.26.0 within 0.3 % on a held-out shape
     (bench/results/2026-12-01-serve-h200.md), SGLang 0.5.17 within 0.7 % eager and 0.21 % with CUDA graphs,
     LMDeploy 0.18.0 within 0.05 % (bench/results/2026-12-01-serve-h200-round3.md, …-round4.md).
@@ -911,7 +931,10 @@ def serving(shape: Shape, fmt: str = "bf16", gpu_gib: float = 80.0, utilization:
         raise ConfigError("memory.bad_number", name="utilization", value=utilization, lo="0 (excluded)", hi=1)
     total = gpu_gib * (1 - CUDA_RESERVED_FRACTION) * GIB  # what CUDA reports
     base = weight_bytes(shape, fmt) / gpus
-    kv_tok = kv_bytes_per_token(shape, kv_dtype_bytes) / gpus
+    # each GPU keeps max(1, KV heads // tensor parallel) heads: more GPUs than KV heads replicate them
+    # (vllm/config/model.py get_num_kv_heads)
+    kv_tok = kv_bytes_per_token(shape, kv_dtype_bytes) * max(1, shape.kv_heads // gpus) / max(shape.kv_heads, 1) \
+        if shape.kv_heads else kv_bytes_per_token(shape, kv_dtype_bytes) / gpus
     if engine == "sglang":
         w = base
         over = SGLANG_OVERHEAD_GIB * GIB + SGLANG_LORA_SLOTS * 2 * adapter_params / gpus

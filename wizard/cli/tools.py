@@ -217,21 +217,24 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         if pq is not None and (not pq.trainable or t.method != "lora"):  # as choose_strategy refuses it
             raise fail("choose_strategy.prequantized_unsupported", model=model, what=pq.reason) if not pq.trainable \
                 else fail("choose_strategy.prequantized_lora_only", model=model, label=pq.label, method=t.method)
-        srv = memory.serving(shape, serve, gib or 80.0, utilization, t.gpus, gpu_name=gpu_name or "")
+        tp = memory.tensor_parallel(shape, t.gpus)  # the training's GPUs, as many as divide the heads
+        srv = memory.serving(shape, serve, gib or 80.0, utilization, tp, gpu_name=gpu_name or "")
     except Refusal as err:  # named as this command's option
         flag = {"utilization": "--gpu-memory-utilization", "format": "--serve-format"}.get(str(err.params.get("name")))
         raise fail(err.key, **err.params | ({"name": flag} if flag else {}))
     result = {"model": model, "peak_gib": e["peak_gib"], "components": e["components"], "fits": e.get("fits"),
               "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
-              "serving": srv | {"format": serve, "utilization": utilization, "gpu_memory_gib": gib or 80.0},
+              "serving": srv | {"format": serve, "utilization": utilization, "gpu_memory_gib": gib or 80.0,
+                                "tensor_parallel": tp},
               "config": t.to_dict(), "host_ram_gib": round(memory.host_bytes(shape, t)["total"] / memory.GIB, 3)}
     if as_json:
         print(_json.dumps(result))
         return
     ui = new_ui()
     image_tokens = t.images_per_sample * shape.image_tokens(t.image_size)  # image records add theirs (never cut)
-    plan = ([T("cli.estimate.sharded", dist=DISTRIBUTION_LABEL[t.distribution], n=t.gpus)]
+    plan = ([T("cli.estimate.sharded" if t.gpus > 1 else "cli.estimate.sharded_one", dist=DISTRIBUTION_LABEL[t.distribution],
+               n=t.gpus)]
             if t.gpus > 1 or t.distribution != "ddp" else []) \
         + ([T(f"cli.estimate.offload_{t.offload_device}")] if t.offloaded else [])
     ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
@@ -243,16 +246,22 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     if gib:
         ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / 0.9:.2f}"))
-    ui.say(T("cli.estimate.instance", instance=f"{inst['count']}× {inst['name']}") if inst else
-           T("cli.estimate.no_instance"))
+    if inst:  # priced on its own count: this plan on one GPU, or sharded (ZeRO-3 unless the plan shards) over several
+        dist = t.distribution if t.zero or t.fsdp else "zero3"
+        how = T("cli.estimate.instance_same") if inst["count"] == 1 else \
+            T("cli.estimate.instance_sharded", dist=DISTRIBUTION_LABEL[dist], n=inst["count"])
+        ui.say(T("cli.estimate.instance_plan", instance=f"{inst['count']}× {inst['name']}", how=how,
+                 peak=f"{inst['peak_gib']:.2f}"))
+    else:
+        ui.say(T("cli.estimate.no_instance"))
     if t.nvme_offloaded:
         ui.say(T("cli.estimate.nvme", gib=f"{memory.nvme_bytes(shape, t) / memory.GIB:.1f}"))
     if t.offloaded:
-        ui.say(T("cli.estimate.host_ram", gib=f"{result['host_ram_gib']:.1f}",
-                 what=T("choose_strategy.host_ram." + t.offload_device)))
-    ui.say(T("cli.estimate.serving_tp" if t.gpus > 1 else "cli.estimate.serving", fmt=serve, weights=srv["weights_gib"],
+        ui.say(T("cli.estimate.host_ram", gib=f"{result['host_ram_gib']:.1f}", what=T(memory.host_ram_what(t))))
+    ui.say(T("cli.estimate.serving_tp" if tp > 1 else "cli.estimate.serving", fmt=serve, weights=srv["weights_gib"],
              tokens=f"{srv['max_tokens']:,}", context=f"{srv['longest_context']:,}", util=utilization,
-             gib=gib or 80.0, tp=t.gpus))
+             gib=gib or 80.0, tp=tp) + (T("cli.estimate.tp_divides", tp=tp, gpus=t.gpus, heads=shape.heads, kv=shape.kv_heads)
+                            if tp < t.gpus else ""))
     if not gib:  # no GPU here and none given: say what the serving line assumed (issue 20, item 7)
         ui.say(T("cli.estimate.gpu_assumed", gib=80.0))
     if e["approximate"]:
