@@ -157,8 +157,9 @@ def questions(ctx: Ctx) -> list[Question]:
         if v < 1 or (found and v > found):
             return msg("answer.out_of_range", lo=1, hi=found or 1)
         heads = shape.get("heads") or 0
-        if heads and heads % v:
-            return msg("deploy.tp_heads", tp=v, heads=heads)
+        if heads and memory.tensor_parallel(ctx.result(MemoryEvaluation).model_shape(), v) != v:
+            return msg("deploy.tp_heads", tp=v, heads=heads, kv=shape.get("kv_heads") or heads,
+                       width=shape.get("intermediate") or "?")
         return None
 
     def default_len(a):

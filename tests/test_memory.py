@@ -278,6 +278,8 @@ def test_estimate_names_the_plan_it_priced(home):
     assert j["peak_gib"] == pytest.approx(memory.estimate(shape, replace(t, processes=1))["peak_gib"], abs=0.01)
     r = yichui(home, "estimate", m, "--method", "full", "--offload-device", "nvme")
     assert r.returncode == 2 and "Offload to NVMe needs DeepSpeed ZeRO-3" in r.stderr, r.stderr
+    r = yichui(home, "estimate", m, "--method", "galore", "--distribution", "zero3", "--processes", "2")
+    assert r.returncode == 2 and "GaLore runs with plain data parallel only" in r.stderr, r.stderr  # as the wizard
     r = yichui(home, "--lang", "zh", "estimate", m, "--processes", "2", COLUMNS="200")
     assert "；DDP，2 个 GPU" in r.stdout and "2 个 GPU 张量并行" in r.stdout, r.stdout
 

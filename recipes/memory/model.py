@@ -812,7 +812,8 @@ def smallest_instance(shape: Shape, t: TrainingSpec) -> dict | None:
             name, gib = GPUS[key]
             # one GPU: the spec on one process; several: its sharding (ZeRO-3 when it has none) over ``count``
             tt = replace(t, processes=count, nodes=1,
-                         distribution=t.distribution if count == 1 or t.zero or t.fsdp else "zero3")
+                         distribution=t.distribution if count == 1 or t.zero or t.fsdp or t.method == "galore"
+                         else "zero3")  # GaLore's optimizer is not shardable: several GPUs are plain DDP for it
             e = estimate(shape, tt, gib)
             if e["fits"]:
                 return {"gpu": key, "name": name, "count": count, "peak_gib": e["peak_gib"]}

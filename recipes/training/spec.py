@@ -173,6 +173,8 @@ class TrainingSpec:
         if self.offload_device not in OFFLOAD_DEVICES:
             raise Refusal("memory.bad_choice", name="offload_device", value=self.offload_device,
                           choices=", ".join(OFFLOAD_DEVICES))
+        if self.method == "galore" and self.distribution != "ddp":  # as choose_strategy refuses it (its reason there)
+            raise Refusal("choose_strategy.galore_sharded")
         if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only
             raise Refusal("choose_strategy.nvme_needs_zero3")
         if self.method not in FULL_WEIGHTS and not self.lora_targets.strip():

@@ -36,6 +36,9 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain, monkeypatch):
     assert check(q["host"], "0.0.0.0", {"backend": "transformers"})[1].key == "deploy.loopback_only"
     port = int(out["endpoint"].rsplit(":", 1)[1].split("/")[0])
     assert check(q["port"], str(port), {"host": "127.0.0.1"})[1].key == "deploy.port_in_use"
+    # tensor parallelism the engines accept: heads (4), MLP width (384) divisible; 2 KV heads replicated over 4
+    assert check(q["tensor_parallel"], "3", {})[1].key == "deploy.tp_heads"
+    assert check(q["tensor_parallel"], "4", {})[1] is None
     refused = check(q["backend"], "vllm", {})[1]
     from wizard import i18n
 

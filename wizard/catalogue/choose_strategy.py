@@ -136,8 +136,8 @@ MESSAGES = {
     "choose_strategy.method.galore": {"en": "GaLore (every weight trained, optimizer states in a low-rank projection)",
                                       "zh": "GaLore（训练全部权重，优化器状态在低秩投影中）"},
     "choose_strategy.galore_rank": {"en": "GaLore projection rank:", "zh": "GaLore 投影秩："},
-    "choose_strategy.galore_sharded": {"en": "GaLore runs with plain data parallel only (its optimizer is not shardable): choose DDP, or another method",
-                                       "zh": "GaLore 只支持普通数据并行（其优化器无法切分）：请选 DDP，或换一种方法"},
+    "choose_strategy.galore_sharded": {"en": "GaLore runs with plain data parallel only (its optimizer is not shardable): choose DDP, or another method.",
+                                       "zh": "GaLore 只支持普通数据并行（其优化器无法切分）：请选 DDP，或换一种方法。"},
     "choose_strategy.packing": {"en": "Pack sequences padding-free (no pad tokens; fewer steps per epoch)?",
                                 "zh": "无填充打包序列（没有填充 token；每轮步数更少）？"},
     "choose_strategy.liger_and_compile": {

@@ -247,7 +247,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / 0.9:.2f}"))
     if inst:  # priced on its own count: this plan on one GPU, or sharded (ZeRO-3 unless the plan shards) over several
-        dist = t.distribution if t.zero or t.fsdp else "zero3"
+        dist = t.distribution if t.zero or t.fsdp or t.method == "galore" else "zero3"
         how = T("cli.estimate.instance_same") if inst["count"] == 1 else \
             T("cli.estimate.instance_sharded", dist=DISTRIBUTION_LABEL[dist], n=inst["count"])
         ui.say(T("cli.estimate.instance_plan", instance=f"{inst['count']}× {inst['name']}", how=how,
