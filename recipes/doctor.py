@@ -177,6 +177,7 @@ def hub_checks(endpoints: dict[str, str], timeout: float = 5.0) -> list[Check]:
             out.append(Check(f"hub {name}", "ok", msg("cli.doctor.hub_http", url=url, code=e.code)))
         except (OSError, ValueError) as e:
             out.append(Check(f"hub {name}", "warn", msg("cli.doctor.hub_down", url=url, why=getattr(e, "reason", e)),
+                             msg("cli.doctor.hub_fix_hf") if name == "hf" else
                              msg("cli.doctor.hub_fix", variable=ENDPOINT_VARIABLE.get(name, "HF_ENDPOINT"))))
     return out
 

@@ -210,7 +210,8 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
     for english in ("serving engine", "GiB free", "available", "exports", "unreachable", "to a mirror", "kernels"):
         assert english not in r.stdout, (english, r.stdout)
     assert "推理服务引擎" in r.stdout and "无法访问" in r.stdout, r.stdout
-    assert "hub hf: 把 HF_ENDPOINT 设为" in r.stdout and "hub modelscope: 把 MODELSCOPE_ENDPOINT 设为" in r.stdout, r.stdout
+    assert "hub hf: export HF_ENDPOINT=https://hf-mirror.com（或其他" in r.stdout, r.stdout  # a command to copy
+    assert "hub modelscope: 把 MODELSCOPE_ENDPOINT 设为" in r.stdout, r.stdout
 
 
 def test_resume_speaks_the_sessions_language(home, hub):

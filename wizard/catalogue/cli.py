@@ -99,6 +99,8 @@ MESSAGES = {
     "cli.doctor.hub_ok": {"en": "{url} answers", "zh": "{url} 可访问"},
     "cli.doctor.hub_http": {"en": "{url} answers (HTTP {code})", "zh": "{url} 可访问（HTTP {code}）"},
     "cli.doctor.hub_down": {"en": "{url} unreachable ({why})", "zh": "{url} 无法访问（{why}）"},
+    "cli.doctor.hub_fix_hf": {"en": "export HF_ENDPOINT=https://hf-mirror.com (or another mirror you can reach)",
+                              "zh": "export HF_ENDPOINT=https://hf-mirror.com（或其他你能访问的镜像）"},
     "cli.doctor.hub_fix": {"en": "set {variable} to a mirror you can reach", "zh": "把 {variable} 设为你能访问的镜像"},
     "cli.doctor.python_fix": {"en": "Python ≥ 3.10", "zh": "需要 Python ≥ 3.10"},
     "cli.doctor.ready": {"en": "Ready: nothing needed is missing.", "zh": "就绪：没有缺少必需项。"},
