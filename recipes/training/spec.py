@@ -249,9 +249,14 @@ class TrainerJob(TrainingSpec):
     launch: str | None = None       # this launch's id; its events carry it
 
     def write(self, path) -> None:
+        """Written whole or not at all (a temp file beside it, then os.replace): a reader — the trainer starting,
+        the steps, a test watching the run — never sees half of it (seen: JSONDecodeError on a read mid-write)."""
+        import os
         from pathlib import Path
 
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False))
+        tmp = Path(str(path) + ".tmp")
+        tmp.write_text(json.dumps(self.to_dict(), indent=2, ensure_ascii=False))
+        os.replace(tmp, path)
 
     @classmethod
     def read(cls, path) -> TrainerJob:
