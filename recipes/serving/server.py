@@ -5,8 +5,10 @@ base model, so that base and fine-tuned replies come from one engine).
 """
 from __future__ import annotations
 
+import contextlib
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from recipes import jobs
@@ -69,48 +71,50 @@ def _holder(home: Path, port: int) -> dict | None:
     return held if isinstance(held, dict) else None
 
 
+@contextlib.contextmanager
+def _locked(home: Path) -> Iterator[Path]:
+    """The reservations folder (made if missing), held under its lock (``.lock``, flock) for the block."""
+    import fcntl
+
+    d = _reservations(home)
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield d
+
+
+def _claim(d: Path, home: Path, port: int, owner: str) -> str | None:
+    """Under the lock: the session holding a live reservation of ``port`` when it is not ``owner``; else None,
+    with ``port`` reserved for ``owner`` by this process unless ``owner`` already holds it (its server may)."""
+    import json
+    import os
+
+    held = _holder(home, port)
+    if held is not None:
+        return None if held.get("owner") == owner else str(held.get("owner"))
+    (d / f"{port}.json").write_text(json.dumps({"owner": owner, "pid": os.getpid()}))
+    return None
+
+
 def reserve_port(home: Path, owner: str, host: str = "127.0.0.1", start: int = 8000) -> int:
     """The first port from ``start`` (200 tried) a server can listen on at ``host`` that no other live yichui
     process has reserved, reserved for ``owner`` (a session id) in ``<runtime dir>/ports/<port>.json``
     (:func:`_reservations`) under a lock: two sessions choosing at the same moment (two demos started together, in
     one YICHUI_HOME or two) get different ports instead of the second failing at its launch after its training
-    (issue 23). A reservation lasts while the process that made it
-    runs (its server then holds the port itself); ``owner``'s own is given again. 0 when none."""
-    import fcntl
-    import json
-    import os
-
-    d = _reservations(home)
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        for p in range(start, start + 200):
-            held = _holder(home, p)
-            if held is not None and held.get("owner") != owner or not port_free(host, p):
-                continue
-            (d / f"{p}.json").write_text(json.dumps({"owner": owner, "pid": os.getpid()}))
-            return p
-    return 0
+    (issue 23). A reservation lasts while the process that made it runs, then while its server does
+    (:func:`hand_over`); ``owner``'s own is given again. 0 when none."""
+    with _locked(home) as d:
+        return next((p for p in range(start, start + 200) if port_free(host, p) and _claim(d, home, p, owner) is None),
+                    0)
 
 
 def claim_port(home: Path, owner: str, port: int) -> str | None:
-    """Reserve ``port`` for ``owner`` (a session id) as :func:`reserve_port` does, this port only: a port given by a
-    saved answer (a resumed session) or ``--set`` must be held too, or another session's deploy reserves it
-    meanwhile and both servers start on it (seen in the suite). Returns the session holding a live reservation
-    instead (nothing written then), or None once claimed."""
-    import fcntl
-    import json
-    import os
-
-    d = _reservations(home)
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        held = _holder(home, port)
-        if held is not None:  # live: another session's, or already ours (this process, or our running server)
-            return None if held.get("owner") == owner else str(held.get("owner"))
-        (d / f"{port}.json").write_text(json.dumps({"owner": owner, "pid": os.getpid()}))
-    return None
+    """Reserve ``port`` for ``owner`` as :func:`reserve_port` does, this port only: a port given by a saved answer
+    (a resumed session) or ``--set`` must be held too, or another session's deploy reserves it meanwhile and both
+    servers start on it (seen in the suite). Returns the session holding a live reservation instead (nothing
+    written then), or None once claimed."""
+    with _locked(home) as d:
+        return _claim(d, home, port, owner)
 
 
 def reserved_by_other(home: Path, port: int, owner: str) -> str | None:
@@ -161,15 +165,12 @@ def hand_over(port: int, pid: int) -> None:
     """This process's reservation of ``port`` now lasts while ``pid`` (the server it started) runs: a wizard killed
     while its server is still starting (not yet listening) must not free the port for another session (seen in
     the chaos test: the next deploy reserved it, then the server bound it)."""
-    import fcntl
     import json
     import os
 
-    d = _reservations(Path())
-    if not d.is_dir():
+    if not _reservations(Path()).is_dir():
         return
-    with open(d / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _locked(Path()) as d:
         f = d / f"{port}.json"
         try:
             held = json.loads(f.read_text())
