@@ -156,16 +156,16 @@ def newest(after: float) -> str | None:
 def leftovers(sid: str) -> int:
     """SIGKILL every process whose command line names session ``sid`` (a wizard, or a job it started, that outlived
     a driver ended by the device runner at a call's end); how many."""
-    import signal
+    import psutil
 
     n = 0
-    for d in Path("/proc").iterdir():
-        try:
-            if d.name.isdigit() and sid.encode() in (d / "cmdline").read_bytes() and int(d.name) != os.getpid():
-                os.kill(int(d.name), signal.SIGKILL)
+    for p in psutil.process_iter(["cmdline"]):
+        if p.pid != os.getpid() and any(sid in a for a in p.info["cmdline"] or ()):
+            try:
+                p.kill()
                 n += 1
-        except OSError:
-            pass
+            except psutil.Error:
+                pass
     return n
 
 

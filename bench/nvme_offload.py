@@ -25,15 +25,10 @@ import memory_accuracy as ma  # noqa: E402
 
 def trainer_rss() -> int:
     """Resident bytes (VmRSS) of every process running yichui's trainer (recipes.training.worker) now."""
-    total = 0
-    for d in Path("/proc").iterdir():
-        try:
-            if d.name.isdigit() and b"recipes.training.worker" in (d / "cmdline").read_bytes():
-                status = (d / "status").read_text()
-                total += int(status.split("VmRSS:")[1].split()[0]) * 1024
-        except (OSError, IndexError, ValueError):
-            pass
-    return total
+    import psutil
+
+    return sum(p.info["memory_info"].rss for p in psutil.process_iter(["cmdline", "memory_info"])
+               if "recipes.training.worker" in (p.info["cmdline"] or ()) and p.info["memory_info"])
 
 
 def main() -> None:

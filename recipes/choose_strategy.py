@@ -493,8 +493,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                             error=e.strerror or str(e)) from None
         (ctx.warn if gbps < nvme.SLOW_GBPS else ctx.info)(msg(
             "choose_strategy.nvme_speed", path=answers["nvme_path"], gbps=f"{gbps:.2f}", slow=nvme.SLOW_GBPS))
-    if training(answers).offloaded:  # the offloaded states (or NVMe's swap buffers) in this machine's RAM
-        _say_host_ram(ctx, training(answers))
+    if (plan := training(answers)).offloaded:  # the offloaded states (or NVMe's swap buffers) in this machine's RAM
+        _say_host_ram(ctx, plan)
     rendered = _render_all(tok, shown)
     samples = rendered[:2]
     for i, s in enumerate(samples, 1):

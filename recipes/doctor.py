@@ -103,13 +103,15 @@ def disk_check(home: Path) -> Check:
 
 
 def host_memory() -> tuple[int, int] | None:
-    """(available, total) host RAM in bytes (/proc/meminfo MemAvailable, MemTotal), or None where unknown."""
+    """(available, total) host RAM in bytes (psutil.virtual_memory: MemAvailable, MemTotal on Linux), or None where
+    unknown."""
+    import psutil  # accelerate's dependency
+
     try:
-        info = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines())
-        avail, total = (int(info[k].split()[0]) * 1024 for k in ("MemAvailable", "MemTotal"))
-    except (OSError, KeyError, ValueError):
+        vm = psutil.virtual_memory()
+    except (OSError, RuntimeError):
         return None
-    return avail, total
+    return int(vm.available), int(vm.total)
 
 
 def ram_check() -> Check:
@@ -162,12 +164,11 @@ def optional_checks(home: Path) -> list[Check]:
     return out
 
 
-ENDPOINT_VARIABLE = {"hf": "HF_ENDPOINT", "modelscope": "MODELSCOPE_ENDPOINT"}
-
-
 def hub_checks(endpoints: dict[str, str], timeout: float = 5.0) -> list[Check]:
     """Each hub's endpoint answers a HEAD request (any HTTP status counts: the host is reachable); a hub that does not
-    is fixed by its own variable (``ENDPOINT_VARIABLE``)."""
+    is fixed by its own variable (recipes/hub/client.py ENDPOINT_ENV)."""
+    from recipes.hub.client import ENDPOINT_ENV
+
     out = []
     for name, url in endpoints.items():
         try:
@@ -178,7 +179,7 @@ def hub_checks(endpoints: dict[str, str], timeout: float = 5.0) -> list[Check]:
         except (OSError, ValueError) as e:
             out.append(Check(f"hub {name}", "warn", msg("cli.doctor.hub_down", url=url, why=getattr(e, "reason", e)),
                              msg("cli.doctor.hub_fix_hf") if name == "hf" else
-                             msg("cli.doctor.hub_fix", variable=ENDPOINT_VARIABLE.get(name, "HF_ENDPOINT"))))
+                             msg("cli.doctor.hub_fix", variable=ENDPOINT_ENV.get(name, "HF_ENDPOINT"))))
     return out
 
 

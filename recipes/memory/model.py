@@ -557,7 +557,6 @@ HOST_OFFLOAD_BYTES = 22  # host bytes per trainable parameter offloaded to CPU m
 # weights, two Adam moments, fp32 gradients; Ren et al. 2021 §4.1) + 6 measured beyond them — the H200 run of
 # bench/results/2026-12-04-host-ram-offload-h200.md: 24.0 bytes per parameter in all for a full fine-tune with ZeRO-3
 # offloading everything (with the 2 bytes of its bf16 weights); one run cannot tell which side the 6 belong to
-NVME_PARAM_BUFFER_MIN = int(1e8)  # DeepSpeed's offload_param buffer_size default, elements (recipes/training/nvme.py)
 NVME_OPTIMIZER_BUFFERS = 4  # DeepSpeed's offload_optimizer buffer_count default (runtime/zero/offload_config.py)
 
 
@@ -603,8 +602,12 @@ def host_bytes(shape: Shape, t: TrainingSpec) -> dict:
     if not t.nvme_offloaded:
         states = HOST_OFFLOAD_BYTES * trainable + (2 * shape.n_params if t.offload == "all" and (t.zero >= 3 or t.fsdp) else 0)
         return {"states": states // t.nodes, "buffers": 0, "total": states // t.nodes}
-    swapped = sum(n >= 100_000 for n in per_layer)  # nvme.PERSISTENCE_THRESHOLD: smaller ones stay on the GPU
-    params = (2 * swapped + 4) * max(NVME_PARAM_BUFFER_MIN, largest) * 2 if t.offload == "all" else 0
+    from recipes.training import nvme
+
+    # the buffers the DeepSpeed config yichui writes (nvme.SwapShape), from the shape instead of the parameters
+    swap = nvme.SwapShape(largest=largest, layer_params=sum(n >= nvme.PERSISTENCE_THRESHOLD for n in per_layer),
+                          layer_numel=0).offload_param()
+    params = swap["buffer_count"] * swap["buffer_size"] * 2 if t.offload == "all" else 0
     big = largest if t.method in FULL_WEIGHTS else t.lora_rank * max(max(shape.hidden, shape.intermediate), 1)
     buffers = t.processes * (params + NVME_OPTIMIZER_BUFFERS * big * 4)
     return {"states": 0, "buffers": buffers, "total": buffers}
