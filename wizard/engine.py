@@ -154,6 +154,14 @@ class StepContext:
         self._check_read(step)
         return self._e.session.steps.get(step, {}).get("answers", {})
 
+    def source(self, key: str) -> str | None:
+        """Where this run's answer to the step's question ``key`` came from (the precedence of section 4):
+        ``set`` (--set), ``replay``, ``resumed`` (the session's earlier answer), ``default`` (the demo's embedded
+        answer or the question's default), ``implied`` (an earlier step's answer), ``asked`` (given or confirmed at
+        the prompt in this run); None when this run did not resolve it (the step asked nothing: its recorded answers
+        stand)."""
+        return self._e.sources.get(self._step, {}).get(key)
+
     def pending(self, step: str) -> bool:
         """Whether ``step`` (one this step requires) is in this session's task and has not finished yet: choices
         that depend on its outputs are not known before the run reaches it (a --set for them is checked then)."""
@@ -208,6 +216,7 @@ class Engine:
         self.defaults = defaults or {}
         self.home = Path(session.run_dir).parent.parent  # YICHUI_HOME: runs/<id>/ lies under it
         self._unlocked: set[str] = set()
+        self.sources: dict[str, dict[str, str]] = {}  # step → key → where this run's answer came from (source())
 
     # -- answers -----------------------------------------------------------------------------------------------
     def _candidates(self, step: str, q: Question, resumed: dict, answers: dict, earlier: dict):
@@ -285,6 +294,7 @@ class Engine:
         answers: dict = {}
         earlier: dict = {}  # answers given before going back to an earlier question
         self._unlocked = set()  # --set values given up interactively (refused, or gone back to)
+        sources = self.sources[name] = {}
         qs = step_mod.questions(ctx)
         if not qs and rec["answers"]:
             return dict(rec["answers"])  # the step asks nothing now (e.g. re-attaching): its recorded answers stand
@@ -310,6 +320,7 @@ class Engine:
                     self.ui.say(i18n.t("engine.implied", name=f"{name}.{q.key}", value=_shown(value),
                                        source=settled[1]))
                     answers[q.key] = rec["answers"][q.key] = value
+                    sources[q.key] = "implied"
                     self.session.save()
                     continue
                 self.ui.warn(i18n.t("engine.implied_invalid", name=f"{name}.{q.key}", value=settled[0],
@@ -340,7 +351,9 @@ class Engine:
                                 earlier[x.key] = answers.pop(x.key)
                         self._unlocked.add(value)
                         continue
+                    source = "asked"  # given or confirmed at the prompt, whatever pre-filled it
             answers[q.key] = value
+            sources[q.key] = str(source)  # never None here: a run without a value stopped above, a prompt gave "asked"
             earlier.pop(q.key, None)
             rec["answers"][q.key] = value
             self.session.save()
