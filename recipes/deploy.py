@@ -352,6 +352,38 @@ def _asked(what: str, fn, log: str):
         raise StepError("deploy.bad_answer", what=what, error=f"{type(e).__name__}: {e}"[:300], log=log) from None
 
 
+# answer sources (Ctx.source) of a port nobody asked for in this run: a taken one gives way to a free one. The others
+# (--set, the prompt, or unknown: run called without the engine's resolve) are the user's port, which fails instead
+SAVED_PORT = ("resumed", "replay", "default")
+
+
+def _port_now(ctx: Ctx, host: str, port: int) -> int:
+    """The port to serve on, checked just before the start: ``port`` while it is free and not reserved by another
+    live session (it is claimed for this one then). When it was taken since the question was answered (another
+    session's server took it while this one was stopped, or in the seconds since), a saved one (resumed, replayed)
+    or the default gives way to a free port chosen as the question's default is (:func:`reserve_port`), said in one
+    line; a port the user gave in this very run (``--set``, the prompt: ``ctx.source``) fails with one line.
+
+    Raises:
+        StepError("deploy.port_in_use" | "deploy.port_reserved"): the user's own port is taken, or none is free.
+    """
+    if not port_free(host, port):  # another server, another session
+        taken = StepError("deploy.port_in_use", port=port)
+        by: Msg = msg("deploy.taken_by_process")
+    elif other := claim_port(ctx.home, ctx.session_id, port):  # reserved by another session since (its server loading)
+        taken = StepError("deploy.port_reserved", port=port, session=other)
+        by = msg("deploy.taken_by_session", session=other)
+    else:
+        return port
+    if ctx.source("port") not in SAVED_PORT:
+        raise taken
+    moved = reserve_port(ctx.home, ctx.session_id, host)
+    if not moved:
+        raise taken
+    ctx.info(msg("deploy.port_moved", port=port, by=by, new=moved))
+    return moved
+
+
 def run(ctx: Ctx, answers: dict) -> Deployment:
     backend, host, port = answers["backend"], answers["host"], answers["port"]
     inst = engines.find(backend, envs(ctx))
@@ -374,10 +406,9 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
     if old is not None and old.alive():
         ctx.info(msg("deploy.stopping_old", pid=old.pid))
         old.stop()
-    if not port_free(host, port):  # taken since the question was answered (another server, another session)
-        raise StepError("deploy.port_in_use", port=port)
-    if other := claim_port(ctx.home, ctx.session_id, port):  # reserved by another session since (its server loading)
-        raise StepError("deploy.port_reserved", port=port, session=other)
+    if (moved := _port_now(ctx, host, port)) != port:  # taken since it was answered: another free one, said so
+        answers["port"] = ctx.answers(name)["port"] = port = moved  # the session's answer is the port served on
+        launch, model_dir, adapter = plan(ctx, answers, inst, tab)
     if inst.spec.served_by_path:
         launch = _by_short_name(launch, model_dir, sdir, _served_name(ctx))
     t0 = time.monotonic()

@@ -25,6 +25,10 @@ MESSAGES = {
     "deploy.port_reserved": {"en": "Port {port} is reserved by session {session}, which is still running and will serve on "
                                    "it: choose another.",
                              "zh": "端口 {port} 已被仍在运行的会话 {session} 预留（它将在此端口提供服务）：请换一个。"},
+    "deploy.port_moved": {"en": "Port {port} is taken now ({by}); serving on {new} instead.",
+                          "zh": "端口 {port} 现已被占用（{by}）；改用端口 {new} 提供服务。"},
+    "deploy.taken_by_process": {"en": "another program listens on it", "zh": "另一个程序正在监听它"},
+    "deploy.taken_by_session": {"en": "reserved by session {session}", "zh": "已被会话 {session} 预留"},
     "deploy.stopping_old": {"en": "Stopping the previous server (pid {pid}).", "zh": "正在停止之前的服务（pid {pid}）。"},
     "deploy.starting": {"en": "Server starting (pid {pid}), log: {log}", "zh": "服务启动中（pid {pid}），日志：{log}"},
     "deploy.died": {"en": "The server exited during start-up. Log {log} ends with:\n{tail}",
