@@ -12,10 +12,14 @@ Report (CPU, from committed measurements): prediction of the current recipes/mem
 signed error, and the peers (accelerate's estimate-memory figures, DeepSpeed's model-states estimators).
 
     python bench/memory_accuracy.py report bench/results/<file>.jsonl
+
+CPU check of ``measure``: ``--dry-run`` builds every row (model folder without weights, data, spec.json, the trainer's
+command) and prints each as a JSON line instead of running it.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import os
@@ -111,6 +115,9 @@ GRID4 = [
     ("llama3.1-8b", "galore", True, 512, 1, {}),
 ]
 GRIDS = {"1": GRID, "2": GRID2, "3": GRID3, "4": GRID4}
+# --dry-run (every bench script that trains through measure_one): prepare_shape writes no weights, measure_one builds
+# its run and returns the plan instead of starting the trainer
+DRY_RUN = False
 
 
 def row_id(shape, method, ckpt, seq, batch, extra=None) -> str:
@@ -129,7 +136,7 @@ def prepare_shape(shape: str, work: Path, weights: bool, gpu: str = "0") -> Path
     shutil.copy(CONFIGS / shape / "config.json", d / "config.json")
     if not (d / "tokenizer.json").exists():
         tiny._train_tokenizer(tiny._generic_corpus()[:20]).save_pretrained(d)
-    if weights and not any(d.glob("*.safetensors")):
+    if weights and not DRY_RUN and not any(d.glob("*.safetensors")):
         code = ("import torch, transformers as T; cfg = T.AutoConfig.from_pretrained(%r); torch.manual_seed(0); "
                 "torch.set_default_dtype(torch.bfloat16)\nwith torch.device('cuda'): m = T.AutoModelForCausalLM.from_config(cfg)\n"
                 "m.save_pretrained(%r)" % (str(d), str(d)))
@@ -157,11 +164,40 @@ def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int, numbere
                                              {"role": "assistant", "content": text}]}) + "\n")
 
 
-def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, device: str = "cuda",
-                same_rows: bool = False) -> dict:
-    from recipes.training.runner import trainer_env
+def trainer_job(spec: dict):
+    """``spec`` as the trainer reads it (a TrainerJob). A key that is no field of TrainerJob is refused: from_dict
+    would leave it out and the row would measure the default instead."""
     from recipes.training.spec import TrainerJob
 
+    unknown = sorted(set(spec) - {f.name for f in dataclasses.fields(TrainerJob)})
+    if unknown:
+        raise ValueError(f"not fields of TrainerJob (recipes/training/spec.py): {', '.join(unknown)}")
+    return TrainerJob.from_dict(spec)
+
+
+def launch(job, tdir: Path, gpu: str | None = None) -> tuple[list[str], dict]:
+    """``tdir/spec.json`` written, and the trainer's command and environment as the train step makes them
+    (TrainerJob.write, runner.worker_argv, runner.trainer_env)."""
+    from recipes.training.runner import trainer_env, worker_argv
+
+    job.write(tdir / "spec.json")
+    env = trainer_env(job) | {"TOKENIZERS_PARALLELISM": "false"}
+    if gpu is not None:
+        env["CUDA_VISIBLE_DEVICES"] = gpu
+    return worker_argv(job, tdir / "spec.json"), env
+
+
+def planned(rid: str, job, argv: list[str], **more) -> dict:
+    """A dry run's row: what would run, and the spec's fields that differ from the defaults."""
+    from recipes.training.spec import TrainerJob
+
+    default = TrainerJob().to_dict()
+    return {"id": rid, "dry_run": True, "argv": argv,
+            "spec": {k: v for k, v in job.to_dict().items() if v != default[k]}} | more
+
+
+def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, device: str = "cuda",
+                same_rows: bool = False) -> dict:
     shape, method, ckpt, seq, batch = cfg[:5]
     extra = cfg[5] if len(cfg) > 5 else {}
     rid = row_id(*cfg)
@@ -170,27 +206,25 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, gpu: str, steps: int, d
     tdir.mkdir(parents=True)
     data = tdir / "data.jsonl"
     synthetic_dataset(data, model_dir, seq, batch * steps, numbered=not same_rows)
-    spec = {"model_dir": str(model_dir), "init": "pretrained" if method == "qlora" else "random", "method": method,
-            "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.05, "lora_targets": "all-linear",
-            "activation_checkpointing": ckpt, "dataset_path": str(data), "seq_len": seq, "micro_batch": batch,
-            "grad_accum": 1, "learning_rate": 1e-5, "max_steps": steps, "save_steps": 0, "save_total_limit": 1,
-            "save_final": False, "sample_question": None, "device": device, "attn_implementation": "sdpa",
-            "optim": "adamw", "master_weights": "bf16", "liger": False, "packing": False} | extra
-    (tdir / "spec.json").write_text(json.dumps(spec))
-    job = TrainerJob.from_dict(spec)  # a backend's own interpreter (``interpreter``) gets its environment
-    env = trainer_env(job) | {"CUDA_VISIBLE_DEVICES": gpu, "TOKENIZERS_PARALLELISM": "false"}
+    job = trainer_job({"model_dir": str(model_dir), "init": "pretrained" if method == "qlora" else "random",
+                       "method": method, "lora_rank": 8, "lora_alpha": 16, "lora_dropout": 0.05,
+                       "lora_targets": "all-linear", "activation_checkpointing": ckpt, "dataset_path": str(data),
+                       "seq_len": seq, "micro_batch": batch, "grad_accum": 1, "learning_rate": 1e-5,
+                       "max_steps": steps, "save_steps": 0, "save_total_limit": 1, "save_final": False,
+                       "sample_question": None, "device": device, "attn_implementation": "sdpa", "optim": "adamw",
+                       "master_weights": "bf16", "liger": False, "packing": False} | extra)
+    argv, env = launch(job, tdir, gpu)  # a backend's own interpreter (``interpreter``) gets its environment
+    if DRY_RUN:
+        return planned(rid, job, argv)
     t0 = time.time()
     with open(tdir / "trainer.log", "w") as log:
-        rc = subprocess.run([job.interpreter or sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], env=env,
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
     row = {"id": rid, "shape": shape, "method": method, "ckpt": ckpt, "seq": seq, "batch": batch,
-           "lora_rank": spec["lora_rank"], "lora_dropout": spec["lora_dropout"], "targets": spec["lora_targets"],
-           "attn": spec["attn_implementation"], "optim": spec["optim"], "master_weights": spec["master_weights"],
-           "liger": spec["liger"], "packing": spec["packing"], "steps": steps, "rc": rc,
-           "adapter_input_cast": spec.get("adapter_input_cast", False),
-           "compile_layers": spec.get("compile_layers", False),
-           "training_backend": spec.get("training_backend", "transformers"),
-           "wall_s": round(time.time() - t0, 1)}
+           "lora_rank": job.lora_rank, "lora_dropout": job.lora_dropout, "targets": job.lora_targets,
+           "attn": job.attn_implementation, "optim": job.optim, "master_weights": job.master_weights,
+           "liger": job.liger, "packing": job.packing, "steps": steps, "rc": rc,
+           "adapter_input_cast": job.adapter_input_cast, "compile_layers": job.compile_layers,
+           "training_backend": job.training_backend, "wall_s": round(time.time() - t0, 1)}
     result = tdir / "result.json"
     if result.exists():
         r = json.loads(result.read_text())
@@ -255,20 +289,28 @@ def cmd_measure(a) -> None:
         grid = [(g[0], g[1], g[2], 64, 1, *g[5:]) for g in grid if g[1] != "qlora"][: a.smoke]
     gpus = a.gpus.split(",") if a.gpus else ["0"]
     env = environment()
-    out = Path(a.out)
+    out = Path(a.out or os.devnull)
     out.parent.mkdir(parents=True, exist_ok=True)
     print(json.dumps(env), flush=True)
     dirs = {s: prepare_shape(s, work, weights=any(g[0] == s and g[1] == "qlora" for g in grid))
             for s in dict.fromkeys(g[0] for g in grid)}
-    queue, lock = list(grid), threading.Lock()
+    queue, lock, failed = list(grid), threading.Lock(), []
 
     def worker(gpu: str) -> None:
         while True:
             with lock:
-                if not queue:
+                if not queue or failed:
                     return
                 cfg = queue.pop(0)
-            row = measure_one(cfg, dirs[cfg[0]], work, gpu, a.steps, a.device) | {"env": env, "gpu_index": gpu}
+            try:
+                row = measure_one(cfg, dirs[cfg[0]], work, gpu, a.steps, a.device)
+            except Exception as e:  # a row that cannot be built: the script fails (a thread's error alone would not)
+                failed.append(e)
+                raise
+            if DRY_RUN:
+                print(json.dumps(row), flush=True)
+                continue
+            row |= {"env": env, "gpu_index": gpu}
             with lock:
                 with open(out, "a") as f:
                     f.write(json.dumps(row) + "\n")
@@ -280,6 +322,8 @@ def cmd_measure(a) -> None:
         t.start()
     for t in threads:
         t.join()
+    if failed:
+        raise SystemExit(f"measure: {type(failed[0]).__name__}: {failed[0]}")
 
 
 def peers(shape_name: str) -> dict:
@@ -341,7 +385,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure")
-    m.add_argument("--out", required=True)
+    m.add_argument("--out", help="required but with --dry-run")
     m.add_argument("--gpus", default=None)
     m.add_argument("--only", default=None, help="comma-separated shapes")
     m.add_argument("--methods", default=None, help="comma-separated methods")
@@ -350,10 +394,15 @@ def main() -> None:
     m.add_argument("--work", default=None)
     m.add_argument("--device", default="cuda")
     m.add_argument("--smoke", type=int, default=0, help="CPU check: the first N non-QLoRA rows at 64 tokens")
+    m.add_argument("--dry-run", action="store_true", help="build every row and print it as JSON; train nothing")
     r = sub.add_parser("report")
     r.add_argument("results", nargs="*")
     r.add_argument("--md", default=None, help="also write the table here")
     a = ap.parse_args()
+    if a.cmd == "measure" and not a.out and not a.dry_run:
+        ap.error("measure: --out is required")
+    global DRY_RUN
+    DRY_RUN = a.cmd == "measure" and a.dry_run
     cmd_measure(a) if a.cmd == "measure" else cmd_report(a)
 
 
