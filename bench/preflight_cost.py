@@ -6,11 +6,15 @@ Each row: seconds from nothing to the verdict (building the 2-layer random copy 
 of the smoke run, the copy's parameters, and the bytes of the real weights that would have been downloaded first.
 
     python bench/preflight_cost.py --out $OUT/preflight.jsonl        (GPU machine: bash bench/gpu_run.sh preflight)
+    python bench/preflight_cost.py --out F --work DIR --config TINY/config.json --cases 0   (CPU: the same smoke run,
+                                                                 every case's shape replaced by that config)
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -30,7 +34,7 @@ CASES = [("qwen2.5-7b", {"method": "lora"}), ("qwen2.5-7b", {"method": "qlora"})
 
 
 class Ctx:
-    """The part of recipes.base.Ctx the preflight uses: where to work, how to speak."""
+    """The part of recipes.base.Ctx the preflight uses (smoke_run, runner.follow): where to work, how to speak."""
 
     def __init__(self, work: Path, rid: str):
         from wizard import i18n
@@ -42,23 +46,40 @@ class Ctx:
     def info(self, m, **a) -> None:
         print(self.t(m, **a), flush=True)
 
+    warn = info
+
+    @contextlib.contextmanager
+    def live(self, title):
+        """The trainer's live view as lines: the title, then the last fields it was given."""
+        last: dict = {}
+        print(self.t(title), flush=True)
+        yield lambda fields: last.update(fields)
+        print(json.dumps({k: str(v) for k, v in last.items() if not k.startswith("_")}, ensure_ascii=False), flush=True)
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--work", default=None)
+    ap.add_argument("--config", default=None, help="a config.json for every case instead of its shape's (the tiny "
+                    "model's on a CPU)")
+    ap.add_argument("--cases", default=None, help="comma list of case numbers (default: all)")
     a = ap.parse_args()
 
-    from memory_accuracy import environment, prepare_shape, synthetic_dataset
+    from memory_accuracy import environment, prepare_shape, synthetic_dataset, trainer_job
 
     from recipes.memory import model as memory
     from recipes.training import preflight
-    from recipes.training.spec import TrainerJob
     from recipes.base import StepError
 
     env = environment()
-    work = Path(tempfile.mkdtemp(prefix="yichui-preflight-"))
+    work = Path(a.work or tempfile.mkdtemp(prefix="yichui-preflight-"))
     for i, (shape, over) in enumerate(CASES):
+        if a.cases and str(i) not in a.cases.split(","):
+            continue
         meta = prepare_shape(shape, work, weights=False)
+        if a.config:
+            shutil.copy(a.config, meta / "config.json")
         data = work / f"{shape}.jsonl"
         if not data.exists():
             synthetic_dataset(data, meta, 1024, 256)
@@ -69,8 +90,7 @@ def main() -> None:
         row = {"case": i, "shape": shape, **{k: strategy[k] for k in ("method", "seq_len", "micro_batch", "grad_accum")},
                "weights_download_gib": round(full_bytes / 2**30, 2)}
         try:
-            out = preflight.smoke_run(Ctx(work, f"case-{i}"), TrainerJob.from_dict(strategy | {"dataset_path": str(data)}),
-                                      meta)
+            out = preflight.smoke_run(Ctx(work, f"case-{i}"), trainer_job(strategy | {"dataset_path": str(data)}), meta)
             row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
                     "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
         except StepError as e:
