@@ -102,10 +102,12 @@ def main() -> None:
     else:
         work = Path(tempfile.mkdtemp(prefix="yichui-serveload-"))
         model_dir = Path(a.serve_transformers) if a.serve_transformers else tiny.build(work / "tiny")
-        port = engine_server.free_port()
+        # reserved as the deploy step reserves its port: a demo's server starting on this machine keeps its own
+        port = engine_server.reserve_port(work, f"serve-load-{os.getpid()}")
         argv = [str(Path(sys.executable).parent / "transformers"), "serve", str(model_dir), "--host", "127.0.0.1",
                 "--port", str(port), "--device", a.device]
         job = jobs.spawn("server", argv, work)
+        engine_server.hand_over(port, job.pid)
         endpoint, server = f"http://127.0.0.1:{port}/v1", a.label or "transformers serve"
         t0 = time.time()
         engine_server.wait_healthy(job, endpoint[:-3])
