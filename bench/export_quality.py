@@ -4,6 +4,8 @@ for it) and bitsandbytes NF4, each timed and checked against the bf16 model with
 
     YICHUI_WHEELS=.whl-llmc:.whl python bench/export_quality.py measure --out $OUT/export.jsonl [--work DIR]
     python bench/export_quality.py report RESULTS.jsonl [--md PATH]
+    python bench/export_quality.py measure --dry-run --work DIR   (CPU: the model folder without weights, the
+                                                                   calibration texts, each quantizer's spec, printed)
 
 The model: Qwen2.5-0.5B's shape (bench/configs) with random bf16 weights and the tiny tokenizer — what a GPU
 machine without hub access can have. It measures that each quantizer finishes, how long it takes, and how far its
@@ -41,32 +43,44 @@ def texts(model_dir: Path, n: int, seed: int) -> list[str]:
                                     tokenize=False) for i in range(n)]
 
 
+def llmc_spec(f: str, model_dir: Path, out: Path, calib: list[str]) -> dict:
+    """recipes/quantization/worker.py's spec for format ``f``, as the export step writes it."""
+    from recipes.quantization import quantize
+
+    fmt = quantize.FORMATS[f]
+    return {"format": f, "merged_dir": str(model_dir), "out_dir": str(out), "scheme": fmt.scheme,
+            "modifier": fmt.modifier, "calibration": calib if fmt.calibrated else [], "max_seq_length": SEQ}
+
+
 def cmd_measure(a) -> None:
-    from memory_accuracy import environment, prepare_shape
+    import memory_accuracy as ma
 
     from recipes.quantization import quality
     from recipes.quantization import quantize
 
+    ma.DRY_RUN = a.dry_run  # the model folder without weights, no quantizer environment, nothing quantized
     work = Path(a.work or tempfile.mkdtemp(prefix="yichui-exportbench-"))
-    env_info = environment()
+    env_info = ma.environment()
     print(json.dumps(env_info), flush=True)
-    model_dir = prepare_shape(SHAPE, work, weights=True)  # random bf16 weights, saved
+    model_dir = ma.prepare_shape(SHAPE, work, weights=True)  # random bf16 weights, saved
     t0 = time.time()
-    env = quantize.ensure_env(work, print)
+    env = {"packages": None} if a.dry_run else quantize.ensure_env(work, print)
     print("quantizer env", json.dumps(env), f"{time.time() - t0:.1f} s", flush=True)
     calib, held = texts(model_dir, CALIB, 1), texts(model_dir, HELD, 2)
     for f in a.formats.split(","):
         fmt, out = quantize.FORMATS[f], work / f
+        if a.dry_run:
+            spec = llmc_spec(f, model_dir, out, calib) if fmt.tool == "llmc" else {"bits": fmt.bits}
+            print(json.dumps({"format": f, "dry_run": True, "tool": fmt.tool, "held_out_texts": len(held)}
+                             | spec | {"calibration": len(spec.get("calibration", []))}), flush=True)
+            continue
         t0 = time.time()
         row = {"format": f, "shape": SHAPE, "env": env_info, "quantizer_env": env["packages"]}
         try:
             if fmt.tool == "bnb":
                 quantize.quantize_bnb(model_dir, out, fmt.bits)
             else:
-                quantize.run_llmc(env, {"format": f, "merged_dir": str(model_dir), "out_dir": str(out),
-                                        "scheme": fmt.scheme, "modifier": fmt.modifier,
-                                        "calibration": calib if fmt.calibrated else [], "max_seq_length": SEQ},
-                                  work / f".work-{f}")
+                quantize.run_llmc(env, llmc_spec(f, model_dir, out, calib), work / f".work-{f}")
             row["seconds"] = round(time.time() - t0, 1)
             row["bytes"] = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
             t1 = time.time()
@@ -103,13 +117,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure")
-    m.add_argument("--out", required=True)
+    m.add_argument("--out", help="required but with --dry-run")
     m.add_argument("--work", default=None)
     m.add_argument("--formats", default=",".join(FORMATS))
+    m.add_argument("--dry-run", action="store_true", help="print each quantizer's spec; quantize nothing")
     r = sub.add_parser("report")
     r.add_argument("results")
     r.add_argument("--md", default=None)
     a = ap.parse_args()
+    if a.cmd == "measure" and not a.out and not a.dry_run:
+        ap.error("measure: --out is required")
     cmd_measure(a) if a.cmd == "measure" else cmd_report(a)
 
 

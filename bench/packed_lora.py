@@ -10,6 +10,7 @@ layout, so memory and speed are the same as for a GPTQ export of that shape.
 
     python bench/packed_lora.py measure --work DIR --out rows.jsonl [--steps 8] [--eager-too]   # GPU machine
     python bench/packed_lora.py report rows.jsonl [--md out.md]                   # anywhere
+    python bench/packed_lora.py measure --work DIR --dry-run [--dense DIR --device cpu]   # CPU: quantize, print runs
 """
 from __future__ import annotations
 
@@ -93,7 +94,8 @@ def quantize_folder(dense: Path, out: Path, device: str = "cuda") -> Path:
 
 
 def cmd_measure(a) -> None:
-    work, out = Path(a.work), Path(a.out)
+    ma.DRY_RUN = a.dry_run  # the quantize runs (no weights without --dense: config and tokenizer only), no trainer
+    work, out = Path(a.work), Path(a.out or os.devnull)
     work.mkdir(parents=True, exist_ok=True)
     env = ma.environment()
     print(json.dumps(env), flush=True)
@@ -116,6 +118,10 @@ def cmd_measure(a) -> None:
             cfg = (shape, "lora", ckpt, seq, batch, {"init": "pretrained"})
             row = ma.measure_one(cfg, d, work / base, "0", a.steps, a.device) | {"base": base, "env": env,
                                                                       "prepare_s": prep}
+            if a.dry_run:
+                print(json.dumps({k: v for k, v in row.items() if k != "env"} | {"packed_compile": compiled}),
+                      flush=True)
+                continue
             tdir = work / base / "runs" / row["id"]
             row["tokens_per_s"] = ma.median_tokens_per_s(ma.events(tdir))
             res = tdir / "result.json"
@@ -166,12 +172,13 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure")
     m.add_argument("--work", required=True)
-    m.add_argument("--out", required=True)
+    m.add_argument("--out", help="required but with --dry-run")
     m.add_argument("--steps", type=int, default=8)
     m.add_argument("--only", default="")
     m.add_argument("--device", default="cuda")
     m.add_argument("--dense", help="a folder of bf16 weights to use for every shape (CPU rehearsal)")
     m.add_argument("--eager-too", action="store_true", help="also the first shape without the compiled rebuild")
+    m.add_argument("--dry-run", action="store_true", help="prepare and quantize, then print each run; train nothing")
     q = sub.add_parser("quantize")
     q.add_argument("dense")
     q.add_argument("out")
@@ -180,6 +187,8 @@ def main() -> None:
     r.add_argument("results", nargs="+")
     r.add_argument("--md")
     a = ap.parse_args()
+    if a.cmd == "measure" and not a.out and not a.dry_run:
+        ap.error("measure: --out is required")
     if a.cmd == "quantize":
         quantize_folder(Path(a.dense), Path(a.out), a.device)
     else:

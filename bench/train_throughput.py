@@ -4,6 +4,8 @@ transformers + PEFT loop) side by side on the same GPU, random weights of real s
 
     python bench/train_throughput.py measure --out $OUT/train.jsonl --peer .peer/plain_hf_train.py [--gpus 0,1]
     python bench/train_throughput.py report RESULTS.jsonl [--md PATH]
+    python bench/train_throughput.py measure --dry-run --plan jobs,best,backend --peer P --out F --work DIR
+                                      (CPU: every row's command or trainer spec, printed; nothing runs)
 
 Each run is its own process on its own GPU (two GPUs: two queues at once). yichui's tokens/s is the median over the
 steps after the first two (tokens of the batch / wall time between logged steps); the peer prints its own median.
@@ -148,7 +150,12 @@ def run_peer(peer: Path, shape: str, method: str, rank: int, ckpt: bool, batch: 
 
 
 def result(cmd: list[str], env: dict) -> tuple[dict, dict | None]:
-    """Run a peer; (its RESULT line's JSON, None), or ({}, {"rc", "error": the output's tail}) when it printed none."""
+    """Run a peer; (its RESULT line's JSON, None), or ({}, {"rc", "error": the output's tail}) when it printed none.
+    A dry run: ({}, {"dry_run": True, "argv": cmd}), nothing run."""
+    import memory_accuracy as ma
+
+    if ma.DRY_RUN:
+        return {}, {"dry_run": True, "argv": cmd}
     r = subprocess.run(cmd, capture_output=True, text=True, env=env)
     line = next((x for x in r.stdout.splitlines() if x.startswith("RESULT ")), None)
     if line is None:
@@ -201,6 +208,8 @@ def run_yichui(work: Path, shape: str, method: str, rank: int, ckpt: bool, batch
         knobs |= {"init": "pretrained", "interpreter": os.environ.get("YICHUI_UNSLOTH_PYTHON", "python3")}
     cfg = (shape, method, ckpt, seq, batch, knobs)
     row = measure_one(cfg, model_dir, work, gpu, loss["steps"] if loss else STEPS, same_rows=loss is not None)
+    if row.get("dry_run"):
+        return row
     tdir = work / "runs" / row["id"]
     evs = events(tdir)
     out = {"rc": row["rc"], "tokens_per_s": median_tokens_per_s(evs),
@@ -285,16 +294,24 @@ def token_rows(model_dir: Path, seq: int, n: int, path: Path) -> None:
 
 
 def cmd_measure(a) -> None:
-    from memory_accuracy import environment
+    import memory_accuracy as ma
 
+    ma.DRY_RUN = a.dry_run
     work = Path(a.work or tempfile.mkdtemp(prefix="yichui-trainbench-"))
-    env = environment()
+    env = ma.environment()
     print(json.dumps(env), flush=True)
-    out, lock = Path(a.out), threading.Lock()
+    out, lock, failed = Path(a.out), threading.Lock(), []
     gpus = a.gpus.split(",")
-    plan = PLANS[a.plan]
+    plan = [row for name in a.plan.split(",") for row in PLANS[name]]
 
     def queue(q: str, gpu: str) -> None:
+        try:
+            run_queue(q, gpu)
+        except Exception as e:  # the script fails (a thread's error alone would not)
+            failed.append(e)
+            raise
+
+    def run_queue(q: str, gpu: str) -> None:
         for _, who, shape, method, rank, ckpt, batch, extra in [p for p in plan if p[0] == q]:
             t0 = time.time()
             seq, knobs = extra.get("seq", SEQ), {k: v for k, v in extra.items() if k not in BENCH_KEYS}
@@ -314,6 +331,10 @@ def cmd_measure(a) -> None:
                    else run_yichui(work, shape, method, rank, ckpt, batch, knobs, gpu, seq, loss))
             row = {"who": who, "shape": shape, "method": method, "rank": rank, "ckpt": ckpt, "batch": batch,
                    "seq": seq, "extra": extra, "gpu": gpu, "wall_s": round(time.time() - t0, 1), "env": env} | res
+            if a.dry_run:
+                with lock:
+                    print(json.dumps({k: v for k, v in row.items() if k != "env"}), flush=True)
+                continue
             with lock:
                 with open(out, "a") as f:
                     f.write(json.dumps(row) + "\n")
@@ -325,6 +346,8 @@ def cmd_measure(a) -> None:
         t.start()
     for t in threads:
         t.join()
+    if failed:
+        raise SystemExit(f"measure: {type(failed[0]).__name__}: {failed[0]}")
 
 
 def cmd_report(a) -> None:
@@ -440,7 +463,9 @@ def main() -> None:
     m.add_argument("--peer", required=True)
     m.add_argument("--gpus", default="0,1")
     m.add_argument("--work", default=None)
-    m.add_argument("--plan", default="main", choices=sorted(PLANS))
+    m.add_argument("--plan", default="main", help="one of " + ", ".join(sorted(PLANS)) + " (a comma list: one "
+                   "after another)")
+    m.add_argument("--dry-run", action="store_true", help="print what each row would run; run nothing")
     r = sub.add_parser("report")
     r.add_argument("results")
     r.add_argument("--md", default=None)
@@ -449,6 +474,8 @@ def main() -> None:
     j.add_argument("--yichui-log", default=None, help="yichui's 8B QLoRA 50-step trainer log, when its row is missing")
     j.add_argument("--md", default=None)
     a = ap.parse_args()
+    if a.cmd == "measure" and not set(a.plan.split(",")) <= PLANS.keys():
+        ap.error(f"--plan {a.plan}: not among {', '.join(sorted(PLANS))}")
     {"measure": cmd_measure, "report": cmd_report, "jobs-report": cmd_jobs_report}[a.cmd](a)
 
 

@@ -11,6 +11,7 @@ real shape) for a few steps, and the peak as nvidia-smi shows it (peak reserved 
 the worker's own ``gpu_memory``). Images are never truncated: a sequence is its text tokens and its image tokens.
 
     python bench/vlm_memory.py measure --out rows.jsonl [--grid 1|2] [--work DIR] [--only ID,ID] [--steps 4]
+    python bench/vlm_memory.py measure --dry-run --only ID --steps 1 --work DIR   (CPU: builds the row, prints it)
 
 Report (CPU, from committed rows): the current recipes/memory/model.py beside each row, signed errors, the summary.
 
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -190,10 +192,7 @@ def write_records(dest: Path, model_dir: Path, px: int, k: int, n: int,
 
 
 def measure_one(cfg: tuple, model_dir: Path, work: Path, steps: int, device: str = "cuda") -> dict:
-    from memory_accuracy import events
-
-    from recipes.training.runner import trainer_env
-    from recipes.training.spec import TrainerJob
+    import memory_accuracy as ma
 
     shape, method, ckpt, px, k, batch = cfg[:6]
     extra = cfg[6] if len(cfg) > 6 else {}
@@ -205,50 +204,56 @@ def measure_one(cfg: tuple, model_dir: Path, work: Path, steps: int, device: str
     same_length = extra.pop("same_length", False)
     tower = extra.pop("tower", "in-backward")  # rounds 1-3: the trainer before tower_out_of_backward
     data, counts = write_records(tdir, model_dir, px, k, batch * steps, same_length)
-    spec = {"model_dir": str(model_dir), "init": "random", "method": method, "lora_rank": 16, "lora_alpha": 32,
-            "lora_dropout": 0.05, "lora_targets": "all-linear", "activation_checkpointing": ckpt,
-            "dataset_path": str(data), "micro_batch": batch, "grad_accum": 1, "learning_rate": 1e-5,
-            "max_steps": steps, "save_steps": 0, "save_total_limit": 1, "save_final": False, "sample_question": None,
-            "device": device, "attn_implementation": "sdpa", "optim": "adamw", "master_weights": "bf16"} | extra
-    (tdir / "spec.json").write_text(json.dumps(spec))
-    job = TrainerJob.from_dict(spec)
-    env = trainer_env(job) | {"TOKENIZERS_PARALLELISM": "false"}
+    job = ma.trainer_job({"model_dir": str(model_dir), "init": "random", "method": method, "lora_rank": 16,
+                          "lora_alpha": 32, "lora_dropout": 0.05, "lora_targets": "all-linear",
+                          "activation_checkpointing": ckpt, "dataset_path": str(data), "micro_batch": batch,
+                          "grad_accum": 1, "learning_rate": 1e-5, "max_steps": steps, "save_steps": 0,
+                          "save_total_limit": 1, "save_final": False, "sample_question": None, "device": device,
+                          "attn_implementation": "sdpa", "optim": "adamw", "master_weights": "bf16"} | extra)
+    argv, env = ma.launch(job, tdir)
+    img_tok = image_tokens(px)
+    if ma.DRY_RUN:
+        return ma.planned(rid, job, argv, image_tokens=img_tok * k, seq_tokens=max(counts))
     t0 = time.time()
     with open(tdir / "trainer.log", "w") as log:
-        rc = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], env=env,
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
-    img_tok = image_tokens(px)
+        rc = subprocess.run(argv, env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT).returncode
     row = {"id": rid, "shape": shape, "method": method, "ckpt": ckpt, "image_px": px, "images": k, "batch": batch,
            "image_tokens": img_tok * k, "seq_tokens": max(counts), "seq_tokens_all": counts,
-           "text_tokens": max(counts) - img_tok * k, "lora_rank": 16, "lora_dropout": spec["lora_dropout"],
-           "master_weights": spec["master_weights"], "same_length": same_length, "tower": tower, "steps": steps, "rc": rc, "wall_s": round(time.time() - t0, 1)}
+           "text_tokens": max(counts) - img_tok * k, "lora_rank": 16, "lora_dropout": job.lora_dropout,
+           "master_weights": job.master_weights, "same_length": same_length, "tower": tower, "steps": steps, "rc": rc,
+           "wall_s": round(time.time() - t0, 1)}
     result = tdir / "result.json"
     if result.exists():
         r = json.loads(result.read_text())
         row |= (r["gpu_memory"] or {}) | {"runtime_s": r["runtime_s"], "peak_mem_gib": r["peak_mem_gib"]}
     else:
-        err = next((e for e in events(tdir) if e["event"] == "error"), None)
+        err = next((e for e in ma.events(tdir) if e["event"] == "error"), None)
         row["error"] = err["message"] if err else (tdir / "trainer.log").read_text()[-1500:]
     return row
 
 
 def cmd_measure(a) -> None:
-    from memory_accuracy import environment
+    import memory_accuracy as ma
 
+    ma.DRY_RUN = a.dry_run
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     grid = [g for g in GRIDS[a.grid] if not a.only or row_id(*g) in a.only.split(",") or g[0] in a.only.split(",")]
     done = set()
-    out = Path(a.out)
-    if out.exists():  # a resumed run skips what it measured
+    out = Path(a.out or os.devnull)
+    if out.is_file():  # a resumed run skips what it measured
         done = {json.loads(x)["id"] for x in out.read_text().splitlines() if x.strip()}
-    env = environment()
+    env = ma.environment()
     print(json.dumps(env), flush=True)
     dirs = {s: prepare_shape(s, work) for s in dict.fromkeys(g[0] for g in grid)}
     for cfg in grid:
         if row_id(*cfg) in done:
             continue
-        row = measure_one(cfg, dirs[cfg[0]], work, a.steps, a.device) | {"env": env}
+        row = measure_one(cfg, dirs[cfg[0]], work, a.steps, a.device)
+        if ma.DRY_RUN:
+            print(json.dumps(row), flush=True)
+            continue
+        row |= {"env": env}
         with open(out, "a") as f:
             f.write(json.dumps(row) + "\n")
         print(f"{row['id']:44s} rc={row['rc']} tokens={row['seq_tokens']} device_peak={row.get('device_peak_gib')} "
@@ -350,16 +355,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure")
-    m.add_argument("--out", required=True)
+    m.add_argument("--out", help="required but with --dry-run")
     m.add_argument("--work", default="/tmp/yichui-vlm-mem")
     m.add_argument("--only", default=None, help="comma-separated row ids or shapes")
     m.add_argument("--steps", type=int, default=4)
     m.add_argument("--grid", default="1", choices=sorted(GRIDS))
     m.add_argument("--device", default="cuda")
+    m.add_argument("--dry-run", action="store_true", help="build every row (processor, images, spec) and print it as "
+                   "JSON; train nothing")
     r = sub.add_parser("report")
     r.add_argument("results", nargs="*", help="raw rows (default: the committed bench/results/2026-12-02-memory-vlm-h200-raw*.jsonl)")
     r.add_argument("--md", default=None, help="also write the table here")
     a = ap.parse_args()
+    if a.cmd == "measure" and not a.out and not a.dry_run:
+        ap.error("measure: --out is required")
     cmd_measure(a) if a.cmd == "measure" else cmd_report(a)
 
 
