@@ -3,6 +3,8 @@
 chaos run — kill -9 of the whole yichui process tree at random points of each step — on a real model shape.
 
     python bench/chaos_gpu.py run --work DIR --results DIR [--kills 30]     (GPU machine; serve_gpu.sh chaos)
+    python bench/chaos_gpu.py run --dry-run --work DIR --results DIR      (CPU: the kill plan, each phase's command
+                                                                           with its answers checked; nothing runs)
 
 1. ``base``: the Qwen2.5-0.5B shape (real config.json), random weights pre-trained briefly, with the tiny tokenizer
    (bench/serve_chain.py prepare), in a child process.
@@ -39,7 +41,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from serve_chain import YICHUI, home, phase, prepare_apart, row, session  # noqa: E402
+from serve_chain import YICHUI, dry_row, home, phase, prepare_apart, row, session  # noqa: E402
 
 from recipes.jobs import kill_tree  # noqa: E402
 
@@ -100,15 +102,20 @@ def oom_data(path: Path, base: Path, long_words: int) -> dict:
     return {"long_tokens": len(tok(long_text)["input_ids"]), "records": 1921}
 
 
-def oom(base: Path, results: Path, work: Path, long_words: int, max_steps: int) -> dict:
-    data = work / "oom.jsonl"
-    info = oom_data(data, base, long_words)
-    sets = {"select_model.source": "local", "select_model.path": str(base), "choose_strategy.method": "lora",
+def oom_sets(base: Path, data: Path, max_steps: int) -> dict:
+    """The oom phase's answers: LoRA at 8,192 tokens, micro-batch 64 without checkpointing, a checkpoint every 2."""
+    return {"select_model.source": "local", "select_model.path": str(base), "choose_strategy.method": "lora",
             "choose_strategy.lora_rank": 16, "choose_strategy.dataset": "local",
             "choose_strategy.dataset_path": str(data), "choose_strategy.seq_len": 8192,
             "choose_strategy.micro_batch": 64, "choose_strategy.grad_accum": 1, "choose_strategy.packing": "false",
             "choose_strategy.activation_checkpointing": "false", "choose_strategy.max_steps": max_steps,
             "choose_strategy.save_steps": 2, "choose_strategy.val_ratio": 0, "choose_strategy.preflight": "false"}
+
+
+def oom(base: Path, results: Path, work: Path, long_words: int, max_steps: int) -> dict:
+    data = work / "oom.jsonl"
+    info = oom_data(data, base, long_words)
+    sets = oom_sets(base, data, max_steps)
     t0 = time.time()
     # the fine-tune up to its export: stopped (kill -9) once the train step is done and the export begins
     p = subprocess.Popen([YICHUI, "run", "--yes", "--task", "finetune", *sets_argv(sets)], stdin=subprocess.DEVNULL,
@@ -169,6 +176,17 @@ def leftovers(sid: str) -> int:
     return n
 
 
+def chaos_sets(hub_url: str, max_steps: int, save_steps: int) -> dict:
+    """The chaos phase's answers: the base from the hub at ``hub_url``, LoRA on the bundled data, bnb-8bit, served
+    by transformers, evaluated."""
+    return {"select_model.endpoint": hub_url, "select_model.model": "other", "select_model.model_id": REPO,
+            "choose_strategy.method": "lora", "choose_strategy.lora_rank": 16, "choose_strategy.dataset": "bundled",
+            "choose_strategy.seq_len": 512, "choose_strategy.micro_batch": 8, "choose_strategy.grad_accum": 1,
+            "choose_strategy.max_steps": max_steps, "choose_strategy.save_steps": save_steps,
+            "choose_strategy.save_total_limit": 3, "export.formats": "bnb-8bit", "export.serve_with": "transformers",
+            "deploy.backend": "transformers", "evaluate.max_new_tokens": 48}
+
+
 def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_steps: int, save_steps: int,
           stop_at: float | None = None, train_delay: float = 0.0) -> dict:
     """The chaos phase; resumable across driver runs (a device call lasts at most 10 minutes, 30 kills take
@@ -210,12 +228,7 @@ def chaos(base: Path, results: Path, work: Path, kills: int, seed: int, max_step
 
     faults = [{"path": "*.safetensors", "throttle": max(weights // 6, 1 << 20)}] if len(log) < len(plan) else []
     with HubServer(hub_root, port=st["hub_port"], faults=faults) as hub:  # the same port: the session names its URL
-        sets = {"select_model.endpoint": hub.url, "select_model.model": "other", "select_model.model_id": REPO,
-                "choose_strategy.method": "lora", "choose_strategy.lora_rank": 16, "choose_strategy.dataset": "bundled",
-                "choose_strategy.seq_len": 512, "choose_strategy.micro_batch": 8, "choose_strategy.grad_accum": 1,
-                "choose_strategy.max_steps": max_steps, "choose_strategy.save_steps": save_steps,
-                "choose_strategy.save_total_limit": 3, "export.formats": "bnb-8bit", "export.serve_with": "transformers",
-                "deploy.backend": "transformers", "evaluate.max_new_tokens": 48}
+        sets = chaos_sets(hub.url, max_steps, save_steps)
         for i, (target, top) in list(enumerate(plan))[len(log):]:
             if stop_at and time.time() > stop_at:
                 save(hub)
@@ -304,6 +317,15 @@ def cmd_run(a) -> None:
     work.mkdir(parents=True, exist_ok=True)
     t_start = time.time()
     seed = a.seed or random.SystemRandom().randrange(1, 10**9)
+    if a.dry_run:  # no base model, no hub: the plan and each phase's command, its answers checked
+        base = work / Path(a.shape).name
+        row(results, "plan", dry_run=True, seed=seed, kills=kill_plan(a.kills, a.train_delay))
+        if "oom" in a.phases:
+            dry_row(results, "oom", "finetune", oom_sets(base, work / "oom.jsonl", a.oom_steps))
+        if "chaos" in a.phases:
+            dry_row(results, "chaos", "finetune", chaos_sets("http://127.0.0.1:HUB-PORT", a.chaos_steps, a.save_steps))
+        row(results, "done", seed=seed)
+        return
     b = phase(results, "base", prepare_apart, a.shape, work / Path(a.shape).name, a.pretrain_steps)
     base = Path(b.get("dir") or work / Path(a.shape).name)
     if "oom" in a.phases:
@@ -340,6 +362,8 @@ def main() -> None:
                    "phase: its micro-batch of 64 must not fit, of 32 with checkpointing must")
     r.add_argument("--shape", default="qwen2.5-0.5b", help="a bench/configs name, or a folder with a config.json "
                    "(a CPU rehearsal: the tiny model's)")
+    r.add_argument("--dry-run", action="store_true", help="the kill plan and each phase's command with its answers "
+                   "checked, to rows.jsonl; nothing runs")
     a = ap.parse_args()
     cmd_run(a)
 

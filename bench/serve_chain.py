@@ -3,6 +3,8 @@
 
     python bench/serve_chain.py run --work /root/chain --results /root/results [--engine vllm]
     python bench/serve_chain.py report RESULTS_DIR --md bench/results/DATE-serve-h200.md
+    python bench/serve_chain.py run --dry-run --work W --results R [...]   (CPU: each phase's `yichui` command, its
+                                    --set keys checked as `yichui run` checks them; nothing built or started)
 
 ``run`` does, one phase after another, each appended to ``RESULTS/rows.jsonl`` the moment it ends (a phase that fails
 is recorded with its error and the next one still runs):
@@ -185,6 +187,51 @@ def run_argv(task: str, sets: dict, *more: str) -> list[str]:
     return [YICHUI, "run", "--yes", "--task", task, *more, *(x for k, v in sets.items() for x in ("--set", f"{k}={v}"))]
 
 
+def check_sets(task: str, sets: dict) -> dict:
+    """``sets`` checked in this process as `yichui run --task TASK --set …` checks them before any work
+    (wizard.engine.Engine.precheck, in a throwaway YICHUI_HOME whose port reservations stay there: a checked port is
+    claimed, and this process outlives the check). A step or key the wizard does not have raises SystemExit with its
+    message. A value refused, or a question not asked, may be this machine's doing (a GPU engine or AWQ on a CPU,
+    unsloth not installed): returned as {"step.key": reason}, the other values checked without them (the caller
+    judges; tests/test_bench_scripts.py names the ones a CPU refuses)."""
+    import tempfile
+
+    from wizard import i18n
+    from wizard.engine import AnswerError, Engine
+    from wizard.session import Session
+
+    overrides: dict = {}
+    for k, v in sets.items():
+        step, _, key = k.partition(".")
+        overrides.setdefault(step, {})[key] = str(v)
+    refused: dict = {}
+    runtime = os.environ.get("YICHUI_RUNTIME_DIR")
+    with tempfile.TemporaryDirectory(prefix="yichui-sets-") as h:
+        os.environ["YICHUI_RUNTIME_DIR"] = h
+        try:
+            session = Session.new(task, h=Path(h))  # one session: a port it claimed is its own on the next try
+            while True:
+                try:
+                    Engine(session, None, overrides=overrides).precheck()
+                    return refused
+                except AnswerError as e:
+                    step, _, key = str(e.msg.args.get("name", "")).partition(".")
+                    here = e.msg.key in ("answer.invalid", "answer.set_not_asked")
+                    if not here or key not in overrides.get(step, {}):
+                        raise SystemExit(f"{task}: {i18n.render(e.msg)}") from None
+                    refused[f"{step}.{key}"] = i18n.render(e.msg)
+                    del overrides[step][key]
+        finally:
+            os.environ.pop("YICHUI_RUNTIME_DIR")
+            if runtime is not None:
+                os.environ["YICHUI_RUNTIME_DIR"] = runtime
+
+
+def dry_row(results: Path, phase: str, task: str, sets: dict, *more: str) -> dict:
+    """A dry run's phase: the command it would run, its --set values checked (:func:`check_sets`)."""
+    return row(results, phase, dry_run=True, argv=run_argv(task, sets, *more), refused_here=check_sets(task, sets))
+
+
 # ---- 2. the session --------------------------------------------------------------------------------------------
 
 def session(sid: str) -> dict:
@@ -226,7 +273,8 @@ def summary(s: dict) -> dict:
                                    for k, v in (st.get("evaluate", {}).get("parts") or {}).items()}}}
 
 
-def chain(a, base_dir: Path, results: Path, more: dict | None = None) -> dict:
+def chain_sets(a, base_dir: Path, more: dict | None = None) -> dict:
+    """The chain's answers: LoRA on the bundled data, the exports, the deploy on --engine, the evaluation."""
     formats = [f for f in a.formats.split(",") if f]
     sets = {"select_model.source": "local", "select_model.path": str(base_dir),
             "choose_strategy.method": "lora", "choose_strategy.lora_rank": 64, "choose_strategy.lora_alpha": 128,
@@ -247,7 +295,11 @@ def chain(a, base_dir: Path, results: Path, more: dict | None = None) -> dict:
             sets.pop(k)
     if a.benchmark_limit:  # GSM8K through the engine, base and fine-tuned (the data placed by --gsm8k)
         sets |= {"evaluate.benchmarks": "gsm8k", "evaluate.benchmark_limit": a.benchmark_limit}
-    argv = run_argv("finetune", sets | (more or {}))
+    return sets | (more or {})
+
+
+def chain(a, base_dir: Path, results: Path, more: dict | None = None) -> dict:
+    argv = run_argv("finetune", chain_sets(a, base_dir, more))
     t0 = time.time()
     rc = sh(argv, results / "chain.log", timeout=3600)
     sid = newest_session(t0 - 1)
@@ -378,15 +430,11 @@ def formats(a, sid: str, results: Path, engine: str, port: int) -> dict:
     inst = engines.find(engine, Path(os.environ.get("YICHUI_ENVS") or home() / "envs"))
     loads = engines.formats(engine, inst, engines.cache_dir(home()))
     exported = [f for f in (s["steps"]["export"]["outputs"].get("artifacts") or {}) if f in loads]
-    targets = (["merged"] if engine != a.engine else []) + exported + (["adapter"] if engine != "transformers" else [])
-    host = "127.0.0.1" if engine == "transformers" else "0.0.0.0"
+    targets = format_targets(a, engine, exported)
     label = lambda fmt: f"{engine}-{fmt}"  # noqa: E731
 
     def start(i: int, fmt: str, attempt: int) -> subprocess.Popen:
-        sets = {"deploy.backend": engine, "deploy.model": fmt, "deploy.host": host,
-                "deploy.port": port + i + 20 * attempt, "deploy.cuda_graphs": "no",
-                "deploy.gpu_memory_utilization": a.format_util, "deploy.engine_args": engine_args(a, engine)}
-        argv = run_argv("deploy", sets, "--from", sid)
+        argv = run_argv("deploy", format_sets(a, engine, fmt, port + i + 20 * attempt), "--from", sid)
         return subprocess.Popen(argv, stdout=open(results / f"deploy-{label(fmt)}.log", "a"), stderr=subprocess.STDOUT)
 
     out = {}
@@ -430,6 +478,19 @@ def formats(a, sid: str, results: Path, engine: str, port: int) -> dict:
     return {"engine": engine, "formats": out}
 
 
+def format_targets(a, engine: str, exported: list[str]) -> list[str]:
+    """What phase 5 serves with ``engine``: the merged model when it is not the chain's engine, the exports it
+    loads, the adapter."""
+    return (["merged"] if engine != a.engine else []) + exported + (["adapter"] if engine != "transformers" else [])
+
+
+def format_sets(a, engine: str, fmt: str, port: int) -> dict:
+    """The deploy answers of one export served in phase 5 (``yichui run --task deploy --from`` the chain)."""
+    return {"deploy.backend": engine, "deploy.model": fmt, "deploy.host": "127.0.0.1" if engine == "transformers"
+            else "0.0.0.0", "deploy.port": port, "deploy.cuda_graphs": "no",
+            "deploy.gpu_memory_utilization": a.format_util, "deploy.engine_args": engine_args(a, engine)}
+
+
 def _deploy_session(engine: str, fmt: str, since: float, chain_sid: str) -> dict | None:
     """The newest deploy session saved since ``since`` that served ``fmt`` with ``engine``."""
     found = None
@@ -470,12 +531,7 @@ def holdout(a, results: Path, engine: str, port: int) -> dict:
     d = prepare_apart(a.holdout, Path(a.work) / Path(a.holdout).name, 0)
     own = engine == a.engine
     graphs = own or (a.cmd == "one" and a.graphs)
-    sets = {"select_model.source": "local", "select_model.path": d["dir"], "deploy.backend": engine,
-            "deploy.model": "merged", "deploy.host": "127.0.0.1", "deploy.port": port,
-            "deploy.cuda_graphs": "yes" if graphs else "no",
-            "deploy.gpu_memory_utilization": a.util if own else a.format_util,
-            "deploy.engine_args": engine_args(a, engine)}
-    argv = run_argv("deploy", sets)
+    argv = run_argv("deploy", holdout_sets(a, engine, port, d["dir"]))
     label = "holdout" if own else f"holdout-{engine}-{Path(a.holdout).name}{'-graphs' if graphs else ''}"
     t0 = time.time()
     rc = sh(argv, results / f"{label}.log", timeout=1800)
@@ -490,6 +546,17 @@ def holdout(a, results: Path, engine: str, port: int) -> dict:
             keep_log(s, results, label)
         sh([YICHUI, "serve", "stop", sid], results / "stop.log", timeout=120)
     return out
+
+
+def holdout_sets(a, engine: str, port: int, model_dir: str) -> dict:
+    """The deploy answers of the held-out shape (phase 6; `one`'s every shape)."""
+    own = engine == a.engine
+    graphs = own or (a.cmd == "one" and a.graphs)
+    return {"select_model.source": "local", "select_model.path": model_dir, "deploy.backend": engine,
+            "deploy.model": "merged", "deploy.host": "127.0.0.1", "deploy.port": port,
+            "deploy.cuda_graphs": "yes" if graphs else "no",
+            "deploy.gpu_memory_utilization": a.util if own else a.format_util,
+            "deploy.engine_args": engine_args(a, engine)}
 
 
 def versions(a) -> dict:
@@ -527,6 +594,25 @@ def quantized_base(a, base_dir: Path, results: Path) -> dict:
     return out
 
 
+def dry_run(a, results: Path, work: Path) -> None:
+    """Each phase's command, its answers checked, in the order ``run`` takes them; the base model is not built
+    (its folder named), no session or server is started."""
+    base = str(work / Path(a.shape).name)
+    if a.quantized_base:
+        b = argparse.Namespace(**(vars(a) | {"formats": "", "benchmark_limit": 0}))
+        sets = chain_sets(b, Path(base + "-w4a16"), {"deploy.model": "adapter"})
+        dry_row(results, "quantized_base", "finetune", sets)
+        return
+    dry_row(results, "chain", "finetune", chain_sets(a, Path(base)))
+    for i, engine in enumerate(e for e in a.format_engines.split(",") if e):
+        for j, fmt in enumerate(format_targets(a, engine, [f for f in a.formats.split(",") if f])):
+            dry_row(results, "formats", "deploy", format_sets(a, engine, fmt, a.port + 100 * (i + 1) + j), "--from",
+                    "CHAIN-SESSION")
+    for i, engine in enumerate(e for e in (a.holdout_engines.split(",") if a.holdout else []) if e):
+        dry_row(results, "holdout", "deploy", holdout_sets(a, engine, a.port + 50 + i,
+                                                           str(work / Path(a.holdout).name)))
+
+
 def cmd_run(a) -> None:
     results, work = Path(a.results), Path(a.work)
     results.mkdir(parents=True, exist_ok=True)
@@ -534,6 +620,9 @@ def cmd_run(a) -> None:
     phase(results, "env", versions, a)
     if a.gsm8k:
         place_gsm8k(a.gsm8k)
+    if a.dry_run:
+        dry_run(a, results, work)
+        return row(results, "done")
     base = phase(results, "base", prepare_apart, a.shape, work / Path(a.shape).name, a.pretrain_steps)
     if a.quantized_base:  # this chain alone
         phase(results, "quantized_base", quantized_base, a, Path(base.get("dir") or work / Path(a.shape).name), results)
@@ -748,6 +837,8 @@ def main() -> None:
     r.add_argument("--quantized-base", action="store_true", help="instead of the chain: LoRA on the base written "
                    "as W4A16 (kept quantized), the adapter served unmerged on it")
     r.add_argument("--stagger", type=float, default=20.0, help="seconds between the format servers' starts")
+    r.add_argument("--dry-run", action="store_true", help="each phase's command with its answers checked, to "
+                   "rows.jsonl; nothing built or started")
     o = sub.add_parser("one", parents=[common], help="one engine on a random-weight shape: deploy, server checks, "
                        "KV cache")
     o.add_argument("--serve", required=True, help="the engine")

@@ -5,6 +5,7 @@ from that checkpoint — with unsloth's model and kernels in unsloth's own envir
 
     python bench/unsloth_backend_gpu.py --out DIR --work DIR --envs ENVS   (GPU machine; ENVS holds unsloth-<version>)
     … --model .cache/tiny/KEY --method lora --micro-batch 4 --seq 128   (the same chain on a CPU: no OOM there)
+    … --dry-run   (CPU, no unsloth needed: the data and the wizard's command with its answers checked, printed)
 
 Qwen2.5-1.5B shape (random bf16 weights, written once), QLoRA r16 on all linear layers, 2,048-token records,
 micro-batch 64 without checkpointing (the memory model predicts far more than an H200 holds: the first launch runs
@@ -61,11 +62,15 @@ def main() -> None:
     ap.add_argument("--micro-batch", type=int, default=64)
     ap.add_argument("--seq", type=int, default=2048)
     ap.add_argument("--steps", type=int, default=16)
+    ap.add_argument("--dry-run", action="store_true", help="print the wizard's command with its answers checked; "
+                    "run nothing")
     a = ap.parse_args()
     STEPS = a.steps
     SEQ, MICRO_BATCH = a.seq, a.micro_batch
+    import memory_accuracy as ma
     from memory_accuracy import prepare_shape, synthetic_dataset
 
+    ma.DRY_RUN = a.dry_run  # no weights written for --shape
     out, work = Path(a.out), Path(a.work)
     out.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
@@ -87,6 +92,12 @@ def main() -> None:
             "choose_strategy.grad_accum": 1, "choose_strategy.max_steps": STEPS, "choose_strategy.save_steps": SAVE,
             "choose_strategy.learning_rate": 2e-4, "choose_strategy.preflight": "false", "export.formats": ""}
     argv = ["run", "--task", "finetune", "--yes"] + [x for k, v in sets.items() for x in ("--set", f"{k}={v}")]
+    if a.dry_run:
+        from serve_chain import check_sets
+
+        print(json.dumps({"dry_run": True, "argv": [sys.executable, "-m", "wizard.cli", *argv],
+                          "refused_here": check_sets("finetune", sets), "kill_after": f"checkpoint-{KILL_AFTER}"}))
+        return
     first = yichui(argv, out / "wizard-1.txt", env)
     ckpt, sid, run_dir = None, None, None
     while time.time() - t_start < a.deadline and first.poll() is None:

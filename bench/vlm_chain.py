@@ -3,6 +3,8 @@
 
     python bench/vlm_chain.py run --work /root/vlm-chain --results /root/vlm-results [--shape qwen2.5-vl-3b]
     python bench/vlm_chain.py report RESULTS_DIR [--md FILE]
+    python bench/vlm_chain.py run --dry-run --work W --results R --train-images 4 --heldout-images 2
+                                  (CPU: the data rendered, the chain's command with its answers checked; no model)
 
 ``run`` (on the GPU machine, after ``bash bench/serve_gpu.sh setup`` with yichui's stack and vLLM carried) appends
 one row per phase to ``RESULTS/rows.jsonl`` as each ends (a failed phase is recorded with its error):
@@ -96,7 +98,8 @@ def prepare_data(dest: Path, px: int, train_images: int, heldout_images: int) ->
             "heldout_records": sum(1 for _ in open(dest / "heldout.jsonl"))}
 
 
-def chain(a, base_dir: Path, data: dict, results: Path) -> dict:
+def chain_sets(a, base_dir: Path, data: dict) -> dict:
+    """The chain's answers: LoRA with the projector trained, the merged export, the deploy, the held-out images."""
     sets = {"select_model.source": "local", "select_model.path": str(base_dir),
             "choose_strategy.method": "lora", "choose_strategy.lora_rank": 64, "choose_strategy.lora_alpha": 128,
             "choose_strategy.lora_dropout": 0.0, "choose_strategy.lora_targets": "all-linear",
@@ -117,8 +120,12 @@ def chain(a, base_dir: Path, data: dict, results: Path) -> dict:
         sets["deploy.host"] = "127.0.0.1"
         for k in ("deploy.cuda_graphs", "deploy.gpu_memory_utilization"):
             sets.pop(k)
+    return sets
+
+
+def chain(a, base_dir: Path, data: dict, results: Path) -> dict:
     t0 = time.time()
-    rc = sc.sh(sc.run_argv("finetune", sets), results / "chain.log", timeout=3600)
+    rc = sc.sh(sc.run_argv("finetune", chain_sets(a, base_dir, data)), results / "chain.log", timeout=3600)
     sid = sc.newest_session(t0 - 1)
     out = {"rc": rc, "wall_seconds": round(time.time() - t0, 1)}
     if sid:
@@ -157,6 +164,11 @@ def cmd_run(a) -> None:
     results.mkdir(parents=True, exist_ok=True)
     work.mkdir(parents=True, exist_ok=True)
     sc.phase(results, "env", sc.versions, a)
+    if a.dry_run:  # the data is made (CPU), the model is not: the chain's command and its answers checked
+        data = prepare_data(work / f"shapes-{a.px}", a.px, a.train_images, a.heldout_images)
+        sc.dry_row(results, "chain", "finetune", chain_sets(a, work / Path(a.shape).name, data))
+        sc.row(results, "done")
+        return
     base = sc.phase(results, "base", sc.apart, prepare_vlm, a.shape, work / Path(a.shape).name, a.px)
     data = sc.phase(results, "data", prepare_data, work / f"shapes-{a.px}", a.px, a.train_images, a.heldout_images)
     if base.get("error") or data.get("error"):
@@ -219,6 +231,8 @@ def main() -> None:
     r.add_argument("--lr", type=float, default=5e-4)
     r.add_argument("--port", type=int, default=8100)
     r.add_argument("--util", type=float, default=0.4)
+    r.add_argument("--dry-run", action="store_true", help="render the data, check the chain's answers, print its "
+                   "command to rows.jsonl; no model, no session")
     rp = sub.add_parser("report")
     rp.add_argument("results")
     rp.add_argument("--md")
