@@ -3,8 +3,8 @@ when the runner took a TrainerJob instead of a dict, and nothing noticed). The C
 rows in bench/results/, ``--dry-run`` (everything built through the project's own functions up to where a GPU or an
 engine is needed, then printed), or the script itself on the tiny model. bench/README.md lists them.
 
-The scripts start two at a time as soon as this module starts (two cores; ``ahead``), each test waits for its own.
-bench/distributed.py is its owner's to add here."""
+The scripts start two at a time as soon as this module starts (two cores; ``ahead``; not under xdist, whose workers
+share the tests), each test waits for its own. bench/distributed.py is its owner's to add here."""
 from __future__ import annotations
 
 import json
@@ -45,23 +45,32 @@ def _run(argv: list, tmp: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def ahead(request, tmp_path_factory):
-    """The selected tests' scripts, started in file order two at a time: {test name: (tmp, future)}."""
+    """{test name: (tmp, future)}: the selected tests' scripts, started in file order two at a time. Under xdist
+    nothing is started ahead (the workers share the tests, and one cannot tell which will be its own): each test then
+    runs its script when it comes."""
     pool = ThreadPoolExecutor(2)
-    started = {}
-    for item in request.session.items:
-        name = getattr(item, "originalname", item.name)
-        if item.module is request.module and name in SCRIPTS:
-            tmp = tmp_path_factory.mktemp(name[5:])
-            script_name, args = SCRIPTS[name]
-            started[name] = (tmp, pool.submit(_run, [script_name, *args(tmp, request.getfixturevalue)], tmp))
-    yield started
+    started: dict = {}
+    if os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") == "1":
+        for item in request.session.items:
+            name = getattr(item, "originalname", item.name)
+            if item.module is request.module and name in SCRIPTS:
+                started[name] = start(pool, name, tmp_path_factory, request.getfixturevalue)
+    yield pool, started
     pool.shutdown(wait=True, cancel_futures=True)
 
 
+def start(pool: ThreadPoolExecutor, name: str, tmp_path_factory, fixture) -> tuple:
+    script_name, args = SCRIPTS[name]
+    tmp = tmp_path_factory.mktemp(name[5:])
+    return tmp, pool.submit(_run, [script_name, *args(tmp, fixture)], tmp)
+
+
 @pytest.fixture
-def ran(request, ahead):
+def ran(request, ahead, tmp_path_factory):
     """This test's script, finished with exit status 0: (its output, its tmp folder)."""
-    tmp, future = ahead[request.node.originalname]
+    pool, started = ahead
+    name = request.node.originalname
+    tmp, future = started.get(name) or start(pool, name, tmp_path_factory, request.getfixturevalue)
     r = future.result()
     assert r.returncode == 0, f"rc {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return r.stdout, tmp
