@@ -476,4 +476,4 @@ def test_shell_script_parses(name):
 def test_every_bench_script_has_a_cpu_path():
     """A new script in bench/ comes with its CPU path here."""
     covered = {name for name, _ in SCRIPTS.values()}
-    assert {p.name for p in BENCH.glob("*.py")} - covered == {"distributed.py"}  # its owner adds it
+    assert {p.name for p in BENCH.glob("*.py")} - covered <= {"distributed.py"}  # its owner adds it
