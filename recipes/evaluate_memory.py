@@ -86,9 +86,9 @@ def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
         ctx.warn(msg("evaluate_memory.nothing_fits", gpu=gpu.name))
         chosen = ("lora", True) if shape.prequantized_bytes else ("qlora", True)
     best = by[chosen]
+    cols, parts = memory.breakdown(best)
     ctx.table(msg("evaluate_memory.breakdown", method=chosen[0], ckpt=ctx.t("ui.on" if chosen[1] else "ui.off")),
-              [msg("evaluate_memory.col.component"), "GiB"],
-              [(ctx.t(f"memory.part.{k}"), f"{v:.3f}") for k, v in best["components"].items() if v])
+              [msg(c) for c in cols], [(ctx.t(k), *v) for k, *v in parts])
     notes = sorted({a for e in estimates for a in e["approximate"]})
     ctx.info(msg("evaluate_memory.calibrated", params=f"{shape.n_params:,}"))
     if notes:

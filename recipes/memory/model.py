@@ -39,7 +39,6 @@ from recipes.quantization import prequantized
 from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
 GIB = 2**30
-DS_BUFFER_ELEMENTS = 1e9  # DeepSpeed's default reduce + all-gather buckets (5e8 elements each)
 
 # -- fitted on the H200 measurements (bench/bench_fit.py; bench/results/2026-11-29-memory-h200.md) -------------------
 ACT_H = 12.89         # bytes per token per layer per hidden unit: norms (fp32 upcast), q/k/v/o activations, residual
@@ -63,6 +62,16 @@ BWD_I = 10.0          # bytes per token per MLP intermediate unit of the layer i
 FRAG_FRACTION = 0.0116  # reserved − allocated: the caching allocator's slack (expandable segments) …
 FRAG_GIB = 0.138         # … as a fraction of the peak plus a constant
 CONTEXT_GIB = 0.75     # outside the allocator: CUDA context + cuBLAS/cuDNN handles (H200, torch 2.11, CUDA 13: 0.749)
+# several processes (recipes/memory/sharding.py; outside_allocator_gib): beyond CONTEXT_GIB per process, NCCL's
+# communicators, measured on two H200s (bench/results/2026-11-29-distributed-h200*.jsonl; more GPUs are not measured)
+# and, for a sharded plan in one process, on one (bench/results/2026-12-04-sharded-one-gpu-h200.md: ZeRO-1/2 1.68 GiB
+# outside the allocator, ZeRO-3 and FSDP2 1.30)
+COMM_GIB = {"ddp": 0.83, "fsdp2": 0.82, "deepspeed": 1.30}
+ONE_PROCESS_COMM_GIB = {"zero12": 0.93, "zero3": 0.55, "fsdp2": 0.55}
+# reserved − allocated beyond FRAG_* under FSDP2 (its all-gather and reduce-scatter streams keep pools of their own):
+# fitted on the one-GPU rows of bench/results/2026-12-04-sharded-one-gpu-h200.md (0.52–0.63 GiB); DeepSpeed's is
+# sharding.py's ``holes``
+ENGINE_SLACK_GIB = {"fsdp2": 0.6}
 # -- exact, from the implementations --------------------------------------------------------------------------------
 LIGER_I = 2.0        # Liger's SwiGLU recomputes SiLU(gate) in backward instead of saving it (bf16, per I)
 LORA_CAST = 2.0      # peft casts an adapted layer's input to the fp32 adapter dtype; autocast saves a bf16 copy
@@ -117,6 +126,9 @@ SIZING_COUNTS = (1, 2, 4, 8)
 
 CALIBRATED_VLMS = ("qwen2_5_vl",)  # vision-language model types whose vision terms were measured (3B, 7B)
 DEFAULT_IMAGE_SIZE = 448  # pixels per side assumed for a dynamic-resolution tower when the spec names no size
+# the moments whose sum of live bytes can be the peak (see :func:`estimate`); the load only where the engine's
+# start holds more than training does (FSDP2: recipes/memory/sharding.py)
+PHASE_BACKWARD, PHASE_STEP, PHASE_LOAD = "forward_backward", "optimizer_step", "load"
 ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert", "electra",
                 "modernbert", "camembert")
 
@@ -446,16 +458,15 @@ def _vision_geometry(cfg, config: dict) -> dict:
 
 
 def model_states(shape: Shape, t: TrainingSpec) -> dict:
-    """Bytes of weights, adapter, gradients and optimizer states per GPU, and the optimizer step's extra.
+    """Bytes of weights, adapter, gradients and optimizer states of one process before any sharding, and the
+    optimizer step's extra.
 
     Returns ``{"weights", "adapter", "gradients", "optimizer", "step_extra", "trainable"}``.
     [ZeRO] §3: mixed-precision Adam needs 2Ψ (weights) + 2Ψ (grads) + KΨ (states). yichui trains bf16 weights with
     AdamW states in the parameter dtype [torch], so K = 4 for a full fine-tune; LoRA adapters are fp32 (peft's
-    autocast_adapter_dtype), QLoRA adapters bf16 (trl casts them). Sharding over N GPUs [ZeRO] §5: stage 1 divides the
-    optimizer states, stage 2 also the gradients, stage 3 (and FSDP full shard) also the weights; offload moves the
-    optimizer states (stage 3: also the weights) to CPU memory. Under ZeRO/FSDP a full fine-tune keeps fp32 masters
-    and fp32 Adam states (12 bytes per parameter) and fp32 (+ bf16 below stage 3) gradients; plain DDP adds its
-    gradient buckets (a second gradient copy). Calibrated on two H200s: bench/results/2026-11-29-distributed-h200.md.
+    autocast_adapter_dtype), QLoRA adapters bf16 (trl casts them). Plain DDP adds its gradient buckets (a second
+    gradient copy; calibrated on two H200s: bench/results/2026-11-29-distributed-h200.md). What ZeRO and FSDP2 hold
+    instead is recipes/memory/sharding.py's.
     """
     P, wb = shape.n_params, t.weights_bytes
     weights: float
@@ -505,36 +516,12 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
     # the step's temporaries: 8-bit optimizers dequantize one tensor's states to fp32 at a time; with tied embeddings
     # a full fine-tune also holds the shared matrix's second gradient (embedding + LM head) in fp32
     step_extra: float = 8 * min(shape.largest, trainable) if t.optim != "adamw" else 0
-    if t.zero and not t.fsdp:
-        # DeepSpeed's communication buffers at its config defaults (reduce and all-gather buckets of 5e8 elements;
-        # stage 3: up to 1e9 live gathered parameters), bf16
-        step_extra += DS_BUFFER_ELEMENTS * t.weights_bytes
     if t.method in FULL_WEIGHTS and shape.tied:
         step_extra += 4 * shape.vocab * shape.hidden
     if t.method == "galore":  # a projection update (step 1, then every 200) decomposes one weight at a time
         step_extra += GALORE_SVD_BYTES * max(i * o for _, i, o in galore_targets(shape))
-    n = t.gpus
-    if n > 1 and stage == 0:
+    if t.gpus > 1 and not stage:
         grads *= 2  # DDP reduces through gradient buckets: a second copy of the gradients [torch DDP]
-    if stage >= 1 and t.method in FULL_WEIGHTS:
-        # DeepSpeed and accelerate's FSDP2 keep mixed-precision masters: fp32 weights and fp32 Adam states,
-        # K = 12 bytes per parameter [ZeRO] §3, and fp32 gradient partitions; FSDP2 keeps no bf16 copy beside the
-        # gathered layer
-        opt = 12 * trainable
-        grads = 4 * trainable + (2 * trainable if stage < 3 else 0)
-    if n > 1 and stage >= 1:
-        opt /= n
-    if n > 1 and stage >= 2:
-        grads /= n
-    if n > 1 and stage >= 3:
-        weights /= n
-        adapter /= n
-    if t.offloaded and stage >= 1:
-        opt = 0
-        # the weights too: ZeRO-3 with offload "all" (offload_param), FSDP2's cpu_offload with any offload
-        # (recipes/training/worker.py deepspeed_config, distribution_args)
-        if stage >= 3 and (t.offload == "all" or t.fsdp):
-            weights = 0 if t.method in FULL_WEIGHTS else weights
     return {"weights": weights, "adapter": adapter, "gradients": grads, "optimizer": opt, "step_extra": step_extra,
             "trainable": trainable}
 
@@ -634,6 +621,28 @@ def masters_fp32(t: TrainingSpec) -> bool:
     return t.method in FULL_WEIGHTS and t.fp32_masters_asked and not t.zero and not t.fsdp and t.weights_bytes == 2
 
 
+def engine_of(t: TrainingSpec) -> str:
+    """Who holds the model states: "one" process, "ddp" (several, replicated), "deepspeed" (ZeRO-1/2/3) or "fsdp2"."""
+    if t.fsdp:
+        return "fsdp2"
+    if t.zero:
+        return "deepspeed"
+    return "ddp" if t.gpus > 1 else "one"
+
+
+def outside_allocator_gib(t: TrainingSpec) -> float:
+    """Memory outside the caching allocator beyond the CUDA context (CONTEXT_GIB), per process: NCCL's
+    communicators and their buffers (DeepSpeed clones the world group: a second communicator). Measured with two
+    processes on two H200s (bench/results/2026-11-29-distributed-h200*.jsonl: DDP 1.577 GiB, FSDP2 1.573,
+    ZeRO-2/3 2.052 in all) and with one process of a sharded plan on one H200 (ONE_PROCESS_COMM_GIB)."""
+    engine = engine_of(t)
+    if engine == "one":
+        return 0.0
+    if t.gpus == 1:
+        return ONE_PROCESS_COMM_GIB["fsdp2" if t.fsdp else "zero3" if t.zero == 3 else "zero12"]
+    return COMM_GIB[engine]
+
+
 def activations(shape: Shape, t: TrainingSpec) -> dict:
     """Bytes of activations at the backward pass's peak, by part: ``layers``, ``attention_scores``, ``logits``.
 
@@ -685,8 +694,9 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     else:
         head = HEAD_TILE * min(T, 4096) / 4096 + HEAD_H * T * h
     if not lora:  # the head's weight gradient: fp32 + its bf16 copy (trl's fused head, fp32 masters); autograd's
-        # bf16 gradient in the plain loop with bf16 weights
-        head += (2 if t.loss == "full" and not fp32 else 6) * shape.vocab * h
+        # bf16 gradient in the plain loop with bf16 weights and under DeepSpeed (its bf16 module; reduced into the
+        # bucket from there); FSDP2's is in its unsharded tail (recipes/memory/sharding.py)
+        head += (0 if t.fsdp else 2 if t.zero or (t.loss == "full" and not fp32) else 6) * shape.vocab * h
     # fp32 masters without checkpointing: autograd keeps autocast's bf16 copy of every weight until its backward
     casts = 2.0 * shape.n_params if fp32 and not t.activation_checkpointing else 0.0
     if t.activation_checkpointing:
@@ -722,7 +732,7 @@ def vision_activations(shape: Shape, t: TrainingSpec) -> float:
     return patches * shape.vision_layers * (ACT_H * shape.vision_hidden + ACT_I * shape.vision_intermediate)
 
 
-def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dict:
+def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_sizes=None) -> dict:
     """Predicted peak memory per GPU, as nvidia-smi shows it, with its breakdown.
 
     Args:
@@ -731,14 +741,17 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
         gpu_gib: memory of the GPU (GiB) to check the fit against, if any.
 
     Returns:
-        ``{"peak_gib", "components": {name: GiB}, "trainable", "fits", "margin_gib", "approximate": [...]}``;
-        ``fits`` needs a margin of 10 % of the GPU.
+        ``{"peak_gib", "phase", "components": {name: GiB}, "phases", "trainable", "fits", "margin_gib",
+        "approximate": [...]}``; ``phase`` is the moment the peak falls in (:data:`PHASE_BACKWARD` or
+        :data:`PHASE_STEP`), ``components`` what is live then, ``phases`` ``{phase: {"peak_gib", "components"}}``
+        for both moments, so a plan's fit can be read off either; ``fits`` needs a margin of 10 % of the GPU.
 
     Raises:
         ConfigError: an invalid choice or number in ``t``, or unknown LoRA targets.
 
     The peak is the larger of two moments: the start of the backward pass (weights, optimizer states from the
-    previous step, activations) and the optimizer step (weights, all gradients, states, the step's temporaries).
+    previous step, activations) and the optimizer step (weights, all gradients, states, the step's temporaries:
+    ``step_temporaries``).
     Reserved = allocated·(1 + FRAG_FRACTION) + FRAG_GIB (``loss == "full"``, the plain loop's default allocator:
     allocated + PLAIN_FRAG_GIB); plus CONTEXT_GIB outside the allocator, and COMPILE_GIB with compiled layers.
 
@@ -759,28 +772,35 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
         # recipes/training/packed.py rebuilds one layer's weight at a time in forward and backward: its unpacked
         # integers (1 byte each) and the dense weight, for the largest decoder linear layer (hidden × intermediate)
         act["dequantized_layer"] = (1 + t.weights_bytes) * shape.hidden * shape.intermediate
-    static = ms["weights"] + ms["adapter"] + ms["optimizer"]
+    states = {"weights": ms["weights"], "adapter": ms["adapter"], "optimizer": ms["optimizer"]}
     # a full fine-tune's gradients are freed after each optimizer step (set_to_none), so the backward pass of the
     # first micro-batch starts without them; the later micro-batches of an accumulated step start with all of them
     grads_in_backward = 0 if t.method in FULL_WEIGHTS and t.grad_accum == 1 else ms["gradients"]
-    backward = static + sum(act.values()) + grads_in_backward
-    step = static + ms["gradients"] + ms["step_extra"]
-    if backward >= step:
-        comp = {"weights": ms["weights"], "adapter": ms["adapter"],
-                "gradients": grads_in_backward, "optimizer": ms["optimizer"]} | act
-    else:
-        comp = {"weights": ms["weights"], "adapter": ms["adapter"], "gradients": ms["gradients"],
-                "optimizer": ms["optimizer"] + ms["step_extra"], "layers": 0.0, "attention_scores": 0.0,
-                "logits": 0.0} | ({"dequantized_layer": 0.0} if "dequantized_layer" in act else {})
-    allocated = sum(comp.values())
-    comp["allocator"] = PLAIN_FRAG_GIB * GIB if t.loss == "full" else FRAG_FRACTION * allocated + FRAG_GIB * GIB
-    comp["cuda_context"] = CONTEXT_GIB * GIB
-    if t.compile_layers:
-        comp["compile"] = COMPILE_GIB * GIB
-    peak = sum(comp.values()) / GIB
+    phases = {PHASE_BACKWARD: states | {"gradients": grads_in_backward} | act,
+              PHASE_STEP: states | {"gradients": ms["gradients"], "step_temporaries": ms["step_extra"]}}
+    engine = engine_of(t)
+    if engine in ("deepspeed", "fsdp2"):  # what the engine itself allocates (recipes/memory/sharding.py)
+        from recipes.memory import sharding
+
+        phases = {k: v for k, v in sharding.phases(shape, t, ms, act, zero_sizes).items() if v}
+    for comp in phases.values():
+        allocated = sum(comp.values())
+        comp["allocator"] = PLAIN_FRAG_GIB * GIB if t.loss == "full" else \
+            FRAG_FRACTION * allocated + (FRAG_GIB + ENGINE_SLACK_GIB.get(engine, 0.0)) * GIB
+        comp["cuda_context"] = (CONTEXT_GIB + outside_allocator_gib(t)) * GIB
+        if t.compile_layers:
+            comp["compile"] = COMPILE_GIB * GIB
+    totals = {k: sum(c.values()) / GIB for k, c in phases.items()}
+    phase = max(phases, key=lambda k: totals[k])  # ties: the first, the forward/backward pass
+    peak = totals[phase]
     approx = list(shape.approximate)
-    if t.gpus > 1 or t.zero or t.fsdp:
-        approx.append("sharding")  # the multi-GPU paths are calibrated with the training issue
+    # measured: every sharded plan in one process (bench/results/2026-12-04-sharded-one-gpu-h200.md) and one shape's
+    # on two GPUs with DeepSpeed's old sizes (…-2026-11-29-distributed-h200.md); several GPUs otherwise, and offload
+    # with ZeRO-3 or FSDP2 (−42 % and −6 % on the rows measured), are not calibrated
+    if t.gpus > 1:
+        approx.append("sharding")
+    if t.offloaded and (t.zero == 3 or t.fsdp):
+        approx.append("offload")
     # switches not (yet) calibrated on a GPU: every one that is on
     galore_measured = not shape.tied and not masters_fp32(t)  # untied heads, bf16 masters: the measured rows
     approx += [name for name, on in (("galore", t.method == "galore" and not galore_measured),
@@ -797,11 +817,30 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None) -> dic
                                      # --loss full is calibrated on the plain loop's LoRA and bf16 full fine-tunes
                                      ("loss-full", t.loss == "full" and (t.method not in ("lora", "full")
                                                                          or masters_fp32(t)))) if on]
-    out = {"peak_gib": round(peak, 3), "components": {k: round(v / GIB, 4) for k, v in comp.items()},
+    gib = {k: {n: round(v / GIB, 4) for n, v in c.items()} for k, c in phases.items()}
+    out = {"peak_gib": round(peak, 3), "phase": phase, "components": gib[phase],
+           "phases": {k: {"peak_gib": round(totals[k], 3), "components": c} for k, c in gib.items()},
            "trainable": int(ms["trainable"]), "approximate": approx}
     if gpu_gib is not None:
         out |= {"gpu_gib": gpu_gib, "margin_gib": round(gpu_gib - peak, 3), "fits": peak <= 0.9 * gpu_gib}
     return out
+
+
+def breakdown(e: dict) -> tuple[list[str], list[tuple[str, ...]]]:
+    """The breakdown table of an :func:`estimate`, as the evaluate_memory step and ``yichui estimate`` print it: one
+    row per part (a ``memory.part.*`` catalogue key) live in either moment, its GiB in the forward/backward pass and
+    at the optimizer step, then the totals. Returns (column keys, rows); the peak's column key is the ``…_peak``
+    variant, so the reader sees which moment decides the fit and what is live then."""
+    order = [k for k in (PHASE_BACKWARD, PHASE_STEP, PHASE_LOAD) if k in e["phases"]]
+    comps = [e["phases"][k]["components"] for k in order]
+    tail = ("allocator", "cuda_context", "compile")  # what every moment adds, last
+    parts = [k for k in dict.fromkeys(n for c in comps for n in c) if k not in tail and any(c.get(k) for c in comps)]
+    parts += [k for k in tail if k in comps[0]]
+    rows = [(f"memory.part.{k}", *(f"{c[k]:.3f}" if c.get(k) else "—" for c in comps)) for k in parts]
+    rows.append(("evaluate_memory.col.peak", *(f"{e['phases'][k]['peak_gib']:.2f}" for k in order)))
+    cols = ["evaluate_memory.col.component"] + [f"memory.phase.{k}" + ("_peak" if e["phase"] == k else "")
+                                                for k in order]
+    return cols, rows
 
 
 def smallest_instance(shape: Shape, t: TrainingSpec) -> dict | None:

@@ -247,6 +247,12 @@ class TrainerJob(TrainingSpec):
     save_final: bool = True         # write adapter/ (the smoke run does not)
     profile_steps: tuple[int, int] | None = None  # benchmarks: torch.profiler over these optimizer steps
     launch: str | None = None       # this launch's id; its events carry it
+    # benchmarks: DeepSpeed's bucket sizes and overlap as yichui writes them ("yichui", recipes/training/zero.py),
+    # DeepSpeed's defaults with overlap off ("deepspeed", as written before 2026-12-04), transformers' "auto" rule
+    # ("auto"), or "field=value,…" over yichui's; and a CUDA memory history of the run, dumped to
+    # memory_snapshot.pickle beside the spec (torch.cuda.memory._record_memory_history)
+    zero_sizes: str = "yichui"
+    memory_snapshot: bool = False
 
     def write(self, path) -> None:
         """Written whole or not at all (a temp file beside it, then os.replace): a reader — the trainer starting,

@@ -21,6 +21,7 @@ from typing import Any
 from recipes.quantization import prequantized
 from recipes.training.nvme import SwapShape
 from recipes.training.spec import FULL_WEIGHTS, TrainerJob
+from recipes.training.zero import ZeroSizes
 
 EVENTS_VERSION = 1
 # yichui's optimizer names → transformers' (OptimizerNames): torch's fused AdamW, bitsandbytes 8-bit and paged 8-bit
@@ -28,15 +29,20 @@ OPTIMIZERS = {"adamw": "adamw_torch_fused", "adamw8bit": "adamw_bnb_8bit", "page
 
 
 def deepspeed_config(stage: int, offload: str, device: str = "cpu", nvme_path: str = "",
-                     swap: SwapShape | None = None) -> dict:
+                     swap: SwapShape | None = None, sizes: ZeroSizes | None = None) -> dict:
     """A DeepSpeed config for the HF Trainer: "auto" lets the Trainer fill batch sizes, precision and clipping from
-    its own arguments (transformers' integrations/deepspeed.py), so the two never disagree. Offload of the optimizer
+    its own arguments (transformers' integrations/deepspeed.py), so the two never disagree. The buckets, prefetch,
+    persistence and overlap are ``sizes`` (recipes/training/zero.py ZeroSizes: from the model's hidden size, as
+    numbers, so zero.Init reads them at load; DeepSpeed's defaults when None). Offload of the optimizer
     states (stage ≥ 1) and, with ``offload="all"`` at stage 3, of the parameters to CPU memory — or, ``device``
     "nvme" (stage 3), to swap files under ``nvme_path`` (DeepSpeed's ZeRO-Infinity: docs "offload_param" /
     "offload_optimizer", device nvme; its async_io op does the reads and writes). Parameters on NVMe go through
-    pinned buffers sized from the model (``swap``, recipes/training/nvme.py SwapShape). An offloaded optimizer
-    must be DeepSpeed's (CPU Adam), hence the optimizer section then."""
+    pinned buffers sized from the model (``swap``, recipes/training/nvme.py SwapShape), which also bound ZeRO-3's
+    live and prefetched parameters. An offloaded optimizer must be DeepSpeed's (CPU Adam), hence the optimizer
+    section then."""
     zero: dict = {"stage": stage, "overlap_comm": False, "contiguous_gradients": True}
+    if sizes is not None:
+        zero |= sizes.config(stage)
     if stage == 3:
         zero["stage3_gather_16bit_weights_on_model_save"] = True  # save_model writes whole weights
     to = {"device": "nvme", "nvme_path": nvme_path} if device == "nvme" else {"device": "cpu"}
@@ -57,13 +63,17 @@ def deepspeed_config(stage: int, offload: str, device: str = "cpu", nvme_path: s
     return cfg
 
 
-def distribution_args(spec: TrainerJob, swap: SwapShape | None = None) -> dict:
+def distribution_args(spec: TrainerJob, swap: SwapShape | None = None, hidden: int = 0) -> dict:
     """SFTConfig arguments for the chosen distribution: DeepSpeed ZeRO-1/2/3 or FSDP2 (full shard, one unit per
     decoder layer: accelerate wraps the model's ``_no_split_modules``); plain DDP needs none. ``swap``: what
-    NVMe offload's parameter buffers must hold (recipes/training/nvme.py SwapShape)."""
+    NVMe offload's parameter buffers must hold (recipes/training/nvme.py SwapShape); DeepSpeed's buckets and overlap
+    are recipes/training/zero.py's (``spec.zero_sizes``: benchmarks compare "deepspeed", "auto" — transformers'
+    rule from the ``hidden`` size — or overrides)."""
     dist, offload = spec.distribution, spec.offload
     if dist.startswith("zero"):
-        return {"deepspeed": deepspeed_config(int(dist[-1]), offload, spec.offload_device, spec.nvme_path, swap)}
+        stage = int(dist[-1])
+        sizes = ZeroSizes.named(spec.zero_sizes, stage, spec.gpus, hidden)
+        return {"deepspeed": deepspeed_config(stage, offload, spec.offload_device, spec.nvme_path, swap, sizes)}
     if dist == "fsdp2":
         return {"fsdp": True,
                 "fsdp_config": {"version": 2, "auto_wrap_policy": "TRANSFORMER_BASED_WRAP", "reshard_after_forward": True,
@@ -249,11 +259,14 @@ def _precision(spec: TrainerJob):
     return device, where, bf16, dtype, masters
 
 
-def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: bool = False):
+def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: bool = False,
+               zero_init: bool = False):
     """The tokenizer (a vision-language model's processor) and the model to train: pretrained (NF4 for QLoRA), or —
     benchmarks, ``init: random`` — random weights of the config's shape built in place in the training dtype
     (building in fp32 and casting would put a 2× spike into the measured peak). ``vlm``: image-text training of a
-    vision-language model (AutoModelForImageTextToText and its processor)."""
+    vision-language model (AutoModelForImageTextToText and its processor). ``zero_init``: DeepSpeed ZeRO-3's config
+    is live (the SFTConfig exists), so transformers builds or loads the model under zero.Init, each weight
+    partitioned as it comes: no device placement here."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, BitsAndBytesConfig
 
@@ -276,17 +289,18 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: b
         previous = torch.get_default_dtype()
         torch.set_default_dtype(dtype)
         try:
-            with torch.device(where):
+            with torch.device("cpu" if zero_init else where):  # zero.Init places the partitions itself
                 model = auto.from_config(cfg, attn_implementation=attn, trust_remote_code=code)
         finally:
             torch.set_default_dtype(previous)
-        model.to(masters)  # bf16 → fp32 is exact: every precision starts from the same weights
+        if not zero_init:
+            model.to(masters)  # bf16 → fp32 is exact: every precision starts from the same weights
         return tok, model
     load_kw = {"dtype": masters, "attn_implementation": attn, "trust_remote_code": code}
     if spec.method == "qlora":
         load_kw["quantization_config"] = BitsAndBytesConfig(
             load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=dtype)
-    if device == "cuda":
+    if device == "cuda" and not zero_init:
         load_kw["device_map"] = {"": LOCAL_RANK}
     pq = prequantized.read(json.loads((Path(spec.model_dir) / "config.json").read_text()))
     if pq is not None:  # a pre-quantized base: LoRA with the base kept quantized, else nothing
@@ -355,10 +369,11 @@ def _checkpointing_arg() -> str:
 
 
 def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool, images: bool = False,
-               swap: SwapShape | None = None):
+               swap: SwapShape | None = None, hidden: int = 0):
     """trl's SFTConfig for the spec: the TrainingSpec's names mapped onto the Trainer's. ``images``: image-text
     records, never truncated (a cut through an image's tokens fails the batch: trl's own warning). ``swap``:
-    the model's parameter sizes for NVMe offload (:func:`distribution_args`)."""
+    the model's parameter sizes for NVMe offload, ``hidden`` its hidden size for DeepSpeed's buckets
+    (:func:`distribution_args`)."""
     from trl import SFTConfig
 
     CHECKPOINTING_ARG = _checkpointing_arg()
@@ -381,7 +396,7 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         packing=spec.packing, packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
         eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,
-        use_liger_kernel=spec.liger, **distribution_args(spec, swap),
+        use_liger_kernel=spec.liger, **distribution_args(spec, swap, hidden),
         # a vision side that trains gets no gradient in a micro-batch of text records only, and LLaVA's last CLIP
         # layer (vision_feature_layer -2) never does: DDP must look for unused parameters
         **({"ddp_find_unused_parameters": True}
@@ -496,6 +511,37 @@ def injected_oom(at: int, over: int, micro_batch: int):
     return InjectedOOM()
 
 
+def model_sizes(spec: TrainerJob, vlm: bool) -> dict:
+    """:func:`sft_config`'s ``swap`` and ``hidden`` from the config alone (the model on the meta device), for a
+    config that must exist before the model loads (ZeRO-3's zero.Init)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    cfg = AutoConfig.from_pretrained(spec.model_dir, trust_remote_code=spec.trust_remote_code)
+    with torch.device("meta"):
+        meta = (AutoModelForImageTextToText if vlm else AutoModelForCausalLM).from_config(
+            cfg, trust_remote_code=spec.trust_remote_code)
+    return {"swap": SwapShape.of([(n, p.numel()) for n, p in meta.named_parameters()]),
+            "hidden": int(cfg.get_text_config().hidden_size)}
+
+
+def before_sample_callback(ev: Events, tok, question: str, samples_file: Path):
+    """The sample question answered before training by a model that zero.Init partitioned: at train begin, inside
+    DeepSpeed's engine (its hooks gather each layer), every rank generating; rank 0 records it."""
+    from transformers import TrainerCallback
+
+    class BeforeSample(TrainerCallback):
+        def on_train_begin(self, args, state, control, model=None, **kw):
+            text = answer(model, tok, question)
+            model.train()
+            if RANK == 0:
+                samples_file.write_text(json.dumps({"question": question, "image": None, "before": text},
+                                                   ensure_ascii=False, indent=2))
+                ev.emit("sample", phase="before", question=question, answer=text)
+
+    return BeforeSample()
+
+
 def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     """Train ``spec`` in ``tdir`` (checkpoints/, adapter/, samples.json, result.json), resuming from the latest
     checkpoint there. Returns the exit status: 0 done, 128 + N stopped by signal N (a checkpoint was written)."""
@@ -523,20 +569,34 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     # the image-text path with images, or for a model transformers builds no causal LM of (Qwen2-VL, LLaVA); text
     # data on Gemma-3, Llama-4, … (a vision part in the config) trains as before: AutoModelForCausalLM, the tokenizer
     vlm = images or (vision.is_vision_model(spec.model_dir) and not vision.has_causal_lm(spec.model_dir))
-    tok, model = load_model(spec, device, where, dtype, masters, vlm)
+    train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
+    # ZeRO-3: the SFTConfig (and with it DeepSpeed's config, which transformers reads at load) comes first, so
+    # zero.Init partitions every weight as it loads — no GPU ever holds the whole model (modelled as such:
+    # recipes/memory/sharding.py)
+    zero_init = spec.distribution == "zero3"
+    args = None
+    if zero_init:
+        args = sft_config(spec, ckpt_dir, device, bf16, bool(val_convs), images=vlm, **model_sizes(spec, vlm))
+        _ = args.device  # accelerate's process group, which zero.Init reads the world size from
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend="gloo" if device == "cpu" else "nccl")
+    tok, model = load_model(spec, device, where, dtype, masters, vlm, zero_init)
 
     samples_file = tdir / "samples.json"
     samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
-    if RANK == 0 and spec.sample_question and "before" not in samples:
+    # a model partitioned by zero.Init answers only inside DeepSpeed's engine, all ranks together: at train begin
+    question = spec.sample_question
+    ask_before = question is not None and "before" not in samples
+    if RANK == 0 and question is not None and ask_before and not zero_init:
         kbit_cpu = method == "qlora" and device == "cpu"
         image = sample_image(convs) if vlm else None  # the question asked of the data's first image
-        samples = {"question": spec.sample_question, "image": image,
-                   "before": answer(model, tok, spec.sample_question, keep_train_mode=kbit_cpu,
+        samples = {"question": question, "image": image,
+                   "before": answer(model, tok, question, keep_train_mode=kbit_cpu,
                                     unsloth=spec.training_backend == "unsloth", image=image)}
         samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
-    train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
     if vlm and spec.freeze_vision_tower:  # no activations kept nor backward run for a tower that does not learn
         vision.tower_out_of_backward(model)
     as_dataset = vision.image_dataset if vlm else Dataset.from_list  # image-text records: the Image feature
@@ -556,8 +616,10 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     elif vlm and method in FULL_WEIGHTS:
         # the language model trains; the vision tower and projector keep their weights unless chosen to train
         vision.freeze_vision(model, tower=spec.freeze_vision_tower, projector=spec.freeze_projector)
-    args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm,
-                      swap=SwapShape.of([(n, p.numel()) for n, p in model.named_parameters()]))
+    if args is None:
+        args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm,
+                          swap=SwapShape.of([(n, p.numel()) for n, p in model.named_parameters()]),
+                          hidden=int(model.config.get_text_config().hidden_size))
 
     stop_signal: list[int] = []  # SIGTERM / SIGHUP seen: checkpoint at the end of this step, then stop
 
@@ -575,6 +637,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         callbacks.append(injected_oom(at, over, spec.micro_batch))
     if spec.profile_steps and RANK == 0:
         callbacks.append(profile_callback(tdir, *spec.profile_steps))
+    if zero_init and question is not None and ask_before:
+        callbacks.append(before_sample_callback(ev, tok, question, samples_file))
     trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                          peft_config=peft_config, callbacks=callbacks)
     if spec.compile_layers:
@@ -585,8 +649,14 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         raise RuntimeError(f"asked for {asked}, the Trainer runs {got} (FSDP runs on GPUs only)")
     t0, before = time.time(), loop_seconds(last)
     trainer.add_callback(loop_clock(before, t0))
+    if spec.memory_snapshot and device == "cuda":  # benchmarks: what is allocated when, with its Python stack
+        (tdir / "memory_snapshot_start.json").write_text(json.dumps({"allocated": torch.cuda.memory_allocated(),
+                                                                     "reserved": torch.cuda.memory_reserved()}))
+        torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks="python")
     with disable_input_dtype_casting(trainer.model, active=skips_adapter_input_cast(spec, bf16)):
         out = trainer.train(resume_from_checkpoint=last)
+    if spec.memory_snapshot and device == "cuda" and RANK == 0:
+        torch.cuda.memory._dump_snapshot(str(tdir / "memory_snapshot.pickle"))
     runtime = before + time.time() - t0
     if stop_signal:
         if RANK == 0:
@@ -618,6 +688,9 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
             return 0
         samples_file = tdir / "samples.json"
         if after is not None:
+            # the "before" answer may have been written during training (before_sample_callback)
+            samples = json.loads(samples_file.read_text()) if samples_file.exists() else samples
+            samples.setdefault("question", spec.sample_question)
             samples["after"] = after
             samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
             ev.emit("sample", phase="after", question=samples["question"], answer=after)

@@ -222,7 +222,8 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     except Refusal as err:  # named as this command's option
         flag = {"utilization": "--gpu-memory-utilization", "format": "--serve-format"}.get(str(err.params.get("name")))
         raise fail(err.key, **err.params | ({"name": flag} if flag else {}))
-    result = {"model": model, "peak_gib": e["peak_gib"], "components": e["components"], "fits": e.get("fits"),
+    result = {"model": model, "peak_gib": e["peak_gib"], "phase": e["phase"], "components": e["components"],
+              "phases": e["phases"], "fits": e.get("fits"),
               "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
               "serving": srv | {"format": serve, "utilization": utilization, "gpu_memory_gib": gib or 80.0,
@@ -240,9 +241,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
                seq=T("cli.estimate.with_images", seq=seq, n=f"{image_tokens:,}") if image_tokens else seq,
                batch=t.micro_batch) + "".join(plan),
-             [T("evaluate_memory.col.component"), "GiB"],
-             [(T(f"memory.part.{k}"), f"{v:.3f}") for k, v in e["components"].items() if v]
-             + [(T("evaluate_memory.col.peak"), f"{e['peak_gib']:.2f}")])
+             *_breakdown(memory.breakdown(e)))
     if gib:
         ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / 0.9:.2f}"))
@@ -266,6 +265,12 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         ui.say(T("cli.estimate.gpu_assumed", gib=80.0))
     if e["approximate"]:
         ui.warn(T("evaluate_memory.approximate", what=", ".join(e["approximate"])))
+
+
+def _breakdown(table: tuple) -> tuple[list[str], list[tuple]]:
+    """recipes.memory.model.breakdown's keys in this language."""
+    cols, rows = table
+    return [T(c) for c in cols], [(T(k), *v) for k, *v in rows]
 
 
 DISTRIBUTION_LABEL = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3", "fsdp2": "FSDP2"}
