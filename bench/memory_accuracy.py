@@ -114,7 +114,10 @@ GRID4 = [
     ("qwen2.5-7b", "galore", True, 1024, 1, {}),
     ("llama3.1-8b", "galore", True, 512, 1, {}),
 ]
-GRIDS = {"1": GRID, "2": GRID2, "3": GRID3, "4": GRID4}
+# fifth round (issues 43, 44): long sequences on one GPU — the activation terms at 32k–128k tokens, and the longest
+# LoRA sequence one H200 holds (the baseline sequence parallelism is measured against)
+GRID5 = [("qwen2.5-7b", "lora", True, seq, 1, {}) for seq in (32768, 65536, 131072)]
+GRIDS = {"1": GRID, "2": GRID2, "3": GRID3, "4": GRID4, "5": GRID5}
 # --dry-run (every bench script that trains through measure_one): prepare_shape writes no weights, measure_one builds
 # its run and returns the plan instead of starting the trainer
 DRY_RUN = False
