@@ -16,7 +16,7 @@ from pathlib import Path
 
 from recipes.data import datasets
 from recipes.memory import model as memory
-from recipes.memory import planner
+from recipes.memory import planner, sharding
 from recipes.quantization import prequantized
 from recipes.hub import client as hub
 from recipes.training import backends, backup, nvme
@@ -171,8 +171,8 @@ def questions(ctx: Ctx) -> list[Question]:
         return memory.nvme_bytes(shape, training(a | {"offload_device": "nvme"})) if shape is not None else 0
 
     def _default_distribution(a) -> tuple[str, str]:
-        """The least sharding that fits (memory model, checkpointing on, micro-batch 1): DDP, ZeRO-2, ZeRO-3, then
-        ZeRO-3 with everything offloaded."""
+        """The least sharding that fits (memory model, checkpointing on, micro-batch 1): DDP, ZeRO-2, ZeRO-3, ZeRO-3
+        with each sequence split over the GPUs (_default_sequence_parallel), then ZeRO-3 with everything offloaded."""
         shape = mem.model_shape()
         if shape is None:
             return "ddp", "none"
@@ -181,7 +181,31 @@ def questions(ctx: Ctx) -> list[Question]:
                               "offload": off})
             if memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
                 return dist, off
+            if (dist, off) == ("zero3", "none") and _default_sequence_parallel(a | {"distribution": dist}) > 1:
+                return dist, off
         return "zero3", "all"
+
+    def _default_sequence_parallel(a) -> int:
+        """1 when the plan fits without it (checkpointing on, micro-batch 1); else the smallest degree the model's
+        heads and the processes allow that makes it fit (recipes/memory/sharding.py), else 1."""
+        shape = mem.model_shape()
+        gpus = a["processes"] * a.get("nodes", 1)
+        if shape is None or gpus < 2 or a.get("distribution") != "zero3":
+            return 1
+        base = a | {"activation_checkpointing": True, "micro_batch": 1, "offload": a.get("offload", "none")}
+        for sp in sharding.sequence_parallel_degrees(shape, gpus):
+            t = training(base | {"sequence_parallel": sp})
+            if t.sequence_parallel_conflict() is None and memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
+                return sp
+        return 1
+
+    def sequence_parallel_check(v: int, a: dict):
+        if (err := in_range(*limits("sequence_parallel"))(v, a)) is not None:
+            return err
+        t = training(a | {"sequence_parallel": v})
+        shape = mem.model_shape()
+        problem = t.sequence_parallel_conflict() or (sharding.sequence_parallel_problem(shape, t) if shape else None)
+        return msg(problem[0], **problem[1]) if problem else None
 
     rec = {"method": DEFAULTS.method, "activation_checkpointing": DEFAULTS.activation_checkpointing} \
         | mem.recommended
@@ -271,6 +295,12 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("nvme_path", "path", "choose_strategy.nvme_path",
                  when=lambda a: a.get("offload_device") == "nvme", asked_if="choose_strategy.asked_if.nvme",
                  validate=lambda v, a: nvme.path_problem(v, nvme_need(a))),
+        # Ulysses sequence parallelism: offered with ZeRO-3 over several GPUs; its default splits a sequence that
+        # does not fit otherwise
+        Question("sequence_parallel", "int", "choose_strategy.sequence_parallel",
+                 when=lambda a: a["processes"] * a.get("nodes", 1) > 1 and a.get("distribution") == "zero3",
+                 asked_if="choose_strategy.asked_if.sequence_parallel", default=_default_sequence_parallel,
+                 validate=sequence_parallel_check),
         Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=in_range(1, 65536)),
         Question("plan", "select", "choose_strategy.plan", choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),

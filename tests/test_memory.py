@@ -189,6 +189,36 @@ def test_committed_sharded_rows_meet_the_goal():
         method="full", distribution="zero3", offload="all"))["approximate"]
 
 
+def test_sequence_parallel_divides_the_activations(qwen7b):
+    """Ulysses (issue 43): per GPU the activations of seq / sp tokens, plus each layer's all-to-all copies (q, k, v,
+    output; KV heads replicated up to the degree); refused where the heads or the distribution do not allow it."""
+    from recipes.memory import sharding
+
+    base = dict(method="lora", seq_len=32768, processes=4, distribution="zero3")
+    one = memory.activations(qwen7b, TrainingSpec(**base))
+    four = memory.activations(qwen7b, TrainingSpec(**base, sequence_parallel=4))
+    local = memory.activations(qwen7b, TrainingSpec(**base | {"seq_len": 8192}))
+    assert {k: four[k] for k in local} == local
+    kv = max(qwen7b.kv_heads, 4)
+    assert four["sp_buffers"] == 2 * (2 * qwen7b.heads + 2 * kv) * qwen7b.head_dim * 2 * 8192
+    assert sum(four.values()) < sum(one.values()) / 3
+    e = memory.estimate(qwen7b, TrainingSpec(**base, sequence_parallel=4))
+    assert "sequence-parallel" in e["approximate"] and e["components"]["sp_buffers"] > 0
+    # 28 heads and 4 KV heads: 1, 2, 4 over 8 GPUs (and 7 divides the heads but not the KV heads: no)
+    assert sharding.sequence_parallel_degrees(qwen7b, 8) == [1, 2, 4]
+    for bad, key in ((dict(base, processes=8, sequence_parallel=8), "choose_strategy.sp_heads"),
+                     (dict(base, sequence_parallel=3), "choose_strategy.sp_divides"),
+                     (dict(base, distribution="zero2", sequence_parallel=2), "choose_strategy.sp_needs_zero3"),
+                     (dict(base, sequence_parallel=2, attn_implementation="eager"), "choose_strategy.sp_attention"),
+                     (dict(base, sequence_parallel=2, packing=True), "choose_strategy.sp_packing_sdpa")):
+        with pytest.raises(Refusal) as err:
+            memory.estimate(qwen7b, TrainingSpec(**bad))
+        assert err.value.key == key
+    memory.estimate(qwen7b, TrainingSpec(**base, sequence_parallel=2, packing=True, attn_implementation="flash"))
+    # the data-parallel degree is processes / sp: the effective batch counts replicas, not processes
+    assert TrainingSpec(**base, sequence_parallel=2, micro_batch=2).effective_batch == 4
+
+
 def test_kv_cache_and_serving_by_hand(qwen7b):
     assert memory.kv_bytes_per_token(qwen7b) == 28 * 4 * 128 * 2 * 2  # layers × KV heads × head dim × K,V × bf16
     s = memory.serving(qwen7b, "bf16", gpu_gib=80.0, utilization=0.9, gpu_name="NVIDIA H100 80GB HBM3")

@@ -26,10 +26,14 @@ Sources
               terms measured on Qwen2.5-VL 3B/7B (bench/vlm_memory.py, bench/results/2026-12-02-memory-vlm-h200.md).
     [DS]      DeepSpeed runtime/zero/stage_1_and_2.py estimate_zero2_model_states_mem_needs and stage3.py
               estimate_zero3_model_states_mem_needs (the peers printed by the benchmark).
+    [SP]      Jacobs et al. 2023, "DeepSpeed Ulysses", §3: sequence parallelism splits the sequence over P processes
+              and exchanges heads by all-to-all before and after attention; deepspeed 0.19.8
+              runtime/sequence_parallel/ulysses_sp.py (UlyssesSPAttentionHF) as accelerate 1.15 wires it.
 """
 from __future__ import annotations
 
 import functools
+import math
 import os
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -660,6 +664,16 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     each, PLAIN_LORA_INPUT (+ DROPOUT_MASK) per adapted input element, and with bf16 weights the head's bf16
     weight gradient (2·V·h).
     """
+    if t.sequence_parallel > 1:
+        # Ulysses [SP]: every per-token activation is the local shard's (seq / sp tokens); attention holds the whole
+        # length for heads / sp heads, the same elements; each layer's all-to-all makes a contiguous copy of q, k, v
+        # and the output and receives as much (KV heads replicated up to the degree), one layer at a time
+        sp = t.sequence_parallel
+        local = replace(t, seq_len=-(-t.seq_len // sp), sequence_parallel=1)
+        out = activations(shape, local)
+        kv = max(shape.kv_heads or shape.heads, sp)
+        out["sp_buffers"] = 2.0 * (2 * shape.heads + 2 * kv) * shape.head_dim * 2 * local.micro_batch * local.seq_len
+        return out
     T = t.micro_batch * t.seq_len
     h, L = shape.hidden, shape.layers
     lora = t.method not in FULL_WEIGHTS
@@ -761,6 +775,10 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     weights are in ``weights``. Qwen2.5-VL 3B/7B on an H200: mean |error| 1.6 %, most under −3.2 % (24 rows).
     """
     t.check()
+    from recipes.memory import sharding
+
+    if (problem := sharding.sequence_parallel_problem(shape, t)) is not None:
+        raise ConfigError(problem[0], **problem[1])
     vision_act = vision_activations(shape, t)
     if t.images_per_sample and shape.vision_patch:  # image tokens join the text tokens of every sequence
         t = replace(t, seq_len=t.seq_len + t.images_per_sample * shape.image_tokens(t.image_size))
@@ -814,6 +832,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
                                      ("loss-chunked", t.loss == "chunked"),
                                      # GPU memory as with CPU offload; the disk's speed is not modelled
                                      ("nvme", t.nvme_offloaded),
+                                     # Ulysses' terms are derived, not yet measured on GPUs
+                                     ("sequence-parallel", t.sequence_parallel > 1),
                                      # --loss full is calibrated on the plain loop's LoRA and bf16 full fine-tunes
                                      ("loss-full", t.loss == "full" and (t.method not in ("lora", "full")
                                                                          or masters_fp32(t)))) if on]
@@ -855,7 +875,9 @@ def smallest_instance(shape: Shape, t: TrainingSpec) -> dict | None:
             # one GPU: the spec on one process; several: its sharding (ZeRO-3 when it has none) over ``count``
             tt = replace(t, processes=count, nodes=1,
                          distribution=t.distribution if count == 1 or t.zero or t.fsdp or t.method == "galore"
-                         else "zero3")  # GaLore's optimizer is not shardable: several GPUs are plain DDP for it
+                         else "zero3",  # GaLore's optimizer is not shardable: several GPUs are plain DDP for it
+                         # sequence parallelism over as many of the count as it divides (none on one GPU)
+                         sequence_parallel=math.gcd(t.sequence_parallel, count))
             e = estimate(shape, tt, gib)
             if e["fits"]:
                 return {"gpu": key, "name": name, "count": count, "peak_gib": e["peak_gib"]}

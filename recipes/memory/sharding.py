@@ -130,3 +130,27 @@ def _fsdp2(shape: Shape, t: TrainingSpec, P: int, T: int, N: int, frozen: float,
     # (offloaded, the tail unit's fp32 shard is made on the GPU first: 4·V·h, seen in the memory history)
     load = {"weights": whole + (4.0 * shape.vocab * shape.hidden if offload else whole / N)}
     return {"forward_backward": fb, "optimizer_step": step, "load": load}
+
+
+def sequence_parallel_degrees(shape: Shape, gpus: int) -> list[int]:
+    """The degrees of Ulysses sequence parallelism ``shape`` allows over ``gpus`` processes: dividing the processes
+    and the attention heads, and the KV heads dividing it or it them (K and V replicated then;
+    deepspeed/runtime/sequence_parallel/ulysses_sp.py UlyssesSPAttentionHF checks both)."""
+    kv = shape.kv_heads or shape.heads
+    return [d for d in range(1, gpus + 1) if gpus % d == 0 and shape.heads % d == 0 and (kv % d == 0 or d % kv == 0)]
+
+
+def sequence_parallel_problem(shape: Shape, t: TrainingSpec) -> tuple[str, dict] | None:
+    """Why ``shape`` cannot be split ``t.sequence_parallel`` ways, as (catalogue key, params), or None: heads that
+    do not divide (see :func:`sequence_parallel_degrees`), or sliding-window attention (accelerate refuses models
+    whose attention is not over the whole sequence)."""
+    sp = t.sequence_parallel
+    if sp <= 1:
+        return None
+    if shape.sliding_window:
+        return "choose_strategy.sp_window", {}
+    ok = sequence_parallel_degrees(shape, max(t.gpus, sp))
+    if sp not in ok:
+        return "choose_strategy.sp_heads", {"heads": shape.heads, "kv": shape.kv_heads or shape.heads, "sp": sp,
+                                            "ok": ", ".join(map(str, ok))}
+    return None

@@ -20,6 +20,8 @@ METHODS = ("full", "lora", "qlora", "dora", "galore")
 FULL_WEIGHTS = ("full", "galore")  # methods that train (and hold gradients for) every weight
 OPTIMIZERS = ("adamw", "adamw8bit", "paged")
 ATTENTION = ("sdpa", "flash", "eager")
+# yichui's attention names → transformers' attn_implementation
+TRANSFORMERS_ATTENTION = {"sdpa": "sdpa", "flash": "flash_attention_2", "eager": "eager"}
 LOSSES = ("fused", "chunked", "full")
 SHARDINGS = ("ddp", "zero1", "zero2", "zero3", "fsdp2")  # what the trainer runs (and the memory model knows)
 DISTRIBUTIONS = (*SHARDINGS, "megatron")  # what choose_strategy offers: Megatron is refused there with the reason
@@ -83,6 +85,10 @@ class TrainingSpec:
     offload_device: str = "cpu"
     nvme_path: str = ""
     processes: int = _knob(1, "--processes", "--gpus", help="cli.opt.gpus", lo=1, hi=64)  # per node
+    # Ulysses sequence parallelism (DeepSpeed's ALST through accelerate's ParallelismConfig): each sequence split over
+    # this many processes, attention heads exchanged by all-to-all; the data-parallel degree is processes / this.
+    # 1: off
+    sequence_parallel: int = _knob(1, "--sequence-parallel", help="cli.opt.sequence_parallel", lo=1, hi=64)
     nodes: int = _knob(1, None, lo=1, hi=1024)
     learning_rate: float = _knob(2e-4, None, lo=1e-8, hi=1.0)
     lr_scheduler: str = "constant_with_warmup"
@@ -138,9 +144,15 @@ class TrainingSpec:
         return self.master_weights == "fp32"
 
     @property
+    def data_parallel(self) -> int:
+        """Data-parallel replicas: all processes, or with sequence parallelism the groups that share one sequence."""
+        return max(1, self.gpus // self.sequence_parallel)
+
+    @property
     def effective_batch(self) -> int:
-        """Sequences per optimizer step over all processes: micro-batch × gradient accumulation × processes."""
-        return self.micro_batch * self.grad_accum * self.gpus
+        """Sequences per optimizer step over all processes: micro-batch × gradient accumulation × data-parallel
+        replicas (processes / sequence_parallel)."""
+        return self.micro_batch * self.grad_accum * self.data_parallel
 
     # -- building one -------------------------------------------------------------------------------------------
     @classmethod
@@ -177,6 +189,8 @@ class TrainingSpec:
             raise Refusal("choose_strategy.galore_sharded")
         if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only
             raise Refusal("choose_strategy.nvme_needs_zero3")
+        if (conflict := self.sequence_parallel_conflict()) is not None:
+            raise Refusal(conflict[0], **conflict[1])
         if self.method not in FULL_WEIGHTS and not self.lora_targets.strip():
             raise Refusal("choose_strategy.bad_targets", value=self.lora_targets)
         if self.liger and self.compile_layers:  # Liger's kernels break the compiled graph: 2.2× slower measured
@@ -185,6 +199,32 @@ class TrainingSpec:
             raise Refusal("choose_strategy.qlora_and_compile")
         if (what := self.unsloth_conflict()) is not None:
             raise Refusal("choose_strategy.unsloth_unsupported", what=what)
+
+    def sequence_parallel_conflict(self) -> tuple[str, dict] | None:
+        """Why this spec cannot split its sequences ``sequence_parallel`` ways, as (catalogue key, params), or None.
+        The model's heads are checked with its shape (recipes/memory/sharding.py sequence_parallel_problem).
+
+        - the degree divides the processes (accelerate: dp_replicate × sp = world size);
+        - DeepSpeed ZeRO-3: Ulysses runs on DeepSpeed (accelerate's sp_backend "deepspeed"), and under ZeRO-1/2
+          DeepSpeed 0.19.8 sums the sequence group's gradients (the loss all-gather's backward adds them, the
+          reduction divides by the data-parallel degree only): measured on gloo, the gradient norm came out
+          sp× too large, ZeRO-3 exact (a helper's check, /tmp/sp-research in the 2026-12-04 session);
+        - sdpa or FlashAttention (accelerate refuses eager and flex: utils/dataclasses.py
+          DeepSpeedSequenceParallelConfig);
+        - no padding-free packing with sdpa: the attention mask is dropped under Ulysses, so packed documents would
+          attend across each other (FlashAttention separates them by position ids)."""
+        sp = self.sequence_parallel
+        if sp <= 1:
+            return None
+        if self.gpus % sp:
+            return "choose_strategy.sp_divides", {"sp": sp, "gpus": self.gpus}
+        if self.distribution != "zero3":
+            return "choose_strategy.sp_needs_zero3", {"sp": sp, "distribution": self.distribution}
+        if self.attn_implementation == "eager":
+            return "choose_strategy.sp_attention", {"attn": self.attn_implementation}
+        if self.packing and self.attn_implementation == "sdpa":
+            return "choose_strategy.sp_packing_sdpa", {}
+        return None
 
     def unsloth_conflict(self) -> str | None:
         """What of this spec the unsloth backend does not run, as the field=value that names it, or None. unsloth

@@ -20,7 +20,7 @@ from typing import Any
 
 from recipes.quantization import prequantized
 from recipes.training.nvme import SwapShape
-from recipes.training.spec import FULL_WEIGHTS, TrainerJob
+from recipes.training.spec import FULL_WEIGHTS, TRANSFORMERS_ATTENTION, TrainerJob
 from recipes.training.zero import ZeroSizes
 
 EVENTS_VERSION = 1
@@ -80,6 +80,26 @@ def distribution_args(spec: TrainerJob, swap: SwapShape | None = None, hidden: i
                                 "cpu_offload": offload != "none", "state_dict_type": "FULL_STATE_DICT",
                                 "activation_checkpointing": bool(spec.activation_checkpointing)}}
     return {}
+
+
+def sequence_parallel_args(spec: TrainerJob, device: str) -> dict:
+    """SFTConfig arguments for Ulysses sequence parallelism (``spec.sequence_parallel`` > 1), through accelerate's
+    ParallelismConfig with DeepSpeed as its backend (ALST: the transformers guide "deepspeed_alst", accelerate's
+    concept guide "sequence_parallelism"): the processes form data-parallel replicas of ``sequence_parallel`` each
+    (dp_replicate × sp = the world); the Trainer wraps the data loader in DeepSpeed's UlyssesSPDataLoaderAdapter,
+    which shards each batch's sequence, and trl adds the position ids it needs. Every batch is padded to a multiple of
+    the degree; on the CPU (gloo, whose all-gather takes equal sizes only) to the whole sequence length, so that the
+    ranks of a group all gather batches of one size."""
+    sp = spec.sequence_parallel
+    if sp <= 1:
+        return {}
+    from accelerate.utils import DeepSpeedSequenceParallelConfig, ParallelismConfig
+
+    handler = DeepSpeedSequenceParallelConfig(sp_seq_length_is_variable=True,
+                                              sp_attn_implementation=TRANSFORMERS_ATTENTION[spec.attn_implementation])
+    return {"parallelism_config": ParallelismConfig(sp_backend="deepspeed", sp_size=sp,
+                                                    dp_replicate_size=max(1, spec.gpus // sp), sp_handler=handler),
+            "pad_to_multiple_of": spec.seq_len if device == "cpu" else sp}
 
 
 RANK = int(os.environ.get("RANK", "0"))              # set by torch.distributed.run for several processes
@@ -273,7 +293,7 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: b
     from recipes.training import vision
 
     code = spec.trust_remote_code  # the user's recorded yes to the model's own code
-    attn = spec.attn_implementation
+    attn = TRANSFORMERS_ATTENTION[spec.attn_implementation]
     if spec.training_backend == "unsloth":
         return load_unsloth(spec, dtype, vlm)
     auto = AutoModelForImageTextToText if vlm else AutoModelForCausalLM
@@ -396,7 +416,7 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         packing=spec.packing, packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
         eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,
-        use_liger_kernel=spec.liger, **distribution_args(spec, swap, hidden),
+        use_liger_kernel=spec.liger, **distribution_args(spec, swap, hidden), **sequence_parallel_args(spec, device),
         # a vision side that trains gets no gradient in a micro-batch of text records only, and LLaVA's last CLIP
         # layer (vision_feature_layer -2) never does: DDP must look for unused parameters
         **({"ddp_find_unused_parameters": True}

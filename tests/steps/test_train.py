@@ -326,6 +326,35 @@ def test_deepspeed_zero_stages_match_data_parallel(chain, variant):
         assert runs[dist] == pytest.approx(runs["ddp"], rel=2e-3), dist
 
 
+@pytest.mark.slow
+@TWO_RANKS
+def test_sequence_parallel_trains_as_one_process_does(chain, variant):
+    """Ulysses sequence parallelism (issue 43) through the train step: two CPU processes (gloo), ZeRO-3, each
+    sequence split over both (accelerate's ParallelismConfig, DeepSpeed's ALST: one data-parallel replica, so the
+    effective batch is one process's). The losses equal one plain process's on the same data, and the split the
+    model's heads do not allow is refused at the question."""
+    runs = {}
+    for procs, extra in ((1, {}), (2, {"distribution": "zero3", "offload": "none", "sequence_parallel": "2"})):
+        _fresh_train(chain)
+        out = chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes=str(procs),
+                         max_steps="4", save_steps="2", micro_batch="1", grad_accum="1", val_ratio="0",
+                         activation_checkpointing="false", lora_dropout="0.0", **extra)
+        assert out["effective_batch"] == 1 and out["strategy"].get("sequence_parallel", 1) == int(procs)
+        tr = chain.step("train")
+        assert tr["steps"] == 4
+        runs[procs] = _losses(tr)
+        spec = json.loads((Path(tr["train_dir"]) / "spec.json").read_text())
+        assert spec["sequence_parallel"] == procs
+    assert _sharding(tr) == "deepspeed-zero3"
+    assert runs[2] == pytest.approx(runs[1], rel=2e-3)
+    # the tiny model has 4 heads and 2 KV heads: 3 ways is refused before anything runs, naming the degrees it takes
+    q = chain.questions("choose_strategy")["sequence_parallel"]
+    heads = {"processes": 3, "nodes": 1, "distribution": "zero3", "method": "lora", "seq_len": 64}
+    err = q.validate(3, heads)
+    assert err is not None and err.key == "choose_strategy.sp_heads" and err.args["ok"] == "1"
+    assert q.validate(2, heads | {"processes": 2, "distribution": "zero2"}).key == "choose_strategy.sp_needs_zero3"
+
+
 @TWO_RANKS
 def test_offload_to_nvme_checks_the_folder_then_trains(chain, variant, libaio, monkeypatch, tmp_path, tmpfs):
     """ZeRO-3 offload to NVMe (issue 23): a folder it cannot write in and a disk without room (a 1 MiB tmpfs) are

@@ -226,4 +226,33 @@ MESSAGES = {
     "choose_strategy.asked_if.backup": {"en": "when backing up to a hub (choose_strategy.backup)", "zh": "选择了备份到模型仓库（choose_strategy.backup）"},
     "choose_strategy.asked_if.several_nodes": {"en": "when training spans 2 or more nodes (choose_strategy.nodes)",
                                                "zh": "训练跨 2 台或更多节点（choose_strategy.nodes）"},
+    "choose_strategy.sequence_parallel": {"en": "Sequence parallelism: split each sequence over how many GPUs? (1: off; "
+                                                "Ulysses, the activations per GPU divide by it)",
+                                          "zh": "序列并行：每条序列切分到几个 GPU？（1：关闭；Ulysses，每个 GPU 的激活值按它均分）"},
+    "choose_strategy.asked_if.sequence_parallel": {"en": "asked with ZeRO-3 over several GPUs",
+                                                   "zh": "在多 GPU 的 ZeRO-3 下询问"},
+    "choose_strategy.sp_divides": {"en": "Sequence parallelism over {sp} must divide the {gpus} processes: choose a "
+                                         "divisor of {gpus}, or 1.",
+                                   "zh": "序列并行度 {sp} 必须整除进程数 {gpus}：请选择 {gpus} 的约数，或 1。"},
+    "choose_strategy.sp_needs_zero3": {"en": "Sequence parallelism trains with DeepSpeed ZeRO-3 (with {distribution} "
+                                             "DeepSpeed sums the sequence group's gradients, {sp}× too large): "
+                                             "choose ZeRO-3, or sequence parallelism 1.",
+                                       "zh": "序列并行需要 DeepSpeed ZeRO-3（在 {distribution} 下 DeepSpeed 会把序列组的梯度相加，"
+                                             "大了 {sp} 倍）：请选择 ZeRO-3，或把序列并行设为 1。"},
+    "choose_strategy.sp_attention": {"en": "Sequence parallelism needs sdpa or FlashAttention, not {attn}: choose "
+                                           "another attention implementation.",
+                                     "zh": "序列并行需要 sdpa 或 FlashAttention，不能用 {attn}：请换一种注意力实现。"},
+    "choose_strategy.sp_packing_sdpa": {"en": "Padding-free packing with sequence parallelism needs FlashAttention "
+                                              "(with sdpa packed documents would attend across each other): choose "
+                                              "flash, or turn packing off.",
+                                        "zh": "序列并行下的无填充打包需要 FlashAttention（用 sdpa 时打包的文档会相互注意）："
+                                              "请选择 flash，或关闭打包。"},
+    "choose_strategy.sp_heads": {"en": "The model has {heads} attention heads and {kv} KV heads: sequence parallelism "
+                                       "over {sp} needs the heads divisible by {sp} and the KV heads divisible by it "
+                                       "(or it by them). Choose {ok}.",
+                                 "zh": "模型有 {heads} 个注意力头和 {kv} 个 KV 头：{sp} 路序列并行要求注意力头数能被 {sp} "
+                                       "整除，KV 头数能被它整除（或它能被 KV 头数整除）。请选择 {ok}。"},
+    "choose_strategy.sp_window": {"en": "The model uses sliding-window attention, which sequence parallelism does not "
+                                        "split: choose sequence parallelism 1.",
+                                  "zh": "模型使用滑动窗口注意力，序列并行无法切分它：请把序列并行设为 1。"},
 }

@@ -244,6 +244,9 @@ MESSAGES = {
     "cli.opt.batch": {"en": "Micro-batch size.", "zh": "微批大小。"},
     "cli.opt.ckpt": {"en": "Turn activation checkpointing off (on by default).", "zh": "关闭激活检查点（默认开启）。"},
     "cli.opt.gpus": {"en": "GPUs (data parallel).", "zh": "GPU 数量（数据并行）。"},
+    "cli.opt.sequence_parallel": {"en": "Split each sequence over N processes (Ulysses sequence parallelism, "
+                                        "DeepSpeed ZeRO-3).",
+                                  "zh": "把每条序列切分到 N 个进程（Ulysses 序列并行，DeepSpeed ZeRO-3）。"},
     "cli.opt.gpu_memory": {"en": "Memory of the target GPU in GiB.", "zh": "目标 GPU 的显存（GiB）。"},
     "cli.opt.gpu": {"en": "A target GPU from the table (t4-16g, a10-24g, …, h200-141g).", "zh": "表中的目标 GPU（t4-16g、a10-24g、……、h200-141g）。"},
     "cli.opt.zero": {"en": "DeepSpeed ZeRO stage (0-3).", "zh": "DeepSpeed ZeRO 阶段（0-3）。"},
@@ -259,6 +262,7 @@ MESSAGES = {
     "cli.estimate.instance_same": {"en": "this plan on one GPU", "zh": "此方案，单个 GPU"},
     "cli.estimate.instance_sharded": {"en": "{dist} over {n} GPUs", "zh": "{dist}，{n} 个 GPU"},
     "cli.estimate.offload_cpu": {"en": "; offload to CPU memory", "zh": "；卸载到 CPU 内存"},
+    "cli.estimate.sequence_parallel": {"en": "; each sequence split over {sp} GPUs", "zh": "；每条序列切分到 {sp} 个 GPU"},
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",
                           "zh": "NVMe 卸载：DeepSpeed 向磁盘交换 {gib} GiB（所有 GPU 合计）；向导会检查该文件夹的空间与速度。"},

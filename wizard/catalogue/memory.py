@@ -16,6 +16,7 @@ MESSAGES = {
     "memory.part.masters": {"en": "fp32 master weights", "zh": "fp32 主权重"},
     "memory.part.comm_buffers": {"en": "communication buckets", "zh": "通信桶"},
     "memory.part.gathered": {"en": "gathered layers", "zh": "聚合的层"},
+    "memory.part.sp_buffers": {"en": "sequence-parallel all-to-all", "zh": "序列并行 all-to-all"},
     "memory.part.holes": {"en": "allocator holes (1st step)", "zh": "分配器空洞（首步）"},
     "memory.phase.load": {"en": "load GiB", "zh": "加载 GiB"},
     "memory.phase.load_peak": {"en": "load GiB (peak)", "zh": "加载 GiB（峰值）"},

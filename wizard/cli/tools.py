@@ -237,7 +237,8 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     plan = ([T("cli.estimate.sharded" if t.gpus > 1 else "cli.estimate.sharded_one", dist=DISTRIBUTION_LABEL[t.distribution],
                n=t.gpus)]
             if t.gpus > 1 or t.distribution != "ddp" else []) \
-        + ([T(f"cli.estimate.offload_{t.offload_device}")] if t.offloaded else [])
+        + ([T(f"cli.estimate.offload_{t.offload_device}")] if t.offloaded else []) \
+        + ([T("cli.estimate.sequence_parallel", sp=t.sequence_parallel)] if t.sequence_parallel > 1 else [])
     ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
                seq=T("cli.estimate.with_images", seq=seq, n=f"{image_tokens:,}") if image_tokens else seq,
                batch=t.micro_batch) + "".join(plan),
