@@ -141,6 +141,7 @@ def questions(ctx: Ctx) -> list[Question]:
                                unsloth=unsloth is not None and bool(memory.detect_gpus())):
             label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
                         ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
+                        gpu=mem.gpu.name or "?",
                         compiled=msg("ui.on" if p.compile_layers else "ui.off"),
                         gib=f"{p.peak_gib:.1f}", fits=msg("choose_strategy.plan.fits" if p.fits else
                                                           "choose_strategy.plan.too_big"))
@@ -553,6 +554,12 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                  margin=f"{est['margin_gib']:+.1f}", basis=ctx.t(basis)))
     if not fits:
         ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu.memory_gib))
+    # the speed model's tokens/s on the target GPU for the chosen knobs, and how long the planned steps take at it
+    t = training(answers | {"seq_len": est_seq})
+    tps = planner.predicted(mem.model_shape(), t, gpu.name or "") * t.gpus
+    steps = t.max_steps or math.ceil(len(train) * t.epochs / max(1, t.effective_batch))
+    ctx.info(msg("choose_strategy.eta", tps=f"{tps:,.0f}", gpu=gpu.name, steps=steps,
+                 eta=planner.duration_text(steps * t.effective_batch * est_seq / tps)))
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0),
                                 "images_per_sample": images}
     smoke = None
@@ -563,7 +570,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                                                                           "trust_remote_code": trusted(ctx)}), meta)
     return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
                           n_records=len(convs), n_train=len(train), n_validation=len(held), samples=samples,
-                          estimate=est, fits=fits, effective_batch=training(answers).effective_batch)
+                          estimate=est, fits=fits, effective_batch=training(answers).effective_batch,
+                          predicted_tokens_per_s=round(tps, 1), planned_steps=steps)
 
 
 def _model_pixels(ctx: Ctx) -> int | None:

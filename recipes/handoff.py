@@ -219,6 +219,10 @@ class StrategyChoice(Handoff):
     estimate: dict | None = None
     fits: bool | None = None
     effective_batch: int | None = None
+    # the speed model's tokens/s over all processes on the target GPU, and the optimizer steps it was timed for
+    # (recipes/memory/planner.py); None before issue 44 or when the target GPU is unknown
+    predicted_tokens_per_s: float | None = None
+    planned_steps: int | None = None
 
     def spec(self) -> TrainingSpec:
         return TrainingSpec.from_dict(self.strategy)

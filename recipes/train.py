@@ -65,7 +65,7 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
             job = _launch(ctx, answers, tdir)
         ctx.record(trainer_pid=job.pid, train_dir=str(tdir))
         try:
-            follow(ctx, job, tdir)
+            follow(ctx, job, tdir, predicted_tps=ctx.result(StrategyChoice).predicted_tokens_per_s)
         except Stopped:  # follow said it was stopped: not "detached, training goes on"
             raise
         except KeyboardInterrupt:

@@ -315,6 +315,13 @@ def test_estimate_command_offline_on_a_folder_and_through_the_hub(home, hub, tin
     out = json.loads(r.stdout)
     assert out["fits"] is True and out["margin_gib"] > 0 and out["peak_gib"] == pytest.approx(
         sum(out["components"].values()), abs=0.01)
+    # the planner's speed for the plan priced, on the GPU named (issue 44)
+    from recipes.memory import planner
+    from recipes.training.spec import TrainingSpec as Spec
+
+    shape = memory.shape_from_config(config("llama3.1-8b"))
+    assert out["tokens_per_s_gpu"] == "NVIDIA T4" and out["tokens_per_s"] == pytest.approx(
+        planner.predicted(shape, Spec.from_dict(out["config"]), "NVIDIA T4"), rel=1e-3)
     r = yichui(home, "estimate", "yichui/tiny-qwen2-chat", "--endpoint", hub.url, "--gpu-memory", "24", "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["n_params"] == memory.shape_from_config(

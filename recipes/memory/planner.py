@@ -120,6 +120,25 @@ def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int,
     return speed
 
 
+def predicted(shape: memory.Shape, t: TrainingSpec, gpu_name: str) -> float:
+    """Predicted training tokens/s per GPU of ``t`` as it stands (its checkpointing, micro-batch, kernels) on
+    ``gpu_name`` (:func:`tokens_per_s`)."""
+    return tokens_per_s(shape, t.method, t.activation_checkpointing, t.micro_batch, t.seq_len, gpu_name, t.liger,
+                        t.compile_layers, t.training_backend)
+
+
+def duration_text(seconds: float) -> str:
+    """``seconds`` as a person reads a duration: "45 s", "12 min", "3 h 05 min", "2 d 4 h"."""
+    s = max(0, int(round(seconds)))
+    if s < 90:
+        return f"{s} s"
+    if s < 90 * 60:
+        return f"{round(s / 60)} min"
+    if s < 48 * 3600:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600} h"
+
+
 def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: str, gpu_gib: float,
           liger: bool | None = None, compile_layers: bool | None = None, unsloth: bool = False) -> list[Plan]:
     """Every candidate (checkpointing on/off × micro-batches dividing the effective batch × Liger if available ×

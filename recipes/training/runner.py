@@ -194,9 +194,15 @@ def meet(ctx, spec: TrainerJob, tdir: Path, spec_path: Path) -> None:
     ctx.info(msg("train.rendezvous_ok", nodes=len(hosts), hosts=", ".join(json.loads(p.stdout)["hosts"])))
 
 
-def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
+SPEED_CHECK_S = 120.0  # the measured rate is compared with the plan's after this much training …
+SPEED_TOLERANCE = 0.20  # … and said when it differs by more than this (issue 44)
+
+
+def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | None = None) -> None:
     """Show the trainer's events (``tdir``: train/, or preflight/ for the smoke run; `yichui attach` too) in a live
-    view titled ``title`` until its ``done`` event.
+    view titled ``title`` until its ``done`` event. ``predicted_tps``: the speed model's tokens/s over all processes
+    (choose_strategy); once SPEED_CHECK_S of training on a GPU have passed (or at the end, if sooner), the measured
+    median is said beside it when the two differ by more than SPEED_TOLERANCE (:func:`speed_note`).
 
     Raises:
         StepError: ``train.failed`` (its ``error`` event) or ``train.died``.
@@ -211,6 +217,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
     first: dict = {}
     losses: list[float | None] = []
     stopped = False  # its `stopped` event was seen (it may come before the process is seen to exit)
+    rates: list[float] = []  # tokens/s of the step events after the first two (start-up, warm-up)
+    gpu, checked = False, predicted_tps is None
     try:
         launch = json.loads((tdir / "spec.json").read_text()).get("launch")
     except (OSError, ValueError):
@@ -224,9 +232,15 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
             for e in events:
                 if not ours(e):
                     continue
-                if e["event"] == "step":
+                if e["event"] == "start":
+                    gpu = e.get("device") == "cuda"
+                elif e["event"] == "step":
                     first, last = first or e, e
                     losses.append(e.get("loss"))
+                    if e.get("tokens_per_s") and len(losses) > 2:
+                        rates.append(float(e["tokens_per_s"]))
+                    if not checked and gpu and rates and e["time"] - first["time"] >= SPEED_CHECK_S:
+                        checked = speed_note(ctx, rates, predicted_tps)
                 elif e["event"] == "stopped":
                     stopped = True
                 elif e["event"] == "error":
@@ -237,6 +251,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
                         raise CompileFailed(e.get("step"), e.get("message", "?"))
                     raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
+                    if not checked and gpu and rates:
+                        checked = speed_note(ctx, rates, predicted_tps)
                     update(_fields(ctx, first, last, t_start, losses) | {"_final": True})
                     _wait_exit(job)
                     return
@@ -255,6 +271,20 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None) -> None:
                 ctx.warn(job.log_tail(8))
                 raise StepError("train.died", pid=job.pid, log=job.log)
             time.sleep(POLL_S)
+
+
+def speed_note(ctx, rates: list[float], predicted_tps: float | None) -> bool:
+    """Say the measured training speed (the median of ``rates``, tokens/s) beside the speed model's when they differ by
+    more than SPEED_TOLERANCE; True once compared."""
+    import statistics
+
+    if not predicted_tps or not rates:
+        return False
+    measured = statistics.median(rates)
+    if abs(measured / predicted_tps - 1) > SPEED_TOLERANCE:
+        ctx.info(msg("train.speed_vs_plan", measured=f"{measured:,.0f}", predicted=f"{predicted_tps:,.0f}",
+                     ratio=f"{measured / predicted_tps:.2f}"))
+    return True
 
 
 def _wait_exit(job: jobs.Job, timeout: float = 30.0) -> None:

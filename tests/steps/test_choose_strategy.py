@@ -80,6 +80,36 @@ def test_the_plan_list_leads_with_fit_and_peak(chain):
     labels = [i18n.render(c.label) for c in q["plan"].resolve_choices({"method": "lora", "seq_len": 128,
                                                                        "batch_size": 4})]
     assert labels and all(lb.startswith(("fits ", "TOO BIG ")) and "GiB" in lb[:24] for lb in labels), labels
+    # the speed is the target GPU's, and says so (issue 46, item 5)
+    gpu = chain.session.steps["evaluate_memory"]["outputs"]["gpu"]["name"]
+    assert all(f"tok/s on {gpu}:" in lb for lb in labels), labels
+
+
+def test_the_plan_comes_with_its_speed_and_time_and_the_train_step_compares(chain, capsys):
+    """Issue 44: the strategy says the speed model's tokens/s on the target GPU and the time of the planned steps;
+    the train step says the measured rate beside it once it differs by more than 20 % (on a GPU)."""
+    from recipes.memory import planner
+    from recipes.training import runner
+
+    import copy
+
+    chain.upto("choose_strategy")
+    kept = copy.deepcopy(chain.session.steps["choose_strategy"])
+    try:
+        out = chain.step("choose_strategy", preflight="false", max_steps="12")
+    finally:  # the session the other tests share, as it was
+        chain.session.steps["choose_strategy"] = kept
+        chain.session.save()
+    said = capsys.readouterr().out
+    assert out["planned_steps"] == 12 and out["predicted_tokens_per_s"] > 0
+    assert f"{out['predicted_tokens_per_s']:,.0f} tokens/s" in said and "12 optimizer steps in about" in said
+    assert planner.duration_text(45) == "45 s" and planner.duration_text(3 * 3600 + 300) == "3 h 05 min"
+    ctx = chain.ctx("train")
+    assert runner.speed_note(ctx, [900.0, 1000.0, 1100.0], 1150.0)  # 0.87×: within 20 %, nothing said
+    assert "Measured" not in capsys.readouterr().out
+    assert runner.speed_note(ctx, [600.0, 700.0, 650.0], 1000.0)
+    assert "Measured 650 tokens/s where the speed model predicted 1,000 (0.65×" in capsys.readouterr().out
+    assert not runner.speed_note(ctx, [700.0], None)  # nothing predicted: nothing to compare
 
 
 def test_the_default_checkpoint_interval_fires_before_the_end(chain):

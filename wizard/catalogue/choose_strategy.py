@@ -82,8 +82,8 @@ MESSAGES = {
     "choose_strategy.plan": {"en": "Plan (fitting ones first, fastest first; every knob can still be changed):",
                              "zh": "训练方案（可行的在前，最快的在前；之后每项仍可修改）："},
     # what decides first (fits, peak, speed), so that an 80-column list cuts only the knobs' tail (issue 20, item 4)
-    "choose_strategy.plan.label": {"en": "{fits} {gib} GiB, ~{tps} tok/s: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
-                                   "zh": "{fits} {gib} GiB，约 {tps} token/秒：微批 {mb} × {ga}，激活检查点{ckpt}，Liger {liger}，编译层{compiled}"},
+    "choose_strategy.plan.label": {"en": "{fits} {gib} GiB, ~{tps} tok/s on {gpu}: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
+                                   "zh": "{fits} {gib} GiB，在 {gpu} 上约 {tps} token/秒：微批 {mb} × {ga}，激活检查点{ckpt}，Liger {liger}，编译层{compiled}"},
     "choose_strategy.plan.fits": {"en": "fits", "zh": "可行"},
     "choose_strategy.plan.too_big": {"en": "TOO BIG", "zh": "放不下"},
     "choose_strategy.master_weights": {"en": "Master weights of the full fine-tune (what the optimizer updates)?",
@@ -255,4 +255,8 @@ MESSAGES = {
     "choose_strategy.sp_window": {"en": "The model uses sliding-window attention, which sequence parallelism does not "
                                         "split: choose sequence parallelism 1.",
                                   "zh": "模型使用滑动窗口注意力，序列并行无法切分它：请把序列并行设为 1。"},
+    "choose_strategy.eta": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s → {steps} optimizer steps in about {eta} "
+                                  "(the speed model's; the train step compares it with the measured rate).",
+                            "zh": "在 {gpu} 上的预测速度：约 {tps} token/秒 → {steps} 个优化器步约需 {eta}"
+                                  "（速度模型的预测；训练步骤会与实测速度比较）。"},
 }

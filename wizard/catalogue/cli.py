@@ -262,6 +262,11 @@ MESSAGES = {
     "cli.estimate.instance_same": {"en": "this plan on one GPU", "zh": "此方案，单个 GPU"},
     "cli.estimate.instance_sharded": {"en": "{dist} over {n} GPUs", "zh": "{dist}，{n} 个 GPU"},
     "cli.estimate.offload_cpu": {"en": "; offload to CPU memory", "zh": "；卸载到 CPU 内存"},
+    "cli.estimate.speed": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU (the speed model, fitted on a "
+                                 "few jobs of yichui's trainer on an H200; on jobs it was not fitted on it has read up "
+                                 "to 2× the measured speed).",
+                           "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒（速度模型，在 H200 上用 yichui 训练器的"
+                                 "少数任务拟合；在未拟合的任务上它曾高估到实测速度的 2 倍）。"},
     "cli.estimate.sequence_parallel": {"en": "; each sequence split over {sp} GPUs", "zh": "；每条序列切分到 {sp} 个 GPU"},
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",

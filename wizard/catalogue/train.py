@@ -69,4 +69,8 @@ MESSAGES = {
                             "zh": "{nodes} 个节点已全部加入（{hosts}）；开始训练。"},
     "train.rendezvous_failed": {"en": "The nodes did not meet: {reason}. Run {script} (and the other node scripts) on their hosts, check that the port is open between them, then yichui resume",
                                 "zh": "节点未能汇合：{reason}。请在各自主机上运行 {script}（及其他节点脚本），检查节点之间端口是否开放，然后 yichui resume"},
+    "train.speed_vs_plan": {"en": "Measured {measured} tokens/s where the speed model predicted {predicted} ({ratio}× "
+                                  "the prediction): the time left follows the measured rate.",
+                            "zh": "实测 {measured} token/秒，速度模型预测 {predicted}（为预测的 {ratio} 倍）："
+                                  "剩余时间按实测速度估计。"},
 }

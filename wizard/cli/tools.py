@@ -222,7 +222,12 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     except Refusal as err:  # named as this command's option
         flag = {"utilization": "--gpu-memory-utilization", "format": "--serve-format"}.get(str(err.params.get("name")))
         raise fail(err.key, **err.params | ({"name": flag} if flag else {}))
+    from recipes.memory import planner
+
+    # the speed model's tokens/s per GPU for this plan, on a GPU it knows the peak of (none for a bare --gpu-memory)
+    tps = round(planner.predicted(shape, t, gpu_name), 1) if gpu_name in planner.PEAK_TFLOPS else None
     result = {"model": model, "peak_gib": e["peak_gib"], "phase": e["phase"], "components": e["components"],
+              "tokens_per_s": tps, "tokens_per_s_gpu": gpu_name if tps else None,
               "phases": e["phases"], "fits": e.get("fits"),
               "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
@@ -246,6 +251,8 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     if gib:
         ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / 0.9:.2f}"))
+    if tps:
+        ui.say(T("cli.estimate.speed", gpu=gpu_name, tps=f"{tps:,.0f}"))
     if inst:  # priced on its own count: this plan on one GPU, or sharded (ZeRO-3 unless the plan shards) over several
         dist = t.distribution if t.zero or t.fsdp or t.method == "galore" else "zero3"
         how = T("cli.estimate.instance_same") if inst["count"] == 1 else \
