@@ -39,6 +39,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from recipes.base import Msg, Refusal
+from recipes.memory import sharding
 from recipes.quantization import prequantized
 from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
@@ -756,9 +757,10 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
 
     Returns:
         ``{"peak_gib", "phase", "components": {name: GiB}, "phases", "trainable", "fits", "margin_gib",
-        "approximate": [...]}``; ``phase`` is the moment the peak falls in (:data:`PHASE_BACKWARD` or
-        :data:`PHASE_STEP`), ``components`` what is live then, ``phases`` ``{phase: {"peak_gib", "components"}}``
-        for both moments, so a plan's fit can be read off either; ``fits`` needs a margin of 10 % of the GPU.
+        "approximate": [...]}``; ``phase`` is the moment the peak falls in (:data:`PHASE_BACKWARD`,
+        :data:`PHASE_STEP`, or :data:`PHASE_LOAD` where an engine's start holds more), ``components`` what is live
+        then, ``phases`` ``{phase: {"peak_gib", "components"}}`` for every moment, so a plan's fit can be read off
+        each; ``fits`` needs a margin of 10 % of the GPU.
 
     Raises:
         ConfigError: an invalid choice or number in ``t``, or unknown LoRA targets.
@@ -775,8 +777,6 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     weights are in ``weights``. Qwen2.5-VL 3B/7B on an H200: mean |error| 1.6 %, most under −3.2 % (24 rows).
     """
     t.check()
-    from recipes.memory import sharding
-
     if (problem := sharding.sequence_parallel_problem(shape, t)) is not None:
         raise ConfigError(problem[0], **problem[1])
     vision_act = vision_activations(shape, t)
@@ -798,8 +798,6 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
               PHASE_STEP: states | {"gradients": ms["gradients"], "step_temporaries": ms["step_extra"]}}
     engine = engine_of(t)
     if engine in ("deepspeed", "fsdp2"):  # what the engine itself allocates (recipes/memory/sharding.py)
-        from recipes.memory import sharding
-
         phases = {k: v for k, v in sharding.phases(shape, t, ms, act, zero_sizes).items() if v}
     for comp in phases.values():
         allocated = sum(comp.values())

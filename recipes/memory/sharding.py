@@ -32,8 +32,10 @@ Sources (installed versions: deepspeed 0.19.8, accelerate 1.15, torch 2.11–2.1
             the CPU, each layer copied in (4S/N) and cast (2S/N).
 The load (``PHASE_LOAD``): the trainer builds or loads the whole model on each GPU before the engine takes it, unless
 ZeRO-3's zero.Init partitions it while it loads (recipes/training/worker.py). FSDP2 then upcasts the trainable
-parameters to fp32 on the GPU and keeps the whole state dict alive while it shards (fsdp_utils.py original_sd):
-4T + 2(P−T) + 4T/N.
+parameters to fp32 on the GPU and keeps the whole state dict alive while it shards (fsdp_utils.py original_sd): the
+whole model (4T + the frozen weights) beside its shards (the same / N; offloaded, on the CPU, but the tail unit's
+fp32 shard is made on the GPU first: 4·V·h). DeepSpeed ZeRO-1/2 flattens the module on the GPU only where it has the
+room (stage_1_and_2.py: else on the CPU), so its load never decides a fit.
 """
 from __future__ import annotations
 

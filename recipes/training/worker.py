@@ -32,8 +32,8 @@ def deepspeed_config(stage: int, offload: str, device: str = "cpu", nvme_path: s
                      swap: SwapShape | None = None, sizes: ZeroSizes | None = None) -> dict:
     """A DeepSpeed config for the HF Trainer: "auto" lets the Trainer fill batch sizes, precision and clipping from
     its own arguments (transformers' integrations/deepspeed.py), so the two never disagree. The buckets, prefetch,
-    persistence and overlap are ``sizes`` (recipes/training/zero.py ZeroSizes: from the model's hidden size, as
-    numbers, so zero.Init reads them at load; DeepSpeed's defaults when None). Offload of the optimizer
+    persistence and overlap are ``sizes`` (recipes/training/zero.py ZeroSizes, as numbers, so zero.Init reads them
+    at load; DeepSpeed's own defaults, overlap off, when None). Offload of the optimizer
     states (stage ≥ 1) and, with ``offload="all"`` at stage 3, of the parameters to CPU memory — or, ``device``
     "nvme" (stage 3), to swap files under ``nvme_path`` (DeepSpeed's ZeRO-Infinity: docs "offload_param" /
     "offload_optimizer", device nvme; its async_io op does the reads and writes). Parameters on NVMe go through

@@ -16,7 +16,7 @@ tokens/s), and at stages 1/2, where it would double the reduce bucket.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 DEFAULT_LIMIT = 1_000_000_000  # DeepSpeed's stage3_max_live_parameters / max_reuse_distance / sub_group_size
@@ -76,6 +76,3 @@ class ZeroSizes:
                     "stage3_max_live_parameters": self.max_live, "stage3_max_reuse_distance": self.max_reuse,
                     "sub_group_size": self.sub_group}
         return out
-
-    def to_dict(self) -> dict:
-        return asdict(self)
