@@ -93,6 +93,25 @@ def test_precedence_set_over_replay_over_resumed_over_default(tmp_path):
     assert saved(s)["steps"]["b"]["answers"] == {"x": 0.25}
 
 
+def test_each_answer_knows_where_it_came_from_in_this_run(tmp_path):
+    """Ctx.source(key): the precedence layer that won, as the step sees it while it runs (the deploy step gives a
+    saved port way when it is taken, never a --set one)."""
+    seen = {}
+
+    def run(ctx, a):
+        seen.update({k: ctx.source(k) for k in ("n", "mode", "path", "flag", "nothing")})
+        return {}
+
+    steps = {"a": make_step("a", STEP_A.questions(None), run), "b": STEP_B}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    s.steps["a"]["answers"] = {"flag": True}  # as a resumed session would hold
+    e = Engine(s, UI(), None, load=steps.__getitem__, overrides={"a": {"n": "12"}},
+               replay={"a": {"mode": "full", "path": "p"}})
+    assert e.run() == 0
+    assert seen == {"n": "set", "mode": "replay", "path": "replay", "flag": "resumed", "nothing": None}
+
+
 def test_defaults_layer_replaces_question_defaults_below_resumed(tmp_path):
     e, s = engine(tmp_path, defaults={"a": {"n": 2, "flag": True}, "b": {"x": 0.75}})
     s.steps["b"]["answers"] = {"x": 0.125}
