@@ -15,6 +15,7 @@ from pathlib import Path
 import tempfile
 
 import pytest
+from _pytest.nodeid import coerce_node_id
 
 # one compute thread per process: two xdist workers on a 2-core machine each run a wizard, a trainer and a server,
 # and torch's default (a thread per core, spinning while it waits) oversubscribes the cores — two demos at once
@@ -172,7 +173,13 @@ def pytest_collection_modifyitems(config, items):
         name = Path(str(item.fspath)).name
         if name in SPREAD:
             continue
-        item.add_marker(pytest.mark.xdist_group("steps-chain" if "steps" in parts else name))
+        group = "steps-chain" if "steps" in parts else name
+        item.add_marker(pytest.mark.xdist_group(group))
+        if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup") and "@" not in item.nodeid:
+            # what xdist's own loadgroup hook means to do: the group as the node id's suffix, which its scheduler
+            # keeps on one worker. xdist 3.8 sets ``item._nodeid``, which pytest 9.2 no longer reads (its nodeid is
+            # ``_id``): without this both workers ran every group's tests (seen in a two-worker run of 6 tests)
+            item._id = coerce_node_id(f"{item.nodeid}@{group}")
 
 
 @pytest.fixture
