@@ -50,7 +50,7 @@ class Question:
     Attributes:
         key: answer key, unique within the step; addressed as ``step.key`` by ``--set``.
         kind: one of KINDS; ``int``/``float`` are text prompts parsed and checked by the engine.
-        message: catalogue key of the prompt text.
+        message: catalogue key of the prompt text (a Msg when it carries values).
         default: a value, or a function of the answers given so far in this step.
         choices: for ``select`` and ``checkbox``: the options, or a function of the answers so far. A checkbox's
             answer is the list of chosen values (``--set step.key=a,b``; empty: ``--set step.key=``).
@@ -76,7 +76,7 @@ class Question:
 
     key: str
     kind: str
-    message: str
+    message: str | Msg  # a catalogue key, or a Msg where the prompt names values (the plan's GPU)
     default: Any = None
     choices: Sequence[Choice] | Callable[[Answers], Sequence[Choice]] = ()
     validate: Callable[[Any, Answers], Msg | None] | None = None

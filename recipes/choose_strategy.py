@@ -141,7 +141,6 @@ def questions(ctx: Ctx) -> list[Question]:
                                unsloth=unsloth is not None and bool(memory.detect_gpus())):
             label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
                         ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
-                        gpu=mem.gpu.name or "?",
                         compiled=msg("ui.on" if p.compile_layers else "ui.off"),
                         gib=f"{p.peak_gib:.1f}", fits=msg("choose_strategy.plan.fits" if p.fits else
                                                           "choose_strategy.plan.too_big"))
@@ -303,7 +302,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  asked_if="choose_strategy.asked_if.sequence_parallel", default=_default_sequence_parallel,
                  validate=sequence_parallel_check),
         Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=in_range(1, 65536)),
-        Question("plan", "select", "choose_strategy.plan", choices=plan_choices,
+        Question("plan", "select", msg("choose_strategy.plan", gpu=mem.gpu.name or "?"), choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
                  default=lambda a: _plan_knobs(a)["ckpt"] if a.get("plan") else rec["activation_checkpointing"]),
@@ -328,7 +327,9 @@ def questions(ctx: Ctx) -> list[Question]:
                  and a.get("training_backend") != "unsloth",
                  asked_if="choose_strategy.asked_if.compile_layers",
                  default=lambda a: _plan_knobs(a)["compile"] if a.get("plan") else False),
-        Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing),
+        Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing,
+                 validate=lambda v, a: msg(c[0], **c[1]) if v and (
+                     c := training(a | {"packing": True}).sequence_parallel_conflict()) else None),
         Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim, when=lambda a: a["method"] != "galore",
                  choices=[Choice(o, msg("choose_strategy.optim." + o)) for o in OPTIMIZERS]),
         Question("learning_rate", "float", "choose_strategy.learning_rate",
@@ -556,10 +557,14 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
         ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu.memory_gib))
     # the speed model's tokens/s on the target GPU for the chosen knobs, and how long the planned steps take at it
     t = training(answers | {"seq_len": est_seq})
-    tps = planner.predicted(mem.model_shape(), t, gpu.name or "") * t.gpus
+    per_gpu = planner.predicted(mem.model_shape(), t, gpu.name or "")
+    tps = per_gpu * t.gpus
     steps = t.max_steps or math.ceil(len(train) * t.epochs / max(1, t.effective_batch))
-    ctx.info(msg("choose_strategy.eta", tps=f"{tps:,.0f}", gpu=gpu.name, steps=steps,
-                 eta=planner.duration_text(steps * t.effective_batch * est_seq / tps)))
+    if planner.speed_modelled(t):
+        ctx.info(msg("choose_strategy.eta", tps=f"{per_gpu:,.0f}", gpu=gpu.name, n=t.gpus, seq=est_seq, steps=steps,
+                     eta=planner.duration_text(steps * t.effective_batch * est_seq / tps)))
+    else:
+        ctx.info(msg("choose_strategy.eta_unknown", steps=steps))
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0),
                                 "images_per_sample": images}
     smoke = None
@@ -571,7 +576,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
                           n_records=len(convs), n_train=len(train), n_validation=len(held), samples=samples,
                           estimate=est, fits=fits, effective_batch=training(answers).effective_batch,
-                          predicted_tokens_per_s=round(tps, 1), planned_steps=steps)
+                          predicted_tokens_per_s=round(tps, 1) if planner.speed_modelled(t) else None,
+                          planned_steps=steps)
 
 
 def _model_pixels(ctx: Ctx) -> int | None:

@@ -87,7 +87,9 @@ def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
         chosen = ("lora", True) if shape.prequantized_bytes else ("qlora", True)
     best = by[chosen]
     cols, parts = memory.breakdown(best)
-    ctx.table(msg("evaluate_memory.breakdown", method=chosen[0], ckpt=ctx.t("ui.on" if chosen[1] else "ui.off")),
+    plan = msg("evaluate_memory.breakdown_sharded", n=gpu.count) if gpu.count > 1 else ""
+    ctx.table(msg("evaluate_memory.breakdown", method=chosen[0], ckpt=ctx.t("ui.on" if chosen[1] else "ui.off"),
+                  plan=plan),
               [msg(c) for c in cols], [(ctx.t(k), *v) for k, *v in parts])
     notes = sorted({a for e in estimates for a in e["approximate"]})
     ctx.info(msg("evaluate_memory.calibrated", params=f"{shape.n_params:,}"))

@@ -50,6 +50,7 @@ def _spec(ctx: Ctx, answers: dict) -> TrainerJob:
                                               "trust_remote_code": trusted(ctx)})
     for change in ctx.result(TrainingResult).recoveries:
         spec = replace(spec, **change["to"])
+    spec.check()  # a recorded strategy edited by hand is refused here in one line, not by the trainer it would start
     return with_backend(spec, ctx.home)
 
 

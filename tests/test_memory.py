@@ -217,6 +217,13 @@ def test_sequence_parallel_divides_the_activations(qwen7b):
     memory.estimate(qwen7b, TrainingSpec(**base, sequence_parallel=2, packing=True, attn_implementation="flash"))
     # the data-parallel degree is processes / sp: the effective batch counts replicas, not processes
     assert TrainingSpec(**base, sequence_parallel=2, micro_batch=2).effective_batch == 4
+    # what a hand-edited session may hold is refused by the spec's own check (the train step runs it before a launch),
+    # and QLoRA on sharded weights as the wizard refuses it
+    for bad, key in ((dict(base, sequence_parallel="two"), "memory.bad_number"),
+                     (dict(base, method="qlora"), "choose_strategy.qlora_sharded")):
+        with pytest.raises(Refusal) as err:
+            TrainingSpec(**bad).check()
+        assert err.value.key == key
 
 
 def test_kv_cache_and_serving_by_hand(qwen7b):
@@ -320,7 +327,7 @@ def test_estimate_command_offline_on_a_folder_and_through_the_hub(home, hub, tin
     from recipes.training.spec import TrainingSpec as Spec
 
     shape = memory.shape_from_config(config("llama3.1-8b"))
-    assert out["tokens_per_s_gpu"] == "NVIDIA T4" and out["tokens_per_s"] == pytest.approx(
+    assert out["speed_gpu"] == "NVIDIA T4" and out["tokens_per_s"] == pytest.approx(
         planner.predicted(shape, Spec.from_dict(out["config"]), "NVIDIA T4"), rel=1e-3)
     r = yichui(home, "estimate", "yichui/tiny-qwen2-chat", "--endpoint", hub.url, "--gpu-memory", "24", "--json")
     assert r.returncode == 0, r.stderr

@@ -272,7 +272,7 @@ class Engine:
                 choices = ([Choice("again", msg("engine.answer_again"))]
                            + [Choice("use:" + str(a.value), msg("engine.use_alternative", choice=i18n.render(a.label)))
                               for a in alternatives]
-                           + [Choice("back:" + k, msg("engine.go_back", question=i18n.t(by_key[k].message).rstrip(":：")))
+                           + [Choice("back:" + k, msg("engine.go_back", question=i18n.render(by_key[k].message).rstrip(":：")))
                               for k in q.way_back if k in answers])
                 what = self.prompter.ask(Question("after_refusal", "select", "engine.after_refusal", choices=choices),
                                          "again", answers)

@@ -48,7 +48,7 @@ class QuestionaryPrompter:
     def ask(self, q: Question, prefill: Any, answers: dict) -> Any:
         import questionary
 
-        text = i18n.t(q.message)
+        text = i18n.render(q.message)
         if q.kind == "select":
             _one_line_answers()
             choices = [questionary.Choice(title=_fit(i18n.render(c.label)), value=c.value)

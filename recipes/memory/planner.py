@@ -127,9 +127,19 @@ def predicted(shape: memory.Shape, t: TrainingSpec, gpu_name: str) -> float:
                         t.compile_layers, t.training_backend)
 
 
+def speed_modelled(t: TrainingSpec) -> bool:
+    """Whether the speed model covers ``t``: plain data parallel (one process, or DDP, whose per-GPU speed it
+    assumes unchanged), nothing offloaded, no sequence split. ZeRO, FSDP2, offload and sequence parallelism change
+    the speed in ways it does not model yet (bench/results/2026-12-04-sharded-one-gpu-h200.md: ZeRO-3 in one process
+    at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
+    return t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
+
+
 def duration_text(seconds: float) -> str:
     """``seconds`` as a person reads a duration: "45 s", "12 min", "3 h 05 min", "2 d 4 h"."""
     s = max(0, int(round(seconds)))
+    if seconds < 1:
+        return "< 1 s"
     if s < 90:
         return f"{s} s"
     if s < 90 * 60:

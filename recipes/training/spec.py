@@ -177,14 +177,17 @@ class TrainingSpec:
             value, meta = getattr(self, f.name), f.metadata
             if meta.get("choices") and value not in meta["choices"]:
                 raise Refusal("memory.bad_choice", name=f.name, value=value, choices=", ".join(meta["choices"]))
-            lo, hi = limits(f.name)
-            if lo is not None and not lo <= value <= hi:  # False for nan
+            lo, hi = meta.get("lo"), meta.get("hi")
+            # not a number (a hand-edited session's "two") is out of range too; False for nan
+            if lo is not None and hi is not None and not (isinstance(value, (int, float)) and lo <= value <= hi):
                 raise Refusal("memory.bad_number", name=f.name, value=value, lo=lo, hi=hi)
         if self.offload not in OFFLOADS:
             raise Refusal("memory.bad_choice", name="offload", value=self.offload, choices=", ".join(OFFLOADS))
         if self.offload_device not in OFFLOAD_DEVICES:
             raise Refusal("memory.bad_choice", name="offload_device", value=self.offload_device,
                           choices=", ".join(OFFLOAD_DEVICES))
+        if self.method == "qlora" and self.distribution in ("zero3", "fsdp2"):  # as choose_strategy refuses it
+            raise Refusal("choose_strategy.qlora_sharded")
         if self.method == "galore" and self.distribution != "ddp":  # as choose_strategy refuses it (its reason there)
             raise Refusal("choose_strategy.galore_sharded")
         if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only

@@ -99,7 +99,11 @@ def sequence_parallel_args(spec: TrainerJob, device: str) -> dict:
                                               sp_attn_implementation=TRANSFORMERS_ATTENTION[spec.attn_implementation])
     return {"parallelism_config": ParallelismConfig(sp_backend="deepspeed", sp_size=sp,
                                                     dp_replicate_size=max(1, spec.gpus // sp), sp_handler=handler),
-            "pad_to_multiple_of": spec.seq_len if device == "cpu" else sp}
+            "pad_to_multiple_of": spec.seq_len if device == "cpu" else sp,
+            # a resume cannot skip the batches already seen: accelerate's skip_first_batches reads the data loader's
+            # dataset, which DeepSpeed's UlyssesSPDataLoaderAdapter does not have (AttributeError on every resume).
+            # The resumed run restores the weights, optimizer and schedule and starts the epoch's data again
+            "ignore_data_skip": True}
 
 
 RANK = int(os.environ.get("RANK", "0"))              # set by torch.distributed.run for several processes

@@ -80,9 +80,9 @@ def test_the_plan_list_leads_with_fit_and_peak(chain):
     labels = [i18n.render(c.label) for c in q["plan"].resolve_choices({"method": "lora", "seq_len": 128,
                                                                        "batch_size": 4})]
     assert labels and all(lb.startswith(("fits ", "TOO BIG ")) and "GiB" in lb[:24] for lb in labels), labels
-    # the speed is the target GPU's, and says so (issue 46, item 5)
+    # the speed is per GPU on the target GPU, and the question says so (issue 46, item 5)
     gpu = chain.session.steps["evaluate_memory"]["outputs"]["gpu"]["name"]
-    assert all(f"tok/s on {gpu}:" in lb for lb in labels), labels
+    assert f"tokens/s per GPU on {gpu}" in i18n.render(q["plan"].message)
 
 
 def test_the_plan_comes_with_its_speed_and_time_and_the_train_step_compares(chain, capsys):
@@ -102,8 +102,9 @@ def test_the_plan_comes_with_its_speed_and_time_and_the_train_step_compares(chai
         chain.session.save()
     said = capsys.readouterr().out
     assert out["planned_steps"] == 12 and out["predicted_tokens_per_s"] > 0
-    assert f"{out['predicted_tokens_per_s']:,.0f} tokens/s" in said and "12 optimizer steps in about" in said
+    assert f"{out['predicted_tokens_per_s']:,.0f} tokens/s per GPU × 1" in said and "12 optimizer steps in about" in said
     assert planner.duration_text(45) == "45 s" and planner.duration_text(3 * 3600 + 300) == "3 h 05 min"
+    assert planner.duration_text(0.2) == "< 1 s"
     ctx = chain.ctx("train")
     assert runner.speed_note(ctx, [900.0, 1000.0, 1100.0], 1150.0)  # 0.87×: within 20 %, nothing said
     assert "Measured" not in capsys.readouterr().out

@@ -347,6 +347,13 @@ def test_sequence_parallel_trains_as_one_process_does(chain, variant):
         assert spec["sequence_parallel"] == procs
     assert _sharding(tr) == "deepspeed-zero3"
     assert runs[2] == pytest.approx(runs[1], rel=2e-3)
+    # killed after checkpoint-2 (its later files gone, as a kill leaves them): the train step resumes from it
+    tdir = Path(tr["train_dir"])
+    (tdir / "result.json").unlink()
+    shutil.rmtree(tdir / "checkpoints" / "checkpoint-4")
+    again = chain.step("train")
+    result = json.loads((tdir / "result.json").read_text())
+    assert again["steps"] == 4 and result["resumed_from"] == "checkpoint-2"
     # the tiny model has 4 heads and 2 KV heads: 3 ways is refused before anything runs, naming the degrees it takes
     q = chain.questions("choose_strategy")["sequence_parallel"]
     heads = {"processes": 3, "nodes": 1, "distribution": "zero3", "method": "lora", "seq_len": 64}

@@ -79,11 +79,12 @@ MESSAGES = {
     "choose_strategy.processes": {"en": "Training processes (one per GPU; data parallel):", "zh": "训练进程数（每块 GPU 一个；数据并行）："},
     "choose_strategy.batch_size": {"en": "Sequences per optimizer step per process (micro-batch × accumulation):",
                                    "zh": "每个进程每个优化步的序列数（微批 × 累积步数）："},
-    "choose_strategy.plan": {"en": "Plan (fitting ones first, fastest first; every knob can still be changed):",
-                             "zh": "训练方案（可行的在前，最快的在前；之后每项仍可修改）："},
+    "choose_strategy.plan": {"en": "Plan (fitting ones first, fastest first; tokens/s per GPU on {gpu}; every knob "
+                                   "can still be changed):",
+                             "zh": "训练方案（可行的在前，最快的在前；速度为 {gpu} 上每个 GPU 的 token/秒；之后每项仍可修改）："},
     # what decides first (fits, peak, speed), so that an 80-column list cuts only the knobs' tail (issue 20, item 4)
-    "choose_strategy.plan.label": {"en": "{fits} {gib} GiB, ~{tps} tok/s on {gpu}: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
-                                   "zh": "{fits} {gib} GiB，在 {gpu} 上约 {tps} token/秒：微批 {mb} × {ga}，激活检查点{ckpt}，Liger {liger}，编译层{compiled}"},
+    "choose_strategy.plan.label": {"en": "{fits} {gib} GiB, ~{tps} tok/s: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
+                                   "zh": "{fits} {gib} GiB，约 {tps} token/秒：微批 {mb} × {ga}，检查点{ckpt}，Liger {liger}，编译{compiled}"},
     "choose_strategy.plan.fits": {"en": "fits", "zh": "可行"},
     "choose_strategy.plan.too_big": {"en": "TOO BIG", "zh": "放不下"},
     "choose_strategy.master_weights": {"en": "Master weights of the full fine-tune (what the optimizer updates)?",
@@ -229,34 +230,32 @@ MESSAGES = {
     "choose_strategy.sequence_parallel": {"en": "Sequence parallelism: split each sequence over how many GPUs? (1: off; "
                                                 "Ulysses, the activations per GPU divide by it)",
                                           "zh": "序列并行：每条序列切分到几个 GPU？（1：关闭；Ulysses，每个 GPU 的激活值按它均分）"},
-    "choose_strategy.asked_if.sequence_parallel": {"en": "asked with ZeRO-3 over several GPUs",
-                                                   "zh": "在多 GPU 的 ZeRO-3 下询问"},
-    "choose_strategy.sp_divides": {"en": "Sequence parallelism over {sp} must divide the {gpus} processes: choose a "
-                                         "divisor of {gpus}, or 1.",
-                                   "zh": "序列并行度 {sp} 必须整除进程数 {gpus}：请选择 {gpus} 的约数，或 1。"},
-    "choose_strategy.sp_needs_zero3": {"en": "Sequence parallelism trains with DeepSpeed ZeRO-3 (with {distribution} "
-                                             "DeepSpeed sums the sequence group's gradients, {sp}× too large): "
-                                             "choose ZeRO-3, or sequence parallelism 1.",
-                                       "zh": "序列并行需要 DeepSpeed ZeRO-3（在 {distribution} 下 DeepSpeed 会把序列组的梯度相加，"
-                                             "大了 {sp} 倍）：请选择 ZeRO-3，或把序列并行设为 1。"},
+    "choose_strategy.asked_if.sequence_parallel": {"en": "with ZeRO-3 over several processes "
+                                                         "(choose_strategy.processes=N, choose_strategy.distribution=zero3)",
+                                                   "zh": "在多进程的 ZeRO-3 下（choose_strategy.processes=N，"
+                                                         "choose_strategy.distribution=zero3）"},
+    "choose_strategy.sp_divides": {"en": 'Sequence parallelism over {sp} splits each sequence over {sp} processes: give a multiple of {sp} processes (there are {gpus}) with ZeRO-3, or sequence parallelism 1.',
+                                  "zh": '{sp} 路序列并行把每条序列切分到 {sp} 个进程：请给出 {sp} 的倍数个进程（现在是 {gpus} 个）并使用 ZeRO-3，或把序列并行设为 1。'},
+    "choose_strategy.sp_needs_zero3": {"en": "Sequence parallelism runs on DeepSpeed ZeRO-3 only (accelerate's Ulysses backend; under ZeRO-1/2 DeepSpeed sums the sequence group's gradients, {sp}× too large), not {distribution}: choose ZeRO-3, or sequence parallelism 1.",
+                                      "zh": '序列并行只能在 DeepSpeed ZeRO-3 上运行（accelerate 的 Ulysses 后端；在 ZeRO-1/2 下 DeepSpeed 会把序列组的梯度相加，大了 {sp} 倍），不能用 {distribution}：请选择 ZeRO-3，或把序列并行设为 1。'},
     "choose_strategy.sp_attention": {"en": "Sequence parallelism needs sdpa or FlashAttention, not {attn}: choose "
                                            "another attention implementation.",
                                      "zh": "序列并行需要 sdpa 或 FlashAttention，不能用 {attn}：请换一种注意力实现。"},
-    "choose_strategy.sp_packing_sdpa": {"en": "Padding-free packing with sequence parallelism needs FlashAttention "
-                                              "(with sdpa packed documents would attend across each other): choose "
-                                              "flash, or turn packing off.",
-                                        "zh": "序列并行下的无填充打包需要 FlashAttention（用 sdpa 时打包的文档会相互注意）："
-                                              "请选择 flash，或关闭打包。"},
-    "choose_strategy.sp_heads": {"en": "The model has {heads} attention heads and {kv} KV heads: sequence parallelism "
-                                       "over {sp} needs the heads divisible by {sp} and the KV heads divisible by it "
-                                       "(or it by them). Choose {ok}.",
-                                 "zh": "模型有 {heads} 个注意力头和 {kv} 个 KV 头：{sp} 路序列并行要求注意力头数能被 {sp} "
-                                       "整除，KV 头数能被它整除（或它能被 KV 头数整除）。请选择 {ok}。"},
+    "choose_strategy.sp_packing_sdpa": {"en": 'Padding-free packing with sequence parallelism needs the attention implementation flash (with sdpa, packed documents would attend across each other): turn packing off, or train with flash attention where it can be chosen (yichui estimate --attn-implementation flash).',
+                                       "zh": '序列并行下的无填充打包需要注意力实现 flash（用 sdpa 时打包的文档会相互注意）：请关闭打包，或在可选时使用 flash 注意力（yichui estimate --attn-implementation flash）。'},
+    "choose_strategy.sp_heads": {"en": "Sequence parallelism over {sp} does not split this model's {heads} attention heads and {kv} KV heads evenly. Degrees that work here: {ok}.",
+                                "zh": '{sp} 路序列并行无法均分此模型的 {heads} 个注意力头和 {kv} 个 KV 头。这里可用的并行度：{ok}。'},
     "choose_strategy.sp_window": {"en": "The model uses sliding-window attention, which sequence parallelism does not "
                                         "split: choose sequence parallelism 1.",
                                   "zh": "模型使用滑动窗口注意力，序列并行无法切分它：请把序列并行设为 1。"},
-    "choose_strategy.eta": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s → {steps} optimizer steps in about {eta} "
-                                  "(the speed model's; the train step compares it with the measured rate).",
-                            "zh": "在 {gpu} 上的预测速度：约 {tps} token/秒 → {steps} 个优化器步约需 {eta}"
-                                  "（速度模型的预测；训练步骤会与实测速度比较）。"},
+    "choose_strategy.eta": {"en": "Predicted speed on {gpu} at {seq} tokens per sequence: ~{tps} tokens/s per GPU × {n} "
+                                  "→ {steps} optimizer steps in about {eta} (the speed model's; on a GPU the train step "
+                                  "compares it with the measured rate).",
+                            "zh": "在 {gpu} 上、每条序列 {seq} 个 token 时的预测速度：每个 GPU 约 {tps} token/秒 × {n} → "
+                                  "{steps} 个优化器步约需 {eta}（速度模型的预测；在 GPU 上训练步骤会与实测速度比较）。"},
+    "choose_strategy.eta_unknown": {"en": "{steps} optimizer steps planned; their time is not predicted for this "
+                                          "distribution, offload or sequence split (the speed model covers one GPU "
+                                          "and plain data parallel).",
+                                    "zh": "计划 {steps} 个优化器步；此分布方式、卸载或序列切分下不预测耗时（速度模型只覆盖单 GPU "
+                                          "与普通数据并行）。"},
 }

@@ -206,8 +206,8 @@ MESSAGES = {
                          "zh": "--seq-len {seq}：模型的上下文长度为 {max} 个 token（max_position_embeddings），请给出不超过 {max} 的 --seq-len。"},
     "cli.master_weights_full_only": {"en": "--master-weights is for a full fine-tune (--method full or galore), not {method}: leave it out.",
                                      "zh": "--master-weights 只用于全参微调（--method full 或 galore），不适用于 {method}：请去掉它。"},
-    "cli.offload_needs_sharding": {"en": "--offload moves ZeRO or FSDP states to CPU memory: add --zero 1, 2 or 3, or --fsdp; or leave it out.",
-                                   "zh": "--offload 把 ZeRO 或 FSDP 的状态移到 CPU 内存：请加上 --zero 1、2 或 3，或 --fsdp；或去掉它。"},
+    "cli.offload_needs_sharding": {"en": "--offload moves ZeRO or FSDP states to CPU memory: add --distribution zero1, zero2, zero3 or fsdp2; or leave it out.",
+                                   "zh": "--offload 把 ZeRO 或 FSDP 的状态移到 CPU 内存：请加上 --distribution zero1、zero2、zero3 或 fsdp2；或去掉它。"},
     "cli.options_disagree": {"en": "{one} and {other} disagree: give one of them.",
                              "zh": "{one} 与 {other} 相互矛盾：请只给出其中一个。"},
     "cli.chat.bad_endpoint": {"en": "{endpoint!r} is not an http(s) URL: give the server's base, e.g. http://127.0.0.1:8000/v1.",
@@ -267,6 +267,9 @@ MESSAGES = {
                                  "to 2× the measured speed).",
                            "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒（速度模型，在 H200 上用 yichui 训练器的"
                                  "少数任务拟合；在未拟合的任务上它曾高估到实测速度的 2 倍）。"},
+    "cli.estimate.no_speed": {"en": "Speed: not predicted for this distribution, offload or sequence split (the speed "
+                                     "model covers one GPU and plain data parallel).",
+                              "zh": "速度：此分布方式、卸载或序列切分下不预测（速度模型只覆盖单 GPU 与普通数据并行）。"},
     "cli.estimate.sequence_parallel": {"en": "; each sequence split over {sp} GPUs", "zh": "；每条序列切分到 {sp} 个 GPU"},
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",

@@ -225,9 +225,11 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     from recipes.memory import planner
 
     # the speed model's tokens/s per GPU for this plan, on a GPU it knows the peak of (none for a bare --gpu-memory)
-    tps = round(planner.predicted(shape, t, gpu_name), 1) if gpu_name in planner.PEAK_TFLOPS else None
+    # and for a plan it models (planner.speed_modelled: no ZeRO/FSDP, offload or sequence split)
+    tps = round(planner.predicted(shape, t, gpu_name), 1) \
+        if gpu_name in planner.PEAK_TFLOPS and planner.speed_modelled(t) else None
     result = {"model": model, "peak_gib": e["peak_gib"], "phase": e["phase"], "components": e["components"],
-              "tokens_per_s": tps, "tokens_per_s_gpu": gpu_name if tps else None,
+              "tokens_per_s": tps, "speed_gpu": gpu_name if tps else None,
               "phases": e["phases"], "fits": e.get("fits"),
               "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
@@ -253,6 +255,8 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / 0.9:.2f}"))
     if tps:
         ui.say(T("cli.estimate.speed", gpu=gpu_name, tps=f"{tps:,.0f}"))
+    elif not planner.speed_modelled(t):
+        ui.say(T("cli.estimate.no_speed"))
     if inst:  # priced on its own count: this plan on one GPU, or sharded (ZeRO-3 unless the plan shards) over several
         dist = t.distribution if t.zero or t.fsdp or t.method == "galore" else "zero3"
         how = T("cli.estimate.instance_same") if inst["count"] == 1 else \
