@@ -6,7 +6,7 @@ from __future__ import annotations
 from recipes.memory import model as memory
 from recipes.base import Choice, Ctx, Question, msg
 from recipes.handoff import Gpu, MemoryEvaluation, ModelChoice, metadata_dir, trusted
-from recipes.training.spec import TrainingSpec, default_seq_len
+from recipes.training.spec import DISTRIBUTION_LABEL, TrainingSpec, default_seq_len
 
 name = "evaluate_memory"
 requires = ("select_model",)
@@ -49,9 +49,10 @@ def shape_of(config: dict, code_dir=None) -> memory.Shape:
 
 
 def training_for(method: str, ckpt: bool, seq: int, gpus: int) -> TrainingSpec:
-    """The strategy rows: one GPU, or data parallel over ``gpus`` with ZeRO-3 (model states sharded)."""
+    """The strategy rows: one GPU, or data parallel over ``gpus`` with the most sharding the method allows
+    (recipes/memory/model.py sharded_distribution: ZeRO-3; QLoRA ZeRO-2)."""
     return TrainingSpec(method=method, activation_checkpointing=ckpt, seq_len=seq, processes=gpus,
-                        distribution="zero3" if gpus > 1 else "ddp")
+                        distribution=memory.sharded_distribution(method) if gpus > 1 else "ddp")
 
 
 def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
@@ -87,7 +88,9 @@ def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
         chosen = ("lora", True) if shape.prequantized_bytes else ("qlora", True)
     best = by[chosen]
     cols, parts = memory.breakdown(best)
-    plan = msg("evaluate_memory.breakdown_sharded", n=gpu.count) if gpu.count > 1 else ""
+    dist = memory.sharded_distribution(chosen[0])
+    plan = msg("evaluate_memory.breakdown_sharded", n=gpu.count, dist=DISTRIBUTION_LABEL[dist]) \
+        if gpu.count > 1 else ""
     ctx.table(msg("evaluate_memory.breakdown", method=chosen[0], ckpt=ctx.t("ui.on" if chosen[1] else "ui.off"),
                   plan=plan),
               [msg(c) for c in cols], [(ctx.t(k), *v) for k, *v in parts])

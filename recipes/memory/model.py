@@ -861,19 +861,27 @@ def breakdown(e: dict) -> tuple[list[str], list[tuple[str, ...]]]:
     return cols, rows
 
 
+def sharded_distribution(method: str) -> str:
+    """How several GPUs share a plan that names no sharding, as the evaluate_memory rows and the instance sizing price
+    it: ZeRO-3 (the most sharding); ZeRO-2 for QLoRA (its 4-bit weights are not sharded: TrainingSpec.check);
+    plain DDP for GaLore (its optimizer is not shardable)."""
+    return {"qlora": "zero2", "galore": "ddp"}.get(method, "zero3")
+
+
 def smallest_instance(shape: Shape, t: TrainingSpec) -> dict | None:
     """The cheapest common cloud configuration (GPU count × type, in SIZING order) on which ``t`` fits.
 
-    More than one GPU means data parallel with ZeRO-3 sharding (model states divided by the count), unless ``t``
-    already chooses a sharding. Returns ``{"gpu", "count", "peak_gib"}`` or None when nothing in the table fits.
+    More than one GPU means data parallel with :func:`sharded_distribution` (model states divided by the count),
+    unless ``t`` already chooses a sharding. Returns ``{"gpu", "count", "peak_gib"}`` or None when nothing in the
+    table fits.
     """
     for count in SIZING_COUNTS:
         for key in SIZING_GPUS:
             name, gib = GPUS[key]
-            # one GPU: the spec on one process; several: its sharding (ZeRO-3 when it has none) over ``count``
+            # one GPU: the spec on one process; several: its sharding (the most it allows when it has none)
             tt = replace(t, processes=count, nodes=1,
-                         distribution=t.distribution if count == 1 or t.zero or t.fsdp or t.method == "galore"
-                         else "zero3",  # GaLore's optimizer is not shardable: several GPUs are plain DDP for it
+                         distribution=t.distribution if count == 1 or t.zero or t.fsdp
+                         else sharded_distribution(t.method),
                          # sequence parallelism over as many of the count as it divides (none on one GPU)
                          sequence_parallel=math.gcd(t.sequence_parallel, count))
             e = estimate(shape, tt, gib)

@@ -25,6 +25,7 @@ TRANSFORMERS_ATTENTION = {"sdpa": "sdpa", "flash": "flash_attention_2", "eager":
 LOSSES = ("fused", "chunked", "full")
 SHARDINGS = ("ddp", "zero1", "zero2", "zero3", "fsdp2")  # what the trainer runs (and the memory model knows)
 DISTRIBUTIONS = (*SHARDINGS, "megatron")  # what choose_strategy offers: Megatron is refused there with the reason
+DISTRIBUTION_LABEL = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3", "fsdp2": "FSDP2"}
 OFFLOADS = ("none", "optimizer", "all")
 OFFLOAD_DEVICES = ("cpu", "nvme")  # where offloaded states go: CPU memory, or files on a fast disk (ZeRO-3 only)
 MASTER_WEIGHTS = ("fp32", "bf16")

@@ -21,3 +21,14 @@ def test_evaluate_memory_counts_parameters_exactly(chain):
     assert est[("lora", True)]["components"]["layers"] < est[("lora", False)]["components"]["layers"]
     assert est[("qlora", False)]["components"]["weights"] < est[("lora", False)]["components"]["weights"]
     assert all(e["fits"] and e["instance"]["count"] == 1 for e in out["estimates"])
+
+
+def test_several_gpus_price_each_method_as_it_may_be_sharded():
+    """Two GPUs: the rows price ZeRO-3, QLoRA ZeRO-2 (its 4-bit weights are not sharded: the spec refuses ZeRO-3,
+    seen in the pty test), GaLore plain DDP — each one a plan the strategy step would accept."""
+    from recipes.evaluate_memory import training_for
+
+    for method, dist in (("full", "zero3"), ("lora", "zero3"), ("qlora", "zero2"), ("galore", "ddp")):
+        t = training_for(method, True, 512, 2)
+        assert t.distribution == dist
+        t.check()

@@ -135,7 +135,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
 
     from recipes.memory import model as memory
     from recipes.base import Refusal
-    from recipes.training.spec import DEFAULTS, FULL_WEIGHTS, TrainingSpec, default_seq_len
+    from recipes.training.spec import DEFAULTS, DISTRIBUTION_LABEL, FULL_WEIGHTS, TrainingSpec, default_seq_len
 
     if gpu is not None and gpu not in memory.GPUS:
         raise fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
@@ -258,7 +258,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     elif not planner.speed_modelled(t):
         ui.say(T("cli.estimate.no_speed"))
     if inst:  # priced on its own count: this plan on one GPU, or sharded (ZeRO-3 unless the plan shards) over several
-        dist = t.distribution if t.zero or t.fsdp or t.method == "galore" else "zero3"
+        dist = t.distribution if t.zero or t.fsdp else memory.sharded_distribution(t.method)
         how = T("cli.estimate.instance_same") if inst["count"] == 1 else \
             T("cli.estimate.instance_sharded", dist=DISTRIBUTION_LABEL[dist], n=inst["count"])
         ui.say(T("cli.estimate.instance_plan", instance=f"{inst['count']}× {inst['name']}", how=how,
@@ -285,7 +285,6 @@ def _breakdown(table: tuple) -> tuple[list[str], list[tuple]]:
     return [T(c) for c in cols], [(T(k), *v) for k, *v in rows]
 
 
-DISTRIBUTION_LABEL = {"ddp": "DDP", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3", "fsdp2": "FSDP2"}
 
 
 @app.command(help=T("cli.download"), epilog=T("cli.example.download"))
