@@ -4,6 +4,8 @@ The session is shared with the other files under tests/steps/ (conftest.py): ``c
 is missing before the step, so this file runs alone and in any order."""
 from __future__ import annotations
 
+import contextlib
+
 import shutil
 from pathlib import Path
 
@@ -218,23 +220,12 @@ def test_a_saved_port_taken_by_the_time_deploy_runs_gives_way_to_a_free_one(chai
     assert mod.is_done(chain.ctx("deploy"), rec)
 
     # reserved by another live session since (its server loading): the same way out, naming that session
-    import subprocess
-    import sys
-
-    script = ("import sys\nfrom pathlib import Path\nfrom recipes.serving import server\n"
-              "print(server.reserve_port(Path(sys.argv[1]), 'sid-other', start=8500), flush=True)\nsys.stdin.read()\n")
-    other = subprocess.Popen([sys.executable, "-c", script, str(chain.home)], stdout=subprocess.PIPE,
-                             stdin=subprocess.PIPE, text=True, cwd=Path(recipes.__file__).parent.parent)
-    try:
-        theirs = int(other.stdout.readline())
+    with _reserved_by_another_session(chain.home, 8500) as theirs:
         said.clear()
         again = mod._port_now(ctx, "127.0.0.1", theirs)  # the step's check before the start, the port resumed
         assert again not in (theirs, 0)
         assert said == [i18n.t("deploy.port_moved", port=theirs, by=msg("deploy.taken_by_session", session="sid-other"),
                                new=again)]
-    finally:
-        other.kill()
-        other.wait()
     assert job.stop() and not job.alive()
 
 
@@ -262,18 +253,25 @@ def test_a_port_set_in_this_run_and_taken_by_the_start_still_fails(chain):
     now = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
     assert (now.pid if now else None) == (started.pid if started else None)  # no server was started
     # reserved by another live session since: its own one line too
+    with _reserved_by_another_session(chain.home, 8550) as theirs, pytest.raises(StepError) as e:
+        recipes.load("deploy")._port_now(ctx, "127.0.0.1", theirs)
+    assert e.value.msg.key == "deploy.port_reserved" and e.value.msg.args["session"] == "sid-other"
+
+
+@contextlib.contextmanager
+def _reserved_by_another_session(home: Path, start: int):
+    """A port reserved from ``start`` on by another live process ("sid-other"), as a second session's deploy holds
+    one while its server loads; the reservation ends with that process."""
     import subprocess
     import sys
 
     script = ("import sys\nfrom pathlib import Path\nfrom recipes.serving import server\n"
-              "print(server.reserve_port(Path(sys.argv[1]), 'sid-other', start=8550), flush=True)\nsys.stdin.read()\n")
-    other = subprocess.Popen([sys.executable, "-c", script, str(chain.home)], stdout=subprocess.PIPE,
+              f"print(server.reserve_port(Path(sys.argv[1]), 'sid-other', start={start}), flush=True)\n"
+              "sys.stdin.read()\n")
+    other = subprocess.Popen([sys.executable, "-c", script, str(home)], stdout=subprocess.PIPE,
                              stdin=subprocess.PIPE, text=True, cwd=Path(recipes.__file__).parent.parent)
     try:
-        theirs = int(other.stdout.readline())
-        with pytest.raises(StepError) as e:
-            recipes.load("deploy")._port_now(ctx, "127.0.0.1", theirs)
+        yield int(other.stdout.readline())
     finally:
         other.kill()
         other.wait()
-    assert e.value.msg.key == "deploy.port_reserved" and e.value.msg.args["session"] == "sid-other"
