@@ -1,115 +1,156 @@
 #!/usr/bin/env python3
-"""Fit the planner's speed constants (recipes/memory/planner.py) on committed H200 training measurements; print the
-predicted beside the measured tokens/s for every job, the jobs not used for the fit marked held out.
+"""Fit the planner's speed model (recipes/memory/planner.py: speed_terms × SECONDS_PER) on the committed H200 grid,
+and report predicted beside measured tokens/s, the held-out shapes apart.
 
-    python bench/fit_speed.py [ROWS.jsonl ...]
+    python bench/fit_speed.py [--md PATH] [--print-constants] [ROWS.jsonl ...]
 
-Rows: train_throughput.py's, yichui's trainer only, the timing rows (8 steps) — not the 50-step loss rows; one
-measured figure per job and switch = the median over its rounds. The MFU curve MFU_MAX · x / (x + MFU_HALF), x =
-micro-batch × sequence × hidden, is fitted on the eager trainer's LoRA and full fine-tune jobs (FIT): MFU observed =
-tokens/s × FLOPs per token ÷ peak; MFU_MAX by relative least squares (at most 0.75: a ceiling above that is not
-physical here, and the measured range is short of saturation) for each MFU_HALF on a grid. COMPILE_SPEEDUP per method
-= compiled ÷ eager median of the same job. UNSLOTH_SPEEDUP per method = unsloth ÷ the eager trainer, medians of the
-same job: unsloth's side (bench/unsloth_peer.py) until rows of yichui's trainer on the unsloth backend exist
-(``extra.training_backend: unsloth``), which then count instead. QLoRA keeps QLORA_SPEED; its job is held out.
+Rows: bench/speed_grid.py's (default: bench/results/2026-12-04-speed-model-h200/). One measured figure per row id =
+the median of its runs (a run's figure is the median tokens/s of its steps after the first three). The model is linear
+in its coefficients: seconds per optimizer step = Σ term × seconds per unit, so the fit is non-negative least
+absolute relative error (each row's terms divided by its measured seconds, target 1: every row weighs alike whatever
+its speed; iteratively reweighted non-negative least squares, so that a row measured at a slow moment weighs less), on
+the shapes not in speed_grid.HELD_OUT. Leave-one-shape-out over the fitted shapes says how much the fit leans on any
+one of them. ``--print-constants``: SECONDS_PER as the planner writes it.
 """
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
 from pathlib import Path
 
 import numpy as np
+from scipy.optimize import nnls
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recipes.memory import model as memory  # noqa: E402
 from recipes.memory import planner  # noqa: E402
+from recipes.training.spec import TrainingSpec  # noqa: E402
+from speed_grid import HELD_OUT  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
-RESULTS = Path(__file__).resolve().parent / "results"
-DEFAULT = [RESULTS / "2026-12-02-train-levers-h200" / "call1-levers.jsonl",
-           RESULTS / "2026-12-02-train-levers-h200" / "call2-pairs.jsonl",
-           RESULTS / "2026-12-02-train-levers-h200" / "call3-pairs.jsonl",
-           RESULTS / "2026-12-02-train-jobs-h200" / "train-jobs.jsonl",
-           RESULTS / "2026-12-02-unsloth-backend-h200" / "train-backend.jsonl",
-           RESULTS / "2026-12-02-unsloth-backend-h200" / "train-backend-qlora-round2.jsonl"]
-FIT = {("qwen2.5-7b", "lora"), ("qwen2.5-1.5b", "full")}
+GRID = Path(__file__).resolve().parent / "results" / "2026-12-04-speed-model-h200"
+ROBUST_ROUNDS = 30
+DEFAULT = [GRID / f"{n}.jsonl" for n in ("call1", "call2", "call3", "repeat")]
 
 
-def jobs(paths, who: str = "yichui", backend: str = "transformers") -> dict:
-    """{(shape, method, ckpt, micro-batch, seq, compiled): [tokens/s, …]} of ``who``'s timing rows ("yichui": on
-    ``backend``; "unsloth": the peer)."""
-    out: dict = {}
+def load(paths) -> dict[str, dict]:
+    """{row id: the row, ``runs`` = every run's tokens/s, ``tokens_per_s`` = their median}."""
+    out: dict[str, dict] = {}
     for path in paths:
         for line in Path(path).read_text().splitlines():
             r = json.loads(line) if line.strip() else {}
-            x = r.get("extra", {})
-            if r.get("who") != who or not r.get("tokens_per_s") or "loss_steps" in x or x.get("liger") \
-                    or x.get("adapter_input_cast") or "max_steps" in x or "budget_gib" in x \
-                    or (who == "yichui" and x.get("training_backend", "transformers") != backend):
+            if r.get("rc") != 0 or not r.get("tokens_per_s"):
                 continue
-            key = (r["shape"], r["method"], r["ckpt"], r["batch"], r.get("seq", 2048), bool(x.get("compile_layers")))
-            out.setdefault(key, []).append(r["tokens_per_s"])
+            row = out.setdefault(r["id"], r | {"runs": []})
+            row["runs"].append(r["tokens_per_s"])
+    for row in out.values():
+        row["tokens_per_s"] = statistics.median(row["runs"])
     return out
 
 
-def unsloth_speedups(paths, measured: dict) -> dict:
-    """{method: the unsloth backend ÷ the eager trainer}: from the backend's own rows where there are any; else
-    unsloth's own loop (the peer) × the backend ÷ peer ratio of the jobs that have both (the Trainer's loop
-    around unsloth's model costs a little)."""
-    peer, backend = jobs(paths, "unsloth"), jobs(paths, "yichui", "unsloth")
-    both = [statistics.median(backend[k]) / statistics.median(peer[k]) for k in backend if k in peer]
-    loop = statistics.median(both) if both else 1.0
-    out = {}
-    for source, factor in ((peer, loop), (backend, 1.0)):  # the backend's rows win
-        for key, tps in source.items():
-            eager = measured.get(key)
-            if eager and not key[5]:
-                out[key[1]] = statistics.median(tps) * factor / eager
-    print(f"backend ÷ unsloth's own loop: {loop:.3f} ({len(both)} job(s))")
-    return out
+def spec(row: dict) -> TrainingSpec:
+    k = row.get("knobs", {})
+    return TrainingSpec(method=row["method"], lora_rank=16, lora_alpha=32, lora_targets="all-linear",
+                        lora_dropout=k.get("lora_dropout", 0.05), activation_checkpointing=row["ckpt"],
+                        seq_len=row["seq"], micro_batch=row["batch"], grad_accum=1,
+                        compile_layers=bool(k.get("compile_layers")), master_weights=k.get("master_weights", "fp32"))
+
+
+_SHAPES: dict = {}
+
+
+def shape(name: str) -> memory.Shape:
+    if name not in _SHAPES:
+        _SHAPES[name] = memory.shape_from_config(json.loads((CONFIGS / name / "config.json").read_text()))
+    return _SHAPES[name]
+
+
+def terms(row: dict) -> dict[str, float]:
+    """Every term of one optimizer step (gradient accumulation 1: the grid's)."""
+    mb, step = planner.speed_terms(shape(row["shape"]), spec(row))
+    return mb | step
+
+
+def fit(rows: list[dict]) -> dict[str, float]:
+    """SECONDS_PER from ``rows`` (non-negative least squares on the relative error)."""
+    names = sorted({k for r in rows for k in terms(r)})
+    X = np.array([[terms(r)[n] for n in names] for r in rows], float)
+    t = np.array([r["batch"] * r["seq"] / r["tokens_per_s"] for r in rows])
+    A = X / t[:, None]
+    norm = np.linalg.norm(A, axis=0)
+    norm[norm == 0] = 1.0
+    A = A / norm
+    w = np.ones(len(rows))
+    for _ in range(ROBUST_ROUNDS):  # iteratively reweighted: least absolute relative error (the median's measure)
+        coef, _ = nnls(A * w[:, None], w)
+        w = 1 / np.sqrt(np.maximum(np.abs(A @ coef - 1), 0.02))
+    return {n: float(c / s) for n, c, s in zip(names, coef, norm)}
+
+
+def predict(row: dict, seconds_per: dict) -> float:
+    return planner.tokens_per_s(shape(row["shape"]), spec(row), planner.FIT_GPU) if seconds_per is None else \
+        row["batch"] * row["seq"] / planner.step_seconds(shape(row["shape"]), spec(row), planner.FIT_GPU,
+                                                          seconds_per)
+
+
+def summary(errs: list[float]) -> str:
+    a = sorted(abs(e) for e in errs)
+    return (f"{len(a)} rows: median |error| {statistics.median(a):.1%}, worst {a[-1]:.1%}, "
+            f"signed {min(errs):+.1%} … {max(errs):+.1%}") if a else "no rows"
+
+
+def report(rows: dict[str, dict], seconds_per: dict | None) -> tuple[str, dict]:
+    """The markdown tables and {"held_out": [errors], "fitted": [errors], "loso": [errors]}."""
+    fitted = [r for r in rows.values() if r["shape"] not in HELD_OUT]
+    coef = fit(fitted)
+    use = coef if seconds_per is None else seconds_per
+    errs = {"fitted": [], "held_out": [], "loso": []}
+    lines = ["| row | runs | measured tokens/s | predicted | error | |", "|---|---:|---:|---:|---:|---|"]
+    for rid, r in sorted(rows.items(), key=lambda kv: (kv[1]["shape"] in HELD_OUT, kv[0])):
+        p = predict(r, use)
+        e = p / r["tokens_per_s"] - 1
+        held = r["shape"] in HELD_OUT
+        errs["held_out" if held else "fitted"].append(e)
+        runs = ", ".join(f"{x:,.0f}" for x in r["runs"])
+        lines.append(f"| {rid} | {runs} | {r['tokens_per_s']:,.0f} | {p:,.0f} | {e:+.1%} | "
+                     f"{'held out' if held else 'fitted'} |")
+    for name in sorted({r["shape"] for r in fitted}):  # each fitted shape predicted by a fit without it
+        c = fit([r for r in fitted if r["shape"] != name])
+        errs["loso"] += [predict(r, c) / r["tokens_per_s"] - 1 for r in fitted if r["shape"] == name]
+    by_method = {}
+    for r in rows.values():
+        if r["shape"] in HELD_OUT:
+            by_method.setdefault(r["method"] + (" compiled" if r["knobs"].get("compile_layers") else ""), []).append(
+                predict(r, use) / r["tokens_per_s"] - 1)
+    spread = [max(r["runs"]) / min(r["runs"]) - 1 for r in rows.values() if len(r["runs"]) > 1]
+    head = [f"- held out ({', '.join(HELD_OUT)}): {summary(errs['held_out'])}",
+            f"- fitted shapes: {summary(errs['fitted'])}",
+            f"- fitted shapes, each predicted by a fit without it (leave one shape out): {summary(errs['loso'])}",
+            *[f"  - held out, {m}: {summary(e)}" for m, e in sorted(by_method.items())],
+            f"- rows run twice ({len(spread)}): the faster run over the slower by "
+            f"{statistics.median(spread):.0%} median, {max(spread, default=0):.0%} at most" if spread else "",
+            "", "Seconds per unit (H200): " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(use.items()))]
+    return "\n".join(head + [""] + lines), errs | {"coef": coef}
 
 
 def main() -> None:
-    runs = jobs(sys.argv[1:] or DEFAULT)
-    measured = {k: statistics.median(v) for k, v in runs.items()}
-    shapes = {s: memory.shape_from_config(json.loads((CONFIGS / s / "config.json").read_text()))
-              for s in {k[0] for k in measured}}
-    x, obs = [], []
-    for (s, method, ckpt, mb, seq, compiled), tps in measured.items():
-        if compiled or (s, method) not in FIT:
-            continue
-        f = planner.flops_per_token(shapes[s], method, ckpt, seq)
-        x.append(mb * seq * shapes[s].hidden)
-        obs.append(tps * f / (planner.PEAK_TFLOPS["NVIDIA H200"] * 1e12))
-    xa, oa = np.array(x, float), np.array(obs)
-    best = None
-    for half in np.linspace(1e6, 60e6, 591):
-        g = xa / (xa + half)
-        a = min(0.75, float((g / oa).sum() / (g * g / oa**2).sum()))
-        err = float((((a * g - oa) / oa) ** 2).sum())
-        if best is None or err < best[0]:
-            best = (err, a, half)
-    _, planner.MFU_MAX, planner.MFU_HALF = best
-    speedups = {}
-    for (s, method, ckpt, mb, seq, compiled), tps in measured.items():
-        eager = measured.get((s, method, ckpt, mb, seq, False))
-        if compiled and eager:
-            speedups[method] = tps / eager
-    print(f"MFU_MAX = {planner.MFU_MAX:.3f}, MFU_HALF = {planner.MFU_HALF:.3g}, COMPILE_SPEEDUP = "
-          + ", ".join(f"{m}: {v:.2f}" for m, v in sorted(speedups.items())) + ", UNSLOTH_SPEEDUP = "
-          + ", ".join(f"{m}: {v:.2f}" for m, v in sorted(unsloth_speedups(sys.argv[1:] or DEFAULT, measured).items())))
-    for (s, method, ckpt, mb, seq, compiled), tps in sorted(measured.items()):
-        p = planner.tokens_per_s(shapes[s], method, ckpt, mb, seq, "NVIDIA H200", compile_layers=compiled)
-        fitted = (s, method) in FIT
-        if compiled and method not in planner.COMPILE_SPEEDUP:
-            print(f"  {s:13s} {method:6s} compiled: measured {tps:7.0f}, not offered (TrainingSpec.check refuses it)")
-            continue
-        print(f"  {s:13s} {method:6s} ckpt={ckpt!s:5s} mb{mb} {seq:5d} {'compiled' if compiled else 'eager   '} "
-              f"runs {len(runs[(s, method, ckpt, mb, seq, compiled)])}  measured {tps:7.0f}  "
-              f"predicted {p:7.0f}  {(p - tps) / tps:+.0%}  {'fitted' if fitted else 'held out'}")
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("rows", nargs="*")
+    p.add_argument("--md")
+    p.add_argument("--print-constants", action="store_true", help="SECONDS_PER fitted now, as Python")
+    p.add_argument("--refit", action="store_true", help="report the fit made now instead of the planner's constants")
+    a = p.parse_args()
+    rows = load(a.rows or DEFAULT)
+    text, out = report(rows, None if a.refit or not planner.SECONDS_PER else planner.SECONDS_PER)
+    if a.print_constants:
+        print("SECONDS_PER = {" + ", ".join(f'"{k}": {v:.4g}' for k, v in sorted(out["coef"].items())) + "}")
+    print(text)
+    if a.md:
+        Path(a.md).write_text(text + "\n")
 
 
 if __name__ == "__main__":

@@ -248,15 +248,48 @@ def test_plain_memory_report(ran):
     assert re.search(r"^Held out: 5 runs, mean \|error\|", out, re.M)
 
 
-@script("fit_speed.py")
+@script("fit_speed.py", lambda tmp, fx: ["--md", tmp / "speed.md", "--print-constants"])
 def test_fit_speed_on_committed_rows(ran):
-    out, _ = ran
-    assert re.search(r"^MFU_MAX = 0\.\d+, MFU_HALF = ", out, re.M)
-    line = re.search(r"^  qwen2.5-7b\s+lora\s+ckpt=True\s+mb1\s+2048 eager\s+runs (\d+)\s+measured\s+(\d+)\s+"
-                     r"predicted\s+(\d+)\s+\S+\s+fitted$", out, re.M)
-    assert line, out
-    measured, predicted = int(line.group(2)), int(line.group(3))
-    assert measured == 5774 and abs(predicted / measured - 1) < 0.25  # the median of the committed rounds
+    out, tmp = ran
+    assert re.search(r"^SECONDS_PER = \{.*\"matmul_flop\": [0-9.e-]+", out, re.M)
+    table = (tmp / "speed.md").read_text()
+    # a held-out row: its runs, the median, the planner's prediction and the error as written
+    row = next(x for x in table.splitlines() if x.startswith("| mistral-7b-lora-ckpt-s2048-b1 |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "4,179, 4,589" and cells[2] == "4,384" and cells[5] == "held out"
+    assert float(cells[4].rstrip("%")) / 100 == pytest.approx(float(cells[3].replace(",", "")) / 4384 - 1, abs=0.002)
+    assert re.search(r"^- held out \(llama3.2-1b, phi3-mini, mistral-7b, qwen3-8b\): 36 rows: median", table, re.M)
+
+
+@script("speed_grid.py", lambda tmp, fx: ["measure", "--dry-run", "--work", tmp / "work"])
+def test_speed_grid_dry_run_plans_every_row(ran):
+    out, tmp = ran
+    sys.path.insert(0, str(BENCH))
+    import speed_grid
+
+    rows = {r["id"]: r for r in json_lines(out) if r.get("dry_run")}
+    expected = {speed_grid.row_id(s, r) for c in speed_grid.CALLS.values() for s in c for r in speed_grid.rows_for(s)}
+    assert set(rows) == expected and len(rows) == 91
+    r = rows["qwen3-8b-qlora-ckpt-s2048-b1"]["spec"]  # QLoRA loads written weights; the others build random ones
+    assert r["init"] == "pretrained" and r["lora_rank"] == 16 and r["grad_accum"] == 1
+    assert rows["phi3-mini-lora-nockpt-s2048-b2-dropout0.0"]["spec"]["lora_dropout"] == 0.0
+    assert rows["qwen2.5-3b-full-nockpt-s2048-b4-compileTrue-masterbf16"]["spec"]["compile_layers"] is True
+    assert set(speed_grid.HELD_OUT) < {s for c in speed_grid.CALLS.values() for s in c}
+
+
+@pytest.mark.slow
+@script("speed_grid.py", lambda tmp, fx: [
+    "measure", "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--only", "qwen2.5-0.5b",
+    "--rows", "qwen2.5-0.5b-lora-ckpt-s2048-b1,qwen2.5-0.5b-full-nockpt-s1024-b2", "--seq", 64, "--steps", 5,
+    "--out", tmp / "rows.jsonl", "--work", tmp / "work"])
+def test_speed_grid_runs_its_rows_in_one_process_on_the_tiny_model(ran):
+    out, tmp = ran
+    rows = {r["id"]: r for r in jsonl(tmp / "rows.jsonl")}
+    assert set(rows) == {"qwen2.5-0.5b-lora-ckpt-s2048-b1", "qwen2.5-0.5b-full-nockpt-s1024-b2"}
+    for r in rows.values():  # the second row ran after the first in the same process, and trained
+        assert r["rc"] == 0 and len(r["losses"]) == 5 and r["tokens_per_s"] > 0, r.get("error")
+    full = rows["qwen2.5-0.5b-full-nockpt-s1024-b2"]["losses"]
+    assert full[-1] < full[0]
 
 
 @script("vlm_memory.py", lambda tmp, fx: ["report"])

@@ -83,6 +83,20 @@ LORA_CAST = 2.0      # peft casts an adapted layer's input to the fp32 adapter d
                      # (DoRA, and LoRA with ``adapter_input_cast``; yichui's LoRA trainer skips the cast, so
                      # without dropout its adapters save nothing beyond the base layer's own input)
 DROPOUT_MASK = 1.0   # nn.Dropout keeps a bool mask per adapted input element
+# -- fitted on bench/results/2026-12-04-speed-model-h200 (the shapes not held out; bench/fit_speed.py --memory) -------
+# LoRA at dropout 0 in yichui's eager trainer, bytes per token per adapted input element: measured above what dropout
+# 0.05 keeps once its cast and mask are counted (autograd holds lora_A's input per adapted layer: every dropout-0 eager
+# plan without checkpointing was under-predicted by 12-27 %, issue 44); fitted rows −2.2 … −0.3 %, held out
+# Llama-3.2 +1.3 %, Mistral −0.6 %, Qwen3 −6.8 %, Phi-3 −18.7 % (see NO_CKPT_FAMILIES). Measured without
+# checkpointing only (with it, 2026-12-02-train-levers-h200.md's dropout-0 rows held without this term)
+LORA_NO_DROPOUT = 1.0
+# compiled decoder layers without checkpointing keep this fraction of the eager layer's activations (the fused
+# elementwise chains save fewer intermediates); fitted rows −5.6 … +10.0 %, held out −14.5 … +12.2 %
+COMPILED_ACT = 0.76
+# families whose activations without checkpointing are calibrated (the same grid: the others measured above the model
+# there — Phi-3's full multi-head K/V −6 … −19 %, Qwen3's q/k norms −3 … −8 % — and stay "approximate" without it;
+# with checkpointing every family measured within −5.3 … +8.0 %)
+NO_CKPT_FAMILIES = ("qwen2", "llama", "mistral")
 # DoRA (peft DoraLinearLayer.forward): the base and adapter outputs its rescaling saves for backward, bf16, plus 2 bytes
 # measured beyond them (read off the 1.5B no-checkpointing row of bench/results/2026-12-02-memory-dora-h200.md) —
 # per token per adapted output feature; and, in each adapted layer's forward, dense temporaries: an in × in fp32
@@ -690,7 +704,8 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
         # the copy lora_A saves: fp32 in the plain loop (no autocast), bf16 from peft's cast or dropout's output,
         # none when yichui's LoRA trainer skips the cast and nothing drops out (lora_A shares the base's input)
         saved = (PLAIN_LORA_INPUT if t.loss == "full" else
-                 LORA_CAST if t.method == "dora" or t.adapter_input_cast or dropout else 0.0)
+                 LORA_CAST if t.method == "dora" or t.adapter_input_cast or dropout else
+                 0.0 if t.compile_layers or t.activation_checkpointing else LORA_NO_DROPOUT)
         per_layer += (saved + (DROPOUT_MASK if dropout else 0.0)) * adapted
     elif t.method == "qlora":
         per_layer += (QLORA_DROPOUT if t.lora_dropout > 0 else QLORA_CAST) * adapted
@@ -723,6 +738,8 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
             return {"layers": kept + layer, "attention_scores": scores, "logits": 0.0}
         return {"layers": kept, "attention_scores": 0.0, "logits": head}
     scores = EAGER_SCORES * n_scores * L + EAGER_BACKWARD * n_scores
+    if t.compile_layers:
+        per_layer *= COMPILED_ACT
     return {"layers": T * L * per_layer + L * padded + BWD_I * T * shape.intermediate + casts + dora_dense,
             "attention_scores": scores, "logits": head}
 
@@ -817,6 +834,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
         approx.append("sharding")
     if t.offloaded and (t.zero == 3 or t.fsdp):
         approx.append("offload")
+    if not t.activation_checkpointing and shape.model_type and shape.model_type not in NO_CKPT_FAMILIES:
+        approx.append(f"{shape.model_type} without checkpointing")
     # switches not (yet) calibrated on a GPU: every one that is on
     galore_measured = not shape.tied and not masters_fp32(t)  # untied heads, bf16 masters: the measured rows
     approx += [name for name, on in (("galore", t.method == "galore" and not galore_measured),

@@ -4,20 +4,22 @@ Every candidate with the user's method, rank, sequence length and effective batc
 model (recipes/memory/model.py, a fit needs 10 % of the GPU free) and ranked by predicted throughput; the fastest is
 preselected and the user may change any knob.
 
-Cost model (tokens/s = achieved FLOP/s ÷ FLOPs per token):
-    FLOPs per token    forward 2N, backward 4N for a full fine-tune; a frozen base (LoRA, QLoRA, DoRA) skips the
-                       weight gradients: 2N; activation checkpointing recomputes the forward: +2N (Kaplan et al. 2020,
-                       "Scaling Laws for Neural Language Models", §2.1: C ≈ 6N per token); attention adds
-                       6·L·h·s per token (forward 2·L·h·s for the scores and the weighted sum, ×3 with backward).
-    achieved FLOP/s    peak bf16 FLOP/s × MFU, MFU = MFU_MAX · x / (x + MFU_HALF) with x = tokens per micro-batch ×
-                       hidden size: small matrices leave the GPU idle. × LIGER_SPEEDUP with Liger kernels, ×
-                       QLORA_SPEED for the 4-bit dequantization, × COMPILE_SPEEDUP with compiled decoder layers,
-                       × UNSLOTH_SPEEDUP on the unsloth backend (its kernels instead of compiled layers or Liger).
+Speed model (tokens/s = tokens of an optimizer step ÷ its predicted seconds, :func:`step_seconds`): the step is
+priced term by term — matmul and attention FLOPs, bytes moved by the memory-bound work (elementwise chains, LoRA's
+adapters and dropout, the fp32 logits, QLoRA's dequantization, fp32 masters' casts), launches and Python per decoder
+layer and per adapted module (eager or compiled), checkpointing's recomputed forward and per-layer cost, the
+optimizer, and the loop's fixed cost per step (:func:`speed_terms` says each one's formula) — × seconds per unit
+fitted on yichui's trainer on an H200 (SECONDS_PER: bench/fit_speed.py on
+bench/results/2026-12-04-speed-model-h200.md, ten shapes 0.5B–14B, LoRA/QLoRA/full, checkpointing on and off,
+micro-batch 1–8, 512–8192 tokens, eager and compiled; fitted on six shapes, the four others held out: median |error|
+7.1 %, worst 25.7 %, where the old curve was 1.00–2.66× optimistic, median 1.41×). At small micro-batches the
+eager trainer is bound by launches and Python, not FLOP/s: what the single MFU curve it replaces missed. Other GPUs:
+the FLOP terms scale by the dense bf16 peak, the byte terms by the memory bandwidth, launches and the loop stay (the
+host's; not measured beyond the H200). Liger: × LIGER_SPEEDUP; the unsloth backend: × UNSLOTH_SPEEDUP (measured on
+three jobs, not in the grid).
 Memory on the unsloth backend is yichui's trainer's prediction: unsloth measured at or below it on every job (8B QLoRA
 8.02 vs 8.63 GiB and the backend itself 7.88; 7B LoRA 16.39 vs 16.58 and 1.5B full 13.37 vs 13.81 with unsloth's own
 loop, not the backend), so a plan that fits is expected to keep fitting (marked approximate).
-The MFU constants are fitted on yichui's trainer on an H200 (bench/results/2026-12-02-train-jobs-h200.md,
-bench/fit_speed.py); other GPUs are scaled by their dense bf16 peak.
 """
 from __future__ import annotations
 
@@ -33,28 +35,27 @@ from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 PEAK_TFLOPS = {"NVIDIA T4": 52, "NVIDIA A10": 100, "NVIDIA L4": 97, "NVIDIA GeForce RTX 4090": 132,
                "NVIDIA L40S": 290, "NVIDIA A100 40GB": 249, "NVIDIA A100 80GB": 249, "NVIDIA H100 80GB": 790,
                "NVIDIA H200": 790}
-# the eager trainer's MFU curve, fitted by bench/fit_speed.py on the 7B LoRA (micro-batch 1, 2048 tokens) and 1.5B full
-# fine-tune (micro-batch 4) jobs of bench/results/2026-12-02-train-jobs-h200.md; the 8B QLoRA job (4096 tokens) held
-# out: predicted 6,019 vs measured 5,742 tokens/s (+5 %)
-MFU_MAX = 0.75          # at its ceiling (a larger one is not physical here; the measured range is short of saturation)
-MFU_HALF = 8.4e6        # tokens × hidden at which half of MFU_MAX is reached
-# bench/results/2026-12-02-train-levers-h200.md (7B LoRA r16, 2048 tokens, micro-batch 1, checkpointing on): Liger
-# 4,881 tokens/s, inside the eager trainer's spread without it (4,442–6,878 over six runs) — no speedup shown (the
-# 1.08 used before came from a run declared void); Liger with compiled layers 4,523 (its kernels break the compiled
-# graph): never both
-LIGER_SPEEDUP = 1.0
-# compiled decoder layers ÷ the eager trainer, medians of the same job (bench/fit_speed.py): 7B LoRA r16 (five rounds,
-# pairs 1.39–2.30×), 1.5B full fine-tune (six compiled runs beside three eager, 39,835 vs 27,607 tokens/s). QLoRA ran
-# 1.96× but held 2.1× the memory (18.3 vs 8.6 GiB on Llama-3.1-8B): refused (TrainingSpec.check); other methods are
-# not measured: no speedup predicted
-COMPILE_SPEEDUP = {"lora": 1.76, "full": 1.44}
-# the unsloth backend ÷ the eager trainer, medians of the same job (bench/fit_speed.py): 8B QLoRA r16 @4096 measured
-# on the backend itself (five runs, bench/results/2026-12-02-unsloth-backend-h200); 7B LoRA r16 @2048 (five rounds)
-# and the 1.5B full fine-tune @2048 mb4 (nine) from unsloth's own loop (bench/unsloth_peer.py) × 0.947, the backend's
-# speed over that loop's on the QLoRA job (the Trainer's loop around unsloth's model). So the planner picks unsloth
-# for QLoRA (compiled layers are refused there) and compiled layers for LoRA and bf16 full fine-tunes
+# memory bandwidth (TB/s), the vendors' data sheets: the byte terms scale by it from the H200's
+BANDWIDTH_TBS = {"NVIDIA T4": 0.32, "NVIDIA A10": 0.6, "NVIDIA L4": 0.3, "NVIDIA GeForce RTX 4090": 1.0,
+                 "NVIDIA L40S": 0.864, "NVIDIA A100 40GB": 1.555, "NVIDIA A100 80GB": 2.039,
+                 "NVIDIA H100 80GB": 3.35, "NVIDIA H200": 4.8}
+FIT_GPU = "NVIDIA H200"
+# seconds per unit of each term on the H200, fitted by bench/fit_speed.py (non-negative, least absolute relative
+# error) on the shapes of bench/results/2026-12-04-speed-model-h200.md not held out; a term the fit set
+# to 0 is one the rows could not tell from the others
+SECONDS_PER = {"activation_bytes_compiled": 0, "activation_bytes_eager": 0, "adapter_bytes_compiled": 1.093e-12,
+               "adapter_bytes_eager": 0, "adapter_launches_compiled": 6.933e-05, "adapter_launches_eager": 0.0002636,
+               "attention_flop": 2.065e-15, "checkpointed_layers": 0.0007249, "dequant_bytes": 1.046e-12,
+               "dropout_bytes": 9.723e-14, "layer_launches_compiled": 0, "layer_launches_eager": 0.0004402,
+               "logits_bytes": 0, "master_cast_bytes": 1.037e-12, "matmul_flop": 1.495e-15, "optimizer_bytes": 0,
+               "optimizer_tensors": 0, "recompute_flop": 1.118e-15, "step": 0.058, "weight_bytes": 0}
+# the unsloth backend ÷ the eager trainer, medians of the same job (bench/results/2026-12-02-train-jobs-h200.md,
+# 2026-12-02-unsloth-backend-h200): 8B QLoRA r16 @4096 on the backend itself (five runs); 7B LoRA r16 @2048 and the
+# 1.5B full fine-tune @2048 mb4 from unsloth's own loop × 0.947 (the backend's speed over that loop's). Not in the
+# 2026-12-04 grid: applied to the eager trainer's prediction
 UNSLOTH_SPEEDUP = {"lora": 1.32, "qlora": 1.66, "full": 1.38}
-QLORA_SPEED = 0.80      # measured: QLoRA r64 against LoRA r8 at the same settings (2977 vs 3717 tokens/s)
+# Liger's kernels: inside the eager trainer's spread on the one job measured (2026-12-02-train-levers-h200.md)
+LIGER_SPEEDUP = 1.0
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 
 
@@ -95,36 +96,113 @@ def _allowed(t: TrainingSpec) -> bool:
     return True
 
 
-def flops_per_token(shape: memory.Shape, method: str, ckpt: bool, seq: int) -> float:
-    N = shape.n_params
-    per = (2 + 4 if method in FULL_WEIGHTS else 2 + 2) * N + (2 * N if ckpt else 0)
-    attn = 2 * shape.layers * shape.hidden * seq * (3 + (1 if ckpt else 0))
-    return per + attn
+def speed_terms(shape: memory.Shape, t: TrainingSpec) -> tuple[dict[str, float], dict[str, float]]:
+    """What one micro-batch and one optimizer step of ``t`` cost, term by term, in the units SECONDS_PER prices:
+    (per micro-batch, per optimizer step). T = micro-batch × sequence tokens; passes = forward + recompute (with
+    activation checkpointing) + backward.
+
+    Per micro-batch:
+        matmul_flop         2·N_lin·T per forward pass (N_lin: the decoder's linear weights) and per backward for
+                            the input gradients, + 2·N_lin·T more for the weight gradients of a full fine-tune; the
+                            LM head 2·V·h·T forward and backward (Kaplan et al. 2020, §2.1: C ≈ 6N per token)
+        attention_flop      causal attention 2·s²·H_q per sequence and layer forward (QKᵀ and the weighted sum,
+                            half the square), ×(forwards + 2.5) with FlashAttention's recomputing backward (Dao 2022)
+        weight_bytes        bf16 weights read by every pass (2 bytes × N_lin, LM head included): small micro-batches
+                            are bound by this rather than by FLOP/s (the roofline)
+        activation_bytes_*  elementwise traffic, T·L·(h + I)·2 bytes per pass (norms, rotary, SiLU·up, residuals);
+                            *_compiled with compiled decoder layers (fused)
+        adapter_bytes_*     LoRA's own traffic, T·Σ(in + out)·2 bytes per pass over the adapted layers
+        dropout_bytes       LoRA dropout > 0 copies each adapted layer's input: T·Σ in·2 bytes per pass (eager)
+        logits_bytes        the fp32 logits and their loss, T·V·4 bytes × 3
+        layer_launches_*    L per pass: a decoder layer's kernel launches and Python (eager / compiled)
+        adapter_launches_*  adapted modules per pass: LoRA's extra kernels and peft's Python around them
+        master_cast_bytes   fp32 master weights: cast to bf16 on every pass (6 bytes per parameter: read 4, write 2)
+        dequant_bytes       QLoRA: NF4 → bf16 dequantization of N_lin on every pass (½ byte read, 2 written)
+        checkpointed_layers activation checkpointing: L checkpointed layers (the RNG state saved and restored, the
+                            forward's Python run again)
+        recompute_flop      activation checkpointing: the recomputed forward's 2·N_lin·T priced on its own (it runs
+                            inside autograd's backward, slower than the first forward)
+    Per optimizer step:
+        step                the loop around it (data, logging, callbacks: one per logged step)
+        optimizer_bytes     AdamW over the trainable parameters: 16 bytes each (parameter, gradient, two moments)
+        optimizer_tensors   trainable tensors (foreach kernels, gradient clipping's norms)
+    """
+    from recipes.training.spec import FULL_WEIGHTS as full_methods
+
+    full = t.method in full_methods
+    lora = not full
+    T = t.micro_batch * t.seq_len
+    fwd = 2 if t.activation_checkpointing else 1
+    passes = fwd + 1
+    n_lin = shape.n_linear
+    head = shape.vocab * shape.hidden
+    compiled = t.compile_layers
+    targets = shape.targeted(t.lora_targets) if lora else []
+    io = sum(x.in_sum + x.out_sum for x in targets)
+    ins = sum(x.in_sum for x in targets)
+    modules = sum(x.count for x in targets)
+    act = T * shape.layers * (shape.hidden + shape.intermediate) * 2 * passes
+    mb = {
+        "matmul_flop": 2 * n_lin * T * (passes + (1 if full else 0)) + 2 * head * T * (2 + (1 if full else 0)),
+        "attention_flop": 2 * t.micro_batch * t.seq_len ** 2 * shape.heads * shape.head_dim * shape.layers
+        * (fwd + 2.5),
+        "weight_bytes": 2 * (n_lin * passes + head * 2),
+        "activation_bytes_eager": 0 if compiled else act,
+        "activation_bytes_compiled": act if compiled else 0,
+        "adapter_bytes_eager": 0 if compiled else T * io * 2 * passes,
+        "adapter_bytes_compiled": T * io * 2 * passes if compiled else 0,
+        "dropout_bytes": T * ins * 2 * passes if (lora and t.lora_dropout > 0 and not compiled) else 0,
+        "logits_bytes": T * shape.vocab * 4 * 3,
+        "layer_launches_eager": 0 if compiled else shape.layers * passes,
+        "layer_launches_compiled": shape.layers * passes if compiled else 0,
+        "adapter_launches_eager": 0 if compiled else modules * passes,
+        "adapter_launches_compiled": modules * passes if compiled else 0,
+        "master_cast_bytes": 6 * shape.n_params * passes if (full and t.master_weights == "fp32") else 0,
+        "dequant_bytes": 2.5 * n_lin * passes if t.method == "qlora" else 0,
+        "checkpointed_layers": shape.layers if t.activation_checkpointing else 0,
+        "recompute_flop": 2 * n_lin * T if t.activation_checkpointing else 0,
+    }
+    trainable = shape.n_params if full else t.lora_rank * io
+    tensors = (shape.layers * (len(shape.linears) + 2) + 3) if full else 2 * modules
+    step = {"step": 1.0, "optimizer_bytes": 16 * trainable, "optimizer_tensors": float(tensors)}
+    return mb, step
 
 
-def tokens_per_s(shape: memory.Shape, method: str, ckpt: bool, micro_batch: int, seq: int, gpu_name: str,
-                 liger: bool = False, compile_layers: bool = False, backend: str = "transformers") -> float:
-    """Predicted training tokens/s per GPU (see the module docstring for the model and its sources)."""
-    peak = PEAK_TFLOPS.get(gpu_name, 100) * 1e12
-    x = micro_batch * seq * shape.hidden
-    mfu = MFU_MAX * x / (x + MFU_HALF)
-    speed = peak * mfu / flops_per_token(shape, method, ckpt, seq)
-    if liger:
+def _scale(term: str, gpu_name: str) -> float:
+    """How much longer a term takes on ``gpu_name`` than on the H200 it was fitted on: FLOP terms by the dense bf16
+    peak, byte terms by the memory bandwidth, launches and the loop unchanged (the host's)."""
+    if term.endswith("_flop"):
+        return PEAK_TFLOPS[FIT_GPU] / PEAK_TFLOPS.get(gpu_name, 100)
+    if term.endswith("_bytes"):
+        return BANDWIDTH_TBS[FIT_GPU] / BANDWIDTH_TBS.get(gpu_name, 0.6)
+    return 1.0
+
+
+def step_seconds(shape: memory.Shape, t: TrainingSpec, gpu_name: str = FIT_GPU,
+                 seconds_per: dict[str, float] | None = None) -> float:
+    """Predicted seconds of one optimizer step of ``t`` (gradient accumulation × micro-batch + the step itself) on
+    ``gpu_name`` (:func:`speed_terms` × SECONDS_PER, scaled by :func:`_scale`)."""
+    c = SECONDS_PER if seconds_per is None else seconds_per
+    mb, step = speed_terms(shape, t)
+    cost = lambda terms: sum(c.get(k, 0.0) * v * _scale(k, gpu_name) for k, v in terms.items())  # noqa: E731
+    return t.grad_accum * cost(mb) + cost(step)
+
+
+def tokens_per_s(shape: memory.Shape, t: TrainingSpec, gpu_name: str) -> float:
+    """Predicted training tokens/s per GPU of ``t`` as it stands (its checkpointing, micro-batch, kernels) on
+    ``gpu_name``: tokens of an optimizer step ÷ :func:`step_seconds`; × UNSLOTH_SPEEDUP on the unsloth backend,
+    × LIGER_SPEEDUP with Liger's kernels."""
+    speed = t.grad_accum * t.micro_batch * t.seq_len / step_seconds(shape, t, gpu_name)
+    if t.training_backend == "unsloth":
+        speed *= UNSLOTH_SPEEDUP.get(t.method, 1.0)
+    if t.liger:
         speed *= LIGER_SPEEDUP
-    if method == "qlora":
-        speed *= QLORA_SPEED
-    if compile_layers:
-        speed *= COMPILE_SPEEDUP.get(method, 1.0)
-    if backend == "unsloth":
-        speed *= UNSLOTH_SPEEDUP.get(method, 1.0)
     return speed
 
 
 def predicted(shape: memory.Shape, t: TrainingSpec, gpu_name: str) -> float:
-    """Predicted training tokens/s per GPU of ``t`` as it stands (its checkpointing, micro-batch, kernels) on
-    ``gpu_name`` (:func:`tokens_per_s`)."""
-    return tokens_per_s(shape, t.method, t.activation_checkpointing, t.micro_batch, t.seq_len, gpu_name, t.liger,
-                        t.compile_layers, t.training_backend)
+    """Predicted training tokens/s per GPU of ``t`` (:func:`tokens_per_s`)."""
+    return tokens_per_s(shape, t, gpu_name)
 
 
 def speed_modelled(t: TrainingSpec) -> bool:
@@ -176,7 +254,9 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
                 est = memory.estimate(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb,
                                                      grad_accum=effective_batch // mb, liger=lg, compile_layers=cl,
                                                      training_backend="transformers"), gpu_gib)
-                speed = tokens_per_s(shape, t.method, ckpt, mb, t.seq_len, gpu_name, lg, cl, backend)
+                speed = tokens_per_s(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb,
+                                                    grad_accum=effective_batch // mb, liger=lg, compile_layers=cl,
+                                                    training_backend=backend), gpu_name)
                 out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"], round(speed, 1), est["fits"],
                                 cl, backend))
     return sorted(out, key=lambda p: (not p.fits, -p.tokens_per_s, p.peak_gib))

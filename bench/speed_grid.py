@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""The planner's speed grid (issue 44): tokens/s and peak memory of yichui's trainer over model shapes it was and was
+not fitted on, one GPU, random weights of real shapes.
+
+    python bench/speed_grid.py measure --out $OUT/rows.jsonl --work DIR [--call 1] [--only SHAPE,…] [--deadline S]
+    python bench/speed_grid.py measure --dry-run --work DIR [--call N]   (CPU: every row's TrainerJob, printed)
+    python bench/speed_grid.py measure --device cpu --config TINY/config.json --only qwen2.5-0.5b --steps 3 …
+                                                                         (CPU: the same loop on the tiny model)
+
+One process per shape (the imports once), its rows run in it one after another through the trainer itself
+(``recipes.training.worker.train``: trl's SFTTrainer, peft, the spec the train step writes); between rows the model and
+the trainer are dropped, the allocator's cache emptied and its peaks reset, and with compiled layers torch's compile
+caches cleared (each row compiles as a fresh process would). Each row appends one JSON line to ``--out`` as it ends,
+so a device call that runs out of time keeps what it measured. Every row: LoRA/QLoRA rank 16 on all linear layers;
+``steps`` optimizer steps of one micro-batch each (gradient accumulation 1); its tokens/s per step from the trainer's
+own events (tokens of the batch ÷ wall time between logged steps), the median taken by ``fit_speed.py`` after the
+warm-up steps.
+
+The shapes fitted on and the ones held out are named in ``fit_speed.py`` (FIT_SHAPES, HELD_OUT): the grid itself is
+the same for both. ``--call N`` runs the shapes of device call N (CALLS): three calls of < 10 minutes each.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+STEPS = 12
+# (method, activation checkpointing, sequence length, micro-batch, knobs beyond the defaults)
+LORA_ROWS = [  # the most telling first: a shape cut short by the deadline keeps them
+    ("lora", True, 2048, 1, {}),
+    ("lora", False, 2048, 1, {}),
+    ("lora", False, 2048, 4, {"compile_layers": True}),
+    ("lora", True, 2048, 4, {}),
+    ("lora", True, 8192, 1, {}),
+    ("lora", False, 2048, 2, {"lora_dropout": 0.0}),
+    ("lora", False, 512, 8, {}),
+]
+FULL_ROWS = [  # shapes up to ~4B: a full fine-tune fits one H200 with room
+    ("full", True, 2048, 4, {"master_weights": "bf16"}),
+    ("full", False, 1024, 2, {}),  # fp32 master weights (the wizard's default)
+    ("full", False, 2048, 4, {"master_weights": "bf16", "compile_layers": True}),
+]
+QLORA_ROWS = [
+    ("qlora", True, 2048, 1, {}),
+    ("qlora", False, 1024, 4, {}),
+]
+SMALL = {"qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "qwen2.5-3b", "phi3-mini"}
+QLORA_SHAPES = {"qwen2.5-1.5b", "llama3.1-8b", "qwen3-8b"}
+# device calls: shapes in the order they run (small first: a call cut short keeps whole shapes)
+CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.5-3b"],
+         2: ["qwen2.5-7b", "mistral-7b", "llama3.1-8b"],
+         3: ["qwen2.5-14b", "qwen3-8b"]}
+# the shapes the speed model is fitted on; the others are held out (bench/fit_speed.py reports them apart): one of
+# each family the fit has not seen (Llama-3.2's tied 1B, Phi-3's full multi-head attention, Mistral, Qwen3)
+HELD_OUT = ("llama3.2-1b", "phi3-mini", "mistral-7b", "qwen3-8b")
+
+
+def rows_for(shape: str) -> list[tuple]:
+    return LORA_ROWS + (FULL_ROWS if shape in SMALL else []) + (QLORA_ROWS if shape in QLORA_SHAPES else [])
+
+
+def row_id(shape: str, row: tuple) -> str:
+    method, ckpt, seq, mb, knobs = row
+    tail = "".join(f"-{k.replace('lora_', '').replace('_layers', '').replace('_weights', '')}{v}"
+                   for k, v in sorted(knobs.items()))
+    return f"{shape}-{method}-{'ckpt' if ckpt else 'nockpt'}-s{seq}-b{mb}{tail}"
+
+
+def job_for(shape: str, row: tuple, model_dir: Path, data: Path, steps: int, device: str):
+    """The TrainerJob of one row (memory_accuracy.trainer_job refuses a knob that is no TrainerJob field)."""
+    from memory_accuracy import trainer_job
+
+    method, ckpt, seq, mb, knobs = row
+    return trainer_job({"model_dir": str(model_dir), "init": "pretrained" if method == "qlora" else "random",
+                        "method": method, "lora_rank": 16, "lora_alpha": 32, "lora_targets": "all-linear",
+                        "activation_checkpointing": ckpt, "dataset_path": str(data), "seq_len": seq,
+                        "micro_batch": mb, "grad_accum": 1, "learning_rate": 1e-5, "max_steps": steps,
+                        "save_steps": 0, "save_total_limit": 1, "save_final": False, "sample_question": None,
+                        "device": device, "attn_implementation": "sdpa", "packing": False, "val_ratio": 0.0,
+                        "logging_steps": 1} | knobs)
+
+
+def run_shape(a) -> None:
+    """The child process: every row of one shape, in this process (see the module docstring)."""
+    from memory_accuracy import prepare_shape, synthetic_dataset
+
+    from recipes.jobs import read_events
+    from recipes.training import worker
+
+    shape = a.shape
+    rows = [r for r in rows_for(shape) if not a.rows or row_id(shape, r) in a.rows.split(",")]
+    work = Path(a.work)
+    weights = any(r[0] == "qlora" for r in rows)
+    model_dir = prepare_config(shape, work, a.config, weights and not a.dry_run, a.device)
+    t_end = float(a.until or 0)
+    for row in rows:
+        rid = row_id(shape, row)
+        tdir = work / "runs" / rid
+        shutil.rmtree(tdir, ignore_errors=True)
+        tdir.mkdir(parents=True)
+        data = tdir / "data.jsonl"
+        seq, mb = (a.seq or row[2]), row[3]
+        row = (row[0], row[1], seq, mb, row[4])
+        synthetic_dataset(data, model_dir, seq, mb * a.steps)
+        job = job_for(shape, row, model_dir, data, a.steps, a.device)
+        job.write(tdir / "spec.json")
+        if a.dry_run:
+            print(json.dumps({"id": rid, "dry_run": True, "spec": job.to_dict()}), flush=True)
+            continue
+        if t_end and time.time() > t_end:
+            out = {"id": rid, "skipped": "deadline"}
+        else:
+            out = measure_row(worker, read_events, job, tdir, a.device)
+        out = {"id": rid, "shape": shape, "method": row[0], "ckpt": row[1], "seq": seq, "batch": mb,
+               "knobs": row[4], "steps": a.steps} | out
+        with open(a.out, "a") as f:
+            f.write(json.dumps(out) + "\n")
+        print(f"{rid}: {out.get('tokens_per_s')} tok/s {out.get('device_peak_gib')} GiB "
+              f"{out.get('error', '')[:200]}", flush=True)
+
+
+def prepare_config(shape: str, work: Path, config: str | None, weights: bool, device: str) -> Path:
+    """The shape's model folder (memory_accuracy.prepare_shape); ``config``: another config.json in its place (the
+    tiny model on CPU), weights then saved on the CPU."""
+    from memory_accuracy import prepare_shape
+
+    if config is None:
+        return prepare_shape(shape, work, weights)
+    d = work / shape
+    d.mkdir(parents=True, exist_ok=True)
+    src = Path(config).parent
+    for f in src.iterdir():
+        if f.is_file():
+            shutil.copy(f, d / f.name)
+    return d
+
+
+def measure_row(worker, read_events, job, tdir: Path, device: str) -> dict:
+    import torch
+
+    if device == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+    if job.compile_layers:
+        torch._dynamo.reset()
+    t0 = time.time()
+    ev = worker.Events(tdir / "events.jsonl", None)
+    out: dict = {}
+    try:
+        rc = worker.train(job, tdir, ev)
+    except Exception as e:  # the row fails, the next rows still run
+        rc = 1
+        out = {"error": f"{type(e).__name__}: {str(e)[:400]}", "oom": worker.is_oom(e)}
+    finally:
+        ev.f.close()
+        gc.collect()
+        if device == "cuda":
+            mem = worker.cuda_memory()
+            torch.cuda.empty_cache()
+    evs = read_events(tdir / "events.jsonl")[0]
+    steps = [e for e in evs if e["event"] == "step"]
+    out |= {"rc": rc, "wall_s": round(time.time() - t0, 1),
+            "step_tokens_per_s": [e.get("tokens_per_s") for e in steps],
+            "losses": [e.get("loss") for e in steps]}
+    tps = [x for x in out["step_tokens_per_s"][3:] if x]
+    out["tokens_per_s"] = round(sorted(tps)[len(tps) // 2], 1) if tps else None
+    if device == "cuda":
+        out |= mem
+    return out
+
+
+def cmd_measure(a) -> None:
+    """The driver: one child process per shape, in order, each with the trainer's environment."""
+    from recipes.training.runner import trainer_env
+    from memory_accuracy import environment
+
+    shapes = CALLS[a.call] if a.call else [s for c in CALLS.values() for s in c]
+    if a.only:
+        shapes = [s for s in a.only.split(",")]
+    Path(a.work).mkdir(parents=True, exist_ok=True)
+    if not a.dry_run:
+        Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+        with open(Path(a.out).with_suffix(".env.json"), "w") as f:
+            json.dump(environment() if a.device == "cuda" else {"device": "cpu"}, f)
+    t_end = time.time() + a.deadline if a.deadline else 0
+    for shape in shapes:
+        if t_end and time.time() > t_end - 20:
+            print(f"{shape}: skipped (deadline)", flush=True)
+            continue
+        from recipes.training.spec import TrainerJob
+
+        env = trainer_env(TrainerJob(device=a.device)) | {"TOKENIZERS_PARALLELISM": "false"}
+        argv = [sys.executable, __file__, "shape", "--shape", shape, "--work", a.work, "--out", str(a.out),
+                "--steps", str(a.steps), "--device", a.device, "--until", str(t_end)]
+        for flag, v in (("--config", a.config), ("--rows", a.rows), ("--seq", a.seq)):
+            if v:
+                argv += [flag, str(v)]
+        if a.dry_run:
+            argv.append("--dry-run")
+        rc = subprocess.run(argv, env=env, cwd=ROOT).returncode
+        if rc:
+            print(f"{shape}: the shape's process exited {rc}", flush=True)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    for name in ("measure", "shape"):
+        m = sub.add_parser(name)
+        m.add_argument("--out", default="rows.jsonl")
+        m.add_argument("--work", required=True)
+        m.add_argument("--steps", type=int, default=STEPS)
+        m.add_argument("--device", default="cuda")
+        m.add_argument("--config", help="a config.json used for every shape (the tiny model on CPU)")
+        m.add_argument("--rows", help="only these row ids (comma-separated)")
+        m.add_argument("--seq", type=int, help="every row at this sequence length (CPU)")
+        m.add_argument("--dry-run", action="store_true")
+        if name == "measure":
+            m.add_argument("--call", type=int, choices=sorted(CALLS))
+            m.add_argument("--only", help="these shapes (comma-separated)")
+            m.add_argument("--deadline", type=float, default=0, help="seconds: rows after it are skipped")
+        else:
+            m.add_argument("--shape", required=True)
+            m.add_argument("--until", default="0")
+    a = p.parse_args()
+    if a.cmd == "measure":
+        cmd_measure(a)
+    else:
+        run_shape(a)
+
+
+if __name__ == "__main__":
+    main()
