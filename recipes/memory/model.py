@@ -834,6 +834,11 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
         approx.append("sharding")
     if t.offloaded and (t.zero == 3 or t.fsdp):
         approx.append("offload")
+    # the plain-loop estimate was fitted on LoRA and full fine-tunes at ≤ 2,048 tokens
+    # (bench/results/2026-12-02-memory-plain-h200.md); QLoRA there (prepare_model_for_kbit_training) and longer
+    # sequences were reported under by up to 59 % (issue 44)
+    if t.loss == "full" and (t.method == "qlora" or t.seq_len > 2048):
+        approx.append("plain loop")
     if not t.activation_checkpointing and shape.model_type and shape.model_type not in NO_CKPT_FAMILIES:
         approx.append(f"{shape.model_type} without checkpointing")
     # switches not (yet) calibrated on a GPU: every one that is on
