@@ -590,12 +590,15 @@ def test_every_uncalibrated_switch_is_marked_approximate(qwen7b):
     t = TrainingSpec(method="dora", optim="paged", attn_implementation="flash", loss="full", packing=True,
                      compile_layers=True)
     assert memory.estimate(qwen7b, t)["approximate"] == ["compile", "paged", "flash", "packing", "loss-full"]
-    # GaLore: measured with bf16 master weights — untied heads within 0.1 %, tied ones up to 7.7 % under (the
-    # allocator's slack); fp32 masters not measured
-    assert memory.estimate(qwen7b, TrainingSpec(method="galore", master_weights="bf16"))["approximate"] == []
-    assert memory.estimate(qwen7b, TrainingSpec(method="galore"))["approximate"] == ["galore"]
-    tied = memory.shape_from_config(config("qwen2.5-1.5b"))
-    assert memory.estimate(tied, TrainingSpec(method="galore", master_weights="bf16"))["approximate"] == ["galore"]
+    # GaLore: within 0.1 % on the untied bf16-master rows it was read from, 17 % under on a shape it never saw
+    # (issue 44): approximate everywhere, and it fits only with 25 % of the GPU free instead of 10 %
+    g = memory.estimate(qwen7b, TrainingSpec(method="galore", master_weights="bf16"), 80.0)
+    assert g["approximate"] == ["galore"] and g["needed_margin"] == pytest.approx(0.25)
+    peak = g["peak_gib"]
+    assert memory.estimate(qwen7b, TrainingSpec(method="galore", master_weights="bf16"), peak / 0.8)["fits"] is False
+    assert memory.estimate(qwen7b, TrainingSpec(method="galore", master_weights="bf16"), peak / 0.74)["fits"] is True
+    lora = memory.estimate(qwen7b, TrainingSpec(method="lora"), 80.0)
+    assert lora["needed_margin"] == pytest.approx(0.10)
 
 
 def test_galore_measured_on_five_shapes():

@@ -77,6 +77,10 @@ ONE_PROCESS_COMM_GIB = {"zero12": 0.93, "zero3": 0.55, "fsdp2": 0.55}
 # fitted on the one-GPU rows of bench/results/2026-12-04-sharded-one-gpu-h200.md (0.52–0.63 GiB); DeepSpeed's is
 # sharding.py's ``holes``
 ENGINE_SLACK_GIB = {"fsdp2": 0.6}
+# a plan fits when its predicted peak leaves this fraction of the GPU free; an estimate known to run under on shapes it
+# was not fitted on asks for more: GaLore, reported 17 % under (issue 44), so 0.10 + 0.15 (a 17 % miss still fits)
+FIT_MARGIN = 0.10
+EXTRA_MARGIN = {"galore": 0.15}
 # -- exact, from the implementations --------------------------------------------------------------------------------
 LIGER_I = 2.0        # Liger's SwiGLU recomputes SiLU(gate) in backward instead of saving it (bf16, per I)
 LORA_CAST = 2.0      # peft casts an adapted layer's input to the fp32 adapter dtype; autocast saves a bf16 copy
@@ -842,8 +846,9 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     if not t.activation_checkpointing and shape.model_type and shape.model_type not in NO_CKPT_FAMILIES:
         approx.append(f"{shape.model_type} without checkpointing")
     # switches not (yet) calibrated on a GPU: every one that is on
-    galore_measured = not shape.tied and not masters_fp32(t)  # untied heads, bf16 masters: the measured rows
-    approx += [name for name, on in (("galore", t.method == "galore" and not galore_measured),
+    # GaLore: within 0.1 % on the untied bf16-master rows it was read from, but reported 17 % under on a shape it
+    # never saw (issue 44): approximate everywhere, and a plan fits only with EXTRA_MARGIN["galore"] more room
+    approx += [name for name, on in (("galore", t.method == "galore"),
                                      ("compile", t.compile_layers), ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
                                      # a vision-language model's tower or projector trained: not measured
@@ -864,7 +869,9 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
            "phases": {k: {"peak_gib": round(totals[k], 3), "components": c} for k, c in gib.items()},
            "trainable": int(ms["trainable"]), "approximate": approx}
     if gpu_gib is not None:
-        out |= {"gpu_gib": gpu_gib, "margin_gib": round(gpu_gib - peak, 3), "fits": peak <= 0.9 * gpu_gib}
+        margin = FIT_MARGIN + max((EXTRA_MARGIN.get(a, 0.0) for a in approx), default=0.0)
+        out |= {"gpu_gib": gpu_gib, "margin_gib": round(gpu_gib - peak, 3), "fits": peak <= (1 - margin) * gpu_gib,
+                "needed_margin": margin}
     return out
 
 
