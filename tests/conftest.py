@@ -31,6 +31,12 @@ os.environ["HF_HOME"] = str(_CACHES / "hf")
 os.environ["MODELSCOPE_CACHE"] = str(_CACHES / "modelscope")
 os.environ.pop("HF_ENDPOINT", None)
 os.environ.pop("MODELSCOPE_ENDPOINT", None)
+# port reservations (recipes/serving/server.py) in a folder of this test run's own, shared by its xdist workers (they
+# inherit the controller's environment): a fixed or chosen port in a test can no longer meet a reservation of another
+# yichui on the host (reserve_port still checks that the port can be bound)
+_OWN_RUNTIME = "YICHUI_RUNTIME_DIR" not in os.environ
+if _OWN_RUNTIME:
+    os.environ["YICHUI_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="yichui-test-runtime-")
 # a step reading a step its `requires` does not name fails (wizard/engine.py StepContext), here and in every
 # yichui process a test starts
 os.environ["YICHUI_STRICT_REQUIRES"] = "1"
@@ -46,6 +52,8 @@ YICHUI = str(Path(sys.executable).parent / "yichui")
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_CACHES, ignore_errors=True)
+    if _OWN_RUNTIME:  # the controller's (or a run without workers); the workers found it set
+        shutil.rmtree(os.environ["YICHUI_RUNTIME_DIR"], ignore_errors=True)
 
 
 def tiny_cache_key() -> str:

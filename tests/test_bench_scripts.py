@@ -12,7 +12,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -35,9 +34,9 @@ def script(name: str, args=lambda tmp, fx: []):
 
 
 def _run(argv: list, tmp: Path) -> subprocess.CompletedProcess:
-    # TMPDIR: the scripts' own temp folders land in tmp; port reservations stay machine-wide (as other tests' demos)
-    runtime = os.environ.get("YICHUI_RUNTIME_DIR") or str(Path(tempfile.gettempdir()) / f"yichui-{os.getuid()}")
-    env = dict(os.environ, TMPDIR=str(tmp), YICHUI_HOME=str(tmp / "home"), YICHUI_RUNTIME_DIR=runtime,
+    # TMPDIR: the scripts' own temp folders land in tmp; port reservations stay in the test run's runtime folder
+    # (tests/conftest.py), which TMPDIR would otherwise move
+    env = dict(os.environ, TMPDIR=str(tmp), YICHUI_HOME=str(tmp / "home"),
                PYTHONUNBUFFERED="1", TOKENIZERS_PARALLELISM="false")
     return subprocess.run([sys.executable, str(BENCH / argv[0]), *map(str, argv[1:])], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)

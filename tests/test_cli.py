@@ -144,11 +144,15 @@ def test_run_yes_with_an_unknown_model_fails_cleanly(home, hub):
     assert r.returncode == 2 and "No such model: nobody/nothing" in r.stderr
 
 
-def test_steps_lists_seven(home):
+def test_steps_lists_every_step(home):
+    import re
+
+    import recipes
+
     r = yichui(home, "steps")
     assert r.returncode == 0
-    for name in ("select_model", "evaluate_memory", "download", "choose_strategy", "train", "export", "deploy"):
-        assert name in r.stdout
+    listed = re.findall(r"^│ *\d+ │ (\w+) — ", r.stdout, re.M)
+    assert listed == list(recipes.STEPS) and len(listed) == 9, r.stdout
 
 
 def test_set_mistakes_are_caught_before_any_work_and_leave_no_session(home):

@@ -6,6 +6,7 @@ is missing before the step, so this file runs alone and in any order."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -218,7 +219,6 @@ def test_qlora_trains_and_merges_into_the_unquantized_base(chain, variant):
     assert exp["merge_check"]["max_abs_logit_diff"] < 1e-4  # adapter on the unquantized base vs merged
 
 
-@pytest.mark.slow
 def _check_backup(chain, out: dict, repo_id: str, paths: list[str], token: str) -> None:
     """The backup job settled: ``paths`` uploaded in order, the hub's copies byte for byte the local adapter files
     (the final one at the repository's root), and the token nowhere on disk but the environment."""
@@ -363,13 +363,9 @@ def test_sequence_parallel_trains_as_one_process_does(chain, variant):
 
 
 @TWO_RANKS
-def test_offload_to_nvme_checks_the_folder_then_trains(chain, variant, libaio, monkeypatch, tmp_path, tmpfs):
+def test_offload_to_nvme_checks_the_folder(chain, variant, libaio, monkeypatch, tmp_path, tmpfs):
     """ZeRO-3 offload to NVMe (issue 23): a folder it cannot write in and a disk without room (a 1 MiB tmpfs) are
-    said at the question. With YICHUI_SLOW=1 (outside the default run: DeepSpeed's async_io JIT and the swapping
-    take minutes on two cores, 389 s measured) two processes then train with weights and optimizer states swapped
-    to files through DeepSpeed's async_io op on libaio, their losses those of DDP."""
-    import os
-
+    said at the question."""
     from recipes.base import Refusal
 
     for k, v in libaio.items():
@@ -380,8 +376,16 @@ def test_offload_to_nvme_checks_the_folder_then_trains(chain, variant, libaio, m
             chain.step("choose_strategy", preflight="false", method="full", dataset="bundled", processes="2",
                        max_steps="4", distribution="zero3", offload="all", offload_device="nvme", nvme_path=str(path))
         assert e.value.key == "answer.invalid" and words in str(e.value.params["reason"]), e.value
-    if not os.environ.get("YICHUI_SLOW"):
-        return
+
+
+@pytest.mark.skipif(not os.environ.get("YICHUI_SLOW"),
+                    reason="YICHUI_SLOW=1: DeepSpeed's async_io JIT and the swapping take minutes on two cores (389 s)")
+@TWO_RANKS
+def test_offload_to_nvme_trains_as_ddp_does(chain, variant, libaio, monkeypatch, tmp_path):
+    """Two processes train with weights and optimizer states swapped to files through DeepSpeed's async_io op on
+    libaio (issue 23), their losses those of DDP."""
+    for k, v in libaio.items():
+        monkeypatch.setenv(k, v)
     swap, runs = tmp_path / "nvme", {}
     for dist, extra in (("ddp", {}), ("zero3", {"offload": "all", "offload_device": "nvme", "nvme_path": str(swap)})):
         _fresh_train(chain)
