@@ -49,7 +49,7 @@ def prepare_vlm(shape: str, dest: Path, px: int) -> dict:
     from transformers import AutoConfig, AutoModelForImageTextToText, GenerationConfig
 
     import vlm_memory as vm
-    from recipes.training.vision import write_max_pixels
+    from recipes.model.vision import write_max_pixels
 
     built, tmp = sc.begin_build(dest)
     if built is not None:

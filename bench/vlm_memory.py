@@ -74,7 +74,7 @@ GRID3 = [
     ("qwen2.5-vl-7b", "lora", False, 224, 2, 2, {"same_length": True}),
 ]
 # fourth round: the checkpointed rows again once the trainer keeps a frozen tower out of the backward pass
-# (recipes/training/vision.py tower_out_of_backward; rounds 1-3 ran with transformers' hook on the tower's patch
+# (recipes/model/vision.py tower_out_of_backward; rounds 1-3 ran with transformers' hook on the tower's patch
 # embedding, so their checkpointed rows held the tower's block inputs). Predicted before they ran.
 GRID4 = [
     ("qwen2.5-vl-3b", "lora", True, 224, 1, 4, {"tower": "frozen-out"}),
@@ -119,7 +119,7 @@ def processor_files(dest: Path) -> dict:
 
     from recipes.demo import tiny_model as tiny
     from recipes.demo.tiny_vlm import standard_qwen2_vl_files
-    from recipes.training.vision import _image_text_processor_class
+    from recipes.model.vision import _image_text_processor_class
 
     tok = tiny._train_tokenizer(tiny._generic_corpus()[:20])
     tok.add_special_tokens({"additional_special_tokens": ["<|im_start|>", *VISION_TOKENS]})
@@ -160,7 +160,7 @@ def write_records(dest: Path, model_dir: Path, px: int, k: int, n: int,
     from PIL import Image
 
     from recipes.data import shapes
-    from recipes.training.vision import load_processor
+    from recipes.model.vision import load_processor
 
     proc = load_processor(model_dir)
     tok = proc.tokenizer

@@ -17,7 +17,7 @@ from pathlib import Path
 from recipes.data import datasets
 from recipes.memory import model as memory
 from recipes.memory import planner, sharding
-from recipes.quantization import prequantized
+from recipes.model import prequantized
 from recipes.hub import client as hub
 from recipes.training import backends, backup, nvme
 from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
@@ -504,7 +504,7 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
     meta = metadata_dir(ctx)
     if n_images:  # the processor's chat template renders them, as the trainer will (image entries as parts)
-        from recipes.training import vision
+        from recipes.model import vision
 
         try:
             tok = vision.load_processor(meta)
@@ -581,7 +581,7 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
 
 
 def _model_pixels(ctx: Ctx) -> int | None:
-    from recipes.training import vision
+    from recipes.model import vision
 
     return vision.max_pixels(metadata_dir(ctx))
 

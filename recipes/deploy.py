@@ -29,7 +29,7 @@ from pathlib import Path
 
 from recipes import jobs
 from recipes.memory import model as memory
-from recipes.quantization import quantize
+from recipes.envs import envs_dir
 from recipes.base import Choice, Ctx, Msg, Question, StepError, in_range, msg
 from recipes.handoff import (Deployment, Download, ExportResult, MemoryEvaluation, ModelChoice, StrategyChoice,
                              TrainingResult, trusted)
@@ -49,7 +49,7 @@ WEIGHT_FORMAT = {"merged": "bf16", "gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp
 
 def envs(ctx: Ctx) -> Path:
     """Where the engines' own environments live (the quantizer's too): ``YICHUI_ENVS``, else ``YICHUI_HOME/envs``."""
-    return quantize.envs_dir(ctx.home)
+    return envs_dir(ctx.home)
 
 
 class NotKnownYet(Exception):

@@ -145,7 +145,9 @@ def optional_checks(home: Path) -> list[Check]:
         have = importlib.util.find_spec(module) is not None
         out.append(Check(name, "ok" if have else "missing",
                          (_version(name) or msg("cli.doctor.installed")) if have else msg(what), "" if have else cmd))
-    envs = quantize.envs_dir(home)
+    from recipes.envs import envs_dir
+
+    envs = envs_dir(home)
     for engine in spec.GPU_ENGINES:
         inst = engines.find(engine, envs)
         out.append(Check(engine, "ok" if inst else "missing",

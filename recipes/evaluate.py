@@ -276,12 +276,13 @@ def serve_base(ctx: Ctx, model_dir: str, trust_remote_code: bool):
         StepError: the engine is not installed, its launch does not check, or it does not start
             ("deploy.not_installed", the launch's EngineError, "deploy.died", "deploy.timeout").
     """
-    from recipes.quantization import quantize
     from recipes.serving import engines, server
 
     dep_a = ctx.answers("deploy")
     backend = str(ctx.result(Deployment).backend)
-    envs = quantize.envs_dir(ctx.home)
+    from recipes.envs import envs_dir
+
+    envs = envs_dir(ctx.home)
     inst = engines.find(backend, envs)
     if inst is None:
         raise StepError("deploy.not_installed", backend=backend, hint=engines.install_hint(backend, envs))

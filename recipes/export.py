@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from recipes.data import datasets
+from recipes.envs import envs_dir
 from recipes.memory import model as memory
 from recipes.quantization import quality
 from recipes.quantization import quantize
@@ -41,7 +42,7 @@ def _default_engine(ctx: Ctx, gpu: bool) -> str:
     can then start (it refuses an engine that is not installed)."""
     if gpu:
         for e in specs.GPU_ENGINES:
-            if engines.find(e, quantize.envs_dir(ctx.home)):
+            if engines.find(e, envs_dir(ctx.home)):
                 return e
     return "transformers"
 
@@ -51,7 +52,7 @@ def questions(ctx: Ctx) -> list[Question]:
     config = ctx.result(ModelChoice).config or {}  # unknown before select_model: checked when known
     n_train = ctx.result(StrategyChoice).n_train
 
-    envs = quantize.envs_dir(ctx.home)
+    envs = envs_dir(ctx.home)
     loads = lambda engine: quantize.engine_formats(engine, envs, engines.cache_dir(ctx.home))  # noqa: E731
 
     def formats_ok(v, a):
@@ -137,9 +138,9 @@ def merge(base_dir: str, adapter_dir: str | None, method: str, out: Path, dtype:
 
     import torch
 
-    from recipes.quantization import prequantized
-    from recipes.training.vision import PROCESSOR_FILES, auto_model_class, trained_class, write_max_pixels
-    from recipes.training.vision import max_pixels as vision_max_pixels
+    from recipes.model import prequantized
+    from recipes.model.vision import PROCESSOR_FILES, auto_model_class, trained_class, write_max_pixels
+    from recipes.model.vision import max_pixels as vision_max_pixels
 
     # the class the trainer trained (image-text-to-text for Qwen2-VL, LLaVA, …; it says so beside the adapter)
     AutoModelForCausalLM = auto_model_class(base_dir, trained_class(adapter_dir) if adapter_dir else None)  # noqa: N806

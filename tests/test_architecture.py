@@ -98,11 +98,12 @@ def test_no_import_circle():
 
 def test_recipes_holds_the_steps_and_domain_packages_only():
     """One hop to a step: recipes/<step>.py; everything else lives in a package named by its domain, besides the
-    step protocol (base), the hand-offs between steps (handoff) and the background jobs (jobs, doctor)."""
+    step protocol (base), the hand-offs between steps (handoff), the background jobs (jobs, doctor) and where the
+    engines' own environments live (envs)."""
     top = {p.stem for p in (ROOT / "recipes").glob("*.py")} - {"__init__"}
-    assert top - set(recipes.STEPS) == {"base", "handoff", "jobs", "doctor"}
+    assert top - set(recipes.STEPS) == {"base", "handoff", "jobs", "doctor", "envs"}
     packages = {p.parent.name for p in (ROOT / "recipes").glob("*/__init__.py")}
-    assert packages == {"data", "demo", "evaluation", "hub", "memory", "quantization", "serving", "training"}
+    assert packages == {"data", "demo", "evaluation", "hub", "memory", "model", "quantization", "serving", "training"}
 
 
 def test_every_subprocess_entry_point_says_so():
@@ -152,3 +153,24 @@ def test_choose_strategy_asks_the_training_spec_by_its_own_names():
     assert others == {"dataset", "dataset_repo", "dataset_file", "bad_records", "batch_size", "plan", "preflight",
                       "backup", "backup_repo", "backup_every"}, others
     assert {"lora_rank", "lora_alpha", "seq_len", "micro_batch", "grad_accum", "distribution"} <= keys & spec
+
+
+def package_of(module: str) -> str | None:
+    """The domain package under recipes/ a module belongs to (recipes.memory.model → memory); None for a step or
+    another module at recipes/'s top (recipes.jobs, recipes.envs)."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "recipes" and len(parts) > 2 else None
+
+
+# the domain packages bottom-up: each imports only packages before it (issue 45: memory ↔ quantization ↔ serving and
+# training ↔ quantization made loops that no module circle showed)
+LAYERS = ["model", "data", "hub", "training", "memory", "serving", "quantization", "evaluation", "demo"]
+
+
+def test_domain_packages_import_downwards_only():
+    packages = {package_of(m) for m in MODULES} - {None}
+    assert packages == set(LAYERS), f"place every domain package in LAYERS: {sorted(packages ^ set(LAYERS))}"
+    upward = sorted({(m, t) for m in MODULES for t in GRAPH[m]
+                     if package_of(m) and package_of(t) and package_of(m) != package_of(t)
+                     and LAYERS.index(package_of(t)) > LAYERS.index(package_of(m))})
+    assert not upward, f"imports up the layers ({' < '.join(LAYERS)}): {upward}"

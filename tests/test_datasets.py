@@ -218,7 +218,7 @@ def test_image_records_of_every_shape_make_one_table_for_the_trainer(tmp_path):
     from datasets import Dataset, Features, Image, List, Value
     from PIL import Image as PILImage
 
-    from recipes.training import vision
+    from recipes.model import vision
 
     png = _png(tmp_path / "a.png")
     inline = "data:image/png;base64," + base64.b64encode(png.read_bytes()).decode()

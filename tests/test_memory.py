@@ -457,7 +457,7 @@ def test_lora_on_a_pre_quantized_base_counts_its_packed_weights(qwen7b):
     """A compressed-tensors W4A16 base LoRA trains on kept quantized (recipes/training/packed.py): the decoder's
     linear weights at 4 bits + a bf16 scale per 128, the rest (embeddings, head, norms) bf16, plus one dequantized
     layer at a time; the GPTQ/AWQ formats (no trainable path here) stay counted as 16-bit."""
-    from recipes.quantization import prequantized
+    from recipes.model import prequantized
 
     q = memory.shape_from_config(config("qwen2.5-7b") | {"quantization_config": W4A16})
     assert q.prequantized_bytes == 0.5 + 2 / 128 and "quantized:compressed-tensors" in q.approximate
@@ -728,7 +728,7 @@ def test_vision_language_configs_build_on_meta():
     import torch
     from transformers import AutoConfig, AutoModelForImageTextToText
 
-    from recipes.training.vision import is_vision_module
+    from recipes.model.vision import is_vision_module
 
     qwen = memory.shape_from_config(config("qwen2.5-vl-3b"))
     assert qwen.n_params == 3_754_622_976 and qwen.vision_params == 668_684_288  # the published 3.75B
@@ -813,7 +813,7 @@ def test_committed_vlm_h200_measurements_meet_the_goal():
 
 
 def test_training_the_vision_side_is_counted_and_marked_approximate():
-    """freeze_vision_tower / freeze_projector (recipes/training/vision.py): a full fine-tune trains what is not
+    """freeze_vision_tower / freeze_projector (recipes/model/vision.py): a full fine-tune trains what is not
     frozen; LoRA adds adapters on the tower's linear layers and the projector trained whole (modules_to_save)."""
     shape = memory.shape_from_config(config("qwen2.5-vl-3b"))
     proj = shape.vision_projector_params

@@ -21,7 +21,7 @@ def vlm(tmp_path_factory):
     from recipes.demo import tiny_vlm
 
     path = tiny_vlm.build(tmp_path_factory.mktemp("tiny-vlm") / "model", family="qwen2_vl")
-    from recipes.training.vision import load_processor
+    from recipes.model.vision import load_processor
 
     return path, load_processor(path)
 
@@ -211,7 +211,7 @@ def test_the_image_resolution_is_chosen_and_kept(vlm, tmp_path):
     import shutil
 
     from recipes.data import shapes
-    from recipes.training import vision
+    from recipes.model import vision
 
     path, proc = vlm
     assert vision.max_pixels(path) == 56 * 56
@@ -240,7 +240,7 @@ def test_a_frozen_tower_stays_out_of_the_backward_pass(vlm):
     from transformers import Qwen2VLForConditionalGeneration
 
     from recipes.data import shapes
-    from recipes.training import vision
+    from recipes.model import vision
 
     path, proc = vlm
     seen = {}
@@ -297,7 +297,7 @@ def test_the_merge_uses_the_trained_class_and_refuses_an_adapter_it_cannot_place
     from recipes.base import StepError
     from recipes.data import shapes
     from recipes.export import merge
-    from recipes.training.vision import MODEL_CLASS_FILE
+    from recipes.model.vision import MODEL_CLASS_FILE
 
     model_dir, _ = vlm
     _train({"model_dir": str(model_dir), "dataset_path": str(shapes.build(tmp_path / "data", 9)), "method": "lora",

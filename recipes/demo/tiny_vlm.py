@@ -22,7 +22,7 @@ The CPU image stack (checked 2026-12-02, torch 2.13.0+cpu, transformers 5.24): t
 not exist"; ``_C.so`` needs libc10_cuda). Without torchvision, transformers falls back to the PIL image processors,
 but ``Qwen2VLProcessor``'s constructor looks up a video-processor class that needs torchvision and raises, so
 ``AutoProcessor`` (and with it ``transformers serve``) cannot load a Qwen2-VL folder here; ``load_processor``
-(recipes/training/vision.py) gives the trainer the same processor without the video part. LLaVA's processor has no
+(recipes/model/vision.py) gives the trainer the same processor without the video part. LLaVA's processor has no
 video part: ``AutoProcessor`` and ``transformers serve`` load it on this stack, hence the demo's choice. The GPU
 image has torchvision 0.26.0 (bench/results/2026-12-02-gpu-image-probe.txt).
 """
@@ -187,7 +187,7 @@ def _pretrain(model, processor, steps: int, on_step=None, batch: int = 16) -> li
 def _qwen2_vl():
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLImageProcessorPil
 
-    from recipes.training.vision import _image_text_processor_class
+    from recipes.model.vision import _image_text_processor_class
 
     tok = _tokenizer(VISION_TOKENS)
     tok.chat_template = CHAT_TEMPLATE

@@ -59,7 +59,7 @@ def load(path: str, device: str, trust_remote_code: bool = False):
     """The model and its tokenizer (a vision-language model: its processor), eval mode, fp32 on a CPU."""
     from transformers import AutoTokenizer
 
-    from recipes.training import vision
+    from recipes.model import vision
 
     AutoModelForCausalLM = vision.auto_model_class(path)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
     tok = vision.load_processor(path) if vision.reads_images(path) else \

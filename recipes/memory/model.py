@@ -40,7 +40,7 @@ from pathlib import Path
 
 from recipes.base import Msg, Refusal
 from recipes.memory import sharding
-from recipes.quantization import prequantized
+from recipes.model import prequantized
 from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
 GIB = 2**30
@@ -201,12 +201,12 @@ class Shape:
     sliding_window: int = 0
     approximate: tuple = ()
     # the vision side of a vision-language model built image-text-to-text (0 for a text model): parameters of the
-    # tower and projector (modules named by recipes.training.vision.VISION_PARTS, counted in n_params too), and the
+    # tower and projector (modules named by recipes.model.vision.VISION_PARTS, counted in n_params too), and the
     # tower's geometry — encoder layers, width, MLP width, heads, patch side in pixels, the spatial merge (Qwen2-VL
     # family: 2 × 2 patches become one image token; 1: none) and, for towers of a fixed input size (CLIP in LLaVA),
     # that size in pixels (0: dynamic resolution) and whether the CLS position becomes an image token too
     vision_params: int = 0
-    vision_projector_params: int = 0  # of vision_params: the projector's (recipes.training.vision.vision_part)
+    vision_projector_params: int = 0  # of vision_params: the projector's (recipes.model.vision.vision_part)
     vision_lora_io: int = 0  # Σ (in + out) over the tower's nn.Linear layers: a rank-r LoRA on them has r times this
     vision_layers: int = 0
     vision_hidden: int = 0
@@ -216,7 +216,7 @@ class Shape:
     vision_merge: int = 1
     vision_image_size: int = 0
     vision_cls_token: bool = False
-    # a pre-quantized checkpoint LoRA trains on with the base kept quantized (recipes/quantization/prequantized.py):
+    # a pre-quantized checkpoint LoRA trains on with the base kept quantized (recipes/model/prequantized.py):
     # bytes per weight of the decoder's linear layers as stored (4-bit groups of 128 with bf16 scales: 0.515625);
     # 0: not pre-quantized, the weights in the training dtype
     prequantized_bytes: float = 0.0
@@ -377,7 +377,7 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
-    from recipes.training.vision import is_vision_module, vision_part
+    from recipes.model.vision import is_vision_module, vision_part
 
     if not isinstance(config, dict) or "model_type" not in config:
         raise ConfigError("memory.no_model_type")
@@ -398,7 +398,7 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
     if missing:
         raise ConfigError("memory.missing_fields", fields=", ".join(missing))
     # a vision-language model transformers builds no causal LM of (Qwen2-VL, Qwen2.5-VL, LLaVA): image-text-to-text,
-    # as the trainer loads it (recipes/training/worker.py; recipes/training/vision.py has_causal_lm)
+    # as the trainer loads it (recipes/training/worker.py; recipes/model/vision.py has_causal_lm)
     vlm = isinstance(config.get("vision_config"), dict) and config["model_type"] not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     auto = AutoModelForImageTextToText if vlm else AutoModelForCausalLM
     try:
@@ -501,7 +501,7 @@ def model_states(shape: Shape, t: TrainingSpec) -> dict:
         wb = 4  # fp32 weights, gradients and AdamW states; autocast's bf16 copies are activations
     if t.method in FULL_WEIGHTS:
         # a vision-language model's full fine-tune freezes the vision tower and projector
-        # (recipes/training/vision.py freeze_vision): no gradients or optimizer states for them
+        # (recipes/model/vision.py freeze_vision): no gradients or optimizer states for them
         weights, trainable = wb * P, P - frozen_vision_params(shape, t)
         grads = wb * trainable
         adapter = 0
@@ -625,7 +625,7 @@ def host_bytes(shape: Shape, t: TrainingSpec) -> dict:
 
 def frozen_vision_params(shape: Shape, t: TrainingSpec) -> int:
     """Parameters a full fine-tune leaves frozen: a vision-language model's tower and projector, as ``t`` asks
-    (recipes/training/vision.py freeze_vision; both by default)."""
+    (recipes/model/vision.py freeze_vision; both by default)."""
     tower = shape.vision_params - shape.vision_projector_params
     return (tower if t.freeze_vision_tower else 0) + (shape.vision_projector_params if t.freeze_projector else 0)
 
@@ -754,7 +754,7 @@ def vision_activations(shape: Shape, t: TrainingSpec) -> float:
 
     Its weights are frozen by default (LoRA adapts the language model only, a full fine-tune freezes tower and
     projector: ``freeze_vision_tower``, ``freeze_projector``), and the trainer keeps a frozen tower out of the
-    backward pass (recipes/training/vision.py tower_out_of_backward: transformers' ``enable_input_require_grads``
+    backward pass (recipes/model/vision.py tower_out_of_backward: transformers' ``enable_input_require_grads``
     would otherwise make its patch embedding's output require grad under activation checkpointing), so autograd
     keeps nothing of it: 0. A tower that trains keeps, with checkpointing, its blocks' inputs (VIS_CKPT_H bytes per
     patch, layer and vision hidden unit: bf16; measured on an H200 with the hook in place,

@@ -23,7 +23,7 @@ def _gguf(path) -> dict:
 
 
 def _load(path, device: str, code: bool = False):
-    from recipes.training.vision import auto_model_class
+    from recipes.model.vision import auto_model_class
 
     AutoModelForCausalLM = auto_model_class(path)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
     kw = {"dtype": "auto", "trust_remote_code": code} | _gguf(path)
@@ -91,7 +91,7 @@ def reply(model_dir, question: str, max_new_tokens: int = 48, trust_remote_code:
     import torch
     from transformers import AutoTokenizer
 
-    from recipes.training import vision
+    from recipes.model import vision
 
     model = _load(model_dir, "cuda" if torch.cuda.is_available() else "cpu", trust_remote_code)
     if vision.reads_images(model_dir):
@@ -105,7 +105,7 @@ def smoke(model, tok, question: str, max_new_tokens: int = 48, image: str | None
     ``tok`` its processor); ``stopped``: it ended with an EOS token."""
     import torch
 
-    from recipes.training.vision import chat_inputs
+    from recipes.model.vision import chat_inputs
 
     enc = chat_inputs(tok, question, image).to(model.device)
     with torch.no_grad():

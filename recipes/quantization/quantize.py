@@ -33,6 +33,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from recipes.base import Refusal
+from recipes.envs import envs_dir
 
 
 @dataclass(frozen=True)
@@ -124,11 +125,6 @@ def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:
 
 
 # -- the quantizer's environment -----------------------------------------------------------------------------------
-
-def envs_dir(home: Path) -> Path:
-    """Where quantizer environments live: ``YICHUI_ENVS`` if set (tests share one), else ``YICHUI_HOME/envs``."""
-    return Path(os.environ.get("YICHUI_ENVS") or home / "envs")
-
 
 def ensure_env(home: Path, info=lambda text: None) -> dict:
     """The llm-compressor environment, created on first use: a venv with the main environment's torch version and

@@ -28,8 +28,8 @@ class Backend:
 
 
 def unsloth_env(home: Path) -> Path:
-    """``<envs>/unsloth-<version>``: beside the quantizer's and the serving engines' (quantize.envs_dir)."""
-    from recipes.quantization.quantize import envs_dir
+    """``<envs>/unsloth-<version>``: beside the quantizer's and the serving engines' (recipes.envs)."""
+    from recipes.envs import envs_dir
 
     return envs_dir(Path(home)) / f"unsloth-{UNSLOTH_VERSION}"
 

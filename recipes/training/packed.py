@@ -1,4 +1,4 @@
-"""LoRA on a pre-quantized base kept quantized in memory (recipes/quantization/prequantized.py says which bases).
+"""LoRA on a pre-quantized base kept quantized in memory (recipes/model/prequantized.py says which bases).
 
 transformers loads a compressed-tensors checkpoint with its packed tensors in place (``weight_packed``,
 ``weight_scale``, …) and a hook that decompresses the whole model on its first forward pass — a dense copy, the

@@ -88,7 +88,7 @@ def build_copy(meta_dir: Path, dest: Path, trust_remote_code: bool = False) -> d
     import torch
     from transformers import AutoConfig, AutoTokenizer
 
-    from recipes.training.vision import PROCESSOR_FILES, auto_model_class
+    from recipes.model.vision import PROCESSOR_FILES, auto_model_class
 
     AutoModelForCausalLM = auto_model_class(meta_dir)  # noqa: N806  (image-text-to-text for Qwen2-VL, LLaVA, …)
     dest.mkdir(parents=True, exist_ok=True)

@@ -104,7 +104,7 @@ class TrainingSpec:
     # memory model reads them: seq_len stays the text tokens, each image adds its tokens to the sequence (image records
     # are never truncated) and its share of the vision tower (recipes/memory/model.py). 0 images: text records
     images_per_sample: int = _knob(0, "--images-per-sample", help="cli.opt.images_per_sample", lo=0, hi=256)
-    # a vision-language model's vision side (recipes/training/vision.py): frozen by default, as LLaMA-Factory's
+    # a vision-language model's vision side (recipes/model/vision.py): frozen by default, as LLaMA-Factory's
     # freeze_vision_tower / freeze_multi_modal_projector; trained: LoRA on the tower's linear layers (a full
     # fine-tune: its weights), the projector whole (peft modules_to_save)
     freeze_vision_tower: bool = True

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from recipes.quantization import prequantized
+from recipes.model import prequantized
 from recipes.training.nvme import SwapShape
 from recipes.training.spec import FULL_WEIGHTS, TRANSFORMERS_ATTENTION, TrainerJob
 from recipes.training.zero import ZeroSizes
@@ -205,7 +205,7 @@ def answer(model, tok, question: str, max_new_tokens: int = 48, keep_train_mode:
             return answer(model, tok, question, max_new_tokens)
         finally:
             FastLanguageModel.for_training(model)
-    from recipes.training.vision import chat_inputs
+    from recipes.model.vision import chat_inputs
 
     model.train() if keep_train_mode else model.eval()
     inputs = chat_inputs(tok, question, image).to(model.device)
@@ -294,7 +294,7 @@ def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: b
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, BitsAndBytesConfig
 
-    from recipes.training import vision
+    from recipes.model import vision
 
     code = spec.trust_remote_code  # the user's recorded yes to the model's own code
     attn = TRANSFORMERS_ATTENTION[spec.attn_implementation]
@@ -357,7 +357,7 @@ def load_unsloth(spec: TrainerJob, dtype, vlm: bool = False):
         raise RuntimeError("training_backend unsloth loads weights from model_dir; init 'random' is not supported")
     import torch
 
-    from recipes.training import vision
+    from recipes.model import vision
 
     if vlm:  # unsloth's FastVisionModel: not wired or measured
         raise RuntimeError("training_backend unsloth: image-text training is not supported on it yet")
@@ -577,7 +577,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     from trl import SFTTrainer
 
     from recipes.data import datasets as data
-    from recipes.training import vision
+    from recipes.model import vision
 
     device, where, bf16, dtype, masters = _precision(spec)
     method = spec.method
@@ -700,7 +700,7 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
         trainer.save_model(str(adapter))  # collective under several processes; rank 0 writes
         if RANK == 0:
             tok.save_pretrained(str(adapter))
-            from recipes.training.vision import MODEL_CLASS_FILE
+            from recipes.model.vision import MODEL_CLASS_FILE
 
             (adapter / MODEL_CLASS_FILE).write_text(json.dumps({"image_text": hasattr(tok, "image_processor")}))
     # with sharded weights (ZeRO-3, FSDP2) every forward pass is collective: all ranks generate, rank 0 records

@@ -192,7 +192,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")}
                                             if field_ in spec or field_ == "offload_device" else {}))
     config = _estimate_config(model, source, endpoint, revision)
-    from recipes.quantization import prequantized
+    from recipes.model import prequantized
 
     if missing := memory.missing_fields(config):  # as select_model says it (transformers would fill in defaults)
         raise fail("select_model.missing_fields", model=model, fields=", ".join(missing))
