@@ -847,3 +847,17 @@ def test_estimates_not_calibrated_say_approximate():
     assert "plain loop" in approx(qwen7, method="qlora", loss="full")
     assert "plain loop" in approx(qwen7, method="lora", loss="full", seq_len=4096)
     assert "plain loop" not in approx(qwen7, method="lora", loss="full", seq_len=2048)
+
+
+@pytest.mark.parametrize("field,value,key", [
+    ("num_attention_heads", "abc", "memory.bad_dimension"), ("hidden_size", -1, "memory.bad_dimension"),
+    ("hidden_size", 0, "memory.bad_dimension"), ("num_hidden_layers", 10**12, "memory.bad_dimension"),
+    ("vocab_size", None, "memory.bad_dimension"), ("num_hidden_layers", 2.5, "memory.bad_dimension"),
+    ("num_key_value_heads", 5, "memory.kv_heads")])
+def test_broken_dimensions_in_config_are_named(field, value, key):
+    """An untrusted config.json's dimensions are checked before transformers sees them (its validators raised their
+    own errors, 0 divided, 10^12 layers built for minutes): one ConfigError naming the field (tryout, issue 46)."""
+    with pytest.raises(memory.ConfigError) as e:
+        memory.shape_from_config(config("qwen2.5-7b") | {field: value})
+    assert e.value.key == key
+    assert field in str(e.value.params.get("field", field))

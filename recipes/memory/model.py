@@ -33,6 +33,7 @@ Sources
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 from dataclasses import asdict, dataclass, field, replace
@@ -81,6 +82,17 @@ ENGINE_SLACK_GIB = {"fsdp2": 0.6}
 # was not fitted on asks for more: GaLore, reported 17 % under (issue 44), so 0.10 + 0.15 (a 17 % miss still fits)
 FIT_MARGIN = 0.10
 EXTRA_MARGIN = {"galore": 0.15}
+# a family's activations without checkpointing beyond NO_CKPT_FAMILIES: Phi-3 measured up to 18.7 % under, so
+# 0.10 + 0.10 (bench/results/2026-12-04-speed-model-h200.md)
+NO_CKPT_FAMILY_MARGIN = 0.10
+NO_CKPT_SUFFIX = " without checkpointing"
+
+
+def extra_margin(approximate: str) -> float:
+    """The margin beyond FIT_MARGIN an ``approximate`` entry of :func:`estimate` asks for (0 for most)."""
+    return NO_CKPT_FAMILY_MARGIN if approximate.endswith(NO_CKPT_SUFFIX) else EXTRA_MARGIN.get(approximate, 0.0)
+
+
 # -- exact, from the implementations --------------------------------------------------------------------------------
 LIGER_I = 2.0        # Liger's SwiGLU recomputes SiLU(gate) in backward instead of saving it (bf16, per I)
 LORA_CAST = 2.0      # peft casts an adapted layer's input to the fp32 adapter dtype; autocast saves a bf16 copy
@@ -272,6 +284,33 @@ def _text_config(cfg):
 
 
 SHAPE_FIELDS = ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention_heads")
+# the dimensions read from an untrusted config.json and the largest each may be (far beyond any released model: a
+# larger one is a broken file, and building it even on the meta device would take minutes and gigabytes)
+DIMENSION_LIMITS = {"hidden_size": 1 << 17, "num_hidden_layers": 1024, "vocab_size": 1 << 22,
+                    "num_attention_heads": 4096, "num_key_value_heads": 4096, "intermediate_size": 1 << 20,
+                    "head_dim": 4096, "num_local_experts": 4096, "num_experts": 4096, "moe_intermediate_size": 1 << 20}
+
+
+def check_dimensions(config: dict) -> None:
+    """Each dimension config.json (or its ``text_config``) states is a whole number from 1 to its DIMENSION_LIMITS
+    entry, and the KV heads divide the attention heads (grouped-query attention shares each KV head among a whole
+    number of query heads).
+
+    Raises:
+        ConfigError: ``memory.bad_dimension`` naming the field and its value.
+    """
+    for part in (config, config.get("text_config")):
+        if not isinstance(part, dict):
+            continue
+        for key, limit in DIMENSION_LIMITS.items():
+            if key not in part:
+                continue
+            v = part[key]
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= limit:
+                raise ConfigError("memory.bad_dimension", field=key, value=json.dumps(v)[:40], limit=f"{limit:,}")
+        heads, kv = part.get("num_attention_heads"), part.get("num_key_value_heads")
+        if isinstance(heads, int) and isinstance(kv, int) and heads % kv:
+            raise ConfigError("memory.kv_heads", heads=heads, kv=kv)
 
 
 def missing_fields(config: dict) -> list[str]:
@@ -381,10 +420,11 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
 
     if not isinstance(config, dict) or "model_type" not in config:
         raise ConfigError("memory.no_model_type")
+    check_dimensions(config)
     try:
         cfg = AutoConfig.from_pretrained(code_dir, trust_remote_code=True) if code_dir else \
             AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
-    except (ValueError, KeyError, OSError) as e:
+    except Exception as e:  # noqa: BLE001 - transformers' validators raise their own types on an untrusted file
         raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
                           error=str(e).splitlines()[0][:120]) from None
     archs = config.get("architectures") or []
@@ -844,7 +884,7 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     if t.loss == "full" and (t.method == "qlora" or t.seq_len > 2048):
         approx.append("plain loop")
     if not t.activation_checkpointing and shape.model_type and shape.model_type not in NO_CKPT_FAMILIES:
-        approx.append(f"{shape.model_type} without checkpointing")
+        approx.append(f"{shape.model_type}{NO_CKPT_SUFFIX}")
     # switches not (yet) calibrated on a GPU: every one that is on
     # GaLore: within 0.1 % on the untied bf16-master rows it was read from, but reported 17 % under on a shape it
     # never saw (issue 44): approximate everywhere, and a plan fits only with EXTRA_MARGIN["galore"] more room
@@ -869,7 +909,7 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
            "phases": {k: {"peak_gib": round(totals[k], 3), "components": c} for k, c in gib.items()},
            "trainable": int(ms["trainable"]), "approximate": approx}
     if gpu_gib is not None:
-        margin = FIT_MARGIN + max((EXTRA_MARGIN.get(a, 0.0) for a in approx), default=0.0)
+        margin = FIT_MARGIN + max((extra_margin(a) for a in approx), default=0.0)
         out |= {"gpu_gib": gpu_gib, "margin_gib": round(gpu_gib - peak, 3), "fits": peak <= (1 - margin) * gpu_gib,
                 "needed_margin": margin}
     return out

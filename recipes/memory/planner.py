@@ -206,11 +206,13 @@ def predicted(shape: memory.Shape, t: TrainingSpec, gpu_name: str) -> float:
 
 
 def speed_modelled(t: TrainingSpec) -> bool:
-    """Whether the speed model covers ``t``: plain data parallel (one process, or DDP, whose per-GPU speed it
-    assumes unchanged), nothing offloaded, no sequence split. ZeRO, FSDP2, offload and sequence parallelism change
+    """Whether the speed model covers ``t``: yichui's trainer (not the plain loop ``--loss full`` prices), a method
+    of the grid (not GaLore, whose optimizer it did not measure), plain data parallel (one process, or DDP, whose
+    per-GPU speed it assumes unchanged), nothing offloaded, no sequence split. ZeRO, FSDP2, offload and sequence parallelism change
     the speed in ways it does not model yet (bench/results/2026-12-04-sharded-one-gpu-h200.md: ZeRO-3 in one process
     at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
-    return t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
+    return (t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
+            and t.method != "galore" and t.loss != "full")
 
 
 def duration_text(seconds: float) -> str:

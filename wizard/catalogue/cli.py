@@ -262,14 +262,18 @@ MESSAGES = {
     "cli.estimate.instance_same": {"en": "this plan on one GPU", "zh": "此方案，单个 GPU"},
     "cli.estimate.instance_sharded": {"en": "{dist} over {n} GPUs", "zh": "{dist}，{n} 个 GPU"},
     "cli.estimate.offload_cpu": {"en": "; offload to CPU memory", "zh": "；卸载到 CPU 内存"},
-    "cli.estimate.speed": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU (the speed model, fitted on a "
-                                 "few jobs of yichui's trainer on an H200; on jobs it was not fitted on it has read up "
-                                 "to 2× the measured speed).",
-                           "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒（速度模型，在 H200 上用 yichui 训练器的"
-                                 "少数任务拟合；在未拟合的任务上它曾高估到实测速度的 2 倍）。"},
-    "cli.estimate.no_speed": {"en": "Speed: not predicted for this distribution, offload or sequence split (the speed "
-                                     "model covers one GPU and plain data parallel).",
-                              "zh": "速度：此分布方式、卸载或序列切分下不预测（速度模型只覆盖单 GPU 与普通数据并行）。"},
+    "cli.estimate.speed": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU (the speed model, fitted on an "
+                                 "H200 grid of yichui's trainer; on shapes it was not fitted on 7 % off in the median, "
+                                 "26 % at worst{scaled}).",
+                           "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒（速度模型，在 H200 上用 yichui "
+                                 "训练器的网格拟合；在未拟合的形状上中位误差 7%，最差 26%{scaled}）。"},
+    "cli.estimate.speed_scaled": {"en": "; other GPUs: scaled from the H200 by their FLOP/s and bandwidth, not measured",
+                                  "zh": "；其他 GPU：按算力与带宽从 H200 换算，未实测"},
+    "cli.estimate.no_speed": {"en": "Speed: not predicted for this plan (the speed model covers yichui's trainer with "
+                                     "LoRA, QLoRA, DoRA or a full fine-tune on one GPU or plain data parallel — not "
+                                     "GaLore, the plain loop, ZeRO/FSDP2, offload or a sequence split).",
+                              "zh": "速度：此方案不预测（速度模型覆盖 yichui 训练器在单 GPU 或普通数据并行上的 LoRA、QLoRA、"
+                                    "DoRA 或全参微调——不含 GaLore、朴素训练循环、ZeRO/FSDP2、卸载或序列切分）。"},
     "cli.estimate.sequence_parallel": {"en": "; each sequence split over {sp} GPUs", "zh": "；每条序列切分到 {sp} 个 GPU"},
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",
@@ -292,8 +296,9 @@ MESSAGES = {
                            "zh": "{model}（{n} 个参数）：{method}，{seq} 个 token × 微批 {batch}"},
     "cli.estimate.with_images": {"en": "{seq} + {n} image", "zh": "{seq} + {n}（图像）"},
     "cli.estimate.fit": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare.", "zh": "可以放进 {gpu}（{gib} GiB），余量 {margin} GiB。"},
-    "cli.estimate.nofit": {"en": "Does NOT fit on {gpu} ({gib} GiB): the predicted {peak} GiB needs {need} GiB with a 10 % margin.",
-                           "zh": "放不进 {gpu}（{gib} GiB）：预测峰值 {peak} GiB，留 10% 余量需要 {need} GiB。"},
+    "cli.estimate.nofit": {"en": "Does NOT fit on {gpu} ({gib} GiB): the predicted {peak} GiB needs {need} GiB with a {pct} % margin{why}.",
+                           "zh": "放不进 {gpu}（{gib} GiB）：预测峰值 {peak} GiB，留 {pct}% 余量需要 {need} GiB{why}。"},
+    "cli.estimate.margin_why": {"en": " (larger: {what} is approximate)", "zh": "（更大：{what} 为近似值）"},
     "cli.estimate.target_gpu": {"en": "the target GPU", "zh": "目标 GPU"},
     "cli.estimate.gpu_assumed": {"en": "No GPU here and none given: the serving line assumes {gib} GiB (--gpu or "
                                        "--gpu-memory says which).",
@@ -375,8 +380,8 @@ MESSAGES = {
                      "zh": "fused（yichui 的训练器）| chunked | full：普通 transformers + PEFT 循环（完整 logits，无 autocast）。"},
     "cli.opt.master_weights": {"en": "fp32 | bf16: a full fine-tune's weights and AdamW states (bf16: as a plain loop keeps them).",
                                "zh": "fp32 | bf16：全参微调的权重和 AdamW 状态（bf16：普通训练循环的做法）。"},
-    "cli.opt.compile_layers": {"en": "torch.compile each decoder layer (one CUDA GPU: LoRA 1.76×, full fine-tune with bf16 master weights 1.42× the eager trainer; not with Liger or QLoRA).",
-                               "zh": "用 torch.compile 编译每个解码层（单卡 CUDA：LoRA 为未编译训练器的 1.76 倍，bf16 主权重的全参微调 1.42 倍；不与 Liger 或 QLoRA 同用）。"},
+    "cli.opt.compile_layers": {"en": "torch.compile each decoder layer (one CUDA GPU: LoRA, or a full fine-tune with bf16 master weights; fewer launches and fused elementwise work, bench/results/2026-12-04-speed-model-h200.md; not with Liger or QLoRA).",
+                               "zh": "用 torch.compile 编译每个解码层（单卡 CUDA：LoRA，或 bf16 主权重的全参微调；更少的内核启动与融合的逐元素运算；不与 Liger 或 QLoRA 同用）。"},
     "cli.opt.packing": {"en": "Padding-free packing: the sequence length is the packed length.",
                         "zh": "无填充打包：序列长度即打包后的长度。"},
 }

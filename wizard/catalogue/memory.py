@@ -27,6 +27,10 @@ MESSAGES = {
     "memory.no_model_type": {"en": "config.json has no model_type: it is not a transformers config.", "zh": "config.json 没有 model_type：它不是 transformers 配置。"},
     "memory.unknown_architecture": {"en": "Cannot build {model_type} as a causal language model ({error}): encoder-only and vision-only models are not supported.",
                                     "zh": "无法把 {model_type} 构建为因果语言模型（{error}）：不支持仅编码器或仅视觉的模型。"},
+    "memory.bad_dimension": {"en": "config.json's {field} is {value}: it must be a whole number from 1 to {limit}. The file is broken: fix it or choose another model.",
+                             "zh": "config.json 的 {field} 为 {value}：它必须是 1 到 {limit} 之间的整数。文件已损坏：请修正它或换一个模型。"},
+    "memory.kv_heads": {"en": "config.json's num_key_value_heads ({kv}) does not divide num_attention_heads ({heads}): the file is broken; fix it or choose another model.",
+                        "zh": "config.json 的 num_key_value_heads（{kv}）不能整除 num_attention_heads（{heads}）：文件已损坏；请修正它或换一个模型。"},
     "memory.missing_fields": {"en": "config.json lacks {fields}.", "zh": "config.json 缺少 {fields}。"},
     "memory.weights_disagree": {"en": "{model}: config.json does not match its weights (config ≠ weights: {pairs}; a field "
                                       "the config leaves out takes transformers' default). Use the config.json these "

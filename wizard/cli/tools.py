@@ -230,7 +230,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         if gpu_name in planner.PEAK_TFLOPS and planner.speed_modelled(t) else None
     result = {"model": model, "peak_gib": e["peak_gib"], "phase": e["phase"], "components": e["components"],
               "tokens_per_s": tps, "speed_gpu": gpu_name if tps else None,
-              "phases": e["phases"], "fits": e.get("fits"),
+              "phases": e["phases"], "fits": e.get("fits"), "needed_margin": e.get("needed_margin"),
               "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
               "serving": srv | {"format": serve, "utilization": utilization, "gpu_memory_gib": gib or 80.0,
@@ -251,10 +251,14 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
                batch=t.micro_batch) + "".join(plan),
              *_breakdown(memory.breakdown(e)))
     if gib:
+        need = e["needed_margin"]
+        wider = [a for a in e["approximate"] if memory.extra_margin(a)]
         ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
-                 margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / 0.9:.2f}"))
+                 margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / (1 - need):.2f}",
+                 pct=f"{need * 100:.0f}", why=T("cli.estimate.margin_why", what=", ".join(wider)) if wider else ""))
     if tps:
-        ui.say(T("cli.estimate.speed", gpu=gpu_name, tps=f"{tps:,.0f}"))
+        ui.say(T("cli.estimate.speed", gpu=gpu_name, tps=f"{tps:,.0f}",
+                 scaled="" if gpu_name == planner.FIT_GPU else T("cli.estimate.speed_scaled")))
     elif not planner.speed_modelled(t):
         ui.say(T("cli.estimate.no_speed"))
     if inst:  # priced on its own count: this plan on one GPU, or sharded (ZeRO-3 unless the plan shards) over several
