@@ -76,7 +76,7 @@ def terms(row: dict) -> dict[str, float]:
 
 
 def fit(rows: list[dict]) -> dict[str, float]:
-    """SECONDS_PER from ``rows`` (non-negative least squares on the relative error)."""
+    """SECONDS_PER from ``rows``: non-negative, least absolute relative error (see the module docstring)."""
     names = sorted({k for r in rows for k in terms(r)})
     X = np.array([[terms(r)[n] for n in names] for r in rows], float)
     t = np.array([r["batch"] * r["seq"] / r["tokens_per_s"] for r in rows])
@@ -92,9 +92,9 @@ def fit(rows: list[dict]) -> dict[str, float]:
 
 
 def predict(row: dict, seconds_per: dict) -> float:
-    return planner.tokens_per_s(shape(row["shape"]), spec(row), planner.FIT_GPU) if seconds_per is None else \
-        row["batch"] * row["seq"] / planner.step_seconds(shape(row["shape"]), spec(row), planner.FIT_GPU,
-                                                          seconds_per)
+    """Predicted tokens/s of ``row`` on the H200 with ``seconds_per`` (the grid's plans: gradient accumulation 1)."""
+    return row["batch"] * row["seq"] / planner.step_seconds(shape(row["shape"]), spec(row), planner.FIT_GPU,
+                                                             seconds_per)
 
 
 def summary(errs: list[float]) -> str:
@@ -145,7 +145,7 @@ def main() -> None:
     p.add_argument("--refit", action="store_true", help="report the fit made now instead of the planner's constants")
     a = p.parse_args()
     rows = load(a.rows or DEFAULT)
-    text, out = report(rows, None if a.refit or not planner.SECONDS_PER else planner.SECONDS_PER)
+    text, out = report(rows, None if a.refit else planner.SECONDS_PER)
     if a.print_constants:
         print("SECONDS_PER = {" + ", ".join(f'"{k}": {v:.4g}' for k, v in sorted(out["coef"].items())) + "}")
     print(text)

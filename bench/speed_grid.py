@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -93,7 +93,7 @@ def job_for(shape: str, row: tuple, model_dir: Path, data: Path, steps: int, dev
 
 def run_shape(a) -> None:
     """The child process: every row of one shape, in this process (see the module docstring)."""
-    from memory_accuracy import prepare_shape, synthetic_dataset
+    from memory_accuracy import synthetic_dataset
 
     from recipes.jobs import read_events
     from recipes.training import worker
@@ -102,7 +102,7 @@ def run_shape(a) -> None:
     rows = [r for r in rows_for(shape) if not a.rows or row_id(shape, r) in a.rows.split(",")]
     work = Path(a.work)
     weights = any(r[0] == "qlora" for r in rows)
-    model_dir = prepare_config(shape, work, a.config, weights and not a.dry_run, a.device)
+    model_dir = prepare_config(shape, work, a.config, weights and not a.dry_run)
     t_end = float(a.until or 0)
     for row in rows:
         rid = row_id(shape, row)
@@ -130,9 +130,9 @@ def run_shape(a) -> None:
               f"{out.get('error', '')[:200]}", flush=True)
 
 
-def prepare_config(shape: str, work: Path, config: str | None, weights: bool, device: str) -> Path:
+def prepare_config(shape: str, work: Path, config: str | None, weights: bool) -> Path:
     """The shape's model folder (memory_accuracy.prepare_shape); ``config``: another config.json in its place (the
-    tiny model on CPU), weights then saved on the CPU."""
+    tiny model on CPU), copied with its weights."""
     from memory_accuracy import prepare_shape
 
     if config is None:
@@ -174,7 +174,7 @@ def measure_row(worker, read_events, job, tdir: Path, device: str) -> dict:
             "step_tokens_per_s": [e.get("tokens_per_s") for e in steps],
             "losses": [e.get("loss") for e in steps]}
     tps = [x for x in out["step_tokens_per_s"][3:] if x]
-    out["tokens_per_s"] = round(sorted(tps)[len(tps) // 2], 1) if tps else None
+    out["tokens_per_s"] = round(statistics.median(tps), 1) if tps else None
     if device == "cuda":
         out |= mem
     return out

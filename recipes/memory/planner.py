@@ -127,9 +127,7 @@ def speed_terms(shape: memory.Shape, t: TrainingSpec) -> tuple[dict[str, float],
         optimizer_bytes     AdamW over the trainable parameters: 16 bytes each (parameter, gradient, two moments)
         optimizer_tensors   trainable tensors (foreach kernels, gradient clipping's norms)
     """
-    from recipes.training.spec import FULL_WEIGHTS as full_methods
-
-    full = t.method in full_methods
+    full = t.method in FULL_WEIGHTS
     lora = not full
     T = t.micro_batch * t.seq_len
     fwd = 2 if t.activation_checkpointing else 1
