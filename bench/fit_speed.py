@@ -3,6 +3,7 @@
 and report predicted beside measured tokens/s, the held-out shapes apart.
 
     python bench/fit_speed.py [--md PATH] [--print-constants] [ROWS.jsonl ...]
+    python bench/fit_speed.py --families [--md PATH]     (the other families: speed and memory, all held out)
 
 Rows: bench/speed_grid.py's (default: bench/results/2026-12-04-speed-model-h200/). One measured figure per row id =
 the median of its runs (a run's figure is the median tokens/s of its steps after the first three). The model is linear
@@ -35,6 +36,8 @@ CONFIGS = Path(__file__).resolve().parent / "configs"
 GRID = Path(__file__).resolve().parent / "results" / "2026-12-04-speed-model-h200"
 ROBUST_ROUNDS = 30
 DEFAULT = [GRID / f"{n}.jsonl" for n in ("call1", "call2", "call3", "repeat")]
+# the catalogue's other families (speed_grid.FAMILIES), all held out: not in the fit, reported by --families
+FAMILIES = [Path(__file__).resolve().parent / "results" / "2026-12-04-speed-families-h200" / "call4.jsonl"]
 
 
 def load(paths) -> dict[str, dict]:
@@ -137,13 +140,47 @@ def report(rows: dict[str, dict], seconds_per: dict | None) -> tuple[str, dict]:
     return "\n".join(head + [""] + lines), errs | {"coef": coef}
 
 
+def families(paths) -> tuple[str, list[dict]]:
+    """Every row of ``paths`` (failed ones too: an out-of-memory row is a measurement), predicted beside measured:
+    tokens/s (where planner.speed_modelled covers the plan) and peak memory (recipes/memory/model.py estimate,
+    against the device's peak: peak reserved + outside the allocator). Returns (markdown table, one dict per row)."""
+    out = []
+    lines = ["| row | tokens/s | predicted | error | GiB measured | predicted | error | approximate |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for path in paths:
+        for line in Path(path).read_text().splitlines():
+            r = json.loads(line)
+            sh, t = shape(r["shape"]), spec(r)
+            e = memory.estimate(sh, t)
+            tps = r.get("tokens_per_s") if r.get("rc") == 0 else None
+            p = predict(r | {"tokens_per_s": tps}, planner.SECONDS_PER) if planner.speed_modelled(t, sh) else None
+            gib = r.get("device_peak_gib") if not r.get("oom") else None
+            d = {"id": r["id"], "shape": r["shape"], "ckpt": r["ckpt"], "oom": bool(r.get("oom")),
+                 "speed_error": p / tps - 1 if p and tps else None, "memory_error": e["peak_gib"] / gib - 1 if gib
+                 else None, "predicted_gib": e["peak_gib"], "approximate": e["approximate"]}
+            out.append(d)
+            cell = lambda v, f: f.format(v) if v is not None else "—"  # noqa: E731
+            lines.append(f"| {r['id']} | {cell(tps, '{:,.0f}')} | {cell(p, '{:,.0f}')} | "
+                         f"{cell(d['speed_error'], '{:+.1%}')} | "
+                         f"{'out of memory' if d['oom'] else cell(gib, '{:.2f}')} | {e['peak_gib']:.2f} | "
+                         f"{cell(d['memory_error'], '{:+.1%}')} | {', '.join(e['approximate'])} |")
+    return "\n".join(lines), out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("rows", nargs="*")
     p.add_argument("--md")
     p.add_argument("--print-constants", action="store_true", help="SECONDS_PER fitted now, as Python")
     p.add_argument("--refit", action="store_true", help="report the fit made now instead of the planner's constants")
+    p.add_argument("--families", action="store_true", help="the other families' rows (FAMILIES): speed and memory")
     a = p.parse_args()
+    if a.families:
+        text = families(a.rows or FAMILIES)[0]
+        print(text)
+        if a.md:
+            Path(a.md).write_text(text + "\n")
+        return
     rows = load(a.rows or DEFAULT)
     text, out = report(rows, None if a.refit else planner.SECONDS_PER)
     if a.print_constants:

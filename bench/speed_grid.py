@@ -55,18 +55,34 @@ QLORA_ROWS = [
     ("qlora", True, 2048, 1, {}),
     ("qlora", False, 1024, 4, {}),
 ]
+# the catalogue's families beyond the fitted ones (issue 44 item 2), each with and without checkpointing; a MoE's
+# experts are fused 3-D weights in transformers 5, which PEFT adapts through its ParamWrapper: dropout 0 only
+FAMILY_ROWS = [
+    ("lora", True, 2048, 1, {}),
+    ("lora", False, 2048, 1, {}),
+    ("lora", False, 2048, 2, {"lora_dropout": 0.0}),
+    ("lora", False, 2048, 4, {"compile_layers": True}),
+    ("lora", True, 2048, 4, {}),
+    ("lora", True, 8192, 1, {}),
+]
+FAMILIES = {"gemma3-1b", "glm4-9b", "qwen3-30b-a3b"}
+MOE = {"qwen3-30b-a3b"}
 SMALL = {"qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "qwen2.5-3b", "phi3-mini"}
 QLORA_SHAPES = {"qwen2.5-1.5b", "llama3.1-8b", "qwen3-8b"}
 # device calls: shapes in the order they run (small first: a call cut short keeps whole shapes)
 CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.5-3b"],
          2: ["qwen2.5-7b", "mistral-7b", "llama3.1-8b"],
-         3: ["qwen2.5-14b", "qwen3-8b"]}
+         3: ["qwen2.5-14b", "qwen3-8b"],
+         4: ["gemma3-1b", "glm4-9b", "qwen3-30b-a3b"]}
 # the shapes the speed model is fitted on; the others are held out (bench/fit_speed.py reports them apart): one of
 # each family the fit has not seen (Llama-3.2's tied 1B, Phi-3's full multi-head attention, Mistral, Qwen3)
-HELD_OUT = ("llama3.2-1b", "phi3-mini", "mistral-7b", "qwen3-8b")
+HELD_OUT = ("llama3.2-1b", "phi3-mini", "mistral-7b", "qwen3-8b") + tuple(sorted(FAMILIES))
 
 
 def rows_for(shape: str) -> list[tuple]:
+    if shape in FAMILIES:
+        return [(m, c, q, b, k | {"lora_dropout": 0.0}) if shape in MOE else (m, c, q, b, k)
+                for m, c, q, b, k in FAMILY_ROWS]
     return LORA_ROWS + (FULL_ROWS if shape in SMALL else []) + (QLORA_ROWS if shape in QLORA_SHAPES else [])
 
 

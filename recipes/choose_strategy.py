@@ -199,6 +199,18 @@ def questions(ctx: Ctx) -> list[Question]:
                 return sp
         return 1
 
+    def targets_check(v: str, a: dict):
+        if (err := _targets_check(list((mem.shape or {}).get("linears", {})))(v, a)) is not None:
+            return err
+        shape = mem.model_shape()
+        problem = memory.adapter_problem(shape, training(a | {"lora_targets": v})) if shape else None
+        return msg(problem[0], **problem[1]) if problem else None
+
+    def dropout_default(a) -> float:
+        """0 where LoRA reaches a MoE's fused experts (peft runs them only without dropout), else the default."""
+        shape = mem.model_shape()
+        return 0.0 if shape is not None and shape.param_lora_io else DEFAULTS.lora_dropout
+
     def sequence_parallel_check(v: int, a: dict):
         if (err := in_range(*limits("sequence_parallel"))(v, a)) is not None:
             return err
@@ -231,10 +243,10 @@ def questions(ctx: Ctx) -> list[Question]:
                  validate=in_range(*limits("lora_rank"))),
         Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
                  validate=in_range(*limits("lora_alpha"))),
-        Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=DEFAULTS.lora_dropout, when=lora,
+        Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=dropout_default, when=lora,
                  validate=in_range(*limits("lora_dropout"))),
         Question("lora_targets", "text", "choose_strategy.lora_targets", default=DEFAULTS.lora_targets, when=lora,
-                 validate=_targets_check(list((mem.shape or {}).get("linears", {})))),
+                 validate=targets_check, way_back=("lora_dropout", "method")),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
                  choices=[Choice("bundled", msg("choose_strategy.dataset.bundled")),
                           Choice("local", msg("choose_strategy.dataset.local")),
@@ -560,7 +572,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     per_gpu = planner.predicted(mem.model_shape(), t, gpu.name or "")
     tps = per_gpu * t.gpus
     steps = t.max_steps or math.ceil(len(train) * t.epochs / max(1, t.effective_batch))
-    if planner.speed_modelled(t):
+    modelled = planner.speed_modelled(t, mem.model_shape())
+    if modelled:
         ctx.info(msg("choose_strategy.eta", tps=f"{per_gpu:,.0f}", gpu=gpu.name, n=t.gpus, seq=est_seq, steps=steps,
                      eta=planner.duration_text(steps * t.effective_batch * est_seq / tps)))
     else:
@@ -576,7 +589,7 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
                           n_records=len(convs), n_train=len(train), n_validation=len(held), samples=samples,
                           estimate=est, fits=fits, effective_batch=training(answers).effective_batch,
-                          predicted_tokens_per_s=round(tps, 1) if planner.speed_modelled(t) else None,
+                          predicted_tokens_per_s=round(tps, 1) if modelled else None,
                           planned_steps=steps)
 
 

@@ -111,8 +111,9 @@ LORA_NO_DROPOUT = 1.0
 COMPILED_ACT = 0.76
 # families whose activations without checkpointing are calibrated (the same grid: the others measured above the model
 # there — Phi-3's full multi-head K/V −6 … −19 %, Qwen3's q/k norms −3 … −8 % — and stay "approximate" without it;
-# with checkpointing every family measured within −5.3 … +8.0 %)
-NO_CKPT_FAMILIES = ("qwen2", "llama", "mistral")
+# with checkpointing every family measured within −5.3 … +8.0 %); GLM-4-9B held out −3.8 … +1.3 % without it, Gemma-3
+# −7.9 … −16.0 % (approximate), with it +0.6 … +4.1 % (bench/results/2026-12-04-speed-families-h200.md)
+NO_CKPT_FAMILIES = ("qwen2", "llama", "mistral", "glm")
 # DoRA (peft DoraLinearLayer.forward): the base and adapter outputs its rescaling saves for backward, bf16, plus 2 bytes
 # measured beyond them (read off the 1.5B no-checkpointing row of bench/results/2026-12-02-memory-dora-h200.md) —
 # per token per adapted output feature; and, in each adapted layer's forward, dense temporaries: an in × in fp32
@@ -232,6 +233,13 @@ class Shape:
     # bytes per weight of the decoder's linear layers as stored (4-bit groups of 128 with bf16 scales: 0.515625);
     # 0: not pre-quantized, the weights in the training dtype
     prequantized_bytes: float = 0.0
+    # LoRA on parameters PEFT wraps whole rather than on nn.Linear layers: a MoE's fused 3-D expert weights (and its
+    # router) under transformers 5, which peft's "all-linear" maps to ``target_parameters`` (its ParamWrapper, with
+    # fused gate/up at twice the rank). param_lora_io: that LoRA's parameters at rank 1 (peft built on the meta
+    # device counts them); param_lora_weights: elements of the wrapped weights, of which every forward makes a
+    # merged copy (W + BA, torch.nn.utils.parametrize) that autograd keeps for the backward pass
+    param_lora_io: int = 0
+    param_lora_weights: int = 0
 
     def vision_patches(self, image_size: int = 0) -> int:
         """Patches the vision tower encodes for one ``image_size`` × ``image_size`` image (pixels): a fixed-size
@@ -257,8 +265,11 @@ class Shape:
         return self.vision_patches(image_size) // self.vision_merge**2
 
     def lora_params(self, rank: int, targets: str = "all-linear") -> int:
-        """[LoRA] r · Σ (in + out) over the targeted linear layers."""
-        return rank * sum(m.in_sum + m.out_sum for m in self.targeted(targets))
+        """[LoRA] r · Σ (in + out) over the targeted linear layers, plus r · param_lora_io for "all-linear" on a
+        model whose expert weights peft wraps as parameters (measured: Qwen3-30B-A3B's adapter at rank 16 is 0.996 B
+        parameters, 99 % of them on the experts; bench/results/2026-12-04-speed-families-h200.md)."""
+        wrapped = self.param_lora_io if targets == "all-linear" else 0
+        return rank * (sum(m.in_sum + m.out_sum for m in self.targeted(targets)) + wrapped)
 
     def adapted_inputs_per_layer(self, targets: str = "all-linear") -> float:
         """Σ in_features of the targeted layers of one decoder block (elements an adapter sees per token)."""
@@ -490,6 +501,7 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
         inter = int(getattr(text, "intermediate_size", 0) or 4 * h)
     tied = bool(getattr(cfg, "tie_word_embeddings", False) or getattr(text, "tie_word_embeddings", False))
     window = getattr(text, "sliding_window", None) if getattr(text, "use_sliding_window", True) else None
+    param_io, param_weights = _parameter_lora(model) if experts and not vlm else (0, 0)
     return Shape(n_params=n_params, n_linear=n_linear, hidden=h, intermediate=inter, layers=layers, heads=heads,
                  kv_heads=kv, head_dim=head_dim, vocab=text.vocab_size, tied=tied,
                  largest=max(p.numel() for p in params),
@@ -497,7 +509,30 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
                  experts=experts, max_position=int(getattr(text, "max_position_embeddings", 0) or 0),
                  sliding_window=int(window or 0), approximate=tuple(approx),
                  prequantized_bytes=pq.weight_bytes_per_param() if pq is not None and pq.trainable else 0.0,
-                 **vision)
+                 param_lora_io=param_io, param_lora_weights=param_weights, **vision)
+
+
+def _parameter_lora(model) -> tuple[int, int]:
+    """(param_lora_io, param_lora_weights) of Shape for a model on the meta device: peft's own "all-linear" at rank 1
+    applied to it (what the trainer's LoraConfig does), counting the LoRA parameters of the wrapped parameters and
+    the wrapped weights' elements. (0, 0) when peft wraps no parameter (every dense model) or cannot be applied."""
+    import warnings
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    try:
+        with torch.device("meta"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            peft_model = get_peft_model(model, LoraConfig(r=1, lora_alpha=1, lora_dropout=0.0,
+                                                          target_modules="all-linear", task_type="CAUSAL_LM"))
+    except Exception:  # noqa: BLE001 - an architecture peft cannot adapt: no parameter LoRA counted
+        return 0, 0
+    wrappers = [m for m in peft_model.modules() if type(m).__name__ == "ParamWrapper"]
+    io = sum(p.numel() for w in wrappers for n, p in w.named_parameters()
+             if "lora_" in n and "base_layer" not in n)
+    weights = sum(getattr(w.get_base_layer(), w.parameter_name).numel() for w in wrappers)
+    return io, weights
 
 
 def _vision_geometry(cfg, config: dict) -> dict:
@@ -788,6 +823,33 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
             "attention_scores": scores, "logits": head}
 
 
+def adapter_problem(shape: Shape, t: TrainingSpec) -> tuple[str, dict] | None:
+    """Why peft cannot put ``t``'s adapter on ``shape``, as (catalogue key, params), or None: LoRA on a MoE's fused
+    expert weights (``Shape.param_lora_io``: peft's ParamWrapper, reached by "all-linear") runs only at LoRA dropout
+    0 and without DoRA (peft 0.21 raises ValueError in both cases, when the trainer builds the model)."""
+    if t.method in FULL_WEIGHTS or not shape.param_lora_io or t.lora_targets != "all-linear":
+        return None
+    if t.method == "dora":
+        return "choose_strategy.moe_dora", {}
+    if t.lora_dropout > 0:
+        return "choose_strategy.moe_dropout", {"dropout": t.lora_dropout}
+    return None
+
+
+def merged_experts(shape: Shape, t: TrainingSpec) -> float:
+    """Bytes of the merged expert weights LoRA on a MoE's fused experts keeps (peft's ParamWrapper: each forward
+    builds W + BA for the whole expert stack of a layer, torch.nn.utils.parametrize, and autograd keeps it for the
+    backward pass; the backward makes its gradient, as large, one layer at a time). Without checkpointing every
+    layer's copy stays, 16-bit, plus one layer's gradient; with it, the recomputed layer's copy and gradient.
+    0 for dense models and named targets. Derived from peft 0.21's ParamWrapper; measured with checkpointing only
+    (Qwen3-30B-A3B: bench/results/2026-12-04-speed-families-h200.md — without it the plan ran out of the H200's
+    139.8 GiB, which this term predicts)."""
+    if not shape.param_lora_weights or t.method in FULL_WEIGHTS or t.lora_targets != "all-linear":
+        return 0.0
+    layer = 2.0 * shape.param_lora_weights / shape.layers
+    return 2 * layer if t.activation_checkpointing else 2.0 * shape.param_lora_weights + layer
+
+
 def vision_activations(shape: Shape, t: TrainingSpec) -> float:
     """Bytes the vision tower adds at the backward pass's peak, for ``t.images_per_sample`` images of
     ``t.image_size`` pixels per sequence (0 for a text model or text records).
@@ -824,7 +886,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
         each; ``fits`` needs a margin of 10 % of the GPU.
 
     Raises:
-        ConfigError: an invalid choice or number in ``t``, or unknown LoRA targets.
+        ConfigError: an invalid choice or number in ``t``, unknown LoRA targets, a sequence split the heads do
+            not allow, or an adapter peft cannot build on the model (:func:`adapter_problem`).
 
     The peak is the larger of two moments: the start of the backward pass (weights, optimizer states from the
     previous step, activations) and the optimizer step (weights, all gradients, states, the step's temporaries:
@@ -838,7 +901,7 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     weights are in ``weights``. Qwen2.5-VL 3B/7B on an H200: mean |error| 1.6 %, most under −3.2 % (24 rows).
     """
     t.check()
-    if (problem := sharding.sequence_parallel_problem(shape, t)) is not None:
+    if (problem := sharding.sequence_parallel_problem(shape, t) or adapter_problem(shape, t)) is not None:
         raise ConfigError(problem[0], **problem[1])
     vision_act = vision_activations(shape, t)
     if t.images_per_sample and shape.vision_patch:  # image tokens join the text tokens of every sequence
@@ -851,6 +914,9 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
         # recipes/training/packed.py rebuilds one layer's weight at a time in forward and backward: its unpacked
         # integers (1 byte each) and the dense weight, for the largest decoder linear layer (hidden × intermediate)
         act["dequantized_layer"] = (1 + t.weights_bytes) * shape.hidden * shape.intermediate
+    merged = merged_experts(shape, t)
+    if merged:
+        act["merged_experts"] = merged
     states = {"weights": ms["weights"], "adapter": ms["adapter"], "optimizer": ms["optimizer"]}
     # a full fine-tune's gradients are freed after each optimizer step (set_to_none), so the backward pass of the
     # first micro-batch starts without them; the later micro-batches of an accumulated step start with all of them

@@ -203,13 +203,23 @@ def predicted(shape: memory.Shape, t: TrainingSpec, gpu_name: str) -> float:
     return tokens_per_s(shape, t, gpu_name)
 
 
-def speed_modelled(t: TrainingSpec) -> bool:
-    """Whether the speed model covers ``t``: yichui's trainer (not the plain loop ``--loss full`` prices), a method
+# model types whose speed the grid measured within the model's goal (bench/results/2026-12-04-speed-model-h200.md:
+# fitted qwen2, llama; held out mistral, qwen3, phi3; bench/results/2026-12-04-speed-families-h200.md: glm held out,
+# −3 … +10 %). Measured outside it, so no speed is shown: Gemma-3 (1.26–1.94× optimistic: its 262k vocabulary, six
+# norms per layer and sliding-window masks are terms the model lacks) and MoE models (Qwen3-30B-A3B 2.3–3.0×:
+# transformers' per-expert loop and peft's merged expert weights); other families are not measured.
+SPEED_FAMILIES = ("qwen2", "llama", "mistral", "qwen3", "phi3", "glm")
+
+
+def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
+    """Whether the speed model covers ``t`` on ``shape`` (a dense model of SPEED_FAMILIES; None: the plan alone,
+    any model): yichui's trainer (not the plain loop ``--loss full`` prices), a method
     of the grid (not GaLore, whose optimizer it did not measure), plain data parallel (one process, or DDP, whose
     per-GPU speed it assumes unchanged), nothing offloaded, no sequence split. ZeRO, FSDP2, offload and sequence parallelism change
     the speed in ways it does not model yet (bench/results/2026-12-04-sharded-one-gpu-h200.md: ZeRO-3 in one process
     at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
-    return (t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
+    family = shape is None or (not shape.experts and shape.model_type in SPEED_FAMILIES)
+    return (family and t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
             and t.method != "galore" and t.loss != "full")
 
 

@@ -248,14 +248,25 @@ MESSAGES = {
     "choose_strategy.sp_window": {"en": "The model uses sliding-window attention, which sequence parallelism does not "
                                         "split: choose sequence parallelism 1.",
                                   "zh": "模型使用滑动窗口注意力，序列并行无法切分它：请把序列并行设为 1。"},
+    "choose_strategy.moe_dropout": {"en": "LoRA on this MoE model's experts (peft adapts their fused weights whole) "
+                                          "runs only at LoRA dropout 0, not {dropout}: set the dropout to 0, or "
+                                          "target the attention layers only (q_proj,k_proj,v_proj,o_proj).",
+                                    "zh": "在此 MoE 模型的专家上做 LoRA（peft 整体适配其融合权重）只支持 LoRA dropout 0，"
+                                          "不支持 {dropout}：请把 dropout 设为 0，或只以注意力层为目标"
+                                          "（q_proj,k_proj,v_proj,o_proj）。"},
+    "choose_strategy.moe_dora": {"en": "DoRA cannot adapt this MoE model's fused expert weights (peft does not "
+                                       "support it): choose LoRA, or target the attention layers only "
+                                       "(q_proj,k_proj,v_proj,o_proj).",
+                                 "zh": "DoRA 无法适配此 MoE 模型的融合专家权重（peft 不支持）：请选择 LoRA，或只以注意力层为目标"
+                                       "（q_proj,k_proj,v_proj,o_proj）。"},
     "choose_strategy.eta": {"en": "Predicted speed on {gpu} at {seq} tokens per sequence: ~{tps} tokens/s per GPU × {n} "
                                   "→ {steps} optimizer steps in about {eta} (the speed model's; on a GPU the train step "
                                   "compares it with the measured rate).",
                             "zh": "在 {gpu} 上、每条序列 {seq} 个 token 时的预测速度：每个 GPU 约 {tps} token/秒 × {n} → "
                                   "{steps} 个优化器步约需 {eta}（速度模型的预测；在 GPU 上训练步骤会与实测速度比较）。"},
     "choose_strategy.eta_unknown": {"en": "{steps} optimizer steps planned; their time is not predicted for this "
-                                          "distribution, offload or sequence split (the speed model covers one GPU "
-                                          "and plain data parallel).",
-                                    "zh": "计划 {steps} 个优化器步；此分布方式、卸载或序列切分下不预测耗时（速度模型只覆盖单 GPU "
-                                          "与普通数据并行）。"},
+                                          "model family or plan (the speed model covers dense Qwen, Llama, Mistral, "
+                                          "Phi-3 and GLM models on one GPU or plain data parallel).",
+                                    "zh": "计划 {steps} 个优化器步；此模型系列或方案下不预测耗时（速度模型只覆盖单 GPU "
+                                          "或普通数据并行上的稠密 Qwen、Llama、Mistral、Phi-3 与 GLM 模型）。"},
 }

@@ -6,6 +6,7 @@ MESSAGES = {
     "memory.part.gradients": {"en": "gradients", "zh": "梯度"},
     "memory.part.optimizer": {"en": "optimizer states", "zh": "优化器状态"},
     "memory.part.layers": {"en": "activations", "zh": "激活值"},
+    "memory.part.merged_experts": {"en": "merged expert weights (MoE LoRA)", "zh": "合并后的专家权重（MoE LoRA）"},
     "memory.part.attention_scores": {"en": "attention scores (eager)", "zh": "注意力分数（eager）"},
     "memory.part.logits": {"en": "LM head / logits", "zh": "输出层 / logits"},
     "memory.part.allocator": {"en": "allocator slack", "zh": "分配器余量"},

@@ -225,9 +225,9 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     from recipes.memory import planner
 
     # the speed model's tokens/s per GPU for this plan, on a GPU it knows the peak of (none for a bare --gpu-memory)
-    # and for a plan it models (planner.speed_modelled: no ZeRO/FSDP, offload or sequence split)
+    # and for a plan it models (planner.speed_modelled: a measured dense family; no ZeRO/FSDP, offload or sequence split)
     tps = round(planner.predicted(shape, t, gpu_name), 1) \
-        if gpu_name in planner.PEAK_TFLOPS and planner.speed_modelled(t) else None
+        if gpu_name in planner.PEAK_TFLOPS and planner.speed_modelled(t, shape) else None
     result = {"model": model, "peak_gib": e["peak_gib"], "phase": e["phase"], "components": e["components"],
               "tokens_per_s": tps, "speed_gpu": gpu_name if tps else None,
               "phases": e["phases"], "fits": e.get("fits"), "needed_margin": e.get("needed_margin"),
@@ -259,7 +259,7 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
     if tps:
         ui.say(T("cli.estimate.speed", gpu=gpu_name, tps=f"{tps:,.0f}",
                  scaled="" if gpu_name == planner.FIT_GPU else T("cli.estimate.speed_scaled")))
-    elif not planner.speed_modelled(t):
+    elif not planner.speed_modelled(t, shape):
         ui.say(T("cli.estimate.no_speed"))
     if inst:  # priced on its own count: this plan on one GPU, or sharded (ZeRO-3 unless the plan shards) over several
         dist = t.distribution if t.zero or t.fsdp else memory.sharded_distribution(t.method)
