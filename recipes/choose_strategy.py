@@ -20,7 +20,7 @@ from recipes.memory import planner, sharding
 from recipes.model import prequantized
 from recipes.hub import client as hub
 from recipes.training import backends, backup, nvme
-from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
+from recipes.base import Choice, Ctx, Question, Refusal, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
     OPTIMIZERS, \
@@ -296,14 +296,14 @@ def questions(ctx: Ctx) -> list[Question]:
                  asked_if="choose_strategy.asked_if.sharded",
                  default=lambda a: _default_distribution(a)[1],
                  choices=[Choice(o, msg("choose_strategy.offload." + o)) for o in OFFLOADS],
-                 validate=lambda v, a: msg("choose_strategy.offload_all_needs_zero3")
-                 if v == "all" and a.get("distribution") not in ("zero3", "fsdp2") else None),
+                 validate=lambda v, a: spec_refusal(a, offload=v, offload_device="cpu", sequence_parallel=1)),
         # ZeRO-Infinity: the offloaded states in files on a fast disk instead of CPU memory (DeepSpeed, stage 3)
         Question("offload_device", "select", "choose_strategy.offload_device", default="cpu",
                  when=lambda a: a.get("distribution") == "zero3" and a.get("offload", "none") != "none",
                  asked_if="choose_strategy.asked_if.zero3_offload",
                  choices=[Choice(d, msg("choose_strategy.offload_device." + d)) for d in OFFLOAD_DEVICES],
-                 validate=lambda v, a: nvme.aio_missing() if v == "nvme" else None),
+                 validate=lambda v, a: (nvme.aio_missing() if v == "nvme" else None) or spec_refusal(
+                     a, offload_device=v, sequence_parallel=1)),
         Question("nvme_path", "path", "choose_strategy.nvme_path",
                  when=lambda a: a.get("offload_device") == "nvme", asked_if="choose_strategy.asked_if.nvme",
                  validate=lambda v, a: nvme.path_problem(v, nvme_need(a))),
@@ -440,7 +440,19 @@ def _hosts_check(v: str, a: dict):
     return None
 
 
+def spec_refusal(a: dict, **change):
+    """The message TrainingSpec.check refuses the answers ``a`` with ``change`` applied for, or None: the wizard asks
+    the spec (the one home of the cross-field rules, which ``yichui estimate`` and the trainer ask too) instead of
+    restating its rules. ``change`` also sets the questions still to come to values that refuse nothing."""
+    try:
+        training(a | change).check()
+    except Refusal as e:
+        return msg(e.key, **e.params)
+    return None
+
+
 def _distribution_check(v: str, a: dict):
+    """What this machine lacks for ``v`` (DeepSpeed, GPUs for FSDP2), then the spec's rules for it."""
     import importlib.util
 
     if v == "megatron":
@@ -449,11 +461,7 @@ def _distribution_check(v: str, a: dict):
         return msg("choose_strategy.no_deepspeed")
     if v == "fsdp2" and not memory.detect_gpus():
         return msg("choose_strategy.fsdp_needs_gpus")
-    if v in ("zero3", "fsdp2") and a.get("method") == "qlora":
-        return msg("choose_strategy.qlora_sharded")
-    if v != "ddp" and a.get("method") == "galore":
-        return msg("choose_strategy.galore_sharded")
-    return None
+    return spec_refusal(a, distribution=v, offload="none", offload_device="cpu", sequence_parallel=1)
 
 
 def _plan_value(p) -> str:

@@ -170,7 +170,9 @@ class TrainingSpec:
         """Raises:
             Refusal("memory.bad_choice" | "memory.bad_number" | "choose_strategy.bad_targets" |
             "choose_strategy.liger_and_compile" | "choose_strategy.qlora_and_compile" |
-            "choose_strategy.unsloth_unsupported" | "choose_strategy.nvme_needs_zero3"): a value outside its choices or its range (nan and inf too), no
+            "choose_strategy.unsloth_unsupported" | "choose_strategy.nvme_needs_zero3" |
+            "choose_strategy.offload_all_needs_zero3" | "choose_strategy.qlora_sharded" |
+            "choose_strategy.galore_sharded" | a sequence_parallel_conflict key): a value outside its choices or its range (nan and inf too), no
             LoRA target, Liger with compiled layers, QLoRA with compiled layers, or the unsloth backend with what it
             does not run (:meth:`unsloth_conflict`).
         """
@@ -191,6 +193,8 @@ class TrainingSpec:
             raise Refusal("choose_strategy.qlora_sharded")
         if self.method == "galore" and self.distribution != "ddp":  # as choose_strategy refuses it (its reason there)
             raise Refusal("choose_strategy.galore_sharded")
+        if self.offload == "all" and self.distribution not in ("zero3", "fsdp2"):  # parameters live sharded only there
+            raise Refusal("choose_strategy.offload_all_needs_zero3")
         if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only
             raise Refusal("choose_strategy.nvme_needs_zero3")
         if (conflict := self.sequence_parallel_conflict()) is not None:

@@ -70,6 +70,51 @@ def test_distribution_choices_refused_with_a_reason(chain):
     assert check(q["hosts"], "10.0.0.1, node-2.cluster", {"nodes": 2})[1] is None
 
 
+def test_the_wizard_and_estimate_refuse_the_same_combinations(chain):
+    """Issue 45: one home for the cross-field rules. Every method × distribution × offload × offload device, answered
+    at the wizard's questions (after what this machine lacks: DeepSpeed, GPUs for FSDP2) and priced by the memory
+    model as `yichui estimate` prices it: refused by both with the same message, or by neither (the wizard once
+    refused QLoRA on ZeRO-3 while estimate priced it)."""
+    from recipes.base import Refusal
+    from recipes.training.spec import DISTRIBUTIONS, OFFLOAD_DEVICES, OFFLOADS, TrainingSpec
+
+    chain.upto("choose_strategy")
+    q = chain.questions("choose_strategy")
+    from recipes.handoff import MemoryEvaluation
+
+    shape = chain.ctx("choose_strategy").result(MemoryEvaluation).model_shape()
+    machine = {"choose_strategy.megatron_out_of_scope", "choose_strategy.fsdp_needs_gpus",
+               "choose_strategy.no_deepspeed", "choose_strategy.no_libaio"}
+    compared = refused = 0
+    for method in ("lora", "qlora", "dora", "full", "galore"):
+        for dist in DISTRIBUTIONS:
+            for off in OFFLOADS:
+                for device in OFFLOAD_DEVICES:
+                    a = {"method": method, "processes": 2, "nodes": 1, "lora_dropout": 0.05}
+                    wizard = check(q["distribution"], dist, a)[1]
+                    if wizard is None and q["offload"].when(a | {"distribution": dist}):
+                        wizard = check(q["offload"], off, a | {"distribution": dist})[1]
+                    elif off != "none" or device != "cpu":
+                        continue  # not asked: the wizard cannot choose it
+                    b = a | {"distribution": dist, "offload": off}
+                    if wizard is None and q["offload_device"].when(b):
+                        wizard = check(q["offload_device"], device, b)[1]
+                    elif device != "cpu":
+                        continue
+                    if wizard is not None and wizard.key in machine:
+                        continue
+                    try:
+                        memory.estimate(shape, TrainingSpec(method=method, distribution=dist, offload=off,
+                                                            offload_device=device, processes=2))
+                        estimate = None
+                    except Refusal as e:
+                        estimate = e.key
+                    assert (wizard.key if wizard else None) == estimate, (method, dist, off, device)
+                    compared += 1
+                    refused += estimate is not None
+    assert compared >= 40 and refused >= 10, (compared, refused)
+
+
 def test_the_plan_list_leads_with_fit_and_peak(chain):
     """Issue 20, item 4: what decides (fits, peak memory, speed) opens each plan, so a narrow terminal cuts only the
     knobs' tail."""
