@@ -130,7 +130,8 @@ def report(rows: dict[str, dict], seconds_per: dict | None) -> tuple[str, dict]:
             by_method.setdefault(r["method"] + (" compiled" if r["knobs"].get("compile_layers") else ""), []).append(
                 predict(r, use) / r["tokens_per_s"] - 1)
     spread = [max(r["runs"]) / min(r["runs"]) - 1 for r in rows.values() if len(r["runs"]) > 1]
-    head = [f"- held out ({', '.join(HELD_OUT)}): {summary(errs['held_out'])}",
+    held_shapes = [s for s in HELD_OUT if any(r["shape"] == s for r in rows.values())]
+    head = [f"- held out ({', '.join(held_shapes)}): {summary(errs['held_out'])}",
             f"- fitted shapes: {summary(errs['fitted'])}",
             f"- fitted shapes, each predicted by a fit without it (leave one shape out): {summary(errs['loso'])}",
             *[f"  - held out, {m}: {summary(e)}" for m, e in sorted(by_method.items())],

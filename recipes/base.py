@@ -158,10 +158,18 @@ class Ctx(Protocol):
     def record(self, **outputs: Any) -> None: ...  # save partial outputs now (e.g. a job's pid) before run returns
 
 
+class Record(Protocol):
+    """A step's record as the engine hands it to ``is_done`` (wizard/session.py StepRecord): its recorded outputs
+    (the raw dict the session file holds) and status."""
+
+    outputs: dict
+    status: str
+
+
 class Step(Protocol):
     name: str
     requires: tuple[str, ...]
 
     def questions(self, ctx: Ctx) -> list[Question]: ...
     def run(self, ctx: Ctx, answers: Answers) -> Any: ...  # the step's record (recipes/handoff.py) or a dict
-    def is_done(self, ctx: Ctx, record: dict) -> bool: ...
+    def is_done(self, ctx: Ctx, record: Record) -> bool: ...

@@ -3,7 +3,7 @@
 """
 from __future__ import annotations
 
-from recipes.base import Ctx, Question, StepError, msg
+from recipes.base import Ctx, Question, Record, StepError, msg
 from recipes.handoff import Chat, Deployment
 from recipes.serving import client, keys
 
@@ -39,5 +39,5 @@ def run(ctx: Ctx, answers: dict) -> Chat:
                 finish_reason=reply.finish_reason)
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
-    return "turns" in record["outputs"]
+def is_done(ctx: Ctx, record: Record) -> bool:
+    return "turns" in record.outputs

@@ -20,7 +20,7 @@ from recipes.memory import planner, sharding
 from recipes.model import prequantized
 from recipes.hub import client as hub
 from recipes.training import backends, backup, nvme
-from recipes.base import Choice, Ctx, Question, Refusal, StepError, in_range, msg
+from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
     OPTIMIZERS, \
@@ -710,5 +710,5 @@ def _render_all(tok, convs: list) -> list[str]:
     return out
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
-    return "strategy" in record["outputs"]
+def is_done(ctx: Ctx, record: Record) -> bool:
+    return "strategy" in record.outputs

@@ -30,7 +30,7 @@ from pathlib import Path
 from recipes import jobs
 from recipes.memory import model as memory
 from recipes.envs import envs_dir
-from recipes.base import Choice, Ctx, Msg, Question, StepError, in_range, msg
+from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
 from recipes.handoff import (Deployment, Download, ExportResult, MemoryEvaluation, ModelChoice, StrategyChoice,
                              TrainingResult, trusted)
 from recipes.serving import client, engines, keys, server
@@ -487,8 +487,8 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
                       stream_finish_reason=streamed.finish_reason, kv_cache=kv)
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
+def is_done(ctx: Ctx, record: Record) -> bool:
     """Deployed, and the server still runs: after a crash (or `yichui stop`) the step runs again with the same
     answers (`yichui serve start`)."""
     job = jobs.read(ctx.run_dir / "serve" / "server.pid.json")
-    return bool(record["outputs"].get("reply")) and job is not None and job.alive()
+    return bool(record.outputs.get("reply")) and job is not None and job.alive()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recipes.base import Ctx, Question, StepError, msg
+from recipes.base import Ctx, Question, Record, StepError, msg
 from recipes.handoff import Download, ModelChoice
 from recipes.hub import client as hub
 from recipes.hub import downloader
@@ -78,8 +78,8 @@ def skip(ctx: Ctx) -> str | None:
     return "endpoint" if ctx.result(ModelChoice).source == "endpoint" else None
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
-    out = record["outputs"]
+def is_done(ctx: Ctx, record: Record) -> bool:
+    out = record.outputs
     d = Path(out.get("model_dir") or "/nonexistent")
     return (d / "config.json").is_file() and all(downloader.is_complete(d / f["path"], f["size"], f.get("sha256"),
                                                                         f.get("git_sha1"))

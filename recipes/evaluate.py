@@ -20,7 +20,7 @@ from pathlib import Path
 from recipes import jobs
 from recipes.data import datasets
 from recipes.evaluation import harness
-from recipes.base import Choice, Ctx, Msg, Question, StepError, in_range, msg
+from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
 from recipes.handoff import (Deployment, Download, Evaluation, ExportResult, ModelChoice, StrategyChoice,
                              TrainingResult, trusted)
 from recipes.serving import spec as specs
@@ -562,5 +562,5 @@ def _chart(rows: list[list], targets: list[str], path: Path) -> Path | None:
     return path
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
-    return "table" in record["outputs"]
+def is_done(ctx: Ctx, record: Record) -> bool:
+    return "table" in record.outputs

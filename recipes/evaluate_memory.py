@@ -4,7 +4,7 @@ The model and its calibration: recipes/memory/model.py, bench/results/."""
 from __future__ import annotations
 
 from recipes.memory import model as memory
-from recipes.base import Choice, Ctx, Question, msg
+from recipes.base import Choice, Ctx, Question, Record, msg
 from recipes.handoff import Gpu, MemoryEvaluation, ModelChoice, metadata_dir, trusted
 from recipes.training.spec import DISTRIBUTION_LABEL, TrainingSpec, default_seq_len
 
@@ -128,5 +128,5 @@ def serving(ctx: Ctx, shape: memory.Shape, gpu: Gpu, gpus: list) -> MemoryEvalua
                             recommended={"format": fitting})
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
-    return "recommended" in record["outputs"]
+def is_done(ctx: Ctx, record: Record) -> bool:
+    return "recommended" in record.outputs

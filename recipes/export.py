@@ -25,7 +25,7 @@ from recipes.envs import envs_dir
 from recipes.memory import model as memory
 from recipes.quantization import quality
 from recipes.quantization import quantize
-from recipes.base import Choice, Ctx, Question, StepError, in_range, msg
+from recipes.base import Choice, Ctx, Question, Record, StepError, in_range, msg
 from recipes.handoff import Download, ExportResult, ModelChoice, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import FULL_WEIGHTS
 from recipes.serving import engines
@@ -453,7 +453,7 @@ def _card_tail(lines: list[str], fmt: str, art: dict) -> str:
     return "\n".join(lines)
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
-    out = record["outputs"]
+def is_done(ctx: Ctx, record: Record) -> bool:
+    out = record.outputs
     return bool(out.get("merged_dir")) and (Path(out["merged_dir"]) / "config.json").exists() and all(
         Path(a["dir"]).is_dir() for a in out.get("artifacts", {}).values()) and "formats" in out

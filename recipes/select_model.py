@@ -14,7 +14,7 @@ from pathlib import Path
 from recipes.hub import models
 from recipes.hub import client as hub
 from recipes.hub import downloader, snapshot
-from recipes.base import Choice, Ctx, Question, StepError, msg
+from recipes.base import Choice, Ctx, Question, Record, StepError, msg
 from recipes.handoff import ModelChoice
 
 name = "select_model"
@@ -204,6 +204,6 @@ def run(ctx: Ctx, answers: dict) -> ModelChoice:
     return out
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
-    out = record["outputs"]
+def is_done(ctx: Ctx, record: Record) -> bool:
+    out = record.outputs
     return bool(out.get("config") or out.get("served_model"))

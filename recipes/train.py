@@ -18,7 +18,7 @@ from pathlib import Path
 from recipes import jobs
 from recipes.memory import model as memory
 from recipes.training import backup, plots
-from recipes.base import Choice, Ctx, Question, StepError, msg
+from recipes.base import Choice, Ctx, Question, Record, StepError, msg
 from recipes.handoff import Download, ModelChoice, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import TrainerJob
 from recipes.training.runner import (REPO, CompileFailed, OutOfMemory, Stopped, checkpoints, follow, meet, node_hosts, recover,
@@ -180,7 +180,8 @@ def _report_backup(ctx: Ctx, tdir: Path) -> None:
         ctx.info(msg("train.backup_pending", id=ctx.session_id))
 
 
-def is_done(ctx: Ctx, record: dict) -> bool:
-    adapter = record["outputs"].get("adapter_dir")
-    tdir = Path(record["outputs"].get("train_dir") or train_dir(ctx))  # a result taken over (--from) lives there
-    return bool(adapter) and Path(adapter).is_dir() and (tdir / "result.json").exists()
+def is_done(ctx: Ctx, record: Record) -> bool:
+    adapter = record.outputs.get("adapter_dir")
+    taken = record.outputs.get("train_dir")  # a result taken over (--from) lives there
+    tdir = Path(taken) if taken else train_dir(ctx)
+    return isinstance(adapter, str) and bool(adapter) and Path(adapter).is_dir() and (tdir / "result.json").exists()

@@ -174,3 +174,19 @@ def test_domain_packages_import_downwards_only():
                      if package_of(m) and package_of(t) and package_of(m) != package_of(t)
                      and LAYERS.index(package_of(t)) > LAYERS.index(package_of(m))})
     assert not upward, f"imports up the layers ({' < '.join(LAYERS)}): {upward}"
+
+
+def test_the_wizard_reads_sessions_through_their_accessors():
+    """Issue 45: the session document is indexed in wizard/session.py only (Session.record/records/task/…; a step's
+    StepRecord); anywhere else a key spelled as a string is a second home for the schema."""
+    import re
+
+    raw = re.compile(r"""\.data\[|\.data\.get\(|\.steps\[|\.steps\.get\(|\.steps\.items\(|\[["'](answers|outputs|status|task|lang|demo)["']\]""")
+    found = []
+    for path in sorted((ROOT / "wizard").rglob("*.py")):
+        if path.name == "session.py" or "catalogue" in path.parts:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if raw.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)

@@ -268,12 +268,14 @@ def test_speed_grid_dry_run_plans_every_row(ran):
 
     rows = {r["id"]: r for r in json_lines(out) if r.get("dry_run")}
     expected = {speed_grid.row_id(s, r) for c in speed_grid.CALLS.values() for s in c for r in speed_grid.rows_for(s)}
-    assert set(rows) == expected and len(rows) == 91
+    assert set(rows) == expected and len(rows) == 91 + 18  # the grid, and the other families (call 4)
     r = rows["qwen3-8b-qlora-ckpt-s2048-b1"]["spec"]  # QLoRA loads written weights; the others build random ones
     assert r["init"] == "pretrained" and r["lora_rank"] == 16 and r["grad_accum"] == 1
     assert rows["phi3-mini-lora-nockpt-s2048-b2-dropout0.0"]["spec"]["lora_dropout"] == 0.0
     assert rows["qwen2.5-3b-full-nockpt-s2048-b4-compileTrue-masterbf16"]["spec"]["compile_layers"] is True
     assert set(speed_grid.HELD_OUT) < {s for c in speed_grid.CALLS.values() for s in c}
+    moe = [r["spec"] for k, r in rows.items() if k.startswith("qwen3-30b-a3b-")]  # peft: no dropout on fused experts
+    assert len(moe) == 6 and all(x["lora_dropout"] == 0.0 for x in moe)
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ import recipes
 from recipes.base import Choice, Msg, Question, Refusal, msg
 from recipes.handoff import Handoff
 from wizard import i18n
-from wizard.session import Session, now
+from wizard.session import Session, StepRecord, now
 
 log = logging.getLogger("yichui")
 H = TypeVar("H", bound=Handoff)
@@ -132,7 +132,7 @@ class StepContext:
         self.home = engine.home
         self.run_dir = engine.session.run_dir
         self.session_id = engine.session.id
-        self.task = engine.session.data["task"]
+        self.task = engine.session.task
         self.interactive = engine.prompter is not None
 
     def t(self, m: Msg | str, **args: Any) -> str:
@@ -142,17 +142,17 @@ class StepContext:
         """The raw outputs of ``step`` as the session file holds them (a step reads its own partial outputs so;
         another step's through :meth:`result`)."""
         self._check_read(step)
-        return self._e.session.steps.get(step, {}).get("outputs", {})
+        return self._e.session.record(step).outputs
 
     def result(self, kind: type[H]) -> H:
         """The outputs of the step ``kind`` belongs to (recipes/handoff.py), typed; that step must be one this
         step ``requires``."""
         self._check_read(kind.STEP)
-        return kind.from_dict(self._e.session.steps.get(kind.STEP, {}).get("outputs", {}))
+        return self._e.session.result(kind)
 
     def answers(self, step: str) -> dict:
         self._check_read(step)
-        return self._e.session.steps.get(step, {}).get("answers", {})
+        return self._e.session.record(step).answers
 
     def source(self, key: str) -> str | None:
         """Where this run's answer to the step's question ``key`` came from (the precedence of section 4):
@@ -166,7 +166,7 @@ class StepContext:
         """Whether ``step`` (one this step requires) is in this session's task and has not finished yet: choices
         that depend on its outputs are not known before the run reaches it (a --set for them is checked then)."""
         self._check_read(step)
-        return self._e.session.steps.get(step, {}).get("status") in ("pending", "running", "failed")
+        return self._e.session.record(step).status in ("pending", "running", "failed")
 
     def _check_read(self, step: str) -> None:
         """A step reads only what it declares (``requires``): with YICHUI_STRICT_REQUIRES=1 (the tests) any other
@@ -191,7 +191,7 @@ class StepContext:
         return self._e.ui.live(i18n.render(title))
 
     def record(self, **outputs: Any) -> None:
-        self._e.session.steps[self._step]["outputs"].update(outputs)
+        self._e.session.record(self._step).outputs.update(outputs)
         self._e.session.save()
 
 
@@ -289,15 +289,15 @@ class Engine:
 
     def resolve(self, step_mod, ctx: StepContext) -> dict:
         name = step_mod.name
-        rec = self.session.steps[name]
-        resumed = dict(rec["answers"])
+        rec = self.session.record(name)
+        resumed = dict(rec.answers)
         answers: dict = {}
         earlier: dict = {}  # answers given before going back to an earlier question
         self._unlocked = set()  # --set values given up interactively (refused, or gone back to)
         sources = self.sources[name] = {}
         qs = step_mod.questions(ctx)
-        if not qs and rec["answers"]:
-            return dict(rec["answers"])  # the step asks nothing now (e.g. re-attaching): its recorded answers stand
+        if not qs and rec.answers:
+            return dict(rec.answers)  # the step asks nothing now (e.g. re-attaching): its recorded answers stand
         by_key = {q.key: q for q in qs}
         i = 0
         while i < len(qs):
@@ -319,7 +319,7 @@ class Engine:
                 if err is None:
                     self.ui.say(i18n.t("engine.implied", name=f"{name}.{q.key}", value=_shown(value),
                                        source=settled[1]))
-                    answers[q.key] = rec["answers"][q.key] = value
+                    answers[q.key] = rec.answers[q.key] = value
                     sources[q.key] = "implied"
                     self.session.save()
                     continue
@@ -355,11 +355,11 @@ class Engine:
             answers[q.key] = value
             sources[q.key] = str(source)  # never None here: a run without a value stopped above, a prompt gave "asked"
             earlier.pop(q.key, None)
-            rec["answers"][q.key] = value
+            rec.answers[q.key] = value
             self.session.save()
         # exactly the answers used this time (stale keys of skipped questions go); secrets never reach the file
         secret = {q.key for q in qs if q.secret}
-        rec["answers"] = {k: v for k, v in answers.items() if k not in secret}
+        rec.answers = {k: v for k, v in answers.items() if k not in secret}
         self.session.save()
         return answers
 
@@ -371,9 +371,9 @@ class Engine:
             AnswerError: naming ``step.key`` and what to do.
         """
         for name, sets in self.overrides.items():
-            if self.session.steps.get(name, {}).get("status") == "skipped":
+            if self.session.record(name).skipped:
                 raise AnswerError(msg("answer.step_not_in_task", name=f"{name}.{next(iter(sets), '')}", step=name,
-                                      task=self.session.data["task"]))
+                                      task=self.session.task))
             step_mod = self.load(name)
             questions = step_mod.questions(StepContext(self, name))
             qs = {q.key: q for q in questions}
@@ -386,7 +386,7 @@ class Engine:
             # the answers so far, in question order (the --set values, else the defaults), so that choices and
             # validators that depend on earlier answers check each --set value before any step runs
             answers: dict = {}
-            given = {**self.defaults.get(name, {}), **self.session.steps.get(name, {}).get("answers", {}),
+            given = {**self.defaults.get(name, {}), **self.session.record(name).answers,
                      **self.replay.get(name, {})}
             for q in questions:
                 err = None
@@ -420,12 +420,12 @@ class Engine:
         # --set values for steps not run yet are kept with them at once, as given: a run that stops earlier (a failed
         # step) resumes with them; each is parsed and validated again when its step runs
         for name, sets in self.overrides.items():
-            if s.steps[name]["status"] in ("pending", "failed"):
-                s.steps[name]["answers"].update(sets)
+            if s.record(name).status in ("pending", "failed"):
+                s.record(name).answers.update(sets)
         s.save()
-        names = [n for n, r in s.steps.items() if r["status"] != "skipped"]  # the task's steps (numbered 1..n)
+        names = s.task_steps()  # numbered 1..n
         for i, name in enumerate(names, 1):
-            rec = s.steps[name]
+            rec = s.record(name)
             step_mod = self.load(name)
             ctx = StepContext(self, name)
             why = getattr(step_mod, "skip", None) and step_mod.skip(ctx)
@@ -434,7 +434,7 @@ class Engine:
                 s.save()
                 self.ui.step_header(i, len(names), name, done=True)
                 continue
-            if rec["status"] == "done":
+            if rec.status == "done":
                 if step_mod.is_done(ctx, rec):
                     self.ui.step_header(i, len(names), name, done=True)
                     continue
@@ -447,7 +447,7 @@ class Engine:
                 s.save()
                 outputs = step_mod.run(ctx, answers)
             except KeyboardInterrupt:
-                rec["status"] = "pending"
+                rec.status = "pending"
                 s.save()
                 try:
                     self.ui.say("")
@@ -456,7 +456,7 @@ class Engine:
                     pass
                 return 130
             except AnswerError as e:
-                rec["status"] = "pending"
+                rec.status = "pending"
                 s.save()
                 self.ui.error(i18n.render(e.msg))
                 self.ui.say(i18n.t("engine.resume_hint", id=s.id))
@@ -465,7 +465,7 @@ class Engine:
                 reask = e.reask if e.reask in names[:i - 1] else None
                 if reask:  # an earlier answer caused it: resume asks from that step on
                     for earlier in names[names.index(reask):i - 1]:
-                        s.steps[earlier]["status"] = "pending"
+                        s.record(earlier).status = "pending"
                 return self._fail(rec, i18n.render(e.msg), reask)
             except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
                 log.error("step %s failed:\n%s", name, traceback.format_exc())
@@ -475,15 +475,15 @@ class Engine:
                                                   error=e.strerror or type(e).__name__, id=s.id))
                 return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}"[:500],
                                               log=str(s.run_dir / "logs" / "wizard.log")))
-            rec["outputs"].update(outputs.to_dict() if isinstance(outputs, Handoff) else outputs or {})
+            rec.outputs.update(outputs.to_dict() if isinstance(outputs, Handoff) else outputs or {})
             rec.update(status="done", finished_at=now())
             s.save()
-        s.data["finished_at"] = now()
+        s.finish()
         s.save()
         self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0
 
-    def _fail(self, rec: dict, text: str, reask: str | None = None) -> int:
+    def _fail(self, rec: StepRecord, text: str, reask: str | None = None) -> int:
         rec.update(status="failed", error=text, finished_at=now())
         self.session.save()
         self.ui.error(text)

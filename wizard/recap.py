@@ -17,7 +17,7 @@ def made(session) -> list[tuple[str, str]]:
     from recipes.handoff import Download, Evaluation, ExportResult, TrainingResult
 
     rows: list[tuple[str, str | None]] = []
-    if session.steps.get("download", {}).get("status") == "done":
+    if session.record("download").status == "done":
         rows.append((T("recap.model"), session.result(Download).model_dir))
     trained = session.result(TrainingResult)
     rows += [(T("recap.adapter"), trained.adapter_dir), (T("recap.train_dir"), trained.train_dir),

@@ -147,8 +147,33 @@ def _validate(data: Any, path: Path) -> None:
             bad(f"steps.{name}.outputs.{problem}")
 
 
+class StepRecord:
+    """One step's record in the session document, as a view: what is set here is written there (saved with the
+    session). ``status`` one of STATUSES; ``answers`` and ``outputs`` the step's dicts (mutable); ``error`` the
+    failure's one line or None; ``started_at``/``finished_at`` ISO times or None."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: dict):
+        self.data = data
+
+    status = property(lambda self: self.data["status"], lambda self, v: self.data.__setitem__("status", v))
+    answers = property(lambda self: self.data["answers"], lambda self, v: self.data.__setitem__("answers", v))
+    outputs = property(lambda self: self.data["outputs"], lambda self, v: self.data.__setitem__("outputs", v))
+    error = property(lambda self: self.data.get("error"), lambda self, v: self.data.__setitem__("error", v))
+
+    @property
+    def skipped(self) -> bool:
+        return self.status == "skipped"
+
+    def update(self, **fields: Any) -> None:
+        """Set several fields at once (status, error, started_at, finished_at, outputs …)."""
+        self.data.update(fields)
+
+
 class Session:
-    """A loaded session. ``data`` is the JSON document; ``path`` where it lives."""
+    """A loaded session. ``data`` is the JSON document; ``path`` where it lives. Outside this module the document
+    is read and written through the accessors (``record``, ``records``, ``task`` …), not indexed."""
 
     def __init__(self, path: Path, data: dict):
         self.path, self.data = Path(path), data
@@ -224,15 +249,61 @@ class Session:
     def steps(self) -> dict[str, dict]:
         return self.data["steps"]
 
+    @property
+    def task(self) -> str:
+        return self.data["task"]
+
+    @property
+    def demo(self) -> bool | str:
+        """False, or the demo this session runs (True: the text demo, or the demo's name)."""
+        return self.data.get("demo") or False
+
+    @property
+    def lang(self) -> str | None:
+        """The language the session was started in (en, zh), None in files written before it was recorded."""
+        return self.data.get("lang")
+
+    @lang.setter
+    def lang(self, value: str) -> None:
+        self.data["lang"] = value
+
+    @property
+    def updated_at(self) -> str:
+        return self.data.get("updated_at") or ""
+
+    def record(self, step: str) -> StepRecord:
+        """The record of ``step`` (one of recipes.STEPS: every session holds each, skipped where its task does not
+        run it)."""
+        return StepRecord(self.data["steps"][step])
+
+    def records(self) -> list[tuple[str, StepRecord]]:
+        """(step, record) for every step, in the order they run."""
+        return [(n, StepRecord(r)) for n, r in self.data["steps"].items()]
+
+    def task_steps(self) -> list[str]:
+        """The steps this session's task runs (numbered 1..n on screen): every one not skipped at creation or since."""
+        return [n for n, r in self.records() if not r.skipped]
+
+    def replace_record(self, step: str, data: dict) -> None:
+        """Put ``data`` (a record: see new_record) in place of ``step``'s record."""
+        self.data["steps"][step] = data
+
+    def finish(self) -> None:
+        self.data["finished_at"] = now()
+
+    def taken_from(self, other: "Session") -> None:
+        """Record that this session took finished steps over from ``other`` (run --from)."""
+        self.data["from_session"] = str(other.path)
+
     def result(self, kind: type[H]) -> H:
         """The outputs of the step ``kind`` belongs to (recipes/handoff.py), typed; defaults where it has not run."""
-        return kind.from_dict(self.steps.get(kind.STEP, {}).get("outputs", {}))
+        return kind.from_dict(self.record(kind.STEP).outputs)
 
     def is_finished(self) -> bool:
-        return all(r["status"] in ("done", "skipped") for r in self.steps.values())
+        return all(r.status in ("done", "skipped") for _, r in self.records())
 
     def current_step(self) -> str | None:
-        return next((n for n, r in self.steps.items() if r["status"] not in ("done", "skipped")), None)
+        return next((n for n, r in self.records() if r.status not in ("done", "skipped")), None)
 
     # -- writing -----------------------------------------------------------------------------------------------
     def save(self) -> None:
@@ -322,4 +393,4 @@ def all_sessions(h: Path | None = None, unreadable: list | None = None) -> list[
         except SessionError as e:
             if unreadable is not None:
                 unreadable.append(e)
-    return sorted(out, key=lambda s: s.data.get("updated_at") or "")
+    return sorted(out, key=lambda s: s.updated_at)

@@ -193,10 +193,10 @@ class TrainingSpec:
             raise Refusal("choose_strategy.qlora_sharded")
         if self.method == "galore" and self.distribution != "ddp":  # as choose_strategy refuses it (its reason there)
             raise Refusal("choose_strategy.galore_sharded")
-        if self.offload == "all" and self.distribution not in ("zero3", "fsdp2"):  # parameters live sharded only there
-            raise Refusal("choose_strategy.offload_all_needs_zero3")
         if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only
             raise Refusal("choose_strategy.nvme_needs_zero3")
+        if self.offload == "all" and self.distribution not in ("zero3", "fsdp2"):  # parameters live sharded only there
+            raise Refusal("choose_strategy.offload_all_needs_zero3")
         if (conflict := self.sequence_parallel_conflict()) is not None:
             raise Refusal(conflict[0], **conflict[1])
         if self.method not in FULL_WEIGHTS and not self.lora_targets.strip():

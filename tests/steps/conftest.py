@@ -42,9 +42,9 @@ class Chain:
         answers = self.engine.resolve(mod, ctx)
         out = mod.run(ctx, answers)
         out = out.to_dict() if hasattr(out, "to_dict") else out  # as the engine stores a typed record
-        rec = self.session.steps[name]
-        rec["outputs"].update(out)
-        rec["status"] = "done"
+        rec = self.session.record(name)
+        rec.outputs.update(out)
+        rec.status = "done"
         self.session.save()
         assert mod.is_done(ctx, rec)
         return out

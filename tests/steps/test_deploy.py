@@ -202,9 +202,9 @@ def test_a_saved_port_taken_by_the_time_deploy_runs_gives_way_to_a_free_one(chai
         taken.bind(("127.0.0.1", saved))
         taken.listen()
         out = mod.run(ctx, answers).to_dict()
-        rec = chain.session.steps["deploy"]
-        rec["outputs"].update(out)  # as the engine stores the record
-        rec["status"] = "done"
+        rec = chain.session.record("deploy")
+        rec.outputs.update(out)  # as the engine stores the record
+        rec.status = "done"
         chain.session.save()
     moved = int(out["endpoint"].rsplit(":", 1)[1].split("/")[0])
     assert moved != saved and i18n.t("deploy.port_moved", port=saved, by=msg("deploy.taken_by_process"),

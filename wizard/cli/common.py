@@ -180,8 +180,8 @@ def read_session(ref: str | None):
 
 def speak_session_language(s) -> None:
     """Speak the language the session was started in (its ``lang``), unless --lang was given."""
-    if i18n.lang_from_argv(sys.argv[1:]) is None and s.data.get("lang") in i18n.LANGS:
-        i18n.set_lang(s.data["lang"])
+    if i18n.lang_from_argv(sys.argv[1:]) is None and s.lang in i18n.LANGS:
+        i18n.set_lang(s.lang)
 
 
 def with_running_jobs():

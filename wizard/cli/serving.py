@@ -39,8 +39,8 @@ def _no_server(s, key: str) -> typer.Exit:
     --from`, an unfinished deploy at `resume`, a stopped server at ``key``'s own advice."""
     from recipes.handoff import Deployment
 
-    if s.steps.get("deploy", {}).get("status") == "skipped":
-        return fail("cli.serve.no_deploy_step", code=1, id=s.id, task=s.data.get("task", "?"))
+    if s.record("deploy").skipped:
+        return fail("cli.serve.no_deploy_step", code=1, id=s.id, task=s.task)
     out = s.result(Deployment)
     if not (out.reply or out.endpoint):
         return fail("cli.serve.never_deployed", code=1, id=s.id)
@@ -61,7 +61,7 @@ def serve_start(session: Optional[str] = SessionArg):
         return
     s = load_locked(s.id)
     ui = new_ui()
-    with demo_hub(ui, {}, s.data.get("demo")) as defaults:
+    with demo_hub(ui, {}, s.demo) as defaults:
         raise typer.Exit(run_engine(s, ui, False, {}, defaults=defaults))
 
 

@@ -60,15 +60,15 @@ def _from_session(new, old) -> list[str]:
 
     taken = []
     for name in recipes.REUSABLE:
-        rec = old.steps.get(name, {})
-        if rec.get("status") != "done" or (name in recipes.TASKS[new.data["task"]] and name not in recipes.INPUTS):
+        rec = old.record(name)
+        if rec.status != "done" or (name in recipes.TASKS[new.task] and name not in recipes.INPUTS):
             continue
-        new.steps[name] = copy.deepcopy(rec) | {"copied_from": str(old.path)}
+        new.replace_record(name, copy.deepcopy(rec.data) | {"copied_from": str(old.path)})
         taken.append(name)
-    for name, rec in new.steps.items():  # what the task runs and the old session did not finish stays to do
-        if name not in taken and rec["status"] == "skipped" and name in recipes.TASKS[new.data["task"]]:
-            new.steps[name] = new_record()
-    new.data["from_session"] = str(old.path)
+    for name, rec in new.records():  # what the task runs and the old session did not finish stays to do
+        if name not in taken and rec.skipped and name in recipes.TASKS[new.task]:
+            new.replace_record(name, new_record())
+    new.taken_from(old)
     return taken
 
 
@@ -125,9 +125,9 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
     s = load_locked(session, unfinished=session is None)
     given = (ctx.obj or {}).get("lang")
     if given:  # the latest explicit choice is the session's language from now on
-        s.data["lang"] = given
-    elif s.data.get("lang") in i18n.LANGS:  # the language the session was started in, whatever the locale now
-        i18n.set_lang(s.data["lang"])
+        s.lang = given
+    elif s.lang in i18n.LANGS:  # the language the session was started in, whatever the locale now
+        i18n.set_lang(s.lang)
     ui = new_ui()
     ui.say(T("cli.resuming", id=s.id, path=str(s.path)))
     if s.is_finished():
@@ -135,7 +135,7 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
         raise typer.Exit(0)
     if not yes:
         need_tty()
-    with demo_hub(ui, overrides, s.data.get("demo"), s.steps["select_model"]["outputs"].get("endpoint")) as defaults:
+    with demo_hub(ui, overrides, s.demo, s.record("select_model").outputs.get("endpoint")) as defaults:
         code = run_engine(s, ui, not yes, overrides, defaults=defaults)
     raise typer.Exit(code)
 
@@ -150,11 +150,10 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
         need_tty()
     old = read_session(session)
     ui = new_ui()
-    s = Session.new(old.data["task"], tuple(n for n, r in old.steps.items() if r["status"] != "skipped"),
-                    demo=old.data.get("demo") or False, replay_of=str(old.path))
+    s = Session.new(old.task, tuple(old.task_steps()), demo=old.demo, replay_of=str(old.path))
     ui.say(T("cli.replaying", path=str(old.path), id=s.id))
-    with demo_hub(ui, overrides, old.data.get("demo")):
-        code = run_engine(s, ui, not yes, overrides, replay={n: dict(r["answers"]) for n, r in old.steps.items()},
+    with demo_hub(ui, overrides, old.demo):
+        code = run_engine(s, ui, not yes, overrides, replay={n: dict(r.answers) for n, r in old.records()},
                        new=True)
     raise typer.Exit(code)
 
@@ -194,7 +193,7 @@ def show(session: Optional[str] = SessionArg,
         def step(x) -> str:  # "done", or where it stands: "3/8 download" (the name left out at 80 columns)
             if x.is_finished():
                 return T("cli.step_done")
-            names = [n for n, r in x.steps.items() if r["status"] != "skipped"]
+            names = x.task_steps()
             at = x.current_step()
             where = f"{names.index(at) + 1}/{len(names)}" if at in names else "?"
             return where if narrow else f"{where} {at}"
@@ -205,16 +204,16 @@ def show(session: Optional[str] = SessionArg,
         narrow = ui.out.width < 110  # one line per session at 80 columns, no word cut (issue 20, item 13)
         ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.step"), T("cli.col.server"),
                                                T("cli.col.updated_short")],
-                 [(x.id, x.data["task"], step(x), server(x),
-                   (x.data.get("updated_at") or "")[5 if narrow else 0:16].replace("T", " ")) for x in found])
+                 [(x.id, x.task, step(x), server(x),
+                   x.updated_at[5 if narrow else 0:16].replace("T", " ")) for x in found])
         for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
             ui.warn(T(e.key, **e.params))
         return
     s = read_session(session)
-    new_ui().table(T("cli.show.title", id=s.id, task=s.data["task"], path=str(s.path)),
+    new_ui().table(T("cli.show.title", id=s.id, task=s.task, path=str(s.path)),
                 [T("cli.col.step"), T("cli.col.status"), T("cli.col.answers"), T("cli.col.outputs")],
-                [(n, T(f"status.{r['status']}") + (f": {r['error']}" if r.get("error") else ""), _brief(r["answers"]),
-                  _brief(r["outputs"])) for n, r in s.steps.items()])
+                [(n, T(f"status.{r.status}") + (f": {r.error}" if r.error else ""), _brief(r.answers),
+                  _brief(r.outputs)) for n, r in s.records()])
     from recipes.handoff import Evaluation, ExportResult
 
     ui = new_ui()

@@ -48,7 +48,7 @@ def doctor(session: Optional[str] = SessionArg):
     if session is not None:
         s = read_session(session)
         needs = doc.needs_of(s.data)
-        sel = s.steps.get("select_model", {}).get("answers", {})
+        sel = s.record("select_model").answers
         if sel.get("source") in endpoints and sel.get("endpoint"):
             endpoints = {sel["source"]: sel["endpoint"]}  # the hub this session downloads from
     checks = doc.run_all(home(), endpoints, needs)
