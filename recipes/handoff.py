@@ -203,6 +203,27 @@ class MemoryEvaluation(Handoff):
         return memory.shape_from_dict(self.shape) if self.shape else None
 
 
+def spec_problem(d, where: str) -> str | None:
+    """What TrainingSpec.check refuses in the spec fields of ``d`` (answers or a recorded strategy), as
+    ``"<where>.micro_batch is -4, not within 1 … 4096"``; None when it refuses nothing or ``d`` is no object."""
+    from recipes.base import Refusal
+
+    if not isinstance(d, dict):
+        return None
+    try:
+        TrainingSpec.from_dict(d).check()
+    except Refusal as e:
+        p = e.params
+        if e.key == "memory.bad_choice":
+            return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not one of {p['choices']}"
+        if e.key == "memory.bad_number":
+            return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not within {p['lo']} … {p['hi']}"
+        return f"{where}: {e.key.split('.')[-1].replace('_', ' ')}"
+    except (TypeError, ValueError) as e:  # a field of the wrong kind the dataclass itself rejects
+        return f"{where}: {str(e)[:80]}"
+    return None
+
+
 @dataclass
 class StrategyChoice(Handoff):
     """choose_strategy: the training spec (as answered), the data and the estimate of the chosen configuration."""
@@ -226,6 +247,13 @@ class StrategyChoice(Handoff):
 
     def spec(self) -> TrainingSpec:
         return TrainingSpec.from_dict(self.strategy)
+
+    @classmethod
+    def _inner_problem(cls, d: dict) -> str | None:
+        """The recorded strategy as the trainer will read it: TrainingSpec.check's first refusal (a hand-edited
+        ``method: "foo"`` or ``micro_batch: -4`` would otherwise train under a wrong name or fail in the trainer on
+        every resume, issue 46 item 17)."""
+        return spec_problem(d.get("strategy"), "strategy")
 
     def backup(self) -> "AdapterBackup | None":
         """Where the adapters are backed up while training, or None (not chosen)."""

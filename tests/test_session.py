@@ -99,6 +99,55 @@ def test_hand_broken_file_names_what_is_wrong(tmp_path, edit, what):
     assert e.value.key == "session.invalid" and what in e.value.params["what"]
 
 
+def _strategy_done(answers: dict, strategy: dict):
+    def edit(d):
+        d["steps"]["choose_strategy"].update(status="done", answers=answers, outputs={"strategy": strategy})
+    return edit
+
+
+@pytest.mark.parametrize("edit,what", [  # issue 46 item 17: a done step's recorded answers and outputs, re-checked
+    (_strategy_done({"method": "lora"}, {"method": "foo"}), "steps.choose_strategy.outputs.strategy.method is 'foo'"),
+    (_strategy_done({"method": "lora", "micro_batch": -4}, {"method": "lora"}),
+     "steps.choose_strategy.answers.micro_batch is -4"),
+    (_strategy_done({"method": "lora"}, {"method": "lora", "micro_batch": "lots"}),
+     "steps.choose_strategy.outputs.strategy.micro_batch is 'lots'"),
+    (_strategy_done({"method": "qlora", "distribution": "zero3"}, {"method": "lora"}),
+     "steps.choose_strategy.answers: qlora sharded"),
+])
+def test_a_done_strategy_the_trainer_would_refuse_is_refused_at_load(tmp_path, edit, what):
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    edit(data)
+    s.path.write_text(json.dumps(data))
+    before = s.path.read_bytes()
+    with pytest.raises(SessionError) as e:
+        Session.load(s.path)
+    assert e.value.key == "session.invalid" and what in e.value.params["what"], e.value.params["what"]
+    assert s.path.read_bytes() == before
+    from conftest import yichui
+
+    r = yichui(tmp_path, "show", str(s.path))  # one line, the consistent exit status of invalid input, no traceback
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and what in r.stderr.replace("\n", " ")
+
+
+def test_a_device_or_a_huge_file_is_not_read_as_a_session(tmp_path):
+    """Issue 46 item 15: `yichui show /dev/zero` read the whole device (MemoryError, or the machine's memory)."""
+    from conftest import yichui
+
+    with pytest.raises(SessionError) as e:
+        Session.load("/dev/zero")
+    assert e.value.key == "session.not_a_file"
+    big = tmp_path / "big.json"
+    with open(big, "wb") as f:
+        f.truncate(64 * 2**20)  # sparse: 64 MiB that cost no disk
+    with pytest.raises(SessionError) as e:
+        Session.load(big)
+    assert e.value.key == "session.too_large"
+    for path in ("/dev/zero", str(big)):
+        r = yichui(tmp_path, "show", path, timeout=30)
+        assert r.returncode == 2 and "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
 def test_newer_schema_is_refused(tmp_path):
     s = make(tmp_path)
     data = json.loads(s.path.read_text())

@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import secrets
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +27,8 @@ from wizard import i18n
 
 SCHEMA_VERSION = 5
 STATUSES = ("pending", "running", "done", "failed", "skipped")
+# the largest session file read: real ones are tens of KiB (answers and outputs, no weights or data)
+MAX_BYTES = 16 * 2**20
 
 
 def _v1_to_v2(data: dict) -> dict:
@@ -122,7 +125,7 @@ def _validate(data: Any, path: Path) -> None:
         raise SessionError("session.invalid", path=str(path), what=what)
 
     import recipes
-    from recipes.handoff import HANDOFFS
+    from recipes.handoff import HANDOFFS, spec_problem
 
     if not isinstance(data, dict):
         bad("top level is not an object")
@@ -145,6 +148,10 @@ def _validate(data: Any, path: Path) -> None:
         problem = kind.problem(rec["outputs"]) if kind else None
         if problem:
             bad(f"steps.{name}.outputs.{problem}")
+        if name == "choose_strategy" and rec["status"] == "done":  # the answers a resume or replay runs again
+            problem = spec_problem(rec["answers"], "answers")
+            if problem:
+                bad(f"steps.{name}.{problem}")
 
 
 class StepRecord:
@@ -212,6 +219,14 @@ class Session:
         """
         path = Path(path)
         try:
+            st = path.stat()
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(st.st_mode):  # a device (/dev/zero), FIFO or socket: never read (it may not end)
+                raise SessionError("session.not_a_file", path=str(path))
+            if st.st_size > MAX_BYTES:
+                raise SessionError("session.too_large", path=str(path), mib=f"{st.st_size / 2**20:,.0f}",
+                                   limit=MAX_BYTES // 2**20)
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise SessionError("session.not_found", path=str(path)) from None

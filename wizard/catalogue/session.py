@@ -20,6 +20,13 @@ MESSAGES = {
                      "zh": "{home} 中还没有会话：用 `yichui` 或 `yichui demo` 开始。"},
     "session.none_unfinished": {"en": "No unfinished session in {home}: `yichui` starts a new one.",
                                 "zh": "{home} 中没有未完成的会话：运行 `yichui` 开始新会话。"},
+    "session.not_a_file": {"en": "{path} is not a regular file (a device, pipe or socket): give a session id or a "
+                                 "session file's path (`yichui show --all` lists them).",
+                           "zh": "{path} 不是普通文件（设备、管道或套接字）：请给出会话 id 或会话文件路径（`yichui show --all` 会列出）。"},
+    "session.too_large": {"en": "{path} is {mib} MiB, larger than any session file ({limit} MiB at most): it was not "
+                                "read. Give a session id or a session file's path (`yichui show --all` lists them).",
+                          "zh": "{path} 有 {mib} MiB，超过任何会话文件的大小（最多 {limit} MiB），未读取。请给出会话 id 或会话文件路径"
+                                "（`yichui show --all` 会列出）。"},
     "session.is_folder": {"en": "{path} is a folder, not a session file.", "zh": "{path} 是目录，不是会话文件。"},
     "session.not_text": {"en": "Session file {path} is not UTF-8 text. It was left untouched; fix it by hand or start a new session.",
                          "zh": "会话文件 {path} 不是 UTF-8 文本。文件未被改动；请手动修复或开始新会话。"},
