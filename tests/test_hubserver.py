@@ -385,3 +385,24 @@ def test_lfs_put_checks_the_bytes_and_a_commit_needs_them(hub):
     assert status == 200 and body["commitOid"] == hub.hub.repo("me/lora").commit
     with urllib.request.urlopen(f"{hub.url}/me/lora/resolve/main/w.safetensors") as r:  # served at once
         assert r.read() == data
+
+
+@pytest.mark.parametrize("source", ["hf", "modelscope"])
+def test_a_hub_failing_now_and_then_lists_and_serves_the_config(hub, source, tiny_model):
+    """Issue 46 item 16: a hub answering 500 to some requests made select_model say "answers, but not as a model hub
+    does" while `yichui download` through it retried and completed: one retry rule (hub.client.retrying, the
+    download's) for the listing and the config too. A 404 is an answer, not retried."""
+    import time
+
+    assert call(hub.url, "POST", "/_yichui/faults", [{"api": True, "status": 500, "times": 2},
+                                                     {"path": "config.json", "status": 503, "times": 2}])[0] == 200
+    hub.hub.requests.clear()
+    commit, files = hub_mod.list_files(source, REPO_ID, hub.url, "main")
+    assert commit == hub.hub.repo(REPO_ID).commit and {f.path for f in files} == {p.name for p in tiny_model.iterdir()}
+    assert hub_mod.fetch_config(source, REPO_ID, hub.url) == json.loads((tiny_model / "config.json").read_text())
+    assert call(hub.url, "GET", "/_yichui/stats")[1]["requests"] >= 4 + 2  # the failed ones were asked again
+    hub.hub.requests.clear()
+    t0 = time.monotonic()
+    with pytest.raises(StepError) as e:
+        hub_mod.fetch_config(source, "nobody/nothing", hub.url)
+    assert e.value.msg.key == "hub.no_such_model" and time.monotonic() - t0 < 5

@@ -163,6 +163,33 @@ def _reason(exc: Exception) -> str:
     return m.group(1).strip() if m else _first_line(exc)
 
 
+def _status(exc: BaseException | None) -> int | None:
+    """The HTTP status an exception from either hub client carries (its own, or its cause's), or None."""
+    for e in (exc, getattr(exc, "__cause__", None), getattr(exc, "__context__", None)):
+        status = getattr(getattr(e, "response", None), "status_code", None) or getattr(e, "status_code", None)
+        if isinstance(status, int):
+            return status
+    return None
+
+
+def retrying(call):
+    """``call()``, again after a transient answer (HTTP 429 or 5xx) — the download's rule (recipes/hub/downloader.py:
+    RETRIES attempts, backoff 0.5 s doubling to at most 8 s) for every other hub request, so a hub that fails one
+    request in three lists a model as it serves its files (issue 46 item 16). Other errors are raised at once."""
+    import time
+
+    from recipes.hub.downloader import RETRIES
+
+    for attempt in range(1, RETRIES + 1):
+        try:
+            return call()
+        except Exception as e:
+            status = _status(e)
+            if attempt == RETRIES or not (status == 429 or (status is not None and status >= 500)):
+                raise
+            time.sleep(min(8.0, 0.5 * 2 ** (attempt - 1)))
+
+
 def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: str = "main") -> dict:
     """Return the parsed config.json of a hub repository or local folder, without fetching weights.
 
@@ -181,8 +208,8 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
 
         down = unreachable(source, endpoint)
         try:  # nothing answers: a config cached earlier still serves
-            path = hh.hf_hub_download(ref, "config.json", revision=revision, endpoint=endpoint,
-                                      local_files_only=down is not None)
+            path = retrying(lambda: hh.hf_hub_download(ref, "config.json", revision=revision, endpoint=endpoint,
+                                                       local_files_only=down is not None))
         except Exception as e:
             raise down or _hf_errors(e, ref, endpoint or "", revision) from None
     elif source == "modelscope":
@@ -192,7 +219,8 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
         if (down := unreachable(source, endpoint)) is not None:
             raise down
         try:
-            path = model_file_download(ref, "config.json", revision=_ms_rev(revision), endpoint=endpoint)
+            path = retrying(lambda: model_file_download(ref, "config.json", revision=_ms_rev(revision),
+                                                        endpoint=endpoint))
         except Exception as e:
             raise _ms_errors(e, ref, endpoint or "", revision) from None
     else:
@@ -218,9 +246,9 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
 
         api = hh.HfApi(endpoint=endpoint)
         try:
-            info = _answered_within(LISTING_TIMEOUT, endpoint, lambda: (
+            info = _answered_within(LISTING_TIMEOUT, endpoint, lambda: retrying(lambda: (
                 api.dataset_info if repo_type == "dataset" else api.model_info)(
-                repo_id, revision=revision, files_metadata=True))
+                repo_id, revision=revision, files_metadata=True)))
             # a mirror may list names only (no ``blobs``): sizes and hashes unknown, never 0 (download.describe)
             files = [RemoteFile(s.rfilename, s.size, s.lfs.sha256 if s.lfs else None, None if s.lfs else s.blob_id)
                      for s in info.siblings or []]
@@ -236,8 +264,9 @@ def list_files(source: str, repo_id: str, endpoint: str, revision: str,
 
     try:
         kind = RepoType.DATASET if repo_type == "dataset" else RepoType.MODEL
-        entries = _answered_within(LISTING_TIMEOUT, endpoint, lambda: HubApi(endpoint=endpoint).list_repo_files(
-            repo_id, kind, revision=_ms_rev(revision), recursive=True))
+        entries = _answered_within(LISTING_TIMEOUT, endpoint, lambda: retrying(
+            lambda: HubApi(endpoint=endpoint).list_repo_files(repo_id, kind, revision=_ms_rev(revision),
+                                                              recursive=True)))
         # ModelScope lists every file's Sha256; modelscope_hub reads a missing Size as 0, so 0 without a hash is a
         # listing that said nothing (a mirror, a proxy): unknown, asked for with a HEAD, never taken as an empty file
         files = [RemoteFile(f.path, None if not f.size and not f.sha256 else f.size, f.sha256 or None)

@@ -74,7 +74,8 @@ applied to file responses (``times``: to the first n matching responses; absent:
 ``"upload": true`` (any upload request) or a stage (``"create"``, ``"preupload"``, ``"batch"``, ``"lfs"``: the PUT,
 ``"verify"``, ``"commit"``) applies to uploads instead (its ``status``, ``error_code`` and ``retry_after``); its glob
 matches a path in the repository of the commit's or preupload's files, or ``*`` a request without one.
-``DELETE /_yichui/faults`` clears them; ``GET /_yichui/stats`` returns the bytes sent per file and the request count;
+A rule with ``"api": true`` applies its ``status`` to API requests instead (model info, listings: both hubs; its
+glob matches the request's path, e.g. ``/api/models/*``). ``DELETE /_yichui/faults`` clears them; ``GET /_yichui/stats`` returns the bytes sent per file and the request count;
 ``DELETE /_yichui/stats`` resets them.
 
 Run standalone: ``python -m recipes.hub.server ROOT [--port P] [--faults FILE.json]`` prints its URL on the first line
@@ -213,8 +214,9 @@ class Hub:
         download rules for a file download (``stage`` None), ``"upload"`` rules (true or this stage) for an upload."""
         with self._lock:
             for rule in self.faults:
-                kind = rule.get("upload")
-                if (kind in (True, stage) if stage else not kind) and rule.get("times", 1) != 0 and any(
+                kind, api = rule.get("upload"), bool(rule.get("api"))
+                fits = api if stage == "api" else (kind in (True, stage) if stage else not kind) and not api
+                if fits and rule.get("times", 1) != 0 and any(
                         fnmatch.fnmatch(p, rule.get("path", "*")) for p in paths):
                     if "times" in rule:
                         rule["times"] -= 1
@@ -444,6 +446,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self._ms_unauthorized()
             return self._hf_error("RepoNotFound", "Repository Not Found for url: " + self.path + ". If you are "
                                   "trying to access a private or gated repo, make sure you are authenticated.", 401)
+        if path.startswith("/api/") and (fault := self.hub.take_fault([path], "api")) and fault.get("status"):
+            return self._json({"error": f"injected {fault['status']}"}, fault["status"])
         if path.startswith("/api/v1/"):
             return self._modelscope(path[len("/api/v1/"):], query)
         if path.startswith("/api/models/"):
