@@ -128,7 +128,10 @@ OPTIONAL = (  # (name, distribution or import, install command, what it is for: 
     ("flash-attn", "flash_attn", "pip install flash-attn --no-build-isolation", "cli.doctor.for_flash_attn"),
     ("liger-kernel", "liger_kernel", "pip install liger-kernel", "cli.doctor.for_liger"),
     ("bitsandbytes", "bitsandbytes", "pip install bitsandbytes==0.50.2", "cli.doctor.for_bnb"),
+    # the viewer of the events the trainer writes (it writes them through tensorboardX, a dependency)
+    ("tensorboard", "tensorboard", "pip install tensorboard", "cli.doctor.for_tensorboard"),
 )
+GPU_ONLY = ("flash-attn", "liger-kernel")  # CUDA kernels: not suggested on a machine without an NVIDIA GPU
 
 
 def optional_checks(home: Path) -> list[Check]:
@@ -138,8 +141,13 @@ def optional_checks(home: Path) -> list[Check]:
     import shlex
     import sys
 
+    from recipes.memory import model as memory
+
     out = []
+    gpus = bool(memory.detect_gpus())
     for name, module, cmd, what in OPTIONAL:
+        if name in GPU_ONLY and not gpus and importlib.util.find_spec(module) is None:
+            continue
         # into this interpreter's environment (yichui's .venv), not whichever `pip` is first on PATH
         cmd = cmd.replace("pip install", f"{shlex.quote(sys.executable)} -m pip install", 1)
         have = importlib.util.find_spec(module) is not None

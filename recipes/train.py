@@ -94,7 +94,10 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
     events, _ = jobs.read_events(tdir / "events.jsonl")
     png = plots.loss_png(events, tdir / "loss.png", title=ctx.session_id)
     if png:
-        ctx.info(msg("train.curve", png=str(png), tb=str(tdir / "tensorboard")))
+        import importlib.util
+
+        viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
+        ctx.info(msg("train.curve" if viewer else "train.curve_no_viewer", png=str(png), tb=str(tdir / "tensorboard")))
     return TrainingResult(train_dir=str(tdir), adapter_dir=out["adapter_dir"], method=out["method"],
                           steps=out["steps"], train_loss=out["train_loss"], first5_mean=out["first5_mean"],
                           last5_mean=out["last5_mean"], samples=out["samples"], peak_mem_gib=out["peak_mem_gib"],

@@ -200,6 +200,15 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
 
     assert any(line.endswith(f"'{specs.recommended('vllm').install}'") and line.lstrip().startswith("[")
                for line in r.stdout.splitlines()), r.stdout
+    # issue 46 items 2 and 14: the events' viewer is named (status prints its command); GPU kernels only with a GPU
+    import importlib.util
+
+    from recipes.memory import model as memory
+
+    if importlib.util.find_spec("tensorboard") is None:
+        assert "tensorboard: " in r.stdout and "-m pip install tensorboard" in r.stdout, r.stdout
+    if not memory.detect_gpus():
+        assert "flash-attn" not in r.stdout and "liger-kernel" not in r.stdout, r.stdout
     if "liger-kernel: " in r.stdout:  # into yichui's own environment, not whichever pip is on PATH
         assert f"liger-kernel: {sys.executable} -m pip install liger-kernel" in r.stdout, r.stdout
     s = Session.new("deploy", h=home)

@@ -88,6 +88,14 @@ MESSAGES = {
     "cli.doctor.installed": {"en": "installed", "zh": "已安装"},
     "cli.doctor.for_deepspeed": {"en": "ZeRO-1/2/3, CPU offload", "zh": "ZeRO-1/2/3、CPU 卸载"},
     "cli.doctor.for_flash_attn": {"en": "FlashAttention-2 kernels", "zh": "FlashAttention-2 算子"},
+    "cli.doctor.for_tensorboard": {"en": "TensorBoard's viewer, for the loss and memory curves training writes",
+                                   "zh": "TensorBoard 查看器，用于查看训练写出的损失与显存曲线"},
+    "cli.status.tensorboard_missing": {"en": "TensorBoard events (loss, learning rate, memory/ per step): {path} — the "
+                                             "viewer is not installed here: {python} -m pip install tensorboard, then "
+                                             "tensorboard --logdir {path} (or copy the folder to a machine that has it)",
+                                       "zh": "TensorBoard 事件（每步损失、学习率、memory/）：{path}——此处未安装查看器："
+                                             "{python} -m pip install tensorboard，然后 tensorboard --logdir {path}"
+                                             "（或把目录复制到装有它的机器上）"},
     "cli.doctor.for_liger": {"en": "fused RMSNorm/RoPE/SwiGLU/cross-entropy", "zh": "融合的 RMSNorm/RoPE/SwiGLU/交叉熵"},
     "cli.doctor.for_bnb": {"en": "QLoRA (NF4), 8-bit optimizers, bnb exports", "zh": "QLoRA（NF4）、8 位优化器、bnb 导出"},
     "cli.doctor.for_engine": {"en": "serving engine (GPU)", "zh": "推理服务引擎（GPU）"},

@@ -55,6 +55,10 @@ MESSAGES = {
     "train.oom_no_room": {"en": "Out of GPU memory even at micro-batch {micro_batch} with activation checkpointing (log: {log}): use QLoRA, a shorter sequence or a larger GPU (`yichui estimate` sizes it).",
                           "zh": "即使微批 {micro_batch} 且开启激活检查点仍显存不足（日志：{log}）：请改用 QLoRA、缩短序列或换更大的 GPU（`yichui estimate` 可估算）。"},
     "train.field.curve": {"en": "loss curve", "zh": "损失曲线"},
+    "train.curve_no_viewer": {"en": "Loss curve: {png}; TensorBoard events: {tb} (the viewer is not installed: "
+                                    "pip install tensorboard — `yichui doctor` lists it)",
+                              "zh": "损失曲线：{png}；TensorBoard 事件：{tb}（未安装查看器：pip install tensorboard——"
+                                    "`yichui doctor` 会列出）"},
     "train.curve": {"en": "Loss curve: {png}; TensorBoard: tensorboard --logdir {tb}", "zh": "损失曲线：{png}；TensorBoard：tensorboard --logdir {tb}"},
     "train.on_backend": {"en": "Training on the {backend} backend ({python}): its model and kernels, yichui's events and checkpoints.",
                          "zh": "使用 {backend} 后端训练（{python}）：它的模型与内核，yichui 的事件与检查点。"},

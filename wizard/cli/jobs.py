@@ -1,6 +1,7 @@
 """Commands on a session's background jobs (the trainer, the server): attach, status, stop."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Optional
 
@@ -113,7 +114,11 @@ def status(session: Optional[str] = SessionArg):
                    j.log) for j in found])
         tb = s.run_dir / "train" / "tensorboard"
         if tb.is_dir():  # the loss, learning rate and memory/* scalars the trainer writes every logging step
-            ui.say(T("cli.status.tensorboard", path=str(tb)))
+            import importlib.util
+
+            viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
+            ui.say(T("cli.status.tensorboard", path=str(tb)) if viewer else
+                   T("cli.status.tensorboard_missing", path=str(tb), python=sys.executable))
 
 
 @app.command(help=T("cli.stop"), epilog=T("cli.example.stop"))
