@@ -201,7 +201,9 @@ def questions(ctx: Ctx) -> list[Question]:
     same = _served_name(ctx)
     return [
         Question("stop_servers", "checkbox", "deploy.stop_servers", when=lambda a: bool(others), volatile=True,
-                 default=[sid for sid, job in others if server.served_name_of(job) == same],
+                 # asked: those serving the same name ticked; without a prompt (--yes) nothing another session started
+                 # is stopped unless --set deploy.stop_servers names it (issue 46 item 3)
+                 default=[sid for sid, job in others if server.served_name_of(job) == same] if ctx.interactive else [],
                  choices=[Choice(sid, msg("deploy.server_label", id=sid, port=server.port_of(job) or "?",
                                           model=server.served_name_of(job) or "?",
                                           gib=f"{jobs.resident_bytes(job) / 2**30:.2f}")) for sid, job in others]),
