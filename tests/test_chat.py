@@ -78,3 +78,29 @@ def test_ctrl_c_stops_the_reply_not_the_chat(capsys):
     assert turns == 1  # the chat went on: the next question got its whole reply
     assert "Chat ended after 1 turn(s)" in said[-1]  # and leaving it is said, not silent
     assert "Hello." in capsys.readouterr().out
+
+
+def test_slash_commands_stay_with_the_chat_and_a_text_model_refuses_images(capsys):
+    """Issue 46 item 10: /help and an unknown /word went to the model as questions; /image on a text-only model was
+    accepted silently. Nothing of these reaches the server (it would answer "Hello."); //text is sent as /text."""
+    first, go_on = threading.Event(), threading.Event()
+    go_on.set()
+    srv = _server(first, go_on)
+    url = f"http://127.0.0.1:{srv.server_address[1]}/v1"
+    said: list[str] = []
+    inputs = iter(["/help", "/summarize this", "/image x.png", "//etc/hosts is a file?"])
+
+    def read(prompt):
+        try:
+            return next(inputs)
+        except StopIteration:
+            raise EOFError from None
+
+    try:
+        turns = client.repl(url, "tiny", None, i18n.t, said.append, said.append, read=read, vision=False)
+    finally:
+        srv.shutdown()
+    assert i18n.t("cli.chat.help") in said
+    assert i18n.t("cli.chat.unknown_command", command="/summarize") in said
+    assert i18n.t("cli.chat.text_only", model="tiny") in said
+    assert turns == 1  # only the // line was a question

@@ -8,6 +8,8 @@ the API describes.
 """
 from __future__ import annotations
 
+import re
+
 import json
 import urllib.request
 from dataclasses import dataclass
@@ -142,13 +144,18 @@ def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 25
     return Reply("".join(pieces), finish)
 
 
+COMMANDS = ("/help", "/reset", "/image", "/exit")
+
+
 def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_tokens: int = 256,
-         read=input) -> int:
+         read=input, vision: bool | None = None) -> int:
     """A terminal chat: streamed replies, multi-turn, ``/reset``, ``/exit`` (Ctrl-D, or Ctrl-C at the prompt, too),
     ``/image PATH`` (the image goes with the next question, inline; for a vision-language model).
     Ctrl-C while a reply streams stops that reply and comes back to the prompt (the question and the partial reply
     are left out of the conversation). Returns the turns taken. ``t`` renders catalogue keys; ``say``/``error`` print
-    a line."""
+    a line. ``vision``: whether the model reads images (False: /image is refused; None: not known, e.g. another
+    endpoint). ``/help`` lists the commands; another word after a slash is refused as an unknown command, not sent
+    to the model (``//text`` sends ``/text``)."""
     history: list[dict] = []
     turns = 0
     image: str | None = None  # attached by /image, sent with the next question
@@ -168,7 +175,19 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
             image = None
             say(t("cli.chat.reset"))
             continue
-        if line.strip().startswith("/image"):
+        if line.strip() == "/help":
+            say(t("cli.chat.help"))
+            continue
+        word = line.strip().split(maxsplit=1)[0] if line.strip() else ""
+        if re.fullmatch(r"/[A-Za-z]\w*", word) and word not in COMMANDS:
+            error(t("cli.chat.unknown_command", command=word))
+            continue
+        if line.strip().startswith("//"):  # a question that starts with a slash
+            line = line.strip()[1:]
+        elif line.strip().startswith("/image") and vision is False:
+            error(t("cli.chat.text_only", model=model))
+            continue
+        elif line.strip().startswith("/image"):
             path = line.strip()[len("/image"):].strip()
             why = _image_error(path)
             if why:

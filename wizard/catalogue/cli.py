@@ -157,8 +157,8 @@ MESSAGES = {
                            "zh": "会话 {id} 没有运行中的服务：`yichui serve start {id}` 可重新启动（从未部署过的会话：`yichui run --task chat`），或使用 --endpoint。"},
     "cli.chat.unreachable": {"en": "Cannot reach {endpoint}: {error}. Is the server running? (yichui serve status)",
                              "zh": "无法连接 {endpoint}：{error}。推理服务在运行吗？（yichui serve status）"},
-    "cli.chat.hello": {"en": "Chatting with {model} at {endpoint}. /reset starts over, /image PATH shows an image with the next question, /exit (or Ctrl-D) leaves.",
-                       "zh": "正在与 {endpoint} 上的 {model} 对话。/reset 重新开始，/image 路径 让下一个问题附带图片，/exit（或 Ctrl-D）退出。"},
+    "cli.chat.hello": {"en": "Chatting with {model} at {endpoint}. /help lists the commands; /exit (or Ctrl-D) leaves.",
+                       "zh": "正在与 {endpoint} 上的 {model} 对话。/help 列出命令；/exit（或 Ctrl-D）退出。"},
     "cli.chat.bye": {"en": "Chat ended after {turns} turn(s); the server keeps running (yichui serve stop to stop it).",
                      "zh": "对话结束（共 {turns} 轮）；服务仍在运行（停止它：yichui serve stop）。"},
     "cli.chat.you": {"en": "you> ", "zh": "你> "},
@@ -166,6 +166,16 @@ MESSAGES = {
     "cli.chat.image": {"en": "(image {path} goes with your next question)", "zh": "（图片 {path} 将随下一个问题发送）"},
     "cli.chat.bad_image": {"en": "Cannot send {path} as an image ({error}): give an image file, e.g. /image photo.png.",
                            "zh": "无法将 {path} 作为图片发送（{error}）：请给出图片文件，例如 /image photo.png。"},
+    "cli.chat.help": {"en": "Commands: /reset starts the conversation over · /image PATH sends an image with the next "
+                            "question (vision-language models) · /exit leaves (or Ctrl-D) · //text sends a line that "
+                            "starts with a slash · Ctrl-C stops a reply · Up/Down recall earlier lines.",
+                      "zh": "命令：/reset 重新开始对话 · /image 路径 随下一个问题发送图片（视觉语言模型）· /exit 退出（或 Ctrl-D）"
+                            " · //文字 发送以斜杠开头的一行 · Ctrl-C 停止当前回复 · 上/下方向键调出之前的输入。"},
+    "cli.chat.unknown_command": {"en": "{command} is not a chat command (/help lists them); to send it to the model "
+                                       "as text, start the line with //.",
+                                 "zh": "{command} 不是聊天命令（/help 列出全部）；要把它作为文字发给模型，请以 // 开头。"},
+    "cli.chat.text_only": {"en": "{model} reads text only: /image needs a vision-language model.",
+                           "zh": "{model} 只读取文字：/image 需要视觉语言模型。"},
     "cli.chat.reset": {"en": "(conversation cleared)", "zh": "（对话已清空）"},
     "cli.chat.stopped": {"en": "(reply stopped; ask again, or /exit to leave)", "zh": "（已停止回复；可以重新提问，或用 /exit 退出）"},
     "cli.opt.stop_all": {"en": "Stop every yichui server under YICHUI_HOME, whichever session started it.",

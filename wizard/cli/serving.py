@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Optional
 
 import typer
@@ -131,11 +132,15 @@ def chat(session: Optional[str] = SessionArg,
         if job is None or not job.alive() or not out.endpoint:
             raise _no_server(s, "cli.chat.no_server")
         endpoint, model = out.endpoint, model or out.served_model
+        from recipes.model.vision import is_vision_model
+
+        vision: bool | None = is_vision_model(out.model_dir) if out.model_dir else None
         from recipes.serving import keys
 
         key = keys.read_key(out.api_key_file)
     else:
         key = os.environ.get("OPENAI_API_KEY")  # another endpoint: the key the openai client would use
+        vision = None
     ui = new_ui()
     if not endpoint.startswith(("http://", "https://")):
         raise fail("cli.chat.bad_endpoint", endpoint=endpoint)
@@ -147,4 +152,7 @@ def chat(session: Optional[str] = SessionArg,
         raise fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
     except (OSError, ValueError, KeyError, IndexError) as e:
         raise fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
-    client.repl(endpoint, model, key, T, ui.say, ui.error, max_tokens)
+    if sys.stdin.isatty():  # line editing and the Up arrow's history for input() (issue 46 item 10)
+        import readline  # noqa: F401
+
+    client.repl(endpoint, model, key, T, ui.say, ui.error, max_tokens, vision=vision)
