@@ -308,6 +308,35 @@ def test_ctrl_c_at_a_prompt_saves_answers_and_exits_130(tmp_path, capsys):
     assert saved(s)["steps"]["a"]["answers"]["path"] == "/data"
 
 
+def test_a_step_cut_short_while_running_resumes_with_its_answers_a_failed_one_asks_again(tmp_path, capsys):
+    """Issue 46 item 9: resume asked again what the step had started running with (the download folder, "Train
+    on:"). A step interrupted while running (Ctrl-C, kill -9: status running) carries on with its saved answers,
+    each said in a line; one that failed asks again, its answers pre-filled (the user may change what caused it)."""
+    state = {"interrupt": True, "fail": False}
+
+    def run(ctx, a):
+        if state["interrupt"]:
+            raise KeyboardInterrupt
+        if state["fail"]:
+            raise StepError("hub.no_such_model", repo="x/y", endpoint="http://h")
+        return {"echo": dict(a)}
+
+    steps = dict(STEPS, a=make_step("a", STEP_A.questions(None), run=run))
+    p = Scripted(["4", "full", "/data", True])
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), p, load=steps.__getitem__).run() == 130
+    assert saved(s)["steps"]["a"]["status"] == "pending" and saved(s)["steps"]["a"]["started_at"]
+    state["interrupt"], state["fail"] = False, True
+    p2 = Scripted([...])  # only b's question
+    assert Engine(Session.load(s.path), UI(), p2, load=steps.__getitem__).run() == 1
+    assert p2.asked == [] and "a.mode = full (as the step started with" in capsys.readouterr().out
+    state["fail"] = False
+    p3 = Scripted([..., "lora", ..., ...])  # failed: asked again, pre-filled; mode changed
+    assert Engine(Session.load(s.path), UI(), p3, load=steps.__getitem__).run() == 0
+    assert p3.asked[:2] == [("n", 4), ("mode", "full")] and saved(s)["steps"]["a"]["answers"]["mode"] == "lora"
+
+
 def test_step_error_marks_failed_with_the_message(tmp_path, capsys):
     def fail(ctx, a):
         raise StepError("hub.no_such_model", repo="x/y", endpoint="http://h")

@@ -291,6 +291,9 @@ class Engine:
         name = step_mod.name
         rec = self.session.record(name)
         resumed = dict(rec.answers)
+        # the step ran with these answers and was cut short (Ctrl-C, kill -9, its outputs gone since): a resume
+        # carries on with them, said, not asked again (issue 46 item 9); a failed step asks again, pre-filled
+        started = rec.data.get("started_at") is not None and rec.status != "failed"
         answers: dict = {}
         earlier: dict = {}  # answers given before going back to an earlier question
         self._unlocked = set()  # --set values given up interactively (refused, or gone back to)
@@ -338,6 +341,9 @@ class Engine:
                 value, err = check(q, raw, answers) if source == "set" else (None, None)
                 if source == "set" and err is None:  # --set wins over every source: not asked (item 11)
                     self.ui.say(i18n.t("engine.preset", name=f"{name}.{q.key}", value=_shown(value)))
+                elif source == "resumed" and started:  # checked by _candidates
+                    value = raw
+                    self.ui.say(i18n.t("engine.resumed_kept", name=f"{name}.{q.key}", value=_shown(value)))
                 else:
                     if err is not None:
                         self.ui.warn(i18n.t("engine.preset_invalid", name=f"{name}.{q.key}", value=raw,
@@ -465,7 +471,7 @@ class Engine:
                 reask = e.reask if e.reask in names[:i - 1] else None
                 if reask:  # an earlier answer caused it: resume asks from that step on
                     for earlier in names[names.index(reask):i - 1]:
-                        s.record(earlier).status = "pending"
+                        s.record(earlier).update(status="pending", started_at=None)  # asked again
                 return self._fail(rec, i18n.render(e.msg), reask)
             except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
                 log.error("step %s failed:\n%s", name, traceback.format_exc())

@@ -28,6 +28,8 @@ MESSAGES = {
     "engine.answer_again": {"en": "Answer again", "zh": "重新回答"},
     "engine.use_alternative": {"en": "Use {choice}", "zh": "改用 {choice}"},
     "engine.go_back": {"en": "Go back: {question}", "zh": "返回：{question}"},
+    "engine.resumed_kept": {"en": "{name} = {value} (as the step started with; resume --set {name}=… changes it)",
+                            "zh": "{name} = {value}（沿用该步骤开始时的回答；resume --set {name}=… 可更改）"},
     "engine.preset": {"en": "{name} = {value} (preset by --set)", "zh": "{name} = {value}（由 --set 指定）"},
     "engine.preset_invalid": {"en": "--set {name}={value!r} is not valid ({reason}): choose here.",
                               "zh": "--set {name}={value!r} 无效（{reason}）：请在此选择。"},
