@@ -155,6 +155,25 @@ def test_steps_lists_every_step(home):
     assert listed == list(recipes.STEPS) and len(listed) == 9, r.stdout
 
 
+def test_steps_keys_lists_what_set_takes(home):
+    """Issue 46 item 8: the --set keys were hard to find (replay without --yes re-asks ~40 questions). `yichui steps
+    --keys` lists every question's step.key, its kind and its allowed values, readable at 80 columns; the keys it
+    lists are the ones --set accepts (a key it does not list is refused, naming the step's keys)."""
+    import re
+
+    r = yichui(home, "steps", "--keys", COLUMNS="80")
+    assert r.returncode == 0, r.stderr
+    keys = re.findall(r"^│ ([a-z_]+\.[a-z_]+) +│ (\w+) +│", r.stdout, re.M)
+    listed = dict(keys)
+    assert len(listed) >= 40 and all(len(line) <= 80 for line in r.stdout.splitlines() if line[:1] in "┏┃┡│└")
+    assert listed["choose_strategy.lora_rank"] == "int" and listed["evaluate.benchmarks"] == "checkbox"
+    assert re.search(r"│ choose_strategy\.method +│ select +│ lora, qlora, dora,", r.stdout)
+    assert "select_model.hf_token" not in listed or "secret" in r.stdout
+    bad = yichui(home, "run", "--yes", "--set", "choose_strategy.lora_rnak=8")
+    assert bad.returncode == 2 and "lora_rank" in bad.stderr  # the step's keys, as listed
+    assert "yichui show SESSION" in r.stdout.replace("\n", " ") or "yichui show" in r.stdout
+
+
 def test_set_mistakes_are_caught_before_any_work_and_leave_no_session(home):
     for sets, text in ((["deploy.prot=9000"], "no question 'prot'"),
                        (["choose_strategy.learning_rate=0"], "choose_strategy.learning_rate"),

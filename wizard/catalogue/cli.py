@@ -166,6 +166,18 @@ MESSAGES = {
     "cli.chat.image": {"en": "(image {path} goes with your next question)", "zh": "（图片 {path} 将随下一个问题发送）"},
     "cli.chat.bad_image": {"en": "Cannot send {path} as an image ({error}): give an image file, e.g. /image photo.png.",
                            "zh": "无法将 {path} 作为图片发送（{error}）：请给出图片文件，例如 /image photo.png。"},
+    "cli.opt.keys": {"en": "also list every question's key (step.key, for --set), its kind and allowed values",
+                     "zh": "同时列出每个问题的键（step.key，供 --set 使用）、类型和可选值"},
+    "cli.steps.keys_title": {"en": "Question keys (--set step.key=VALUE)", "zh": "问题键（--set step.key=值）"},
+    "cli.steps.keys_hint": {"en": "Checkboxes take a comma-separated list (--set evaluate.benchmarks=gsm8k,mmlu, or "
+                                  "empty for none); `yichui show SESSION` lists a session's own answers.",
+                            "zh": "多选题取逗号分隔的列表（--set evaluate.benchmarks=gsm8k,mmlu，留空表示不选）；"
+                                  "`yichui show 会话` 列出某个会话自己的回答。"},
+    "cli.steps.keys_at_run": {"en": "known when the step runs (from earlier steps)", "zh": "运行到该步骤时才确定（取决于之前的步骤）"},
+    "cli.steps.keys_secret": {"en": "secret: from ${env}, never via --set", "zh": "密钥：取自 ${env}，不可用 --set"},
+    "cli.col.key": {"en": "key", "zh": "键"},
+    "cli.col.kind": {"en": "kind", "zh": "类型"},
+    "cli.col.values": {"en": "values", "zh": "取值"},
     "cli.chat.help": {"en": "Commands: /reset starts the conversation over · /image PATH sends an image with the next "
                             "question (vision-language models) · /exit leaves (or Ctrl-D) · //text sends a line that "
                             "starts with a slash · Ctrl-C stops a reply · Up/Down recall earlier lines.",

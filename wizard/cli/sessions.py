@@ -5,6 +5,7 @@ import time
 from typing import List, Optional
 
 import typer
+from pathlib import Path
 
 from wizard import i18n
 from wizard.cli.common import (T, app, SetOpt, YesOpt, SessionArg, new_ui, fail, parse_sets, run_engine, load_locked, demo_hub, need_tty,
@@ -159,11 +160,54 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
 
 
 @app.command(help=T("cli.steps"), epilog=T("cli.example.steps"))
-def steps():
+def steps(keys: bool = typer.Option(False, "--keys", help=T("cli.opt.keys"))):
     import recipes
 
-    new_ui().table(T("cli.steps.title"), ["#", T("cli.col.step"), T("cli.col.description")],
-                [(i, f"{n} — {T(f'step.{n}.title')}", T(f"step.{n}.desc")) for i, n in enumerate(recipes.STEPS, 1)])
+    ui = new_ui()
+    ui.table(T("cli.steps.title"), ["#", T("cli.col.step"), T("cli.col.description")],
+             [(i, f"{n} — {T(f'step.{n}.title')}", T(f"step.{n}.desc")) for i, n in enumerate(recipes.STEPS, 1)])
+    if keys:
+        ui.table(T("cli.steps.keys_title"), [T("cli.col.key"), T("cli.col.kind"), T("cli.col.values")], _question_keys())
+        ui.say(T("cli.steps.keys_hint"))
+
+
+def _question_keys() -> list[tuple[str, str, str]]:
+    """(step.key, kind, allowed values) of every question of every step, as a session that has run nothing yet asks
+    them (a throwaway session in a temporary home): the keys --set takes. Choices that depend on what an earlier
+    step finds (the model's plans, the exported formats) are said to be known at run time."""
+    import tempfile
+
+    import recipes
+    from wizard import i18n
+    from wizard.console import UI
+    from wizard.engine import Engine, StepContext
+    from wizard.session import Session
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        s = Session.new("finetune", tuple(recipes.STEPS), h=Path(tmp))
+        engine = Engine(s, UI(), None)
+        for name in recipes.STEPS:
+            try:
+                qs = recipes.load(name).questions(StepContext(engine, name))
+            except Exception:  # noqa: BLE001 - a step whose questions need an earlier step's outputs
+                rows.append((f"{name}.*", "", T("cli.steps.keys_at_run")))
+                continue
+            for q in qs:
+                if q.secret:
+                    values = T("cli.steps.keys_secret", env=q.env or "?")
+                elif q.choices:
+                    try:
+                        choices = q.resolve_choices({})
+                        values = ", ".join(str(c.value) for c in choices) or T("cli.steps.keys_at_run")
+                    except Exception:  # noqa: BLE001 - choices computed from earlier answers
+                        values = T("cli.steps.keys_at_run")
+                elif q.kind == "confirm":
+                    values = "yes, no"
+                else:
+                    values = i18n.render(q.message).rstrip(":：?？ ")[:60]
+                rows.append((f"{name}.{q.key}", q.kind, values))
+    return rows
 
 
 def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "gpus_detected", "strategy",
