@@ -2,9 +2,23 @@
 # Set up yichui in ./.venv: a torch build that fits this machine, the pinned stack, and yichui itself (editable).
 #   ./install.sh          for users
 #   ./install.sh --dev    also the test tools (pytest, pexpect, openai)
+#   ./install.sh --link   only put `yichui` on PATH (below), nothing installed
 # TORCH_SPEC overrides the torch requirement (e.g. TORCH_SPEC="torch==2.11.0").
+# `yichui` on PATH: a user install links ~/.local/bin/yichui to .venv/bin/yichui when ~/.local/bin is on PATH and
+# holds no other yichui (YICHUI_NO_LINK=1: not); otherwise, and for --dev, it prints the line that puts it there.
 set -euo pipefail
 cd "$(dirname "$0")"
+link() {
+  local bin="$HOME/.local/bin" target="$PWD/.venv/bin/yichui"
+  if [ -z "${YICHUI_NO_LINK:-}" ] && [ "$1" = user ] && [[ ":$PATH:" == *":$bin:"* ]] && mkdir -p "$bin" 2>/dev/null \
+     && { [ ! -e "$bin/yichui" ] || [ "$(readlink "$bin/yichui")" = "$target" ]; }; then
+    ln -sf "$target" "$bin/yichui"
+    echo "install.sh: linked $bin/yichui → $target: \`yichui\` works from any folder"
+  else
+    echo "install.sh: to type \`yichui\` from any folder: export PATH=\"$PWD/.venv/bin:\$PATH\" (or use .venv/bin/yichui)"
+  fi
+}
+if [ "${1:-}" = "--link" ]; then link user; exit 0; fi
 extras=""
 [ "${1:-}" = "--dev" ] && extras="[dev]"
 PY=${PYTHON:-python3}
@@ -25,3 +39,4 @@ echo "install.sh: yichui and its pinned stack${extras:+ with $extras}"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".$extras"
 .venv/bin/yichui --help >/dev/null
 echo "install.sh: ready — .venv/bin/yichui demo"
+link "$([ -n "$extras" ] && echo dev || echo user)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import recipes
 from conftest import sessions, yichui
@@ -360,3 +361,20 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     assert "done" in next(x for x in lines if done.id in x)
     wide = yichui(home, "show", "--all", COLUMNS="140").stdout  # wider: the step's name too
     assert "1/8 select_model" in wide
+
+
+def test_install_puts_yichui_on_path_or_says_how(tmp_path):
+    """Issue 46 item 1: after ./install.sh `yichui` was "command not found" while every hint says `yichui …`. With
+    ~/.local/bin on PATH it is linked there (and runs from any folder); without, the line that puts it on PATH."""
+    root = Path(__file__).resolve().parent.parent
+    bin_ = tmp_path / ".local" / "bin"
+    env = {"HOME": str(tmp_path), "PATH": f"{bin_}:/usr/bin:/bin"}
+    r = subprocess.run([str(root / "install.sh"), "--link"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and (bin_ / "yichui").resolve() == (root / ".venv" / "bin" / "yichui").resolve()
+    ran = subprocess.run(["yichui", "steps"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and "select_model" in ran.stdout
+    (bin_ / "yichui").unlink()
+    r = subprocess.run([str(root / "install.sh"), "--link"], env=env | {"PATH": "/usr/bin:/bin"},
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and not (bin_ / "yichui").exists()
+    assert f'export PATH="{root}/.venv/bin:$PATH"' in r.stdout
