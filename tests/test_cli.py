@@ -18,7 +18,7 @@ def test_help_lists_the_command_table_and_imports_no_torch(home):
     import re
 
     listed = set(re.findall(r"^\W*([a-z]+)\s{2,}", r.stdout, flags=re.M))  # the first word of each command row
-    assert {"run", "demo", "resume", "replay", "steps", "show", "status", "stop", "estimate", "download",
+    assert {"run", "demo", "resume", "replay", "steps", "show", "status", "stop", "estimate", "download", "delete",
             "attach"} <= listed, r.stdout
     heavy = ("torch", "transformers", "trl", "peft", "datasets", "matplotlib", "deepspeed", "huggingface_hub",
              "modelscope", "bitsandbytes")
@@ -335,7 +335,8 @@ def test_commands_on_a_session_speak_its_language(home):
 
 def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     """Issue 20, item 13: at 80 columns `show --all` split "unfinish/ed" and "http://127.0.0.1:8/002/v1" across
-    lines. A column is now no narrower than its longest word while the table fits the terminal."""
+    lines. A column is now no narrower than its longest word while the table fits the terminal; with the model
+    column (issue 46 item 12) today's sessions show the time of their last update alone (UTC)."""
     from recipes import jobs
 
     s = Session.new("finetune", h=home)
@@ -356,8 +357,7 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     lines = r.stdout.splitlines()
     assert max(len(x) for x in lines) <= 80
     row = next(x for x in lines if s.id in x)  # one line per session: where it stands, its server, when
-    assert "1/8" in row and "127.0.0.1:8002/v1" in row and s.data["updated_at"][5:16].replace("T", " ") in row, \
-        r.stdout
+    assert "1/8" in row and "127.0.0.1:8002/v1" in row and s.data["updated_at"][11:16] in row, r.stdout
     assert "done" in next(x for x in lines if done.id in x)
     wide = yichui(home, "show", "--all", COLUMNS="140").stdout  # wider: the step's name too
     assert "1/8 select_model" in wide
@@ -378,3 +378,36 @@ def test_install_puts_yichui_on_path_or_says_how(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and not (bin_ / "yichui").exists()
     assert f'export PATH="{root}/.venv/bin:$PATH"' in r.stdout
+
+
+def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
+    """Issue 46 item 12: a session left at its first question became the default of status/attach/stop; no command
+    deleted a session; show --all had no model column."""
+    import time
+
+    from recipes import jobs
+    from wizard.session import Session
+
+    worked = Session.new("finetune", h=home)
+    worked.record("select_model").outputs.update(repo_id="yichui/tiny-qwen2-chat", source="hf")
+    worked.save()
+    job = jobs.spawn("trainer", ["sleep", "30"], worked.run_dir / "train")
+    try:
+        time.sleep(0.05)
+        abandoned = Session.new("finetune", h=home)
+        abandoned.save()  # the newest session, which never started anything
+        r = yichui(home, "delete", worked.id, "--yes")
+        assert r.returncode == 2 and f"yichui stop {worked.id}" in r.stderr and worked.path.exists()
+        assert yichui(home, "stop").returncode == 0 and not job.alive()  # the running one, not the newest
+        st = yichui(home, "status")
+        assert st.returncode == 0 and worked.id in st.stdout and abandoned.id not in st.stdout, st.stdout
+        shown = yichui(home, "show", "--all", COLUMNS="80")
+        assert "model" in shown.stdout and "tiny-qwen2-chat" in shown.stdout, shown.stdout
+        asked = yichui(home, "delete", abandoned.id)  # no terminal to ask on: --yes is needed, nothing is deleted
+        assert asked.returncode == 2 and abandoned.path.exists()
+        gone = yichui(home, "delete", abandoned.id, "--yes")
+        assert gone.returncode == 0 and "Deleted" in gone.stdout
+        assert not abandoned.path.exists() and not abandoned.run_dir.exists() and worked.path.exists()
+        assert yichui(home, "show", abandoned.id).returncode == 2
+    finally:
+        job.stop()

@@ -14,6 +14,16 @@ MESSAGES = {
     "cli.replay": {"en": "Run a saved session again as a new session, reusing its answers.",
                    "zh": "以新会话重新运行一个已保存的会话，沿用其答案。"},
     "cli.steps": {"en": "List the steps of the wizard.", "zh": "列出向导的各个步骤。"},
+    "cli.delete": {"en": "Delete a session: its file and its run folder (checkpoints, exports, logs).",
+                   "zh": "删除会话：会话文件及其运行目录（检查点、导出、日志）。"},
+    "cli.delete.running": {"en": "Session {id} still runs its {job} (pid {pid}): stop it first (yichui stop {id}), "
+                                 "then delete the session.",
+                           "zh": "会话 {id} 的 {job} 仍在运行（pid {pid}）：请先停止（yichui stop {id}），再删除会话。"},
+    "cli.delete.confirm": {"en": "Delete {path} and its run folder {run} ({gib} GiB: checkpoints, exports, logs)?",
+                           "zh": "删除 {path} 及其运行目录 {run}（{gib} GiB：检查点、导出、日志）？"},
+    "cli.delete.kept": {"en": "Nothing deleted: {path} is kept.", "zh": "未删除任何内容：{path} 保留。"},
+    "cli.deleted": {"en": "Deleted {path} and its run folder {run} ({gib} GiB).",
+                    "zh": "已删除 {path} 及其运行目录 {run}（{gib} GiB）。"},
     "cli.show": {"en": "Show a session's state as a table.", "zh": "以表格显示会话状态。"},
     "cli.status": {"en": "Show what is running for a session (training, server).",
                    "zh": "显示会话正在运行的任务（训练、服务）。"},
@@ -175,6 +185,7 @@ MESSAGES = {
                                   "`yichui show 会话` 列出某个会话自己的回答。"},
     "cli.steps.keys_at_run": {"en": "known when the step runs (from earlier steps)", "zh": "运行到该步骤时才确定（取决于之前的步骤）"},
     "cli.steps.keys_secret": {"en": "secret: from ${env}, never via --set", "zh": "密钥：取自 ${env}，不可用 --set"},
+    "cli.col.model": {"en": "model", "zh": "模型"},
     "cli.col.key": {"en": "key", "zh": "键"},
     "cli.col.kind": {"en": "kind", "zh": "类型"},
     "cli.col.values": {"en": "values", "zh": "取值"},
@@ -387,6 +398,12 @@ MESSAGES = {
                  "zh": "示例：\n\n  yichui replay 20261201-101500-ab12       # 预填它的答案\n\n  yichui replay ~/.yichui/sessions/20261201-101500-ab12.json --yes"},
     "cli.example.steps": {"en": "Examples:\n\n  yichui steps\n\n  yichui --lang zh steps",
                  "zh": "示例：\n\n  yichui steps\n\n  yichui --lang zh steps"},
+    "cli.example.delete": {"en": "Examples:\n\n  yichui show --all                       # the sessions, to pick one\n\n"
+                                 "  yichui delete 20261201-101500-ab12      # asks first\n\n"
+                                 "  yichui delete 20261201-101500-ab12 --yes",
+                           "zh": "示例：\n\n  yichui show --all                       # 列出会话以便挑选\n\n"
+                                 "  yichui delete 20261201-101500-ab12      # 会先确认\n\n"
+                                 "  yichui delete 20261201-101500-ab12 --yes"},
     "cli.example.show": {"en": "Examples:\n\n  yichui show                             # the latest session\n\n  yichui show --all                       # every session, servers running\n\n  yichui show 20261201-101500-ab12",
                  "zh": "示例：\n\n  yichui show                             # 最近的会话\n\n  yichui show --all                       # 所有会话及运行中的服务\n\n  yichui show 20261201-101500-ab12"},
     "cli.example.doctor": {"en": "Examples:\n\n  yichui doctor                           # what this machine can do\n\n  yichui doctor 20261201-101500-ab12      # what that session needs",

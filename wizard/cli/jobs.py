@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from wizard import i18n
-from wizard.cli.common import T, app, SessionArg, new_ui, fail, read_session, with_running_jobs
+from wizard.cli.common import T, app, SessionArg, new_ui, fail, latest_that_ran, read_session, with_running_jobs
 
 
 def _job_detail(s, job) -> str:
@@ -75,7 +75,7 @@ def attach(session: Optional[str] = SessionArg):
     else:
         training = [x for x in all_sessions() if (j := jobs.read(x.run_dir / "train" / "trainer.pid.json"))
                     and j.alive()]
-        s = training[-1] if training else read_session(None)
+        s = training[-1] if training else latest_that_ran("train/trainer.pid.json")
     job = jobs.read(s.run_dir / "train" / "trainer.pid.json")
     ui = new_ui()
     if job is None or not job.alive():
@@ -101,7 +101,7 @@ def status(session: Optional[str] = SessionArg):
     """SESSION's jobs; without SESSION, every session's running jobs (or the latest session's, if none runs)."""
     from recipes import jobs
 
-    chosen = [read_session(session)] if session else (with_running_jobs() or [read_session(None)])
+    chosen = [read_session(session)] if session else (with_running_jobs() or [latest_that_ran()])
     ui = new_ui()
     for s in chosen:
         found = jobs.find(s.run_dir)
@@ -130,7 +130,7 @@ def stop(session: Optional[str] = SessionArg):
         s = read_session(session)
     else:
         running = with_running_jobs()
-        s = running[-1] if running else read_session(None)
+        s = running[-1] if running else latest_that_ran()
     ui = new_ui()
     stopped = [j for j in jobs.find(s.run_dir) if j.stop()]
     for j in stopped:

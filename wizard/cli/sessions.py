@@ -9,7 +9,7 @@ from pathlib import Path
 
 from wizard import i18n
 from wizard.cli.common import (T, app, SetOpt, YesOpt, SessionArg, new_ui, fail, parse_sets, run_engine, load_locked, demo_hub, need_tty,
-    read_session)
+    read_session, refused)
 
 
 @app.callback(invoke_without_command=True)
@@ -220,6 +220,47 @@ def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "g
     return text if len(text) <= 90 else text[:87] + "..."
 
 
+@app.command(help=T("cli.delete"), epilog=T("cli.example.delete"))
+def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: bool = YesOpt):
+    """Delete SESSION: its session file and its run folder (checkpoints, exports, logs). Refused while one of its jobs
+    runs or another yichui has it open; asks first unless --yes (issue 46 item 12)."""
+    import shutil
+
+    from recipes import jobs
+    from wizard.session import Session, SessionError, find
+
+    try:
+        path = find(session)
+    except SessionError as e:
+        raise refused(e)
+    try:
+        s = Session.load(path)
+    except SessionError:  # an unreadable file (listed by show --all): only the file itself goes
+        s = None
+    if s is not None:
+        running = [j for j in jobs.find(s.run_dir) if j.alive()]
+        if running:
+            raise fail("cli.delete.running", id=s.id, job=running[0].name, pid=running[0].pid)
+        try:
+            s.lock()
+        except SessionError as e:
+            raise refused(e)
+    run_dir = s.run_dir if s is not None else None
+    size = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file()) if run_dir and run_dir.is_dir() else 0
+    ui = new_ui()
+    if not yes:
+        need_tty()
+        if not typer.confirm(T("cli.delete.confirm", path=str(path), run=str(run_dir or "—"),
+                               gib=f"{size / 2**30:.2f}"), default=False):
+            ui.say(T("cli.delete.kept", path=str(path)))
+            raise typer.Exit(1)
+    if run_dir is not None:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    path.unlink(missing_ok=True)
+    path.with_name(path.name + ".lock").unlink(missing_ok=True)
+    ui.say(T("cli.deleted", path=str(path), run=str(run_dir or "—"), gib=f"{size / 2**30:.2f}"))
+
+
 @app.command(help=T("cli.show"), epilog=T("cli.example.show"))
 def show(session: Optional[str] = SessionArg,
          all_: bool = typer.Option(False, "--all", help=T("cli.opt.all"))):
@@ -242,14 +283,30 @@ def show(session: Optional[str] = SessionArg,
             where = f"{names.index(at) + 1}/{len(names)}" if at in names else "?"
             return where if narrow else f"{where} {at}"
 
+        def model(x) -> str:  # the model chosen (its name without the organisation at 80 columns), or "—"
+            from recipes.handoff import ModelChoice
+
+            m = x.result(ModelChoice)
+            name = m.repo_id or (Path(m.local_path).name if m.local_path else "") or x.record("select_model").answers.get(
+                "model_id") or ""
+            return (name.rsplit("/", 1)[-1] if narrow else name) or "—"
+
+        def updated(x) -> str:  # UTC; at 80 columns the time alone for today's sessions, the day for older ones
+            when = x.updated_at[:16].replace("T", " ")
+            if not narrow:
+                return when
+            import datetime as dt
+
+            today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+            return when[11:] if when.startswith(today) else when[5:10]
+
         unreadable: list = []
         found = all_sessions(unreadable=unreadable)
         ui = new_ui()
         narrow = ui.out.width < 110  # one line per session at 80 columns, no word cut (issue 20, item 13)
-        ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.step"), T("cli.col.server"),
-                                               T("cli.col.updated_short")],
-                 [(x.id, x.task, step(x), server(x),
-                   x.updated_at[5 if narrow else 0:16].replace("T", " ")) for x in found])
+        ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.model"), T("cli.col.step"),
+                                               T("cli.col.server"), T("cli.col.updated_short")],
+                 [(x.id, x.task, model(x), step(x), server(x), updated(x)) for x in found])
         for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
             ui.warn(T(e.key, **e.params))
         return
