@@ -71,6 +71,16 @@ def questions(ctx: Ctx) -> list[Question]:
     calibrated = lambda a: any(quantize.FORMATS[f].calibrated for f in a.get("formats", []))  # noqa: E731
     as_is = ctx.task == "quantize" and not ctx.result(TrainingResult).adapter_dir
 
+    def engine_here(v, a):
+        """A GPU engine for a session that deploys on this machine: refused at once where there is no GPU (the
+        deploy step would refuse it after the export's work, issue 46 item 6); a quantize-only session may export
+        for an engine on another machine."""
+        import recipes
+
+        if v in specs.GPU_ENGINES and not gpu and "deploy" in recipes.TASKS.get(ctx.task, ()):
+            return msg("export.engine_needs_gpu", engine=v)
+        return None
+
     def check_data(v, a):
         try:
             datasets.load(v, skip_bad=True)
@@ -83,7 +93,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  choices=[Choice("auto", msg("export.dtype.auto")), Choice("bfloat16", "bfloat16"),
                           Choice("float16", "float16"), Choice("float32", "float32")]),
         Question("serve_with", "select", "export.serve_with", default=lambda a: _default_engine(ctx, gpu),
-                 choices=[Choice(e, msg("export.engine." + e)) for e in quantize.engines()]),
+                 choices=[Choice(e, msg("export.engine." + e)) for e in quantize.engines()], validate=engine_here),
         Question("formats", "checkbox", "export.formats",
                  # a vision-language model: merged only (the quantizers are for text models so far)
                  default=lambda a: [f for f in ("bnb-4bit",) if f in loads(a["serve_with"])

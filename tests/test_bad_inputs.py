@@ -93,6 +93,13 @@ class Env:
         return str(d)
 
 
+# a Qwen3-MoE of the real layout at toy size (transformers 5 fuses its experts: LoRA on them is peft's ParamWrapper)
+MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 64, "intermediate_size": 128,
+       "moe_intermediate_size": 32, "num_experts": 4, "num_experts_per_tok": 2, "num_hidden_layers": 2,
+       "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 512,
+       "max_position_embeddings": 512, "tie_word_embeddings": False}
+
+
 def ys(*pairs: str) -> list[str]:
     return ["run", "--yes", *[a for p in pairs for a in ("--set", p)]]
 
@@ -110,6 +117,15 @@ def taken_port(env: Env) -> int:
     s.listen()
     env.extra["_socket"] = s  # kept open for the case
     return s.getsockname()[1]
+
+
+def running_trainer(e) -> None:
+    """A live job in the case's session: a process recorded as its trainer (it ends by itself in 20 s)."""
+    from recipes import jobs
+    from wizard.session import Session
+
+    s = Session.load(e.session())
+    jobs.spawn("trainer", ["sleep", "20"], s.run_dir / "train")
 
 
 def hold_lock(env: Env) -> None:
@@ -288,7 +304,7 @@ CATALOGUE = [
     Case("unsloth-not-installed", "the unsloth training backend where its environment is not installed",
          "answer.set_not_asked", lambda e: ys(*LOCAL(e), "choose_strategy.training_backend=unsloth")),
     Case("engine-cannot-load", "an export the chosen engine cannot load", "export.engine_cannot_load",
-         lambda e: ys("export.serve_with=vllm", "export.formats=bnb-8bit")),
+         lambda e: ys("export.serve_with=llama.cpp", "export.formats=bnb-8bit")),
     Case("too-few-calibration", "too few calibration samples", "export.too_few_calibration",
          lambda e: ys("export.formats=gptq-w4a16", "export.calibration_samples=3")),
     Case("no-tty", "the wizard without a terminal (stdin not a TTY)", "cli.no_tty", lambda e: ["run"]),
@@ -393,6 +409,19 @@ CATALOGUE = [
     Case("session-folder", "a folder given as the session", "session.is_folder", lambda e: ["show", str(e.tmp)]),
     Case("session-binary", "a binary file given as the session", "session.not_text",
          lambda e: ["show", e.file("bin.json", bytes(range(128, 256)))]),
+    Case("session-device", "a device given as the session (yichui show /dev/zero)", "session.not_a_file",
+         lambda e: ["show", "/dev/zero"]),
+    Case("session-huge", "a 64 MiB file given as the session", "session.too_large",
+         lambda e: ["show", str(e.tmp / "huge.json")], setup=lambda e: open(e.tmp / "huge.json", "ab").truncate(64 << 20)),
+    Case("session-strategy-edited", "a done strategy hand-edited to a method that does not exist", "session.invalid",
+         lambda e: ["resume", e.edited(lambda d: d["steps"]["choose_strategy"].update(
+             status="done", outputs={"strategy": {"method": "foo"}})), "--yes"]),
+    Case("engine-needs-gpu", "vLLM chosen at export for a session that deploys on a machine without a GPU",
+         "export.engine_needs_gpu", lambda e: ys("export.serve_with=vllm")),
+    Case("moe-lora-dropout", "LoRA dropout on a MoE model's fused experts (peft cannot run it)",
+         "choose_strategy.moe_dropout", lambda e: ["estimate", e.folder("moe", {"config.json": json.dumps(MOE)})]),
+    Case("delete-running", "deleting a session whose trainer runs", "cli.delete.running",
+         lambda e: ["delete", str(e.session()), "--yes"], setup=running_trainer),
     Case("session-missing", "a session id that does not exist", "session.not_found", lambda e: ["replay", "19990101-000000-0000", "--yes"]),
     Case("two-wizards", "two wizards on one session", "session.locked",
          lambda e: ["resume", str(e.session()), "--yes"], setup=hold_lock),

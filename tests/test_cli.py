@@ -181,7 +181,7 @@ def test_set_mistakes_are_caught_before_any_work_and_leave_no_session(home):
                        (["choose_strategy.lora_rank=abc"], "not a whole number"),
                        (["choose_strategy.packing=maybe"], "yes/no"),
                        (["export.formats=gptq-w4a16,bogus"], "'bogus' is not one of"),
-                       (["export.serve_with=vllm", "export.formats=bnb-8bit"], "vllm does not load"),
+                       (["export.serve_with=llama.cpp", "export.formats=bnb-8bit"], "llama.cpp does not load"),
                        (["export.formats=gptq-w4a16", "export.calibration_samples=3"], "too few")):
         args = [a for x in sets for a in ("--set", x)]
         r = yichui(home, "run", "--yes", *args)

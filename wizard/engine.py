@@ -293,7 +293,7 @@ class Engine:
         resumed = dict(rec.answers)
         # the step ran with these answers and was cut short (Ctrl-C, kill -9, its outputs gone since): a resume
         # carries on with them, said, not asked again (issue 46 item 9); a failed step asks again, pre-filled
-        started = rec.data.get("started_at") is not None and rec.status != "failed"
+        started = rec.started_at is not None and rec.status != "failed"
         answers: dict = {}
         earlier: dict = {}  # answers given before going back to an earlier question
         self._unlocked = set()  # --set values given up interactively (refused, or gone back to)

@@ -168,6 +168,7 @@ class StepRecord:
     answers = property(lambda self: self.data["answers"], lambda self, v: self.data.__setitem__("answers", v))
     outputs = property(lambda self: self.data["outputs"], lambda self, v: self.data.__setitem__("outputs", v))
     error = property(lambda self: self.data.get("error"), lambda self, v: self.data.__setitem__("error", v))
+    started_at = property(lambda self: self.data.get("started_at"))
 
     @property
     def skipped(self) -> bool:

@@ -55,6 +55,11 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
     q = chain.questions("export")
     # the default engine is one the deploy step can start: none of the GPU engines is installed in the test stack
     assert q["serve_with"].resolve_default({}) == "transformers"
+    # issue 46 item 6: a GPU engine for a session that deploys here, on a machine without a GPU: refused at once
+    for engine in ("vllm", "sglang", "lmdeploy"):
+        err = check(q["serve_with"], engine, {})[1]
+        assert (err is None) if memory.detect_gpus() else err.key == "export.engine_needs_gpu", engine
+    assert check(q["serve_with"], "transformers", {})[1] is None
     awq = check(q["formats"], "awq-w4a16", {"serve_with": "vllm"})[1]
     assert (awq is None) if memory.detect_gpus() else awq.key == "export.needs_gpu"
     assert check(q["formats"], "fp8-dynamic", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"

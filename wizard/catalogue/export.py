@@ -5,6 +5,13 @@ MESSAGES = {
     "export.dtype.auto": {"en": "auto (as the base model)", "zh": "自动（与基座模型相同）"},
     "export.serve_with": {"en": "Which engine will serve the model? (only the formats it loads are offered)",
                           "zh": "将用哪个引擎部署模型？（只提供它能加载的格式）"},
+    "export.engine_needs_gpu": {"en": "{engine} serves on NVIDIA GPUs and this machine has none, so this session's "
+                                      "deploy step could not start it: choose transformers (serves on the CPU), or "
+                                      "export for {engine} with `yichui run --task quantize --from SESSION` and "
+                                      "serve the copy on a GPU machine.",
+                                "zh": "{engine} 需要 NVIDIA GPU 才能服务，而本机没有，本会话的部署步骤无法启动它：请选择 transformers"
+                                      "（可在 CPU 上服务），或用 `yichui run --task quantize --from 会话` 为 {engine} 导出，"
+                                      "再在有 GPU 的机器上服务该副本。"},
     "export.engine.vllm": {"en": "vLLM", "zh": "vLLM"},
     "export.engine.sglang": {"en": "SGLang", "zh": "SGLang"},
     "export.engine.lmdeploy": {"en": "LMDeploy (the merged model only)", "zh": "LMDeploy（仅合并后的模型）"},
