@@ -361,6 +361,26 @@ def test_done_steps_are_skipped_on_resume(tmp_path):
     assert calls == ["b"]
 
 
+def test_a_set_that_changes_a_done_step_runs_it_again_and_the_steps_after(tmp_path, capsys):
+    """Issue 46 item 20: `resume --set` on a done step was ignored ("done earlier, not asked again"), so an answer
+    that caused a later failure could not be fixed through resume. A --set that changes it re-opens that step and
+    the done ones after it, in one line; a --set equal to the answer recorded changes nothing."""
+    calls = []
+    steps = {"a": make_step("a", STEP_A.questions(None), run=lambda c, a: calls.append(("a", a["n"])) or {}),
+             "b": make_step("b", STEP_B.questions(None), run=lambda c, a: calls.append(("b", a["x"])) or {})}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0 and calls == [("a", 8), ("b", 0.5)]
+    calls.clear()
+    same = Engine(Session.load(s.path), UI(), None, overrides={"a": {"n": "8", "flag": "no"}}, load=steps.__getitem__)
+    assert same.run() == 0 and calls == []  # nothing changed: nothing runs
+    assert Engine(Session.load(s.path), UI(), None, overrides={"a": {"n": "6"}}, load=steps.__getitem__).run() == 0
+    assert calls == [("a", 6), ("b", 0.5)]
+    assert "--set changes a.n, answered when a ran: a runs again, and the steps done after it (b)" in \
+        capsys.readouterr().err
+    assert saved(s)["steps"]["a"]["answers"]["n"] == 6
+
+
 def test_messages_in_chinese(tmp_path, capsys):
     i18n.set_lang("zh")
     try:

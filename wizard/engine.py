@@ -96,6 +96,22 @@ def check(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
     return value, err
 
 
+def _same(raw: Any, recorded: Any) -> bool:
+    """Whether a --set value (text, as given) says what the recorded answer says (typed as its question parsed it)."""
+    if isinstance(recorded, bool):
+        return str(raw).strip().lower() in ("yes", "y", "true", "1", "on") if recorded else \
+            str(raw).strip().lower() in ("no", "n", "false", "0", "off")
+    if isinstance(recorded, list):
+        given = raw if isinstance(raw, list) else [x.strip() for x in str(raw).split(",") if x.strip()]
+        return [str(x) for x in given] == [str(x) for x in recorded]
+    if isinstance(recorded, (int, float)):
+        try:
+            return float(raw) == float(recorded)
+        except (TypeError, ValueError):
+            return False
+    return str(raw) == str(recorded)
+
+
 def _shown(value: Any) -> str:
     """An answer as a user typed it (a checkbox's list as a,b)."""
     return ",".join(map(str, value)) if isinstance(value, list) else str(value)
@@ -423,6 +439,7 @@ class Engine:
         except AnswerError as e:
             self.ui.error(i18n.render(e.msg))
             return 2
+        self._reopen_changed()
         # --set values for steps not run yet are kept with them at once, as given: a run that stops earlier (a failed
         # step) resumes with them; each is parsed and validated again when its step runs
         for name, sets in self.overrides.items():
@@ -488,6 +505,29 @@ class Engine:
         s.save()
         self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0
+
+    def _reopen_changed(self) -> None:
+        """A --set that changes the answer of a step done earlier re-opens it and every done step after it (said in
+        one line): resume --set is how an answer that caused a later failure is fixed (issue 46 item 20). A --set
+        equal to the recorded answer changes nothing."""
+        s = self.session
+        names = s.task_steps()
+        first = None
+        changed: list[str] = []
+        for name in names:
+            rec = s.record(name)
+            diff = [k for k, v in self.overrides.get(name, {}).items()
+                    if rec.status == "done" and not _same(v, rec.answers.get(k))]
+            if diff and first is None:
+                first, changed = name, diff
+        if first is None:
+            return
+        later = [n for n in names[names.index(first) + 1:] if s.record(n).status == "done"]
+        for n in [first, *later]:
+            s.record(n).update(status="pending", started_at=None)
+        s.save()
+        self.ui.warn(i18n.t("engine.reopened", keys=", ".join(f"{first}.{k}" for k in changed), step=first,
+                            later=", ".join(later) or "—"))
 
     def _fail(self, rec: StepRecord, text: str, reask: str | None = None) -> int:
         rec.update(status="failed", error=text, finished_at=now())

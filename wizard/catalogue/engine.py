@@ -30,6 +30,9 @@ MESSAGES = {
     "engine.go_back": {"en": "Go back: {question}", "zh": "返回：{question}"},
     "engine.resumed_kept": {"en": "{name} = {value} (as the step started with; resume --set {name}=… changes it)",
                             "zh": "{name} = {value}（沿用该步骤开始时的回答；resume --set {name}=… 可更改）"},
+    "engine.reopened": {"en": "--set changes {keys}, answered when {step} ran: {step} runs again, and the steps done "
+                              "after it ({later}).",
+                        "zh": "--set 更改了 {keys}（{step} 运行时已回答）：{step} 将重新运行，其后已完成的步骤（{later}）也会重新运行。"},
     "engine.preset": {"en": "{name} = {value} (preset by --set)", "zh": "{name} = {value}（由 --set 指定）"},
     "engine.preset_invalid": {"en": "--set {name}={value!r} is not valid ({reason}): choose here.",
                               "zh": "--set {name}={value!r} 无效（{reason}）：请在此选择。"},
