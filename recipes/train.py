@@ -54,10 +54,29 @@ def _spec(ctx: Ctx, answers: dict) -> TrainerJob:
     return with_backend(spec, ctx.home)
 
 
+def _stale_result(result: Path) -> str | None:
+    """What train/result.json names that is not there (its adapter folder, moved or deleted; or the file is not a
+    result), or None when it is whole or absent. The training then runs again from the last intact checkpoint, which
+    for a finished run only saves the final adapter (issue 46 item 18: resume said "Training finished" without
+    training, then failed at export on every resume)."""
+    if not result.exists():
+        return None
+    try:
+        adapter = json.loads(result.read_text()).get("adapter_dir")
+    except (OSError, ValueError, AttributeError):
+        return str(result)
+    if not isinstance(adapter, str) or not Path(adapter).is_dir() or not any(Path(adapter).iterdir()):
+        return str(adapter)
+    return None
+
+
 def run(ctx: Ctx, answers: dict) -> TrainingResult:
     tdir = train_dir(ctx)
     tdir.mkdir(parents=True, exist_ok=True)
     result = tdir / "result.json"
+    if (gone := _stale_result(result)) is not None:  # a result whose adapter is gone: train again, not "finished"
+        result.replace(tdir / "result.stale.json")
+        ctx.warn(msg("train.result_stale", adapter=gone))
     while not result.exists():
         job = jobs.read(tdir / "trainer.pid.json")
         if job is not None and job.alive():

@@ -54,6 +54,24 @@ def test_train_runs_detached_and_writes_events_and_checkpoints(chain):
     assert job.pid == chain.session.steps["train"]["outputs"]["trainer_pid"] and not job.alive()
 
 
+def test_a_result_whose_adapter_is_gone_trains_again_from_the_last_checkpoint(chain, capsys):
+    """Issue 46 item 18: with the adapter moved away but train/result.json left, resume said "running it again", then
+    "Training finished" without training, then failed at export on every resume. The step's outputs are checked as a
+    whole (is_done), and the re-run re-runs: from the last intact checkpoint, which saves the final adapter again."""
+    from recipes import train as train_step
+
+    chain.upto("train")
+    out = chain.step("train")
+    adapter, tdir = Path(out["adapter_dir"]), Path(out["train_dir"])
+    shutil.move(adapter, tdir / "moved-away")
+    assert not train_step.is_done(chain.ctx("train"), chain.session.record("train"))
+    again = chain.step("train")
+    assert Path(again["adapter_dir"], "adapter_config.json").exists() and (tdir / "result.stale.json").exists()
+    starts = [e for e in jobs.read_events(tdir / "events.jsonl")[0] if e["event"] == "start"]
+    assert starts[-1].get("resumed_from") == "checkpoint-12"
+    assert "which is gone: training again from the last intact checkpoint" in capsys.readouterr().err
+
+
 def test_a_checkpoint_a_kill_cut_short_is_set_aside_and_the_last_complete_one_resumed(tmp_path):
     """A SIGKILL while the Trainer writes checkpoint-8 leaves a folder without trainer_state.json (written last);
     resuming from it fails (FileNotFoundError, seen on the unsloth backend's kill test). The train step sets it

@@ -55,6 +55,9 @@ MESSAGES = {
     "train.oom_no_room": {"en": "Out of GPU memory even at micro-batch {micro_batch} with activation checkpointing (log: {log}): use QLoRA, a shorter sequence or a larger GPU (`yichui estimate` sizes it).",
                           "zh": "即使微批 {micro_batch} 且开启激活检查点仍显存不足（日志：{log}）：请改用 QLoRA、缩短序列或换更大的 GPU（`yichui estimate` 可估算）。"},
     "train.field.curve": {"en": "loss curve", "zh": "损失曲线"},
+    "train.result_stale": {"en": "The training's result names {adapter}, which is gone: training again from the last "
+                                 "intact checkpoint (a finished run only saves its final adapter again).",
+                           "zh": "训练结果指向的 {adapter} 已不存在：从最后一个完整的检查点重新训练（已完成的训练只会重新保存最终适配器）。"},
     "train.curve_no_viewer": {"en": "Loss curve: {png}; TensorBoard events: {tb} (the viewer is not installed: "
                                     "pip install tensorboard — `yichui doctor` lists it)",
                               "zh": "损失曲线：{png}；TensorBoard 事件：{tb}（未安装查看器：pip install tensorboard——"
