@@ -22,13 +22,25 @@ from recipes.hub.server import HubServer
 MB = 1 << 20
 
 
+def safetensors_bytes(total: int) -> bytes:
+    """A ``total``-byte safetensors file of random content: a valid header (one uint8 tensor over the rest), as a
+    real weights file has (the downloader parses a weight file's header before it accepts it)."""
+    head = b""
+    for _ in range(2):  # the header's length decides the body's, which the header names
+        body = total - 8 - len(head)
+        head = json.dumps({"w": {"dtype": "U8", "shape": [body], "data_offsets": [0, body]}}).encode()
+        head += b" " * (-len(head) % 8)
+    body = total - 8 - len(head)
+    return len(head).to_bytes(8, "little") + head + os.urandom(body)
+
+
 @pytest.fixture(scope="module")
 def root(tmp_path_factory):
     """A hub root with a model (a 24 MiB weights file + config) and a dataset repository."""
     r = tmp_path_factory.mktemp("hubroot")
     m = r / "org" / "model"
     m.mkdir(parents=True)
-    (m / "model.safetensors").write_bytes(os.urandom(24 * MB))
+    (m / "model.safetensors").write_bytes(safetensors_bytes(24 * MB))
     (m / "config.json").write_text(json.dumps({"model_type": "qwen2"}))
     (m / "pytorch_model.bin").write_bytes(b"duplicate weights")  # skipped: safetensors are there
     d = r / "datasets" / "org" / "data"
@@ -171,7 +183,7 @@ def test_a_changed_file_on_the_server_restarts_the_partial(server, root, tmp_pat
     weights = root / "org/model/model.safetensors"
     original = weights.read_bytes()
     try:
-        weights.write_bytes(os.urandom(24 * MB))  # a new upload: new sha256, new ETag, new commit
+        weights.write_bytes(safetensors_bytes(24 * MB))  # a new upload: new sha256, new ETag, new commit
         server.hub.faults = []
         commit2, its2 = items(server)
         sent_before = settled(server, "model.safetensors")
@@ -532,7 +544,7 @@ def test_a_file_of_the_same_size_from_another_commit_or_changed_on_disk_is_fetch
     repo = tmp_path / "hub" / "org" / "m"
     repo.mkdir(parents=True)
     (repo / "config.json").write_text('{"hidden_size": 64}')
-    (repo / "model.safetensors").write_bytes(os.urandom(2 * MB))
+    (repo / "model.safetensors").write_bytes(safetensors_bytes(2 * MB))
     out = tmp_path / "out"
     with HubServer(tmp_path / "hub") as srv:
         def fetch():
@@ -721,3 +733,28 @@ def test_bytes_before_a_dropped_connection_are_kept(tmp_path):
     finally:
         srv.shutdown()
     assert (tmp_path / "out" / "w.bin").read_bytes() == data
+
+
+def test_a_listing_without_hashes_still_verifies_by_the_etag_and_the_weights_header(server, root, tmp_path, home):
+    """Issue 46 item 19: with a listing of names only, a mirror serving a large file itself (its ETag the sha256)
+    had the file "checked by size only", so a corrupted byte was accepted and training failed on a bad safetensors
+    header on every resume. The ETag's sha256 is used (a corrupted byte is fetched again), and a weight file whose
+    header does not parse is a failed download, not a training error."""
+    from wizard import i18n
+
+    server.hub.modes = {"listing": "names"}
+    server.hub.faults = [{"path": "model.safetensors", "corrupt_at": MB, "times": 1}]
+    r = download_cmd(home, server, "modelscope", tmp_path / "out")  # ModelScope's file API: the ETag of the file
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert sha(tmp_path / "out" / "model.safetensors") == sha(root / "org/model" / "model.safetensors")
+    assert one_line(i18n.t("download.size_only", n=1, files="model.safetensors")) not in one_line(r.stdout)
+    # the header check itself, on files a hub could send
+    good = tmp_path / "good.safetensors"
+    good.write_bytes(safetensors_bytes(4096))
+    assert downloader.weights_header_ok(good, "good.safetensors")
+    for bad in (b"", b"\x00" * 64, (10**9).to_bytes(8, "little") + b"{}", (2).to_bytes(8, "little") + b"[]",
+                (40).to_bytes(8, "little") + b'{"w": {"data_offsets": [0, 99999]}}    '):
+        p = tmp_path / "bad.safetensors"
+        p.write_bytes(bad)
+        assert not downloader.weights_header_ok(p, "bad.safetensors"), bad
+    assert downloader.weights_header_ok(p, "bad.bin")  # only safetensors have a header to check

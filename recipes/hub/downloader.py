@@ -14,6 +14,7 @@ or whose ETag changed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import itertools
@@ -57,6 +58,34 @@ def retry_after(value: str | None) -> float | None:
 def hex_digest(value, n: int) -> str | None:
     """``value`` when it is a hash of ``n`` lowercase hex digits (sha256: 64, git blob sha1: 40), else None."""
     return value if isinstance(value, str) and re.fullmatch(f"[0-9a-f]{{{n}}}", value) else None
+
+
+def weights_header_ok(path: Path, name: str) -> bool:
+    """Whether a ``*.safetensors`` file's header parses (8 bytes little-endian length, then that many bytes of a JSON
+    object whose tensors' byte ranges lie inside the file); other files: True. A weight file whose header does not
+    parse is a failed download, fetched again, not a training error on every resume (issue 46 item 19)."""
+    if not name.endswith(".safetensors"):
+        return True
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            n = int.from_bytes(fh.read(8), "little")
+            if not 2 <= n <= min(size - 8, 100 << 20):
+                return False
+            header = json.loads(fh.read(n))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return False
+    if not isinstance(header, dict):
+        return False
+    body = size - 8 - n
+    for key, t in header.items():
+        if key == "__metadata__":
+            continue
+        offsets = t.get("data_offsets") if isinstance(t, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(x, int) for x in offsets)
+                and 0 <= offsets[0] <= offsets[1] <= body):
+            return False
+    return True
 
 
 def header_size(value: str | None) -> int | None:
@@ -327,7 +356,8 @@ class Downloader:
         """``it`` with the size and hashes its listing lacked, from the file's HEAD, read as huggingface_hub's
         ``get_hf_file_metadata`` reads it (file_download.py): size from ``X-Linked-Size`` (a large file redirected to
         storage) or ``Content-Length``; ``X-Linked-Etag`` is a large file's sha256, a directly served file's 40-hex
-        ``ETag`` its git blob sha1; other ETags (storage MD5s) are no hash. A relative redirect (a renamed
+        ``ETag`` its git blob sha1 and a 64-hex one its sha256 (a mirror serving a large file itself); other ETags
+        (storage MD5s) are no hash. A relative redirect (a renamed
         repository) is followed as the hub client does; an absolute one (storage) only when it gave no size, with a
         HEAD that carries no token (another host).
 
@@ -364,18 +394,24 @@ class Downloader:
             raise StepError("download.size_unknown", file=it.path, url=it.url)
         linked = (r.headers.get("X-Linked-Etag") or "").strip('"').lower()
         etag = (r.headers.get("ETag") or "").strip('"').lower()
-        return Item(it.path, it.url, size, it.sha256 or hex_digest(linked, 64),
+        # a mirror serving a large file itself carries its sha256 in the ETag (64 hex): as good as X-Linked-Etag
+        return Item(it.path, it.url, size, it.sha256 or hex_digest(linked, 64) or hex_digest(etag, 64),
                     it.git_sha1 or (None if linked else hex_digest(etag, 40)))
 
     # -- preparation -----------------------------------------------------------------------------------------
     def _prepare(self, it: Item) -> _File | None:
         rel = safe_relpath(it.path)
         dest = self.local_dir / rel
-        if is_complete(dest, it.size, it.sha256, it.git_sha1):
+        etag = None
+        if not it.sha256 and not it.git_sha1:  # a listing without hashes: every hash the hub gives is used
+            etag = self._etag(it)
+            tag = (etag or "").lower()  # X-Linked-Etag or a mirror's ETag: sha256; a direct file's: git blob sha1
+            it = dataclasses.replace(it, sha256=hex_digest(tag, 64), git_sha1=hex_digest(tag, 40))
+        if is_complete(dest, it.size, it.sha256, it.git_sha1) and weights_header_ok(dest, it.path):
             self.on_file(it.path, "skipped")
             return None
         f = _File(it, dest, dest.with_name(dest.name + PART), dest.with_name(dest.name + SIDE))
-        f.etag = self._etag(it)
+        f.etag = etag or self._etag(it)
         side = self._read_side(f)
         if side is not None:
             f.segments = side["segments"]
@@ -617,10 +653,10 @@ class Downloader:
             if f.hasher is None:
                 f.new_hasher()
             f.hash_until(f.item.size)
-        if want and f.hasher.hexdigest() != want:
+        if (want and f.hasher.hexdigest() != want) or not weights_header_ok(f.part, f.item.path):
             if f.refetched:
                 self._discard(f)
-                raise StepError("download.bad_hash", file=f.item.path)
+                raise StepError("download.bad_hash" if want else "download.bad_weights", file=f.item.path)
             f.refetched = True
             self.on_file(f.item.path, "refetch")
             self._reset(f, segments_for(f.item.size, self.ranges))

@@ -23,6 +23,11 @@ MESSAGES = {
                                   "zh": "{repo} 的文件（共 {n} 个）都不符合选择条件：请检查 --include / --exclude。"},
     "download.describing": {"en": "The hub's listing gives no size for {n} file(s); asking the hub for each (HEAD).",
                             "zh": "Hub 的文件列表没有给出 {n} 个文件的大小；逐个向 Hub 查询（HEAD）。"},
+    "download.bad_weights": {"en": "{file} arrived twice with a header that does not parse as safetensors; it was "
+                                   "removed — the hub may be serving a broken file; run again later, or another "
+                                   "endpoint (a mirror).",
+                             "zh": "{file} 两次下载后其头部都无法按 safetensors 解析，已删除——hub 可能提供了损坏的文件；"
+                                   "请稍后重试，或换一个端点（镜像）。"},
     "download.size_only": {"en": "No hash is known for {n} file(s) ({files}): they are checked by size only.",
                            "zh": "{n} 个文件（{files}）没有可用的哈希值：只按大小校验。"},
     "download.size_unknown": {"en": "The hub gives no size for {file}, neither in its listing nor in the file's headers "
