@@ -78,7 +78,7 @@ def test_sampling_and_validation_split_are_seeded(tmp_path):
     assert data.train_validation(data.load_records(path), 0.0) == (data.load_records(path), [])
 
 
-@pytest.mark.parametrize("content,key", [(b"", "data.empty"), (b"\xff\xfe", "data.not_text"),
+@pytest.mark.parametrize("content,key", [(b"", "data.empty"), (b"\xff\xfe", "data.not_text_at"),
                                          (b'{"foo": 1}\n', "data.unknown_format")])
 def test_unusable_files_are_named(tmp_path, content, key):
     path = tmp_path / "d.jsonl"
@@ -252,3 +252,20 @@ def test_image_records_of_every_shape_make_one_table_for_the_trainer(tmp_path):
     loaded = data.read(tmp_path / "p.parquet")
     assert len(loaded.conversations) == 1 and loaded.bad == ["p.parquet:2 (image bytes unreadable (UnidentifiedImageError))"]
     assert loaded.conversations[0][0]["content"][0]["image"] == buf.getvalue()  # the file's own bytes, not re-encoded
+
+
+def test_a_byte_order_mark_and_a_line_that_is_not_utf8(tmp_path):
+    """Issue 46 item 21: a .jsonl starting with a UTF-8 byte-order mark lost its first record (a .json array with one
+    was refused); a file with one non-UTF-8 line was "not UTF-8 text" with no line to look at."""
+    rec = {"instruction": "a", "output": "b"}
+    jl = tmp_path / "bom.jsonl"
+    jl.write_bytes(b"\xef\xbb\xbf" + (json.dumps(rec) + "\n").encode() * 3)
+    assert len(data.read(jl).conversations) == 3 and not data.read(jl).bad
+    js = tmp_path / "bom.json"
+    js.write_bytes(b"\xef\xbb\xbf" + json.dumps([rec, rec]).encode())
+    assert len(data.read(js).conversations) == 2
+    gbk = tmp_path / "gbk.jsonl"
+    gbk.write_bytes((json.dumps(rec) + "\n").encode() * 2 + '{"instruction": "你好", "output": "b"}\n'.encode("gbk"))
+    with pytest.raises(data.DataError) as e:
+        data.read(gbk)
+    assert e.value.key == "data.not_text_at" and e.value.params["line"] == 3

@@ -82,10 +82,12 @@ def _read_rows(path: Path) -> list[tuple[int, object]]:
             raise DataError("data.bad_table", path=str(path), error=str(e).splitlines()[0][:160]) from None
         first = 2 if path.suffix == ".csv" else 1  # csv: line 1 is the header
         return [(i + first, {k: _decode(v) for k, v in row.items()}) for i, row in enumerate(table)]
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise DataError("data.not_text", path=str(path)) from None
+    raw = path.read_bytes()
+    try:  # utf-8-sig: a byte-order mark (editors on Windows write one) is not part of the first record
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:  # where, so the user can find it (issue 46 item 21)
+        line = raw[:e.start].count(b"\n") + 1
+        raise DataError("data.not_text_at", path=str(path), line=line, byte=e.start) from None
     if path.suffix == ".json":
         try:
             data = json.loads(text)

@@ -37,7 +37,7 @@ def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
     assert not q["bad_records"].when({"dataset": "local", "dataset_path": str(good)})
     binary = tmp_path / "bin.jsonl"
     binary.write_bytes(b"\xff\xfe\x00\x01")
-    assert check(q["dataset_path"], str(binary), {})[1].key == "data.not_text"
+    assert check(q["dataset_path"], str(binary), {})[1].key == "data.not_text_at"
     assert check(q["dataset_path"], str(tmp_path), {})[1].key == "data.is_folder"
     typed = tmp_path / "typed.jsonl"
     typed.write_text('{"instruction": "a", "output": "b"}\n{"instruction": 0, "output": null}\n')

@@ -18,7 +18,10 @@ MESSAGES = {
                                   "（alpaca：instruction/input/output；sharegpt：from/value 对话；messages：role/content；prompt/completion）。"},
     "data.bad_records": {"en": "Dataset {path}: {count} malformed record(s), e.g. {where}.",
                          "zh": "数据集 {path}：{count} 条记录格式有误，例如 {where}。"},
-    "data.not_text": {"en": "Dataset {path} is not UTF-8 text.", "zh": "数据集 {path} 不是 UTF-8 文本。"},
+    "data.not_text_at": {"en": "Dataset {path} is not UTF-8 text: line {line} (byte {byte}) is not. Save it as UTF-8 "
+                               "(e.g. iconv -f GBK -t UTF-8), or remove that line.",
+                         "zh": "数据集 {path} 不是 UTF-8 文本：第 {line} 行（第 {byte} 字节）不是。请另存为 UTF-8"
+                               "（如 iconv -f GBK -t UTF-8），或删除该行。"},
     "data.is_folder": {"en": "{path} is a folder without a metadata.jsonl (or .json, .csv, .parquet) naming its images: give a .json, .jsonl, .csv or .parquet file, or an image folder with one.",
                        "zh": "{path} 是目录，且没有列出图片的 metadata.jsonl（或 .json、.csv、.parquet）：请提供 .json、.jsonl、.csv 或 .parquet 文件，或带此文件的图片目录。"},
     "data.bad_records_found": {"en": "{count} of {total} records are malformed, e.g. {where}.", "zh": "{total} 条记录中有 {count} 条格式有误，例如 {where}。"},
