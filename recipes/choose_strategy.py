@@ -580,6 +580,9 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     per_gpu = planner.predicted(mem.model_shape(), t, gpu.name or "")
     tps = per_gpu * t.gpus
     steps = t.max_steps or math.ceil(len(train) * t.epochs / max(1, t.effective_batch))
+    if train and t.effective_batch > len(train):  # every optimizer step sees some records twice (issue 46 item 21)
+        ctx.warn(msg("choose_strategy.batch_over_data", batch=t.effective_batch, mb=t.micro_batch, ga=t.grad_accum,
+                     gpus=t.data_parallel, n=len(train)))
     modelled = planner.speed_modelled(t, mem.model_shape())
     if modelled:
         ctx.info(msg("choose_strategy.eta", tps=f"{per_gpu:,.0f}", gpu=gpu.name, n=t.gpus, seq=est_seq, steps=steps,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from recipes.data import datasets
 from recipes.envs import envs_dir
+from recipes.hub.snapshot import size_text
 from recipes.memory import model as memory
 from recipes.quantization import quality
 from recipes.quantization import quantize
@@ -124,6 +125,9 @@ def _atomic_dir(final: Path):
     tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
     try:
         yield tmp
+        umask = os.umask(0)
+        os.umask(umask)
+        tmp.chmod(0o777 & ~umask)  # mkdtemp makes 0700: the export is a folder like any other (issue 46 item 21)
         if final.exists():
             shutil.rmtree(final)
         os.replace(tmp, final)
@@ -277,7 +281,8 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
         if stale.is_dir() and stale.name.split(".")[1] in ("merged", *quantize.FORMATS):
             shutil.rmtree(stale, ignore_errors=True)
     if shutil.disk_usage(edir).free < need:
-        raise StepError("export.no_space", need=f"{need / 2**30:.2f}", path=str(edir))
+        raise StepError("export.no_space", need=size_text(need), free=size_text(shutil.disk_usage(edir).free),
+                        path=str(edir))
 
     reused = bool(previous.merged_dir) and (merged / "config.json").exists()
     if reused:

@@ -217,3 +217,14 @@ def test_an_offloaded_plan_says_the_host_ram_it_holds(chain, variant, capsys, mo
     chain.step("choose_strategy", **plan)
     said = " ".join("".join(capsys.readouterr()).split())  # a warning: on stderr
     assert f"The offload needs ≈ {need / memory.GIB:.1f} GiB of host RAM" in said and "more than the" in said, said
+
+
+def test_a_batch_larger_than_the_data_is_said(chain, capsys):
+    """Issue 46 item 21: a micro-batch larger than the dataset trained without a word."""
+    chain.upto("choose_strategy")
+    out = chain.step("choose_strategy", preflight="false", batch_size="512", micro_batch="2", grad_accum="256",
+                     plan="ckpt=off,mb=2,liger=off")
+    assert out["n_train"] < out["effective_batch"], (out["effective_batch"], out["n_train"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"is larger than the {out['n_train']} training records" in err, err
+    chain.step("choose_strategy", preflight="false")  # the chain's plan again, for the tests after this one

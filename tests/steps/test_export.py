@@ -40,6 +40,12 @@ def test_export_merge_matches_the_adapter_model_and_bnb4_loads(chain):
     assert q4.config.quantization_config.load_in_4bit
     assert q4.generate(ids, max_new_tokens=3, do_sample=False).shape[1] == ids.shape[1] + 3
     assert not any(p.name.startswith(".") for p in Path(out["merged_dir"]).parent.iterdir())  # no temp folders
+    import os
+
+    umask = os.umask(0)
+    os.umask(umask)  # issue 46 item 21: the export folders were mode 0700 (tempfile.mkdtemp's)
+    assert all(p.stat().st_mode & 0o777 == 0o777 & ~umask for p in Path(out["merged_dir"]).parent.iterdir()
+               if p.is_dir())
     q = bnb["quality"]  # NF4 changes the tiny model a little, not nothing and not everything
     assert 0 < q["kl_mean"] < 1.0 and 0.9 < q["ppl_ratio"] < 1.5 and q["samples"] == 8 and q["tokens"] > 100
     assert q["smoke"]["reply"] and q["smoke"]["tokens"] > 0

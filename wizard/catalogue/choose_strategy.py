@@ -248,6 +248,12 @@ MESSAGES = {
     "choose_strategy.sp_window": {"en": "The model uses sliding-window attention, which sequence parallelism does not "
                                         "split: choose sequence parallelism 1.",
                                   "zh": "模型使用滑动窗口注意力，序列并行无法切分它：请把序列并行设为 1。"},
+    "choose_strategy.batch_over_data": {"en": "The effective batch ({batch} = micro-batch {mb} × gradient accumulation "
+                                              "{ga} × {gpus} GPU(s)) is larger than the {n} training records: every "
+                                              "optimizer step repeats some of them. Fine for a smoke test; for a real "
+                                              "run, a smaller batch or more data.",
+                                        "zh": "有效批量（{batch} = 微批 {mb} × 梯度累积 {ga} × {gpus} 个 GPU）大于 {n} 条训练记录："
+                                              "每个优化器步都会重复其中一些记录。冒烟测试无妨；正式训练请减小批量或增加数据。"},
     "choose_strategy.moe_dropout": {"en": "LoRA on this MoE model's experts (peft adapts their fused weights whole) "
                                           "runs only at LoRA dropout 0, not {dropout}: set the dropout to 0, or "
                                           "target the attention layers only (q_proj,k_proj,v_proj,o_proj).",

@@ -87,8 +87,10 @@ MESSAGES = {
     "export.stop_cause.quantization": {"en": "quantization moved the end of the turn (mean KL {kl} nats to the merged model)",
                                        "zh": "量化改变了结束一轮的位置（与合并模型的平均 KL 为 {kl} nats）"},
     "export.no_adapter": {"en": "No trained adapter at {path}: run the train step first.", "zh": "{path} 处没有训练好的适配器：请先完成训练步骤。"},
-    "export.no_space": {"en": "Not enough disk for the export in {path}: about {need} GiB needed.",
-                        "zh": "{path} 的磁盘空间不足以导出：约需 {need} GiB。"},
+    "export.no_space": {"en": "Not enough disk for the export in {path}: about {need} needed, {free} free. Free some "
+                              "space (older sessions: yichui delete SESSION), or choose fewer formats.",
+                        "zh": "{path} 的磁盘空间不足以导出：约需 {need}，可用 {free}。请释放空间（旧会话：yichui delete 会话），"
+                              "或少选几种格式。"},
     "export.merging": {"en": "Merging the {method} result into the base model → {path}", "zh": "正在把 {method} 结果合并进基座模型 → {path}"},
     "export.as_is": {"en": "Saving the downloaded model as it is → {path}", "zh": "按原样保存下载的模型 → {path}"},
     "export.calibration_data": {"en": "Calibration and quality-check data (a conversations file):", "zh": "校准与质量检查数据（对话文件）："},
