@@ -281,7 +281,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
         if stale.is_dir() and stale.name.split(".")[1] in ("merged", *quantize.FORMATS):
             shutil.rmtree(stale, ignore_errors=True)
     if shutil.disk_usage(edir).free < need:
-        raise StepError("export.no_space", need=size_text(need), free=size_text(shutil.disk_usage(edir).free),
+        raise StepError("export.no_space", need=size_text(int(need)), free=size_text(shutil.disk_usage(edir).free),
                         path=str(edir))
 
     reused = bool(previous.merged_dir) and (merged / "config.json").exists()

@@ -389,7 +389,8 @@ def test_serve_chain_report(ran):
 
 
 # the values this CPU machine refuses (no GPU engine, no AWQ): everything else of each command must be valid here
-GPU_ONLY = {"export.formats", "deploy.backend", "deploy.model", "deploy.gpu_memory_utilization", "deploy.cuda_graphs"}
+GPU_ONLY = {"export.formats", "export.serve_with", "deploy.backend", "deploy.model", "deploy.gpu_memory_utilization",
+            "deploy.cuda_graphs"}
 
 
 @script("serve_chain.py", lambda tmp, fx: ["run", "--dry-run", "--work", tmp / "work", "--results", tmp / "results",

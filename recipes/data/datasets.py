@@ -86,8 +86,8 @@ def _read_rows(path: Path) -> list[tuple[int, object]]:
     try:  # utf-8-sig: a byte-order mark (editors on Windows write one) is not part of the first record
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:  # where, so the user can find it (issue 46 item 21)
-        line = raw[:e.start].count(b"\n") + 1
-        raise DataError("data.not_text_at", path=str(path), line=line, byte=e.start) from None
+        at = raw[:e.start].count(b"\n") + 1
+        raise DataError("data.not_text_at", path=str(path), line=at, byte=e.start) from None
     if path.suffix == ".json":
         try:
             data = json.loads(text)
