@@ -307,21 +307,27 @@ def serve_base(ctx: Ctx, model_dir: str, trust_remote_code: bool):
     return base + "/v1", launch.served_model, job
 
 
+# fewer held-out conversations than this: a verdict on them is noise, and the step says so
+FEW_HELDOUT = 10
+
+
 def verdict(parts: dict) -> dict | None:
     """Does the fine-tuned model beat the base on the held-out set? Every metric both have among loss (lower is
-    better) and ROUGE-L (higher) must say so; no allowance for noise (15–30 held-out conversations move ROUGE-L by
-    a few hundredths). ``{"beats": bool | None, "checks": {metric: bool}, "figures": "loss 2.0 vs 3.0, …"}``; None
-    without both models' held-out parts."""
+    better) and ROUGE-L (higher) that moved must say so — a tie (ROUGE-L 0.0 vs 0.0 on a tiny model) is neither, and
+    the figures say "(tie)"; no allowance for noise (15–30 held-out conversations move ROUGE-L by a few hundredths).
+    ``{"beats": bool | None, "checks": {metric: bool | None}, "figures": "loss 2.0 vs 3.0, …"}``; beats None when
+    nothing moved; None without both models' held-out parts."""
     b, f = parts.get("heldout:base"), parts.get("heldout:finetuned")
     if not b or not f:
         return None
-    checks = {}
-    if b.get("loss") is not None and f.get("loss") is not None:
-        checks["loss"] = f["loss"] < b["loss"]
-    if b.get("rouge_l") is not None and f.get("rouge_l") is not None:
-        checks["rouge_l"] = f["rouge_l"] > b["rouge_l"]
-    return {"beats": all(checks.values()) if checks else None, "checks": checks,
-            "figures": ", ".join(f"{k} {f[k]} vs {b[k]}" for k in checks)}
+    checks: dict = {}  # metric → True (better), False (worse), None (a tie: neither, issue 46 item 11)
+    for k, sign in (("loss", -1), ("rouge_l", 1)):
+        if b.get(k) is not None and f.get(k) is not None:
+            checks[k] = None if f[k] == b[k] else (f[k] - b[k]) * sign > 0
+    moved = [v for v in checks.values() if v is not None]
+    beats = None if not moved else all(moved)
+    return {"beats": beats, "checks": checks,
+            "figures": ", ".join(f"{k} {f[k]} vs {b[k]}" + (" (tie)" if checks[k] is None else "") for k in checks)}
 
 
 def _serving(ctx: Ctx) -> tuple[str | None, str | None, str | None]:
@@ -418,6 +424,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
     convs = convs[:answers.get("heldout_samples", 32)]
     if answers["heldout"] != "none" and not convs:
         raise StepError("evaluate.no_heldout")
+    if answers["heldout"] != "none" and len(convs) < FEW_HELDOUT:  # said, not left to the figures (issue 46 item 11)
+        ctx.warn(msg("evaluate.few_heldout", n=len(convs), min=FEW_HELDOUT))
 
     def done(key: str, value) -> None:
         parts[key] = value
@@ -522,7 +530,8 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
     if v and v["beats"] is not None:
         lines += [("**The fine-tuned model beats the base**" if v["beats"] else
                    "**The fine-tuned model does NOT beat the base**") + " on the held-out set ("
-                  + ", ".join(f"{k}: {'yes' if ok else 'no'}" for k, ok in v["checks"].items()) + ").", ""]
+                  + ", ".join(f"{k}: {'tie' if ok is None else 'yes' if ok else 'no'}" for k, ok in v["checks"].items())
+                  + ").", ""]
     if examples:
         lines += ["## Examples (held-out)", ""]
         for i, ex in enumerate(examples, 1):

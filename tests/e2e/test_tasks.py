@@ -65,6 +65,7 @@ def test_deploy_quantize_and_chat_tasks(clean, hub):
     parts = ev["steps"]["evaluate"]["outputs"]["parts"]
     assert parts["heldout:endpoint"]["loss"] is None and 0 <= parts["heldout:endpoint"]["rouge_l"] <= 1
     assert parts["heldout:endpoint"]["samples"] == 6
+    assert "Only 6 held-out conversation(s)" in " ".join(r.stderr.split())  # issue 46 item 11: said, not left to the figures
     assert parts["bench:gsm8k:endpoint"]["where"] == out["endpoint"] and parts["bench:gsm8k:endpoint"]["samples"] == 3
     assert yichui(home, "serve", "stop", s["id"]).returncode == 0
 

@@ -18,5 +18,10 @@ def test_the_verdict_says_when_fine_tuning_did_not_help():
     worse = {"heldout:base": {"loss": 2.0, "rouge_l": 0.4}, "heldout:finetuned": {"loss": 2.5, "rouge_l": 0.5}}
     assert evaluate.verdict(worse)["checks"] == {"loss": False, "rouge_l": True} and not evaluate.verdict(worse)["beats"]
     endpoint_only = {"heldout:base": {"loss": None, "rouge_l": 0.2}, "heldout:finetuned": {"loss": None, "rouge_l": 0.2}}
-    assert evaluate.verdict(endpoint_only)["checks"] == {"rouge_l": False}  # a tie is no gain
+    tie = evaluate.verdict(endpoint_only)  # a tie is neither a gain nor a loss: nothing moved, no verdict
+    assert tie["checks"] == {"rouge_l": None} and tie["beats"] is None and "(tie)" in tie["figures"]
+    # issue 46 item 11: loss improved and ROUGE-L tied at 0.0 (a tiny model) was "did NOT beat the base"
+    moved = {"heldout:base": {"loss": 3.0, "rouge_l": 0.0}, "heldout:finetuned": {"loss": 2.0, "rouge_l": 0.0}}
+    assert evaluate.verdict(moved) == {"beats": True, "checks": {"loss": True, "rouge_l": None},
+                                       "figures": "loss 2.0 vs 3.0, rouge_l 0.0 vs 0.0 (tie)"}
     assert evaluate.verdict({"heldout:finetuned": {"loss": 1.0}}) is None  # no base: nothing to compare

@@ -24,6 +24,11 @@ MESSAGES = {
                        "zh": "微调后的模型在留出集上优于基座模型（{figures}）。"},
     "evaluate.not_better": {"en": "The fine-tuned model does NOT beat the base on the held-out set ({figures}): check the data, the learning rate and the number of steps before using it.",
                             "zh": "微调后的模型在留出集上并未优于基座模型（{figures}）：使用前请检查数据、学习率和训练步数。"},
+    "evaluate.few_heldout": {"en": "Only {n} held-out conversation(s): the comparison below is noise at that size (a "
+                                   "verdict wants {min} or more). Hold out more when training (choose_strategy."
+                                   "val_ratio), or give a held-out file (evaluate.heldout=file).",
+                             "zh": "只有 {n} 条留出对话：这么少的样本上下面的对比只是噪声（结论至少需要 {min} 条）。"
+                                   "训练时多留出一些（choose_strategy.val_ratio），或提供留出文件（evaluate.heldout=file）。"},
     "evaluate.compare_base": {"en": "Also evaluate the base model, side by side?", "zh": "同时评测基座模型并并列对比？"},
     "evaluate.benchmarks": {"en": "Standard benchmarks (lm-evaluation-harness):", "zh": "标准基准（lm-evaluation-harness）："},
     "evaluate.benchmark.gsm8k": {"en": "GSM8K — grade-school math, generated answers (through the endpoint)", "zh": "GSM8K——小学数学，生成式（经服务端点）"},
