@@ -33,9 +33,9 @@ if [ -z "${TORCH_SPEC:-}" ]; then
     TORCH_SPEC="torch==2.13.0"       # the CPU build
   fi
 fi
-echo "install.sh: $TORCH_SPEC"
+echo "install.sh: $TORCH_SPEC (about a minute; pip prints nothing meanwhile)"
 .venv/bin/python -m pip install -q --disable-pip-version-check "$TORCH_SPEC"
-echo "install.sh: yichui and its pinned stack${extras:+ with $extras}"
+echo "install.sh: yichui and its pinned stack${extras:+ with $extras} (one to two minutes, quietly)"
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".$extras"
 .venv/bin/yichui --help >/dev/null
 echo "install.sh: ready — .venv/bin/yichui demo"

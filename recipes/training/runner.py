@@ -218,7 +218,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
     losses: list[float | None] = []
     stopped = False  # its `stopped` event was seen (it may come before the process is seen to exit)
     rates: list[float] = []  # tokens/s of the step events after the first two (start-up, warm-up)
-    gpu, checked = False, predicted_tps is None
+    gpu, checked, started = False, predicted_tps is None, False
     try:
         launch = json.loads((tdir / "spec.json").read_text()).get("launch")
     except (OSError, ValueError):
@@ -233,7 +233,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                 if not ours(e):
                     continue
                 if e["event"] == "start":
-                    gpu = e.get("device") == "cuda"
+                    gpu, started = e.get("device") == "cuda", True
                 elif e["event"] == "step":
                     first, last = first or e, e
                     losses.append(e.get("loss"))
@@ -258,6 +258,10 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                     return
             if last:
                 update(_fields(ctx, first, last, t_start, losses))
+            else:  # no step yet: what the 10-20 s before the first one are (issue 46 item 13), not an empty box
+                update({ctx.t("train.field.state"): ctx.t("train.state.first_step" if started else
+                                                          "train.state.starting"),
+                        ctx.t("train.field.elapsed"): f"{time.time() - t_start:.0f}s"})
             if not job.alive():
                 events, offset = jobs.read_events(events_path, offset)
                 if any(ours(e) and e["event"] == "done" for e in events):
