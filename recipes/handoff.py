@@ -203,6 +203,22 @@ class MemoryEvaluation(Handoff):
         return memory.shape_from_dict(self.shape) if self.shape else None
 
 
+def spec_refusal(d):
+    """The Refusal TrainingSpec.check raises for the spec fields of ``d`` (answers or a recorded strategy), or None
+    (also when ``d`` is no object). A field of the wrong kind the dataclass rejects: memory.bad_choice."""
+    from recipes.base import Refusal
+
+    if not isinstance(d, dict):
+        return None
+    try:
+        TrainingSpec.from_dict(d).check()
+    except Refusal as e:
+        return e
+    except (TypeError, ValueError) as e:
+        return Refusal("memory.bad_choice", name="?", value=str(e)[:40], choices="?")
+    return None
+
+
 def spec_problem(d, where: str) -> str | None:
     """What TrainingSpec.check refuses in the spec fields of ``d`` (answers or a recorded strategy), as
     ``"<where>.micro_batch is -4, not within 1 … 4096"``; None when it refuses nothing or ``d`` is no object."""

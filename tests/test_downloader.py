@@ -758,3 +758,21 @@ def test_a_listing_without_hashes_still_verifies_by_the_etag_and_the_weights_hea
         p.write_bytes(bad)
         assert not downloader.weights_header_ok(p, "bad.safetensors"), bad
     assert downloader.weights_header_ok(p, "bad.bin")  # only safetensors have a header to check
+
+
+def test_a_broken_weights_file_the_hub_lists_as_it_is_is_not_fetched_again(tmp_path):
+    """A safetensors file whose header does not parse although its hash matches the listing: the repository holds
+    it broken. Said so, once (it was "did not match its hash twice … run again later", which cannot help)."""
+    repo = tmp_path / "hub" / "org" / "broken"
+    repo.mkdir(parents=True)
+    (repo / "config.json").write_text('{"hidden_size": 64}')
+    (repo / "model.safetensors").write_bytes(b"\x07" * 4096)  # header length 0x0707… : no header
+    with HubServer(tmp_path / "hub") as srv:
+        commit, files = hub.list_files("hf", "org/broken", srv.url, "main")
+        its = [downloader.Item(f.path, hub.file_url("hf", "org/broken", srv.url, commit, f.path), f.size, f.sha256,
+                               f.git_sha1) for f in files]
+        with pytest.raises(StepError) as e:
+            downloader.Downloader(tmp_path / "out", commit=commit).fetch(its)
+        assert e.value.msg.key == "download.broken_in_repo"
+        assert srv.hub.bytes_sent.get("model.safetensors") == 4096  # once
+        assert not (tmp_path / "out" / "model.safetensors").exists()

@@ -900,6 +900,13 @@ def test_lora_on_a_moe_s_fused_experts_is_counted_as_peft_builds_it_and_refused_
     for fine in (TrainingSpec(method="lora", lora_dropout=0.0), TrainingSpec(method="qlora", lora_dropout=0.0),
                  TrainingSpec(method="lora", lora_targets="q_proj,v_proj"), TrainingSpec(method="full")):
         assert memory.adapter_problem(shape, fine) is None
+    for broken, key in (({"num_experts_per_tok": 8}, "memory.experts_per_token"),
+                        ({"num_experts_per_tok": 0}, "memory.experts_per_token"),
+                        ({"moe_intermediate_size": None}, "memory.missing_fields")):
+        cfg = {k: v for k, v in (TINY_MOE | broken).items() if v is not None}
+        with pytest.raises(memory.ConfigError) as err:
+            memory.shape_from_config(cfg)
+        assert err.value.key == key, broken
     dense = memory.shape_from_config(config("qwen2.5-0.5b"))
     assert dense.param_lora_io == 0 and memory.adapter_problem(dense, TrainingSpec(method="dora")) is None
     # without checkpointing every layer's merged expert copy stays for the backward pass
@@ -910,8 +917,10 @@ def test_lora_on_a_moe_s_fused_experts_is_counted_as_peft_builds_it_and_refused_
     assert err.value.key == "choose_strategy.moe_dropout"
     (tmp_path / "moe").mkdir()
     (tmp_path / "moe" / "config.json").write_text(json.dumps(TINY_MOE))
-    r = yichui(tmp_path / "home", "estimate", str(tmp_path / "moe"), "--gpu", "h200-141g")
-    assert r.returncode == 2 and "LoRA dropout 0" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = yichui(tmp_path / "home", "estimate", str(tmp_path / "moe"), "--gpu", "h200-141g", "--lora-dropout", "0.05")
+    assert r.returncode == 2 and "LoRA dropout 0" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = yichui(tmp_path / "home", "estimate", str(tmp_path / "moe"), "--json")  # not given: 0, as the wizard's default
+    assert r.returncode == 0 and json.loads(r.stdout)["config"]["lora_dropout"] == 0.0, r.stderr
 
 
 def test_the_catalogue_s_other_families_on_the_h200():

@@ -112,7 +112,7 @@ def _strategy_done(answers: dict, strategy: dict):
     (_strategy_done({"method": "lora"}, {"method": "lora", "micro_batch": "lots"}),
      "steps.choose_strategy.outputs.strategy.micro_batch is 'lots'"),
     (_strategy_done({"method": "qlora", "distribution": "zero3"}, {"method": "lora"}),
-     "steps.choose_strategy.answers: qlora sharded"),
+     "steps.choose_strategy.answers: QLoRA"),
 ])
 def test_a_done_strategy_the_trainer_would_refuse_is_refused_at_load(tmp_path, edit, what):
     s = make(tmp_path)

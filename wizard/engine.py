@@ -506,6 +506,11 @@ class Engine:
         self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0
 
+    def changes_done_steps(self) -> bool:
+        """Whether a --set changes the answer of a step done earlier (what _reopen_changed re-opens)."""
+        return any(self.session.record(n).status == "done" and not _same(v, self.session.record(n).answers.get(k))
+                   for n, sets in self.overrides.items() for k, v in sets.items())
+
     def _reopen_changed(self) -> None:
         """A --set that changes the answer of a step done earlier re-opens it and every done step after it (said in
         one line): resume --set is how an answer that caused a later failure is fixed (issue 46 item 20). A --set

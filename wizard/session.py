@@ -125,7 +125,8 @@ def _validate(data: Any, path: Path) -> None:
         raise SessionError("session.invalid", path=str(path), what=what)
 
     import recipes
-    from recipes.handoff import HANDOFFS, spec_problem
+    from recipes.base import msg
+    from recipes.handoff import HANDOFFS, spec_problem, spec_refusal
 
     if not isinstance(data, dict):
         bad("top level is not an object")
@@ -144,6 +145,11 @@ def _validate(data: Any, path: Path) -> None:
         for key in ("answers", "outputs"):
             if not isinstance(rec.get(key), dict):
                 bad(f"steps.{name}.{key} missing or not an object")
+        if name == "choose_strategy" and rec["status"] == "done":  # a rule across fields: its own words
+            for part, d in (("answers", rec["answers"]), ("outputs.strategy", (rec["outputs"] or {}).get("strategy"))):
+                r = spec_refusal(d)
+                if r is not None and r.key not in ("memory.bad_choice", "memory.bad_number"):
+                    bad(f"steps.{name}.{part}: {i18n.render(msg(r.key, **r.params))}")
         kind = HANDOFFS.get(name)  # the record the steps after it will read, typed
         problem = kind.problem(rec["outputs"]) if kind else None
         if problem:

@@ -653,7 +653,11 @@ class Downloader:
             if f.hasher is None:
                 f.new_hasher()
             f.hash_until(f.item.size)
-        if (want and f.hasher.hexdigest() != want) or not weights_header_ok(f.part, f.item.path):
+        hash_ok = not want or f.hasher.hexdigest() == want
+        if hash_ok and want and not weights_header_ok(f.part, f.item.path):  # the very file the hub lists: broken
+            self._discard(f)  # there, so fetching it again cannot help
+            raise StepError("download.broken_in_repo", file=f.item.path)
+        if not hash_ok or not weights_header_ok(f.part, f.item.path):
             if f.refetched:
                 self._discard(f)
                 raise StepError("download.bad_hash" if want else "download.bad_weights", file=f.item.path)

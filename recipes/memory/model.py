@@ -302,6 +302,10 @@ DIMENSION_LIMITS = {"hidden_size": 1 << 17, "num_hidden_layers": 1024, "vocab_si
                     "head_dim": 4096, "num_local_experts": 4096, "num_experts": 4096, "moe_intermediate_size": 1 << 20}
 
 
+# MoE families whose expert width is its own field (moe_intermediate_size); Mixtral's experts use intermediate_size
+MOE_WIDTH_FAMILIES = ("qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "olmoe", "qwen3_next")
+
+
 def check_dimensions(config: dict) -> None:
     """Each dimension config.json (or its ``text_config``) states is a whole number from 1 to its DIMENSION_LIMITS
     entry, and the KV heads divide the attention heads (grouped-query attention shares each KV head among a whole
@@ -322,6 +326,17 @@ def check_dimensions(config: dict) -> None:
         heads, kv = part.get("num_attention_heads"), part.get("num_key_value_heads")
         if isinstance(heads, int) and isinstance(kv, int) and heads % kv:
             raise ConfigError("memory.kv_heads", heads=heads, kv=kv)
+        # a MoE routes each token to num_experts_per_tok of its experts, so that many must exist (issue 46 round 3:
+        # 8 of 4 and 0 were priced); the expert width is stated where the family has one (transformers would fill
+        # its class default in silently: a 30B model's width for a toy one)
+        experts = part.get("num_experts", part.get("num_local_experts"))
+        if isinstance(experts, int) and not isinstance(experts, bool) and experts > 0:
+            per_tok = part.get("num_experts_per_tok")
+            if per_tok is not None and (isinstance(per_tok, bool) or not isinstance(per_tok, int)
+                                        or not 1 <= per_tok <= experts):
+                raise ConfigError("memory.experts_per_token", value=json.dumps(per_tok)[:40], experts=experts)
+            if part.get("model_type") in MOE_WIDTH_FAMILIES and "moe_intermediate_size" not in part:
+                raise ConfigError("memory.missing_fields", fields="moe_intermediate_size")
 
 
 def missing_fields(config: dict) -> list[str]:
@@ -516,9 +531,14 @@ def _parameter_lora(model) -> tuple[int, int]:
     """(param_lora_io, param_lora_weights) of Shape for a model on the meta device: peft's own "all-linear" at rank 1
     applied to it (what the trainer's LoraConfig does), counting the LoRA parameters of the wrapped parameters and
     the wrapped weights' elements. (0, 0) when peft wraps no parameter (every dense model) or cannot be applied."""
+    import logging
     import warnings
 
     import torch
+
+    # peft imports bitsandbytes, whose CPU backend warns on stderr that an optional kernel package is missing: noise
+    # in an estimate's one-line output (the trainer's QLoRA runs do not depend on it)
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
     from peft import LoraConfig, get_peft_model
 
     try:

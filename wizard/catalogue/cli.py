@@ -21,14 +21,17 @@ MESSAGES = {
                            "zh": "会话 {id} 的 {job} 仍在运行（pid {pid}）：请先停止（yichui stop {id}），再删除会话。"},
     "cli.delete.confirm": {"en": "Delete {path} and its run folder {run} ({gib} GiB: checkpoints, exports, logs)?",
                            "zh": "删除 {path} 及其运行目录 {run}（{gib} GiB：检查点、导出、日志）？"},
+    "cli.delete.no_tty": {"en": "No terminal to ask on: to delete {id} without a question, yichui delete {id} --yes.",
+                          "zh": "没有可以提问的终端：要不经确认删除 {id}，请用 yichui delete {id} --yes。"},
     "cli.delete.kept": {"en": "Nothing deleted: {path} is kept.", "zh": "未删除任何内容：{path} 保留。"},
     "cli.deleted": {"en": "Deleted {path} and its run folder {run} ({gib} GiB).",
                     "zh": "已删除 {path} 及其运行目录 {run}（{gib} GiB）。"},
     "cli.show": {"en": "Show a session's state as a table.", "zh": "以表格显示会话状态。"},
     "cli.status": {"en": "Show what is running for a session (training, server).",
                    "zh": "显示会话正在运行的任务（训练、服务）。"},
-    "cli.stop": {"en": "Stop what is running for a session (training, server).",
-                 "zh": "停止会话正在运行的任务（训练、服务）。"},
+    "cli.stop": {"en": "Stop what is running for a session (training, server); without SESSION, the most recent "
+                       "session that has something running (named as it stops).",
+                 "zh": "停止会话正在运行的任务（训练、服务）；不给会话时，停止最近一个有任务在运行的会话（停止时会写明）。"},
     "cli.opt.set": {"en": "Answer a question: step.key=value (repeatable). Wins over every other source.",
                     "zh": "回答一个问题：step.key=value（可重复），优先于其他来源。"},
     "cli.opt.yes": {"en": "Ask nothing: use the saved answers, --set values and defaults.",
@@ -186,6 +189,7 @@ MESSAGES = {
     "cli.steps.keys_at_run": {"en": "known when the step runs (from earlier steps)", "zh": "运行到该步骤时才确定（取决于之前的步骤）"},
     "cli.steps.keys_secret": {"en": "secret: from ${env}, never via --set", "zh": "密钥：取自 ${env}，不可用 --set"},
     "cli.col.model": {"en": "model", "zh": "模型"},
+    "cli.col.id_model": {"en": "id / model", "zh": "id / 模型"},
     "cli.col.key": {"en": "key", "zh": "键"},
     "cli.col.kind": {"en": "kind", "zh": "类型"},
     "cli.col.values": {"en": "values", "zh": "取值"},
@@ -310,6 +314,18 @@ MESSAGES = {
                                  "训练器的网格拟合；在未拟合的形状上中位误差 7%，最差 26%{scaled}）。"},
     "cli.estimate.speed_scaled": {"en": "; other GPUs: scaled from the H200 by their FLOP/s and bandwidth, not measured",
                                   "zh": "；其他 GPU：按算力与带宽从 H200 换算，未实测"},
+    "cli.estimate.moe_dropout": {"en": "LoRA on this MoE model's experts (peft adapts their fused weights whole) runs "
+                                       "only at LoRA dropout 0, not {dropout}: --lora-dropout 0, or --lora-targets "
+                                       "q_proj,k_proj,v_proj,o_proj to keep the dropout on the attention alone.",
+                                 "zh": "在此 MoE 模型的专家上做 LoRA（peft 整体适配其融合权重）只支持 LoRA dropout 0，不支持 {dropout}："
+                                       "请用 --lora-dropout 0，或 --lora-targets q_proj,k_proj,v_proj,o_proj 只在注意力层上保留 dropout。"},
+    "cli.estimate.moe_dora": {"en": "DoRA cannot adapt this MoE model's fused expert weights (peft does not support "
+                                    "it): --method lora, or --lora-targets q_proj,k_proj,v_proj,o_proj.",
+                              "zh": "DoRA 无法适配此 MoE 模型的融合专家权重（peft 不支持）：请用 --method lora，"
+                                    "或 --lora-targets q_proj,k_proj,v_proj,o_proj。"},
+    "cli.estimate.moe_dropout_default": {"en": "LoRA dropout 0 (the default for a MoE model whose fused experts LoRA "
+                                               "adapts: peft runs no other there).",
+                                         "zh": "LoRA dropout 为 0（LoRA 适配融合专家的 MoE 模型的默认值：peft 在这里只支持 0）。"},
     "cli.estimate.no_speed": {"en": "Speed: not predicted for this plan (the speed model covers yichui's trainer with "
                                      "LoRA, QLoRA, DoRA or a full fine-tune of a dense Qwen, Llama, Mistral, Phi-3 or "
                                      "GLM model on one GPU or plain data parallel — not MoE or Gemma models, GaLore, "
@@ -416,8 +432,8 @@ MESSAGES = {
                  "zh": "示例：\n\n  yichui attach                           # 正在运行的训练\n\n  yichui attach 20261201-101500-ab12"},
     "cli.example.status": {"en": "Examples:\n\n  yichui status                           # every running job\n\n  yichui status 20261201-101500-ab12",
                  "zh": "示例：\n\n  yichui status                           # 所有运行中的任务\n\n  yichui status 20261201-101500-ab12"},
-    "cli.example.stop": {"en": "Examples:\n\n  yichui stop                             # the latest session's jobs\n\n  yichui stop 20261201-101500-ab12",
-                 "zh": "示例：\n\n  yichui stop                             # 最近的会话's jobs\n\n  yichui stop 20261201-101500-ab12"},
+    "cli.example.stop": {"en": "Examples:\n\n  yichui stop                             # the most recent session with a running job\n\n  yichui stop 20261201-101500-ab12",
+                 "zh": "示例：\n\n  yichui stop                             # 最近一个有任务在运行的会话\n\n  yichui stop 20261201-101500-ab12"},
     "cli.example.serve": {"en": "Examples:\n\n  yichui serve status\n\n  yichui serve logs -n 100\n\n  yichui serve stop\n\n  yichui serve stop --all\n\n  yichui serve start 20261201-101500-ab12",
                  "zh": "示例：\n\n  yichui serve status\n\n  yichui serve logs -n 100\n\n  yichui serve stop\n\n  yichui serve stop --all\n\n  yichui serve start 20261201-101500-ab12"},
     "cli.example.chat": {"en": "Examples:\n\n  yichui chat                             # the session's server\n\n  yichui chat --endpoint http://127.0.0.1:8000/v1 --model my-model",

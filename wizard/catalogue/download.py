@@ -23,6 +23,11 @@ MESSAGES = {
                                   "zh": "{repo} 的文件（共 {n} 个）都不符合选择条件：请检查 --include / --exclude。"},
     "download.describing": {"en": "The hub's listing gives no size for {n} file(s); asking the hub for each (HEAD).",
                             "zh": "Hub 的文件列表没有给出 {n} 个文件的大小；逐个向 Hub 查询（HEAD）。"},
+    "download.broken_in_repo": {"en": "{file} arrived exactly as the hub lists it (its hash matches), but it is not a "
+                                      "valid safetensors file: the repository itself holds a broken file. Choose "
+                                      "another revision or model, or tell its authors; fetching again will not help.",
+                                "zh": "{file} 与 hub 列出的完全一致（哈希吻合），但不是有效的 safetensors 文件：仓库本身的文件已损坏。"
+                                      "请换一个版本或模型，或告知其作者；重新下载也无济于事。"},
     "download.bad_weights": {"en": "{file} arrived twice with a header that does not parse as safetensors; it was "
                                    "removed — the hub may be serving a broken file; run again later, or another "
                                    "endpoint (a mirror).",

@@ -6,6 +6,11 @@ MESSAGES = {
     "memory.part.gradients": {"en": "gradients", "zh": "梯度"},
     "memory.part.optimizer": {"en": "optimizer states", "zh": "优化器状态"},
     "memory.part.layers": {"en": "activations", "zh": "激活值"},
+    "memory.experts_per_token": {"en": "config.json routes each token to num_experts_per_tok={value} experts of "
+                                       "{experts}: it must be a whole number from 1 to {experts}. Fix config.json or "
+                                       "choose another model.",
+                                 "zh": "config.json 让每个 token 路由到 num_experts_per_tok={value} 个专家（共 {experts} 个）："
+                                       "它必须是 1 到 {experts} 之间的整数。请修正 config.json 或换一个模型。"},
     "memory.part.merged_experts": {"en": "merged expert weights (MoE LoRA)", "zh": "合并后的专家权重（MoE LoRA）"},
     "memory.part.attention_scores": {"en": "attention scores (eager)", "zh": "注意力分数（eager）"},
     "memory.part.logits": {"en": "LM head / logits", "zh": "输出层 / logits"},

@@ -1,6 +1,8 @@
 """Commands that start, resume, replay and show sessions: run (the default), demo, resume, replay, steps, show."""
 from __future__ import annotations
 
+import sys
+
 import time
 from typing import List, Optional
 
@@ -132,8 +134,19 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
     ui = new_ui()
     ui.say(T("cli.resuming", id=s.id, path=str(s.path)))
     if s.is_finished():
-        ui.say(T("cli.already_finished", id=s.id))
-        raise typer.Exit(0)
+        if overrides:  # checked, and a --set that changes a done step's answer runs it again (issue 46 item 20)
+            from wizard.engine import AnswerError, Engine
+
+            try:
+                probe = Engine(s, ui, None, overrides)
+                probe.precheck()
+            except AnswerError as e:
+                ui.error(i18n.render(e.msg))
+                raise typer.Exit(2)
+            changed = probe.changes_done_steps()
+        if not overrides or not changed:
+            ui.say(T("cli.already_finished", id=s.id))
+            raise typer.Exit(0)
     if not yes:
         need_tty()
     with demo_hub(ui, overrides, s.demo, s.record("select_model").outputs.get("endpoint")) as defaults:
@@ -205,7 +218,7 @@ def _question_keys() -> list[tuple[str, str, str]]:
                 elif q.kind == "confirm":
                     values = "yes, no"
                 else:
-                    values = i18n.render(q.message).rstrip(":：?？ ")[:60]
+                    values = i18n.render(q.message).rstrip(":：?？ ")
                 rows.append((f"{name}.{q.key}", q.kind, values))
     return rows
 
@@ -229,14 +242,21 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     from recipes import jobs
     from wizard.session import Session, SessionError, find
 
+    from wizard.session import sessions_dir
+
+    path: Path | None = None
     try:
         path = find(session)
+        s: Session | None = Session.load(path)
     except SessionError as e:
-        raise refused(e)
-    try:
-        s = Session.load(path)
-    except SessionError:  # an unreadable file (listed by show --all): only the file itself goes
-        s = None
+        # only a session file that cannot be read any more (show --all lists it) goes without loading: a regular
+        # *.json under YICHUI_HOME/sessions — never another file, a folder, a device or a path that is not there
+        p = path or Path(session).expanduser()
+        if not (e.key in ("session.invalid", "session.not_json", "session.not_text", "session.newer",
+                          "session.no_migration", "session.too_large") and p.suffix == ".json" and p.is_file()
+                and not p.is_symlink() and p.resolve().parent == sessions_dir().resolve()):
+            raise refused(e)
+        path, s = p, None
     if s is not None:
         running = [j for j in jobs.find(s.run_dir) if j.alive()]
         if running:
@@ -249,7 +269,8 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     size = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file()) if run_dir and run_dir.is_dir() else 0
     ui = new_ui()
     if not yes:
-        need_tty()
+        if not sys.stdin.isatty():
+            raise fail("cli.delete.no_tty", id=s.id if s is not None else str(path))
         if not typer.confirm(T("cli.delete.confirm", path=str(path), run=str(run_dir or "—"),
                                gib=f"{size / 2**30:.2f}"), default=False):
             ui.say(T("cli.delete.kept", path=str(path)))
@@ -289,24 +310,24 @@ def show(session: Optional[str] = SessionArg,
             m = x.result(ModelChoice)
             name = m.repo_id or (Path(m.local_path).name if m.local_path else "") or x.record("select_model").answers.get(
                 "model_id") or ""
-            return (name.rsplit("/", 1)[-1] if narrow else name) or "—"
+            short = name.rsplit("/", 1)[-1]
+            return ((short if len(short) <= 20 else short[:19] + "…") if narrow else name) or "—"
 
-        def updated(x) -> str:  # UTC; at 80 columns the time alone for today's sessions, the day for older ones
-            when = x.updated_at[:16].replace("T", " ")
-            if not narrow:
-                return when
-            import datetime as dt
-
-            today = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
-            return when[11:] if when.startswith(today) else when[5:10]
+        def updated(x) -> str:  # UTC; the year left out at 80 columns
+            return x.updated_at[5 if narrow else 0:16].replace("T", " ")
 
         unreadable: list = []
         found = all_sessions(unreadable=unreadable)
         ui = new_ui()
         narrow = ui.out.width < 110  # one line per session at 80 columns, no word cut (issue 20, item 13)
-        ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.model"), T("cli.col.step"),
-                                               T("cli.col.server"), T("cli.col.updated_short")],
-                 [(x.id, x.task, model(x), step(x), server(x), updated(x)) for x in found])
+        if narrow:  # 80 columns: the model on a second line under the id, so no address or word is cut
+            ui.table(T("cli.show.all_title_utc"), [T("cli.col.id_model"), T("cli.col.task"), T("cli.col.step"),
+                                                   T("cli.col.server"), T("cli.col.updated_short")],
+                     [(f"{x.id}\n{model(x)}", x.task, step(x), server(x), updated(x)) for x in found])
+        else:
+            ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.model"), T("cli.col.step"),
+                                                   T("cli.col.server"), T("cli.col.updated_short")],
+                     [(x.id, x.task, model(x), step(x), server(x), updated(x)) for x in found])
         for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
             ui.warn(T(e.key, **e.params))
         return

@@ -111,6 +111,19 @@ def _with_spec_options(fn):
     return fn
 
 
+def _given(field: str) -> bool:
+    """Whether the command line gave the TrainingSpec field ``field``, by its flag or an older spelling (typer keeps
+    no record of which parameters took their default)."""
+    import dataclasses
+    import sys
+
+    from recipes.training.spec import TrainingSpec
+
+    meta = next(f.metadata for f in dataclasses.fields(TrainingSpec) if f.name == field)
+    names = [n for spelling in (meta.get("flag") or "", *(meta.get("old") or ())) for n in spelling.split("/") if n]
+    return any(a == n or a.startswith(n + "=") for a in sys.argv[1:] for n in names)
+
+
 @app.command(help=T("cli.estimate"), epilog=T("cli.example.estimate"))
 @_with_spec_options
 def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
@@ -207,6 +220,11 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
             t = dataclasses.replace(t, seq_len=seq)
         elif shape.max_position and seq > shape.max_position:
             raise fail("cli.seq_over_max", seq=seq, max=shape.max_position)
+        if shape.param_lora_io and t.lora_dropout > 0 and not _given("lora_dropout"):
+            # a MoE whose experts LoRA reaches: the default dropout is 0 there, as the wizard's (peft runs no other)
+            t = dataclasses.replace(t, lora_dropout=0.0)
+            if not as_json:
+                new_ui().say(T("cli.estimate.moe_dropout_default"))
         e = memory.estimate(shape, t, gib)
         inst = memory.smallest_instance(shape, t)
         serve = serve or ("prequantized" if shape.prequantized_bytes else "bf16")  # a checkpoint is served as stored
@@ -221,7 +239,9 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
         srv = memory.serving(shape, serve, gib or 80.0, utilization, tp, gpu_name=gpu_name or "")
     except Refusal as err:  # named as this command's option
         flag = {"utilization": "--gpu-memory-utilization", "format": "--serve-format"}.get(str(err.params.get("name")))
-        raise fail(err.key, **err.params | ({"name": flag} if flag else {}))
+        key = {"choose_strategy.moe_dropout": "cli.estimate.moe_dropout",  # this command's options, not the answers
+               "choose_strategy.moe_dora": "cli.estimate.moe_dora"}.get(err.key, err.key)
+        raise fail(key, **err.params | ({"name": flag} if flag else {}))
     from recipes.memory import planner
 
     # the speed model's tokens/s per GPU for this plan, on a GPU it knows the peak of (none for a bare --gpu-memory)
