@@ -55,6 +55,14 @@ def make_repo(root: Path, files: dict[str, int]) -> None:
     for name, size in files.items():
         with open(d / name, "wb") as f:
             left = size
+            if name.endswith(".safetensors"):  # a real header (one uint8 tensor over the rest): yichui parses it
+                head = b""
+                for _ in range(2):
+                    body = size - 8 - len(head)
+                    head = json.dumps({"w": {"dtype": "U8", "shape": [body], "data_offsets": [0, body]}}).encode()
+                    head += b" " * (-len(head) % 8)
+                f.write(len(head).to_bytes(8, "little") + head)
+                left -= 8 + len(head)
             while left:
                 n = min(left, 64 * MB)
                 f.write(os.urandom(n))
