@@ -37,6 +37,9 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from recipes.hub.server import weights_header  # noqa: E402
+
 YICHUI = str(Path(sys.executable).parent / "yichui")
 MB = 1 << 20
 REPO = "bench/model"
@@ -55,14 +58,10 @@ def make_repo(root: Path, files: dict[str, int]) -> None:
     for name, size in files.items():
         with open(d / name, "wb") as f:
             left = size
-            if name.endswith(".safetensors"):  # a real header (one uint8 tensor over the rest): yichui parses it
-                head = b""
-                for _ in range(2):
-                    body = size - 8 - len(head)
-                    head = json.dumps({"w": {"dtype": "U8", "shape": [body], "data_offsets": [0, body]}}).encode()
-                    head += b" " * (-len(head) % 8)
-                f.write(len(head).to_bytes(8, "little") + head)
-                left -= 8 + len(head)
+            if name.endswith(".safetensors"):  # a real header: the downloader opens weights before accepting them
+                head = weights_header(size)
+                f.write(head)
+                left -= len(head)
             while left:
                 n = min(left, 64 * MB)
                 f.write(os.urandom(n))

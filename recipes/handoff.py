@@ -205,7 +205,7 @@ class MemoryEvaluation(Handoff):
 
 def spec_refusal(d):
     """The Refusal TrainingSpec.check raises for the spec fields of ``d`` (answers or a recorded strategy), or None
-    (also when ``d`` is no object). A field of the wrong kind the dataclass rejects: memory.bad_choice."""
+    (also when ``d`` is no object)."""
     from recipes.base import Refusal
 
     if not isinstance(d, dict):
@@ -214,30 +214,25 @@ def spec_refusal(d):
         TrainingSpec.from_dict(d).check()
     except Refusal as e:
         return e
-    except (TypeError, ValueError) as e:
-        return Refusal("memory.bad_choice", name="?", value=str(e)[:40], choices="?")
     return None
 
 
-def spec_problem(d, where: str) -> str | None:
+def spec_problem(d, where: str, render=None) -> str | None:
     """What TrainingSpec.check refuses in the spec fields of ``d`` (answers or a recorded strategy), as
-    ``"<where>.micro_batch is -4, not within 1 … 4096"``; None when it refuses nothing or ``d`` is no object."""
-    from recipes.base import Refusal
-
-    if not isinstance(d, dict):
+    ``"<where>.micro_batch is -4, not within 1 … 4096"``, or for a rule across fields ``"<where>: <the rule's
+    message>"`` (``render``: Refusal → its text; without it, the rule's key in words); None when it refuses nothing
+    or ``d`` is no object."""
+    r = spec_refusal(d)
+    if r is None:
         return None
-    try:
-        TrainingSpec.from_dict(d).check()
-    except Refusal as e:
-        p = e.params
-        if e.key == "memory.bad_choice":
-            return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not one of {p['choices']}"
-        if e.key == "memory.bad_number":
-            return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not within {p['lo']} … {p['hi']}"
-        return f"{where}: {e.key.split('.')[-1].replace('_', ' ')}"
-    except (TypeError, ValueError) as e:  # a field of the wrong kind the dataclass itself rejects
-        return f"{where}: {str(e)[:80]}"
-    return None
+    p = r.params
+    if r.key == "memory.bad_choice":
+        return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not one of {p['choices']}"
+    if r.key == "memory.bad_number":
+        return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not within {p['lo']} … {p['hi']}"
+    if r.key == "memory.bad_text":
+        return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not text"
+    return f"{where}: {render(r) if render else r.key.split('.')[-1].replace('_', ' ')}"
 
 
 @dataclass
@@ -263,13 +258,6 @@ class StrategyChoice(Handoff):
 
     def spec(self) -> TrainingSpec:
         return TrainingSpec.from_dict(self.strategy)
-
-    @classmethod
-    def _inner_problem(cls, d: dict) -> str | None:
-        """The recorded strategy as the trainer will read it: TrainingSpec.check's first refusal (a hand-edited
-        ``method: "foo"`` or ``micro_batch: -4`` would otherwise train under a wrong name or fail in the trainer on
-        every resume, issue 46 item 17)."""
-        return spec_problem(d.get("strategy"), "strategy")
 
     def backup(self) -> "AdapterBackup | None":
         """Where the adapters are backed up while training, or None (not chosen)."""

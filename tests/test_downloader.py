@@ -17,21 +17,15 @@ from conftest import YICHUI, env_for, wait_for
 from recipes.hub import client as hub
 from recipes.hub import downloader
 from recipes.base import StepError
-from recipes.hub.server import HubServer
+from recipes.hub.server import HubServer, weights_header
 
 MB = 1 << 20
 
 
 def safetensors_bytes(total: int) -> bytes:
-    """A ``total``-byte safetensors file of random content: a valid header (one uint8 tensor over the rest), as a
-    real weights file has (the downloader parses a weight file's header before it accepts it)."""
-    head = b""
-    for _ in range(2):  # the header's length decides the body's, which the header names
-        body = total - 8 - len(head)
-        head = json.dumps({"w": {"dtype": "U8", "shape": [body], "data_offsets": [0, body]}}).encode()
-        head += b" " * (-len(head) % 8)
-    body = total - 8 - len(head)
-    return len(head).to_bytes(8, "little") + head + os.urandom(body)
+    """A ``total``-byte safetensors file of random content (recipes.hub.server.weights_header)."""
+    head = weights_header(total)
+    return head + os.urandom(total - len(head))
 
 
 @pytest.fixture(scope="module")

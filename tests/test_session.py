@@ -111,6 +111,10 @@ def _strategy_done(answers: dict, strategy: dict):
      "steps.choose_strategy.answers.micro_batch is -4"),
     (_strategy_done({"method": "lora"}, {"method": "lora", "micro_batch": "lots"}),
      "steps.choose_strategy.outputs.strategy.micro_batch is 'lots'"),
+    (_strategy_done({"method": "lora"}, {"method": "lora", "micro_batch": True}),
+     "steps.choose_strategy.outputs.strategy.micro_batch is True"),
+    (_strategy_done({"method": "lora", "lora_targets": 5}, {"method": "lora"}),
+     "steps.choose_strategy.answers.lora_targets is 5, not text"),
     (_strategy_done({"method": "qlora", "distribution": "zero3"}, {"method": "lora"}),
      "steps.choose_strategy.answers: QLoRA"),
 ])

@@ -506,27 +506,26 @@ class Engine:
         self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0
 
-    def changes_done_steps(self) -> bool:
-        """Whether a --set changes the answer of a step done earlier (what _reopen_changed re-opens)."""
-        return any(self.session.record(n).status == "done" and not _same(v, self.session.record(n).answers.get(k))
-                   for n, sets in self.overrides.items() for k, v in sets.items())
+    def changed_done_step(self) -> tuple[str, list[str]] | None:
+        """The first done step (in task order) whose recorded answers a --set changes, with the keys it changes;
+        None when no --set changes a done step's answer."""
+        for name in self.session.task_steps():
+            rec = self.session.record(name)
+            diff = [k for k, v in self.overrides.get(name, {}).items()
+                    if rec.status == "done" and not _same(v, rec.answers.get(k))]
+            if diff:
+                return name, diff
+        return None
 
     def _reopen_changed(self) -> None:
         """A --set that changes the answer of a step done earlier re-opens it and every done step after it (said in
         one line): resume --set is how an answer that caused a later failure is fixed (issue 46 item 20). A --set
         equal to the recorded answer changes nothing."""
-        s = self.session
-        names = s.task_steps()
-        first = None
-        changed: list[str] = []
-        for name in names:
-            rec = s.record(name)
-            diff = [k for k, v in self.overrides.get(name, {}).items()
-                    if rec.status == "done" and not _same(v, rec.answers.get(k))]
-            if diff and first is None:
-                first, changed = name, diff
-        if first is None:
+        found = self.changed_done_step()
+        if found is None:
             return
+        first, changed = found
+        s, names = self.session, self.session.task_steps()
         later = [n for n in names[names.index(first) + 1:] if s.record(n).status == "done"]
         for n in [first, *later]:
             s.record(n).update(status="pending", started_at=None)

@@ -126,7 +126,7 @@ def _validate(data: Any, path: Path) -> None:
 
     import recipes
     from recipes.base import msg
-    from recipes.handoff import HANDOFFS, spec_problem, spec_refusal
+    from recipes.handoff import HANDOFFS, spec_problem
 
     if not isinstance(data, dict):
         bad("top level is not an object")
@@ -145,19 +145,15 @@ def _validate(data: Any, path: Path) -> None:
         for key in ("answers", "outputs"):
             if not isinstance(rec.get(key), dict):
                 bad(f"steps.{name}.{key} missing or not an object")
-        if name == "choose_strategy" and rec["status"] == "done":  # a rule across fields: its own words
-            for part, d in (("answers", rec["answers"]), ("outputs.strategy", (rec["outputs"] or {}).get("strategy"))):
-                r = spec_refusal(d)
-                if r is not None and r.key not in ("memory.bad_choice", "memory.bad_number"):
-                    bad(f"steps.{name}.{part}: {i18n.render(msg(r.key, **r.params))}")
         kind = HANDOFFS.get(name)  # the record the steps after it will read, typed
         problem = kind.problem(rec["outputs"]) if kind else None
         if problem:
             bad(f"steps.{name}.outputs.{problem}")
-        if name == "choose_strategy" and rec["status"] == "done":  # the answers a resume or replay runs again
-            problem = spec_problem(rec["answers"], "answers")
-            if problem:
-                bad(f"steps.{name}.{problem}")
+        if name == "choose_strategy" and rec["status"] == "done":  # what a resume trains, checked as the trainer
+            for part, d in (("answers", rec["answers"]), ("outputs.strategy", rec["outputs"].get("strategy"))):
+                problem = spec_problem(d, part, render=lambda r: i18n.render(msg(r.key, **r.params)))
+                if problem:
+                    bad(f"steps.{name}.{problem}")
 
 
 class StepRecord:

@@ -107,6 +107,18 @@ CHUNK = 1 << 20
 REPO_ID = r"[\w-][\w.-]*/[\w-][\w.-]*"  # org/name: no part starts with a dot (no "..", no hidden folder)
 
 
+def weights_header(total: int) -> bytes:
+    """The first bytes of a ``total``-byte safetensors file holding one uint8 tensor over the rest (8-byte length,
+    then the JSON header, padded to 8): tests and benchmarks write random bytes after it, a file as large as they
+    need that still opens as safetensors (the downloader checks that)."""
+    head = b""
+    for _ in range(2):  # the header names the body's length, which the header's own length decides
+        body = total - 8 - len(head)
+        head = json.dumps({"w": {"dtype": "U8", "shape": [body], "data_offsets": [0, body]}}).encode()
+        head += b" " * (-len(head) % 8)
+    return len(head).to_bytes(8, "little") + head
+
+
 def _git_blob_sha1(path: Path, size: int) -> str:
     h = hashlib.sha1(b"blob %d\0" % size)
     with open(path, "rb") as f:

@@ -540,6 +540,7 @@ def _parameter_lora(model) -> tuple[int, int]:
     # in an estimate's one-line output (the trainer's QLoRA runs do not depend on it)
     logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
     from peft import LoraConfig, get_peft_model
+    from peft.tuners.lora import ParamWrapper
 
     try:
         with torch.device("meta"), warnings.catch_warnings():
@@ -548,7 +549,7 @@ def _parameter_lora(model) -> tuple[int, int]:
                                                           target_modules="all-linear", task_type="CAUSAL_LM"))
     except Exception:  # noqa: BLE001 - an architecture peft cannot adapt: no parameter LoRA counted
         return 0, 0
-    wrappers = [m for m in peft_model.modules() if type(m).__name__ == "ParamWrapper"]
+    wrappers = [m for m in peft_model.modules() if isinstance(m, ParamWrapper)]
     io = sum(p.numel() for w in wrappers for n, p in w.named_parameters()
              if "lora_" in n and "base_layer" not in n)
     weights = sum(getattr(w.get_base_layer(), w.parameter_name).numel() for w in wrappers)

@@ -168,7 +168,7 @@ class TrainingSpec:
 
     def check(self) -> None:
         """Raises:
-            Refusal("memory.bad_choice" | "memory.bad_number" | "choose_strategy.bad_targets" |
+            Refusal("memory.bad_choice" | "memory.bad_number" | "memory.bad_text" | "choose_strategy.bad_targets" |
             "choose_strategy.liger_and_compile" | "choose_strategy.qlora_and_compile" |
             "choose_strategy.unsloth_unsupported" | "choose_strategy.nvme_needs_zero3" |
             "choose_strategy.offload_all_needs_zero3" | "choose_strategy.qlora_sharded" |
@@ -181,9 +181,12 @@ class TrainingSpec:
             if meta.get("choices") and value not in meta["choices"]:
                 raise Refusal("memory.bad_choice", name=f.name, value=value, choices=", ".join(meta["choices"]))
             lo, hi = meta.get("lo"), meta.get("hi")
-            # not a number (a hand-edited session's "two") is out of range too; False for nan
-            if lo is not None and hi is not None and not (isinstance(value, (int, float)) and lo <= value <= hi):
+            # not a number (a hand-edited session's "two", or true) is out of range too; False for nan
+            if lo is not None and hi is not None and not (isinstance(value, (int, float))
+                                                          and not isinstance(value, bool) and lo <= value <= hi):
                 raise Refusal("memory.bad_number", name=f.name, value=value, lo=lo, hi=hi)
+            if isinstance(f.default, str) and not isinstance(value, str):  # a text field given a number or a list
+                raise Refusal("memory.bad_text", name=f.name, value=value)
         if self.offload not in OFFLOADS:
             raise Refusal("memory.bad_choice", name="offload", value=self.offload, choices=", ".join(OFFLOADS))
         if self.offload_device not in OFFLOAD_DEVICES:

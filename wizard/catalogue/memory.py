@@ -6,6 +6,8 @@ MESSAGES = {
     "memory.part.gradients": {"en": "gradients", "zh": "梯度"},
     "memory.part.optimizer": {"en": "optimizer states", "zh": "优化器状态"},
     "memory.part.layers": {"en": "activations", "zh": "激活值"},
+    "memory.bad_text": {"en": "{name} is {value}, not text: give it as text (e.g. --lora-targets q_proj,v_proj).",
+                        "zh": "{name} 的值 {value} 不是文本：请以文本给出（如 --lora-targets q_proj,v_proj）。"},
     "memory.experts_per_token": {"en": "config.json routes each token to num_experts_per_tok={value} experts of "
                                        "{experts}: it must be a whole number from 1 to {experts}. Fix config.json or "
                                        "choose another model.",

@@ -143,8 +143,7 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
             except AnswerError as e:
                 ui.error(i18n.render(e.msg))
                 raise typer.Exit(2)
-            changed = probe.changes_done_steps()
-        if not overrides or not changed:
+        if not overrides or probe.changed_done_step() is None:
             ui.say(T("cli.already_finished", id=s.id))
             raise typer.Exit(0)
     if not yes:

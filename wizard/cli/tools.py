@@ -111,22 +111,9 @@ def _with_spec_options(fn):
     return fn
 
 
-def _given(field: str) -> bool:
-    """Whether the command line gave the TrainingSpec field ``field``, by its flag or an older spelling (typer keeps
-    no record of which parameters took their default)."""
-    import dataclasses
-    import sys
-
-    from recipes.training.spec import TrainingSpec
-
-    meta = next(f.metadata for f in dataclasses.fields(TrainingSpec) if f.name == field)
-    names = [n for spelling in (meta.get("flag") or "", *(meta.get("old") or ())) for n in spelling.split("/") if n]
-    return any(a == n or a.startswith(n + "=") for a in sys.argv[1:] for n in names)
-
-
 @app.command(help=T("cli.estimate"), epilog=T("cli.example.estimate"))
 @_with_spec_options
-def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
+def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.arg.model")),
              gpu_memory: Optional[float] = typer.Option(None, "--gpu-memory", help=T("cli.opt.gpu_memory")),
              gpu: Optional[str] = typer.Option(None, "--gpu", help=T("cli.opt.gpu")),
              zero: int = typer.Option(0, "--zero", help=T("cli.opt.zero")),
@@ -220,7 +207,9 @@ def estimate(model: str = typer.Argument(..., help=T("cli.arg.model")),
             t = dataclasses.replace(t, seq_len=seq)
         elif shape.max_position and seq > shape.max_position:
             raise fail("cli.seq_over_max", seq=seq, max=shape.max_position)
-        if shape.param_lora_io and t.lora_dropout > 0 and not _given("lora_dropout"):
+        # typer's click records where each value came from: neither spelling given means the spec's default
+        sources = [ctx.get_parameter_source(n) for n in ("lora_dropout", "lora_dropout" + OLD)]
+        if shape.param_lora_io and t.lora_dropout > 0 and all(g is None or g.name == "DEFAULT" for g in sources):
             # a MoE whose experts LoRA reaches: the default dropout is 0 there, as the wizard's (peft runs no other)
             t = dataclasses.replace(t, lora_dropout=0.0)
             if not as_json:
