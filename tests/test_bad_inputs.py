@@ -1,7 +1,7 @@
 """The bad-input catalogue: each entry is a real `yichui` command that must fail with one line naming what is wrong
 and what to do (the catalogue message, in the user's language), a non-zero exit, and nothing lost.
 
-The README's troubleshooting section is generated from CATALOGUE (`python tests/test_bad_inputs.py` prints it) and a
+The troubleshooting page (docs/troubleshooting.md) is generated from CATALOGUE (`python tests/test_bad_inputs.py` prints it) and a
 test checks it is current.
 """
 from __future__ import annotations
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @dataclass
 class Case:
     id: str
-    what: str                # the bad input, for the README (English; zh from the catalogue message)
+    what: str                # the bad input, for docs/troubleshooting.md (English; zh from the catalogue message)
     key: str                 # the catalogue message the user sees
     argv: Callable           # (env: Env) -> list of yichui arguments
     code: int = 2
@@ -514,8 +514,8 @@ def test_the_catalogue_has_forty_cases_and_known_messages():
         assert c.key in i18n.CATALOG, c.key
 
 
-def test_readme_troubleshooting_is_the_catalogue():
-    readme = (ROOT / "README.md").read_text()
+def test_troubleshooting_page_is_the_catalogue():
+    readme = (ROOT / "docs" / "troubleshooting.md").read_text()
     start, end = "<!-- bad-inputs:start -->", "<!-- bad-inputs:end -->"
     assert start in readme and end in readme
     assert readme.split(start)[1].split(end)[0].strip() == markdown(), \

@@ -34,6 +34,7 @@ def model_dir(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["full", "lora"])
 def test_peers_see_the_rows_yichui_trains_on(model_dir, method, monkeypatch):
     monkeypatch.syspath_prepend(str(BENCH))

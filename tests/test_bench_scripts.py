@@ -29,7 +29,7 @@ def script(name: str, args=lambda tmp, fx: []):
     the tiny model), started ahead of the test by ``ahead``."""
     def register(test):
         SCRIPTS[test.__name__] = (name, args)
-        return test
+        return pytest.mark.slow(test)  # a subprocess importing torch and transformers (4-35 s): not the inner loop
     return register
 
 

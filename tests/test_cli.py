@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import recipes
 from conftest import sessions, yichui
 from wizard import i18n
@@ -36,6 +38,7 @@ def test_help_in_chinese(home):
     assert "…" not in r.stdout and "不提任何" in r.stdout.replace("│", "").replace(" ", "").replace("\n", "")
 
 
+@pytest.mark.slow
 def test_estimate_help_keeps_every_option_name_whole_at_80_columns(home, tiny_model):
     """`yichui estimate --help` at 80 columns cut "--gpu-memory-utiliz…" and "--activation-checkp…" (rich's options
     table squeezed by --x/--no-x pairs). A switch now shows the flag that changes it; the other spelling still works."""

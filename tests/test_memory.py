@@ -346,6 +346,7 @@ def test_estimate_command_offline_on_a_folder_and_through_the_hub(home, hub, tin
     assert r.returncode == 2 and "v100" in r.stderr
 
 
+@pytest.mark.slow
 def test_estimate_serves_a_pre_quantized_checkpoint_as_stored(home, tmp_path):
     """`yichui estimate` on a W4A16 checkpoint: the serving line counts its packed weights unless --serve-format
     says otherwise (it assumed bf16 before: 2 bytes per linear weight)."""
@@ -376,6 +377,7 @@ def test_estimate_serves_a_pre_quantized_checkpoint_as_stored(home, tmp_path):
     assert r.returncode == 2 and "config.json does not state hidden_size" in " ".join(r.stderr.split()), r.stderr
 
 
+@pytest.mark.slow
 def test_estimate_names_the_plan_it_priced(home):
     """`yichui estimate` says which plan its figures are for (sharding over how many GPUs, offload and where), prices
     an offload to NVMe with the bytes DeepSpeed swaps to disk, says the serving line is per GPU under tensor
@@ -871,6 +873,7 @@ TINY_MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
             "tie_word_embeddings": False}
 
 
+@pytest.mark.slow
 def test_lora_on_a_moe_s_fused_experts_is_counted_as_peft_builds_it_and_refused_with_dropout(tmp_path):
     """transformers 5 fuses a MoE's experts into 3-D weights; peft's "all-linear" then adapts them whole (its
     ParamWrapper, fused gate/up at twice the rank) — Qwen3-30B-A3B's rank-16 adapter is 1.0 B parameters, which the

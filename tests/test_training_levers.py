@@ -82,6 +82,7 @@ def test_the_sample_answer_after_training_runs_outside_autocast(tiny_model):
         compile_decoder_layers(torch.nn.Sequential(torch.nn.Linear(2, 2)))
 
 
+@pytest.mark.slow
 def test_a_bf16_lora_run_answers_its_sample_question_after_training(tiny_model, tmp_path):
     """The whole trainer on its bf16 path (the CPU's bf16 autocast stands in for a GPU's: only the precision choice
     is forced), LoRA with the cast off during training and a sample question: it finishes and answers after."""
@@ -112,6 +113,7 @@ def _train(tdir: Path, model: Path, steps: int, **knobs) -> list[dict]:
     return [json.loads(x) for x in (tdir / "events.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_a_compile_that_fails_is_reported_as_such_not_as_a_crash(tiny_model, tmp_path):
     """Inductor without a working C++ compiler (CXX=/bin/false): the compile fails for real inside torch; the
     trainer's error event says ``compile`` (the train step then resumes without compiling: recipes/train.py)."""
@@ -126,6 +128,7 @@ def test_a_compile_that_fails_is_reported_as_such_not_as_a_crash(tiny_model, tmp
     assert r.returncode != 0 and [e["kind"] for e in errors] == ["compile"], (errors, r.stderr[-2000:])
 
 
+@pytest.mark.slow
 def test_compiled_layers_learn_what_eager_learns_and_resume(tiny_model, tmp_path):
     """torch.compile of every decoder layer: the same loss at every step as the eager trainer (fp32 on the CPU),
     checkpoints with the same tensors, and a resumed compiled run picks up where the checkpoint left."""

@@ -139,6 +139,7 @@ def _train(spec: dict, tdir) -> list[dict]:
     return jobs.read_events(tdir / "events.jsonl")[0]
 
 
+@pytest.mark.slow
 def test_the_trainer_fine_tunes_the_language_side_of_a_vision_language_model(vlm, tmp_path):
     """The same trainer on image-text records: the model loads as image-text-to-text with its processor, LoRA adapts
     the language model's linear layers and none of the vision tower's, the loss falls, the adapter folder holds the
@@ -177,6 +178,7 @@ def test_the_trainer_fine_tunes_the_language_side_of_a_vision_language_model(vlm
     assert any(not (before[k] == after[k]).all() for k in before if "visual" not in k)  # the language model trained
 
 
+@pytest.mark.slow
 def test_the_vision_side_trains_when_chosen(vlm, tmp_path):
     """freeze_vision_tower / freeze_projector off: LoRA also on the tower's linear layers and the projector (Qwen2-VL's
     ``visual.merger``) trained whole and saved with the adapter; a full fine-tune with only the projector unfrozen
@@ -287,6 +289,7 @@ def test_a_local_vlm_folder_needs_its_processor(vlm, tmp_path):
     assert incomplete(copy) == ["image processor (preprocessor_config.json)"]
 
 
+@pytest.mark.slow
 def test_the_merge_uses_the_trained_class_and_refuses_an_adapter_it_cannot_place(vlm, tmp_path):
     """The trainer says which class it trained beside the adapter; the export's merge loads the base with it, and an
     adapter tensor that finds no module (another class or architecture) stops the merge instead of vanishing."""

@@ -54,6 +54,7 @@ def test_train_runs_detached_and_writes_events_and_checkpoints(chain):
     assert job.pid == chain.session.steps["train"]["outputs"]["trainer_pid"] and not job.alive()
 
 
+@pytest.mark.slow
 def test_a_result_whose_adapter_is_gone_trains_again_from_the_last_checkpoint(chain, capsys):
     """Issue 46 item 18: with the adapter moved away but train/result.json left, resume said "running it again", then
     "Training finished" without training, then failed at export on every resume. The step's outputs are checked as a
@@ -261,6 +262,7 @@ def _check_backup(chain, out: dict, repo_id: str, paths: list[str], token: str) 
         assert token not in f.read_text(errors="replace"), f
 
 
+@pytest.mark.slow
 def test_dora_with_a_validation_split_and_a_hub_dataset(chain, variant, tmp_path, monkeypatch):
     """DoRA trains and merges; a hub dataset (served by the local hub, fetched by the downloader) with #N sampling
     and a 10 % validation split: eval events in the stream, held-out records never trained on. Its adapter is
