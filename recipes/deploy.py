@@ -27,7 +27,8 @@ import shlex
 import time
 from pathlib import Path
 
-from recipes import jobs
+from recipes.rundir import SERVER, RunDir, ServeDir
+from recipes import jobs, rundir
 from recipes.memory import model as memory
 from recipes.envs import envs_dir
 from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
@@ -197,7 +198,7 @@ def questions(ctx: Ctx) -> list[Question]:
     processes = ctx.result(StrategyChoice).spec().processes
     # servers of earlier sessions (a demo run twice, a model trained again): offered to stop first, those that serve
     # the same name ticked (issue 20, item 8)
-    others = [(sid, job) for sid, job in jobs.servers(ctx.home) if sid != ctx.session_id]
+    others = [(sid, job) for sid, job in rundir.servers(ctx.home) if sid != ctx.session_id]
     same = _served_name(ctx)
     return [
         Question("stop_servers", "checkbox", "deploy.stop_servers", when=lambda a: bool(others), volatile=True,
@@ -397,14 +398,14 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
         ctx.info(msg("deploy.table_from_parser", engine=backend, version=inst.version, path=tab["path"]))
     launch, model_dir, adapter = plan(ctx, answers, inst, tab)
     engines.check_help(inst, launch, cache=cache)
-    sdir = ctx.run_dir / "serve"
+    sdir = RunDir(ctx.run_dir).serve.root
     # keys.BadKey when the file holds no usable key: an engine given an empty key serves everyone, so nothing starts
     key_file = keys.key_file(sdir) if launch.key_flag else None
     key = keys.read_key(key_file)
-    for sid, job in jobs.servers(ctx.home):
+    for sid, job in rundir.servers(ctx.home):
         if sid in answers.get("stop_servers", []) and job.stop():
             ctx.info(msg("deploy.stopped_other", id=sid, pid=job.pid))
-    old = jobs.read(sdir / "server.pid.json")
+    old = jobs.read(ServeDir(sdir).job)
     if old is not None and old.alive():
         ctx.info(msg("deploy.stopping_old", pid=old.pid))
         old.stop()
@@ -414,7 +415,7 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
     if inst.spec.served_by_path:
         launch = _by_short_name(launch, model_dir, sdir, _served_name(ctx))
     t0 = time.monotonic()
-    job = server.start("server", inst, launch, sdir, key_file, cwd=sdir if inst.spec.served_by_path else None)
+    job = server.start(SERVER, inst, launch, sdir, key_file, cwd=sdir if inst.spec.served_by_path else None)
     base = client_base(host, port)
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))
@@ -492,5 +493,5 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
 def is_done(ctx: Ctx, record: Record) -> bool:
     """Deployed, and the server still runs: after a crash (or `yichui stop`) the step runs again with the same
     answers (`yichui serve start`)."""
-    job = jobs.read(ctx.run_dir / "serve" / "server.pid.json")
+    job = jobs.read(RunDir(ctx.run_dir).serve.job)
     return bool(record.outputs.get("reply")) and job is not None and job.alive()

@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from recipes.rundir import BASE_SERVER, EvaluateDir, RunDir
 from recipes import jobs
 from recipes.data import datasets
 from recipes.evaluation import harness
@@ -297,7 +298,7 @@ def serve_base(ctx: Ctx, model_dir: str, trust_remote_code: bool):
         gpu_util=round(0.8 * free, 2) if free else None, tensor_parallel=int(dep_a.get("tensor_parallel") or 1),
         device="auto" if free else "cpu", trust_remote_code=trust_remote_code, eager=inst.spec.gpu,
         extra=engines.split_args(dep_a.get("engine_args")))
-    job = server.start("base-server", inst, launch, ctx.run_dir / "evaluate")  # run() stopped a killed run's one
+    job = server.start(BASE_SERVER, inst, launch, RunDir(ctx.run_dir).evaluate.root)  # run() stopped a killed run's one
     base = server.client_base("127.0.0.1", port)
     try:
         server.wait_healthy(job, base)
@@ -339,7 +340,7 @@ def _serving(ctx: Ctx) -> tuple[str | None, str | None, str | None]:
         from recipes import jobs
         from recipes.serving import keys
 
-        job = jobs.read(ctx.run_dir / "serve" / "server.pid.json")
+        job = jobs.read(RunDir(ctx.run_dir).serve.job)
         if job is not None and job.alive():
             return dep.endpoint, dep.served_model, keys.read_key(dep.api_key_file)
     return None, None, None
@@ -397,7 +398,7 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
     found = models(ctx)
     if not found:
         raise StepError("evaluate.nothing")
-    edir = ctx.run_dir / "evaluate"
+    edir = RunDir(ctx.run_dir).evaluate.root
     edir.mkdir(parents=True, exist_ok=True)
     config = {k: answers.get(k) for k in ("heldout", "heldout_path", "heldout_samples", "max_new_tokens",
                                           "compare_base", "generate_with", "benchmarks", "mmlu_subjects",
@@ -540,9 +541,9 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
     lines += ["Held-out metrics: recipes/evaluation/heldout.py" + (
         f"; benchmarks: lm-evaluation-harness (recipes/evaluation/harness.py), first {config.get('benchmark_limit')} examples "
         "of each task." if benchmarks else "."), ""]
-    report = edir / "report.md"
+    report = EvaluateDir(edir).report_md
     report.write_text("\n".join(lines))
-    chart = _chart(rows, targets, edir / "report.png")
+    chart = _chart(rows, targets, EvaluateDir(edir).report_png)
     return report, chart
 
 

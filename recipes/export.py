@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from recipes.rundir import RunDir
 from recipes.data import datasets
 from recipes.envs import envs_dir
 from recipes.hub.snapshot import size_text
@@ -262,7 +263,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     if not as_is and (not adapter or not Path(adapter).is_dir()):
         raise StepError("export.no_adapter", path=str(adapter))
     formats = list(answers.get("formats", []))  # validated against the model, engine and machine (formats_ok)
-    edir = ctx.run_dir / "export"
+    edir = RunDir(ctx.run_dir).export
     merged = edir / "merged"
     # partial outputs of an interrupted export, reused only for the same trained result and the same answers
     key = {"source": _source_id(Path(adapter or base_dir)), "dtype": answers["dtype"],

@@ -88,6 +88,16 @@ class Handoff:
     """
 
     STEP: ClassVar[str] = ""
+    # what a done step has always recorded (a done record without them was edited by hand: refused at load, or a
+    # resume would call the outputs "gone" and run the step again over work that is there)
+    DONE_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def done_problem(cls, d: dict) -> str | None:
+        """The fields a done record must hold that ``d`` lacks (absent, null or empty), as ``"adapter_dir, method"``;
+        None when it holds them all."""
+        missing = [f for f in cls.DONE_FIELDS if d.get(f) in (None, "", {}, [])]
+        return ", ".join(missing) or None
 
     @classmethod
     def problem(cls, d: dict) -> str | None:
@@ -240,6 +250,7 @@ class StrategyChoice(Handoff):
     """choose_strategy: the training spec (as answered), the data and the estimate of the chosen configuration."""
 
     STEP: ClassVar[str] = "choose_strategy"
+    DONE_FIELDS: ClassVar[tuple[str, ...]] = ("strategy",)
     strategy: dict = field(default_factory=dict)  # the answers: TrainingSpec's fields and the data's
     preflight: dict | None = None      # the smoke run's report
     dataset_path: str | None = None
@@ -290,6 +301,7 @@ class TrainingResult(Handoff):
     """train: the adapter (or full model) and how the training went."""
 
     STEP: ClassVar[str] = "train"
+    DONE_FIELDS: ClassVar[tuple[str, ...]] = ("adapter_dir", "method")
     train_dir: str | None = None
     adapter_dir: str | None = None
     method: str | None = None
@@ -365,6 +377,7 @@ class Deployment(Handoff):
     """deploy: the running server, its start-up check and how to reach it (the key stays in its file)."""
 
     STEP: ClassVar[str] = "deploy"
+    DONE_FIELDS: ClassVar[tuple[str, ...]] = ("endpoint", "served_model")
     backend: str | None = None
     engine_version: str | None = None
     engine_table: str | None = None

@@ -93,14 +93,24 @@ def foreign_env() -> dict:
     return {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
 
 
+def pid_path(directory: Path, name: str) -> Path:
+    """Where job ``name`` started in ``directory`` records itself."""
+    return Path(directory) / f"{name}.pid.json"
+
+
+def log_path(directory: Path, name: str) -> Path:
+    """Job ``name``'s stdout + stderr."""
+    return Path(directory) / f"{name}.log"
+
+
 def spawn(name: str, argv: list[str], directory: Path, env: dict | None = None, cwd: Path | None = None) -> Job:
     directory.mkdir(parents=True, exist_ok=True)
-    log = directory / f"{name}.log"
+    log = log_path(directory, name)
     with open(log, "ab") as out, open(os.devnull, "rb") as devnull:
         proc = subprocess.Popen(argv, stdin=devnull, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 close_fds=True, env=env, cwd=cwd)
     ticks, _ = _stat(proc.pid)
-    job = Job(name, proc.pid, ticks, list(argv), time.time(), str(log), str(directory / f"{name}.pid.json"))
+    job = Job(name, proc.pid, ticks, list(argv), time.time(), str(log), str(pid_path(directory, name)))
     tmp = Path(job.pid_file + ".tmp")
     tmp.write_text(json.dumps(asdict(job), indent=2))
     os.replace(tmp, job.pid_file)
@@ -139,13 +149,6 @@ def read(pid_file: Path) -> Job | None:
 def find(run_dir: Path) -> list[Job]:
     """Every job recorded under a session's run directory (``*/<job>.pid.json``)."""
     return [j for p in sorted(Path(run_dir).glob("*/*.pid.json")) if (j := read(p)) is not None]
-
-
-def servers(home: Path) -> list[tuple[str, Job]]:
-    """The model server of every session under ``home`` that runs now: (session id, job), oldest start first."""
-    found = [(p.parent.parent.name, j) for p in Path(home, "runs").glob("*/serve/server.pid.json")
-             if (j := read(p)) is not None and j.alive()]
-    return sorted(found, key=lambda x: x[1].started_at)
 
 
 def resident_bytes(job: Job) -> int:

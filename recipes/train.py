@@ -15,6 +15,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from recipes.rundir import BACKUP, TRAINER, RunDir, TrainDir
 from recipes import jobs
 from recipes.memory import model as memory
 from recipes.training import backup, plots
@@ -27,7 +28,7 @@ from recipes.training.runner import (REPO, CompileFailed, OutOfMemory, Stopped, 
 name = "train"
 requires = ("select_model", "choose_strategy", "download")
 def questions(ctx: Ctx) -> list[Question]:
-    job = jobs.read(train_dir(ctx) / "trainer.pid.json")
+    job = jobs.read(TrainDir(train_dir(ctx)).job())
     if job is not None and job.alive():
         return []  # a trainer is running: re-attach to it with the answers it was started with
     has_gpu = bool(memory.detect_gpus())
@@ -38,7 +39,7 @@ def questions(ctx: Ctx) -> list[Question]:
 
 
 def train_dir(ctx: Ctx) -> Path:
-    return ctx.run_dir / "train"
+    return RunDir(ctx.run_dir).train.root
 
 
 def _spec(ctx: Ctx, answers: dict) -> TrainerJob:
@@ -73,12 +74,12 @@ def _stale_result(result: Path) -> str | None:
 def run(ctx: Ctx, answers: dict) -> TrainingResult:
     tdir = train_dir(ctx)
     tdir.mkdir(parents=True, exist_ok=True)
-    result = tdir / "result.json"
+    result = TrainDir(tdir).result
     if (gone := _stale_result(result)) is not None:  # a result whose adapter is gone: train again, not "finished"
-        result.replace(tdir / "result.stale.json")
+        result.replace(TrainDir(tdir).stale_result)
         ctx.warn(msg("train.result_stale", adapter=gone))
     while not result.exists():
-        job = jobs.read(tdir / "trainer.pid.json")
+        job = jobs.read(TrainDir(tdir).job())
         if job is not None and job.alive():
             ctx.info(msg("train.reattach", pid=job.pid))
         else:
@@ -110,19 +111,20 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
     _report_backup(ctx, tdir)
     ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
                  seconds=out["runtime_s"]))
-    events, _ = jobs.read_events(tdir / "events.jsonl")
-    png = plots.loss_png(events, tdir / "loss.png", title=ctx.session_id)
+    events, _ = jobs.read_events(TrainDir(tdir).events)
+    png = plots.loss_png(events, TrainDir(tdir).loss_png, title=ctx.session_id)
     if png:
         import importlib.util
 
         viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
-        ctx.info(msg("train.curve" if viewer else "train.curve_no_viewer", png=str(png), tb=str(tdir / "tensorboard")))
+        ctx.info(msg("train.curve" if viewer else "train.curve_no_viewer", png=str(png),
+                     tb=str(TrainDir(tdir).tensorboard)))
     return TrainingResult(train_dir=str(tdir), adapter_dir=out["adapter_dir"], method=out["method"],
                           steps=out["steps"], train_loss=out["train_loss"], first5_mean=out["first5_mean"],
                           last5_mean=out["last5_mean"], samples=out["samples"], peak_mem_gib=out["peak_mem_gib"],
                           mem_kind=out["mem_kind"], device=out["device"],
                           recoveries=ctx.result(TrainingResult).recoveries, loss_png=str(png) if png else None,
-                          tensorboard_dir=str(tdir / "tensorboard"), eval_losses=out.get("eval_losses", []),
+                          tensorboard_dir=str(TrainDir(tdir).tensorboard), eval_losses=out.get("eval_losses", []),
                           trainer_pid=ctx.result(TrainingResult).trainer_pid)
 
 
@@ -135,12 +137,12 @@ def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
     if ckpts:
         ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))
     spec = replace(_spec(ctx, answers), launch=secrets.token_hex(6))
-    spec_path = tdir / "spec.json"
+    spec_path = TrainDir(tdir).spec
     spec.write(spec_path)
     if len(node_hosts(spec)) > 1:
         meet(ctx, spec, tdir, spec_path)
     argv = worker_argv(spec, spec_path)
-    job = jobs.spawn("trainer", argv, tdir, env=trainer_env(spec), cwd=REPO)
+    job = jobs.spawn(TRAINER, argv, tdir, env=trainer_env(spec), cwd=REPO)
     ctx.info(msg("train.started", pid=job.pid, log=job.log))
     _start_backup(ctx, tdir, spec.save_steps)
     if spec.interpreter:  # not yichui's own trainer: say whose, and where it runs
@@ -163,10 +165,10 @@ def _start_backup(ctx: Ctx, tdir: Path, save_steps: int | None = None) -> None:
     if save_steps is None:
         save_steps = ctx.result(StrategyChoice).spec().save_steps
     backup.write_config(tdir, chosen, save_steps)
-    running = jobs.read(tdir / "backup.pid.json")
+    running = jobs.read(TrainDir(tdir).job(BACKUP))
     if (running is not None and running.alive()) or "." in backup.uploaded(tdir):
         return
-    job = jobs.spawn("backup", [sys.executable, "-m", "recipes.training.backup", str(tdir)], tdir,
+    job = jobs.spawn(BACKUP, [sys.executable, "-m", "recipes.training.backup", str(tdir)], tdir,
                      env=dict(os.environ, HF_HUB_DISABLE_XET="1"), cwd=REPO)
     ctx.info(msg("train.backup_started_all" if chosen.every == 1 else "train.backup_started",
                  hub=backup.HUB_NAMES[chosen.hub], repo=chosen.repo_id, every=chosen.every, log=job.log))
@@ -184,7 +186,7 @@ def _report_backup(ctx: Ctx, tdir: Path) -> None:
         return ctx.t(msg("train.backup_final")) if path == "." else path
 
     def running() -> bool:
-        job = jobs.read(tdir / "backup.pid.json")
+        job = jobs.read(TrainDir(tdir).job(BACKUP))
         return job is not None and job.alive()
 
     end = time.monotonic() + BACKUP_WAIT_S
@@ -195,7 +197,7 @@ def _report_backup(ctx: Ctx, tdir: Path) -> None:
     ctx.info(msg("train.backup_summary", n=len(done["uploaded"]), hub=hub, repo=chosen.repo_id,
                  paths=", ".join(map(shown, done["uploaded"])) or "—"))
     for path, error in done["gave_up"].items():
-        ctx.warn(msg("train.backup_gave_up", path=shown(path), error=error, log=str(tdir / "backup.log")))
+        ctx.warn(msg("train.backup_gave_up", path=shown(path), error=error, log=str(TrainDir(tdir).log(BACKUP))))
     for path, (attempt, attempts, error) in done["failing"].items():
         ctx.warn(msg("train.backup_failing", path=shown(path), attempt=attempt, attempts=attempts, error=error))
     if not done["done"] and running():
@@ -206,4 +208,4 @@ def is_done(ctx: Ctx, record: Record) -> bool:
     adapter = record.outputs.get("adapter_dir")
     taken = record.outputs.get("train_dir")  # a result taken over (--from) lives there
     tdir = Path(taken) if taken else train_dir(ctx)
-    return isinstance(adapter, str) and bool(adapter) and Path(adapter).is_dir() and (tdir / "result.json").exists()
+    return isinstance(adapter, str) and bool(adapter) and Path(adapter).is_dir() and TrainDir(tdir).result.exists()

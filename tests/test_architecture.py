@@ -101,7 +101,7 @@ def test_recipes_holds_the_steps_and_domain_packages_only():
     step protocol (base), the hand-offs between steps (handoff), the background jobs (jobs, doctor) and where the
     engines' own environments live (envs)."""
     top = {p.stem for p in (ROOT / "recipes").glob("*.py")} - {"__init__"}
-    assert top - set(recipes.STEPS) == {"base", "handoff", "jobs", "doctor", "envs"}
+    assert top - set(recipes.STEPS) == {"base", "handoff", "jobs", "doctor", "envs", "rundir"}
     packages = {p.parent.name for p in (ROOT / "recipes").glob("*/__init__.py")}
     assert packages == {"data", "demo", "evaluation", "hub", "memory", "model", "quantization", "serving", "training"}
 
@@ -188,5 +188,25 @@ def test_the_wizard_reads_sessions_through_their_accessors():
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if raw.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+def test_the_run_directory_layout_is_named_in_one_place():
+    """Issue 45: the run folder's file names (wizard/README.md section 2) are spelled in recipes/rundir.py only
+    (``"server.pid.json"`` was in 4 files, ``"events.jsonl"`` in 5); elsewhere a path comes from RunDir / TrainDir /
+    ServeDir / EvaluateDir, a job's name from its constant."""
+    import re
+
+    names = re.compile(r"""["'](server\.pid\.json|events\.jsonl|result\.json|result\.stale\.json|spec\.json|"""
+                       r"""trainer\.pid\.json|samples\.json|backup\.jsonl?|backup\.pid\.json|hostfile|loss\.png|"""
+                       r"""wizard\.log|report\.(?:md|png)|base-server)["']|/ ["'](?:train|serve|preflight|export|"""
+                       r"""evaluate|logs|checkpoints|adapter|launch|tensorboard)["']|spawn\(["']|start\(["']""")
+    found = []
+    for path in sorted([*(ROOT / "recipes").rglob("*.py"), *(ROOT / "wizard").rglob("*.py")]):
+        if path.name == "rundir.py" or "catalogue" in path.parts:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if names.search(line.split("#")[0]):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "\n".join(found)

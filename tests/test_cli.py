@@ -349,6 +349,9 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     done.steps["deploy"]["outputs"]["endpoint"] = "http://127.0.0.1:8003/v1"
     for rec in done.steps.values():
         rec["status"] = "done"
+    done.steps["choose_strategy"]["outputs"]["strategy"] = {"method": "lora"}  # what a done one always records
+    done.steps["train"]["outputs"].update(adapter_dir=str(home / "a"), method="lora")
+    done.steps["deploy"]["outputs"]["served_model"] = "m"
     done.save()
     running = [jobs.spawn("server", ["sleep", "60"], x.run_dir / "serve") for x in (s, done)]  # in the servers' place
     try:
@@ -415,3 +418,29 @@ def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
         assert yichui(home, "show", abandoned.id).returncode == 2
     finally:
         job.stop()
+
+
+def test_status_at_80_columns_keeps_the_endpoint_whole_and_reads_the_trainer_s_events(home):
+    """Issue 46 (tryout): `yichui status` cut the server's endpoint into pieces at 80 columns (a fifth column held
+    the log's path); the trainer's line reads its last step from train/events.jsonl."""
+    from recipes import jobs
+    from recipes.rundir import SERVER, TRAINER, RunDir
+
+    s = Session.new("finetune", h=home)
+    s.steps["deploy"]["outputs"]["endpoint"] = "http://127.0.0.1:18023/v1"
+    s.save()
+    run = RunDir(s.run_dir)
+    run.train.root.mkdir(parents=True)
+    run.train.events.write_text(json.dumps({"v": 1, "event": "step", "step": 7, "total_steps": 30, "loss": 1.25}) + "\n")
+    running = [jobs.spawn(TRAINER, ["sleep", "60"], run.train.root), jobs.spawn(SERVER, ["sleep", "60"], run.serve.root)]
+    try:
+        for lang, step in (("en", "step 7/30, loss 1.25"), ("zh", "第 7/30 步，损失 1.25")):
+            r = yichui(home, "--lang", lang, "status", s.id, COLUMNS="80")
+            assert r.returncode == 0, r.stderr
+            assert max(len(x) for x in r.stdout.splitlines()) <= 80, r.stdout
+            assert "http://127.0.0.1:18023/v1" in r.stdout and step in r.stdout, r.stdout
+            flat = "".join(c for c in r.stdout if not c.isspace() and c != "│")  # the cell's folded lines joined
+            assert str(run.train.log()) in flat and str(run.serve.log) in flat, r.stdout
+    finally:
+        for job in running:
+            job.stop(timeout=5)

@@ -117,6 +117,13 @@ def _strategy_done(answers: dict, strategy: dict):
      "steps.choose_strategy.answers.lora_targets is 5, not text"),
     (_strategy_done({"method": "qlora", "distribution": "zero3"}, {"method": "lora"}),
      "steps.choose_strategy.answers: QLoRA"),
+    # a done step whose outputs were emptied by hand: a resume called them "gone" and trained over the work there
+    (lambda d: d["steps"]["train"].update(status="done", outputs={}), "steps.train is done but its outputs lack "
+                                                                      "adapter_dir, method"),
+    (lambda d: d["steps"]["deploy"].update(status="done", outputs={"endpoint": "http://127.0.0.1:8000/v1"}),
+     "steps.deploy is done but its outputs lack served_model"),
+    (lambda d: d["steps"]["choose_strategy"].update(status="done", outputs={"strategy": {}}),
+     "steps.choose_strategy is done but its outputs lack strategy"),
 ])
 def test_a_done_strategy_the_trainer_would_refuse_is_refused_at_load(tmp_path, edit, what):
     s = make(tmp_path)
@@ -182,7 +189,7 @@ def test_find_takes_the_most_recent_unfinished(tmp_path):
     a = make(tmp_path)
     b = make(tmp_path)
     for r in b.steps.values():
-        r["status"] = "done"
+        r["status"] = "skipped"  # finished (a done train or deploy must hold its outputs)
     b.save()
     assert find(None, tmp_path, unfinished=True) == a.path
     assert find(None, tmp_path) == b.path
@@ -239,6 +246,10 @@ def test_v3_finished_fine_tune_gets_evaluate_and_chat_as_skipped_and_stays_finis
         data["steps"].pop(name)
     for r in data["steps"].values():
         r["status"] = "done"
+    # what those steps recorded since v1 (a done one without it is refused: test_a_done_strategy_…)
+    data["steps"]["choose_strategy"]["outputs"] = {"strategy": {"method": "lora"}}
+    data["steps"]["train"]["outputs"] = {"adapter_dir": "/a", "method": "lora"}
+    data["steps"]["deploy"]["outputs"] = {"endpoint": "http://127.0.0.1:8000/v1", "served_model": "m"}
     s.path.write_text(json.dumps(data))
     loaded = Session.load(s.path)
     assert list(loaded.steps) == list(recipes.STEPS) and loaded.is_finished()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import recipes
+from recipes.rundir import RunDir
 from recipes.base import Choice, Msg, Question, Refusal, msg
 from recipes.handoff import Handoff
 from wizard import i18n
@@ -497,7 +498,7 @@ class Engine:
                     return self._fail(rec, i18n.t("engine.os_error", step=name, path=short_path(e.filename),
                                                   error=e.strerror or type(e).__name__, id=s.id))
                 return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}"[:500],
-                                              log=str(s.run_dir / "logs" / "wizard.log")))
+                                              log=str(RunDir(s.run_dir).wizard_log)))
             rec.outputs.update(outputs.to_dict() if isinstance(outputs, Handoff) else outputs or {})
             rec.update(status="done", finished_at=now())
             s.save()

@@ -35,13 +35,13 @@ def made(session) -> list[tuple[str, str]]:
 def servers(home: Path) -> list[dict]:
     """Every yichui server running under ``home``: session id, pid, endpoint, served model, memory (GiB, resident and
     on the GPUs), oldest first."""
-    from recipes import jobs
+    from recipes import jobs, rundir
     from recipes.handoff import Deployment
     from recipes.serving import server
     from wizard.session import Session, SessionError
 
     out = []
-    for sid, job in jobs.servers(home):
+    for sid, job in rundir.servers(home):
         try:
             dep = Session.load(home / "sessions" / f"{sid}.json").result(Deployment)
             endpoint, model = dep.endpoint, dep.served_model

@@ -149,6 +149,8 @@ def _validate(data: Any, path: Path) -> None:
         problem = kind.problem(rec["outputs"]) if kind else None
         if problem:
             bad(f"steps.{name}.outputs.{problem}")
+        if kind and rec["status"] == "done" and (lacking := kind.done_problem(rec["outputs"])):
+            bad(f"steps.{name} is done but its outputs lack {lacking} (set its status to pending to run it again)")
         if name == "choose_strategy" and rec["status"] == "done":  # what a resume trains, checked as the trainer
             for part, d in (("answers", rec["answers"]), ("outputs.strategy", rec["outputs"].get("strategy"))):
                 problem = spec_problem(d, part, render=lambda r: i18n.render(msg(r.key, **r.params)))

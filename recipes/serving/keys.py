@@ -13,6 +13,7 @@ import re
 import secrets
 from pathlib import Path
 
+from recipes.rundir import ServeDir
 from recipes.base import Refusal
 
 KEY_RE = re.compile(r"[A-Za-z0-9._~+/=-]{16,512}")
@@ -32,7 +33,7 @@ def key_file(sdir: Path) -> Path:
         BadKey: the file exists and holds no usable key (empty, several lines, characters outside :data:`KEY_RE`):
             an engine given an empty key serves without one, so nothing starts until it is fixed or deleted.
     """
-    path = sdir / "api_key"
+    path = ServeDir(sdir).api_key
     if not path.exists():
         sdir.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

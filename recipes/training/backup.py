@@ -23,6 +23,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from recipes.rundir import TrainDir
+
 HUBS = ("hf", "modelscope")  # select_model.source's names for the same hubs
 HUB_NAMES = {"hf": "Hugging Face", "modelscope": "ModelScope"}
 TOKEN_VARS = {"hf": "HF_TOKEN", "modelscope": "MODELSCOPE_API_TOKEN"}
@@ -49,18 +51,18 @@ class AdapterBackup:
 
 
 def write_config(tdir: Path, backup: AdapterBackup, save_steps: int) -> None:
-    (tdir / "backup.json").write_text(json.dumps(asdict(backup) | {"save_steps": save_steps}))
+    TrainDir(tdir).backup_choice.write_text(json.dumps(asdict(backup) | {"save_steps": save_steps}))
 
 
 def read_config(tdir: Path) -> tuple[AdapterBackup, int]:
-    d = json.loads((tdir / "backup.json").read_text())
+    d = json.loads(TrainDir(tdir).backup_choice.read_text())
     return AdapterBackup(d["hub"], d["repo_id"], int(d.get("every", 1)), d.get("base_model")), int(d["save_steps"])
 
 
 def events(tdir: Path) -> list[dict]:
     from recipes import jobs
 
-    return jobs.read_events(tdir / "backup.jsonl")[0]
+    return jobs.read_events(TrainDir(tdir).backup_events)[0]
 
 
 def uploaded(tdir: Path) -> set[str]:
@@ -75,10 +77,10 @@ def due(tdir: Path, backup: AdapterBackup, save_steps: int, skip: set[str]) -> l
     wrote result.json."""
     from recipes import jobs
 
-    steps = {e["step"] for e in jobs.read_events(tdir / "events.jsonl")[0] if e["event"] == "checkpoint"}
-    out = [(tdir / "checkpoints" / f"checkpoint-{k}", f"checkpoints/checkpoint-{k}") for k in sorted(steps)
+    steps = {e["step"] for e in jobs.read_events(TrainDir(tdir).events)[0] if e["event"] == "checkpoint"}
+    out = [(TrainDir(tdir).checkpoints / f"checkpoint-{k}", f"checkpoints/checkpoint-{k}") for k in sorted(steps)
            if k % (save_steps * backup.every) == 0]
-    result = tdir / "result.json"
+    result = TrainDir(tdir).result
     if result.is_file():
         adapter = json.loads(result.read_text()).get("adapter_dir")
         if adapter and Path(adapter).is_dir():
@@ -157,7 +159,7 @@ def run(tdir: Path) -> int:
     from recipes.training.worker import Events
 
     backup, save_steps = read_config(tdir)
-    ev = Events(tdir / "backup.jsonl", None)
+    ev = Events(TrainDir(tdir).backup_events, None)
     tries: dict[str, int] = {}
     given_up: set[str] = set()
     while True:
@@ -186,8 +188,8 @@ def run(tdir: Path) -> int:
             if "." in uploaded(tdir) | given_up:
                 ev.emit("done")
                 return 0
-            trainer = jobs.read(tdir / "trainer.pid.json")
-            if not (tdir / "result.json").is_file() and (trainer is None or not trainer.alive()):
+            trainer = jobs.read(TrainDir(tdir).job())
+            if not TrainDir(tdir).result.is_file() and (trainer is None or not trainer.alive()):
                 return 0
             time.sleep(POLL_S)
 

@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from recipes.rundir import PREFLIGHT, TRAINER, RunDir, TrainDir
 from recipes import jobs
 from recipes.data import datasets
 from recipes.base import StepError, msg
@@ -140,8 +141,8 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
         StepError: the smoke run failed (the trainer's error and its log), or ran out of memory.
         KeyboardInterrupt: Ctrl-C; the smoke run is stopped (it is redone on resume).
     """
-    pdir = ctx.run_dir / "preflight"
-    for name in ("preflight", "trainer"):  # "trainer": a smoke run of an earlier yichui
+    pdir = RunDir(ctx.run_dir).preflight.root
+    for name in (PREFLIGHT, TRAINER):  # "trainer": a smoke run of an earlier yichui
         old = jobs.read(pdir / f"{name}.pid.json")
         if old is not None and old.alive():
             old.stop(timeout=5)
@@ -153,12 +154,12 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
                    save_steps=STEPS, save_total_limit=1, sample_question=None, save_final=False, logging_steps=1,
                    nodes=1, hosts="", launch=secrets.token_hex(6))
     spec = runner.with_backend(spec, ctx.home)  # the smoke run trains on the chosen backend too
-    spec_path = pdir / "spec.json"
+    spec_path = TrainDir(pdir).spec
     spec.write(spec_path)
     ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
                  records=records_needed(plan)))
     # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
-    job = jobs.spawn("preflight", runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(spec),
+    job = jobs.spawn(PREFLIGHT, runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(spec),
                      cwd=runner.REPO)
     try:  # the train step's own view of the trainer's events
         runner.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))
@@ -173,7 +174,7 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
         if "num_samples=0" in error:  # trl dropped every record: none has a completion within seq_len
             raise StepError("preflight.no_records_fit", seq_len=spec.seq_len, log=job.log) from None
         raise StepError("preflight.failed", error=error[:300], log=job.log) from None
-    result = json.loads((pdir / "result.json").read_text())
+    result = json.loads(TrainDir(pdir).result.read_text())
     seconds = round(time.time() - t0, 1)
     ctx.info(msg("preflight.passed", seconds=seconds, losses=" → ".join(f"{x:.3f}" for x in result["losses"]),
                  peak=result["peak_mem_gib"], kind=ctx.t("train.mem." + result["mem_kind"])))

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from recipes.rundir import TrainDir
 from recipes import jobs
 from recipes.training import plots
 from recipes.base import StepError, msg
@@ -107,7 +108,7 @@ def recover(spec: TrainingSpec) -> dict | None:
 def checkpoints(tdir: Path) -> list[Path]:
     """The trainer's complete checkpoints in ``tdir/checkpoints``, oldest first. Complete: it holds
     trainer_state.json, which the Trainer writes last (after the weights, optimizer, scheduler and RNG states)."""
-    found = [p for p in (tdir / "checkpoints").glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
+    found = [p for p in TrainDir(tdir).checkpoints.glob("checkpoint-*") if p.name.split("-")[-1].isdigit()]
     return sorted((p for p in found if (p / "trainer_state.json").is_file()), key=lambda p: int(p.name.split("-")[-1]))
 
 
@@ -120,7 +121,7 @@ def set_aside_incomplete(tdir: Path) -> list[str]:
 
     complete = set(checkpoints(tdir))
     out = []
-    for p in (tdir / "checkpoints").glob("checkpoint-*"):
+    for p in TrainDir(tdir).checkpoints.glob("checkpoint-*"):
         if p.is_dir() and p.name.split("-")[-1].isdigit() and p not in complete:
             aside = p.with_name("incomplete-" + p.name)
             shutil.rmtree(aside, ignore_errors=True)
@@ -168,9 +169,9 @@ def meet(ctx, spec: TrainerJob, tdir: Path, spec_path: Path) -> None:
     timeout = os.environ.get("YICHUI_RENDEZVOUS_TIMEOUT", "900")
     checks = [[sys.executable, "-m", "recipes.training.rendezvous", f"--nodes={len(hosts)}", f"--node-rank={r}",
                f"--master={master}", f"--timeout={timeout}"] for r in range(len(hosts))]
-    launch_dir = tdir / "launch"
+    launch_dir = TrainDir(tdir).launch
     launch_dir.mkdir(exist_ok=True)
-    (tdir / "hostfile").write_text("".join(f"{h} slots={n}\n" for h in hosts))
+    TrainDir(tdir).hostfile.write_text("".join(f"{h} slots={n}\n" for h in hosts))
     line = lambda argv: " ".join(shlex.quote(c) for c in argv)  # noqa: E731
     for r, host in enumerate(hosts):
         script = launch_dir / f"node-{r}.sh"
@@ -212,7 +213,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
         KeyboardInterrupt: Ctrl-C (the view detaches; the trainer goes on).
     """
     # elapsed since the trainer started, not since this view did (`yichui attach` later)
-    events_path, offset, t_start = tdir / "events.jsonl", 0, job.started_at or time.time()
+    events_path, offset, t_start = TrainDir(tdir).events, 0, job.started_at or time.time()
     last: dict = {}
     first: dict = {}
     losses: list[float | None] = []
@@ -220,7 +221,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
     rates: list[float] = []  # tokens/s of the step events after the first two (start-up, warm-up)
     gpu, checked, started = False, predicted_tps is None, False
     try:
-        launch = json.loads((tdir / "spec.json").read_text()).get("launch")
+        launch = json.loads(TrainDir(tdir).spec.read_text()).get("launch")
     except (OSError, ValueError):
         launch = None
 

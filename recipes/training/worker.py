@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from recipes.rundir import TrainDir
 from recipes.model import prequantized
 from recipes.training.nvme import SwapShape
 from recipes.training.spec import FULL_WEIGHTS, TRANSFORMERS_ATTENTION, TrainerJob
@@ -249,7 +250,7 @@ def is_compile_failure(e: BaseException) -> bool:
 def main(spec_path: str) -> int:
     spec = TrainerJob.read(spec_path)
     tdir = Path(spec_path).parent
-    ev = Events(tdir / "events.jsonl", spec.launch)
+    ev = Events(TrainDir(tdir).events, spec.launch)
     try:
         if spec.training_backend == "unsloth":
             import importlib
@@ -581,8 +582,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
 
     device, where, bf16, dtype, masters = _precision(spec)
     method = spec.method
-    ckpt_dir = tdir / "checkpoints"
-    os.environ["TENSORBOARD_LOGGING_DIR"] = str(tdir / "tensorboard")  # transformers' TensorBoardCallback reads it
+    ckpt_dir = TrainDir(tdir).checkpoints
+    os.environ["TENSORBOARD_LOGGING_DIR"] = str(TrainDir(tdir).tensorboard)  # transformers' TensorBoardCallback reads it
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
     if device == "cuda":
         torch.cuda.init()
@@ -607,7 +608,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         deepspeed.init_distributed(dist_backend="gloo" if device == "cpu" else "nccl")
     tok, model = load_model(spec, device, where, dtype, masters, vlm, zero_init)
 
-    samples_file = tdir / "samples.json"
+    samples_file = TrainDir(tdir).samples
     samples = json.loads(samples_file.read_text()) if samples_file.exists() else {}
     # a model partitioned by zero.Init answers only inside DeepSpeed's engine, all ranks together: at train begin
     question = spec.sample_question
@@ -695,7 +696,7 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
             last: str | None, got: str, device: str) -> int:
     """Save the adapter (or model), answer the sample question again, write result.json last, atomically."""
     gpu_memory = cuda_memory() if device == "cuda" else None
-    adapter = tdir / "adapter"
+    adapter = TrainDir(tdir).adapter
     if spec.save_final:
         trainer.save_model(str(adapter))  # collective under several processes; rank 0 writes
         if RANK == 0:
@@ -710,7 +711,7 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
     try:
         if RANK != 0:
             return 0
-        samples_file = tdir / "samples.json"
+        samples_file = TrainDir(tdir).samples
         if after is not None:
             # the "before" answer may have been written during training (before_sample_callback)
             samples = json.loads(samples_file.read_text()) if samples_file.exists() else samples
@@ -736,7 +737,7 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
                   "packed_base": getattr(_base_model(trainer.model), "yichui_packed", None)}
         tmp = tdir / "result.json.tmp"
         tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
-        os.replace(tmp, tdir / "result.json")
+        os.replace(tmp, TrainDir(tdir).result)
         ev.emit("done", step=trainer.state.global_step, adapter="adapter", train_loss=result["train_loss"])
         return 0
     finally:

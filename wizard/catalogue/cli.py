@@ -229,6 +229,7 @@ MESSAGES = {
     "cli.col.state": {"en": "state", "zh": "状态"},
     "cli.col.detail": {"en": "detail", "zh": "详情"},
     "cli.col.log": {"en": "log", "zh": "日志"},
+    "cli.col.detail_log": {"en": "detail, log", "zh": "详情、日志"},
     "cli.state.running": {"en": "running", "zh": "运行中"},
     "cli.state.stopped": {"en": "not running", "zh": "未运行"},
     "cli.show.title": {"en": "Session {id} · task {task} · {path}", "zh": "会话 {id} · 任务 {task} · {path}"},

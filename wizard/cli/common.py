@@ -8,6 +8,7 @@ import sys
 
 import typer
 
+from recipes.rundir import RunDir
 from wizard import i18n
 
 T = i18n.t
@@ -58,9 +59,9 @@ def parse_sets(values: list[str] | None) -> dict:
 
 
 def _log_to(session) -> None:
-    logdir = session.run_dir / "logs"
-    logdir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(logdir / "wizard.log")
+    log = RunDir(session.run_dir).wizard_log
+    log.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(log)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.addHandler(handler)

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from recipes.rundir import BACKUP, PREFLIGHT, SERVER, TRAINER, RunDir, TrainDir
 from wizard import i18n
 from wizard.cli.common import T, app, SessionArg, new_ui, fail, latest_that_ran, read_session, with_running_jobs
 
@@ -14,8 +15,8 @@ from wizard.cli.common import T, app, SessionArg, new_ui, fail, latest_that_ran,
 def _job_detail(s, job) -> str:
     from recipes import jobs as jobs_mod
 
-    if job.name in ("trainer", "preflight"):  # the training, or the smoke run before the download
-        events, _ = jobs_mod.read_events(Path(job.pid_file).parent / "events.jsonl")
+    if job.name in (TRAINER, PREFLIGHT):  # the training, or the smoke run before the download
+        events, _ = jobs_mod.read_events(TrainDir(Path(job.pid_file).parent).events)
         last = next((e for e in reversed(events) if e["event"] in ("step", "done", "error")), None)
         if last is None:
             return ""
@@ -24,9 +25,9 @@ def _job_detail(s, job) -> str:
         if last["event"] == "done":
             return T("cli.detail.done")
         return T("cli.detail.error", message=last.get("message"))
-    if job.name == "backup":  # the adapter backup beside the trainer (recipes/training/backup.py)
+    if job.name == BACKUP:  # the adapter backup beside the trainer (recipes/training/backup.py)
         return backup_detail(Path(job.pid_file).parent)
-    if job.name == "server":
+    if job.name == SERVER:
         from recipes.handoff import Deployment
 
         return s.result(Deployment).endpoint or ""
@@ -73,17 +74,17 @@ def attach(session: Optional[str] = SessionArg):
     if session:
         s = read_session(session)
     else:
-        training = [x for x in all_sessions() if (j := jobs.read(x.run_dir / "train" / "trainer.pid.json"))
+        training = [x for x in all_sessions() if (j := jobs.read(RunDir(x.run_dir).train.job()))
                     and j.alive()]
         s = training[-1] if training else latest_that_ran("train/trainer.pid.json")
-    job = jobs.read(s.run_dir / "train" / "trainer.pid.json")
+    job = jobs.read(RunDir(s.run_dir).train.job())
     ui = new_ui()
     if job is None or not job.alive():
         ui.say(T("cli.attach.none", id=s.id))
         raise typer.Exit(1)
     ctx = _ViewCtx(ui, s.id)
     try:
-        train_runner.follow(ctx, job, s.run_dir / "train")
+        train_runner.follow(ctx, job, RunDir(s.run_dir).train.root)
     except train_runner.Stopped:  # follow said so (`yichui stop` from another shell): nothing is left to follow
         raise typer.Exit(130)
     except KeyboardInterrupt:
@@ -108,11 +109,12 @@ def status(session: Optional[str] = SessionArg):
         if not found:
             ui.say(T("cli.no_jobs", id=s.id))
             continue
+        # the log under the detail: as a fifth column its path squeezed the endpoint into pieces at 80 columns
         ui.table(T("cli.status.title", id=s.id),
-                 [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail"), T("cli.col.log")],
-                 [(j.name, j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"), _job_detail(s, j),
-                   j.log) for j in found])
-        tb = s.run_dir / "train" / "tensorboard"
+                 [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail_log")],
+                 [(j.name, j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"),
+                   "\n".join(x for x in (_job_detail(s, j), j.log) if x)) for j in found])
+        tb = RunDir(s.run_dir).train.tensorboard
         if tb.is_dir():  # the loss, learning rate and memory/* scalars the trainer writes every logging step
             import importlib.util
 

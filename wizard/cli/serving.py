@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from recipes.rundir import RunDir
 from wizard.cli.common import (T, app, SessionArg, new_ui, fail, run_engine, load_locked, demo_hub, read_session, with_running_jobs)
 
 
@@ -23,7 +24,7 @@ def _server_session(session: str | None, running_only: bool = False):
     from recipes import jobs
 
     def server(s):
-        return jobs.read(s.run_dir / "serve" / "server.pid.json")
+        return jobs.read(RunDir(s.run_dir).serve.job)
 
     if session:
         s = read_session(session)
@@ -94,13 +95,13 @@ def serve_logs(session: Optional[str] = SessionArg,
 def serve_stop(session: Optional[str] = SessionArg,
                all_: bool = typer.Option(False, "--all", help=T("cli.opt.stop_all"))):
     if all_:  # every yichui server under YICHUI_HOME, whichever session started it (issue 20, item 8)
-        from recipes import jobs
+        from recipes import jobs, rundir
         from wizard.session import home
 
         if session is not None:
             raise fail("cli.serve.all_and_session", session=session)
         ui = new_ui()
-        running = jobs.servers(home())
+        running = rundir.servers(home())
         if not running:
             ui.say(T("cli.serve.none_running"))
             return

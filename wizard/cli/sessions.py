@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 from pathlib import Path
 
+from recipes.rundir import RunDir
 from wizard import i18n
 from wizard.cli.common import (T, app, SetOpt, YesOpt, SessionArg, new_ui, fail, parse_sets, run_engine, load_locked, demo_hub, need_tty,
     read_session, refused)
@@ -291,7 +292,7 @@ def show(session: Optional[str] = SessionArg,
         from recipes.handoff import Deployment
 
         def server(x) -> str:  # the endpoint of a server that runs now (its scheme left out: it is http)
-            job = jobs.read(x.run_dir / "serve" / "server.pid.json")
+            job = jobs.read(RunDir(x.run_dir).serve.job)
             url = (x.result(Deployment).endpoint or "") if job is not None and job.alive() else ""
             return url.removeprefix("http://")
 
@@ -338,7 +339,7 @@ def show(session: Optional[str] = SessionArg,
     from recipes.handoff import Evaluation, ExportResult
 
     ui = new_ui()
-    chosen = s.run_dir / "train" / "backup.json"
+    chosen = RunDir(s.run_dir).train.backup_choice
     if chosen.is_file():  # the adapter backup: where to, and what went up (as `yichui status` says it)
         import json
 
