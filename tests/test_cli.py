@@ -444,3 +444,21 @@ def test_status_at_80_columns_keeps_the_endpoint_whole_and_reads_the_trainer_s_e
     finally:
         for job in running:
             job.stop(timeout=5)
+
+
+def test_show_says_what_it_cut_and_json_gives_it_whole(home):
+    """Issue 46 (tryout): `show SESSION` cut long answers mid-word with no way to see them; now the cut is marked,
+    said once, and `show SESSION --json` prints the session file's answers and outputs whole."""
+    s = Session.new("finetune", h=home)
+    long_path = "/data/" + "very-long-folder-name/" * 6 + "train.jsonl"
+    s.steps["choose_strategy"]["answers"].update(dataset="local", dataset_path=long_path, learning_rate=0.0002)
+    s.save()
+    r = yichui(home, "show", s.id, COLUMNS="200")
+    assert r.returncode == 0, r.stderr
+    assert long_path not in r.stdout and "…" in r.stdout and f"yichui show {s.id} --json" in r.stdout, r.stdout
+    r = yichui(home, "show", s.id, "--json")
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["id"] == s.id and doc["steps"]["choose_strategy"]["answers"]["dataset_path"] == long_path
+    short = Session.new("finetune", h=home)  # nothing cut: no hint
+    assert "--json" not in yichui(home, "show", short.id, COLUMNS="200").stdout

@@ -320,3 +320,22 @@ def test_kill_9_in_the_middle_of_saves_never_leaves_a_broken_session(tmp_path):
         cut_short += bool(tmp_files())
     assert len(seen) > 10  # the kills landed at many different saves
     assert cut_short >= 3  # and often inside one (a temp file left behind)
+
+
+def test_a_symbolic_link_loop_is_named_as_such_not_as_no_session(tmp_path):
+    """Issue 46 (bad input): a SESSION that is a link pointing at itself read as "No session …"; a broken link too."""
+    from wizard.session import find
+
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    with pytest.raises(SessionError) as e:
+        Session.load(find(str(tmp_path / "a"), tmp_path))
+    assert e.value.key == "session.unreadable" and "symbolic links" in e.value.params["error"].lower()
+    (tmp_path / "gone").symlink_to(tmp_path / "nowhere.json")
+    with pytest.raises(SessionError) as e:
+        Session.load(find(str(tmp_path / "gone"), tmp_path))
+    assert e.value.key == "session.not_found"
+    from conftest import yichui
+
+    r = yichui(tmp_path, "show", str(tmp_path / "a"))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Cannot read the session file" in r.stderr

@@ -239,6 +239,8 @@ class Session:
             raise SessionError("session.is_folder", path=str(path)) from None
         except UnicodeDecodeError:
             raise SessionError("session.not_text", path=str(path)) from None
+        except OSError as e:  # a symbolic-link loop, no permission, an I/O error: said as such, not "no session"
+            raise SessionError("session.unreadable", path=str(path), error=e.strerror or str(e)) from None
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
@@ -391,7 +393,7 @@ def find(ref: str | None, h: Path | None = None, unfinished: bool = False) -> Pa
     h = h or home()
     if ref:
         p = Path(ref).expanduser()
-        if p.suffix == ".json" or p.exists():
+        if p.suffix == ".json" or p.exists() or p.is_symlink():  # a broken link or a loop: load says which
             return p
         cand = sessions_dir(h) / f"{ref}.json"
         if cand.exists():

@@ -62,6 +62,12 @@ def test_serve_status_logs_chat_and_stop(home, served):
     t.expect(pexpect.EOF)
     t.close()
     assert t.exitstatus == 0
+    t = chat_term(home)  # no SESSION: it says which session's server it joined (issue 46, tryout)
+    t.expect(re.escape(f"The server of session {s.id}"))
+    t.expect("you> ")
+    t.sendline("/exit")
+    t.expect(pexpect.EOF)
+    t.close()
 
     r = yichui(home, "serve", "stop", s.id)
     assert r.returncode == 0 and f"pid {job.pid}" in r.stdout and not job.alive()

@@ -139,6 +139,8 @@ def chat(session: Optional[str] = SessionArg,
         from recipes.serving import keys
 
         key = keys.read_key(out.api_key_file)
+        if session is None:  # picked for the user: which one (the newest session with a server running)
+            new_ui().say(T("cli.chat.session", id=s.id))
     else:
         key = os.environ.get("OPENAI_API_KEY")  # another endpoint: the key the openai client would use
         vision = None

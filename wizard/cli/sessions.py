@@ -223,6 +223,9 @@ def _question_keys() -> list[tuple[str, str, str]]:
     return rows
 
 
+BRIEF = 90  # characters of a step's answers or outputs in the `show` table; `show --json` has them whole
+
+
 def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "gpus_detected", "strategy",
                           "losses", "components", "table", "columns", "examples", "parts", "args", "eval_losses",
                           "recoveries", "approximate", "formats")) -> str:
@@ -230,7 +233,7 @@ def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "g
              if k not in skip and v not in (None, []) and not isinstance(v, dict)
              and not (isinstance(v, list) and len(v) > 8)]
     text = ", ".join(items)
-    return text if len(text) <= 90 else text[:87] + "..."
+    return text if len(text) <= BRIEF else text[:BRIEF - 1] + "…"
 
 
 @app.command(help=T("cli.delete"), epilog=T("cli.example.delete"))
@@ -284,8 +287,15 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
 
 @app.command(help=T("cli.show"), epilog=T("cli.example.show"))
 def show(session: Optional[str] = SessionArg,
-         all_: bool = typer.Option(False, "--all", help=T("cli.opt.all"))):
+         all_: bool = typer.Option(False, "--all", help=T("cli.opt.all")),
+         as_json: bool = typer.Option(False, "--json", help=T("cli.opt.show_json"))):
     from wizard.session import all_sessions
+
+    if as_json and not all_:  # every answer and output whole (the table cuts long ones); the file holds no secret
+        import json
+
+        print(json.dumps(read_session(session).data, indent=2, ensure_ascii=False))
+        return
 
     if all_:
         from recipes import jobs
@@ -336,6 +346,8 @@ def show(session: Optional[str] = SessionArg,
                 [T("cli.col.step"), T("cli.col.status"), T("cli.col.answers"), T("cli.col.outputs")],
                 [(n, T(f"status.{r.status}") + (f": {r.error}" if r.error else ""), _brief(r.answers),
                   _brief(r.outputs)) for n, r in s.records()])
+    if any(_brief(r.answers).endswith("…") or _brief(r.outputs).endswith("…") for _, r in s.records()):
+        new_ui().say(T("cli.show.cut", id=s.id))
     from recipes.handoff import Evaluation, ExportResult
 
     ui = new_ui()
