@@ -14,6 +14,10 @@ from recipes.hub import client as hub
 from recipes.hub import downloader
 from recipes.hub.snapshot import fetch
 
+# refusals of a download that another answer to select_model fixes (another id, revision, source or endpoint)
+ANSWER_FIXES = frozenset({"hub.no_such_model", "hub.no_such_revision", "hub.denied", "hub.missing_or_private",
+                          "hub.token_refused", "hub.gated", "hub.no_config", "hub.empty_listing"})
+
 name = "download"
 requires = ("select_model",)
 
@@ -58,8 +62,15 @@ def run(ctx: Ctx, answers: dict) -> Download:
                    for t in timed])
         if timed[0]["ok"] and timed[0]["endpoint"] != endpoint:
             ctx.info(msg("download.faster_mirror", endpoint=timed[0]["endpoint"], id=ctx.session_id))
-    out = Download.from_dict(fetch(sel.source, sel.repo_id, endpoint, sel.revision, Path(answers["local_dir"]),
-                                   ctx.progress, ctx.info, seed=Path(sel.meta_dir) if sel.meta_dir else None))
+    try:
+        out = Download.from_dict(fetch(sel.source, sel.repo_id, endpoint, sel.revision, Path(answers["local_dir"]),
+                                       ctx.progress, ctx.info, seed=Path(sel.meta_dir) if sel.meta_dir else None))
+    except StepError as e:
+        # the model, its revision or access to it refused: another answer at step 1 fixes it — the wizard offers
+        # to go back there now (a dead end before, issue 46 item 4), a resume asks it again
+        if e.key in ANSWER_FIXES:
+            raise e.caused_by("select_model")
+        raise
     from recipes.memory.model import disagreement
 
     # before minutes of training on another model's shape

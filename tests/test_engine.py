@@ -574,3 +574,37 @@ def test_a_step_the_filesystem_refuses_fails_in_one_line_and_keeps_the_session(t
     data = saved(s)
     assert data["steps"]["a"]["status"] == "done" and data["steps"]["b"]["status"] == "failed"
     assert reason in data["steps"]["b"]["error"]
+
+
+@pytest.mark.parametrize("choice", ["back", "stop"])
+def test_in_the_wizard_a_failure_an_earlier_answer_caused_offers_to_go_back_there_now(tmp_path, capsys, choice):
+    """Issue 46 item 4: a model accepted at step 1 and refused at download ended the wizard; now the refusal is said
+    and the user may go back to that step at once (its answers pre-filled), or stop (resume asks it then)."""
+    tries = []
+
+    def run_b(ctx, a):
+        tries.append(ctx.answers("a")["n"])
+        if ctx.answers("a")["n"] == 8:
+            raise StepError("choose_strategy.no_chat_template", model="m").caused_by("a")
+        return {}
+
+    b = make_step("b", STEP_B.questions(None), run=run_b)
+    b.requires = ("a",)
+    steps = dict(STEPS, b=b)
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    # a: n, mode, flag; b: x; the refusal: go back or stop; a again: n = 4, mode, flag; b: x
+    p = Scripted([..., ..., ..., ..., choice, 4, ..., ..., ...])
+    code = Engine(s, UI(), p, load=steps.__getitem__).run()
+    captured = capsys.readouterr()
+    out = captured.out + captured.err
+    assert out.count(i18n.t("choose_strategy.no_chat_template", model="m")) == 1, out  # said once
+    asked = [k for k, _ in p.asked]
+    assert asked[:5] == ["n", "mode", "flag", "x", "after_failure"]
+    if choice == "back":
+        assert code == 0 and tries == [8, 4] and asked[5:] == ["n", "mode", "flag", "x"]
+        assert p.asked[5] == ("n", 8)  # pre-filled with the answer that led to the refusal
+        assert saved(s)["steps"]["a"]["answers"]["n"] == 4 and saved(s)["steps"]["b"]["status"] == "done"
+    else:
+        assert code == 1 and tries == [8] and "resume asks them again" in out
+        assert saved(s)["steps"]["a"]["status"] == "pending" and saved(s)["steps"]["b"]["status"] == "failed"

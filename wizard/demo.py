@@ -7,6 +7,7 @@ bundled conversations; ``"vlm"`` (``yichui demo --task finetune-vlm``) the tiny 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from recipes.data import datasets
@@ -32,6 +33,16 @@ def _builder(kind: str):
     from recipes.demo import tiny_vlm
 
     return tiny_vlm if kind == VLM else tiny
+
+
+def keep_caches_inside(home: Path) -> None:
+    """A demo writes nothing outside YICHUI_HOME (issue 46 item 4: it left huggingface_hub's cache folder and
+    matplotlib's font cache under the user's home, and a later session read its cache): the libraries' caches of
+    this process and the jobs it starts go under ``home/cache/demo/``. It talks to its own local hub only, so the
+    user's Hugging Face cache is not needed."""
+    root = home / "cache" / "demo"
+    for var, sub in (("HF_HOME", "hf"), ("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "xdg")):
+        os.environ[var] = str(root / sub)
 
 
 def model_ready(home: Path, kind: str = "text") -> bool:

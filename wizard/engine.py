@@ -448,60 +448,65 @@ class Engine:
                 s.record(name).answers.update(sets)
         s.save()
         names = s.task_steps()  # numbered 1..n
-        for i, name in enumerate(names, 1):
-            rec = s.record(name)
-            step_mod = self.load(name)
-            ctx = StepContext(self, name)
-            why = getattr(step_mod, "skip", None) and step_mod.skip(ctx)
-            if why:  # nothing to do for this session (e.g. no download for an endpoint): recorded, not run
-                rec.update(status="skipped", outputs={"skipped": why})
-                s.save()
-                self.ui.step_header(i, len(names), name, done=True)
-                continue
-            if rec.status == "done":
-                if step_mod.is_done(ctx, rec):
+        while True:  # once, or again from an earlier step the user went back to (a refusal it caused)
+            for i, name in enumerate(names, 1):
+                rec = s.record(name)
+                step_mod = self.load(name)
+                ctx = StepContext(self, name)
+                why = getattr(step_mod, "skip", None) and step_mod.skip(ctx)
+                if why:  # nothing to do for this session (e.g. no download for an endpoint): recorded, not run
+                    rec.update(status="skipped", outputs={"skipped": why})
+                    s.save()
                     self.ui.step_header(i, len(names), name, done=True)
                     continue
-                key = f"engine.redo.{name}"
-                self.ui.warn(i18n.t(key if key in i18n.CATALOG else "engine.redo", step=name))
-            self.ui.step_header(i, len(names), name)
-            try:
-                answers = self.resolve(step_mod, ctx)
-                rec.update(status="running", started_at=now(), error=None)
-                s.save()
-                outputs = step_mod.run(ctx, answers)
-            except KeyboardInterrupt:
-                rec.status = "pending"
-                s.save()
+                if rec.status == "done":
+                    if step_mod.is_done(ctx, rec):
+                        self.ui.step_header(i, len(names), name, done=True)
+                        continue
+                    key = f"engine.redo.{name}"
+                    self.ui.warn(i18n.t(key if key in i18n.CATALOG else "engine.redo", step=name))
+                self.ui.step_header(i, len(names), name)
                 try:
-                    self.ui.say("")
-                    self.ui.warn(i18n.t("engine.interrupted", id=s.id))
-                except OSError:  # the terminal is gone (SIGHUP): the session is saved, resume says the rest
-                    pass
-                return 130
-            except AnswerError as e:
-                rec.status = "pending"
+                    answers = self.resolve(step_mod, ctx)
+                    rec.update(status="running", started_at=now(), error=None)
+                    s.save()
+                    outputs = step_mod.run(ctx, answers)
+                except KeyboardInterrupt:
+                    rec.status = "pending"
+                    s.save()
+                    try:
+                        self.ui.say("")
+                        self.ui.warn(i18n.t("engine.interrupted", id=s.id))
+                    except OSError:  # the terminal is gone (SIGHUP): the session is saved, resume says the rest
+                        pass
+                    return 130
+                except AnswerError as e:
+                    rec.status = "pending"
+                    s.save()
+                    self.ui.error(i18n.render(e.msg))
+                    self.ui.say(i18n.t("engine.resume_hint", id=s.id))
+                    return 2
+                except Refusal as e:  # any of yichui's errors: one line that says what to do
+                    reask = e.reask if e.reask in names[:i - 1] else None
+                    if reask:  # an earlier answer caused it: resume asks from that step on
+                        for earlier in names[names.index(reask):i - 1]:
+                            s.record(earlier).update(status="pending", started_at=None)  # asked again
+                    if reask and self._go_back(rec, i18n.render(e.msg), reask):
+                        break  # from the top: the steps before it are done, that one is asked again (issue 46 item 4)
+                    return self._fail(rec, i18n.render(e.msg), reask, said=bool(reask) and self.prompter is not None)
+                except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
+                    log.error("step %s failed:\n%s", name, traceback.format_exc())
+                    if isinstance(e, OSError) and e.filename is not None:  # the filesystem's answer (read-only, full,
+                        # a name too long): one line naming the file, shortened; a connection's error is not one of these
+                        return self._fail(rec, i18n.t("engine.os_error", step=name, path=short_path(e.filename),
+                                                      error=e.strerror or type(e).__name__, id=s.id))
+                    return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}"[:500],
+                                                  log=str(RunDir(s.run_dir).wizard_log)))
+                rec.outputs.update(outputs.to_dict() if isinstance(outputs, Handoff) else outputs or {})
+                rec.update(status="done", finished_at=now())
                 s.save()
-                self.ui.error(i18n.render(e.msg))
-                self.ui.say(i18n.t("engine.resume_hint", id=s.id))
-                return 2
-            except Refusal as e:  # any of yichui's errors: one line that says what to do
-                reask = e.reask if e.reask in names[:i - 1] else None
-                if reask:  # an earlier answer caused it: resume asks from that step on
-                    for earlier in names[names.index(reask):i - 1]:
-                        s.record(earlier).update(status="pending", started_at=None)  # asked again
-                return self._fail(rec, i18n.render(e.msg), reask)
-            except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
-                log.error("step %s failed:\n%s", name, traceback.format_exc())
-                if isinstance(e, OSError) and e.filename is not None:  # the filesystem's answer (read-only, full,
-                    # a name too long): one line naming the file, shortened; a connection's error is not one of these
-                    return self._fail(rec, i18n.t("engine.os_error", step=name, path=short_path(e.filename),
-                                                  error=e.strerror or type(e).__name__, id=s.id))
-                return self._fail(rec, i18n.t("engine.crashed", step=name, error=f"{type(e).__name__}: {e}"[:500],
-                                              log=str(RunDir(s.run_dir).wizard_log)))
-            rec.outputs.update(outputs.to_dict() if isinstance(outputs, Handoff) else outputs or {})
-            rec.update(status="done", finished_at=now())
-            s.save()
+            else:
+                break
         s.finish()
         s.save()
         self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
@@ -534,10 +539,28 @@ class Engine:
         self.ui.warn(i18n.t("engine.reopened", keys=", ".join(f"{first}.{k}" for k in changed), step=first,
                             later=", ".join(later) or "—"))
 
-    def _fail(self, rec: StepRecord, text: str, reask: str | None = None) -> int:
+    def _go_back(self, rec: StepRecord, text: str, reask: str) -> bool:
+        """In the wizard, after a refusal an earlier step's answer caused (a model the hub refuses at download): say
+        it and offer to go back to that step now instead of ending the run — a way back, as a refused answer has at
+        its own question. True when the user goes back (this step is pending again); False without a terminal or
+        when the user stops here."""
+        if self.prompter is None:
+            return False
+        self.ui.error(text)
+        what = self.prompter.ask(Question("after_failure", "select", "engine.after_failure",
+                                          choices=[Choice("back", msg("engine.back_to_step", step=reask)),
+                                                   Choice("stop", msg("engine.stop_here"))]), "back", {})
+        if what != "back":
+            return False
+        rec.update(status="pending", started_at=None, error=None)
+        self.session.save()
+        return True
+
+    def _fail(self, rec: StepRecord, text: str, reask: str | None = None, said: bool = False) -> int:
         rec.update(status="failed", error=text, finished_at=now())
         self.session.save()
-        self.ui.error(text)
+        if not said:  # _go_back said it already
+            self.ui.error(text)
         if reask:
             self.ui.say(i18n.t("engine.reask", step=reask))
         self.ui.say(i18n.t("engine.resume_hint", id=self.session.id))

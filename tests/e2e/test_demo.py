@@ -23,10 +23,19 @@ BENCH = ["--set", "evaluate.benchmarks=gsm8k,mmlu", "--set", "evaluate.mmlu_subj
 
 
 @pytest.fixture
-def finished_demo(home):
+def finished_demo(home, tmp_path):
     benchmark_repos(home / "cache" / "hub")  # the benchmark samples, served by the demo hub
-    r = yichui(home, "demo", *BENCH, timeout=600, HF_TOKEN=SECRET)
+    # as a user runs it: HOME theirs, no cache variables set — the demo writes nothing outside YICHUI_HOME (issue 46
+    # item 4: it left huggingface_hub's and matplotlib's caches in the user's home)
+    user = tmp_path / "user-home"
+    user.mkdir()
+    env = env_for(home, HF_TOKEN=SECRET, HOME=str(user))
+    for var in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR", "TRANSFORMERS_CACHE"):
+        env.pop(var, None)
+    r = subprocess.run([YICHUI, "demo", *BENCH], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                       timeout=600)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert not list(user.iterdir()), sorted(str(p) for p in user.rglob("*"))
     (s,) = sessions(home)
     yield home, s, r
     stop_all(home)

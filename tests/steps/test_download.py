@@ -26,3 +26,25 @@ def test_download_verifies_and_records_the_commit(chain):
     before = gets()
     chain.step("download", local_dir=fresh)  # complete files are not fetched again
     assert gets() == before
+
+
+def test_a_refusal_another_model_answer_fixes_leads_back_to_select_model(chain):
+    """Issue 46 item 4: a model step 1 accepted and the hub then refused at download ended the wizard; such a
+    refusal now names select_model as its cause, so the wizard offers to go back there (tests/test_engine.py) and a
+    resume asks it again."""
+    import pytest
+
+    from recipes.base import StepError
+
+    chain.upto("download")
+    rec = chain.session.record("select_model")
+    kept = dict(rec.outputs)
+    rec.outputs["revision"] = "no-such-branch"  # the hub answers 404 for it, as for a revision deleted since step 1
+    try:
+        with pytest.raises(StepError) as e:
+            chain.step("download", local_dir=str(chain.home / "models-refused"))
+        assert e.value.key == "hub.no_such_revision" and e.value.reask == "select_model", (e.value.key, e.value.reask)
+    finally:
+        rec.outputs.clear()
+        rec.outputs.update(kept)
+        chain.session.save()
