@@ -172,7 +172,7 @@ def run(ctx: Ctx, answers: dict) -> ModelChoice:
         url = answers["endpoint_url"].rstrip("/")
         served = client.first_model(url, api_key=os.environ.get("OPENAI_API_KEY"))
         ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
-                  [("endpoint", url), ("model", served)])
+                  [(msg("ui.field.endpoint"), url), (msg("ui.field.model"), served)])
         return ModelChoice(source=source, endpoint_url=url, served_model=served)
     repo = _repo(answers)
     if repo is None:  # the questions name a model for every source but an endpoint
@@ -190,7 +190,8 @@ def run(ctx: Ctx, answers: dict) -> ModelChoice:
         summary["vision"] = " · ".join(f"{k} {vision[k]}" for k in (
             "model_type", "depth", "num_hidden_layers", "hidden_size", "patch_size", "image_size") if k in vision)
     ctx.table(msg("select_model.table"), [msg("ui.col.field"), msg("ui.col.value")],
-              [("model", repo), ("architecture", arch)] + [(k, v) for k, v in summary.items() if k != "architectures"])
+              [(msg("ui.field.model"), repo), (msg("ui.field.architecture"), arch)]  # config.json's own field names:
+              + [(k, v) for k, v in summary.items() if k != "architectures"])  # as the file spells them
     out = ModelChoice(source=source, endpoint=answers.get("endpoint"), repo_id=repo if source != "local" else None,
                       local_path=repo if source == "local" else None, revision=revision, architecture=arch,
                       model_type=config.get("model_type"), config=config, trust_remote_code=bool(code))

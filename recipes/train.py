@@ -128,6 +128,12 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
                           trainer_pid=ctx.result(TrainingResult).trainer_pid)
 
 
+def _has_optimizer_state(ckpt: Path) -> bool:
+    """Whether a checkpoint holds the optimizer's state as the Trainer saves it: optimizer.pt (one process, DDP),
+    global_step*/ (DeepSpeed) or optimizer_*/ (FSDP)."""
+    return (ckpt / "optimizer.pt").is_file() or any(ckpt.glob("global_step*")) or any(ckpt.glob("optimizer_*"))
+
+
 def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
     """Start the trainer on the current spec; it resumes from the latest complete checkpoint when there is one (one
     a kill interrupted while it was written is set aside first)."""
@@ -136,6 +142,8 @@ def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
     ckpts = checkpoints(tdir)
     if ckpts:
         ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))
+        if not _has_optimizer_state(ckpts[-1]):  # the Trainer then starts a fresh optimizer without a word
+            ctx.warn(msg("train.no_optimizer_state", checkpoint=ckpts[-1].name))
     spec = replace(_spec(ctx, answers), launch=secrets.token_hex(6))
     spec_path = TrainDir(tdir).spec
     spec.write(spec_path)

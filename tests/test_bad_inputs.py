@@ -280,6 +280,10 @@ CATALOGUE = [
          lambda e: ["run", "--task", "quantize", *ys("train.device=cpu")[1:]]),
     Case("not-a-number", "a word where a whole number goes", "answer.not_int", lambda e: ys("choose_strategy.lora_rank=abc")),
     Case("not-a-float", "a word where a number goes", "answer.not_float", lambda e: ys("choose_strategy.learning_rate=fast")),
+    Case("int-of-5000-digits", "a whole number of 5,000 digits (was called 'not a whole number')", "answer.int_too_long",
+         lambda e: ys("choose_strategy.micro_batch=" + "9" * 5000)),
+    Case("set-value-100k", "a --set value of 100,000 characters (was echoed whole)", "answer.not_float",
+         lambda e: ys("choose_strategy.learning_rate=" + "x" * 100_000)),
     Case("impossible-number", "a number out of range (learning rate 0)", "answer.out_of_range",
          lambda e: ys("choose_strategy.learning_rate=0")),
     Case("impossible-rank", "LoRA rank 0", "answer.out_of_range", lambda e: ys("choose_strategy.lora_rank=0")),
@@ -583,6 +587,7 @@ def test_bad_input(case, lang, home, hub, tmp_path, tiny_model, tmpfs, request):
     errors = [x for x in lines if x.startswith(prefix)]
     assert len(errors) == 1 and lines[-1] == errors[0], r.stderr  # one error line (after at most a warning)
     assert len(lines) <= 2, r.stderr
+    assert len(r.stderr) < 2_000, r.stderr[:500]  # no value echoed whole (a 100,000-character --set was)
     assert line_pattern(case.key, lang).search(errors[0][len(prefix):]), (i18n.CATALOG[case.key][lang], errors[0])
     assert "Traceback" not in r.stdout + r.stderr
     from wizard.session import Session

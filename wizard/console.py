@@ -46,6 +46,41 @@ class _Bar:
             self._p.remove_task(self._task)
 
 
+class _Lines(_Bar):
+    """The handle without a terminal (a pipe, a log file): a plain line of how far it is at most every ``EVERY``
+    seconds, and one at the end, so a first demo's model build or a long download piped to a log is not minutes of
+    silence (issue 46, tryout)."""
+
+    EVERY = 15.0  # seconds
+
+    def __init__(self, say, description: str, total: float | None, unit: str):
+        super().__init__()
+        self._say, self._desc, self._total, self._unit = say, description, total, unit
+        self._done, self._last, self._said = 0.0, time.monotonic(), None
+
+    def update(self, completed=None, advance=None, total=None, **fields: Any) -> None:
+        self._total = total if total is not None else self._total
+        self._done = completed if completed is not None else self._done + (advance or 0)
+        if time.monotonic() - self._last >= self.EVERY:
+            self.say_now()
+
+    def say_now(self) -> None:
+        self._last = time.monotonic()
+        line = self._line()
+        if line != self._said:  # nothing moved since the last line: not repeated
+            self._said = line
+            self._say(line)
+
+    def _line(self) -> str:
+        mib = self._unit == "B"
+        done, total = (self._done / 2**20, self._total / 2**20 if self._total else None) if mib else \
+            (self._done, self._total)
+        unit = " MiB" if mib else ""
+        if total:
+            return f"  {self._desc}: {done:,.0f}/{total:,.0f}{unit} ({100 * done / total:.0f} %)"
+        return f"  {self._desc}: {done:,.0f}{unit}"
+
+
 class UI:
     def __init__(self):
         self.out = Console(highlight=False, soft_wrap=True)
@@ -96,7 +131,10 @@ class UI:
     def progress(self, description: str, total: float | None = None, unit: str = ""):
         if not self.is_terminal:
             self.say(description)
-            yield _Bar()
+            lines = _Lines(self.say, description, total, unit)
+            yield lines
+            if lines._said is not None:  # a long one said how far it was: where it ended, too
+                lines.say_now()
             return
         narrow = self.out.width < 100  # 80 columns: one line per row, the name cut short rather than wrapped
         cols = [TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis",

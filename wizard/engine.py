@@ -49,26 +49,29 @@ def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
     Returns ``(value, None)`` or ``(raw, error message)``.
     """
     if q.kind == "int":
+        text = str(raw).strip()
+        if len(text.lstrip("+-")) > 18 and text.lstrip("+-").isdigit():  # a whole number, just far too large
+            return raw, msg("answer.int_too_long", value=_clip(raw), digits=len(text.lstrip("+-")))
         try:
-            return int(str(raw).strip()), None
+            return int(text), None
         except ValueError:
-            return raw, msg("answer.not_int", value=raw)
+            return raw, msg("answer.not_int", value=_clip(raw))
     if q.kind == "float":
         try:
             return float(str(raw).strip()), None
         except ValueError:
-            return raw, msg("answer.not_float", value=raw)
+            return raw, msg("answer.not_float", value=_clip(raw))
     if q.kind == "confirm":
         if isinstance(raw, bool):
             return raw, None
         b = _truthy(raw)
-        return (b, None) if b is not None else (raw, msg("answer.not_bool", value=raw))
+        return (b, None) if b is not None else (raw, msg("answer.not_bool", value=_clip(raw)))
     if q.kind == "select":
         choices = q.resolve_choices(answers)
         for c in choices:
             if c.value == raw or str(c.value) == str(raw):
                 return c.value, None
-        return raw, msg("answer.not_a_choice", value=raw, choices=", ".join(str(c.value) for c in choices))
+        return raw, msg("answer.not_a_choice", value=_clip(raw), choices=", ".join(str(c.value) for c in choices))
     if q.kind == "checkbox":
         raw = [x.strip() for x in str(raw).split(",") if x.strip()] if not isinstance(raw, (list, tuple)) else raw
         by = {str(c.value): c.value for c in q.resolve_choices(answers)}
@@ -111,6 +114,16 @@ def _same(raw: Any, recorded: Any) -> bool:
         except (TypeError, ValueError):
             return False
     return str(raw) == str(recorded)
+
+
+LONGEST = 240  # characters of a value an error line echoes: a 100,000-character --set was echoed whole (item 21)
+
+
+def _clip(value: Any) -> Any:
+    """A value as an error line echoes it: whole up to LONGEST characters, else its start and its length."""
+    if isinstance(value, str) and len(value) > LONGEST:
+        return f"{value[:LONGEST // 2]}…({len(value):,} characters)"
+    return value
 
 
 def _shown(value: Any) -> str:
@@ -249,18 +262,18 @@ class Engine:
             if err is None:
                 yield "replay", raw
             else:  # e.g. the saved port is taken now (the replayed session's own server)
-                self.ui.warn(i18n.t("engine.replay_gives_way", name=f"{step}.{q.key}", value=raw,
+                self.ui.warn(i18n.t("engine.replay_gives_way", name=f"{step}.{q.key}", value=_clip(raw),
                                     reason=i18n.render(err)))
         if q.key in resumed:
             value, err = check(q, resumed[q.key], answers)
             if err is None:
                 yield "resumed", value
             elif self.prompter is None and not q.volatile:  # a decision: --yes stops as a replay does (item 11)
-                raise AnswerError(msg("answer.invalid", name=f"{step}.{q.key}", value=resumed[q.key],
+                raise AnswerError(msg("answer.invalid", name=f"{step}.{q.key}", value=_clip(resumed[q.key]),
                                       reason=i18n.render(err)))
             else:  # never silently (issue 20, item 11): interactively it is asked again, the next source pre-filled
                 self.ui.warn(i18n.t("engine.resumed_invalid" if self.prompter else "engine.resumed_gives_way",
-                                    name=f"{step}.{q.key}", value=resumed[q.key], reason=i18n.render(err)))
+                                    name=f"{step}.{q.key}", value=_clip(resumed[q.key]), reason=i18n.render(err)))
         if q.key in self.defaults.get(step, {}):
             yield "default", self.defaults[step][q.key]
         default = q.resolve_default(answers)
@@ -352,7 +365,7 @@ class Engine:
                 # a resumed answer was checked by _candidates (a validator may fetch from a hub: not twice)
                 value, err = (raw, None) if source == "resumed" else check(q, raw, answers)
                 if err is not None:
-                    raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=raw,
+                    raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=_clip(raw),
                                           reason=i18n.render(err)))
             else:
                 value, err = check(q, raw, answers) if source == "set" else (None, None)
@@ -363,7 +376,7 @@ class Engine:
                     self.ui.say(i18n.t("engine.resumed_kept", name=f"{name}.{q.key}", value=_shown(value)))
                 else:
                     if err is not None:
-                        self.ui.warn(i18n.t("engine.preset_invalid", name=f"{name}.{q.key}", value=raw,
+                        self.ui.warn(i18n.t("engine.preset_invalid", name=f"{name}.{q.key}", value=_clip(raw),
                                             reason=i18n.render(err)))
                         self._unlocked.add(q.key)
                     outcome, value = self._ask(name, q, raw, answers, by_key)
@@ -428,7 +441,7 @@ class Engine:
                 except Exception:  # a default or validator that needs what only the run knows: the step checks it
                     continue
                 if err is not None:
-                    raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=sets[q.key],
+                    raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=_clip(sets[q.key]),
                                           reason=i18n.render(err)))
 
     # -- running -----------------------------------------------------------------------------------------------

@@ -66,11 +66,16 @@ def test_a_result_whose_adapter_is_gone_trains_again_from_the_last_checkpoint(ch
     adapter, tdir = Path(out["adapter_dir"]), Path(out["train_dir"])
     shutil.move(adapter, tdir / "moved-away")
     assert not train_step.is_done(chain.ctx("train"), chain.session.record("train"))
+    # and the optimizer's state gone from that checkpoint (issue 46 item 21): the Trainer resumes with a fresh one
+    # without a word; the step says so
+    (tdir / "checkpoints" / "checkpoint-12" / "optimizer.pt").unlink()
     again = chain.step("train")
     assert Path(again["adapter_dir"], "adapter_config.json").exists() and (tdir / "result.stale.json").exists()
     starts = [e for e in jobs.read_events(tdir / "events.jsonl")[0] if e["event"] == "start"]
     assert starts[-1].get("resumed_from") == "checkpoint-12"
-    assert "which is gone: training again from the last intact checkpoint" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "which is gone: training again from the last intact checkpoint" in err
+    assert "checkpoint-12 holds no optimizer state (optimizer.pt is missing)" in " ".join(err.split()), err
 
 
 def test_a_checkpoint_a_kill_cut_short_is_set_aside_and_the_last_complete_one_resumed(tmp_path):

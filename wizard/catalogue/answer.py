@@ -1,6 +1,8 @@
 """Messages of why an answer is refused (keys ``answer.*``), English and Chinese."""
 
 MESSAGES = {
+    "answer.int_too_long": {"en": "{value!r} is a whole number of {digits} digits: far beyond any setting's range.",
+                            "zh": "{value!r} 是一个 {digits} 位的整数：远超任何设置的范围。"},
     "answer.not_int": {"en": "{value!r} is not a whole number.", "zh": "{value!r} 不是整数。"},
     "answer.not_float": {"en": "{value!r} is not a number.", "zh": "{value!r} 不是数字。"},
     "answer.not_bool": {"en": "{value!r} is not yes/no (use yes or no).", "zh": "{value!r} 不是是/否（请用 yes 或 no）。"},

@@ -14,8 +14,10 @@ MESSAGES = {
     "hub.token_refused": {"en": "{endpoint} refuses the token in {token} for {repo}: check that it is valid and may read "
                                 "this repository (and that the id is right).",
                           "zh": "{endpoint} 不接受 {token} 中的令牌访问 {repo}：请确认令牌有效且有读取权限（并核对 ID）。"},
-    "hub.gated": {"en": "{repo} on {endpoint} is gated: accept its licence on the hub, then set HF_TOKEN.",
-                  "zh": "{repo}（{endpoint}）需要授权：请先在网站上同意其许可，再设置 HF_TOKEN。"},
+    "hub.gated": {"en": "{repo} on {endpoint} is gated: ask for access at {endpoint}/{repo} (accept its licence "
+                        "there), then set HF_TOKEN to a token of that account.",
+                  "zh": "{repo}（{endpoint}）需要授权：请在 {endpoint}/{repo} 申请访问（同意其许可），再把 HF_TOKEN "
+                        "设为该账号的令牌。"},
     "hub.no_such_revision": {"en": "{repo} has no revision {revision!r}: use a branch, tag or commit that exists.",
                              "zh": "{repo} 没有版本 {revision!r}：请使用存在的分支、标签或提交号。"},
     "hub.no_config": {"en": "{repo} has no config.json: it is not a transformers model.",

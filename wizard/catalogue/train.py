@@ -17,6 +17,10 @@ MESSAGES = {
     "train.failed": {"en": "Training failed: {error}. Log: {log}", "zh": "训练失败：{error}。日志：{log}"},
     "train.died": {"en": "The trainer (pid {pid}) stopped without finishing (its log: {log}); `yichui resume` restarts it from the last checkpoint.",
                    "zh": "训练进程（pid {pid}）未完成就退出了（日志：{log}）；`yichui resume` 会从最近的检查点重启。"},
+    "train.no_optimizer_state": {"en": "{checkpoint} holds no optimizer state (optimizer.pt is missing): training goes "
+                                       "on from its weights with a fresh optimizer (Adam's moments start again).",
+                                 "zh": "{checkpoint} 中没有优化器状态（缺少 optimizer.pt）：训练将从其权重继续，但优化器重新"
+                                       "开始（Adam 的动量从零累积）。"},
     "train.stopped": {"en": "Training was stopped (pid {pid}); `yichui resume {id}` continues from the last checkpoint.",
                       "zh": "训练已被停止（pid {pid}）；`yichui resume {id}` 会从最近的检查点继续。"},
     "train.field.state": {"en": "state", "zh": "状态"},
