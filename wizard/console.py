@@ -56,7 +56,8 @@ class _Lines(_Bar):
     def __init__(self, say, description: str, total: float | None, unit: str):
         super().__init__()
         self._say, self._desc, self._total, self._unit = say, description, total, unit
-        self._done, self._last, self._said = 0.0, time.monotonic(), None
+        self._done, self._last = 0.0, time.monotonic()
+        self._said: str | None = None
 
     def update(self, completed=None, advance=None, total=None, **fields: Any) -> None:
         self._total = total if total is not None else self._total
