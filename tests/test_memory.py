@@ -952,3 +952,26 @@ def test_the_catalogue_s_other_families_on_the_h200():
     assert all(r["speed_error"] is None for r in rows if r["shape"] != "glm4-9b")
     assert not planner.speed_modelled(TrainingSpec(), fit_speed.shape("qwen3-30b-a3b"))
     assert planner.speed_modelled(TrainingSpec(), fit_speed.shape("glm4-9b"))
+
+
+@pytest.mark.slow
+def test_estimate_offload_moves_what_the_distribution_can_as_the_wizard_offers_it(home):
+    """Issue 45 (rules in one home): `estimate --distribution zero2 --offload` was refused with the wizard's
+    "choose 'Optimizer states'" line (the CLI asked for offload=all everywhere after the rule moved into the spec).
+    --offload now moves the optimizer states under ZeRO-1/2 and the weights too under ZeRO-3/FSDP2 — the wizard's
+    choices — and DDP, where nothing moves, is refused by TrainingSpec's rule in the option's words."""
+    from recipes.base import Refusal
+    from recipes.training.spec import TrainingSpec
+
+    m = str(BENCH / "configs" / "qwen2.5-0.5b")
+    for dist, moved in (("zero1", "optimizer"), ("zero2", "optimizer"), ("zero3", "all"), ("fsdp2", "all")):
+        r = yichui(home, "estimate", m, "--method", "full", "--distribution", dist, "--offload", "--processes", "2",
+                   "--gpu", "h100-80g", "--json")
+        assert r.returncode == 0, (dist, r.stderr)
+        out = json.loads(r.stdout)
+        assert out["config"]["offload"] == moved and out["host_ram_gib"] > 0, (dist, out["config"])
+    r = yichui(home, "estimate", m, "--method", "full", "--offload", "--processes", "2")
+    assert r.returncode == 2 and "--offload moves ZeRO or FSDP states" in r.stderr, r.stderr
+    with pytest.raises(Refusal) as e:  # the same rule, the wizard's and a session file's
+        TrainingSpec(method="full", offload="optimizer", distribution="ddp", processes=2).check()
+    assert e.value.key == "choose_strategy.offload_needs_sharding"

@@ -198,6 +198,8 @@ class TrainingSpec:
             raise Refusal("choose_strategy.galore_sharded")
         if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only
             raise Refusal("choose_strategy.nvme_needs_zero3")
+        if self.offloaded and self.distribution == "ddp":  # DDP keeps every state on the GPU: nothing would move
+            raise Refusal("choose_strategy.offload_needs_sharding")
         if self.offload == "all" and self.distribution not in ("zero3", "fsdp2"):  # parameters live sharded only there
             raise Refusal("choose_strategy.offload_all_needs_zero3")
         if (conflict := self.sequence_parallel_conflict()) is not None:

@@ -132,6 +132,10 @@ MESSAGES = {
     "choose_strategy.offload.none": {"en": "None", "zh": "不卸载"},
     "choose_strategy.offload.optimizer": {"en": "Optimizer states", "zh": "优化器状态"},
     "choose_strategy.offload.all": {"en": "Optimizer states and weights (ZeRO-3 / FSDP2)", "zh": "优化器状态和权重（ZeRO-3 / FSDP2）"},
+    "choose_strategy.offload_needs_sharding": {"en": "Offloading moves ZeRO or FSDP states to CPU memory or NVMe: choose a "
+                                                     "ZeRO stage or FSDP2 as the distribution, or no offload.",
+                                               "zh": "卸载会把 ZeRO 或 FSDP 的状态移到 CPU 内存或 NVMe：请选择某个 ZeRO 阶段"
+                                                     "或 FSDP2 作为切分方式，或不卸载。"},
     "choose_strategy.offload_all_needs_zero3": {"en": "Offloading weights needs ZeRO-3 or FSDP2: choose 'Optimizer states' or change the distribution",
                                                 "zh": "卸载权重需要 ZeRO-3 或 FSDP2：请选“优化器状态”或更换切分方式"},
     "choose_strategy.method.galore": {"en": "GaLore (every weight trained, optimizer states in a low-rank projection)",

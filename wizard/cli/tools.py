@@ -181,13 +181,15 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         if asked:
             spec["distribution"] = asked
     offload = offload or offload_device == "nvme"  # where to offload says to offload
-    if offload and spec["distribution"] == "ddp" and offload_device != "nvme":  # (nvme: TrainingSpec says ZeRO-3)  # DDP keeps every state on the GPU: nothing would move
-        raise fail("cli.offload_needs_sharding")
+    # --offload: what the distribution can move — the optimizer states (ZeRO-1/2), the weights too (ZeRO-3, FSDP2);
+    # the rules themselves are TrainingSpec's, as the wizard's (DDP moves nothing; NVMe needs ZeRO-3)
+    moved = "none" if not offload else "all" if spec["distribution"] in ("zero3", "fsdp2") else "optimizer"
     try:  # the options are checked before any hub is asked
-        t = TrainingSpec(**spec, offload="all" if offload else "none", offload_device=offload_device,
-                         seq_len=seq or DEFAULTS.seq_len)
+        t = TrainingSpec(**spec, offload=moved, offload_device=offload_device, seq_len=seq or DEFAULTS.seq_len)
         t.check()
     except Refusal as err:  # named as this command's option, not as the field
+        if err.key == "choose_strategy.offload_needs_sharding":
+            raise fail("cli.offload_needs_sharding")
         field_ = str(err.params.get("name"))
         raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")}
                                             if field_ in spec or field_ == "offload_device" else {}))
