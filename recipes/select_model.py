@@ -81,6 +81,11 @@ def questions(ctx: Ctx) -> list[Question]:
         return disagreement(Path(value).expanduser(), value)
 
     def validate_revision(value, answers):
+        # a branch, tag or commit as git names them: no "..", no leading "/", no spaces or control characters (a
+        # revision of ../../../etc was sent to the hub and called "not a transformers model")
+        if not re.fullmatch(r"[\w.\-]+(/[\w.\-]+)*", value) or {".", ".."} & set(value.split("/")) \
+                or value.endswith(".lock"):
+            return msg("select_model.bad_revision", value=value)
         repo = _repo(answers)
         return None if value == "main" or repo is None else check_model(repo, answers, value)
 

@@ -332,6 +332,10 @@ CATALOGUE = [
          lambda e: ys("select_model.endpoint=hub.local", "select_model.model=other", "select_model.model_id=org/model")),
     Case("no-local-folder", "a local model folder that does not exist", "hub.no_such_folder",
          lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/nowhere")),
+    Case("revision-path-traversal", "a revision of ../../../etc (was called 'not a transformers model')",
+         "select_model.bad_revision", lambda e: hub_run(e, "select_model.revision=../../../etc")),
+    Case("model-path-is-a-file", "a file given as the model folder (its config.json; was 'does not exist')",
+         "hub.file_not_folder", lambda e: ys("select_model.source=local", f"select_model.path={e.tiny}/config.json")),
     Case("no-config", "a local folder without config.json", "hub.no_local_model",
          lambda e: ys("select_model.source=local", f"select_model.path={e.folder('empty-model', {'README.md': 'x'})}")),
     Case("malformed-config", "a config.json that is not JSON", "hub.bad_config",
@@ -350,6 +354,10 @@ CATALOGUE = [
          lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("no-hidden-size", {
              "config.json": json.dumps({k: v for k, v in json.loads((e.tiny / "config.json").read_text()).items()
                                         if k != "hidden_size"})}))),
+    Case("config-field-transformers-refuses", "a config.json field transformers' own validators refuse (rope_scaling "
+         "\"garbage\"; was called encoder-only)", "memory.bad_config",
+         lambda e: ["estimate", e.folder("bad-rope", {"config.json": json.dumps(
+             json.loads((e.tiny / "config.json").read_text()) | {"rope_scaling": "garbage"})})]),
     Case("vlm-text-config-missing-field", "a vision-language model whose text_config lacks hidden_size (LLaVA 1.5 "
          "leaves out fields equal to the default; here the weights' width is not the default)",
          "memory.weights_disagree", vlm=True,
@@ -362,6 +370,8 @@ CATALOGUE = [
     # data
     Case("no-dataset", "a dataset file that does not exist", "data.no_file",
          lambda e: data(e, f"{e.tmp}/missing.jsonl")),
+    Case("dataset-is-a-fifo", "a named pipe given as the dataset (was 'does not exist')", "data.not_a_file",
+         lambda e: data(e, f"{e.tmp}/pipe.jsonl"), setup=lambda e: os.mkfifo(e.tmp / "pipe.jsonl")),
     Case("empty-dataset", "an empty dataset file", "data.empty",
          lambda e: data(e, e.file('empty.jsonl', ''))),
     Case("unknown-data-format", "records of no known format", "data.unknown_format",
@@ -527,7 +537,7 @@ def test_troubleshooting_page_is_the_catalogue():
 
 
 # the cases that run choose_strategy or the smoke run in a subprocess (4-11 s each): `slow`, out of the inner loop
-HEAVY = {"smoke-test-fails", "no-dataset", "template-rejects-record", "unknown-data-format", "not-utf8-data",
+HEAVY = {"smoke-test-fails", "no-dataset", "dataset-is-a-fifo", "template-rejects-record", "unknown-data-format", "not-utf8-data",
          "malformed-records", "empty-dataset", "bad-sample-size", "bad-data-suffix", "estimate-seq-over-context",
          "missing-image", "images-for-text-model"}
 

@@ -331,6 +331,8 @@ def read(ref: str | Path) -> Loaded:
         if path.is_dir():
             raise DataError("data.is_folder", path=str(path))
     if not path.is_file():
+        if path.exists():  # a FIFO, a socket or a device: there, but no file to read (it may never end)
+            raise DataError("data.not_a_file", path=str(path))
         raise DataError("data.no_file", path=str(path))
     if path.suffix not in SUFFIXES:
         raise DataError("data.bad_suffix", path=str(path), suffixes=", ".join(SUFFIXES))

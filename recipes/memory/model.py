@@ -451,8 +451,15 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
         cfg = AutoConfig.from_pretrained(code_dir, trust_remote_code=True) if code_dir else \
             AutoConfig.for_model(config["model_type"], **{k: v for k, v in config.items() if k != "model_type"})
     except Exception as e:  # noqa: BLE001 - transformers' validators raise their own types on an untrusted file
+        # a field transformers' own validators refuse (rope_scaling "garbage"): a broken file, not an architecture
+        # yichui does not support (it was called "encoder-only")
+        said = " ".join(x.strip() for x in str(e).splitlines() if x.strip())
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+        if config.get("model_type") in CONFIG_MAPPING_NAMES:  # transformers knows the type: the file is what fails
+            raise ConfigError("memory.bad_config", model_type=config.get("model_type"), error=said[:200]) from None
         raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
-                          error=str(e).splitlines()[0][:120]) from None
+                          error=said[:120]) from None
     archs = config.get("architectures") or []
     generative = ("CausalLM", "LMHeadModel", "ConditionalGeneration")
     if (archs and not any(g in a for a in archs for g in generative)) or getattr(cfg, "is_encoder_decoder", False) \

@@ -1,6 +1,9 @@
 """Messages of datasets (keys ``data.*``), English and Chinese."""
 
 MESSAGES = {
+    "data.not_a_file": {"en": "Dataset {path} is not a regular file (a pipe, socket or device): give a .json, .jsonl, "
+                                ".csv or .parquet file.",
+                        "zh": "数据集 {path} 不是普通文件（而是管道、套接字或设备）：请给出 .json、.jsonl、.csv 或 .parquet 文件。"},
     "data.no_file": {"en": "Dataset {path} does not exist: give a .json, .jsonl, .csv or .parquet file.",
                      "zh": "数据集 {path} 不存在：请提供 .json、.jsonl、.csv 或 .parquet 文件。"},
     "data.bad_sample": {"en": "Dataset {path}#{value}: after # comes the number of records to sample (a whole number ≥ 1).",

@@ -33,6 +33,9 @@ MESSAGES = {
     "hub.bad_answer": {"en": "{endpoint} answers, but not as a model hub does ({error}): check that it is a "
                              "hub or a mirror's base URL (e.g. https://hf-mirror.com).",
                        "zh": "{endpoint} 有应答，但不像模型仓库（{error}）：请确认它是模型仓库或镜像的根地址（例如 https://hf-mirror.com）。"},
+    "hub.file_not_folder": {"en": "{path} is a file, not a folder: give the folder of a transformers model (the one "
+                                  "holding config.json, e.g. {folder}).",
+                            "zh": "{path} 是文件而不是文件夹：请给出 transformers 模型的文件夹（包含 config.json 的那个，例如 {folder}）。"},
     "hub.no_such_folder": {"en": "{path} does not exist: give the folder of a transformers model.",
                            "zh": "{path} 不存在：请给出 transformers 模型所在的目录。"},
     "hub.no_local_model": {"en": "{path} holds no config.json: give the folder of a transformers model.",

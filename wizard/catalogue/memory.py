@@ -33,6 +33,11 @@ MESSAGES = {
     "memory.phase.optimizer_step": {"en": "optim. step GiB", "zh": "优化器步 GiB"},
     "memory.phase.optimizer_step_peak": {"en": "optim. step GiB (peak)", "zh": "优化器步 GiB（峰值）"},
     "memory.no_model_type": {"en": "config.json has no model_type: it is not a transformers config.", "zh": "config.json 没有 model_type：它不是 transformers 配置。"},
+    "memory.bad_config": {"en": "config.json of this {model_type} model does not pass transformers' own checks ({error}): "
+                                "the file is broken or written for another transformers version; fix it or choose "
+                                "another model.",
+                          "zh": "这个 {model_type} 模型的 config.json 未通过 transformers 自身的校验（{error}）：文件已损坏或为其他 "
+                                "transformers 版本编写；请修正它或换一个模型。"},
     "memory.unknown_architecture": {"en": "Cannot build {model_type} as a causal language model ({error}): encoder-only and vision-only models are not supported.",
                                     "zh": "无法把 {model_type} 构建为因果语言模型（{error}）：不支持仅编码器或仅视觉的模型。"},
     "memory.bad_dimension": {"en": "config.json's {field} is {value}: it must be a whole number from 1 to {limit}. The file is broken: fix it or choose another model.",

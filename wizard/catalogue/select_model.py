@@ -30,6 +30,9 @@ MESSAGES = {
     "select_model.revision": {"en": "Revision (branch, tag or commit):", "zh": "版本（分支、标签或提交号）："},
     "select_model.table": {"en": "Model", "zh": "模型"},
     "select_model.bad_id": {"en": "{value!r} is not a hub id: write it as org/name.", "zh": "{value!r} 不是仓库 ID：格式应为 组织/名称。"},
+    "select_model.bad_revision": {"en": "{value!r} is not a revision: give a branch, tag or commit hash (e.g. main, "
+                                        "v1.0, 4f3c2a1).",
+                                  "zh": "{value!r} 不是有效的版本：请给出分支、标签或提交哈希（如 main、v1.0、4f3c2a1）。"},
     "select_model.bad_endpoint": {"en": "{value!r} is not an http(s) URL.", "zh": "{value!r} 不是 http(s) 网址。"},
     "select_model.not_on_source": {"en": "{model} is not published on {source}.", "zh": "{model} 未在 {source} 上发布。"},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
