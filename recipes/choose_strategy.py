@@ -53,7 +53,7 @@ def questions(ctx: Ctx) -> list[Question]:
         seen[v] = loaded.bad
         if loaded.bad:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
-                         where=", ".join(loaded.bad[:5])))
+                         where=loaded.bad[:5]))
         n_images = sum(datasets.has_images(c) for c in loaded.conversations)
         if n_images and not vision_model(ctx):  # asked again, not at the end
             return msg("choose_strategy.images_need_vlm", path=v, n=n_images)

@@ -6,8 +6,14 @@ import json
 import pytest
 
 from recipes.data import datasets as data
+from wizard import i18n
 
 CONV = [{"role": "user", "content": "What is LoRA?"}, {"role": "assistant", "content": "Low-rank adapters."}]
+
+
+def bad(loaded) -> list[str]:
+    """The malformed records as the user reads them (English): "file:line (why)"."""
+    return [i18n.render(m) for m in loaded.bad]
 
 
 def write(path, rows):
@@ -53,19 +59,40 @@ def test_malformed_records_are_listed_by_line_then_skipped_or_refused(tmp_path):
         json.dumps({"instruction": "c", "output": "d"}),
     ]) + "\n")
     loaded = data.read(path)
-    assert loaded.bad == ["d.jsonl:2", "d.jsonl:3", "d.jsonl:4", "d.jsonl:5"] and len(loaded.conversations) == 2
+    assert bad(loaded) == ["d.jsonl:2 (not JSON)", "d.jsonl:3 ('instruction' is empty or missing)",
+                           "d.jsonl:4 ('instruction' is not text)",
+                           "d.jsonl:5 (format messages in a file of format alpaca (keys messages): one format per file)"]
+    assert len(loaded.conversations) == 2
     with pytest.raises(data.DataError) as e:
         data.load_records(path)
     assert e.value.key == "data.bad_records" and e.value.params["count"] == 4
+    line = i18n.t(e.value.key, **e.value.params)  # the one line a --yes run prints: the reasons and the way on
+    assert "d.jsonl:3 ('instruction' is empty or missing)" in line and "bad_records=skip" in line
+    i18n.set_lang("zh")
+    try:
+        assert "d.jsonl:3（“instruction”为空或缺失）" in i18n.t(e.value.key, **e.value.params)
+    finally:
+        i18n.set_lang("en")
     assert len(data.load_records(path, skip_bad=True)) == 2
 
 
 def test_conversation_rules(tmp_path):
-    for row in ({"messages": [{"role": "user", "content": "hi"}]},                       # no assistant answer
-                {"messages": [{"role": "assistant", "content": "hi"}]},                  # no user turn
-                {"messages": [{"role": "robot", "content": "hi"}, CONV[1]]},              # unknown role
-                {"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": 5}]}):
-        assert data.read(write(tmp_path / "d.jsonl", [row])).bad == ["d.jsonl:1"], row
+    """Issue 46 item 21: a malformed record was named by its line only; now with the reason."""
+    for row, why in (
+            ({"messages": [{"role": "user", "content": "hi"}]}, "the last turn is the user's, not the assistant's"),
+            ({"messages": [{"role": "assistant", "content": "hi"}]}, "no user turn"),
+            ({"messages": [{"role": "system", "content": "be brief"}]}, "no user turn"),  # system-only
+            ({"messages": [{"role": "robot", "content": "hi"}, CONV[1]]},
+             "role 'robot' is not one of system, user, assistant"),
+            ({"messages": [{"role": "user", "content": None}, CONV[1]]}, "'content' is empty or missing"),
+            ({"messages": [{"role": "user", "content": "  "}, CONV[1]]}, "'content' is empty or missing"),
+            ({"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt", "value": 5}]}, "'value' is not text"),
+            ({"instruction": "q", "output": None}, "'output' is empty or missing"),
+            ([1, 2], "not a JSON object")):
+        path = write(tmp_path / "d.jsonl", [{"instruction": "ok", "output": "fine"}, row]) if isinstance(row, list) \
+            else write(tmp_path / "d.jsonl", [row])
+        at = "d.jsonl:2" if isinstance(row, list) else "d.jsonl:1"
+        assert bad(data.read(path)) == [f"{at} ({why})"], row
 
 
 def test_sampling_and_validation_split_are_seeded(tmp_path):
@@ -142,8 +169,10 @@ def test_an_image_folder_with_its_metadata_file(tmp_path):
         {"file_name": "sub/b.png", "instruction": Q, "output": "blue"},
         {"file_name": "gone.png", "messages": [{"role": "user", "content": Q}, {"role": "assistant", "content": "x"}]}])
     loaded = data.read(tmp_path / "pics")
-    assert [c[0]["content"][0]["image"] for c in loaded.conversations] == [str(a.resolve())] and loaded.bad == [
-        "metadata.jsonl:2", "metadata.jsonl:3 (image gone.png not found)"]  # one format per file (messages here)
+    assert [c[0]["content"][0]["image"] for c in loaded.conversations] == [str(a.resolve())] and bad(loaded) == [
+        "metadata.jsonl:2 (format alpaca in a file of format messages (keys instruction, output, images): one "
+        "format per file)",
+        "metadata.jsonl:3 (image gone.png not found)"]  # one format per file (messages here)
     assert data.read(f"{tmp_path / 'pics'}#1").conversations  # a sample of a folder
     with pytest.raises(data.DataError) as e:
         data.read(tmp_path / "pics" / "sub")  # a folder without a metadata file
@@ -182,15 +211,15 @@ def test_bad_image_records_are_named_with_their_line_and_reason(tmp_path):
             {"images": ["ok.png"], "messages": user([{"type": "image"}, {"type": "video"}])}]
     loaded = data.read(write(tmp_path / "d.jsonl", rows))
     assert len(loaded.conversations) == 1
-    assert loaded.bad == ["d.jsonl:2 (image missing.png not found)",
+    assert bad(loaded) == ["d.jsonl:2 (image missing.png not found)",
                           "d.jsonl:3 (image not-an-image.png unreadable (UnidentifiedImageError))",
                           "d.jsonl:4 (1 image(s) more than placeholders)",
                           "d.jsonl:5 (more image placeholders than images)",
                           "d.jsonl:6 (remote image https://example.com/a.png (download it and give the file))",
-                          "d.jsonl:7"]
+                          "d.jsonl:7 (a content part of type 'video' (text or image only))"]
     with pytest.raises(data.DataError) as e:
         data.load(tmp_path / "d.jsonl")
-    assert "d.jsonl:2 (image missing.png not found)" in e.value.params["where"]
+    assert "d.jsonl:2 (image missing.png not found)" in i18n.t(e.value.key, **e.value.params)
 
 
 def test_the_bundled_shapes_keep_each_image_with_its_answer_through_sampling_and_splits(tmp_path):
@@ -250,7 +279,7 @@ def test_image_records_of_every_shape_make_one_table_for_the_trainer(tmp_path):
     Dataset.from_dict({"images": [[{"bytes": buf.getvalue(), "path": None}], [{"bytes": b"not a picture", "path": None}]],
                        "messages": [msgs, msgs]}, features=feats).to_parquet(str(tmp_path / "p.parquet"))
     loaded = data.read(tmp_path / "p.parquet")
-    assert len(loaded.conversations) == 1 and loaded.bad == ["p.parquet:2 (image bytes unreadable (UnidentifiedImageError))"]
+    assert len(loaded.conversations) == 1 and bad(loaded) == ["p.parquet:2 (image bytes unreadable (UnidentifiedImageError))"]
     assert loaded.conversations[0][0]["content"][0]["image"] == buf.getvalue()  # the file's own bytes, not re-encoded
 
 

@@ -51,6 +51,15 @@ def get_lang() -> str:
     return _lang
 
 
+def _value(v: Any) -> Any:
+    """A message's value as it formats: a Msg rendered, a list of Msgs rendered and joined (bad records' reasons)."""
+    if hasattr(v, "key") and hasattr(v, "args"):
+        return render(v)
+    if isinstance(v, list) and v and all(hasattr(x, "key") and hasattr(x, "args") for x in v):
+        return ", ".join(render(x) for x in v)
+    return v
+
+
 def t(key: str, /, **args: Any) -> str:
     """The text of ``key`` in the current language, formatted; an unknown key shows itself (tests catch it)."""
     entry = CATALOG.get(key)
@@ -58,7 +67,7 @@ def t(key: str, /, **args: Any) -> str:
         return key + (f" {args}" if args else "")
     text = entry.get(_lang) or entry["en"]
     try:
-        return text.format(**{k: render(v) if hasattr(v, "key") and hasattr(v, "args") else v for k, v in args.items()})
+        return text.format(**{k: _value(v) for k, v in args.items()})
     except (KeyError, IndexError, ValueError):
         return text
 

@@ -29,7 +29,7 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from recipes.base import Refusal
+from recipes.base import Msg, Refusal
 
 FORMATS = ("alpaca", "sharegpt", "messages", "prompt_completion")
 SUFFIXES = (".json", ".jsonl", ".csv", ".parquet")
@@ -45,7 +45,12 @@ class DataError(Refusal):
 
 
 class BadRecord(ValueError):
-    """A malformed record, with the reason shown beside its line (an image that is missing, …)."""
+    """A malformed record, with the reason shown beside its line (an image that is missing, the last turn the
+    user's, …): a catalogue key (``data.why.*``) and its values."""
+
+    def __init__(self, key: str, /, **params):
+        super().__init__(key)
+        self.msg = Msg(key, params)
 
 
 IMAGE = "<image>"  # the text placeholder of sharegpt / LLaMA-Factory records
@@ -57,7 +62,7 @@ class Loaded:
 
     conversations: list[list[dict]]
     format: str
-    bad: list[str] = field(default_factory=list)
+    bad: list[Msg] = field(default_factory=list)  # data.bad_at: "file:line (why)", in the user's language
     total: int = 0
 
 
@@ -145,12 +150,15 @@ def detect_format(row: object) -> str | None:
     return None
 
 
-def _text(value, required: bool = True) -> str:
-    """A field that must be text (non-empty when required); anything else marks the record malformed."""
+def _text(value, required: bool = True, name: str = "content") -> str:
+    """A field that must be text (non-empty when required); anything else marks the record malformed (BadRecord,
+    naming the field)."""
     if value is None and not required:
         return ""
-    if not isinstance(value, str) or (required and not value.strip()):
-        raise TypeError("not text")
+    if not isinstance(value, str):
+        raise BadRecord("data.why.empty" if value is None else "data.why.not_text", field=name)
+    if required and not value.strip():
+        raise BadRecord("data.why.empty", field=name)
     return value
 
 
@@ -159,15 +167,18 @@ def _turns(items, role_key: str, text_key: str, roles: dict, images: list | None
     placeholders (a list of parts, or ``<image>`` in the text); None for a record without one."""
     conv = []
     for m in items:
-        if not isinstance(m, dict) or m.get(role_key) not in roles:
-            raise TypeError("role")
+        if not isinstance(m, dict):
+            raise BadRecord("data.why.turn_not_object")
+        if m.get(role_key) not in roles:
+            raise BadRecord("data.why.bad_role", key=role_key, role=str(m.get(role_key))[:40],
+                            roles=", ".join(roles))
         role, value = roles[m[role_key]], m.get(text_key)
         if isinstance(value, list) or (images is not None and isinstance(value, str) and IMAGE in value):
             parts = _parts(value, images)
             text_only = all(p["type"] == "text" for p in parts)  # OpenAI's list of text parts: one string
             conv.append({"role": role, "content": "\n".join(p["text"] for p in parts) if text_only else parts})
         else:
-            conv.append({"role": role, "content": _text(value, required=role != "system")})
+            conv.append({"role": role, "content": _text(value, required=role != "system", name=text_key)})
     return conv
 
 
@@ -184,7 +195,7 @@ def _parts(value, images: list | None) -> list[dict]:
     for part in value:
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
-            out.append({"type": "text", "text": _text(part.get("text"))})
+            out.append({"type": "text", "text": _text(part.get("text"), name="text")})
         elif kind in ("image", "image_url"):
             if kind == "image_url":  # OpenAI's {"image_url": {"url": …}} (or the URL itself)
                 url = part.get("image_url")
@@ -193,13 +204,13 @@ def _parts(value, images: list | None) -> list[dict]:
                 src = part.get("image") or part.get("path")
             if src is None:
                 if not pool:
-                    raise BadRecord("more image placeholders than images")
+                    raise BadRecord("data.why.placeholders_over_images")
                 src = pool.pop(0)
             out.append({"type": "image", "image": src})
         else:
-            raise TypeError("part")
+            raise BadRecord("data.why.bad_part", kind=str(kind)[:40])
     if not out:
-        raise TypeError("empty content")
+        raise BadRecord("data.why.empty", field="content")
     return out
 
 
@@ -208,7 +219,7 @@ def _resolve_images(conv: list[dict], base: Path, left: list) -> None:
     opens as an image (PIL reads its header). Raises BadRecord: a missing or unreadable file, a remote URL, or
     images the placeholders did not take (``left``)."""
     if left:
-        raise BadRecord(f"{len(left)} image(s) more than placeholders")
+        raise BadRecord("data.why.images_over_placeholders", n=len(left))
     for turn in conv:
         for part in turn["content"] if isinstance(turn["content"], list) else ():
             if part["type"] != "image":
@@ -229,10 +240,10 @@ def _resolve_images(conv: list[dict], base: Path, left: list) -> None:
                 try:
                     src = base64.b64decode(src.split(",", 1)[1], validate=True)
                 except (IndexError, ValueError, binascii.Error):
-                    raise BadRecord("an inline data: image that is not base64") from None
+                    raise BadRecord("data.why.inline_not_base64") from None
             if isinstance(src, str):
                 if src.startswith(("http://", "https://")):
-                    raise BadRecord(f"remote image {src[:60]} (download it and give the file)")
+                    raise BadRecord("data.why.remote_image", src=src[:60])
                 try:
                     path = Path(src[7:] if src.startswith("file://") else src).expanduser()
                     path = path if path.is_absolute() else base / path
@@ -240,10 +251,10 @@ def _resolve_images(conv: list[dict], base: Path, left: list) -> None:
                 except (OSError, ValueError):  # a name too long for the file system, a NUL byte
                     found = False
                 if not found:
-                    raise BadRecord(f"image {src[:80]} not found")
+                    raise BadRecord("data.why.image_not_found", src=src[:80])
                 src = str(path.resolve())
             elif not isinstance(src, (bytes, bytearray)):
-                raise BadRecord("an image that is neither a path nor bytes")
+                raise BadRecord("data.why.image_not_path")
             _check_image(src)
             part["image"] = src
 
@@ -259,7 +270,7 @@ def _check_image(src: str | bytes) -> None:
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as e:
         # DecompressionBombError: over twice PIL's pixel limit (~179 M pixels): a bad record, not a crash
         name = "bytes" if isinstance(src, (bytes, bytearray)) else Path(src).name
-        raise BadRecord(f"image {name} unreadable ({type(e).__name__})") from None
+        raise BadRecord("data.why.image_unreadable", name=name, error=type(e).__name__) from None
 
 
 def text_of(content) -> str:
@@ -282,28 +293,31 @@ def _to_conversation(row: dict, fmt: str, base: Path | None = None) -> list[dict
     column = row.get("images")
     images = None if column is None else list(column) if isinstance(column, list) else [column]
     if fmt == "alpaca":
-        user = _text(row["instruction"]).strip()
-        extra = _text(row.get("input"), required=False).strip()
+        user = _text(row.get("instruction"), name="instruction").strip()
+        extra = _text(row.get("input"), required=False, name="input").strip()
         if extra:
             user += "\n\n" + extra
-        system = _text(row.get("system"), required=False)
+        system = _text(row.get("system"), required=False, name="system")
         conv = [{"role": "system", "content": system}] if system else []
-        conv += [{"role": "user", "content": user}, {"role": "assistant", "content": _text(row["output"])}]
+        conv += [{"role": "user", "content": user},
+                 {"role": "assistant", "content": _text(row.get("output"), name="output")}]
     elif fmt == "sharegpt":
         conv = _turns(row["conversations"], "from", "value", SHAREGPT_ROLES, images)
         if row.get("system"):
-            conv = [{"role": "system", "content": _text(row["system"])}] + conv
+            conv = [{"role": "system", "content": _text(row["system"], name="system")}] + conv
     elif fmt == "messages":
         conv = _turns(row["messages"], "role", "content", OPENAI_ROLES, images)
     else:
         p, c = row["prompt"], row["completion"]
         prompt = _turns(p, "role", "content", OPENAI_ROLES, images) if isinstance(p, list) else \
-            [{"role": "user", "content": _text(p)}]
+            [{"role": "user", "content": _text(p, name="prompt")}]
         completion = _turns(c, "role", "content", OPENAI_ROLES, images) if isinstance(c, list) else \
-            [{"role": "assistant", "content": _text(c)}]
+            [{"role": "assistant", "content": _text(c, name="completion")}]
         conv = prompt + completion
-    if not conv or conv[-1]["role"] != "assistant" or not any(m["role"] == "user" for m in conv):
-        raise KeyError("a conversation needs a user turn and must end with the assistant")
+    if not any(m["role"] == "user" for m in conv):  # nothing to answer: a system-only (or empty) conversation
+        raise BadRecord("data.why.no_user_turn")
+    if conv[-1]["role"] != "assistant":  # the model would learn nothing of this turn
+        raise BadRecord("data.why.last_not_assistant", role=conv[-1]["role"])
     if images and not has_images(conv):  # an images column and no placeholder at all: before the first question
         first: dict = next(m for m in conv if m["role"] == "user")
         text = first["content"] if isinstance(first["content"], str) else ""
@@ -345,16 +359,22 @@ def read(ref: str | Path) -> Loaded:
     fmt = next(filter(None, (detect_format(r) for _, r in rows)), None)
     if fmt is None:
         raise DataError("data.unknown_format", path=str(path), formats=", ".join(FORMATS))
-    convs, bad = [], []
+    convs: list[list[dict]] = []
+    bad: list[Msg] = []
     for n, row in rows:
+        at = f"{path.name}:{n}"
         try:
-            if detect_format(row) != fmt or not isinstance(row, dict):
-                raise KeyError(fmt)
+            if row is None:  # a .jsonl line that is not JSON
+                raise BadRecord("data.why.not_json")
+            if not isinstance(row, dict):
+                raise BadRecord("data.why.not_object")
+            if (found := detect_format(row)) != fmt:  # one format per file: the first record's
+                raise BadRecord("data.why.other_format", found=found or "?", format=fmt, keys=", ".join(map(str, row))[:60])
             convs.append(_to_conversation(row, fmt, path.parent))
         except BadRecord as e:
-            bad.append(f"{path.name}:{n} ({e})")
-        except (KeyError, TypeError, AttributeError):
-            bad.append(f"{path.name}:{n}")
+            bad.append(Msg("data.bad_at", {"at": at, "why": e.msg}))
+        except (KeyError, TypeError, AttributeError) as e:  # a shape no check above names: the field at least
+            bad.append(Msg("data.bad_at", {"at": at, "why": Msg("data.why.shape", {"error": str(e)[:60]})}))
     if sample is not None and sample < len(convs):
         picked = sorted(random.Random(SAMPLE_SEED).sample(range(len(convs)), sample))
         convs = [convs[i] for i in picked]
@@ -372,7 +392,7 @@ def load(ref: str | Path, skip_bad: bool = False, images: bool = False) -> Loade
     loaded = read(ref)
     path = str(split_sample(ref)[0])
     if loaded.bad and not skip_bad:
-        raise DataError("data.bad_records", path=path, count=len(loaded.bad), where=", ".join(loaded.bad[:5]))
+        raise DataError("data.bad_records", path=path, count=len(loaded.bad), where=loaded.bad[:5])
     if not loaded.conversations:
         raise DataError("data.empty", path=path)
     if not images and (n := sum(has_images(c) for c in loaded.conversations)):
