@@ -510,6 +510,25 @@ def dataset_path(ctx: Ctx, answers: dict) -> str:
     return f"{ref}#{sample}" if sample else ref
 
 
+def _say_what_deploy_needs(ctx: Ctx) -> None:
+    """Before training, not after it and the export (issue 46 item 21): a model that runs its own code is served by
+    vLLM or SGLang only (transformers serve resolves architectures among its own classes); said now when neither is
+    installed here and the task deploys, with the line that installs one — training goes on (the copy may be served
+    on another machine)."""
+    import recipes
+    from recipes.envs import envs_dir
+    from recipes.serving import engines
+    from recipes.serving import spec as specs
+
+    if not trusted(ctx) or "deploy" not in recipes.TASKS.get(ctx.task, ()):
+        return
+    if any(engines.find(e, envs_dir(ctx.home)) for e in specs.GPU_ENGINES):
+        return
+    hint = engines.install_hint(specs.GPU_ENGINES[0], envs_dir(ctx.home)) if memory.detect_gpus() else \
+        msg("choose_strategy.serve_on_a_gpu_machine")  # no use installing a GPU engine on this machine
+    ctx.warn(msg("choose_strategy.custom_code_needs_gpu_engine", hint=hint))
+
+
 def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     from transformers import AutoTokenizer
 
@@ -537,6 +556,7 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     if not tok.chat_template:
         raise StepError("choose_strategy.no_chat_template",
                         model=ctx.result(ModelChoice).repo_id or meta).caused_by("select_model")
+    _say_what_deploy_needs(ctx)
     if answers.get("offload_device") == "nvme":  # the disk the states will be swapped to, measured once
         try:
             gbps = nvme.write_speed(answers["nvme_path"])

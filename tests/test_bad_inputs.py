@@ -149,6 +149,22 @@ def data(env: "Env", path: str, *more: str) -> list[str]:
     """A fine-tune of the tiny local model on the dataset file ``path``."""
     return ys(*LOCAL(env), "choose_strategy.dataset=local", *more, f"choose_strategy.dataset_path={path}")
 
+def broken_weights(env: "Env", name: str, weights: bytes) -> None:
+    """A copy of the tiny model under ``name`` whose model.safetensors holds ``weights``."""
+    import shutil
+
+    shutil.copytree(env.tiny, env.tmp / name)
+    (env.tmp / name / "model.safetensors").write_bytes(weights)
+
+
+def lying_header() -> bytes:
+    """A safetensors file whose header says 1000×1000 floats and which holds 16 bytes."""
+    import struct
+
+    head = json.dumps({"w": {"dtype": "F32", "shape": [1000, 1000], "data_offsets": [0, 16]}}).encode()
+    return struct.pack("<Q", len(head)) + head + b"\0" * 16
+
+
 def strict_template_model(env: "Env") -> str:
     """A copy of the tiny model whose chat template refuses a system turn (as Gemma's does)."""
     import shutil
@@ -334,6 +350,12 @@ CATALOGUE = [
          lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/nowhere")),
     Case("revision-path-traversal", "a revision of ../../../etc (was called 'not a transformers model')",
          "select_model.bad_revision", lambda e: hub_run(e, "select_model.revision=../../../etc")),
+    Case("zero-byte-weights", "a local model whose model.safetensors is 0 bytes (reached training)",
+         "memory.weights_unreadable", lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/zero"),
+         setup=lambda e: broken_weights(e, "zero", b"")),
+    Case("weights-header-lies", "a safetensors header whose shapes are larger than its bytes (reached training)",
+         "memory.weights_unreadable", lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/liar"),
+         setup=lambda e: broken_weights(e, "liar", lying_header())),
     Case("model-path-is-a-file", "a file given as the model folder (its config.json; was 'does not exist')",
          "hub.file_not_folder", lambda e: ys("select_model.source=local", f"select_model.path={e.tiny}/config.json")),
     Case("no-config", "a local folder without config.json", "hub.no_local_model",

@@ -416,9 +416,21 @@ def weights_disagree(folder: Path, config: dict) -> list[tuple[str, object, int]
 
 def disagreement(folder: Path, model: str) -> Msg | None:
     """:func:`weights_disagree` on a model folder's own config.json, as the one line that refuses it
-    (``memory.weights_disagree``), or None when they agree or there is nothing to compare."""
+    (``memory.weights_disagree``; ``memory.weights_unreadable`` first, for a weights file whose header safetensors
+    refuses), or None when they agree or there is nothing to compare."""
     import json
 
+    from safetensors import SafetensorError, safe_open
+
+    # a weights file whose header does not parse (0 bytes, cut short, shapes that lie about the bytes) reached
+    # training before (issue 46 item 21): safetensors' own check of each header, the tensors not read
+    for f in sorted(Path(folder).glob("*.safetensors")):
+        try:
+            with safe_open(str(f), framework="numpy"):
+                pass
+        except (OSError, SafetensorError) as e:
+            return Msg("memory.weights_unreadable", {"model": model, "file": f.name,
+                                                     "error": " ".join(str(e).split())[:120]})
     try:
         config = json.loads((Path(folder) / "config.json").read_text())
     except (OSError, ValueError):

@@ -32,6 +32,10 @@ def test_custom_code_runs_only_after_a_recorded_yes(home, tiny_model, tmp_path):
         # architecture among its own classes), and the deploy step says so in one line before starting anything
         assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-3000:]
         assert "loads only architectures built into transformers" in r.stderr.strip().splitlines()[-1]
+        # … and said before training, not only after it (issue 46 item 21): at the strategy step
+        said = " ".join(r.stderr.split())
+        assert "This model runs its own code: the deploy step can serve it with vLLM or SGLang only" in said, said
+        assert "serve the exported model on one" in said
         (s,) = sessions(home)
         assert [n for n, x in s["steps"].items() if x["status"] == "done"] == [
             "select_model", "evaluate_memory", "choose_strategy", "download", "train", "export"]

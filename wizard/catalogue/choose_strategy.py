@@ -132,6 +132,15 @@ MESSAGES = {
     "choose_strategy.offload.none": {"en": "None", "zh": "不卸载"},
     "choose_strategy.offload.optimizer": {"en": "Optimizer states", "zh": "优化器状态"},
     "choose_strategy.offload.all": {"en": "Optimizer states and weights (ZeRO-3 / FSDP2)", "zh": "优化器状态和权重（ZeRO-3 / FSDP2）"},
+    "choose_strategy.custom_code_needs_gpu_engine": {
+        "en": "This model runs its own code: the deploy step can serve it with vLLM or SGLang only (transformers serve "
+              "loads only architectures built into transformers), and neither is installed here. Training goes on; "
+              "before the deploy step: {hint}",
+        "zh": "该模型运行其自带代码：部署步骤只能用 vLLM 或 SGLang 提供服务（transformers serve 只加载 transformers "
+              "内置的架构），而本机两者都未安装。训练照常进行；在部署步骤之前：{hint}"},
+    "choose_strategy.serve_on_a_gpu_machine": {
+        "en": "this machine has no NVIDIA GPU, so serve the exported model on one (`yichui run --task deploy`)",
+        "zh": "本机没有 NVIDIA GPU，请在有 GPU 的机器上部署导出的模型（`yichui run --task deploy`）"},
     "choose_strategy.offload_needs_sharding": {"en": "Offloading moves ZeRO or FSDP states to CPU memory or NVMe: choose a "
                                                      "ZeRO stage or FSDP2 as the distribution, or no offload.",
                                                "zh": "卸载会把 ZeRO 或 FSDP 的状态移到 CPU 内存或 NVMe：请选择某个 ZeRO 阶段"

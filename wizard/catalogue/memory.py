@@ -33,6 +33,9 @@ MESSAGES = {
     "memory.phase.optimizer_step": {"en": "optim. step GiB", "zh": "优化器步 GiB"},
     "memory.phase.optimizer_step_peak": {"en": "optim. step GiB (peak)", "zh": "优化器步 GiB（峰值）"},
     "memory.no_model_type": {"en": "config.json has no model_type: it is not a transformers config.", "zh": "config.json 没有 model_type：它不是 transformers 配置。"},
+    "memory.weights_unreadable": {"en": "{model}: the weights file {file} is broken ({error}): copy it again or choose "
+                                        "another model.",
+                                  "zh": "{model}：权重文件 {file} 已损坏（{error}）：请重新复制或换一个模型。"},
     "memory.bad_config": {"en": "config.json of this {model_type} model does not pass transformers' own checks ({error}): "
                                 "the file is broken or written for another transformers version; fix it or choose "
                                 "another model.",
