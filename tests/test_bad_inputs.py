@@ -348,6 +348,9 @@ CATALOGUE = [
          lambda e: ys("select_model.endpoint=hub.local", "select_model.model=other", "select_model.model_id=org/model")),
     Case("no-local-folder", "a local model folder that does not exist", "hub.no_such_folder",
          lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/nowhere")),
+    Case("hub-cache-unwritable", "the hub client's cache folder cannot be written (HF_HOME under a file; a "
+         "read-only home was called 'cannot reach the hub')", "hub.cache_unwritable", lambda e: hub_run(e),
+         setup=lambda e: (e.tmp / "a-file").write_text("x") and e.extra.update(HF_HOME=str(e.tmp / "a-file" / "hf"))),
     Case("revision-path-traversal", "a revision of ../../../etc (was called 'not a transformers model')",
          "select_model.bad_revision", lambda e: hub_run(e, "select_model.revision=../../../etc")),
     Case("zero-byte-weights", "a local model whose model.safetensors is 0 bytes (reached training)",

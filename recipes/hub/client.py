@@ -87,9 +87,25 @@ def _missing(repo_id: str, endpoint: str, repo_type: str) -> StepError:
                      endpoint=endpoint)
 
 
+def _local_disk(exc: Exception, source: str) -> StepError | None:
+    """A file-system error of the hub client's own cache (HF_HOME / MODELSCOPE_CACHE read-only, a file where its
+    folder goes, the disk full): said as the disk's, not as "cannot reach the hub" (issue 46 item 21)."""
+    seen = exc
+    for _ in range(4):  # the client may wrap it
+        if isinstance(seen, OSError) and getattr(seen, "filename", None) and not isinstance(seen, ConnectionError):
+            return StepError("hub.cache_unwritable", path=str(seen.filename), error=seen.strerror or type(seen).__name__,
+                             var="HF_HOME" if source == "hf" else "MODELSCOPE_CACHE")
+        seen = seen.__cause__ or seen.__context__  # type: ignore[assignment]
+        if seen is None:
+            return None
+    return None
+
+
 def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_type: str = "model") -> StepError:
     from huggingface_hub import errors
 
+    if (disk := _local_disk(exc, "hf")) is not None:
+        return disk
     if isinstance(exc, errors.LocalEntryNotFoundError):  # no connection and nothing cached
         cause = exc.__cause__ or exc.__context__
         if type(cause) is errors.HfHubHTTPError:  # something answered, with an error no hub gives for a model
@@ -121,6 +137,8 @@ def _first_line(exc: Exception) -> str:
 def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_type: str = "model") -> StepError:
     from modelscope_hub.errors import AuthenticationError, PermissionDeniedError
 
+    if (disk := _local_disk(exc, "modelscope")) is not None:
+        return disk
     text = str(exc)
     if isinstance(exc, (AuthenticationError, PermissionDeniedError)) or \
             re.search(r"\b(401|403)\b|unauthori[sz]ed|forbidden", text, re.I):  # the legacy client's text

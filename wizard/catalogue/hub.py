@@ -22,6 +22,9 @@ MESSAGES = {
                              "zh": "{repo} 没有版本 {revision!r}：请使用存在的分支、标签或提交号。"},
     "hub.no_config": {"en": "{repo} has no config.json: it is not a transformers model.",
                       "zh": "{repo} 没有 config.json：它不是 transformers 模型。"},
+    "hub.cache_unwritable": {"en": "The hub client cannot write its cache: {path} ({error}). Make that folder "
+                                   "writable, or point {var} at one that is.",
+                             "zh": "hub 客户端无法写入其缓存：{path}（{error}）。请让该文件夹可写，或把 {var} 指向可写的文件夹。"},
     "hub.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, use a mirror (e.g. "
                               "https://hf-mirror.com; HF_ENDPOINT / MODELSCOPE_ENDPOINT set the default), or files "
                               "already on disk (a local model folder or dataset file).",
