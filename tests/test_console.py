@@ -29,3 +29,40 @@ def test_progress_without_a_terminal_says_how_far_it_is(capsys, monkeypatch):
     with ui.progress("Quick", total=2) as bar:  # done before the first interval: only its title, as before
         bar.update(completed=2)
     assert capsys.readouterr().out.splitlines() == ["Quick"]
+
+
+def test_the_loss_sparkline_shows_the_whole_run_s_trend():
+    """Issue 46 item 14: at 3,000 steps the sparkline was the last 40 steps' noise; each character is now the mean
+    of its share of the run, so a falling loss reads as falling."""
+    import random
+
+    from recipes.training.plots import BLOCKS, sparkline
+
+    rng = random.Random(0)
+    losses = [3.0 * 0.999 ** i + rng.uniform(-0.3, 0.3) for i in range(3000)]  # falls from ~3.0 to ~0.15, noisy
+    line = sparkline(losses)
+    assert len(line) == 40 and line[0] == BLOCKS[-1] and line[-1] == BLOCKS[0], line
+    levels = [BLOCKS.index(c) for c in line]
+    assert all(b <= a for a, b in zip(levels, levels[1:])), line  # the means fall step by step, as the loss does
+    assert sparkline([2.0, 1.0]) == BLOCKS[-1] + BLOCKS[0] and sparkline([1.0]) == ""
+    assert len(sparkline(losses[:7])) == 7  # fewer steps than characters: one each
+
+
+def test_the_live_view_s_time_left_counts_down_and_says_when_it_saves():
+    """Issue 46 item 14: "time left 6s" stayed up 45 s — frozen at the latest step event, and after the last step
+    while the adapter was saved. It now counts down between events and says "saving" after the last step."""
+    import types
+
+    from recipes.training.runner import _fields
+    from wizard import i18n
+
+    ctx = types.SimpleNamespace(t=i18n.t)
+    now = time.time()
+    first = {"step": 1, "total_steps": 10, "time": now - 100}
+    latest = {"step": 5, "total_steps": 10, "time": now - 30}  # 17.5 s a step: 87.5 s left then, 30 s ago
+    left = int(_fields(ctx, first, latest, now - 100)[i18n.t("train.field.eta")].rstrip("s"))
+    assert 56 <= left <= 58, left
+    done = {"step": 10, "total_steps": 10, "time": now - 40}
+    assert _fields(ctx, first, done, now - 100)[i18n.t("train.field.eta")] == "saving"
+    late = {"step": 9, "total_steps": 10, "time": now - 60}  # overdue: 0, not a negative time
+    assert _fields(ctx, first, late, now - 100)[i18n.t("train.field.eta")] == "0s"

@@ -103,9 +103,11 @@ class UI:
     def error(self, text: str) -> None:
         self.err.print(Text(i18n.t("ui.error_prefix") + text, style="bold red"))
 
-    def step_header(self, i: int, n: int, name: str, done: bool = False) -> None:
+    def step_header(self, i: int, n: int, name: str, done: bool = False, skipped: bool = False) -> None:
         title = i18n.t(f"step.{name}.title")
-        if done:
+        if skipped:  # nothing to do for this session (no download for an endpoint): not "done earlier"
+            self.out.print(Text(f"– [{i}/{n}] {title} — " + i18n.t("ui.step_not_needed"), style="dim"))
+        elif done:
             self.out.print(Text(f"✓ [{i}/{n}] {title} — " + i18n.t("ui.step_already_done"), style="dim"))
         else:
             self.out.rule(Text(f"[{i}/{n}] {title}", style="bold cyan"), align="left")

@@ -470,7 +470,7 @@ class Engine:
                 if why:  # nothing to do for this session (e.g. no download for an endpoint): recorded, not run
                     rec.update(status="skipped", outputs={"skipped": why})
                     s.save()
-                    self.ui.step_header(i, len(names), name, done=True)
+                    self.ui.step_header(i, len(names), name, skipped=True)
                     continue
                 if rec.status == "done":
                     if step_mod.is_done(ctx, rec):

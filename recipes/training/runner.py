@@ -304,11 +304,14 @@ def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = Non
     if not e:
         return {}
     step, total = e.get("step", 0), e.get("total_steps") or 0
-    eta = "?"
-    if e is not first and e["step"] > first["step"]:
-        rate = (e["time"] - first["time"]) / (e["step"] - first["step"])
-        eta = f"{rate * max(0, total - step):.0f}s"
     t = ctx.t
+    eta = "?"
+    if total and step >= total:  # the last step is done: the adapter is being saved (it said "6s" for 45 s)
+        eta = t("train.eta.saving")
+    elif e is not first and e["step"] > first["step"]:
+        rate = (e["time"] - first["time"]) / (e["step"] - first["step"])
+        # counted down from the latest event, not frozen at it between two events (issue 46 item 14)
+        eta = f"{max(0.0, rate * (total - step) - (time.time() - e['time'])):.0f}s"
     return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"),
             t("train.field.lr"): f"{e.get('lr', 0):.2e}", t("train.field.tokens_per_s"): e.get("tokens_per_s") or "?",
             t("train.field.memory"): f"{e.get('mem_gib')} ({t('train.mem.' + str(e.get('mem_kind')))})",

@@ -62,6 +62,7 @@ def test_deploy_quantize_and_chat_tasks(clean, hub):
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     ev = only(home, "evaluate")
     assert ev["steps"]["download"]["status"] == "skipped" and ev["steps"]["download"]["outputs"]["skipped"]
+    assert "Download the model — not needed for this session" in r.stdout, r.stdout  # not "done earlier" (item 14)
     parts = ev["steps"]["evaluate"]["outputs"]["parts"]
     assert parts["heldout:endpoint"]["loss"] is None and 0 <= parts["heldout:endpoint"]["rouge_l"] <= 1
     assert parts["heldout:endpoint"]["samples"] == 6

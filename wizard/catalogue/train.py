@@ -21,6 +21,7 @@ MESSAGES = {
                                        "on from its weights with a fresh optimizer (Adam's moments start again).",
                                  "zh": "{checkpoint} 中没有优化器状态（缺少 optimizer.pt）：训练将从其权重继续，但优化器重新"
                                        "开始（Adam 的动量从零累积）。"},
+    "train.eta.saving": {"en": "saving", "zh": "正在保存"},
     "train.stopped": {"en": "Training was stopped (pid {pid}); `yichui resume {id}` continues from the last checkpoint.",
                       "zh": "训练已被停止（pid {pid}）；`yichui resume {id}` 会从最近的检查点继续。"},
     "train.field.state": {"en": "state", "zh": "状态"},

@@ -2,6 +2,7 @@
 
 MESSAGES = {
     "ui.error_prefix": {"en": "error: ", "zh": "错误："},
+    "ui.step_not_needed": {"en": "not needed for this session", "zh": "本会话不需要此步骤"},
     "ui.step_already_done": {"en": "done earlier, not asked again", "zh": "此前已完成，不再询问"},
     "ui.col.field": {"en": "field", "zh": "字段"},
     "ui.col.value": {"en": "value", "zh": "值"},

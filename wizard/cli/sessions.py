@@ -233,7 +233,11 @@ def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "g
              if k not in skip and v not in (None, []) and not isinstance(v, dict)
              and not (isinstance(v, list) and len(v) > 8)]
     text = ", ".join(items)
-    return text if len(text) <= BRIEF else text[:BRIEF - 1] + "…"
+    if len(text) <= BRIEF:
+        return text
+    cut = text[:BRIEF - 1]
+    at = max(cut.rfind(", "), cut.rfind(" "))  # at a word's end, not mid-word (issue 46 item 14)
+    return (cut[:at] if at > BRIEF // 2 else cut).rstrip(", ") + "…"
 
 
 @app.command(help=T("cli.delete"), epilog=T("cli.example.delete"))
