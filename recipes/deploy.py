@@ -235,10 +235,26 @@ def _has_uvicorn() -> bool:
     return importlib.util.find_spec("uvicorn") is not None
 
 
+GENERIC = re.compile(r"(merged|adapter|model|models|final|output|outputs|export|snapshots?|main|"
+                     r"checkpoint-\d+|bnb-\d+bit|gptq-\w+|awq-\w+|fp8-\w+|[0-9a-f]{40})", re.I)
+
+
+def _name_of(path: Path, name_or_path: object = None) -> str:
+    """A model's name from its folder: the folder's own name unless it says nothing of the model (a local folder
+    ``…/export/merged`` was served as model ``merged``, issue 46 item 14) — then the name config.json records
+    (``_name_or_path``), else the nearest folder above whose name is not generic."""
+    if not GENERIC.fullmatch(path.name):
+        return path.name
+    if isinstance(name_or_path, str) and name_or_path.strip() and not GENERIC.fullmatch(Path(name_or_path).name):
+        return Path(name_or_path).name
+    return next((p.name for p in path.parents if p.name and not GENERIC.fullmatch(p.name)), path.name)
+
+
 def _served_name(ctx: Ctx) -> str:
     """The short name clients ask for: the model's folder or repo name, and the method it was trained with
     (``tiny-qwen2-chat-lora``); characters a file name or an option could trip on become ``-``."""
-    base = Path(str(ctx.result(ModelChoice).name or "model")).name
+    sel = ctx.result(ModelChoice)
+    base = _name_of(Path(str(sel.name or "model")), (sel.config or {}).get("_name_or_path"))
     method = ctx.result(TrainingResult).method
     name = re.sub(r"[^\w.-]+", "-", (f"{base}-{method}" if method else base).lower()).lstrip("-.")
     return name or "model"

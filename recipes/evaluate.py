@@ -518,29 +518,37 @@ def summary(parts: dict, targets: list[str], benchmarks: list[str]) -> list[list
 
 def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[str], benchmarks: list[str],
                  examples: list[dict]) -> tuple[Path, Path | None]:
+    """report.md in the session's language (every sentence from the catalogue: ``evaluate.report.*``); each reply a
+    block quote of its own, so a multi-line answer does not run into the next label (issue 46 item 14)."""
+    t = ctx.t
     rows = summary(parts, targets, benchmarks)
-    lines = [f"# Evaluation — session {ctx.session_id}", "", f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "",
-             "| metric | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
+    lines = [t("evaluate.report.title", id=ctx.session_id), "", f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+             "", f"| {t('evaluate.report.metric')} | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
     lines += ["| " + " | ".join(["—" if v is None else str(v) for v in r]) + " |" for r in rows]
-    lines += ["", "Models: " + ", ".join(f"{k} = `{v}`" for k, v in config["models"].items()), ""]
+    lines += ["", t("evaluate.report.models", models=", ".join(f"{k} = `{v}`" for k, v in config["models"].items())), ""]
     wheres = {m: parts.get(f"heldout:{m}", {}).get("where") for m in targets}
     if any(wheres.values()):
-        lines += ["Held-out replies from: " + ", ".join(f"{m} = {w or 'generated in-process'}"
-                                                         for m, w in wheres.items()), ""]
+        lines += [t("evaluate.report.replies_from", where=", ".join(
+            f"{m} = {w or t('evaluate.report.in_process')}" for m, w in wheres.items())), ""]
     v = verdict(parts)
     if v and v["beats"] is not None:
-        lines += [("**The fine-tuned model beats the base**" if v["beats"] else
-                   "**The fine-tuned model does NOT beat the base**") + " on the held-out set ("
-                  + ", ".join(f"{k}: {'tie' if ok is None else 'yes' if ok else 'no'}" for k, ok in v["checks"].items())
-                  + ").", ""]
+        checks = ", ".join(f"{k}: {t('evaluate.report.tie' if ok is None else 'ui.yes' if ok else 'ui.no')}"
+                           for k, ok in v["checks"].items())
+        lines += [t("evaluate.report.beats" if v["beats"] else "evaluate.report.not_beats", checks=checks), ""]
+
+    def quoted(text: object) -> list[str]:
+        return ["> " + line if line.strip() else ">" for line in str(text or "").splitlines() or [""]]
+
     if examples:
-        lines += ["## Examples (held-out)", ""]
+        lines += [t("evaluate.report.examples"), ""]
         for i, ex in enumerate(examples, 1):
-            lines += [f"### {i}", "", f"**prompt**: {ex['prompt']}", "", f"**reference**: {ex['reference']}", ""]
-            lines += [f"**{m}**: {ex.get(m, '')}" for m in targets] + [""]
-    lines += ["Held-out metrics: recipes/evaluation/heldout.py" + (
-        f"; benchmarks: lm-evaluation-harness (recipes/evaluation/harness.py), first {config.get('benchmark_limit')} examples "
-        "of each task." if benchmarks else "."), ""]
+            lines += [f"### {i}", ""]
+            for label, text in [(t("evaluate.report.prompt"), ex["prompt"]), (t("evaluate.report.reference"),
+                                                                              ex["reference"])] \
+                    + [(m, ex.get(m, "")) for m in targets]:
+                lines += [f"**{label}**:", "", *quoted(text), ""]
+    lines += [t("evaluate.report.footer_bench", limit=config.get("benchmark_limit")) if benchmarks
+              else t("evaluate.report.footer"), ""]
     report = EvaluateDir(edir).report_md
     report.write_text("\n".join(lines))
     chart = _chart(rows, targets, EvaluateDir(edir).report_png)

@@ -379,6 +379,9 @@ CATALOGUE = [
          lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("no-hidden-size", {
              "config.json": json.dumps({k: v for k, v in json.loads((e.tiny / "config.json").read_text()).items()
                                         if k != "hidden_size"})}))),
+    Case("estimate-hub-unreachable", "yichui estimate of a hub id with the hub out of reach (said nothing of a "
+         "local config.json)", "cli.estimate.unreachable",
+         lambda e: ["estimate", "org/model", "--endpoint", "http://127.0.0.1:9"], code=1),
     Case("config-field-transformers-refuses", "a config.json field transformers' own validators refuse (rope_scaling "
          "\"garbage\"; was called encoder-only)", "memory.bad_config",
          lambda e: ["estimate", e.folder("bad-rope", {"config.json": json.dumps(

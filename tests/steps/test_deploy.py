@@ -275,3 +275,14 @@ def _reserved_by_another_session(home: Path, start: int):
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_folder_named_merged_is_not_served_as_model_merged():
+    """Issue 46 item 14: a local model folder `…/export/merged` (a yichui export) was served as model `merged`; the
+    name comes from config.json's `_name_or_path` or the nearest folder name that says which model it is."""
+    from recipes.deploy import _name_of
+
+    assert _name_of(Path("/x/tiny-qwen2-chat")) == "tiny-qwen2-chat"
+    assert _name_of(Path("/r/export/merged"), "/models/hf/Qwen/Qwen2.5-7B-Instruct") == "Qwen2.5-7B-Instruct"
+    assert _name_of(Path("/data/my-model/checkpoint-500")) == "my-model"
+    assert _name_of(Path("/data/my-model/export/gptq-w4a16"), "merged") == "my-model"

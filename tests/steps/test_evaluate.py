@@ -25,3 +25,29 @@ def test_the_verdict_says_when_fine_tuning_did_not_help():
     assert evaluate.verdict(moved) == {"beats": True, "checks": {"loss": True, "rouge_l": None},
                                        "figures": "loss 2.0 vs 3.0, rouge_l 0.0 vs 0.0 (tie)"}
     assert evaluate.verdict({"heldout:finetuned": {"loss": 1.0}}) is None  # no base: nothing to compare
+
+
+def test_the_report_keeps_a_multi_line_reply_apart_and_speaks_the_session_s_language(tmp_path):
+    """Issue 46 item 14: report.md ran a multi-line answer into the next label, and was English in a Chinese
+    session. Each reply is now a block quote of its own; every sentence comes from the catalogue."""
+    import types
+
+    from recipes import evaluate
+    from wizard import i18n
+
+    parts = {"heldout:base": {"loss": 3.0, "rouge_l": 0.1, "where": None},
+             "heldout:finetuned": {"loss": 2.0, "rouge_l": 0.4, "where": None}}
+    examples = [{"prompt": "List two colours.", "reference": "red\nblue", "base": "green", "finetuned": "- red\n- blue"}]
+    config = {"models": {"base": "/m/base", "finetuned": "/m/ft"}}
+    for lang, beats, label in (("en", "**The fine-tuned model beats the base**", "**reference**:"),
+                               ("zh", "**微调后的模型优于基座模型**", "**参考答案**:")):
+        i18n.set_lang(lang)
+        try:
+            ctx = types.SimpleNamespace(t=i18n.t, session_id="s1")
+            (tmp_path / lang).mkdir()
+            report, _ = evaluate.write_report(ctx, tmp_path / lang, config, parts, ["base", "finetuned"], [], examples)
+        finally:
+            i18n.set_lang("en")
+        text = report.read_text()
+        assert beats in text and label in text, text
+        assert "**finetuned**:\n\n> - red\n> - blue\n" in text and "> red\n> blue\n" in text, text

@@ -29,8 +29,9 @@ def _estimate_config(model: str, source: str | None, endpoint: str | None, revis
         return hub.fetch_config(src, str(local) if src == "local" else model,
                                 endpoint or hub.default_endpoint(src), revision)
     except Refusal as e:
-        raise fail(CLI_WORDING.get(e.key, e.key), 2 if e.key in snapshot.BAD_INPUT or src == "local" else 1,
-                   **e.params)
+        # offline, estimate's own way on: the model's config.json on disk (issue 46 item 14)
+        key = "cli.estimate.unreachable" if e.key == "hub.unreachable" else CLI_WORDING.get(e.key, e.key)
+        raise fail(key, 2 if e.key in snapshot.BAD_INPUT or src == "local" else 1, **e.params)
 
 
 @app.command(help=T("cli.doctor"), epilog=T("cli.example.doctor"))
