@@ -149,6 +149,15 @@ def data(env: "Env", path: str, *more: str) -> list[str]:
     """A fine-tune of the tiny local model on the dataset file ``path``."""
     return ys(*LOCAL(env), "choose_strategy.dataset=local", *more, f"choose_strategy.dataset_path={path}")
 
+def real_weights(folder: str) -> str:
+    """``folder`` with a model.safetensors whose header safetensors reads (the weights a local model is checked for)."""
+    from recipes.hub.server import weights_header
+
+    head = weights_header(256)
+    Path(folder, "model.safetensors").write_bytes(head + bytes(256 - len(head)))
+    return folder
+
+
 def broken_weights(env: "Env", name: str, weights: bytes) -> None:
     """A copy of the tiny model under ``name`` whose model.safetensors holds ``weights``."""
     import shutil
@@ -366,10 +375,10 @@ CATALOGUE = [
     Case("malformed-config", "a config.json that is not JSON", "hub.bad_config",
          lambda e: ys("select_model.source=local", f"select_model.path={e.folder('bad-model', {'config.json': '{oops'})}")),
     Case("custom-code", "a repository that ships its own Python code (auto_map), without a yes", "select_model.custom_code",
-         lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("custom-code", {
+         lambda e: ys("select_model.source=local", "select_model.path=" + real_weights(e.folder("custom-code", {
              "config.json": json.dumps({"model_type": "mine", "auto_map": {"AutoModelForCausalLM": "modeling_mine.M"}}),
              "modeling_mine.py": "raise SystemExit('custom code ran')", "tokenizer.json": "{}",
-             "chat_template.jinja": "{{ messages }}", "model.safetensors": "x"})), code=1),
+             "chat_template.jinja": "{{ messages }}"}))), code=1),
     Case("local-incomplete", "a local folder with config.json only (no tokenizer, chat template, weights)",
          "select_model.local_incomplete",
          lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("config-only", {

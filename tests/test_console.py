@@ -66,3 +66,23 @@ def test_the_live_view_s_time_left_counts_down_and_says_when_it_saves():
     assert _fields(ctx, first, done, now - 100)[i18n.t("train.field.eta")] == "saving"
     late = {"step": 9, "total_steps": 10, "time": now - 60}  # overdue: 0, not a negative time
     assert _fields(ctx, first, late, now - 100)[i18n.t("train.field.eta")] == "0s"
+
+
+def test_a_download_s_rate_counts_the_bytes_moved_now_not_those_already_on_disk():
+    """Issue 46 item 14: a resumed download showed 81–321 MiB/s from a hub sending 0.15 MB/s — the bytes already on
+    disk, set as the bar's start, counted in rich's rate. The start is now the bar's reset, not progress."""
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from wizard.console import _Bar
+
+    with open("/dev/null", "w") as sink:
+        p = Progress(console=Console(file=sink, force_terminal=True))
+        task = p.add_task("download", total=100 * 2**20)
+        bar = _Bar(p, task)
+        bar.update(completed=90 * 2**20)  # an earlier run's 90 MiB
+        for _ in range(5):
+            time.sleep(0.1)
+            bar.update(advance=2**16)  # 64 KiB every 0.1 s: 0.625 MiB/s
+        assert 0.4 < p.tasks[0].speed / 2**20 < 0.8, p.tasks[0].speed
+        assert p.tasks[0].completed == 90 * 2**20 + 5 * 2**16

@@ -60,8 +60,12 @@ class QuestionaryPrompter:
             chosen = {str(x) for x in (prefill or [])}
             choices = [questionary.Choice(title=_fit(i18n.render(c.label), 6), value=c.value,
                                           checked=str(c.value) in chosen) for c in q.resolve_choices(answers)]
-            return questionary.checkbox(text, choices=choices,
-                                        instruction=i18n.t("ui.checkbox_instruction")).unsafe_ask()
+            picked = questionary.checkbox(text, choices=choices,
+                                          instruction=i18n.t("ui.checkbox_instruction")).unsafe_ask()
+            # questionary's own echo is "done (2 selections)": which ones (issue 46 item 14)
+            labels = [i18n.render(c.label) for c in q.resolve_choices(answers) if c.value in picked]
+            print(i18n.t("ui.checkbox_chosen", chosen="; ".join(labels) or i18n.t("ui.checkbox_none")), flush=True)
+            return picked
         if q.kind == "confirm":
             yes = bool(prefill) if prefill is not None else True
             return questionary.confirm(text, default=yes, instruction=i18n.t(

@@ -90,6 +90,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Weights dtype of the merged model:", DOWN * 3)          # float32
         t.ask("Which engine will serve the model?")                    # transformers (no GPU here)
         t.ask("Quantized copies to make", " ")                         # untick bnb-4bit: the merged model only
+        t.expect("→ none")                                            # which ones, not "done (0 selections)"
         t.expect("deploy.backend = transformers (as export.serve_with")  # not asked twice (issue 20, item 13)
         t.ask("Which export to serve?")
         t.ask("Bind address:", "0.0.0.0", clear=True)

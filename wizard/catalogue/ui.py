@@ -2,6 +2,8 @@
 
 MESSAGES = {
     "ui.error_prefix": {"en": "error: ", "zh": "错误："},
+    "ui.checkbox_chosen": {"en": "  → {chosen}", "zh": "  → {chosen}"},
+    "ui.checkbox_none": {"en": "none", "zh": "无"},
     "ui.step_not_needed": {"en": "not needed for this session", "zh": "本会话不需要此步骤"},
     "ui.step_already_done": {"en": "done earlier, not asked again", "zh": "此前已完成，不再询问"},
     "ui.col.field": {"en": "field", "zh": "字段"},
