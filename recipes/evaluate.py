@@ -410,7 +410,7 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
         ctx.info(msg("evaluate.resuming", n=len(parts)))
     ctx.record(config=config, parts=parts)
     endpoint, served, key = _serving(ctx)
-    left = jobs.read(edir / "base-server.pid.json")
+    left = jobs.read(EvaluateDir(edir).base_server_job)
     if left is not None and left.alive():  # a killed evaluation's base server: this run starts its own when needed
         left.stop()
     targets = [m for m in ("base", "finetuned", "endpoint") if m in found

@@ -198,7 +198,7 @@ def test_the_run_directory_layout_is_named_in_one_place():
     ServeDir / EvaluateDir, a job's name from its constant."""
     import re
 
-    names = re.compile(r"""["'](server\.pid\.json|events\.jsonl|result\.json|result\.stale\.json|spec\.json|"""
+    names = re.compile(r"""["'](?:[\w.-]+/)*(server\.pid\.json|events\.jsonl|result\.json|result\.stale\.json|spec\.json|"""
                        r"""trainer\.pid\.json|samples\.json|backup\.jsonl?|backup\.pid\.json|hostfile|loss\.png|"""
                        r"""wizard\.log|report\.(?:md|png)|base-server)["']|/ ["'](?:train|serve|preflight|export|"""
                        r"""evaluate|logs|checkpoints|adapter|launch|tensorboard)["']|spawn\(["']|start\(["']""")

@@ -186,15 +186,15 @@ def speak_session_language(s) -> None:
         i18n.set_lang(s.lang)
 
 
-def latest_that_ran(job_file: str | None = None):
-    """The most recent session that started a job (``job_file``: that one, e.g. ``train/trainer.pid.json``; None:
-    any) — the default of status, attach and stop when none runs: a session abandoned at its first question is no
-    one's default (issue 46 item 12). Falls back to the most recent session."""
+def latest_that_ran(job_file=None):
+    """The most recent session that started a job (``job_file``: that one's pid file in a RunDir, e.g.
+    ``lambda run: run.train.job()``; None: any) — the default of status, attach and stop when none runs: a session
+    abandoned at its first question is no one's default (issue 46 item 12). Falls back to the most recent session."""
     from recipes import jobs
     from wizard.session import all_sessions
 
     ran = [s for s in all_sessions()
-           if (jobs.read(s.run_dir / job_file) is not None if job_file else jobs.find(s.run_dir))]
+           if (jobs.read(job_file(RunDir(s.run_dir))) is not None if job_file else jobs.find(s.run_dir))]
     return ran[-1] if ran else read_session(None)
 
 

@@ -76,7 +76,7 @@ def attach(session: Optional[str] = SessionArg):
     else:
         training = [x for x in all_sessions() if (j := jobs.read(RunDir(x.run_dir).train.job()))
                     and j.alive()]
-        s = training[-1] if training else latest_that_ran("train/trainer.pid.json")
+        s = training[-1] if training else latest_that_ran(lambda run: run.train.job())
     job = jobs.read(RunDir(s.run_dir).train.job())
     ui = new_ui()
     if job is None or not job.alive():
