@@ -72,56 +72,6 @@ def test_processor_renders_an_image_turn(vlm):
     assert json.loads((path / "processor_config.json").read_text())["processor_class"] == "Qwen2VLProcessor"
 
 
-@pytest.mark.slow
-def test_a_short_training_reads_the_colour_from_the_image(vlm, tmp_path):
-    import torch
-    from PIL import Image
-    from transformers import Qwen2VLForConditionalGeneration
-
-    from recipes.data import shapes
-
-    path, proc = vlm
-    tok = proc.tokenizer
-    train = [json.loads(x) for x in shapes.build(tmp_path, 270, seed=0).read_text().splitlines()]
-    train = [r for r in train if "colour" in r["messages"][0]["content"][1]["text"]]
-    held = [json.loads(x) for x in shapes.build(tmp_path, 45, seed=1, name="held.jsonl").read_text().splitlines()]
-    held = [r for r in held if "colour" in r["messages"][0]["content"][1]["text"]]
-    pixels = lambda r: Image.open(tmp_path / r["images"][0]).tobytes()  # noqa: E731
-    assert not {pixels(r) for r in held} & {pixels(r) for r in train}  # no held-out image was trained on
-    answer_ids = [tok.convert_tokens_to_ids(c) for c in shapes.COLOURS]
-
-    def encode(recs):
-        prompts = [proc.apply_chat_template(r["messages"][:1], tokenize=False, add_generation_prompt=True)
-                   for r in recs]
-        images = [Image.open(tmp_path / r["images"][0]).convert("RGB") for r in recs]
-        return proc(text=prompts, images=images, return_tensors="pt", padding=True, padding_side="left")
-
-    def accuracy(model) -> float:
-        with torch.no_grad():
-            logits = model(**encode(held)).logits[:, -1, answer_ids]
-        truth = torch.tensor([list(shapes.COLOURS).index(r["messages"][1]["content"]) for r in held])
-        return float((logits.argmax(-1) == truth).float().mean())
-
-    torch.manual_seed(0)
-    model = Qwen2VLForConditionalGeneration.from_pretrained(path)
-    base = accuracy(model)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    rng = random.Random(0)
-    model.train()
-    for _ in range(200):  # the next token after the prompt is the answer: its cross-entropy is the loss
-        recs = rng.sample(train, 8)
-        logits = model(**encode(recs)).logits[:, -1]
-        target = torch.tensor([tok.convert_tokens_to_ids(r["messages"][1]["content"]) for r in recs])
-        torch.nn.functional.cross_entropy(logits, target).backward()
-        opt.step()
-        opt.zero_grad()
-    model.eval()
-    trained = accuracy(model)
-    # chance is 1/3: 25 of 45 right by guessing has a probability below 1e-3; measured 0.67 after these 200
-    # steps (0.64 after 150; base 0.33)
-    assert trained >= 0.55 and trained > base + 0.2, (base, trained)
-
-
 def _train(spec: dict, tdir) -> list[dict]:
     """yichui's trainer (recipes/training/worker.py, its own process) on ``spec``; its events."""
     import subprocess
