@@ -392,7 +392,6 @@ def test_a_hub_failing_now_and_then_lists_and_serves_the_config(hub, source, tin
     """Issue 46 item 16: a hub answering 500 to some requests made select_model say "answers, but not as a model hub
     does" while `yichui download` through it retried and completed: one retry rule (hub.client.retrying, the
     download's) for the listing and the config too. A 404 is an answer, not retried."""
-    import time
 
     assert call(hub.url, "POST", "/_yichui/faults", [{"api": True, "status": 500, "times": 2},
                                                      {"path": "config.json", "status": 503, "times": 2}])[0] == 200
@@ -402,7 +401,8 @@ def test_a_hub_failing_now_and_then_lists_and_serves_the_config(hub, source, tin
     assert hub_mod.fetch_config(source, REPO_ID, hub.url) == json.loads((tiny_model / "config.json").read_text())
     assert call(hub.url, "GET", "/_yichui/stats")[1]["requests"] >= 4 + 2  # the failed ones were asked again
     hub.hub.requests.clear()
-    t0 = time.monotonic()
     with pytest.raises(StepError) as e:
         hub_mod.fetch_config(source, "nobody/nothing", hub.url)
-    assert e.value.msg.key == "hub.no_such_model" and time.monotonic() - t0 < 5
+    # a 404 is an answer, not a fault: asked once, not retried (counted, not timed: a busy machine is no failure)
+    asked = [r for r in hub.hub.requests if "nobody/nothing" in r[1]]
+    assert e.value.msg.key == "hub.no_such_model" and len(asked) == 1, asked
