@@ -220,7 +220,7 @@ def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
     at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
     family = shape is None or (not shape.experts and shape.model_type in SPEED_FAMILIES)
     return (family and t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
-            and t.method != "galore" and t.loss != "full")
+            and t.method != "galore" and t.loss != "full" and t.objective == "sft")  # DPO: not measured (issue 47)
 
 
 def duration_text(seconds: float) -> str:

@@ -33,6 +33,9 @@ MASTER_WEIGHTS = ("fp32", "bf16")
 # unsloth's own environment (recipes/training/backends.py), with the same Trainer loop, events and checkpoints
 TRAINING_BACKENDS = ("transformers", "unsloth")
 UNSLOTH_METHODS = ("lora", "qlora", "full")  # what unsloth trains and bench/results measured
+# what the training optimizes: supervised fine-tuning on replies, or Direct Preference Optimization on pairs of a
+# preferred and a rejected reply (trl's DPOTrainer; recipes/data/preference.py). KTO, GRPO: not yet (issue 47)
+OBJECTIVES = ("sft", "dpo")
 
 
 def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float | None = None,
@@ -48,6 +51,9 @@ def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float |
 class TrainingSpec:
     """The knobs of one fine-tune. Sequence length is tokens per sequence (with packing: the packed length)."""
 
+    objective: str = _knob("sft", "--objective", help="sft | dpo", choices=OBJECTIVES)
+    # DPO's β: how far the trained policy may move from the reference (trl's DPOConfig.beta, its default)
+    dpo_beta: float = _knob(0.1, None, lo=0.001, hi=10.0)
     method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)
     lora_rank: int = _knob(8, "--lora-rank", "--rank", help="cli.opt.rank", lo=1, hi=1024)
     lora_alpha: int = _knob(16, None, lo=1, hi=4096)
@@ -212,6 +218,19 @@ class TrainingSpec:
             raise Refusal("choose_strategy.qlora_and_compile")
         if (what := self.unsloth_conflict()) is not None:
             raise Refusal("choose_strategy.unsloth_unsupported", what=what)
+        if (what := self.objective_conflict()) is not None:
+            raise Refusal("choose_strategy.objective_unsupported", objective=self.objective.upper(), what=what)
+
+    def objective_conflict(self) -> str | None:
+        """What a preference objective does not run with yet (not built or not tested with it): GaLore, packing,
+        a sequence split, compiled layers, the unsloth backend, image records. None for SFT or when it runs."""
+        if self.objective == "sft":
+            return None
+        return next((what for what, bad in (
+            ("GaLore", self.method == "galore"), ("packing", self.packing),
+            ("sequence parallelism", self.sequence_parallel > 1), ("compiled layers", self.compile_layers),
+            ("the unsloth backend", self.training_backend == "unsloth"), ("image records", self.images_per_sample > 0),
+        ) if bad), None)
 
     def sequence_parallel_conflict(self) -> tuple[str, dict] | None:
         """Why this spec cannot split its sequences ``sequence_parallel`` ways, as (catalogue key, params), or None.

@@ -399,11 +399,15 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
     records, never truncated (a cut through an image's tokens fails the batch: trl's own warning). ``swap``:
     the model's parameter sizes for NVMe offload, ``hidden`` its hidden size for DeepSpeed's buckets
     (:func:`distribution_args`)."""
-    from trl import SFTConfig
+    from trl import DPOConfig, SFTConfig
 
     CHECKPOINTING_ARG = _checkpointing_arg()
     method = spec.method
-    return SFTConfig(
+    # the objective's own options: SFT's packing; DPO's β (the reference: the base with the adapter switched off under
+    # LoRA, a frozen copy for a full fine-tune — trl's DPOTrainer with ref_model None)
+    config, own = (DPOConfig, {"beta": spec.dpo_beta}) if spec.objective == "dpo" else \
+        (SFTConfig, {"packing": spec.packing, "packing_strategy": "bfd"})
+    return config(**own,
         output_dir=str(ckpt_dir), max_steps=spec.max_steps or -1, num_train_epochs=spec.epochs or 1.0,
         per_device_train_batch_size=spec.micro_batch, gradient_accumulation_steps=spec.grad_accum,
         learning_rate=spec.learning_rate, lr_scheduler_type=spec.lr_scheduler,
@@ -418,7 +422,7 @@ def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_ev
         optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.optim],
         optim_target_modules="all-linear" if method == "galore" else None,
         optim_args=f"rank={spec.galore_rank},update_proj_gap=200,scale=0.25" if method == "galore" else None,
-        packing=spec.packing, packing_strategy="bfd", report_to=["tensorboard"], disable_tqdm=True,
+        report_to=["tensorboard"], disable_tqdm=True,
         dataloader_num_workers=0,
         eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,
         use_liger_kernel=spec.liger, **distribution_args(spec, swap, hidden), **sequence_parallel_args(spec, device),
@@ -477,7 +481,10 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
             ev.emit("step", step=state.global_step, total_steps=state.max_steps, epoch=round(state.epoch or 0, 4),
                     loss=round(float(logs["loss"]), 5), lr=float(logs.get("learning_rate", 0)),
                     grad_norm=float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,
-                    tokens_per_s=tps, mem_gib=mem, mem_kind=mem_kind)
+                    tokens_per_s=tps, mem_gib=mem, mem_kind=mem_kind,
+                    # DPO (trl's names without "rewards/"): how often and by how much the policy prefers the chosen
+                    **{k.replace("rewards/", "reward_"): round(float(v), 5) for k, v in logs.items()
+                       if k in ("rewards/accuracies", "rewards/margins")})
 
         def on_step_end(self, args, state, control, **kw):
             ev.last_step = state.global_step
@@ -487,7 +494,9 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
 
         def on_evaluate(self, args, state, control, metrics=None, **kw):
             if metrics and "eval_loss" in metrics:
-                ev.emit("eval", step=state.global_step, eval_loss=round(float(metrics["eval_loss"]), 5))
+                ev.emit("eval", step=state.global_step, eval_loss=round(float(metrics["eval_loss"]), 5),
+                        **{k.replace("eval_rewards/", "reward_"): round(float(v), 5) for k, v in metrics.items()
+                           if k in ("eval_rewards/accuracies", "eval_rewards/margins")})
 
         def on_save(self, args, state, control, **kw):
             ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
@@ -587,14 +596,21 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
     if device == "cuda":
         torch.cuda.init()
-    convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records, images=True)
+    if spec.objective == "dpo":  # pairs: {"prompt", "chosen", "rejected"} as messages (recipes/data/preference.py)
+        from recipes.data import preference
+
+        pairs = preference.load(spec.dataset_path, skip_bad=spec.skip_bad_records).records
+        convs = [p["prompt"] + p["chosen"] for p in pairs]  # the sample question's image, the vision checks: none
+    else:
+        convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records, images=True)
     images = any(data.has_images(c) for c in convs)
     if images and not vision.is_vision_model(spec.model_dir):
         raise RuntimeError(f"{spec.dataset_path} has image records and {spec.model_dir} is not a vision-language model")
     # the image-text path with images, or for a model transformers builds no causal LM of (Qwen2-VL, LLaVA); text
     # data on Gemma-3, Llama-4, … (a vision part in the config) trains as before: AutoModelForCausalLM, the tokenizer
     vlm = images or (vision.is_vision_model(spec.model_dir) and not vision.has_causal_lm(spec.model_dir))
-    train_convs, val_convs = data.train_validation(convs, spec.val_ratio)
+    split: list = pairs if spec.objective == "dpo" else convs
+    train_convs, val_convs = data.train_validation(split, spec.val_ratio)
     # ZeRO-3: the SFTConfig (and with it DeepSpeed's config, which transformers reads at load) comes first, so
     # zero.Init partitions every weight as it loads — no GPU ever holds the whole model (modelled as such:
     # recipes/memory/sharding.py)
@@ -625,8 +641,9 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     if vlm and spec.freeze_vision_tower:  # no activations kept nor backward run for a tower that does not learn
         vision.tower_out_of_backward(model)
     as_dataset = vision.image_dataset if vlm else Dataset.from_list  # image-text records: the Image feature
-    train_ds = as_dataset(data.to_prompt_completion(train_convs))
-    eval_ds = as_dataset(data.to_prompt_completion(val_convs)) if val_convs else None
+    records = (lambda rs: rs) if spec.objective == "dpo" else data.to_prompt_completion  # noqa: E731
+    train_ds = as_dataset(records(train_convs))
+    eval_ds = as_dataset(records(val_convs)) if val_convs else None
     peft_config = None
     if method not in FULL_WEIGHTS and spec.training_backend != "unsloth":  # unsloth wrapped it at load_unsloth
         targets = spec.lora_targets
@@ -664,8 +681,11 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         callbacks.append(profile_callback(tdir, *spec.profile_steps))
     if zero_init and question is not None and ask_before:
         callbacks.append(before_sample_callback(ev, tok, question, samples_file))
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
-                         peft_config=peft_config, callbacks=callbacks)
+    from trl import DPOTrainer
+
+    trainer_class = DPOTrainer if spec.objective == "dpo" else SFTTrainer
+    trainer = trainer_class(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
+                            peft_config=peft_config, callbacks=callbacks)
     if spec.compile_layers:
         compile_decoder_layers(trainer.model)
     events.trainer = trainer

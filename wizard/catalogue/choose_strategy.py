@@ -141,6 +141,9 @@ MESSAGES = {
     "choose_strategy.serve_on_a_gpu_machine": {
         "en": "this machine has no NVIDIA GPU, so serve the exported model on one (`yichui run --task deploy`)",
         "zh": "本机没有 NVIDIA GPU，请在有 GPU 的机器上部署导出的模型（`yichui run --task deploy`）"},
+    "choose_strategy.objective_unsupported": {"en": "{objective} does not run with {what} yet: leave {what} out, or "
+                                                    "train with SFT.",
+                                              "zh": "{objective} 暂不支持与 {what} 同时使用：请去掉 {what}，或用 SFT 训练。"},
     "choose_strategy.offload_needs_sharding": {"en": "Offloading moves ZeRO or FSDP states to CPU memory or NVMe: choose a "
                                                      "ZeRO stage or FSDP2 as the distribution, or no offload.",
                                                "zh": "卸载会把 ZeRO 或 FSDP 的状态移到 CPU 内存或 NVMe：请选择某个 ZeRO 阶段"

@@ -336,10 +336,10 @@ MESSAGES = {
     "cli.estimate.no_speed": {"en": "Speed: not predicted for this plan (the speed model covers yichui's trainer with "
                                      "LoRA, QLoRA, DoRA or a full fine-tune of a dense Qwen, Llama, Mistral, Phi-3 or "
                                      "GLM model on one GPU or plain data parallel — not MoE or Gemma models, GaLore, "
-                                     "the plain loop, ZeRO/FSDP2, offload or a sequence split).",
+                                     "the plain loop, ZeRO/FSDP2, offload, a sequence split or DPO).",
                               "zh": "速度：此方案不预测（速度模型覆盖 yichui 训练器在单 GPU 或普通数据并行上的 LoRA、QLoRA、"
                                     "DoRA 或全参微调，限稠密 Qwen、Llama、Mistral、Phi-3、GLM 模型——不含 MoE 或 Gemma 模型、GaLore、"
-                                    "朴素训练循环、ZeRO/FSDP2、卸载或序列切分）。"},
+                                    "朴素训练循环、ZeRO/FSDP2、卸载、序列切分或 DPO）。"},
     "cli.estimate.sequence_parallel": {"en": "; each sequence split over {sp} GPUs", "zh": "；每条序列切分到 {sp} 个 GPU"},
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",

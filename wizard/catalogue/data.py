@@ -37,6 +37,16 @@ MESSAGES = {
     "data.why.no_user_turn": {"en": "no user turn", "zh": "没有用户轮次"},
     "data.why.last_not_assistant": {"en": "the last turn is the {role}'s, not the assistant's",
                                     "zh": "最后一轮属于 {role}，而不是 assistant"},
+    "data.why.last_not": {"en": "'{field}' ends with the {role}'s turn, not the {wanted}'s",
+                          "zh": "“{field}”以 {role} 的轮次结尾，而不是 {wanted} 的"},
+    "data.why.label_not_bool": {"en": "'label' is {value}, not true or false", "zh": "“label”为 {value}，不是 true 或 false"},
+    "data.why.no_shared_prompt": {"en": "chosen and rejected share no prompt ending with the user's turn",
+                                  "zh": "chosen 与 rejected 没有以用户轮次结尾的共同提示"},
+    "data.why.chosen_is_rejected": {"en": "chosen and rejected are the same", "zh": "chosen 与 rejected 完全相同"},
+    "data.not_preference": {"en": "Dataset {path} holds no preference records: give prompt/chosen/rejected (text or "
+                                  "messages), chosen/rejected conversations, or prompt/completion/label.",
+                            "zh": "数据集 {path} 中没有偏好数据：请给出 prompt/chosen/rejected（文本或消息列表）、"
+                                  "chosen/rejected 对话，或 prompt/completion/label。"},
     "data.why.shape": {"en": "an unexpected shape ({error})", "zh": "结构不符合预期（{error}）"},
     "data.why.placeholders_over_images": {"en": "more image placeholders than images", "zh": "图片占位符多于图片"},
     "data.why.images_over_placeholders": {"en": "{n} image(s) more than placeholders", "zh": "图片比占位符多 {n} 张"},

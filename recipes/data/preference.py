@@ -1,0 +1,169 @@
+"""Preference data (issue 47): pairs of a preferred and a rejected reply for DPO, unpaired labelled replies for KTO,
+read in the forms users have and checked record by record like the supervised formats (recipes/data/datasets.py).
+
+Forms (TRL's dataset formats, https://huggingface.co/docs/trl/dataset_formats):
+- ``prompt`` / ``chosen`` / ``rejected`` — each text, or a list of chat messages (the prompt's ending with the user's
+  turn, chosen and rejected the assistant's reply) — "explicit prompt";
+- ``chosen`` / ``rejected`` as whole conversations that share their first turns — "implicit prompt": the shared turns
+  are the prompt, the rest of each the reply;
+- ``prompt`` / ``completion`` / ``label`` (true: a desirable reply) — KTO's unpaired form.
+
+Every record comes out conversational, as TRL's trainers take it: ``{"prompt": [messages], "chosen": [assistant
+turn(s)], "rejected": [assistant turn(s)]}`` (pairs) or ``{"prompt", "completion", "label"}`` (unpaired). A malformed
+record is named by its line with the reason (``data.why.*``), never silently dropped.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recipes.base import Msg
+from recipes.data.datasets import (OPENAI_ROLES, SAMPLE_SEED, BadRecord, DataError, SUFFIXES, _read_rows,
+                                   split_sample)
+
+PAIRED, UNPAIRED = "preference", "unpaired"  # DPO's pairs, KTO's labelled replies
+FORMATS = (PAIRED, UNPAIRED)
+
+
+@dataclass
+class Preferences:
+    """Records read from a file, their form (:data:`PAIRED` or :data:`UNPAIRED`), the malformed ones (``data.bad_at``
+    messages) and how many rows the file had."""
+
+    records: list[dict]
+    format: str
+    bad: list[Msg] = field(default_factory=list)
+    total: int = 0
+
+
+def detect(row: object) -> str | None:
+    """:data:`PAIRED` for a record with ``chosen`` and ``rejected``, :data:`UNPAIRED` for ``completion`` and
+    ``label``, else None."""
+    if not isinstance(row, dict):
+        return None
+    if "chosen" in row and "rejected" in row:
+        return PAIRED
+    if "completion" in row and "label" in row:
+        return UNPAIRED
+    return None
+
+
+def _turns(value: object, name: str, last: str | None) -> list[dict]:
+    """A field as chat messages: text becomes one turn of role ``last``; a list must be messages of known roles,
+    each with text, the last one of role ``last`` (when given)."""
+    if isinstance(value, str):
+        if not value.strip():
+            raise BadRecord("data.why.empty", field=name)
+        return [{"role": last or "user", "content": value}]
+    if not isinstance(value, list) or not value:
+        raise BadRecord("data.why.empty" if value in (None, []) else "data.why.not_text", field=name)
+    out = []
+    for m in value:
+        if not isinstance(m, dict):
+            raise BadRecord("data.why.turn_not_object")
+        if m.get("role") not in OPENAI_ROLES:
+            raise BadRecord("data.why.bad_role", key="role", role=str(m.get("role"))[:40],
+                            roles=", ".join(OPENAI_ROLES))
+        text = m.get("content")
+        if not isinstance(text, str) or (not text.strip() and m["role"] != "system"):
+            raise BadRecord("data.why.empty" if not text else "data.why.not_text", field=f"{name}.content")
+        out.append({"role": OPENAI_ROLES[m["role"]], "content": text})
+    if last is not None and out[-1]["role"] != last:
+        raise BadRecord("data.why.last_not", field=name, role=out[-1]["role"], wanted=last)
+    return out
+
+
+def to_record(row: dict, form: str) -> dict:
+    """One row in TRL's conversational form. Raises BadRecord with the reason."""
+    if form == UNPAIRED:
+        if not isinstance(row.get("label"), bool):
+            raise BadRecord("data.why.label_not_bool", value=str(row.get("label"))[:20])
+        return {"prompt": _turns(row.get("prompt"), "prompt", "user"),
+                "completion": _turns(row.get("completion"), "completion", "assistant"), "label": row["label"]}
+    if "prompt" in row:  # explicit prompt
+        prompt = _turns(row.get("prompt"), "prompt", "user")
+        chosen = _turns(row.get("chosen"), "chosen", "assistant")
+        rejected = _turns(row.get("rejected"), "rejected", "assistant")
+    else:  # implicit: whole conversations; the turns they share are the prompt
+        whole_c, whole_r = _turns(row.get("chosen"), "chosen", "assistant"), \
+            _turns(row.get("rejected"), "rejected", "assistant")
+        n = 0
+        while n < min(len(whole_c), len(whole_r)) - 1 and whole_c[n] == whole_r[n]:
+            n += 1
+        prompt, chosen, rejected = whole_c[:n], whole_c[n:], whole_r[n:]
+        if not prompt or prompt[-1]["role"] != "user" or any(m["role"] != "assistant" for m in chosen + rejected):
+            raise BadRecord("data.why.no_shared_prompt")
+    if chosen == rejected:
+        raise BadRecord("data.why.chosen_is_rejected")
+    return {"prompt": prompt, "chosen": chosen, "rejected": rejected}
+
+
+def read(ref: str | Path) -> Preferences:
+    """Read a preference dataset (``path`` or ``path#N``: a seeded sample of N records), listing malformed records.
+
+    Raises:
+        DataError: no such file, a folder, an unknown suffix, not UTF-8, no records, or a first record of no
+            preference form (``data.not_preference``).
+    """
+    path, sample = split_sample(ref)
+    if path.is_dir():
+        raise DataError("data.is_folder", path=str(path))
+    if not path.is_file():
+        raise DataError("data.not_a_file" if path.exists() else "data.no_file", path=str(path))
+    if path.suffix not in SUFFIXES:
+        raise DataError("data.bad_suffix", path=str(path), suffixes=", ".join(SUFFIXES))
+    rows = _read_rows(path)
+    if not rows:
+        raise DataError("data.empty", path=str(path))
+    form = next(filter(None, (detect(r) for _, r in rows)), None)
+    if form is None:
+        raise DataError("data.not_preference", path=str(path))
+    records: list[dict] = []
+    bad: list[Msg] = []
+    for n, row in rows:
+        try:
+            if row is None:
+                raise BadRecord("data.why.not_json")
+            if not isinstance(row, dict):
+                raise BadRecord("data.why.not_object")
+            if detect(row) != form:
+                raise BadRecord("data.why.other_format", found=detect(row) or "?", format=form,
+                                keys=", ".join(map(str, row))[:60])
+            records.append(to_record(row, form))
+        except BadRecord as e:
+            bad.append(Msg("data.bad_at", {"at": f"{path.name}:{n}", "why": e.msg}))
+    if sample is not None and sample < len(records):
+        records = [records[i] for i in sorted(random.Random(SAMPLE_SEED).sample(range(len(records)), sample))]
+    return Preferences(records, form, bad, len(rows))
+
+
+def load(ref: str | Path, skip_bad: bool = False) -> Preferences:
+    """:func:`read`, refusing malformed records unless ``skip_bad`` (``data.bad_records``) and an empty result."""
+    got = read(ref)
+    path = str(split_sample(ref)[0])
+    if got.bad and not skip_bad:
+        raise DataError("data.bad_records", path=path, count=len(got.bad), where=got.bad[:5])
+    if not got.records:
+        raise DataError("data.empty", path=path)
+    return got
+
+
+def from_conversations(convs: list[list[dict]], seed: int = SAMPLE_SEED) -> list[dict]:
+    """A preference set made from supervised conversations (the demo's): each conversation's own reply chosen, the
+    same words in a shuffled order rejected — a preference for a fluent answer over word salad, which a model can
+    learn on some prompts and show on others it never saw (a reply taken from another conversation would not do:
+    on held-out pairs it is a reply the training preferred). Conversations must end with the assistant; replies of
+    fewer than four words are left out."""
+    rng = random.Random(seed)
+    out = []
+    for conv in convs:
+        words = conv[-1]["content"].split()
+        if len(words) < 4:
+            continue
+        shuffled = words[:]
+        while shuffled == words:
+            rng.shuffle(shuffled)
+        out.append({"prompt": conv[:-1], "chosen": [conv[-1]],
+                    "rejected": [{"role": "assistant", "content": " ".join(shuffled)}]})
+    return out
