@@ -118,6 +118,14 @@ def test_dpo_trains_in_yichui_s_trainer_resumes_and_prefers_the_chosen_on_held_o
     assert evals[-1]["reward_accuracies"] >= 0.9 and evals[-1]["reward_margins"] > 1.0, evals  # 16 held-out pairs
     assert evals[-1]["eval_loss"] < 0.3  # DPO's loss is log 2 = 0.693 at the start (policy = reference)
     assert (run.adapter / "adapter_config.json").is_file()
+    # each model's own preference on the held-out pairs (recipes/evaluation/preference.py), base vs fine-tuned: the
+    # base already prefers the fluent reply (it was pre-trained on these answers); DPO widens the margin
+    from recipes.evaluation import preference as scores
+
+    held = datasets.train_validation(pairs, 0.25)[1]
+    got = scores.base_and_tuned(tiny_model, run.adapter, held)
+    assert got["base"].pairs == got["finetuned"].pairs == 16
+    assert got["finetuned"].accuracy >= got["base"].accuracy and got["finetuned"].margin > got["base"].margin + 5, got
 
 
 def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_run_yet():

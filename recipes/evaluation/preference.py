@@ -1,0 +1,66 @@
+"""Did preference tuning help? (issue 47): on held-out pairs, how often a model gives the chosen reply a higher
+log-probability than the rejected one, and by how much, for the base and the fine-tuned model side by side.
+
+A reply's log-probability is the sum over its tokens of log p(token | prompt, the reply's tokens before it), the
+prompt and reply rendered through the model's chat template as the trainer renders them (trl's DPOTrainer: the
+prompt with the generation prompt, then the reply's tokens up to the end of its turn). The accuracy is the share of
+pairs where log p(chosen) > log p(rejected); the margin their mean difference (nats). DPO's own "reward accuracy"
+(β·log π/π_ref) is relative to the base, 0.5 before training by construction; this one is each model's own
+preference, so the base has one too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class PreferenceScore:
+    """One model on the held-out pairs: ``accuracy`` (0..1), ``margin`` (mean log p(chosen) − log p(rejected), nats),
+    ``pairs`` (how many)."""
+
+    accuracy: float
+    margin: float
+    pairs: int
+
+
+def reply_logprob(model, tok, prompt: list[dict], reply: list[dict]) -> float:
+    """Σ log p(reply tokens | prompt) under ``model`` (nats), through ``tok``'s chat template."""
+    import torch
+
+    head = tok.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True, return_dict=False)
+    whole = tok.apply_chat_template(prompt + reply, tokenize=True, return_dict=False)
+    head, whole = list(head), list(whole)
+    if whole[:len(head)] != head:  # a template that renders the prompt differently once a reply follows
+        raise ValueError("the chat template renders the prompt differently with a reply after it")
+    ids = torch.tensor([whole], device=model.device)
+    with torch.no_grad():
+        logits = model(ids).logits[0, :-1].float()
+    logp = torch.log_softmax(logits, dim=-1)
+    targets = ids[0, 1:]
+    picked = logp.gather(1, targets[:, None])[:, 0]
+    return float(picked[len(head) - 1:].sum())
+
+
+def score(model, tok, pairs: list[dict]) -> PreferenceScore:
+    """:class:`PreferenceScore` of ``model`` on ``pairs`` (``{"prompt", "chosen", "rejected"}`` as messages)."""
+    diffs = [reply_logprob(model, tok, p["prompt"], p["chosen"]) - reply_logprob(model, tok, p["prompt"], p["rejected"])
+             for p in pairs]
+    return PreferenceScore(accuracy=round(sum(d > 0 for d in diffs) / len(diffs), 4),
+                           margin=round(sum(diffs) / len(diffs), 4), pairs=len(diffs))
+
+
+def base_and_tuned(model_dir: str | Path, adapter_dir: str | Path, pairs: list[dict],
+                   trust_remote_code: bool = False) -> dict[str, PreferenceScore]:
+    """``{"base": …, "finetuned": …}`` on ``pairs``: the base, then the LoRA adapter on it (one copy of the weights
+    in memory: peft's ``disable_adapter`` gives the base)."""
+    import torch
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(adapter_dir, trust_remote_code=trust_remote_code)
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32, trust_remote_code=trust_remote_code)
+    model = PeftModel.from_pretrained(base, str(adapter_dir)).eval()
+    with model.disable_adapter():
+        before = score(model, tok, pairs)
+    return {"base": before, "finetuned": score(model, tok, pairs)}
