@@ -560,9 +560,12 @@ class Engine:
         if self.prompter is None:
             return False
         self.ui.error(text)
-        what = self.prompter.ask(Question("after_failure", "select", "engine.after_failure",
-                                          choices=[Choice("back", msg("engine.back_to_step", step=reask)),
-                                                   Choice("stop", msg("engine.stop_here"))]), "back", {})
+        try:
+            what = self.prompter.ask(Question("after_failure", "select", "engine.after_failure",
+                                              choices=[Choice("back", msg("engine.back_to_step", step=reask)),
+                                                       Choice("stop", msg("engine.stop_here"))]), "back", {})
+        except (KeyboardInterrupt, EOFError):  # Ctrl-C at this question: stop here, the step recorded as failed
+            what = "stop"
         if what != "back":
             return False
         rec.update(status="pending", started_at=None, error=None)
