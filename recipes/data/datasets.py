@@ -381,6 +381,17 @@ def read(ref: str | Path) -> Loaded:
     return Loaded(convs, fmt, bad, len(rows))
 
 
+def refuse_bad(ref: str | Path, bad: list[Msg], good: int, skip_bad: bool) -> str:
+    """The dataset's path, once its malformed records (``bad``) are allowed — none, or ``skip_bad`` — and ``good``
+    records are left. Raises DataError ``data.bad_records`` (naming the first five) or ``data.empty``."""
+    path = str(split_sample(ref)[0])
+    if bad and not skip_bad:
+        raise DataError("data.bad_records", path=path, count=len(bad), where=bad[:5])
+    if not good:
+        raise DataError("data.empty", path=path)
+    return path
+
+
 def load(ref: str | Path, skip_bad: bool = False, images: bool = False) -> Loaded:
     """A dataset ready to train on; malformed records abort (naming the first ones) unless ``skip_bad``.
     ``images``: the caller takes image-text records (the vision-language trainer); others refuse them.
@@ -390,11 +401,7 @@ def load(ref: str | Path, skip_bad: bool = False, images: bool = False) -> Loade
             ``data.has_images`` for image-text records where they are not taken.
     """
     loaded = read(ref)
-    path = str(split_sample(ref)[0])
-    if loaded.bad and not skip_bad:
-        raise DataError("data.bad_records", path=path, count=len(loaded.bad), where=loaded.bad[:5])
-    if not loaded.conversations:
-        raise DataError("data.empty", path=path)
+    path = refuse_bad(ref, loaded.bad, len(loaded.conversations), skip_bad)
     if not images and (n := sum(has_images(c) for c in loaded.conversations)):
         raise DataError("data.has_images", path=path, n=n)
     return loaded

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from recipes.base import Msg
 from recipes.data.datasets import (OPENAI_ROLES, SAMPLE_SEED, BadRecord, DataError, SUFFIXES, _read_rows,
-                                   split_sample)
+                                   refuse_bad, split_sample)
 
 PAIRED, UNPAIRED = "preference", "unpaired"  # DPO's pairs, KTO's labelled replies
 FORMATS = (PAIRED, UNPAIRED)
@@ -141,11 +141,7 @@ def read(ref: str | Path) -> Preferences:
 def load(ref: str | Path, skip_bad: bool = False) -> Preferences:
     """:func:`read`, refusing malformed records unless ``skip_bad`` (``data.bad_records``) and an empty result."""
     got = read(ref)
-    path = str(split_sample(ref)[0])
-    if got.bad and not skip_bad:
-        raise DataError("data.bad_records", path=path, count=len(got.bad), where=got.bad[:5])
-    if not got.records:
-        raise DataError("data.empty", path=path)
+    refuse_bad(ref, got.bad, len(got.records), skip_bad)
     return got
 
 
