@@ -462,3 +462,20 @@ def test_show_says_what_it_cut_and_json_gives_it_whole(home):
     assert doc["id"] == s.id and doc["steps"]["choose_strategy"]["answers"]["dataset_path"] == long_path
     short = Session.new("finetune", h=home)  # nothing cut: no hint
     assert "--json" not in yichui(home, "show", short.id, COLUMNS="200").stdout
+
+
+def test_the_typer_internals_yichui_patches_are_there_in_the_pinned_version():
+    """Issue 45: the library patches live in one place (wizard/cli/__init__.py _help_in_language); this pins what they
+    rely on, so an upgrade of typer that moves them fails here, not as an English or cut --help in a user's hands."""
+    from importlib.metadata import version
+
+    import typer._click.core as click_core
+    import typer.core
+    import typer.rich_utils as ru
+
+    assert version("typer") == "0.29.2"  # pyproject.toml's pin: change both together
+    assert callable(click_core.Command.get_help_option) and callable(ru._make_rich_text)
+    assert hasattr(typer.core.TyperArgument, "display_type_rich")
+    for name in ("ARGUMENTS_PANEL_TITLE", "OPTIONS_PANEL_TITLE", "COMMANDS_PANEL_TITLE", "DEFAULT_STRING",
+                 "REQUIRED_LONG_STRING"):
+        assert isinstance(getattr(ru, name), str), name
