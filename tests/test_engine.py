@@ -593,17 +593,18 @@ def test_in_the_wizard_a_failure_an_earlier_answer_caused_offers_to_go_back_ther
     steps = dict(STEPS, b=b)
     s = Session.new("test", ("a", "b"), tmp_path)
     s.save()
-    # a: n, mode, flag; b: x; the refusal: go back or stop; a again: n = 4, mode, flag; b: x
-    p = Scripted([..., ..., ..., ..., choice, 4, ..., ..., ...])
-    code = Engine(s, UI(), p, load=steps.__getitem__).run()
+    # a: mode, flag (n set); b: x; the refusal: go back or stop; a again: n = 4, mode, flag; b: x
+    p = Scripted([..., ..., ..., choice, 4, ..., ..., ...])
+    # step a's n comes from --set (as a scripted start would give it): going back asks it all the same, pre-filled
+    code = Engine(s, UI(), p, load=steps.__getitem__, overrides={"a": {"n": "8"}}).run()
     captured = capsys.readouterr()
     out = captured.out + captured.err
     assert out.count(i18n.t("choose_strategy.no_chat_template", model="m")) == 1, out  # said once
     asked = [k for k, _ in p.asked]
-    assert asked[:5] == ["n", "mode", "flag", "x", "after_failure"]
+    assert asked[:4] == ["mode", "flag", "x", "after_failure"]
     if choice == "back":
-        assert code == 0 and tries == [8, 4] and asked[5:] == ["n", "mode", "flag", "x"]
-        assert p.asked[5] == ("n", 8)  # pre-filled with the answer that led to the refusal
+        assert code == 0 and tries == [8, 4] and asked[4:] == ["n", "mode", "flag", "x"]
+        assert p.asked[4] == ("n", 8)  # pre-filled with the answer that led to the refusal
         assert saved(s)["steps"]["a"]["answers"]["n"] == 4 and saved(s)["steps"]["b"]["status"] == "done"
     else:
         assert code == 1 and tries == [8] and "resume asks them again" in out

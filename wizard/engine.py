@@ -568,6 +568,9 @@ class Engine:
             what = "stop"
         if what != "back":
             return False
+        # the user goes back to change that step's answers: a --set of them gives way (asked, pre-filled), or going
+        # back would run the same answers into the same refusal
+        self.overrides.pop(reask, None)
         rec.update(status="pending", started_at=None, error=None)
         self.session.save()
         return True
