@@ -479,3 +479,44 @@ def test_the_typer_internals_yichui_patches_are_there_in_the_pinned_version():
     for name in ("ARGUMENTS_PANEL_TITLE", "OPTIONS_PANEL_TITLE", "COMMANDS_PANEL_TITLE", "DEFAULT_STRING",
                  "REQUIRED_LONG_STRING"):
         assert isinstance(getattr(ru, name), str), name
+
+
+def test_delete_removes_only_yichui_s_own_session_and_run_folder(home, tmp_path):
+    """Issue 46 (bad input, round four): `delete ""` deleted the newest session; a session file whose run_dir named
+    YICHUI_HOME (or "") deleted the whole home (or the current folder); deleting a copy of a session file deleted the
+    original's run folder. Each is now refused in one line, exit 2, nothing deleted."""
+    import shutil
+
+    from conftest import YICHUI, env_for
+    from wizard.session import Session
+
+    scratch = tmp_path / "cwd"  # a regression that deletes "the current folder" deletes only this
+    scratch.mkdir()
+
+    def yichui(home, *args):  # noqa: F811 - as conftest's, run in the scratch folder
+        return subprocess.run([YICHUI, *args], env=env_for(home), cwd=scratch, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+
+    keep = Session.new("finetune", h=home)
+    keep.save()
+    (keep.run_dir / "train").mkdir(parents=True)
+    (keep.run_dir / "train" / "checkpoint").write_text("precious")
+    r = yichui(home, "delete", "", "--yes")
+    assert r.returncode == 2 and "Name the session to delete" in r.stderr and keep.path.exists()
+    copy = tmp_path / "copy.json"
+    shutil.copy(keep.path, copy)
+    r = yichui(home, "delete", str(copy), "--yes")
+    assert r.returncode == 2 and "is not a session file of this YICHUI_HOME" in r.stderr, r.stderr
+    assert copy.exists() and (keep.run_dir / "train" / "checkpoint").exists()
+    odd = Session.new("finetune", h=home)
+    odd.data["run_dir"] = str(home)  # hand-edited to name the whole home
+    odd.save()
+    r = yichui(home, "delete", odd.id, "--yes")
+    assert r.returncode == 2 and "nothing deleted" in r.stderr, r.stderr
+    assert odd.path.exists() and keep.path.exists() and (keep.run_dir / "train" / "checkpoint").exists()
+    odd.data["run_dir"] = ""  # the current folder: an invalid session now, whose file alone goes
+    odd.save()
+    assert "'run_dir' is empty" in yichui(home, "show", odd.id).stderr
+    r = yichui(home, "delete", odd.id, "--yes")
+    assert r.returncode == 0 and "its run folder —" in r.stdout and not odd.path.exists(), r.stdout + r.stderr
+    assert keep.path.exists() and (keep.run_dir / "train" / "checkpoint").exists()

@@ -298,3 +298,22 @@ def test_a_byte_order_mark_and_a_line_that_is_not_utf8(tmp_path):
     with pytest.raises(data.DataError) as e:
         data.read(gbk)
     assert e.value.key == "data.not_text_at" and e.value.params["line"] == 3
+
+
+def test_raw_line_separators_and_broken_unicode_in_records(tmp_path):
+    """Issue 46 (bad input, round four): a record whose text holds U+2028 raw (json.dumps with ensure_ascii=False
+    writes it so) was split into two "not JSON" records; a lone surrogate (\\ud800) crashed training with
+    UnicodeEncodeError; a 100,000-deep line and a 5,000-digit number crashed the reader."""
+    good = {"instruction": "Line\u2028one", "output": "b"}
+    path = tmp_path / "d.jsonl"
+    path.write_text("\n".join([json.dumps(good, ensure_ascii=False), json.dumps({"instruction": "\ud800", "output": "b"}),
+                               "[" * 100_000, '{"instruction": ' + "9" * 5000 + ', "output": "b"}']) + "\n")
+    loaded = data.read(path)
+    assert loaded.conversations[0][0]["content"] == "Line\u2028one" and len(loaded.conversations) == 1
+    assert bad(loaded) == ["d.jsonl:2 ('instruction' holds text that is not valid Unicode (a lone surrogate such as "
+                           "\\ud800))", "d.jsonl:3 (not JSON)", "d.jsonl:4 (not JSON)"]
+    whole = tmp_path / "deep.json"
+    whole.write_text("[" * 100_000)
+    with pytest.raises(data.DataError) as e:
+        data.read(whole)
+    assert e.value.key == "data.bad_json"

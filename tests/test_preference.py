@@ -66,7 +66,19 @@ def test_malformed_pairs_are_named_by_line_with_the_reason(tmp_path):
         preference.read(write(tmp_path / "sft.jsonl", [{"instruction": Q, "output": A}]))
     assert e.value.key == "data.not_preference"
     kto = preference.read(write(tmp_path / "k.jsonl", [{"prompt": Q, "completion": A, "label": "yes"}]))
-    assert [i18n.render(m) for m in kto.bad] == ["k.jsonl:1 ('label' is yes, not true or false)"]
+    assert [i18n.render(m) for m in kto.bad] == ["k.jsonl:1 ('label' is \"yes\", not true or false)"]
+    # bad input, round four: these crashed the reader or were misnamed
+    odd = [{"prompt": [{"role": ["user"], "content": Q}], "chosen": A, "rejected": B},   # a role that is a list
+           {"prompt": "\ud800", "chosen": A, "rejected": B},                              # a lone surrogate
+           "[" * 100_000,                                                                 # too deep for the parser
+           '{"prompt": ' + "9" * 5000 + ', "chosen": "a", "rejected": "b"}',               # 5,000 digits
+           json.dumps({"prompt": "Line\u2028sep", "chosen": A, "rejected": B}, ensure_ascii=False)]  # raw U+2028
+    got = preference.read(write(tmp_path / "odd.jsonl", [{"prompt": Q, "chosen": A, "rejected": B}, *odd]))
+    assert [i18n.render(m) for m in got.bad] == [
+        "odd.jsonl:2 (role \"['user']\" is not one of system, user, assistant)",
+        "odd.jsonl:3 ('prompt' holds text that is not valid Unicode (a lone surrogate such as \\ud800))",
+        "odd.jsonl:4 (not JSON)", "odd.jsonl:5 (not JSON)"]
+    assert len(got.records) == 2 and got.records[1]["prompt"][0]["content"] == "Line\u2028sep"
 
 
 def test_the_demo_s_pairs_prefer_the_answer_to_what_was_asked():

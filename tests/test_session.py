@@ -339,3 +339,25 @@ def test_a_symbolic_link_loop_is_named_as_such_not_as_no_session(tmp_path):
 
     r = yichui(tmp_path, "show", str(tmp_path / "a"))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Cannot read the session file" in r.stderr
+
+
+@pytest.mark.parametrize("text,key", [
+    ("[" * 200_000, "session.not_json"),                                 # RecursionError in the parser
+    ('{"schema_version": ' + "9" * 5000 + "}", "session.not_json"),      # more digits than int() takes
+    ('{"schema_version": 1, "steps": []}', "session.invalid"),            # the migrations read step records
+    ('{"schema_version": 2, "steps": "abc"}', "session.invalid"),
+    ('{"schema_version": 3, "steps": {"train": 5}}', "session.invalid"),
+])
+def test_a_session_file_that_breaks_the_parser_or_the_migrations_is_refused_in_one_line(tmp_path, text, key):
+    """Issue 46 (bad input, round four): these crashed load with a traceback — and with it show --all, status and
+    delete for every session under that home."""
+    path = tmp_path / "sessions" / "x.json"
+    path.parent.mkdir()
+    path.write_text(text)
+    with pytest.raises(SessionError) as e:
+        Session.load(path)
+    assert e.value.key == key
+    from wizard.session import all_sessions
+
+    bad: list = []
+    assert all_sessions(tmp_path, bad) == [] and len(bad) == 1  # listed as unreadable, not a crash

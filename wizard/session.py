@@ -133,6 +133,8 @@ def _validate(data: Any, path: Path) -> None:
     for key, typ in (("id", str), ("task", str), ("steps", dict), ("run_dir", str), ("created_at", str)):
         if not isinstance(data.get(key), typ):
             bad(f"'{key}' missing or not a {typ.__name__}")
+    if not data["run_dir"].strip():  # "" is the current folder: never a session's run folder
+        bad("'run_dir' is empty")
     if data["task"] not in recipes.TASKS:
         bad(f"unknown task '{data['task']}' (tasks: {', '.join(recipes.TASKS)})")
     if list(data["steps"]) != list(recipes.STEPS):
@@ -245,15 +247,27 @@ class Session:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise SessionError("session.not_json", path=str(path), line=e.lineno, col=e.colno, error=e.msg) from None
+        except (RecursionError, ValueError) as e:  # nested 100,000 deep; an integer of more than 4,300 digits
+            raise SessionError("session.not_json", path=str(path), line="?", col="?",
+                               error=type(e).__name__ + ": " + str(e).splitlines()[0][:80]) from None
         if not isinstance(data, dict) or not isinstance(data.get("schema_version"), int):
             raise SessionError("session.invalid", path=str(path), what="'schema_version' missing or not an integer")
         version = data["schema_version"]
         if version > SCHEMA_VERSION:
             raise SessionError("session.newer", path=str(path), version=version, known=SCHEMA_VERSION)
+        if version < SCHEMA_VERSION and not (isinstance(data.get("steps"), dict)
+                                             and all(isinstance(r, dict) for r in data["steps"].values())):
+            # the migrations read each step's record: the shape first, as the validation does after them
+            raise SessionError("session.invalid", path=str(path), what="'steps' is not an object of step records")
         while version < SCHEMA_VERSION:
             if version not in MIGRATIONS:
                 raise SessionError("session.no_migration", path=str(path), version=version)
-            data = MIGRATIONS[version](data)
+            try:
+                data = MIGRATIONS[version](data)
+            except (KeyError, TypeError, AttributeError, ValueError) as e:  # an old file edited by hand
+                raise SessionError("session.invalid", path=str(path),
+                                   what=f"schema {version} could not be migrated ({type(e).__name__}: {e})"[:200]) \
+                    from None
             version = data["schema_version"] = version + 1
         _validate(data, path)
         return cls(path, data)

@@ -98,16 +98,20 @@ def _read_rows(path: Path) -> list[tuple[int, object]]:
             data = json.loads(text)
         except json.JSONDecodeError as e:
             raise DataError("data.bad_json", path=str(path), line=e.lineno, error=e.msg) from None
+        except (RecursionError, ValueError) as e:  # nested too deep; an integer of more than 4,300 digits
+            raise DataError("data.bad_json", path=str(path), line="?", error=type(e).__name__) from None
         if not isinstance(data, list):
             raise DataError("data.not_a_list", path=str(path))
         return list(enumerate(data, 1))
     rows = []
-    for n, line in enumerate(text.splitlines(), 1):
+    # JSON lines end at "\n" only: str.splitlines also splits at U+2028 and other separators a record's text may
+    # hold raw (json.dumps(ensure_ascii=False) writes them so), which made one good record two "not JSON" ones
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
             rows.append((n, json.loads(line)))
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError, ValueError):  # also too deep, or 4,300+ digits
             rows.append((n, None))  # a malformed line: listed with the other bad records
     return rows
 
@@ -159,7 +163,19 @@ def _text(value, required: bool = True, name: str = "content") -> str:
         raise BadRecord("data.why.empty" if value is None else "data.why.not_text", field=name)
     if required and not value.strip():
         raise BadRecord("data.why.empty", field=name)
+    if not valid_unicode(value):
+        raise BadRecord("data.why.bad_unicode", field=name)
     return value
+
+
+def valid_unicode(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8: a JSON escape such as \\ud800 decodes to a lone surrogate, which the
+    tokenizer and every file write then fail on (a traceback before)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _turns(items, role_key: str, text_key: str, roles: dict, images: list | None = None) -> list[dict]:
@@ -169,7 +185,7 @@ def _turns(items, role_key: str, text_key: str, roles: dict, images: list | None
     for m in items:
         if not isinstance(m, dict):
             raise BadRecord("data.why.turn_not_object")
-        if m.get(role_key) not in roles:
+        if not isinstance(m.get(role_key), str) or m.get(role_key) not in roles:  # a list is no role (unhashable)
             raise BadRecord("data.why.bad_role", key=role_key, role=str(m.get(role_key))[:40],
                             roles=", ".join(roles))
         role, value = roles[m[role_key]], m.get(text_key)

@@ -14,13 +14,14 @@ record is named by its line with the reason (``data.why.*``), never silently dro
 """
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from recipes.base import Msg
 from recipes.data.datasets import (OPENAI_ROLES, SAMPLE_SEED, BadRecord, DataError, SUFFIXES, _read_rows,
-                                   refuse_bad, split_sample)
+                                   refuse_bad, split_sample, valid_unicode)
 
 PAIRED, UNPAIRED = "preference", "unpaired"  # DPO's pairs, KTO's labelled replies
 FORMATS = (PAIRED, UNPAIRED)
@@ -55,6 +56,8 @@ def _turns(value: object, name: str, last: str | None) -> list[dict]:
     if isinstance(value, str):
         if not value.strip():
             raise BadRecord("data.why.empty", field=name)
+        if not valid_unicode(value):
+            raise BadRecord("data.why.bad_unicode", field=name)
         return [{"role": last or "user", "content": value}]
     if not isinstance(value, list) or not value:
         raise BadRecord("data.why.empty" if value in (None, []) else "data.why.not_text", field=name)
@@ -62,12 +65,15 @@ def _turns(value: object, name: str, last: str | None) -> list[dict]:
     for m in value:
         if not isinstance(m, dict):
             raise BadRecord("data.why.turn_not_object")
-        if m.get("role") not in OPENAI_ROLES:
+        if not isinstance(m.get("role"), str) or m.get("role") not in OPENAI_ROLES:
             raise BadRecord("data.why.bad_role", key="role", role=str(m.get("role"))[:40],
                             roles=", ".join(OPENAI_ROLES))
         text = m.get("content")
         if not isinstance(text, str) or (not text.strip() and m["role"] != "system"):
-            raise BadRecord("data.why.empty" if not text else "data.why.not_text", field=f"{name}.content")
+            raise BadRecord("data.why.empty" if text in (None, "") or (isinstance(text, str) and not text.strip())
+                            else "data.why.not_text", field=f"{name}.content")
+        if not valid_unicode(text):
+            raise BadRecord("data.why.bad_unicode", field=f"{name}.content")
         out.append({"role": OPENAI_ROLES[m["role"]], "content": text})
     if last is not None and out[-1]["role"] != last:
         raise BadRecord("data.why.last_not", field=name, role=out[-1]["role"], wanted=last)
@@ -78,7 +84,7 @@ def to_record(row: dict, form: str) -> dict:
     """One row in TRL's conversational form. Raises BadRecord with the reason."""
     if form == UNPAIRED:
         if not isinstance(row.get("label"), bool):
-            raise BadRecord("data.why.label_not_bool", value=str(row.get("label"))[:20])
+            raise BadRecord("data.why.label_not_bool", value=json.dumps(row.get("label"))[:20])
         return {"prompt": _turns(row.get("prompt"), "prompt", "user"),
                 "completion": _turns(row.get("completion"), "completion", "assistant"), "label": row["label"]}
     if "prompt" in row:  # explicit prompt

@@ -487,12 +487,16 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
     # as the trainer loads it (recipes/training/worker.py; recipes/model/vision.py has_causal_lm)
     vlm = isinstance(config.get("vision_config"), dict) and config["model_type"] not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
     auto = AutoModelForImageTextToText if vlm else AutoModelForCausalLM
+    if "quantization_config" in config and not isinstance(config["quantization_config"], dict):
+        # transformers fails on it deep inside (AttributeError: 'str' object has no attribute 'to_dict')
+        raise ConfigError("memory.bad_config", model_type=config.get("model_type"),
+                          error=f"quantization_config is {str(config['quantization_config'])[:40]!r}, not an object")
     try:
         with torch.device("meta"):
             model = auto.from_config(cfg, trust_remote_code=bool(code_dir))
-    except (ValueError, KeyError, TypeError) as e:
-        raise ConfigError("memory.unknown_architecture", model_type=config.get("model_type"),
-                          error=str(e).splitlines()[0][:120]) from None
+    except (ValueError, KeyError, TypeError, AttributeError) as e:  # a field of the wrong type transformers trips on
+        key = "memory.bad_config" if isinstance(e, AttributeError) else "memory.unknown_architecture"
+        raise ConfigError(key, model_type=config.get("model_type"), error=str(e).splitlines()[0][:120]) from None
     params = list(model.parameters())
     n_params = sum(p.numel() for p in params)
     linears: dict[str, list[int]] = {}

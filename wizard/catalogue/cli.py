@@ -256,6 +256,15 @@ MESSAGES = {
                                      "zh": "--master-weights 只用于全参微调（--method full 或 galore），不适用于 {method}：请去掉它。"},
     "cli.offload_needs_sharding": {"en": "--offload moves ZeRO or FSDP states to CPU memory: add --distribution zero1, zero2, zero3 or fsdp2; or leave it out.",
                                    "zh": "--offload 把 ZeRO 或 FSDP 的状态移到 CPU 内存：请加上 --distribution zero1、zero2、zero3 或 fsdp2；或去掉它。"},
+    "cli.delete.no_session": {"en": "Name the session to delete (an id or a path): `yichui show --all` lists them.",
+                              "zh": "请指明要删除的会话（ID 或路径）：`yichui show --all` 会列出它们。"},
+    "cli.delete.not_in_home": {"en": "{path} is not a session file of this YICHUI_HOME ({sessions}): delete only removes "
+                                     "sessions there; remove a copy with rm.",
+                               "zh": "{path} 不是当前 YICHUI_HOME 的会话文件（{sessions}）：delete 只删除那里的会话；副本请用 rm 删除。"},
+    "cli.delete.odd_run_dir": {"en": "{path} names the run folder {run}, not {expected}: nothing deleted (a hand-edited "
+                                     "file?). Fix its run_dir, or remove the files yourself.",
+                               "zh": "{path} 指向的运行目录是 {run}，而不是 {expected}：未删除任何内容（文件被手动修改过？）。"
+                                     "请修正其 run_dir，或自行删除文件。"},
     "cli.options_disagree": {"en": "{one} and {other} disagree: give one of them.",
                              "zh": "{one} 与 {other} 相互矛盾：请只给出其中一个。"},
     "cli.chat.bad_endpoint": {"en": "{endpoint!r} is not an http(s) URL: give the server's base, e.g. http://127.0.0.1:8000/v1.",

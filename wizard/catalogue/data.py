@@ -37,6 +37,8 @@ MESSAGES = {
     "data.why.no_user_turn": {"en": "no user turn", "zh": "没有用户轮次"},
     "data.why.last_not_assistant": {"en": "the last turn is the {role}'s, not the assistant's",
                                     "zh": "最后一轮属于 {role}，而不是 assistant"},
+    "data.why.bad_unicode": {"en": "'{field}' holds text that is not valid Unicode (a lone surrogate such as \\ud800)",
+                             "zh": "“{field}”包含无效的 Unicode 文本（例如单独的代理项 \\ud800）"},
     "data.why.last_not": {"en": "'{field}' ends with the {role}'s turn, not the {wanted}'s",
                           "zh": "“{field}”以 {role} 的轮次结尾，而不是 {wanted} 的"},
     "data.why.label_not_bool": {"en": "'label' is {value}, not true or false", "zh": "“label”为 {value}，不是 true 或 false"},

@@ -249,8 +249,10 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     from recipes import jobs
     from wizard.session import Session, SessionError, find
 
-    from wizard.session import sessions_dir
+    from wizard.session import home, sessions_dir
 
+    if not session.strip():  # an empty SESSION ("$ID" unset) would mean the newest one: never for a deletion
+        raise fail("cli.delete.no_session")
     path: Path | None = None
     try:
         path = find(session)
@@ -272,7 +274,15 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
             s.lock()
         except SessionError as e:
             raise refused(e)
+    # only yichui's own: the session file under YICHUI_HOME/sessions/ (a copy elsewhere names another's run folder)
+    # and the run folder YICHUI_HOME/runs/<its id> — never a folder the file's run_dir merely names (a hand-edited
+    # "" or YICHUI_HOME would have taken the current folder or every session with it)
+    if path.resolve().parent != sessions_dir().resolve() or path.is_symlink():
+        raise fail("cli.delete.not_in_home", path=str(path), sessions=str(sessions_dir()))
+    expected = (home() / "runs" / path.stem).resolve()
     run_dir = s.run_dir if s is not None else None
+    if run_dir is not None and (not str(run_dir).strip() or run_dir.resolve() != expected):
+        raise fail("cli.delete.odd_run_dir", path=str(path), run=str(run_dir), expected=str(expected))
     size = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file()) if run_dir and run_dir.is_dir() else 0
     ui = new_ui()
     if not yes:
