@@ -23,7 +23,7 @@ from recipes.training import backends, backup, nvme
 from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
-    OPTIMIZERS, \
+    OPTIMIZERS, TARGETS, \
     TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, limits
 
 name = "choose_strategy"
@@ -32,8 +32,7 @@ requires = ("select_model", "evaluate_memory")
 
 def _targets_check(known: list[str]):
     def check(v, a):
-        ok = v == "all-linear" or re.fullmatch(r"[A-Za-z_][\w.]*(,[A-Za-z_][\w.]*)*", v.replace(" ", ""))
-        if not ok:
+        if not TARGETS.fullmatch(v.replace(" ", "")):  # the spec's own rule
             return msg("choose_strategy.bad_targets", value=v)
         unknown = [t.strip() for t in v.split(",") if known and v != "all-linear" and t.strip() not in known]
         return msg("choose_strategy.unknown_targets", targets=", ".join(unknown), known=", ".join(known)) \

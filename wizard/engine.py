@@ -119,10 +119,10 @@ def _same(raw: Any, recorded: Any) -> bool:
 LONGEST = 240  # characters of a value an error line echoes: a 100,000-character --set was echoed whole (item 21)
 
 
-def _clip(value: Any) -> Any:
-    """A value as an error line echoes it: whole up to LONGEST characters, else its start and its length."""
-    if isinstance(value, str) and len(value) > LONGEST:
-        return f"{value[:LONGEST // 2]}…({len(value):,} characters)"
+def _clip(value: Any, longest: int = LONGEST) -> Any:
+    """A value as an error line echoes it: whole up to ``longest`` characters, else its start and its length."""
+    if isinstance(value, str) and len(value) > longest:
+        return f"{value[:longest // 2]}…({len(value):,} characters)"
     return value
 
 
@@ -263,17 +263,17 @@ class Engine:
                 yield "replay", raw
             else:  # e.g. the saved port is taken now (the replayed session's own server)
                 self.ui.warn(i18n.t("engine.replay_gives_way", name=f"{step}.{q.key}", value=_clip(raw),
-                                    reason=i18n.render(err)))
+                                    reason=_clip(i18n.render(err), 4 * LONGEST)))
         if q.key in resumed:
             value, err = check(q, resumed[q.key], answers)
             if err is None:
                 yield "resumed", value
             elif self.prompter is None and not q.volatile:  # a decision: --yes stops as a replay does (item 11)
                 raise AnswerError(msg("answer.invalid", name=f"{step}.{q.key}", value=_clip(resumed[q.key]),
-                                      reason=i18n.render(err)))
+                                      reason=_clip(i18n.render(err), 4 * LONGEST)))
             else:  # never silently (issue 20, item 11): interactively it is asked again, the next source pre-filled
                 self.ui.warn(i18n.t("engine.resumed_invalid" if self.prompter else "engine.resumed_gives_way",
-                                    name=f"{step}.{q.key}", value=_clip(resumed[q.key]), reason=i18n.render(err)))
+                                    name=f"{step}.{q.key}", value=_clip(resumed[q.key]), reason=_clip(i18n.render(err), 4 * LONGEST)))
         if q.key in self.defaults.get(step, {}):
             yield "default", self.defaults[step][q.key]
         default = q.resolve_default(answers)
@@ -357,7 +357,7 @@ class Engine:
                     self.session.save()
                     continue
                 self.ui.warn(i18n.t("engine.implied_invalid", name=f"{name}.{q.key}", value=settled[0],
-                                    source=settled[1], reason=i18n.render(err)))
+                                    source=settled[1], reason=_clip(i18n.render(err), 4 * LONGEST)))
             source, raw = next(self._candidates(name, q, resumed, answers, earlier), (None, None))
             if self.prompter is None:
                 if source is None:
@@ -366,7 +366,7 @@ class Engine:
                 value, err = (raw, None) if source == "resumed" else check(q, raw, answers)
                 if err is not None:
                     raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=_clip(raw),
-                                          reason=i18n.render(err)))
+                                          reason=_clip(i18n.render(err), 4 * LONGEST)))
             else:
                 value, err = check(q, raw, answers) if source == "set" else (None, None)
                 if source == "set" and err is None:  # --set wins over every source: not asked (item 11)
@@ -377,7 +377,7 @@ class Engine:
                 else:
                     if err is not None:
                         self.ui.warn(i18n.t("engine.preset_invalid", name=f"{name}.{q.key}", value=_clip(raw),
-                                            reason=i18n.render(err)))
+                                            reason=_clip(i18n.render(err), 4 * LONGEST)))
                         self._unlocked.add(q.key)
                     outcome, value = self._ask(name, q, raw, answers, by_key)
                     if outcome == "back":  # ask from that question on again, what was given pre-filled
@@ -442,7 +442,7 @@ class Engine:
                     continue
                 if err is not None:
                     raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=_clip(sets[q.key]),
-                                          reason=i18n.render(err)))
+                                          reason=_clip(i18n.render(err), 4 * LONGEST)))
 
     # -- running -----------------------------------------------------------------------------------------------
     def run(self) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,8 @@ UNSLOTH_METHODS = ("lora", "qlora", "full")  # what unsloth trains and bench/res
 # what the training optimizes: supervised fine-tuning on replies, or Direct Preference Optimization on pairs of a
 # preferred and a rejected reply (trl's DPOTrainer; recipes/data/preference.py). KTO, GRPO: not yet (issue 47)
 OBJECTIVES = ("sft", "dpo")
+# LoRA targets: peft's "all-linear", or module names separated by commas (",,," names none)
+TARGETS = re.compile(r"all-linear|[A-Za-z_][\w.]*(,[A-Za-z_][\w.]*)*")
 
 
 def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float | None = None,
@@ -210,8 +213,8 @@ class TrainingSpec:
             raise Refusal("choose_strategy.offload_all_needs_zero3")
         if (conflict := self.sequence_parallel_conflict()) is not None:
             raise Refusal(conflict[0], **conflict[1])
-        if self.method not in FULL_WEIGHTS and not self.lora_targets.strip():
-            raise Refusal("choose_strategy.bad_targets", value=self.lora_targets)
+        if self.method not in FULL_WEIGHTS and not TARGETS.fullmatch(self.lora_targets.replace(" ", "")):
+            raise Refusal("choose_strategy.bad_targets", value=self.lora_targets[:80])
         if self.liger and self.compile_layers:  # Liger's kernels break the compiled graph: 2.2× slower measured
             raise Refusal("choose_strategy.liger_and_compile")
         if self.method == "qlora" and self.compile_layers:  # 2.1× the eager trainer's memory measured, not modelled
