@@ -392,6 +392,13 @@ CATALOGUE = [
          lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("no-hidden-size", {
              "config.json": json.dumps({k: v for k, v in json.loads((e.tiny / "config.json").read_text()).items()
                                         if k != "hidden_size"})}))),
+    Case("config-architectures-a-string", "config.json's architectures as one string (read letter by letter and "
+         "called encoder-only)", "memory.bad_config",
+         lambda e: ["estimate", e.folder("arch-str", {"config.json": json.dumps(
+             json.loads((e.tiny / "config.json").read_text()) | {"architectures": "Qwen2ForCausalLM"})})]),
+    Case("config-no-context", "config.json's max_position_embeddings 0 (priced a context of a million tokens)",
+         "memory.bad_dimension", lambda e: ["estimate", e.folder("mpe0", {"config.json": json.dumps(
+             json.loads((e.tiny / "config.json").read_text()) | {"max_position_embeddings": 0})})]),
     Case("estimate-hub-unreachable", "yichui estimate of a hub id with the hub out of reach (said nothing of a "
          "local config.json)", "cli.estimate.unreachable",
          lambda e: ["estimate", "org/model", "--endpoint", "http://127.0.0.1:9"], code=1),

@@ -171,3 +171,12 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
     with pytest.raises(Refusal) as e:
         replace(dpo, objective="kto").check()  # not yet: said by the choices
     assert e.value.key == "memory.bad_choice"
+
+
+def test_a_sample_of_no_records_is_said_as_the_supervised_reader_says_it(tmp_path):
+    path = write(tmp_path / "p.jsonl", [{"prompt": Q, "chosen": A, "rejected": B}])
+    for ref in (f"{path}#0", f"{path}#-1", f"{path}#abc"):
+        with pytest.raises(datasets.DataError) as e:
+            preference.read(ref)
+        assert e.value.key == "data.bad_sample", ref
+    assert len(preference.read(f"{path}#5").records) == 1

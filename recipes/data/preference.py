@@ -113,6 +113,9 @@ def read(ref: str | Path) -> Preferences:
             preference form (``data.not_preference``).
     """
     path, sample = split_sample(ref)
+    head, hash_, tail = str(ref).rpartition("#")
+    if hash_ and (sample == 0 or (sample is None and Path(head).exists())):
+        raise DataError("data.bad_sample", path=head, value=tail)  # file.jsonl#0, #-5, #abc: as the SFT reader says
     if path.is_dir():
         raise DataError("data.is_folder", path=str(path))
     if not path.is_file():

@@ -300,7 +300,9 @@ SHAPE_FIELDS = ("hidden_size", "num_hidden_layers", "vocab_size", "num_attention
 # larger one is a broken file, and building it even on the meta device would take minutes and gigabytes)
 DIMENSION_LIMITS = {"hidden_size": 1 << 17, "num_hidden_layers": 1024, "vocab_size": 1 << 22,
                     "num_attention_heads": 4096, "num_key_value_heads": 4096, "intermediate_size": 1 << 20,
-                    "head_dim": 4096, "num_local_experts": 4096, "num_experts": 4096, "moe_intermediate_size": 1 << 20}
+                    "head_dim": 4096, "num_local_experts": 4096, "num_experts": 4096, "moe_intermediate_size": 1 << 20,
+                    # 0 was accepted and priced a "longest context" of a million tokens (bad input, round four)
+                    "max_position_embeddings": 1 << 24}
 
 
 # MoE families whose expert width is its own field (moe_intermediate_size); Mixtral's experts use intermediate_size
@@ -315,6 +317,12 @@ def check_dimensions(config: dict) -> None:
     Raises:
         ConfigError: ``memory.bad_dimension`` naming the field and its value.
     """
+    # fields of the wrong type that transformers would trip on, or read letter by letter (architectures as one
+    # string was listed "Q, w, e, n, 2, …" and called encoder-only)
+    for key, typ, what in (("model_type", str, "a text"), ("architectures", list, "a list")):
+        if key in config and not isinstance(config[key], typ):
+            raise ConfigError("memory.bad_config", model_type=str(config.get("model_type"))[:40],
+                              error=f"{key} is {json.dumps(config[key])[:40]}, not {what}")
     for part in (config, config.get("text_config")):
         if not isinstance(part, dict):
             continue

@@ -21,6 +21,17 @@ def _estimate_config(model: str, source: str | None, endpoint: str | None, revis
     local = Path(model).expanduser()
     if local.name == "config.json" and local.is_file():  # the file itself given: its folder is the model
         local, model = local.parent, str(local.parent)
+    elif local.suffix == ".json" and local.is_file() and source in (None, "local"):
+        # a config saved under another name (cfgs/qwen-7b.json): read as it is, as estimate needs nothing else
+        import json
+
+        try:
+            config = json.loads(local.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+            raise fail("hub.bad_config", repo=str(local), error=str(e).splitlines()[0][:120] if str(e) else "?")
+        if not isinstance(config, dict):
+            raise fail("hub.bad_config", repo=str(local), error="not a JSON object")
+        return config
     if source not in (None, "hf", "modelscope", "local"):
         raise fail("hub.unknown_source", source=source, sources="hf, modelscope, local")
     looks_local = model.startswith((".", "/", "~")) or model.count("/") != 1  # a hub id is org/name
