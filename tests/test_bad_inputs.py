@@ -366,6 +366,8 @@ CATALOGUE = [
          setup=lambda e: (e.tmp / "a-file").write_text("x") and e.extra.update(HF_HOME=str(e.tmp / "a-file" / "hf"))),
     Case("revision-path-traversal", "a revision of ../../../etc (was called 'not a transformers model')",
          "select_model.bad_revision", lambda e: hub_run(e, "select_model.revision=../../../etc")),
+    Case("model-path-is-dev-null", "/dev/null given as the model folder (was told to use its parent)", "hub.not_a_folder",
+         lambda e: ys("select_model.source=local", "select_model.path=/dev/null")),
     Case("zero-byte-weights", "a local model whose model.safetensors is 0 bytes (reached training)",
          "memory.weights_unreadable", lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/zero"),
          setup=lambda e: broken_weights(e, "zero", b"")),

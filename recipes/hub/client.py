@@ -217,7 +217,9 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
     if source == "local":
         p = Path(ref).expanduser() / "config.json"
         if p.parent.exists() and not p.parent.is_dir():  # a file (config.json itself, a weights file): its folder
-            raise StepError("hub.file_not_folder", path=str(p.parent), folder=str(p.parent.parent))
+            if (p.parent.parent / "config.json").is_file():
+                raise StepError("hub.file_not_folder", path=str(p.parent), folder=str(p.parent.parent))
+            raise StepError("hub.not_a_folder", path=str(p.parent))  # a FIFO, /dev/null, a file elsewhere
         if not p.parent.is_dir():
             raise StepError("hub.no_such_folder", path=str(Path(ref).expanduser()))
         if not p.is_file():

@@ -39,6 +39,9 @@ MESSAGES = {
     "hub.file_not_folder": {"en": "{path} is a file, not a folder: give the folder of a transformers model (the one "
                                   "holding config.json, e.g. {folder}).",
                             "zh": "{path} 是文件而不是文件夹：请给出 transformers 模型的文件夹（包含 config.json 的那个，例如 {folder}）。"},
+    "hub.not_a_folder": {"en": "{path} is not a folder: give the folder of a transformers model (the one holding "
+                               "config.json).",
+                         "zh": "{path} 不是文件夹：请给出 transformers 模型的文件夹（包含 config.json 的那个）。"},
     "hub.no_such_folder": {"en": "{path} does not exist: give the folder of a transformers model.",
                            "zh": "{path} 不存在：请给出 transformers 模型所在的目录。"},
     "hub.no_local_model": {"en": "{path} holds no config.json: give the folder of a transformers model.",
