@@ -255,10 +255,6 @@ class Session:
         version = data["schema_version"]
         if version > SCHEMA_VERSION:
             raise SessionError("session.newer", path=str(path), version=version, known=SCHEMA_VERSION)
-        if version < SCHEMA_VERSION and not (isinstance(data.get("steps"), dict)
-                                             and all(isinstance(r, dict) for r in data["steps"].values())):
-            # the migrations read each step's record: the shape first, as the validation does after them
-            raise SessionError("session.invalid", path=str(path), what="'steps' is not an object of step records")
         while version < SCHEMA_VERSION:
             if version not in MIGRATIONS:
                 raise SessionError("session.no_migration", path=str(path), version=version)
