@@ -393,12 +393,12 @@ def _checkpointing_arg() -> str:
     return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
 
 
-def sft_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool, images: bool = False,
-               swap: SwapShape | None = None, hidden: int = 0):
-    """trl's SFTConfig for the spec: the TrainingSpec's names mapped onto the Trainer's. ``images``: image-text
-    records, never truncated (a cut through an image's tokens fails the batch: trl's own warning). ``swap``:
-    the model's parameter sizes for NVMe offload, ``hidden`` its hidden size for DeepSpeed's buckets
-    (:func:`distribution_args`)."""
+def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool, images: bool = False,
+                   swap: SwapShape | None = None, hidden: int = 0):
+    """trl's SFTConfig (DPOConfig for the dpo objective) for the spec: the TrainingSpec's names mapped onto the
+    Trainer's. ``images``: image-text records, never truncated (a cut through an image's tokens fails the batch:
+    trl's own warning). ``swap``: the model's parameter sizes for NVMe offload, ``hidden`` its hidden size for
+    DeepSpeed's buckets (:func:`distribution_args`)."""
     from trl import DPOConfig, SFTConfig
 
     CHECKPOINTING_ARG = _checkpointing_arg()
@@ -546,7 +546,7 @@ def injected_oom(at: int, over: int, micro_batch: int):
 
 
 def model_sizes(spec: TrainerJob, vlm: bool) -> dict:
-    """:func:`sft_config`'s ``swap`` and ``hidden`` from the config alone (the model on the meta device), for a
+    """:func:`trainer_config`'s ``swap`` and ``hidden`` from the config alone (the model on the meta device), for a
     config that must exist before the model loads (ZeRO-3's zero.Init)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
@@ -617,7 +617,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     zero_init = spec.distribution == "zero3"
     args = None
     if zero_init:
-        args = sft_config(spec, ckpt_dir, device, bf16, bool(val_convs), images=vlm, **model_sizes(spec, vlm))
+        args = trainer_config(spec, ckpt_dir, device, bf16, bool(val_convs), images=vlm, **model_sizes(spec, vlm))
         _ = args.device  # accelerate's process group, which zero.Init reads the world size from
         import deepspeed
 
@@ -659,7 +659,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         # the language model trains; the vision tower and projector keep their weights unless chosen to train
         vision.freeze_vision(model, tower=spec.freeze_vision_tower, projector=spec.freeze_projector)
     if args is None:
-        args = sft_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm,
+        args = trainer_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm,
                           swap=SwapShape.of([(n, p.numel()) for n, p in model.named_parameters()]),
                           hidden=int(model.config.get_text_config().hidden_size))
 
