@@ -60,7 +60,8 @@ def spec(row: dict) -> TrainingSpec:
     return TrainingSpec(method=row["method"], lora_rank=16, lora_alpha=32, lora_targets="all-linear",
                         lora_dropout=k.get("lora_dropout", 0.05), activation_checkpointing=row["ckpt"],
                         seq_len=row["seq"], micro_batch=row["batch"], grad_accum=1,
-                        compile_layers=bool(k.get("compile_layers")), master_weights=k.get("master_weights", "fp32"))
+                        compile_layers=bool(k.get("compile_layers")), master_weights=k.get("master_weights", "fp32"),
+                        objective=k.get("objective", "sft"), liger=bool(k.get("liger")))
 
 
 _SHAPES: dict = {}
@@ -96,7 +97,7 @@ def fit(rows: list[dict]) -> dict[str, float]:
 
 def predict(row: dict, seconds_per: dict) -> float:
     """Predicted tokens/s of ``row`` on the H200 with ``seconds_per`` (the grid's plans: gradient accumulation 1)."""
-    return row["batch"] * row["seq"] / planner.step_seconds(shape(row["shape"]), spec(row), planner.FIT_GPU,
+    return planner.sequences_per_record(spec(row)) * row["batch"] * row["seq"] / planner.step_seconds(shape(row["shape"]), spec(row), planner.FIT_GPU,
                                                              seconds_per)
 
 

@@ -167,6 +167,27 @@ def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int, numbere
                                              {"role": "assistant", "content": text}]}) + "\n")
 
 
+def synthetic_preferences(path: Path, tokenizer_dir: Path, seq: int, n: int) -> None:
+    """Preference pairs (prompt, chosen, rejected as messages: recipes/data/preference.py's explicit form) whose
+    answers alone exceed ``seq`` tokens, so DPO's batch is 2 × micro-batch × ``seq`` tokens (trl's max_length cuts
+    prompt + answer at ``seq``); chosen and rejected are different texts."""
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    words = "model memory token layer batch weight gradient optimizer adapter rank attention logits".split()
+    texts = []
+    for seed in (seq, seq + 1):
+        rng, text = random.Random(seed), ""
+        while len(tok(text)["input_ids"]) < seq + 64:
+            text += " ".join(rng.choice(words) for _ in range(256)) + ". "
+        texts.append(text)
+    with open(path, "w") as f:
+        for i in range(n):
+            f.write(json.dumps({"prompt": [{"role": "user", "content": f"Write text {i}."}],
+                                "chosen": [{"role": "assistant", "content": texts[0]}],
+                                "rejected": [{"role": "assistant", "content": texts[1]}]}) + "\n")
+
+
 def trainer_job(spec: dict):
     """``spec`` as the trainer reads it (a TrainerJob). A key that is no field of TrainerJob is refused: from_dict
     would leave it out and the row would measure the default instead."""

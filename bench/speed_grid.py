@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,6 +70,34 @@ FAMILIES = {"gemma3-1b", "glm4-9b", "qwen3-30b-a3b"}
 MOE = {"qwen3-30b-a3b"}
 SMALL = {"qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "qwen2.5-3b", "phi3-mini"}
 QLORA_SHAPES = {"qwen2.5-1.5b", "llama3.1-8b", "qwen3-8b"}
+# issue 47: DPO through the trainer (trl's DPOTrainer: chosen and rejected of each pair in one forward; the reference
+# the base with the adapter off under LoRA/QLoRA, a frozen copy for a full fine-tune); ``--set dpo``
+DPO_ROWS = [
+    ("lora", True, 2048, 1, {"objective": "dpo"}),
+    ("lora", False, 2048, 1, {"objective": "dpo"}),
+    ("lora", True, 2048, 4, {"objective": "dpo"}),
+    ("lora", True, 8192, 1, {"objective": "dpo"}),
+]
+DPO_FULL_ROWS = [("full", True, 2048, 2, {"objective": "dpo", "master_weights": "bf16"}),
+                 ("full", True, 2048, 1, {"objective": "dpo"})]  # fp32 masters: yichui's bf16 reference
+DPO_QLORA_ROWS = [("qlora", True, 2048, 1, {"objective": "dpo"})]
+DPO_SHAPES = {"qwen2.5-0.5b": DPO_ROWS + DPO_FULL_ROWS, "qwen2.5-3b": DPO_ROWS + DPO_QLORA_ROWS,
+              "llama3.1-8b": DPO_ROWS + DPO_QLORA_ROWS}
+# issue 44: Liger's kernels (fused RMSNorm, SwiGLU, RoPE and the chunked linear + cross-entropy) in the trainer;
+# ``--set liger`` (liger-kernel must be importable)
+LIGER_ROWS = [
+    ("lora", True, 2048, 1, {"liger": True}),
+    ("lora", False, 2048, 2, {"liger": True, "lora_dropout": 0.0}),
+    ("lora", True, 8192, 1, {"liger": True}),
+    ("lora", True, 2048, 4, {"liger": True}),
+]
+LIGER_FULL_ROWS = [("full", True, 2048, 4, {"liger": True, "master_weights": "bf16"})]
+LIGER_SHAPES = {"qwen2.5-0.5b": LIGER_ROWS + LIGER_FULL_ROWS, "llama3.2-1b": LIGER_ROWS + LIGER_FULL_ROWS,
+                "qwen2.5-7b": LIGER_ROWS, "mistral-7b": LIGER_ROWS}
+# yichui's side of bench/dpo_peer.py (TRL's own DPO script on the same job): the same settings, and compiled layers
+DPO_PEER_ROWS = [("lora", True, 2048, 2, {"objective": "dpo"}),
+                 ("lora", True, 2048, 2, {"objective": "dpo", "compile_layers": True})]
+SETS = {"dpo": DPO_SHAPES, "liger": LIGER_SHAPES, "dpo-peer": {"qwen2.5-3b": DPO_PEER_ROWS}}
 # device calls: shapes in the order they run (small first: a call cut short keeps whole shapes)
 CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.5-3b"],
          2: ["qwen2.5-7b", "mistral-7b", "llama3.1-8b"],
@@ -79,11 +108,19 @@ CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.
 HELD_OUT = ("llama3.2-1b", "phi3-mini", "mistral-7b", "qwen3-8b") + tuple(sorted(FAMILIES))
 
 
-def rows_for(shape: str) -> list[tuple]:
+def rows_for(shape: str, row_set: str = "grid") -> list[tuple]:
+    if row_set != "grid":
+        return SETS[row_set].get(shape, [])
     if shape in FAMILIES:
         return [(m, c, q, b, k | {"lora_dropout": 0.0}) if shape in MOE else (m, c, q, b, k)
                 for m, c, q, b, k in FAMILY_ROWS]
     return LORA_ROWS + (FULL_ROWS if shape in SMALL else []) + (QLORA_ROWS if shape in QLORA_SHAPES else [])
+
+
+def needs_weights(row: tuple) -> bool:
+    """QLoRA quantizes while loading, and a full fine-tune's DPO reference is loaded from the folder (trl, and
+    yichui's bf16 reference): both need written weights; the other rows build random ones in place."""
+    return row[0] == "qlora" or (row[0] == "full" and row[4].get("objective") == "dpo")
 
 
 def row_id(shape: str, row: tuple) -> str:
@@ -98,7 +135,7 @@ def job_for(shape: str, row: tuple, model_dir: Path, data: Path, steps: int, dev
     from memory_accuracy import trainer_job
 
     method, ckpt, seq, mb, knobs = row
-    return trainer_job({"model_dir": str(model_dir), "init": "pretrained" if method == "qlora" else "random",
+    return trainer_job({"model_dir": str(model_dir), "init": "pretrained" if needs_weights(row) else "random",
                         "method": method, "lora_rank": 16, "lora_alpha": 32, "lora_targets": "all-linear",
                         "activation_checkpointing": ckpt, "dataset_path": str(data), "seq_len": seq,
                         "micro_batch": mb, "grad_accum": 1, "learning_rate": 1e-5, "max_steps": steps,
@@ -109,16 +146,17 @@ def job_for(shape: str, row: tuple, model_dir: Path, data: Path, steps: int, dev
 
 def run_shape(a) -> None:
     """The child process: every row of one shape, in this process (see the module docstring)."""
-    from memory_accuracy import synthetic_dataset
+    from memory_accuracy import synthetic_dataset, synthetic_preferences
 
     from recipes.jobs import read_events
     from recipes.training import worker
 
     shape = a.shape
-    rows = [r for r in rows_for(shape) if not a.rows or row_id(shape, r) in a.rows.split(",")]
+    rows = [r for r in rows_for(shape, a.set) if not a.rows or row_id(shape, r) in a.rows.split(",")]
     work = Path(a.work)
-    weights = any(r[0] == "qlora" for r in rows)
-    model_dir = prepare_config(shape, work, a.config, weights and not a.dry_run)
+    weights = any(needs_weights(r) for r in rows)
+    model_dir = Path(a.weights_from) if a.weights_from else \
+        prepare_config(shape, work, a.config, weights and not a.dry_run)
     t_end = float(a.until or 0)
     for row in rows:
         rid = row_id(shape, row)
@@ -128,8 +166,13 @@ def run_shape(a) -> None:
         data = tdir / "data.jsonl"
         seq, mb = (a.seq or row[2]), row[3]
         row = (row[0], row[1], seq, mb, row[4])
-        synthetic_dataset(data, model_dir, seq, mb * a.steps)
+        if row[4].get("objective") == "dpo":
+            synthetic_preferences(data, model_dir, seq, mb * a.steps)
+        else:
+            synthetic_dataset(data, model_dir, seq, mb * a.steps)
         job = job_for(shape, row, model_dir, data, a.steps, a.device)
+        if a.weights_from:  # a peer's written weights (bench/dpo_peer.py): the same model on both sides
+            job = replace(job, init="pretrained")
         job.write(tdir / "spec.json")
         if a.dry_run:
             print(json.dumps({"id": rid, "dry_run": True, "spec": job.to_dict()}), flush=True)
@@ -201,7 +244,8 @@ def cmd_measure(a) -> None:
     from recipes.training.runner import trainer_env
     from memory_accuracy import environment
 
-    shapes = CALLS[a.call] if a.call else [s for c in CALLS.values() for s in c]
+    shapes = CALLS[a.call] if a.call else list(SETS[a.set]) if a.set != "grid" else \
+        [s for c in CALLS.values() for s in c]
     if a.only:
         shapes = [s for s in a.only.split(",")]
     Path(a.work).mkdir(parents=True, exist_ok=True)
@@ -218,7 +262,7 @@ def cmd_measure(a) -> None:
 
         env = trainer_env(TrainerJob(device=a.device)) | {"TOKENIZERS_PARALLELISM": "false"}
         argv = [sys.executable, __file__, "shape", "--shape", shape, "--work", a.work, "--out", str(a.out),
-                "--steps", str(a.steps), "--device", a.device, "--until", str(t_end)]
+                "--steps", str(a.steps), "--device", a.device, "--until", str(t_end), "--set", a.set]
         for flag, v in (("--config", a.config), ("--rows", a.rows), ("--seq", a.seq)):
             if v:
                 argv += [flag, str(v)]
@@ -242,12 +286,15 @@ def main() -> None:
         m.add_argument("--rows", help="only these row ids (comma-separated)")
         m.add_argument("--seq", type=int, help="every row at this sequence length (CPU)")
         m.add_argument("--dry-run", action="store_true")
+        m.add_argument("--set", default="grid", choices=["grid", *SETS],
+                       help="grid: the speed model's rows; dpo: DPO_SHAPES (issue 47); liger: LIGER_SHAPES")
         if name == "measure":
             m.add_argument("--call", type=int, choices=sorted(CALLS))
             m.add_argument("--only", help="these shapes (comma-separated)")
             m.add_argument("--deadline", type=float, default=0, help="seconds: rows after it are skipped")
         else:
             m.add_argument("--shape", required=True)
+            m.add_argument("--weights-from", help="a model folder with written weights, loaded (init pretrained)")
             m.add_argument("--until", default="0")
     a = p.parse_args()
     if a.cmd == "measure":

@@ -605,7 +605,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     modelled = planner.speed_modelled(t, mem.model_shape())
     if modelled:
         ctx.info(msg("choose_strategy.eta", tps=f"{per_gpu:,.0f}", gpu=gpu.name, n=t.gpus, seq=est_seq, steps=steps,
-                     eta=planner.duration_text(steps * t.effective_batch * est_seq / tps)))
+                     eta=planner.duration_text(steps * planner.sequences_per_record(t) * t.effective_batch
+                                                             * est_seq / tps)))
     else:
         ctx.info(msg("choose_strategy.eta_unknown", steps=steps))
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0),

@@ -293,6 +293,58 @@ def test_speed_grid_runs_its_rows_in_one_process_on_the_tiny_model(ran):
     assert full[-1] < full[0]
 
 
+@script("speed_grid.py", lambda tmp, fx: [
+    "measure", "--set", "dpo", "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--only",
+    "qwen2.5-0.5b", "--rows", "qwen2.5-0.5b-lora-ckpt-s2048-b1-objectivedpo,"
+    "qwen2.5-0.5b-full-ckpt-s2048-b2-masterbf16-objectivedpo", "--seq", 64, "--steps", 4, "--out", tmp / "rows.jsonl",
+    "--work", tmp / "work"])
+def test_speed_grid_dpo_rows_train_from_the_reference(ran):
+    """Issue 47's rows: preference pairs, trl's DPOTrainer through yichui's trainer; a full fine-tune's reference is a
+    copy of the same weights (the first loss is ln 2: policy = reference), its tokens counted over both answers."""
+    out, tmp = ran
+    rows = {r["id"]: r for r in jsonl(tmp / "rows.jsonl")}
+    assert set(rows) == {"qwen2.5-0.5b-lora-ckpt-s2048-b1-objectivedpo",
+                         "qwen2.5-0.5b-full-ckpt-s2048-b2-masterbf16-objectivedpo"}
+    for r in rows.values():
+        assert r["rc"] == 0 and len(r["losses"]) == 4 and r["tokens_per_s"] > 0, r.get("error")
+        assert r["losses"][0] == pytest.approx(0.69315, abs=1e-4) and r["losses"][-1] < r["losses"][0]
+    pairs = jsonl(tmp / "work" / "runs" / "qwen2.5-0.5b-lora-ckpt-s2048-b1-objectivedpo" / "data.jsonl")
+    assert len(pairs) == 4 and all(p["chosen"] != p["rejected"] for p in pairs)
+
+
+@script("dpo_peer.py", lambda tmp, fx: ["rounds", "--dry-run", "--work", tmp / "work", "--rounds", 2, "--steps", 5])
+def test_dpo_peer_rounds_alternate_the_sides(ran):
+    out, tmp = ran
+    runs = json_lines(out)
+    assert [(r["round"], r["side"]) for r in runs] == [(1, "trl"), (1, "eager"), (1, "compiled"),
+                                                      (2, "compiled"), (2, "eager"), (2, "trl")]
+    yichui = [r["argv"] for r in runs if r["side"] != "trl"]
+    # yichui's side loads the peer's written weights and trains the same pairs
+    assert all(a[a.index("--weights-from") + 1] == str(tmp / "work" / "qwen2.5-3b") for a in yichui)
+    assert any(a[a.index("--rows") + 1].endswith("-compileTrue-objectivedpo") for a in yichui)
+
+
+def _pairs(tmp: Path, model: Path) -> Path:
+    """Preference pairs on the tiny tokenizer (the benchmark's own writer), for the peer's CPU run."""
+    sys.path.insert(0, str(BENCH))
+    from memory_accuracy import synthetic_preferences
+
+    synthetic_preferences(tmp / "pairs.jsonl", model, 64, 5)
+    return tmp / "pairs.jsonl"
+
+
+@script("dpo_peer.py", lambda tmp, fx: [
+    "peer", "--cpu", "--model", fx("tiny_model"), "--data", _pairs(tmp, fx("tiny_model")), "--seq", 64, "--mb", 1,
+    "--steps", 5, "--out", tmp / "rows.jsonl", "--work", tmp, "--id", "tiny"])
+def test_dpo_peer_runs_trls_own_script(ran):
+    """The peer is TRL's trl/scripts/dpo.py (its main), clocked by a callback at every logged step."""
+    out, tmp = ran
+    (r,) = jsonl(tmp / "rows.jsonl")
+    assert r["side"] == "trl" and r["rc"] == 0 and len(r["losses"]) == 5 and r["tokens_per_s"] > 0
+    assert r["losses"][0] == pytest.approx(0.69315, abs=1e-4)
+    assert (tmp / "peer-out" / "adapter_config.json").is_file()  # the script's own save
+
+
 @script("vlm_memory.py", lambda tmp, fx: ["report"])
 def test_vlm_memory_report(ran):
     out, _ = ran

@@ -3,6 +3,8 @@ trainer's DPO on the tiny model through yichui's own trainer process."""
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -142,8 +144,9 @@ def test_dpo_trains_in_yichui_s_trainer_resumes_and_prefers_the_chosen_on_held_o
 
 def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_run_yet():
     """`yichui estimate --objective dpo` (TrainingSpec.objective): chosen and rejected in one batch (twice the
-    activations), a full fine-tune's reference copy, marked approximate with a wider margin, no speed shown; the
-    combinations not built or tested with it yet refused in one line."""
+    activations) without dropout (trl's disable_dropout), a full fine-tune's reference copy; the speed of the policy's
+    step on that batch plus the reference's forward; the combinations not built or tested with it yet refused in one
+    line."""
     from dataclasses import replace
 
     from recipes.base import Refusal
@@ -155,9 +158,15 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
         (__import__("pathlib").Path(__file__).parent.parent / "bench" / "configs" / "qwen2.5-0.5b" / "config.json")
         .read_text()))
     sft, dpo = TrainingSpec(micro_batch=2), TrainingSpec(micro_batch=2, objective="dpo")
-    e_sft, e_dpo, e_sft4 = (memory.estimate(shape, t) for t in (sft, dpo, replace(sft, micro_batch=4)))
-    assert e_dpo["components"] == {**e_sft4["components"]} and "dpo" in e_dpo["approximate"]  # LoRA: no 2nd copy
-    assert memory.extra_margin("dpo") > 0 and not planner.speed_modelled(dpo, shape) and planner.speed_modelled(sft)
+    e_sft, e_dpo, e_sft4 = (memory.estimate(shape, t) for t in
+                            (sft, dpo, replace(sft, micro_batch=4, lora_dropout=0.0)))
+    assert e_dpo["components"] == e_sft4["components"] and not e_dpo["approximate"]  # LoRA: no 2nd copy
+    assert e_dpo["peak_gib"] < memory.estimate(shape, replace(sft, micro_batch=4))["peak_gib"]  # no dropout kept
+    assert planner.speed_modelled(dpo, shape)
+    # trl counts both answers' tokens: 4 sequences a step; the reference's forward: one pass more than LoRA's
+    # forward + backward + recompute
+    sft4 = planner.tokens_per_s(shape, replace(sft, micro_batch=4, lora_dropout=0.0), planner.FIT_GPU)
+    assert planner.tokens_per_s(shape, dpo, planner.FIT_GPU) == pytest.approx(sft4 * 3 / 4)
     full = memory.estimate(shape, replace(dpo, method="full"))["phases"]
     full_sft = memory.estimate(shape, replace(sft, method="full", micro_batch=4))["phases"]
     for k in full:  # a full fine-tune's reference: a bf16 copy of the weights
@@ -180,3 +189,25 @@ def test_a_sample_of_no_records_is_said_as_the_supervised_reader_says_it(tmp_pat
             preference.read(ref)
         assert e.value.key == "data.bad_sample", ref
     assert len(preference.read(f"{path}#5").records) == 1
+
+
+def test_the_committed_h200_dpo_rows_hold_the_memory_and_speed_models():
+    """bench/results/2026-12-05-preference-h200: yichui's DPO on three shapes (LoRA, QLoRA, full). The memory model
+    within the figures the result file states; a row that grows past them fails here."""
+    import statistics
+
+    from recipes.memory import model as memory
+    from recipes.memory import planner
+
+    root = Path(__file__).resolve().parent.parent / "bench"
+    sys.path.insert(0, str(root))
+    import fit_speed
+
+    rows = [json.loads(x) for x in (root / "results" / "2026-12-05-preference-h200" / "dpo.jsonl").read_text()
+            .splitlines()]
+    assert len(rows) == 16 and {r["shape"] for r in rows} == {"qwen2.5-0.5b", "qwen2.5-3b", "llama3.1-8b"}
+    mem = [memory.estimate(fit_speed.shape(r["shape"]), fit_speed.spec(r))["peak_gib"] / r["device_peak_gib"] - 1
+           for r in rows]
+    speed = [fit_speed.predict(r, planner.SECONDS_PER) / r["tokens_per_s"] - 1 for r in rows]
+    assert statistics.mean(abs(e) for e in mem) <= 0.03 and -0.05 <= min(mem) and max(mem) <= 0.06, mem
+    assert statistics.median(abs(e) for e in speed) <= 0.10 and max(abs(e) for e in speed) <= 0.33, speed

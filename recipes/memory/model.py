@@ -81,8 +81,7 @@ ENGINE_SLACK_GIB = {"fsdp2": 0.6}
 # a plan fits when its predicted peak leaves this fraction of the GPU free; an estimate known to run under on shapes it
 # was not fitted on asks for more: GaLore, reported 17 % under (issue 44), so 0.10 + 0.15 (a 17 % miss still fits)
 FIT_MARGIN = 0.10
-# DPO's terms (twice the sequences, a full fine-tune's reference copy) are derived, not measured (issue 47): 10 % more
-EXTRA_MARGIN = {"galore": 0.15, "dpo": 0.10}
+EXTRA_MARGIN = {"galore": 0.15}
 # a family's activations without checkpointing beyond NO_CKPT_FAMILIES: Phi-3 measured up to 18.7 % under, so
 # 0.10 + 0.10 (bench/results/2026-12-04-speed-model-h200.md)
 NO_CKPT_FAMILY_MARGIN = 0.10
@@ -876,6 +875,13 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
             "attention_scores": scores, "logits": head}
 
 
+def dpo_batch(t: TrainingSpec) -> TrainingSpec:
+    """What trl's DPOTrainer runs for ``t`` as a supervised batch: chosen and rejected of each pair concatenated
+    (2 × micro-batch sequences of at most seq_len tokens), without dropout (DPOConfig.disable_dropout, trl 1.16's
+    default; the trainer never turns it off)."""
+    return replace(t, micro_batch=2 * t.micro_batch, lora_dropout=0.0, objective="sft")
+
+
 def adapter_problem(shape: Shape, t: TrainingSpec) -> tuple[str, dict] | None:
     """Why peft cannot put ``t``'s adapter on ``shape``, as (catalogue key, params), or None: LoRA on a MoE's fused
     expert weights (``Shape.param_lora_io``: peft's ParamWrapper, reached by "all-linear") runs only at LoRA dropout
@@ -960,10 +966,12 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     if t.images_per_sample and shape.vision_patch:  # image tokens join the text tokens of every sequence
         t = replace(t, seq_len=t.seq_len + t.images_per_sample * shape.image_tokens(t.image_size))
     ms = model_states(shape, t)
-    # DPO (trl's concatenated forward): chosen and rejected of each pair in one batch — twice the sequences; the
-    # reference's log-probabilities come from a no-grad forward (LoRA: the base with the adapter off, nothing more
-    # held; a full fine-tune: a frozen bf16 copy of the weights). Derived, not yet measured on a GPU (issue 47)
-    act = activations(shape, replace(t, micro_batch=2 * t.micro_batch) if t.objective == "dpo" else t)
+    # DPO (trl's concatenated forward): chosen and rejected of each pair in one batch — twice the sequences, and no
+    # dropout anywhere (DPOConfig.disable_dropout, on by default, sets every nn.Dropout's p to 0: LoRA's too, so
+    # nothing of dropout is kept); the reference's log-probabilities come from a no-grad forward (LoRA: the base with
+    # the adapter off, nothing more held; a full fine-tune: a frozen copy of the weights in the compute dtype, bf16 —
+    # recipes/training/worker.py dpo_reference). Measured on three shapes (bench/results/2026-12-05-preference-h200.md)
+    act = activations(shape, dpo_batch(t)) if t.objective == "dpo" else activations(shape, t)
     if t.objective == "dpo" and t.method in FULL_WEIGHTS:
         ms = ms | {"weights": ms["weights"] + shape.n_params * 2}
     if vision_act:
@@ -1012,7 +1020,7 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     # switches not (yet) calibrated on a GPU: every one that is on
     # GaLore: within 0.1 % on the untied bf16-master rows it was read from, but reported 17 % under on a shape it
     # never saw (issue 44): approximate everywhere, and a plan fits only with EXTRA_MARGIN["galore"] more room
-    approx += [name for name, on in (("galore", t.method == "galore"), ("dpo", t.objective == "dpo"),
+    approx += [name for name, on in (("galore", t.method == "galore"),
                                      ("compile", t.compile_layers), ("paged", t.optim == "paged"), ("flash", t.attn_implementation == "flash"),
                                      ("packing", t.packing),
                                      # a vision-language model's tower or projector trained: not measured

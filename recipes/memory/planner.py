@@ -181,16 +181,35 @@ def step_seconds(shape: memory.Shape, t: TrainingSpec, gpu_name: str = FIT_GPU,
     """Predicted seconds of one optimizer step of ``t`` (gradient accumulation × micro-batch + the step itself) on
     ``gpu_name`` (:func:`speed_terms` × SECONDS_PER, scaled by :func:`_scale`)."""
     c = SECONDS_PER if seconds_per is None else seconds_per
+    if t.objective == "dpo":
+        return dpo_reference_factor(t) * step_seconds(shape, memory.dpo_batch(t), gpu_name, seconds_per)
     mb, step = speed_terms(shape, t)
     cost = lambda terms: sum(c.get(k, 0.0) * v * _scale(k, gpu_name) for k, v in terms.items())  # noqa: E731
     return t.grad_accum * cost(mb) + cost(step)
+
+
+def dpo_reference_factor(t: TrainingSpec) -> float:
+    """A DPO step over the supervised step of its concatenated batch (recipes/memory/model.py dpo_batch): the
+    reference model's no-grad forward of the same batch adds one forward pass to the policy's passes — forward,
+    backward (input gradients: one forward's matmuls under LoRA; input and weight gradients: two for a full
+    fine-tune), and the recomputed forward with checkpointing. Derived from the passes, not fitted; on the H200 rows
+    of three shapes median |error| 8.5 %, worst 32 % (bench/results/2026-12-05-preference-h200.md)."""
+    passes = 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
+    return (passes + 1) / passes
+
+
+def sequences_per_record(t: TrainingSpec) -> int:
+    """Sequences the trainer runs per training record: 2 for DPO (a pair's chosen and rejected), else 1."""
+    return 2 if t.objective == "dpo" else 1
 
 
 def tokens_per_s(shape: memory.Shape, t: TrainingSpec, gpu_name: str) -> float:
     """Predicted training tokens/s per GPU of ``t`` as it stands (its checkpointing, micro-batch, kernels) on
     ``gpu_name``: tokens of an optimizer step ÷ :func:`step_seconds`; × UNSLOTH_SPEEDUP on the unsloth backend,
     × LIGER_SPEEDUP with Liger's kernels."""
-    speed = t.grad_accum * t.micro_batch * t.seq_len / step_seconds(shape, t, gpu_name)
+    # tokens as trl counts them: DPO's chosen and rejected both (two sequences a pair)
+    speed = sequences_per_record(t) * t.grad_accum * t.micro_batch * t.seq_len / \
+        step_seconds(shape, t, gpu_name)
     if t.training_backend == "unsloth":
         speed *= UNSLOTH_SPEEDUP.get(t.method, 1.0)
     if t.liger:
@@ -220,7 +239,7 @@ def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
     at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
     family = shape is None or (not shape.experts and shape.model_type in SPEED_FAMILIES)
     return (family and t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
-            and t.method != "galore" and t.loss != "full" and t.objective == "sft")  # DPO: not measured (issue 47)
+            and t.method != "galore" and t.loss != "full")
 
 
 def duration_text(seconds: float) -> str:

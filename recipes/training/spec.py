@@ -226,7 +226,9 @@ class TrainingSpec:
 
     def objective_conflict(self) -> str | None:
         """What a preference objective does not run with yet (not built or not tested with it): GaLore, packing,
-        a sequence split, compiled layers, the unsloth backend, image records. None for SFT or when it runs."""
+        a sequence split, compiled layers (measured wrong: on the H200 the compiled trainer's DPO loss fell to 0.0 at
+        step 2 where the eager one's was 0.41–0.47 on the same pairs, bench/results/2026-12-05-preference-h200.md),
+        the unsloth backend, image records. None for SFT or when it runs."""
         if self.objective == "sft":
             return None
         return next((what for what, bad in (

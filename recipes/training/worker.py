@@ -284,6 +284,20 @@ def _precision(spec: TrainerJob):
     return device, where, bf16, dtype, masters
 
 
+def dpo_reference(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: bool):
+    """DPO's reference model, or None for trl's own: under LoRA/QLoRA/DoRA the base with the adapter switched off (no
+    copy); for a full fine-tune trl loads a frozen copy in the policy's dtype — with fp32 master weights an fp32 copy,
+    4 bytes a weight (trl/trainer/dpo_trainer.py, ``ref_model_init_kwargs.setdefault("dtype", self.model.dtype)``).
+    The reference only runs no-grad forwards under bf16 autocast, whose matmuls see bf16 weights either way, so here
+    it is loaded in the compute dtype: 2 bytes a weight (recipes/memory/model.py prices that copy). Its
+    log-probabilities differ from the fp32 policy's by rounding: the first loss of a 0.5B-shape run on the H200 was
+    0.7275, not ln 2 (bench/results/2026-12-05-preference-h200.md)."""
+    if spec.method not in FULL_WEIGHTS or masters == dtype:
+        return None
+    _, ref = load_model(spec, device, where, dtype, dtype, vlm)
+    return ref.eval()
+
+
 def load_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: bool = False,
                zero_init: bool = False):
     """The tokenizer (a vision-language model's processor) and the model to train: pretrained (NF4 for QLoRA), or —
@@ -683,9 +697,10 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         callbacks.append(before_sample_callback(ev, tok, question, samples_file))
     from trl import DPOTrainer
 
-    trainer_class = DPOTrainer if spec.objective == "dpo" else SFTTrainer
+    trainer_class, own = (DPOTrainer, {"ref_model": dpo_reference(spec, device, where, dtype, masters, vlm)}) \
+        if spec.objective == "dpo" else (SFTTrainer, {})
     trainer = trainer_class(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
-                            peft_config=peft_config, callbacks=callbacks)
+                            peft_config=peft_config, callbacks=callbacks, **own)
     if spec.compile_layers:
         compile_decoder_layers(trainer.model)
     events.trainer = trainer
