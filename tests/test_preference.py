@@ -211,3 +211,24 @@ def test_the_committed_h200_dpo_rows_hold_the_memory_and_speed_models():
     speed = [fit_speed.predict(r, planner.SECONDS_PER) / r["tokens_per_s"] - 1 for r in rows]
     assert statistics.mean(abs(e) for e in mem) <= 0.03 and -0.05 <= min(mem) and max(mem) <= 0.06, mem
     assert statistics.median(abs(e) for e in speed) <= 0.10 and max(abs(e) for e in speed) <= 0.33, speed
+
+
+def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
+    """Two estimates side by side must say which is DPO; its tokens/s counts both answers, so it says pairs/s."""
+    import os
+    import subprocess
+
+    config = Path(__file__).resolve().parent.parent / "bench" / "configs" / "qwen2.5-3b"
+    yichui = str(Path(sys.executable).parent / "yichui")
+
+    def run(*a):
+        return subprocess.run([yichui, "estimate", str(config), "--gpu", "h200-141g", *a], capture_output=True,
+                              text=True, cwd=tmp_path, env=dict(os.environ, YICHUI_HOME=str(tmp_path / "home"),
+                                                                COLUMNS="200"))
+    sft, dpo = run(), run("--objective", "dpo")
+    assert sft.returncode == 0 and dpo.returncode == 0, dpo.stderr
+    head = dpo.stdout.splitlines()[0]
+    assert "DPO" in head and "DPO" not in sft.stdout.splitlines()[0]
+    pairs = float(dpo.stdout.split("~")[2].split(" pairs/s")[0])  # "~6,435 tokens/s …(~1.57 pairs/s"
+    tps = float(dpo.stdout.split("~")[1].split(" tokens/s")[0].replace(",", ""))
+    assert pairs == pytest.approx(tps / (2 * 2048), abs=0.01)

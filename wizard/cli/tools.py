@@ -271,7 +271,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         + ([T("cli.estimate.sequence_parallel", sp=t.sequence_parallel)] if t.sequence_parallel > 1 else [])
     ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
                seq=T("cli.estimate.with_images", seq=seq, n=f"{image_tokens:,}") if image_tokens else seq,
-               batch=t.micro_batch) + "".join(plan),
+               batch=t.micro_batch) + (T("cli.estimate.dpo") if t.objective == "dpo" else "") + "".join(plan),
              *_breakdown(memory.breakdown(e)))
     if gib:
         need = e["needed_margin"]
@@ -280,7 +280,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / (1 - need):.2f}",
                  pct=f"{need * 100:.0f}", why=T("cli.estimate.margin_why", what=", ".join(wider)) if wider else ""))
     if tps:
-        ui.say(T("cli.estimate.speed", gpu=gpu_name, tps=f"{tps:,.0f}",
+        ui.say(T("cli.estimate.speed_dpo" if t.objective == "dpo" else "cli.estimate.speed", gpu=gpu_name,
+                 tps=f"{tps:,.0f}", pairs=f"{tps / (2 * t.seq_len):,.2f}",
                  scaled="" if gpu_name == planner.FIT_GPU else T("cli.estimate.speed_scaled")))
     elif not planner.speed_modelled(t, shape):
         ui.say(T("cli.estimate.no_speed"))
