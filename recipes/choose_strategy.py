@@ -14,7 +14,7 @@ import re
 
 from pathlib import Path
 
-from recipes.data import datasets
+from recipes.data import datasets, preference
 from recipes.memory import model as memory
 from recipes.memory import planner, sharding
 from recipes.model import prequantized
@@ -23,7 +23,7 @@ from recipes.training import backends, backup, nvme
 from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
-    OPTIMIZERS, TARGETS, \
+    OBJECTIVES, OPTIMIZERS, TARGETS, \
     TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, limits
 
 name = "choose_strategy"
@@ -46,13 +46,16 @@ def questions(ctx: Ctx) -> list[Question]:
 
     def dataset_ok(v, a):
         try:
-            loaded = datasets.read(v)
+            loaded = _read(v, a.get("objective", "sft"))
         except datasets.DataError as e:
             return e.msg
         seen[v] = loaded.bad
         if loaded.bad:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
                          where=loaded.bad[:5]))
+        if isinstance(loaded, preference.Preferences):
+            return None if loaded.format == preference.PAIRED else msg(
+                "choose_strategy.unpaired_for_dpo", path=v, objective=a["objective"].upper())
         n_images = sum(datasets.has_images(c) for c in loaded.conversations)
         if n_images and not vision_model(ctx):  # asked again, not at the end
             return msg("choose_strategy.images_need_vlm", path=v, n=n_images)
@@ -65,7 +68,8 @@ def questions(ctx: Ctx) -> list[Question]:
             return None
         if ref not in counted:
             try:
-                counted[ref] = len(datasets.read(ref).conversations)
+                got = _read(ref, a.get("objective", "sft"))
+                counted[ref] = len(got.records if isinstance(got, preference.Preferences) else got.conversations)
             except datasets.DataError:
                 counted[ref] = 0
         return counted[ref] or None
@@ -103,7 +107,7 @@ def questions(ctx: Ctx) -> list[Question]:
         ref = a.get("dataset_path") if a.get("dataset") == "local" else None
         if ref and ref not in seen:
             try:
-                seen[ref] = datasets.read(ref).bad
+                seen[ref] = _read(ref, a.get("objective", "sft")).bad
             except datasets.DataError:
                 seen[ref] = []
         return bool(ref and seen.get(ref))
@@ -222,7 +226,18 @@ def questions(ctx: Ctx) -> list[Question]:
         | mem.recommended
     max_pos = sel.max_position
     lora = lambda a: a.get("method") not in FULL_WEIGHTS  # noqa: E731
+    sft = lambda a: a.get("objective", "sft") == "sft"  # noqa: E731
     return [
+        # what the training optimizes: the supervised replies, or a preference between two replies (trl's trainers)
+        Question("objective", "select", "choose_strategy.objective", default=DEFAULTS.objective,
+                 choices=[Choice(o, msg("choose_strategy.objective." + o)) for o in OBJECTIVES],
+                 validate=lambda v, a: msg("choose_strategy.objective_unsupported", objective=v.upper(),
+                                           what=msg("choose_strategy.conflict.vision_model"))
+                 if v != "sft" and vision_model(ctx) else None),
+        Question("dpo_beta", "float", "choose_strategy.dpo_beta", default=DEFAULTS.dpo_beta,
+                 when=lambda a: a.get("objective") == "dpo", validate=in_range(*limits("dpo_beta"))),
+        Question("sft_loss_weight", "float", "choose_strategy.sft_loss_weight", default=DEFAULTS.sft_loss_weight,
+                 when=lambda a: a.get("objective") == "dpo", validate=in_range(*limits("sft_loss_weight"))),
         Question("method", "select", "choose_strategy.method", default=rec["method"],
                  choices=[Choice("lora", msg("choose_strategy.method.lora")),
                           Choice("qlora", msg("choose_strategy.method.qlora")),
@@ -242,12 +257,15 @@ def questions(ctx: Ctx) -> list[Question]:
                  validate=in_range(*limits("lora_rank"))),
         Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
                  validate=in_range(*limits("lora_alpha"))),
-        Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=dropout_default, when=lora,
+        # not under a preference objective: trl turns every dropout off there (DPOConfig.disable_dropout)
+        Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=dropout_default,
+                 when=lambda a: lora(a) and sft(a),
                  validate=in_range(*limits("lora_dropout"))),
         Question("lora_targets", "text", "choose_strategy.lora_targets", default=DEFAULTS.lora_targets, when=lora,
                  validate=targets_check, way_back=("lora_dropout", "method")),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
-                 choices=[Choice("bundled", msg("choose_strategy.dataset.bundled")),
+                 choices=lambda a: [Choice("bundled", msg("choose_strategy.dataset.bundled" if sft(a) else
+                                                          "choose_strategy.dataset.bundled_pairs")),
                           Choice("local", msg("choose_strategy.dataset.local")),
                           Choice("hub", msg("choose_strategy.dataset.hub"))]),
         Question("dataset_path", "path", "choose_strategy.dataset_path", when=lambda a: a.get("dataset") == "local",
@@ -335,10 +353,10 @@ def questions(ctx: Ctx) -> list[Question]:
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
         Question("compile_layers", "confirm", "choose_strategy.compile_layers",
                  when=lambda a: planner.compile_available(training(a)) and not a.get("liger")
-                 and a.get("training_backend") != "unsloth",
+                 and a.get("training_backend") != "unsloth" and sft(a),
                  asked_if="choose_strategy.asked_if.compile_layers",
                  default=lambda a: _plan_knobs(a)["compile"] if a.get("plan") else False),
-        Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing,
+        Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing, when=sft,
                  validate=lambda v, a: msg(c[0], **c[1]) if v and (
                      c := training(a | {"packing": True}).sequence_parallel_conflict()) else None),
         Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim, when=lambda a: a["method"] != "galore",
@@ -489,7 +507,8 @@ def dataset_path(ctx: Ctx, answers: dict) -> str:
     """The dataset reference (``path`` or ``path#N``): bundled, local, or a file of a hub dataset fetched with the
     download step's code into YICHUI_HOME/datasets (the pattern may end in ``#N``)."""
     if answers["dataset"] == "bundled":
-        return str(datasets.bundled_dataset_path())
+        return str(datasets.bundled_dataset_path() if answers.get("objective", "sft") == "sft" else
+                   preference.bundled_preferences_path())
     if answers["dataset"] == "local":
         return answers["dataset_path"]
     import fnmatch
@@ -533,13 +552,23 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
 
     path = dataset_path(ctx, answers)
     skip = answers.get("bad_records") == "skip"
-    loaded = datasets.load(path, skip_bad=skip, images=True)  # image records: for a vision-language model only
-    convs, fmt = loaded.conversations, loaded.format
+    rejected: list = []  # a preference objective's rejected replies (prompt + rejected), rendered and shown too
+    if answers.get("objective", "sft") == "sft":
+        loaded = datasets.load(path, skip_bad=skip, images=True)  # image records: for a vision-language model only
+        convs, fmt = loaded.conversations, loaded.format
+        units: list = convs  # what the trainer splits and steps over
+    else:  # pairs (the trainer's records), seen through their chosen reply; KTO's unpaired form is not DPO's
+        pairs = preference.load(path, skip_bad=skip)
+        if pairs.format != preference.PAIRED:
+            raise StepError("choose_strategy.unpaired_for_dpo", path=path, objective=answers["objective"].upper())
+        units, fmt = pairs.records, pairs.format
+        convs = preference.chosen_conversations(units)
+        rejected = [r["prompt"] + r["rejected"] for r in units]
     n_images = sum(datasets.has_images(c) for c in convs)
     vlm = vision_model(ctx)
     if n_images and not vlm:  # read and checked; a text model cannot take them
         raise StepError("choose_strategy.images_need_vlm", path=path, n=n_images)
-    train, held = datasets.train_validation(convs, answers.get("val_ratio", 0.0))
+    train, held = datasets.train_validation(units, answers.get("val_ratio", 0.0))
     meta = metadata_dir(ctx)
     if n_images:  # the processor's chat template renders them, as the trainer will (image entries as parts)
         from recipes.model import vision
@@ -566,11 +595,15 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
             "choose_strategy.nvme_speed", path=answers["nvme_path"], gbps=f"{gbps:.2f}", slow=nvme.SLOW_GBPS))
     if (plan := training(answers)).offloaded:  # the offloaded states (or NVMe's swap buffers) in this machine's RAM
         _say_host_ram(ctx, plan)
-    rendered = _render_all(tok, shown)
-    samples = rendered[:2]
-    for i, s in enumerate(samples, 1):
-        ctx.info(msg("choose_strategy.sample", i=i, text=s))
-    ctx.info(msg("choose_strategy.dataset_summary", n=len(convs), path=path, format=fmt, train=len(train),
+    rendered = _render_all(tok, shown) + _render_all(tok, rejected)
+    if rejected:  # the first pair: its chosen and its rejected reply, as the trainer renders them
+        samples = [rendered[0], rendered[len(shown)]]
+        ctx.info(msg("choose_strategy.sample_pair", chosen=samples[0], rejected=samples[1]))
+    else:
+        samples = rendered[:2]
+        for i, s in enumerate(samples, 1):
+            ctx.info(msg("choose_strategy.sample", i=i, text=s))
+    ctx.info(msg("choose_strategy.dataset_summary", n=len(units), path=path, format=fmt, train=len(train),
                  val=len(held)))
     mem = ctx.result(MemoryEvaluation)
     gpu = mem.gpu
@@ -618,7 +651,7 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
         smoke = preflight.smoke_run(ctx, TrainerJob.from_dict(strategy | {"dataset_path": path,
                                                                           "trust_remote_code": trusted(ctx)}), meta)
     return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
-                          n_records=len(convs), n_train=len(train), n_validation=len(held), samples=samples,
+                          n_records=len(units), n_train=len(train), n_validation=len(held), samples=samples,
                           estimate=est, fits=fits, effective_batch=training(answers).effective_batch,
                           predicted_tokens_per_s=round(tps, 1) if modelled else None,
                           planned_steps=steps)
@@ -665,8 +698,16 @@ def _image_size_check(v: int, a: dict):
 def _local_data(a: dict) -> str | None:
     """The chosen data's reference when it is on this machine (bundled or a local file); None for a hub dataset
     (fetched when the step runs)."""
-    return str(datasets.bundled_dataset_path()) if a.get("dataset") == "bundled" else \
-        a.get("dataset_path") if a.get("dataset") == "local" else None
+    if a.get("dataset") == "bundled":
+        return str(datasets.bundled_dataset_path() if a.get("objective", "sft") == "sft" else
+                   preference.bundled_preferences_path())
+    return a.get("dataset_path") if a.get("dataset") == "local" else None
+
+
+def _read(ref: str, objective: str):
+    """The dataset as the objective reads it: ``datasets.read`` (conversations) for SFT, ``preference.read``
+    (pairs) otherwise. Raises DataError as they do."""
+    return datasets.read(ref) if objective == "sft" else preference.read(ref)
 
 
 def may_be_vision(ctx: Ctx) -> bool:

@@ -12,6 +12,7 @@ written to ``<run>/evaluate/``.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,8 +20,9 @@ from pathlib import Path
 
 from recipes.rundir import BASE_SERVER, EvaluateDir, RunDir
 from recipes import jobs
-from recipes.data import datasets
+from recipes.data import datasets, preference
 from recipes.evaluation import harness
+from recipes.evaluation import preference as scores
 from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
 from recipes.handoff import (Deployment, Download, Evaluation, ExportResult, ModelChoice, StrategyChoice,
                              TrainingResult, trusted)
@@ -46,13 +48,27 @@ def models(ctx: Ctx) -> dict:
 
 
 def training_split(ctx: Ctx) -> list[list[dict]]:
-    """The validation conversations the trainer held out (same file, ratio and seed)."""
+    """The validation conversations the trainer held out (same file, ratio and seed); a preference session's: each
+    held-out pair's prompt and chosen reply."""
+    held = _held_out_records(ctx)
+    return preference.chosen_conversations(held) if held and "chosen" in held[0] else held
+
+
+def preference_split(ctx: Ctx) -> list[dict]:
+    """The pairs a preference session's trainer held out (``{"prompt", "chosen", "rejected"}``); [] for SFT."""
+    held = _held_out_records(ctx)
+    return held if held and "chosen" in held[0] else []
+
+
+def _held_out_records(ctx: Ctx) -> list:
+    """What the trainer held out of the session's data: conversations (SFT) or pairs (a preference objective)."""
     cs = ctx.result(StrategyChoice)
     if not cs.dataset_path or not cs.strategy.get("val_ratio"):
         return []
-    convs = datasets.load(cs.dataset_path, skip_bad=cs.strategy.get("skip_bad_records", False),
-                          images=takes_images(ctx)).conversations
-    return datasets.train_validation(convs, cs.strategy["val_ratio"])[1]
+    skip = cs.strategy.get("skip_bad_records", False)
+    records: list = datasets.load(cs.dataset_path, skip_bad=skip, images=takes_images(ctx)).conversations \
+        if cs.spec().objective == "sft" else preference.load(cs.dataset_path, skip_bad=skip).records
+    return datasets.train_validation(records, cs.strategy["val_ratio"])[1]
 
 
 def takes_images(ctx: Ctx) -> bool:
@@ -316,13 +332,22 @@ def verdict(parts: dict) -> dict | None:
     """Does the fine-tuned model beat the base on the held-out set? Every metric both have among loss (lower is
     better) and ROUGE-L (higher) that moved must say so — a tie (ROUGE-L 0.0 vs 0.0 on a tiny model) is neither, and
     the figures say "(tie)"; no allowance for noise (15–30 held-out conversations move ROUGE-L by a few hundredths).
+    A preference stage is judged on what it trains: the held-out preference accuracy and margin (higher) — DPO may
+    lower the chosen replies' likelihood too, so their loss is shown but not judged.
     ``{"beats": bool | None, "checks": {metric: bool | None}, "figures": "loss 2.0 vs 3.0, …"}``; beats None when
     nothing moved; None without both models' held-out parts."""
     b, f = parts.get("heldout:base"), parts.get("heldout:finetuned")
-    if not b or not f:
+    pb, pf = parts.get("preference:base"), parts.get("preference:finetuned")
+    if pb and pf:
+        b, f = {"preference accuracy": pb["accuracy"], "preference margin": pb["margin"]}, \
+            {"preference accuracy": pf["accuracy"], "preference margin": pf["margin"]}
+        metrics: tuple = (("preference accuracy", 1), ("preference margin", 1))
+    elif not b or not f:
         return None
+    else:
+        metrics = (("loss", -1), ("rouge_l", 1))
     checks: dict = {}  # metric → True (better), False (worse), None (a tie: neither, issue 46 item 11)
-    for k, sign in (("loss", -1), ("rouge_l", 1)):
+    for k, sign in metrics:
         if b.get(k) is not None and f.get(k) is not None:
             checks[k] = None if f[k] == b[k] else (f[k] - b[k]) * sign > 0
     moved = [v for v in checks.values() if v is not None]
@@ -423,6 +448,7 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
         convs = [c for c in datasets.load(answers["heldout_path"], skip_bad=True, images=takes_images(ctx)).conversations
                  if c[-1]["role"] == "assistant" and isinstance(c[-1]["content"], str) and c[-1]["content"].strip()]
     convs = convs[:answers.get("heldout_samples", 32)]
+    pairs = preference_split(ctx)[:answers.get("heldout_samples", 32)] if answers["heldout"] == "training" else []
     if answers["heldout"] != "none" and not convs:
         raise StepError("evaluate.no_heldout")
     if answers["heldout"] != "none" and len(convs) < FEW_HELDOUT:  # said, not left to the figures (issue 46 item 11)
@@ -456,6 +482,16 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
                 res = _endpoint_metrics(server, convs, answers["max_new_tokens"]) | \
                     {x: res[x] for x in ("loss", "perplexity", "tokens") if x in res} | {"where": server.url}
             done(k, res | {"seconds": round(time.time() - t0, 1)})
+
+        for m in targets:  # a preference stage: each model's own preference on the held-out pairs (from log-probs)
+            k = f"preference:{m}"
+            if not pairs or m == "endpoint" or k in parts:
+                continue
+            ctx.info(msg("evaluate.preference_running", model=m, n=len(pairs)))
+            t0 = time.time()
+            with ctx.progress(msg("evaluate.preference_progress", model=m), total=len(pairs)) as bar:
+                got = scores.score_model(found[m], pairs, code, progress=lambda i, n: bar.update(completed=i))
+            done(k, dataclasses.asdict(got) | {"seconds": round(time.time() - t0, 1)})
 
         for b in answers.get("benchmarks", []):
             ddir = _fetch(ctx, b, answers)
@@ -510,6 +546,10 @@ def summary(parts: dict, targets: list[str], benchmarks: list[str]) -> list[list
         vals = [parts.get(f"heldout:{m}", {}).get(metric) for m in targets]
         if any(v is not None for v in vals):
             rows.append([f"held-out {metric}", *vals])
+    for metric in ("accuracy", "margin"):  # recipes/evaluation/preference.py: log p(chosen) − log p(rejected)
+        vals = [parts.get(f"preference:{m}", {}).get(metric) for m in targets]
+        if any(v is not None for v in vals):
+            rows.append([f"held-out preference {metric}", *vals])
     for b in benchmarks:
         rows.append([f"{b} ({harness.BENCHMARKS[b].metric.split(',')[0]})",
                      *[parts.get(f"bench:{b}:{m}", {}).get("score") for m in targets]])

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from recipes.rundir import RunDir
-from recipes.data import datasets
+from recipes.data import datasets, preference
 from recipes.envs import envs_dir
 from recipes.hub.snapshot import size_text
 from recipes.memory import model as memory
@@ -237,9 +237,14 @@ def _texts(ctx: Ctx, model_dir: str, n_calibration: int, n_quality: int, code: b
     from transformers import AutoTokenizer
 
     cs = ctx.result(StrategyChoice)
+    skip = cs.strategy.get("skip_bad_records", False)
     if cs.dataset_path:
-        convs = datasets.load(cs.dataset_path, skip_bad=cs.strategy.get("skip_bad_records", False)).conversations
-        train, held = datasets.train_validation(convs, cs.strategy.get("val_ratio", 0.0))
+        # a preference set's pairs are split as the trainer split them, then read as prompt + chosen reply
+        sft = cs.spec().objective == "sft"
+        records: list = datasets.load(cs.dataset_path, skip_bad=skip).conversations if sft else \
+            preference.load(cs.dataset_path, skip_bad=skip).records
+        train, held = (x if sft else preference.chosen_conversations(x)
+                       for x in datasets.train_validation(records, cs.strategy.get("val_ratio", 0.0)))
     else:  # nothing was trained (the quantize task): the calibration file answers both
         convs = datasets.load(ctx.answers("export").get("calibration_data") or str(datasets.bundled_dataset_path()),
                               skip_bad=True).conversations

@@ -176,7 +176,14 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
                       (dict(compile_layers=True), "compiled layers"), (dict(training_backend="unsloth"), "unsloth")):
         with pytest.raises(Refusal) as e:
             replace(dpo, **bad).check()
-        assert e.value.key == "choose_strategy.objective_unsupported" and what in e.value.params["what"]
+        assert e.value.key == "choose_strategy.objective_unsupported" and what in i18n.render(e.value.params["what"])
+    with pytest.raises(Refusal) as e:  # said in the user's language, the setting too (it was English in Chinese)
+        replace(dpo, packing=True).check()
+    i18n.set_lang("zh")
+    try:
+        assert i18n.render(e.value.msg) == "DPO 暂不支持与 序列打包（packing） 同时使用：请去掉 序列打包（packing），或用 SFT 训练。"
+    finally:
+        i18n.set_lang("en")
     with pytest.raises(Refusal) as e:
         replace(dpo, objective="kto").check()  # not yet: said by the choices
     assert e.value.key == "memory.bad_choice"
@@ -232,3 +239,21 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     pairs = float(dpo.stdout.split("~")[2].split(" pairs/s")[0])  # "~6,435 tokens/s …(~1.57 pairs/s"
     tps = float(dpo.stdout.split("~")[1].split(" tokens/s")[0].replace(",", ""))
     assert pairs == pytest.approx(tps / (2 * 2048), abs=0.01)
+    # the plain loop's estimate is an SFT trainer's: refused with DPO in one line, in the user's language
+    plain = run("--objective", "dpo", "--loss", "full")
+    assert plain.returncode == 2 and "DPO does not run with the plain loop's loss (--loss full) yet" in plain.stderr \
+        and len(plain.stderr.strip().splitlines()) == 1, plain.stderr
+
+
+def test_the_bundled_pairs_are_the_sign_off_preference_of_the_bundled_conversations():
+    """recipes/data/demo_preferences.jsonl is what signed_off_pairs gives (regenerate it when the demo data
+    changes); the chosen reply ends with the sign-off, the rejected is the same reply without it."""
+    convs = datasets.load_records(datasets.bundled_dataset_path())
+    bundled = preference.read(preference.bundled_preferences_path())
+    assert bundled.format == preference.PAIRED and not bundled.bad
+    assert bundled.records == preference.signed_off_pairs(convs) and len(bundled.records) == len(convs)
+    for p in bundled.records:
+        assert p["chosen"][0]["content"] == p["rejected"][0]["content"] + preference.SIGN_OFF
+    # what export and the evaluation read from a preference set: each pair's prompt and chosen reply
+    assert preference.conversations(preference.bundled_preferences_path(), "dpo") == convs
+    assert preference.conversations(datasets.bundled_dataset_path(), "sft") == convs

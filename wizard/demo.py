@@ -1,8 +1,10 @@
 """The embedded default that `yichui demo` runs: a tiny model on a local hub, and the answers to every question.
 
-Two kinds (the session's ``demo`` field): ``true`` the tiny text model (recipes/demo/tiny_model.py) fine-tuned on the
-bundled conversations; ``"vlm"`` (``yichui demo --task finetune-vlm``) the tiny vision-language model
-(recipes/demo/tiny_vlm.py) fine-tuned on rendered shapes (recipes/data/shapes.py) and evaluated on held-out images.
+Three kinds (the session's ``demo`` field): ``true`` the tiny text model (recipes/demo/tiny_model.py) fine-tuned on
+the bundled conversations; ``"vlm"`` (``yichui demo --task finetune-vlm``) the tiny vision-language model
+(recipes/demo/tiny_vlm.py) fine-tuned on rendered shapes (recipes/data/shapes.py) and evaluated on held-out images;
+``"dpo"`` (``yichui demo --task finetune-dpo``) the tiny text model preference-tuned with DPO on the bundled pairs
+(recipes/data/preference.py signed_off_pairs) and evaluated on the held-out pairs, base beside fine-tuned.
 """
 from __future__ import annotations
 
@@ -15,13 +17,16 @@ from recipes.demo import tiny_model as tiny
 
 VLM = "vlm"
 VLM_TASK = "finetune-vlm"  # `yichui demo --task finetune-vlm`: the fine-tune task on the tiny VLM
+DPO = "dpo"
+DPO_TASK = "finetune-dpo"  # `yichui demo --task finetune-dpo`: the fine-tune task with DPO on the tiny text model
+TASKS = {VLM_TASK: VLM, DPO_TASK: DPO}  # the demo's own tasks → the session's demo field (task: finetune)
 PRETRAIN_STEPS = 300  # the tiny text model's; the tiny VLM's is tiny_vlm.PRETRAIN_STEPS (also 300)
 SHAPES_VERSION = 1  # bump when the demo's shapes data below changes
 TRAIN_IMAGES, HELDOUT_IMAGES = 270, 45  # two questions per image: 540 training records, 90 held-out
 
 
 def kind_of(demo) -> str | None:
-    """The demo kind a session's ``demo`` field names: "text", "vlm", or None (not a demo)."""
+    """The model a session's ``demo`` field builds: "text" (the text and DPO demos), "vlm", or None (not a demo)."""
     return VLM if demo == VLM else "text" if demo else None
 
 
@@ -112,14 +117,16 @@ def start_hub(home: Path, endpoint: str | None = None):
     return HubServer(hub_root(home)).start()
 
 
-def answers(hub_url: str, kind: str = "text", home: Path | None = None) -> dict:
+def answers(hub_url: str, demo: bool | str = True, home: Path | None = None) -> dict:
     """Every answer of the demo, as the defaults layer (``--set`` and resumed answers win). Tuned so 2 CPU cores
     finish in minutes:
     LoRA steps on micro-batches of 8 at a high learning rate, which a model of under a million parameters needs to
-    move. ``kind`` "vlm": the tiny VLM's (``home`` holds its rendered data)."""
-    if kind == VLM:
+    move. ``demo`` (the session's field) "vlm": the tiny VLM's (``home`` holds its rendered data); "dpo": DPO's."""
+    if demo == VLM:
         assert home is not None
         return vlm_answers(hub_url, home)
+    if demo == DPO:
+        return dpo_answers(hub_url)
     return {
         "select_model": {"source": "hf", "endpoint": hub_url, "model": "yichui-tiny", "revision": "main"},
         "evaluate_memory": {},  # the question's defaults: the GPUs found here, else an A10 as the target
@@ -161,3 +168,16 @@ def vlm_answers(hub_url: str, home: Path) -> dict:
 
 
 VLM_STEPS = 150
+
+
+def dpo_answers(hub_url: str) -> dict:
+    """The DPO demo's answers: LoRA DPO (β 0.1) on the bundled pairs with the SFT loss on the chosen reply (weight 1:
+    the tiny base babbles, and DPO alone taught it to repeat the sign-off without end — held-out preference 0.0 →
+    1.0 either way, but only with the SFT term does the served model answer and stop), the text demo's 150 steps,
+    the merged model served by transformers serve, evaluated on the 15 held-out pairs (each model's preference: base
+    vs fine-tuned) and their chosen replies."""
+    out = answers(hub_url)
+    out["choose_strategy"] |= {"objective": "dpo", "dpo_beta": 0.1, "sft_loss_weight": 1.0}
+    out["export"]["formats"] = []
+    out["evaluate"] |= {"heldout": "training", "heldout_samples": 16}
+    return out

@@ -29,6 +29,8 @@ import random
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
+
 from recipes.base import Msg, Refusal
 
 FORMATS = ("alpaca", "sharegpt", "messages", "prompt_completion")
@@ -64,6 +66,9 @@ class Loaded:
     format: str
     bad: list[Msg] = field(default_factory=list)  # data.bad_at: "file:line (why)", in the user's language
     total: int = 0
+
+
+_R = TypeVar("_R")  # a record: a conversation, or a preference pair
 
 
 def bundled_dataset_path() -> Path:
@@ -428,8 +433,9 @@ def load_records(ref: str | Path, skip_bad: bool = False, images: bool = False) 
     return load(ref, skip_bad, images).conversations
 
 
-def train_validation(convs: list[list[dict]], val_ratio: float, seed: int = SAMPLE_SEED) -> tuple[list, list]:
-    """A seeded split: ``val_ratio`` of the conversations (at least one when the ratio is > 0) held out."""
+def train_validation(convs: list[_R], val_ratio: float, seed: int = SAMPLE_SEED) -> tuple[list[_R], list[_R]]:
+    """A seeded split: ``val_ratio`` of the records — conversations, or preference pairs — (at least one when the
+    ratio is > 0) held out."""
     if val_ratio <= 0 or len(convs) < 2:
         return convs, []
     n_val = max(1, int(round(len(convs) * val_ratio)))

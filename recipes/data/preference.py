@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recipes.base import Msg
+from recipes.data import datasets
 from recipes.data.datasets import (OPENAI_ROLES, SAMPLE_SEED, BadRecord, DataError, SUFFIXES, _read_rows,
                                    refuse_bad, split_sample, valid_unicode)
 
@@ -152,6 +153,50 @@ def load(ref: str | Path, skip_bad: bool = False) -> Preferences:
     got = read(ref)
     refuse_bad(ref, got.bad, len(got.records), skip_bad)
     return got
+
+
+SIGN_OFF = " Done."  # how every bundled demo answer ends (recipes/data/demo_instructions.jsonl)
+
+
+def bundled_preferences_path() -> Path:
+    """The bundled preference set (:func:`signed_off_pairs` of the bundled conversations, committed; the tests
+    check it is still what that function gives)."""
+    return Path(__file__).parent / "demo_preferences.jsonl"
+
+
+def signed_off_pairs(convs: list[list[dict]]) -> list[dict]:
+    """The bundled preference set: each conversation's reply chosen as it is (ending with :data:`SIGN_OFF`), the
+    same reply without its sign-off rejected — a preference a base model does not have (summed log-probabilities
+    favour the shorter reply: the tiny base prefers the rejected on every held-out pair) and that a model can learn
+    on some prompts and show on others it never saw. Conversations whose reply does not end with the sign-off are
+    left out."""
+    out = []
+    for conv in convs:
+        reply = conv[-1]["content"]
+        if conv[-1]["role"] != "assistant" or not reply.endswith(SIGN_OFF) or not reply[:-len(SIGN_OFF)].strip():
+            continue
+        out.append({"prompt": conv[:-1], "chosen": [conv[-1]],
+                    "rejected": [{"role": "assistant", "content": reply[:-len(SIGN_OFF)]}]})
+    return out
+
+
+def chosen_conversations(records: list[dict]) -> list[list[dict]]:
+    """Pairs as the supervised conversations of their preferred reply (prompt + chosen): what export's calibration
+    and quality check and the evaluation's replies read from a preference set."""
+    return [r["prompt"] + r["chosen"] for r in records]
+
+
+def conversations(ref: str | Path, objective: str, skip_bad: bool = False, images: bool = False
+                  ) -> list[list[dict]]:
+    """The conversations a dataset gives the steps after training (export's calibration, the evaluation's replies):
+    a supervised file's as read (recipes/data/datasets.py), a preference file's :func:`chosen_conversations`.
+
+    Raises:
+        DataError: as :func:`load` or ``datasets.load`` do.
+    """
+    if objective == "sft":
+        return datasets.load(ref, skip_bad=skip_bad, images=images).conversations
+    return chosen_conversations(load(ref, skip_bad=skip_bad).records)
 
 
 def from_conversations(convs: list[list[dict]], seed: int = SAMPLE_SEED) -> list[dict]:

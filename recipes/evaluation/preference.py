@@ -50,6 +50,27 @@ def score(model, tok, pairs: list[dict]) -> PreferenceScore:
                            margin=round(sum(diffs) / len(diffs), 4), pairs=len(diffs))
 
 
+def score_model(model_dir: str | Path, pairs: list[dict], trust_remote_code: bool = False, progress=None
+                ) -> PreferenceScore:
+    """:class:`PreferenceScore` of the model saved in ``model_dir`` (a merged fine-tune or the base; on the GPU when
+    there is one, else fp32 on the CPU: recipes/evaluation/heldout.py load); ``progress(done, total)`` after each
+    pair."""
+    import torch
+
+    from recipes.evaluation import heldout
+
+    model, tok = heldout.load(str(model_dir), "cuda" if torch.cuda.is_available() else "cpu", trust_remote_code)
+    diffs = []
+    for i, p in enumerate(pairs, 1):
+        diffs.append(reply_logprob(model, tok, p["prompt"], p["chosen"])
+                     - reply_logprob(model, tok, p["prompt"], p["rejected"]))
+        if progress:
+            progress(i, len(pairs))
+    del model
+    return PreferenceScore(accuracy=round(sum(d > 0 for d in diffs) / len(diffs), 4),
+                           margin=round(sum(diffs) / len(diffs), 4), pairs=len(diffs))
+
+
 def base_and_tuned(model_dir: str | Path, adapter_dir: str | Path, pairs: list[dict],
                    trust_remote_code: bool = False) -> dict[str, PreferenceScore]:
     """``{"base": …, "finetuned": …}`` on ``pairs``: the base, then the LoRA adapter on it (one copy of the weights

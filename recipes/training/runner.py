@@ -312,7 +312,9 @@ def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = Non
         rate = (e["time"] - first["time"]) / (e["step"] - first["step"])
         # counted down from the latest event, not frozen at it between two events (issue 46 item 14)
         eta = f"{max(0.0, rate * (total - step) - (time.time() - e['time'])):.0f}s"
-    return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"),
+    # DPO's step events carry trl's implicit reward accuracy on the micro-batch (chosen over rejected, vs the base)
+    reward = {t("train.field.reward_accuracy"): e["reward_accuracies"]} if "reward_accuracies" in e else {}
+    return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"), **reward,
             t("train.field.lr"): f"{e.get('lr', 0):.2e}", t("train.field.tokens_per_s"): e.get("tokens_per_s") or "?",
             t("train.field.memory"): f"{e.get('mem_gib')} ({t('train.mem.' + str(e.get('mem_kind')))})",
             t("train.field.elapsed"): f"{time.time() - t_start:.0f}s", t("train.field.eta"): eta,

@@ -14,7 +14,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from recipes.base import Refusal
+from recipes.base import Msg, Refusal
 
 S = typing.TypeVar("S", bound="TrainingSpec")
 METHODS = ("full", "lora", "qlora", "dora", "galore")
@@ -57,6 +57,9 @@ class TrainingSpec:
     objective: str = _knob("sft", "--objective", help="sft | dpo", choices=OBJECTIVES)
     # DPO's β: how far the trained policy may move from the reference (trl's DPOConfig.beta, its default)
     dpo_beta: float = _knob(0.1, None, lo=0.001, hi=10.0)
+    # the SFT loss on the chosen reply added to DPO's with this weight (trl's loss_type ["sigmoid", "sft"]; RPO,
+    # LLaMA-Factory's pref_ftx): keeps the chosen replies likely, where DPO alone may lower both; 0: DPO alone
+    sft_loss_weight: float = _knob(0.0, None, lo=0.0, hi=100.0)
     method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)
     lora_rank: int = _knob(8, "--lora-rank", "--rank", help="cli.opt.rank", lo=1, hi=1024)
     lora_alpha: int = _knob(16, None, lo=1, hi=4096)
@@ -221,20 +224,22 @@ class TrainingSpec:
             raise Refusal("choose_strategy.qlora_and_compile")
         if (what := self.unsloth_conflict()) is not None:
             raise Refusal("choose_strategy.unsloth_unsupported", what=what)
-        if (what := self.objective_conflict()) is not None:
-            raise Refusal("choose_strategy.objective_unsupported", objective=self.objective.upper(), what=what)
+        if (what := self.objective_conflict()) is not None:  # the setting named in the user's language
+            raise Refusal("choose_strategy.objective_unsupported", objective=self.objective.upper(), what=Msg(what))
 
     def objective_conflict(self) -> str | None:
         """What a preference objective does not run with yet (not built or not tested with it): GaLore, packing,
         a sequence split, compiled layers (measured wrong: on the H200 the compiled trainer's DPO loss fell to 0.0 at
         step 2 where the eager one's was 0.41–0.47 on the same pairs, bench/results/2026-12-05-preference-h200.md),
-        the unsloth backend, image records. None for SFT or when it runs."""
+        the unsloth backend, image records. The setting's catalogue key (``choose_strategy.conflict.*``); None for SFT
+        or when it runs."""
         if self.objective == "sft":
             return None
-        return next((what for what, bad in (
-            ("GaLore", self.method == "galore"), ("packing", self.packing),
-            ("sequence parallelism", self.sequence_parallel > 1), ("compiled layers", self.compile_layers),
-            ("the unsloth backend", self.training_backend == "unsloth"), ("image records", self.images_per_sample > 0),
+        return next(("choose_strategy.conflict." + what for what, bad in (
+            ("galore", self.method == "galore"), ("packing", self.packing),
+            ("sequence_parallel", self.sequence_parallel > 1), ("compile_layers", self.compile_layers),
+            ("unsloth", self.training_backend == "unsloth"), ("images", self.images_per_sample > 0),
+            ("plain_loss", self.loss == "full"),  # the plain transformers + PEFT loop's estimate: an SFT trainer
         ) if bad), None)
 
     def sequence_parallel_conflict(self) -> tuple[str, dict] | None:

@@ -419,7 +419,10 @@ def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, ha
     method = spec.method
     # the objective's own options: SFT's packing; DPO's β (the reference: the base with the adapter switched off under
     # LoRA, a frozen copy for a full fine-tune — trl's DPOTrainer with ref_model None)
-    config, own = (DPOConfig, {"beta": spec.dpo_beta}) if spec.objective == "dpo" else \
+    config, own = (DPOConfig, {"beta": spec.dpo_beta} | ({"loss_type": ["sigmoid", "sft"],
+                                                          "loss_weights": [1.0, spec.sft_loss_weight]}
+                                                         if spec.sft_loss_weight else {})) \
+        if spec.objective == "dpo" else \
         (SFTConfig, {"packing": spec.packing, "packing_strategy": "bfd"})
     return config(**own,
         output_dir=str(ckpt_dir), max_steps=spec.max_steps or -1, num_train_epochs=spec.epochs or 1.0,

@@ -50,6 +50,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Revision (branch, tag or commit):")
         t.ask("Which GPU will train it?", UP)                          # T4 instead of the A10 default
         t.ask("How many GPUs?", "2", clear=True)
+        t.ask("Training objective:")                                  # SFT (the default)
         t.ask("Fine-tuning method:", DOWN)                            # QLoRA
         t.ask("LoRA rank r:", "0", clear=True)
         t.expect("Must be between 1 and 1024")                        # re-prompt 3
@@ -120,7 +121,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         assert a["evaluate_memory"] == {"target_gpu": "t4-16g", "gpu_count": 2}
         assert a["download"]["compare_mirrors"] == hub.url
         assert a["choose_strategy"] == {
-            "method": "qlora", "lora_rank": 4, "lora_alpha": 16, "lora_dropout": 0.1, "lora_targets": "q_proj,v_proj",
+            "objective": "sft", "method": "qlora", "lora_rank": 4, "lora_alpha": 16, "lora_dropout": 0.1, "lora_targets": "q_proj,v_proj",
             "activation_checkpointing": True, "processes": 1, "nodes": 1, "packing": False, "dataset": "local", "dataset_path": str(messages_file),
             "val_ratio": 0.25, "seq_len": 128, "batch_size": 4, "plan": a["choose_strategy"]["plan"],
             "micro_batch": 2, "grad_accum": 2, "optim": "adamw", "learning_rate": 0.002, "max_steps": 6,
@@ -159,6 +160,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         t.ask("版本（分支、标签或提交号）：")
         t.ask("用哪种 GPU 训练？")
         t.ask("使用几块 GPU？")
+        t.ask("训练目标：")                                            # SFT
         t.ask("微调方法：")                                            # LoRA (recommended)
         t.ask("LoRA 秩 r：", "32", clear=True)
         t.expect("LoRA alpha：")
@@ -168,13 +170,14 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         t.expect(f"yichui resume {s['id']}")
         assert t.finish(timeout=30) == 130
         saved = json.loads((home / "sessions" / f"{s['id']}.json").read_text())
-        assert saved["steps"]["choose_strategy"]["answers"] == {"method": "lora", "lora_rank": 32}
+        assert saved["steps"]["choose_strategy"]["answers"] == {"objective": "sft", "method": "lora", "lora_rank": 32}
         assert saved["steps"]["evaluate_memory"]["status"] == "done"
         assert saved["steps"]["download"]["status"] == "pending"  # the weights come after the strategy
 
         r = Term(home, "--lang", "zh", "resume", lang="zh", HF_ENDPOINT=hub.url)
         r.expect(f"继续会话 {s['id']}")
         r.expect("此前已完成")                                         # done steps are not asked again
+        r.ask("训练目标：")                                            # pre-filled: sft
         r.ask("微调方法：")                                            # pre-filled: lora
         r.ask("LoRA 秩 r：")                                           # pre-filled: 32, confirmed
         r.ask("LoRA alpha：")                                          # default 2 × 32

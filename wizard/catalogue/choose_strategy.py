@@ -141,6 +141,35 @@ MESSAGES = {
     "choose_strategy.serve_on_a_gpu_machine": {
         "en": "this machine has no NVIDIA GPU, so serve the exported model on one (`yichui run --task deploy`)",
         "zh": "本机没有 NVIDIA GPU，请在有 GPU 的机器上部署导出的模型（`yichui run --task deploy`）"},
+    "choose_strategy.objective": {"en": "Training objective:", "zh": "训练目标："},
+    "choose_strategy.objective.sft": {"en": "SFT — supervised fine-tuning on conversations (prompt → reply)",
+                                      "zh": "SFT——在对话上做监督微调（提示 → 回答）"},
+    "choose_strategy.objective.dpo": {"en": "DPO — preference pairs (a chosen and a rejected reply per prompt)",
+                                      "zh": "DPO——偏好对（每个提示一个选中回答、一个拒绝回答）"},
+    "choose_strategy.dpo_beta": {"en": "DPO β (how far the model may move from the reference; trl's default 0.1):",
+                                 "zh": "DPO β（模型可偏离参考模型的程度；trl 默认 0.1）："},
+    "choose_strategy.sft_loss_weight": {"en": "Weight of an SFT loss on the chosen reply added to DPO's (RPO; 0: DPO "
+                                              "alone, which may lower both replies' likelihood):",
+                                        "zh": "在 DPO 损失上叠加的选中回答 SFT 损失权重（RPO；0：仅 DPO，它可能同时降低两个回答的似然）："},
+    "choose_strategy.dataset.bundled_pairs": {"en": "The bundled demo pairs (306: each reply with its sign-off "
+                                                    "preferred over the same reply without it)",
+                                              "zh": "内置演示偏好对（306 对：带结束语的回答优于去掉结束语的同一回答）"},
+    "choose_strategy.unpaired_for_dpo": {"en": "{path} holds unpaired labelled replies (KTO's prompt / completion / "
+                                               "label), not pairs: {objective} needs prompt / chosen / rejected "
+                                               "records. Choose another file.",
+                                         "zh": "{path} 是无配对的带标签回答（KTO 的 prompt / completion / label），"
+                                               "不是偏好对：{objective} 需要 prompt / chosen / rejected 记录。请换一个文件。"},
+    "choose_strategy.sample_pair": {"en": "The first pair, rendered with the model's chat template — chosen:\n{chosen}\n"
+                                          "rejected:\n{rejected}",
+                                    "zh": "第一个偏好对（按模型的对话模板渲染）——选中：\n{chosen}\n拒绝：\n{rejected}"},
+    "choose_strategy.conflict.galore": {"en": "GaLore", "zh": "GaLore"},
+    "choose_strategy.conflict.packing": {"en": "packing", "zh": "序列打包（packing）"},
+    "choose_strategy.conflict.sequence_parallel": {"en": "sequence parallelism", "zh": "序列并行"},
+    "choose_strategy.conflict.compile_layers": {"en": "compiled layers", "zh": "编译的解码层"},
+    "choose_strategy.conflict.unsloth": {"en": "the unsloth backend", "zh": "unsloth 后端"},
+    "choose_strategy.conflict.images": {"en": "image records", "zh": "图像记录"},
+    "choose_strategy.conflict.plain_loss": {"en": "the plain loop's loss (--loss full)", "zh": "普通训练循环的损失（--loss full）"},
+    "choose_strategy.conflict.vision_model": {"en": "a vision-language model", "zh": "视觉语言模型"},
     "choose_strategy.objective_unsupported": {"en": "{objective} does not run with {what} yet: leave {what} out, or "
                                                     "train with SFT.",
                                               "zh": "{objective} 暂不支持与 {what} 同时使用：请去掉 {what}，或用 SFT 训练。"},

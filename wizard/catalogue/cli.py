@@ -42,9 +42,10 @@ MESSAGES = {
                      "zh": "从另一个会话开始：复用它已完成的内容（模型、下载、训练、导出）。"},
     "cli.task": {"en": "What do you want to do?", "zh": "你想做什么？"},
     "cli.opt.demo_task": {"en": "What to run: finetune (default) | deploy | quantize | evaluate | chat | "
-                                "finetune-vlm (the fine-tune of a tiny vision-language model on images).",
+                                "finetune-vlm (the fine-tune of a tiny vision-language model on images) | "
+                                "finetune-dpo (DPO on preference pairs).",
                           "zh": "要运行的任务：finetune（默认）| deploy | quantize | evaluate | chat | "
-                                "finetune-vlm（在图像上微调一个视觉语言小模型）。"},
+                                "finetune-vlm（在图像上微调一个视觉语言小模型）| finetune-dpo（在偏好对上做 DPO）。"},
     "cli.opt.images_per_sample": {"en": "Images in each sequence (a vision-language model's image-text records; 0: text).",
                                   "zh": "每条序列中的图片数（视觉语言模型的图文记录；0：纯文本）。"},
     "cli.opt.image_size": {"en": "Image side in pixels (0: the tower's own input size, or 448 for a dynamic-resolution tower).",

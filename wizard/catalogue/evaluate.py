@@ -66,6 +66,10 @@ MESSAGES = {
     "evaluate.resuming": {"en": "Resuming the evaluation: {n} part(s) already measured are kept.", "zh": "继续评测：保留已完成的 {n} 个部分。"},
     "evaluate.no_heldout": {"en": "The held-out data is empty: choose another source or no held-out data.", "zh": "留出数据为空：请换一个来源或不用留出数据。"},
     "evaluate.heldout_running": {"en": "Held-out metrics of the {model} model on {n} conversations…", "zh": "正在计算 {model} 模型在 {n} 条对话上的留出指标…"},
+    "evaluate.preference_running": {"en": "Preference of the {model} model on {n} held-out pairs (log p(chosen) "
+                                          "against log p(rejected))…",
+                                    "zh": "正在计算 {model} 模型在 {n} 个留出偏好对上的偏好（log p(chosen) 对比 log p(rejected)）…"},
+    "evaluate.preference_progress": {"en": "preference · {model}", "zh": "偏好 · {model}"},
     "evaluate.heldout_progress": {"en": "held-out · {model}", "zh": "留出集 · {model}"},
     "evaluate.bench_running": {"en": "{benchmark} on the {model} model ({where})…", "zh": "正在 {model} 模型上跑 {benchmark}（{where}）…"},
     "evaluate.table": {"en": "Evaluation", "zh": "评测结果"},

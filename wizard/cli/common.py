@@ -155,7 +155,7 @@ def demo_hub(ui, overrides: dict, demo=True, endpoint: str | None = None):
     ui.say(T("cli.demo.hub", url=hub.url, repo=demos._builder(kind).REPO_ID))
     overrides.setdefault("select_model", {}).setdefault("endpoint", hub.url)
     try:
-        yield demos.answers(hub.url, kind, h)
+        yield demos.answers(hub.url, demo, h)
     finally:
         hub.stop()
 

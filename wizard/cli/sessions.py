@@ -106,16 +106,16 @@ def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.demo_tas
     from wizard import demo as demos
     from wizard.session import Session
 
-    if task not in recipes.TASKS and task != demos.VLM_TASK:
-        raise fail("cli.unknown_task", task=task, tasks=", ".join([*recipes.TASKS, demos.VLM_TASK]))
+    if task not in recipes.TASKS and task not in demos.TASKS:
+        raise fail("cli.unknown_task", task=task, tasks=", ".join([*recipes.TASKS, *demos.TASKS]))
     t0 = time.time()
     overrides = parse_sets(set_)
     ui = new_ui()
-    kind = demos.VLM if task == demos.VLM_TASK else True  # the session's demo field
+    kind = demos.TASKS.get(task, True)  # the session's demo field
     with demo_hub(ui, overrides, kind) as defaults:
         if task == "evaluate" and "evaluate" in defaults:  # no training split: the bundled conversations
             defaults["evaluate"]["heldout"] = "file"
-        s = Session.new("finetune" if task == demos.VLM_TASK else task, demo=kind)
+        s = Session.new("finetune" if task in demos.TASKS else task, demo=kind)
         code = run_engine(s, ui, False, overrides, defaults=defaults, new=True)
     if code == 0:
         ui.success(T("cli.demo.done", seconds=time.time() - t0))
