@@ -311,8 +311,10 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
         merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code, image=train.sample_image) \
             | {"merged": merged_id}
     ctx.record(merged_smoke=merged_smoke)
-    ctx.info(msg("export.merged_stops" if merged_smoke["stopped"] else "export.merged_runs_on",
-                 tokens=merged_smoke["tokens"], limit=SMOKE_TOKENS, reply=merged_smoke["reply"][:120]))
+    # nothing trained (the quantize task): the downloaded model is what runs on; "train longer" would not apply
+    ctx.info(msg(("export.merged_stops" if adapter else "export.downloaded_stops") if merged_smoke["stopped"] else
+                 "export.merged_runs_on" if adapter else "export.downloaded_runs_on", tokens=merged_smoke["tokens"], limit=SMOKE_TOKENS,
+                 reply=merged_smoke["reply"][:120]))
 
     todo = [f for f in formats if f not in done]
     env = previous.quantizer_env
@@ -346,7 +348,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
                 for name_ in ("generation_config.json", "chat_template.jinja"):
                     if (merged / name_).exists():
                         shutil.copy(merged / name_, tmp / name_)
-            ctx.info(msg("export.checking", format=f, n=len(held)))
+            ctx.info(msg("export.checking" if adapter else "export.checking_downloaded", format=f, n=len(held)))
             figures = _quality(merged, tmp, held, question, code)
             if merged_smoke["stopped"] and figures.get("smoke") and not figures["smoke"]["stopped"]:
                 key_, params = stop_cause(merged, tmp, question, figures, code)

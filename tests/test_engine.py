@@ -609,3 +609,23 @@ def test_in_the_wizard_a_failure_an_earlier_answer_caused_offers_to_go_back_ther
     else:
         assert code == 1 and tries == [8] and "resume asks them again" in out
         assert saved(s)["steps"]["a"]["status"] == "pending" and saved(s)["steps"]["b"]["status"] == "failed"
+
+
+def test_a_run_that_warned_does_not_end_with_all_steps_done_and_repeats_its_warnings(tmp_path, capsys):
+    """Issue 46 (a new user's first hour, item 2): a deploy whose model never stops warned, then the run said "All
+    steps done" — the warnings scrolled away. The end now says the run warned and lists each warning in one line."""
+    def warns(ctx, a):
+        ctx.warn(msg("deploy.no_stop", tokens=256, why="no EOS"))
+        return {}
+    steps = {"a": make_step("a", [], run=warns), "b": make_step("b", [], run=lambda c, a: {})}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0
+    out = capsys.readouterr().out
+    assert "All steps done" not in out and "All steps ran, with 1 warning(s) to read first" in out, out
+    assert "  a: The served model does not end its reply within 256 tokens; it did not in the export's check" in out
+    quiet = {"a": make_step("a", [], run=lambda c, a: {}), "b": make_step("b", [], run=lambda c, a: {})}
+    s2 = Session.new("test", ("a", "b"), tmp_path)
+    s2.save()
+    assert Engine(s2, UI(), None, load=quiet.__getitem__).run() == 0
+    assert "All steps done" in capsys.readouterr().out

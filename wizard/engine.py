@@ -208,7 +208,9 @@ class StepContext:
         self._e.ui.say(i18n.render(m, **args))
 
     def warn(self, m: Msg | str, **args: Any) -> None:
-        self._e.ui.warn(i18n.render(m, **args))
+        text = i18n.render(m, **args)
+        self._e.warnings.append((self._step, text))  # said again when the run ends: warnings scroll away
+        self._e.ui.warn(text)
 
     def table(self, title, columns, rows) -> None:
         self._e.ui.table(i18n.render(title), [i18n.render(c) for c in columns],
@@ -242,6 +244,7 @@ class Engine:
                  replay: dict | None = None, defaults: dict | None = None, load=recipes.load):
         self.session, self.ui, self.prompter, self.load = session, ui, prompter, load
         self.overrides = overrides or {}
+        self.warnings: list[tuple[str, str]] = []  # (step, text) said by the steps during this run
         self.replay = replay or {}
         self.defaults = defaults or {}
         self.home = Path(session.run_dir).parent.parent  # YICHUI_HOME: runs/<id>/ lies under it
@@ -522,7 +525,13 @@ class Engine:
                 break
         s.finish()
         s.save()
-        self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
+        if self.warnings:  # "All steps done" is not the last word on a run that warned (a model that never stops)
+            self.ui.say(i18n.t("engine.finished_with_warnings", id=s.id, path=str(s.path), n=len(self.warnings)))
+            for step, text in self.warnings:
+                title = i18n.t(f"step.{step}.title") if f"step.{step}.title" in i18n.CATALOG else step
+                self.ui.say(f"  {title}: {_first_line(text)}")
+        else:
+            self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0
 
     def changed_done_step(self) -> tuple[str, list[str]] | None:
@@ -584,3 +593,9 @@ class Engine:
             self.ui.say(i18n.t("engine.reask", step=reask))
         self.ui.say(i18n.t("engine.resume_hint", id=self.session.id))
         return 1
+
+
+def _first_line(text: str, n: int = 160) -> str:
+    """A warning's first line, cut at a word to ``n`` characters (the run's end lists each in one line)."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= n else line[:n].rsplit(" ", 1)[0] + " …"

@@ -53,6 +53,9 @@ def test_deploy_quantize_and_chat_tasks(clean, hub):
     assert read["engine"] == "transformers" and "--port" in read["flags"]
     assert "bf16" in s["steps"]["evaluate_memory"]["outputs"]["serving"]  # the serving view of the memory model
     assert "Training" not in r.stdout and "[4/4] Deploy" in r.stdout, r.stdout
+    # the base model runs to the length limit: the run's end says so, not "All steps done" (issue 46, item 2)
+    assert "All steps done" not in r.stdout and "All steps ran, with 1 warning(s) to read first" in r.stdout
+    assert "  Deploy: The served model does not end its reply within" in r.stdout, r.stdout[-2000:]
 
     # the evaluate task on that server's URL: no weights, so generation metrics only; GSM8K through the endpoint
     r = yichui(home, "run", "--task", "evaluate", "--yes", "--set", "select_model.source=endpoint",
@@ -78,6 +81,8 @@ def test_deploy_quantize_and_chat_tasks(clean, hub):
     assert ex["merge_check"] is None and set(ex["artifacts"]) == {"bnb-8bit"}  # no adapter: the model as it is
     assert ex["artifacts"]["bnb-8bit"]["quality"]["ppl_ratio"] > 0
     assert "as it is" in Path(ex["merged_dir"], "README.md").read_text()
+    # nothing was trained: the model is "the downloaded model", never told to "train longer" (issue 46, item 2)
+    assert "Checking bnb-8bit against the downloaded model" in r.stdout and "train longer" not in r.stdout
 
     r = yichui(home, "demo", "--task", "chat", "--set", "chat.question=Hello there")
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

@@ -21,6 +21,8 @@ MESSAGES = {
                         "zh": "{step} 无法读写 {path}：{error}。没有丢失任何内容（会话与之前各步骤的产物都保留）；请让该位置可写、"
                               "腾出空间或改用更短的路径，然后运行 `yichui resume {id}`。"},
     "engine.crashed": {"en": "{step} failed: {error} (traceback in {log}).", "zh": "{step} 失败：{error}（调用栈见 {log}）。"},
+    "engine.finished_with_warnings": {"en": "All steps ran, with {n} warning(s) to read first (session {id}, saved in {path}):",
+                                      "zh": "全部步骤已运行，但有 {n} 条警告需要先看（会话 {id}，保存在 {path}）："},
     "engine.finished": {"en": "All steps done. Session {id} is saved in {path}.", "zh": "全部步骤完成。会话 {id} 保存在 {path}。"},
     "engine.resume_hint": {"en": "Fix the cause, then continue with: yichui resume {id}",
                            "zh": "排除原因后继续：yichui resume {id}"},
