@@ -257,3 +257,20 @@ def test_the_bundled_pairs_are_the_sign_off_preference_of_the_bundled_conversati
     # what export and the evaluation read from a preference set: each pair's prompt and chosen reply
     assert preference.conversations(preference.bundled_preferences_path(), "dpo") == convs
     assert preference.conversations(datasets.bundled_dataset_path(), "sft") == convs
+
+
+def test_the_committed_trl_script_rows_put_yichui_at_or_above_trl_at_no_more_memory():
+    """bench/results/2026-12-05-preference-h200/h100-dpo-peer2.jsonl: the same DPO job through TRL's own script and
+    yichui's trainer, three rounds each on one H100 — the figures the result file and the README state."""
+    import statistics
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "results" / "2026-12-05-preference-h200" \
+        / "h100-dpo-peer2.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    trl = [r for r in rows if r.get("side") == "trl"]
+    ours = [r for r in rows if r.get("side") != "trl"]
+    assert len(trl) == len(ours) == 3
+    ratio = statistics.median(r["tokens_per_s"] for r in ours) / statistics.median(r["tokens_per_s"] for r in trl)
+    assert round(ratio, 2) == 1.16
+    assert min(r["tokens_per_s"] for r in ours) > max(r["tokens_per_s"] for r in trl)
+    assert max(r["device_peak_gib"] for r in ours) <= min(r["device_peak_gib"] for r in trl)
