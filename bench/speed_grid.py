@@ -94,10 +94,17 @@ LIGER_ROWS = [
 LIGER_FULL_ROWS = [("full", True, 2048, 4, {"liger": True, "master_weights": "bf16"})]
 LIGER_SHAPES = {"qwen2.5-0.5b": LIGER_ROWS + LIGER_FULL_ROWS, "llama3.2-1b": LIGER_ROWS + LIGER_FULL_ROWS,
                 "qwen2.5-7b": LIGER_ROWS, "mistral-7b": LIGER_ROWS}
+# issue 44's bar for a planner factor: Liger beside the eager trainer paired and interleaved in one process, ABBA
+# (eager, Liger, Liger, eager) for two knobs per shape; ``--set liger-pair``
+_PAIR = [("lora", True, 2048, 4, {}), ("lora", True, 2048, 4, {"liger": True})]
+_PAIR1 = [("lora", True, 2048, 1, {}), ("lora", True, 2048, 1, {"liger": True})]
+LIGER_PAIR_ROWS = [_PAIR[0], _PAIR[1], _PAIR[1], _PAIR[0], _PAIR1[0], _PAIR1[1], _PAIR1[1], _PAIR1[0]]
+LIGER_PAIR_SHAPES = {"qwen2.5-0.5b": LIGER_PAIR_ROWS, "qwen2.5-7b": LIGER_PAIR_ROWS}
 # yichui's side of bench/dpo_peer.py (TRL's own DPO script on the same job): the same settings, and compiled layers
 DPO_PEER_ROWS = [("lora", True, 2048, 2, {"objective": "dpo"}),
                  ("lora", True, 2048, 2, {"objective": "dpo", "compile_layers": True})]
-SETS = {"dpo": DPO_SHAPES, "liger": LIGER_SHAPES, "dpo-peer": {"qwen2.5-3b": DPO_PEER_ROWS}}
+SETS = {"dpo": DPO_SHAPES, "liger": LIGER_SHAPES, "liger-pair": LIGER_PAIR_SHAPES,
+        "dpo-peer": {"qwen2.5-3b": DPO_PEER_ROWS}}
 # device calls: shapes in the order they run (small first: a call cut short keeps whole shapes)
 CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.5-3b"],
          2: ["qwen2.5-7b", "mistral-7b", "llama3.1-8b"],
