@@ -28,8 +28,11 @@ def msg(key: str, /, **args: Any) -> Msg:
 
 
 def in_range(lo, hi):
-    """A Question validator: the value lies in [lo, hi]."""
-    return lambda v, a: None if lo <= v <= hi else Msg("answer.out_of_range", {"lo": lo, "hi": hi})
+    """A Question validator: the value lies in [lo, hi] (``.bounds`` says which, for `yichui steps --keys`)."""
+    def check(v, a):
+        return None if lo <= v <= hi else Msg("answer.out_of_range", {"lo": lo, "hi": hi})
+    check.bounds = (lo, hi)  # type: ignore[attr-defined]
+    return check
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,9 @@ class Choice:
 
     value: Any
     label: str | Msg
+    # shown so that the reason is said where it is looked for (Q-GaLore, Megatron), never accepted: not a value
+    # `yichui steps --keys` lists as allowed
+    refused: bool = False
 
 
 Answers = dict  # key → parsed value, in the order the questions were answered

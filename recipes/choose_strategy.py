@@ -245,7 +245,7 @@ def questions(ctx: Ctx) -> list[Question]:
                           Choice("full", msg("choose_strategy.method.full")),
                           Choice("galore", msg("choose_strategy.method.galore")),
                           # shown so that the reason is said where it is looked for (issue 23: no half version)
-                          Choice("q-galore", msg("choose_strategy.method.q_galore"))],
+                          Choice("q-galore", msg("choose_strategy.method.q_galore"), refused=True)],
                  validate=lambda v, a: msg("choose_strategy.q_galore_unsupported") if v == "q-galore" else
                  _prequantized_check(sel, v)),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=DEFAULTS.galore_rank,
@@ -304,7 +304,8 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("distribution", "select", "choose_strategy.distribution",
                  when=distribution_asked, default=lambda a: _default_distribution(a)[0],
                  asked_if="choose_strategy.asked_if.several_processes",
-                 choices=[Choice(d, msg("choose_strategy.distribution." + d)) for d in DISTRIBUTIONS],
+                 choices=[Choice(d, msg("choose_strategy.distribution." + d), refused=d == "megatron")
+                          for d in DISTRIBUTIONS],
                  validate=lambda v, a: _distribution_check(v, a) or (
                      msg("choose_strategy.prequantized_sharded", model=sel.name)
                      if v in ("zero3", "fsdp2") and prequantized.read(sel.config) is not None else None)),

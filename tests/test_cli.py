@@ -172,6 +172,12 @@ def test_steps_keys_lists_what_set_takes(home):
     assert len(listed) >= 40 and all(len(line) <= 80 for line in r.stdout.splitlines() if line[:1] in "┏┃┡│└")
     assert listed["choose_strategy.lora_rank"] == "int" and listed["evaluate.benchmarks"] == "checkbox"
     assert re.search(r"│ choose_strategy\.method +│ select +│ lora, qlora, dora,", r.stdout)
+    # (issue 46 item 7) a refused choice is not listed as allowed; a number shows its range and its default
+    flat = " ".join(line.strip("│ ").replace("│", " ") for line in r.stdout.splitlines())
+    flat = " ".join(flat.split())
+    assert "full, galore (listed to say why not: q-galore)" in flat and "zero3, fsdp2 (listed to say why not: megatron)" \
+        in flat, flat
+    assert "LoRA rank r · 1 … 1024 · default 8" in flat
     bad = yichui(home, "run", "--yes", "--set", "choose_strategy.lora_rnak=8")
     assert bad.returncode == 2 and "lora_rank" in bad.stderr  # the step's keys, as listed
     assert "`yichui show SESSION` lists a session's own answers" in " ".join(r.stdout.split())

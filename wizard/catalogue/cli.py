@@ -189,6 +189,9 @@ MESSAGES = {
                                   "empty for none); `yichui show SESSION` lists a session's own answers.",
                             "zh": "多选题取逗号分隔的列表（--set evaluate.benchmarks=gsm8k,mmlu，留空表示不选）；"
                                   "`yichui show 会话` 列出某个会话自己的回答。"},
+    "cli.steps.keys_refused": {"en": " (listed to say why not: {values})", "zh": "（列出只为说明为何不支持：{values}）"},
+    "cli.steps.keys_range": {"en": " · {lo} … {hi}", "zh": " · {lo} … {hi}"},
+    "cli.steps.keys_default": {"en": " · default {default}", "zh": " · 默认 {default}"},
     "cli.steps.keys_at_run": {"en": "known when the step runs (from earlier steps)", "zh": "运行到该步骤时才确定（取决于之前的步骤）"},
     "cli.steps.keys_secret": {"en": "secret: from ${env}, never via --set", "zh": "密钥：取自 ${env}，不可用 --set"},
     "cli.col.model": {"en": "model", "zh": "模型"},

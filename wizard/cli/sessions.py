@@ -212,13 +212,22 @@ def _question_keys() -> list[tuple[str, str, str]]:
                 elif q.choices:
                     try:
                         choices = q.resolve_choices({})
-                        values = ", ".join(str(c.value) for c in choices) or T("cli.steps.keys_at_run")
+                        values = ", ".join(str(c.value) for c in choices if not c.refused) or \
+                            T("cli.steps.keys_at_run")
+                        refused = [str(c.value) for c in choices if c.refused]
+                        if refused:  # offered only to say why not (issue 46, item 7)
+                            values += T("cli.steps.keys_refused", values=", ".join(refused))
                     except Exception:  # noqa: BLE001 - choices computed from earlier answers
                         values = T("cli.steps.keys_at_run")
                 elif q.kind == "confirm":
                     values = "yes, no"
                 else:
                     values = i18n.render(q.message).rstrip(":：?？ ")
+                    bounds = getattr(q.validate, "bounds", None)
+                    if bounds:  # a number's range and its default when that does not hang on other answers
+                        values += T("cli.steps.keys_range", lo=bounds[0], hi=bounds[1])
+                    if q.kind in ("int", "float") and q.default is not None and not callable(q.default):
+                        values += T("cli.steps.keys_default", default=q.default)
                 rows.append((f"{name}.{q.key}", q.kind, values))
     return rows
 
