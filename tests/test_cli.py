@@ -481,10 +481,24 @@ def test_the_typer_internals_yichui_patches_are_there_in_the_pinned_version():
 
     assert version("typer") == "0.29.2"  # pyproject.toml's pin: change both together
     assert callable(click_core.Command.get_help_option) and callable(ru._make_rich_text)
-    assert hasattr(typer.core.TyperArgument, "display_type_rich")
+    assert hasattr(typer.core.TyperArgument, "display_type_rich") and callable(ru.rich_format_error)
+    import typer._click.exceptions as ce
+
+    assert {"param", "ctx"} <= set(vars(ce.MissingParameter("x"))) and hasattr(ce.NoSuchOption("--x"), "possibilities")
     for name in ("ARGUMENTS_PANEL_TITLE", "OPTIONS_PANEL_TITLE", "COMMANDS_PANEL_TITLE", "DEFAULT_STRING",
                  "REQUIRED_LONG_STRING"):
         assert isinstance(getattr(ru, name), str), name
+
+
+def test_a_usage_mistake_is_one_line_in_the_user_s_language(home):
+    """Issue 46 item 8: a bare `yichui delete` printed typer's box (usage, a hint, a framed error); yichui's own
+    refusals are one line. Exit 2 as before (bad input)."""
+    for args, line in ((["delete"], "error: SESSION is missing — `yichui delete -h` shows its usage."),
+                       (["show", "--jsn"], "error: there is no option --jsn (did you mean --json?) — `yichui show -h`"
+                                           " shows its usage."),
+                       (["--lang", "zh", "delete"], "错误：缺少 SESSION——`yichui delete -h` 可查看用法。")):
+        r = yichui(home, *args)
+        assert r.returncode == 2 and r.stderr.strip() == line and "╭" not in r.stderr, (args, r.stderr)
 
 
 def test_delete_removes_only_yichui_s_own_session_and_run_folder(home, tmp_path):

@@ -189,6 +189,10 @@ MESSAGES = {
                                   "empty for none); `yichui show SESSION` lists a session's own answers.",
                             "zh": "多选题取逗号分隔的列表（--set evaluate.benchmarks=gsm8k,mmlu，留空表示不选）；"
                                   "`yichui show 会话` 列出某个会话自己的回答。"},
+    "cli.usage.error": {"en": "{what} — `{command} -h` shows its usage.", "zh": "{what}——`{command} -h` 可查看用法。"},
+    "cli.usage.did_you_mean": {"en": " (did you mean {names}?)", "zh": "（是不是 {names}？）"},
+    "cli.usage.missing": {"en": "{name} is missing", "zh": "缺少 {name}"},
+    "cli.usage.no_such_option": {"en": "there is no option {name}", "zh": "没有选项 {name}"},
     "cli.steps.keys_refused": {"en": " (listed to say why not: {values})", "zh": "（列出只为说明为何不支持：{values}）"},
     "cli.steps.keys_range": {"en": " · {lo} … {hi}", "zh": " · {lo} … {hi}"},
     "cli.steps.keys_default": {"en": " · default {default}", "zh": " · 默认 {default}"},

@@ -111,11 +111,32 @@ def _help_in_language() -> None:
     import typer.core
 
     typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # SESSION says what it is
+    ru.rich_format_error = _usage_error  # a usage mistake in one line, as yichui's own refusals (not typer's box)
     if i18n.get_lang() == "en":
         return
     ru.ARGUMENTS_PANEL_TITLE, ru.OPTIONS_PANEL_TITLE, ru.COMMANDS_PANEL_TITLE = (
         T("ui.help.arguments"), T("ui.help.options"), T("ui.help.commands"))
     ru.DEFAULT_STRING, ru.REQUIRED_LONG_STRING = T("ui.help.default"), T("ui.help.required")
+
+
+def _usage_error(e) -> None:
+    """A command-line mistake click caught (a missing argument, an unknown option, a bad value) in one line on
+    stderr, in the language spoken, with the command whose ``-h`` shows its usage; the exit status stays click's 2."""
+    import typer._click.exceptions as ce
+
+    if type(e).__name__ == "NoArgsIsHelpError":  # typer's own: the help was printed
+        return
+    ctx = getattr(e, "ctx", None)
+    where = ctx.command_path if ctx is not None else "yichui"
+    if isinstance(e, ce.MissingParameter) and e.param is not None:
+        what = T("cli.usage.missing", name=(e.param.name or "").upper() if e.param.param_type_name == "argument"
+                 else "/".join(e.param.opts))
+    elif isinstance(e, ce.NoSuchOption):
+        what = T("cli.usage.no_such_option", name=e.option_name) + (
+            T("cli.usage.did_you_mean", names=", ".join(e.possibilities)) if e.possibilities else "")
+    else:
+        what = e.format_message().rstrip(".")
+    new_ui().error(T("cli.usage.error", what=what, command=where))
 
 
 def main() -> None:
