@@ -268,8 +268,10 @@ def questions(ctx: Ctx) -> list[Question]:
                                                           "choose_strategy.dataset.bundled_pairs")),
                           Choice("local", msg("choose_strategy.dataset.local")),
                           Choice("hub", msg("choose_strategy.dataset.hub"))]),
+        # a refused file: answer again, or go back to the data's source (the bundled set) or to the objective (a
+        # supervised file given for DPO) — issue 46 item 8: there was no way back
         Question("dataset_path", "path", "choose_strategy.dataset_path", when=lambda a: a.get("dataset") == "local",
-                 validate=dataset_ok),
+                 validate=dataset_ok, way_back=("dataset", "objective")),
         Question("dataset_repo", "text", "choose_strategy.dataset_repo", when=lambda a: a.get("dataset") == "hub",
                  validate=repo_ok, way_back=("dataset",)),
         Question("dataset_file", "text", "choose_strategy.dataset_file", default="*",

@@ -312,6 +312,8 @@ class Engine:
                 if what.startswith("back:"):
                     return "back", what[5:]
                 if not what.startswith("use:"):
+                    if q.kind in ("text", "path", "int", "float"):  # a fresh field: typing added to the refused
+                        raw = None                                   # text (issue 46 item 8); the warning shows it
                     break
                 raw = next(a.value for a in alternatives if str(a.value) == what[4:])
                 value, err = check(q, raw, answers)

@@ -61,6 +61,9 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Training data:", DOWN)                                 # a local file
         t.ask("Path of the dataset file:", str(tmp_path / "missing.jsonl"))
         t.expect("does not exist")                                    # re-prompt 4
+        t.expect("What now?")
+        t.expect("Training data")                                     # a way back to the data's source, and:
+        t.ask("Training objective")                                   # to the objective; Enter: answer again
         t.ask("Path of the dataset file:", str(messages_file), clear=True)
         t.ask("Fraction held out for validation", "0.25", clear=True)
         t.ask("Maximum sequence length", "128", clear=True)
