@@ -283,6 +283,15 @@ def test_instance_sizing(qwen7b):
     assert inst["count"] == 2 and inst["peak_gib"] == memory.estimate(qwen7b, replace(sharded, processes=2))["peak_gib"]
     huge = memory.smallest_instance(qwen7b, TrainingSpec(method="full", seq_len=65536, micro_batch=64, activation_checkpointing=False))
     assert huge is None
+    # one rule with the fit line: a one-process plan that fits a GPU of the table is never sized onto a bigger one
+    # (the L40S was left out of the search: "fits on L40S" beside "smallest instance: A100 80GB")
+    assert set(memory.SIZING_GPUS) == set(memory.GPUS)
+    for t in (TrainingSpec(method="full", seq_len=2048, master_weights="bf16", distribution="zero2", offload="optimizer"),
+              TrainingSpec(method="lora", seq_len=8192), TrainingSpec(method="qlora", seq_len=32768)):
+        inst = memory.smallest_instance(qwen7b, t)
+        for key, (_, gib) in memory.GPUS.items():
+            if memory.estimate(qwen7b, t, gib)["fits"]:
+                assert inst["count"] == 1 and memory.GPUS[inst["gpu"]][1] <= gib, (t, key, inst)
 
 
 def test_bad_input_is_named():

@@ -156,7 +156,10 @@ GPUS = {
     "a100-40g": ("NVIDIA A100 40GB", 39.4), "a100-80g": ("NVIDIA A100 80GB", 79.2),
     "h100-80g": ("NVIDIA H100 80GB", 79.2), "h200-141g": ("NVIDIA H200", 139.8),
 }
-SIZING_GPUS = ("t4-16g", "a10-24g", "l4-24g", "rtx4090-24g", "a100-40g", "a100-80g", "h100-80g", "h200-141g")
+# every GPU of the table, by memory: a plan said to fit one (estimate's fit line) is never sized onto a bigger one
+# (the L40S was missing: "fits on L40S" beside "smallest instance: A100 80GB", issue 46's tryout)
+SIZING_GPUS = ("t4-16g", "a10-24g", "l4-24g", "rtx4090-24g", "a100-40g", "l40s-48g", "a100-80g", "h100-80g",
+               "h200-141g")
 SIZING_COUNTS = (1, 2, 4, 8)
 
 
