@@ -431,7 +431,7 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
     if inst.spec.served_by_path:
         launch = _by_short_name(launch, model_dir, sdir, _served_name(ctx))
     t0 = time.monotonic()
-    job = server.start(SERVER, inst, launch, sdir, key_file, cwd=sdir if inst.spec.served_by_path else None)
+    job = server.start(SERVER, inst, launch, sdir, port, key_file, cwd=sdir if inst.spec.served_by_path else None)
     base = client_base(host, port)
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))
@@ -498,6 +498,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
         ctx.info(msg("deploy.key_file", path=str(key_file)))
     ctx.info(msg("deploy.stop_hint", id=ctx.session_id))
     return Deployment(backend=backend, engine_version=inst.version, engine_table=tab["origin"],
+                      host=answers["host"], port=port,
                       endpoint=base + "/v1", served_model=served, model_dir=model_dir, adapter=adapter,
                       args=launch.args, server_pid=job.pid, log=job.log, start_seconds=start_s,
                       api_key_file=str(key_file) if key_file else None, question=question, image=image,

@@ -383,6 +383,8 @@ class Deployment(Handoff):
     engine_table: str | None = None
     endpoint: str | None = None        # …/v1
     served_model: str | None = None
+    host: str | None = None            # the address the server binds (127.0.0.1 unless asked), and its port: an
+    port: int | None = None            # int from the answer to the server's argv, not parsed back (issue 45)
     model_dir: str | None = None
     adapter: dict | None = None
     args: list = field(default_factory=list)

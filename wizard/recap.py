@@ -44,10 +44,10 @@ def servers(home: Path) -> list[dict]:
     for sid, job in rundir.servers(home):
         try:
             dep = Session.load(home / "sessions" / f"{sid}.json").result(Deployment)
-            endpoint, model = dep.endpoint, dep.served_model
+            endpoint, model, port = dep.endpoint, dep.served_model, dep.port
         except (SessionError, OSError, ValueError):
-            endpoint, model = None, None
-        port = server.port_of(job)
+            endpoint, model, port = None, None, None
+        port = port or server.port_of(job)  # a session deployed before the port was recorded: read from its argv
         gpu = jobs.gpu_bytes(job)
         out.append({"id": sid, "pid": job.pid, "endpoint": endpoint or (f"port {port}" if port else "?"),
                     "model": model or "?", "resident_gib": jobs.resident_bytes(job) / 2**30,

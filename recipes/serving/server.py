@@ -149,15 +149,14 @@ def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) ->
     raise StepError("deploy.timeout", seconds=timeout, log=job.log)
 
 
-def start(name: str, inst: engines.Installed, launch: engines.Launch, directory: Path,
+def start(name: str, inst: engines.Installed, launch: engines.Launch, directory: Path, port: int,
           key_file: Path | None = None, cwd: Path | None = None) -> jobs.Job:
     """Spawn the engine detached (its own process group; log ``directory/<name>.log``, pid file beside it), in
-    ``cwd`` when given (a model named by a relative path)."""
+    ``cwd`` when given (a model named by a relative path); ``port``: the one ``launch`` was made for (its
+    reservation passes to the server)."""
     job = jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory, env=engines.process_env(inst),
                      cwd=cwd)
-    port = port_of(job)
-    if port:
-        hand_over(port, job.pid)
+    hand_over(port, job.pid)
     return job
 
 

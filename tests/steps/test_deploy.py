@@ -216,6 +216,8 @@ def test_a_saved_port_taken_by_the_time_deploy_runs_gives_way_to_a_free_one(chai
     saved_file = Session.load(chain.session.path)  # the session as saved: valid, and the port really used
     assert saved_file.steps["deploy"]["answers"]["port"] == moved
     assert saved_file.result(Deployment).endpoint == out["endpoint"]
+    # the port served on is recorded as a number with its host (issue 45: it was read back from the server's argv)
+    assert (out["host"], out["port"]) == ("127.0.0.1", moved) and saved_file.result(Deployment).port == moved
     assert chain.ctx("evaluate").result(Deployment).endpoint == out["endpoint"]  # what chat and evaluate are handed
     assert mod.is_done(chain.ctx("deploy"), rec)
 
