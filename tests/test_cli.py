@@ -540,3 +540,18 @@ def test_delete_removes_only_yichui_s_own_session_and_run_folder(home, tmp_path)
     r = yichui(home, "delete", odd.id, "--yes")
     assert r.returncode == 0 and "its run folder —" in r.stdout and not odd.path.exists(), r.stdout + r.stderr
     assert keep.path.exists() and (keep.run_dir / "train" / "checkpoint").exists()
+
+
+def test_commands_are_wired_in_one_place():
+    """Issue 45: commands registered by import side effect (decorators spread over four modules); they are wired in
+    wizard/cli/__init__.py's tables only, and every one of them is there."""
+    import re
+
+    import wizard.cli as cli
+
+    for mod in ("sessions", "tools", "jobs", "serving", "common"):
+        text = (Path(cli.__file__).parent / f"{mod}.py").read_text()
+        assert not re.search(r"^@\w+\.(command|callback)\(|add_typer\(", text, re.M), mod
+    names = {c.name for c in cli.app.registered_commands}
+    assert names == {n for n, *_ in cli.COMMANDS} | {"chat"}
+    assert {c.name for c in cli.serving.serve_app.registered_commands} == {n for n, *_ in cli.SERVE_COMMANDS}

@@ -6,6 +6,8 @@
 - tools.py: doctor, estimate, download (no session needed)
 - common.py: the typer app and what the groups share (messages, failures, reading and running sessions)
 
+The groups define the commands' functions; this module wires them to their names and help (COMMANDS), in one place.
+
 Exit status: 0 done · 1 a step failed · 2 bad input (arguments, answers, session file) · 130 interrupted.
 Imports stay light: torch and transformers load inside the steps that need them.
 """
@@ -26,12 +28,39 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
 
-# each group registers its commands on import, in the order `yichui --help` lists them
-from wizard.cli import sessions  # noqa: E402,F401,I001
-from wizard.cli import tools  # noqa: E402,F401
-from wizard.cli import jobs  # noqa: E402,F401
-from wizard.cli import serving  # noqa: E402,F401
+from wizard.cli import jobs, serving, sessions, tools  # noqa: E402,I001
 from wizard.cli.common import T, app, new_ui  # noqa: E402
+
+# every command, wired here and only here, in the order `yichui --help` lists them (issue 45: they registered by
+# import side effect): (name, function, help key, example key or None)
+COMMANDS = (
+    ("run", sessions.run, "cli.run", "cli.example.run"),
+    ("demo", sessions.demo, "cli.demo", "cli.example.demo"),
+    ("resume", sessions.resume, "cli.resume", "cli.example.resume"),
+    ("replay", sessions.replay, "cli.replay", "cli.example.replay"),
+    ("steps", sessions.steps, "cli.steps", "cli.example.steps"),
+    ("delete", sessions.delete, "cli.delete", "cli.example.delete"),
+    ("show", sessions.show, "cli.show", "cli.example.show"),
+    ("doctor", tools.doctor, "cli.doctor", "cli.example.doctor"),
+    ("estimate", tools.estimate, "cli.estimate", "cli.example.estimate"),
+    ("download", tools.download, "cli.download", "cli.example.download"),
+    ("attach", jobs.attach, "cli.attach", "cli.example.attach"),
+    ("status", jobs.status, "cli.status", "cli.example.status"),
+    ("stop", jobs.stop, "cli.stop", "cli.example.stop"),
+)
+SERVE_COMMANDS = (  # `yichui serve …`
+    ("start", serving.serve_start, "cli.serve.start", None),
+    ("status", serving.serve_status, "cli.serve.status", None),
+    ("logs", serving.serve_logs, "cli.serve.logs", None),
+    ("stop", serving.serve_stop, "cli.serve.stop", "cli.example.serve_stop"),
+)
+app.callback(invoke_without_command=True)(sessions.main_callback)
+for _name, _fn, _help, _example in COMMANDS:
+    app.command(_name, help=T(_help), epilog=T(_example) if _example else None)(_fn)
+for _sub, _sfn, _shelp, _sexample in SERVE_COMMANDS:
+    serving.serve_app.command(_sub, help=T(_shelp), epilog=T(_sexample) if _sexample else None)(_sfn)
+app.add_typer(serving.serve_app, name="serve")
+app.command("chat", help=T("cli.chat"), epilog=T("cli.example.chat"))(serving.chat)
 
 __all__ = ["app", "main"]
 

@@ -64,7 +64,6 @@ class _ViewCtx:
         return self.ui.live(i18n.render(title))
 
 
-@app.command(help=T("cli.attach"), epilog=T("cli.example.attach"))
 def attach(session: Optional[str] = SessionArg):
     from recipes import jobs
     from recipes.training import runner as train_runner
@@ -97,7 +96,6 @@ def attach(session: Optional[str] = SessionArg):
     ui.success(T("cli.attach.done", id=s.id))
 
 
-@app.command(help=T("cli.status"), epilog=T("cli.example.status"))
 def status(session: Optional[str] = SessionArg):
     """SESSION's jobs; without SESSION, every session's running jobs (or the latest session's, if none runs)."""
     from recipes import jobs
@@ -123,7 +121,6 @@ def status(session: Optional[str] = SessionArg):
                    T("cli.status.tensorboard_missing", path=str(tb), python=sys.executable))
 
 
-@app.command(help=T("cli.stop"), epilog=T("cli.example.stop"))
 def stop(session: Optional[str] = SessionArg):
     """Stop SESSION's jobs; without SESSION, those of the most recent session that has a running job."""
     from recipes import jobs

@@ -15,8 +15,6 @@ serve_app = typer.Typer(help=T("cli.serve"), epilog=T("cli.example.serve"), add_
                         no_args_is_help=True)
 
 
-app.add_typer(serve_app, name="serve")
-
 
 def _server_session(session: str | None, running_only: bool = False):
     """SESSION, or the most recent session whose server runs (else the most recent session, or with
@@ -49,7 +47,6 @@ def _no_server(s, key: str) -> typer.Exit:
     return fail(key, code=1, id=s.id)
 
 
-@serve_app.command("start", help=T("cli.serve.start"))
 def serve_start(session: Optional[str] = SessionArg):
     """Start the session's server again (after a crash, a reboot or `yichui stop`) with the deploy step's recorded
     answers; the steps before it are not redone when their results are still there."""
@@ -67,7 +64,6 @@ def serve_start(session: Optional[str] = SessionArg):
         raise typer.Exit(run_engine(s, ui, False, {}, defaults=defaults))
 
 
-@serve_app.command("status", help=T("cli.serve.status"))
 def serve_status(session: Optional[str] = SessionArg):
     from recipes.handoff import Deployment
 
@@ -82,7 +78,6 @@ def serve_status(session: Optional[str] = SessionArg):
         raise typer.Exit(1)
 
 
-@serve_app.command("logs", help=T("cli.serve.logs"))
 def serve_logs(session: Optional[str] = SessionArg,
                lines: int = typer.Option(40, "-n", "--lines", help=T("cli.opt.lines"))):
     s, job = _server_session(session, running_only=True)
@@ -91,7 +86,6 @@ def serve_logs(session: Optional[str] = SessionArg,
     print(job.log_tail(lines))
 
 
-@serve_app.command("stop", help=T("cli.serve.stop"), epilog=T("cli.example.serve_stop"))
 def serve_stop(session: Optional[str] = SessionArg,
                all_: bool = typer.Option(False, "--all", help=T("cli.opt.stop_all"))):
     if all_:  # every yichui server under YICHUI_HOME, whichever session started it (issue 20, item 8)
@@ -116,7 +110,6 @@ def serve_stop(session: Optional[str] = SessionArg,
     new_ui().say(T("cli.stopped", job=job.name, pid=job.pid, id=s.id))
 
 
-@app.command(help=T("cli.chat"), epilog=T("cli.example.chat"))
 def chat(session: Optional[str] = SessionArg,
          endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint_chat")),
          model: Optional[str] = typer.Option(None, "--model", help=T("cli.opt.model_chat")),

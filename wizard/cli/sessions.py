@@ -15,7 +15,6 @@ from wizard.cli.common import (T, app, SetOpt, YesOpt, SessionArg, new_ui, fail,
     read_session, refused)
 
 
-@app.callback(invoke_without_command=True)
 def main_callback(ctx: typer.Context,
                   lang: Optional[str] = typer.Option(None, "--lang", help=T("cli.lang"), show_default=False)):
     if lang is not None:
@@ -76,7 +75,6 @@ def _from_session(new, old) -> list[str]:
     return taken
 
 
-@app.command(help=T("cli.run"), epilog=T("cli.example.run"))
 def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"), show_default=False),
         from_: Optional[str] = typer.Option(None, "--from", help=T("cli.opt.from"), show_default=False),
         set_: Optional[List[str]] = SetOpt, yes: bool = YesOpt):
@@ -99,7 +97,6 @@ def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"
     raise typer.Exit(run_engine(s, ui, not yes, overrides, new=True))
 
 
-@app.command(help=T("cli.demo"), epilog=T("cli.example.demo"))
 def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.demo_task")),
          set_: Optional[List[str]] = SetOpt):
     import recipes
@@ -122,7 +119,6 @@ def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.demo_tas
     raise typer.Exit(code)
 
 
-@app.command(help=T("cli.resume"), epilog=T("cli.example.resume"))
 def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = YesOpt,
            set_: Optional[List[str]] = SetOpt):
     overrides = parse_sets(set_)
@@ -154,7 +150,6 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
     raise typer.Exit(code)
 
 
-@app.command(help=T("cli.replay"), epilog=T("cli.example.replay"))
 def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: bool = YesOpt,
            set_: Optional[List[str]] = SetOpt):
     from wizard.session import Session
@@ -172,7 +167,6 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     raise typer.Exit(code)
 
 
-@app.command(help=T("cli.steps"), epilog=T("cli.example.steps"))
 def steps(keys: bool = typer.Option(False, "--keys", help=T("cli.opt.keys"))):
     import recipes
 
@@ -249,7 +243,6 @@ def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "g
     return (cut[:at] if at > BRIEF // 2 else cut).rstrip(", ") + "…"
 
 
-@app.command(help=T("cli.delete"), epilog=T("cli.example.delete"))
 def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: bool = YesOpt):
     """Delete SESSION: its session file and its run folder (checkpoints, exports, logs). Refused while one of its jobs
     runs or another yichui has it open; asks first unless --yes (issue 46 item 12)."""
@@ -308,7 +301,6 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     ui.say(T("cli.deleted", path=str(path), run=str(run_dir or "—"), gib=f"{size / 2**30:.2f}"))
 
 
-@app.command(help=T("cli.show"), epilog=T("cli.example.show"))
 def show(session: Optional[str] = SessionArg,
          all_: bool = typer.Option(False, "--all", help=T("cli.opt.all")),
          as_json: bool = typer.Option(False, "--json", help=T("cli.opt.show_json"))):

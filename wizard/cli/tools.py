@@ -45,7 +45,6 @@ def _estimate_config(model: str, source: str | None, endpoint: str | None, revis
         raise fail(key, 2 if e.key in snapshot.BAD_INPUT or src == "local" else 1, **e.params)
 
 
-@app.command(help=T("cli.doctor"), epilog=T("cli.example.doctor"))
 def doctor(session: Optional[str] = SessionArg):
     """GPU, driver and CUDA against torch, bf16, disk, RAM, optional engines with their install commands, hubs.
     Exit 1 when something this machine (or SESSION) needs is missing."""
@@ -123,7 +122,6 @@ def _with_spec_options(fn):
     return fn
 
 
-@app.command(help=T("cli.estimate"), epilog=T("cli.example.estimate"))
 @_with_spec_options
 def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.arg.model")),
              gpu_memory: Optional[float] = typer.Option(None, "--gpu-memory", help=T("cli.opt.gpu_memory")),
@@ -315,7 +313,6 @@ def _breakdown(table: tuple) -> tuple[list[str], list[tuple]]:
 
 
 
-@app.command(help=T("cli.download"), epilog=T("cli.example.download"))
 def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
              source: str = typer.Option("hf", "--source", help="hf | modelscope"),
              endpoint: Optional[str] = typer.Option(None, "--endpoint", help=T("cli.opt.endpoint")),
