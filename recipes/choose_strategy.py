@@ -247,7 +247,7 @@ def questions(ctx: Ctx) -> list[Question]:
                           # shown so that the reason is said where it is looked for (issue 23: no half version)
                           Choice("q-galore", msg("choose_strategy.method.q_galore"), refused=True)],
                  validate=lambda v, a: msg("choose_strategy.q_galore_unsupported") if v == "q-galore" else
-                 _prequantized_check(sel, v)),
+                 _prequantized_check(sel, v) or _objective_check(a, method=v)),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=DEFAULTS.galore_rank,
                  when=lambda a: a.get("method") == "galore", validate=in_range(*limits("galore_rank"))),
         Question("master_weights", "select", "choose_strategy.master_weights", default=DEFAULTS.master_weights,
@@ -266,7 +266,8 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
                  choices=lambda a: [Choice("bundled", msg("choose_strategy.dataset.bundled" if sft(a) else
                                                           "choose_strategy.dataset.bundled_pairs")),
-                          Choice("local", msg("choose_strategy.dataset.local")),
+                          Choice("local", msg("choose_strategy.dataset.local" if sft(a) else
+                                              "choose_strategy.dataset.local_pairs")),
                           Choice("hub", msg("choose_strategy.dataset.hub"))]),
         # a refused file: answer again, or go back to the data's source (the bundled set) or to the objective (a
         # supervised file given for DPO) — issue 46 item 8: there was no way back
@@ -404,6 +405,14 @@ def _prequantized_check(sel: ModelChoice, method: str):
     if method != "lora":
         return msg("choose_strategy.prequantized_lora_only", model=sel.name, label=pq.label, method=method)
     return None
+
+
+def _objective_check(a: dict, **change):
+    """The objective's refusal of ``change`` (DPO with GaLore), said at the question that chooses it — not ten
+    questions later, when the whole spec is checked (the tryout's dead end, issue 47)."""
+    what = training({"objective": a.get("objective", "sft")} | change).objective_conflict()
+    return msg("choose_strategy.objective_unsupported", objective=a.get("objective", "sft").upper(), what=msg(what)) \
+        if what else None
 
 
 def _backing_up(a: dict) -> bool:
@@ -608,6 +617,10 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
             ctx.info(msg("choose_strategy.sample", i=i, text=s))
     ctx.info(msg("choose_strategy.dataset_summary", n=len(units), path=path, format=fmt, train=len(train),
                  val=len(held)))
+    if rejected:  # what the trainer's loss will be: DPO's, plus the SFT term when one is weighted in
+        spec = training(answers)
+        ctx.info(msg("choose_strategy.dpo_loss_sft" if spec.sft_loss_weight else "choose_strategy.dpo_loss",
+                     beta=spec.dpo_beta, weight=spec.sft_loss_weight))
     mem = ctx.result(MemoryEvaluation)
     gpu = mem.gpu
     # the memory model counts each record's images (its image tokens and the tower's activations): the most any has

@@ -54,7 +54,7 @@ def test_malformed_pairs_are_named_by_line_with_the_reason(tmp_path):
     assert len(got.records) == 1 and got.total == 8
     assert [i18n.render(m) for m in got.bad] == [
         "p.jsonl:2 (chosen and rejected are the same)",
-        "p.jsonl:3 (format ? in a file of format preference (keys prompt, chosen): one format per file)",
+        "p.jsonl:3 ('rejected' is empty or missing)",
         "p.jsonl:4 ('prompt' is empty or missing)",
         "p.jsonl:5 ('prompt' ends with the assistant's turn, not the user's)",
         "p.jsonl:6 (chosen and rejected share no prompt ending with the user's turn)",

@@ -137,6 +137,8 @@ def read(ref: str | Path) -> Preferences:
                 raise BadRecord("data.why.not_json")
             if not isinstance(row, dict):
                 raise BadRecord("data.why.not_object")
+            if form == PAIRED and detect(row) is None and ("chosen" in row or "rejected" in row):
+                raise BadRecord("data.why.empty", field="rejected" if "chosen" in row else "chosen")
             if detect(row) != form:
                 raise BadRecord("data.why.other_format", found=detect(row) or "?", format=form,
                                 keys=", ".join(map(str, row))[:60])

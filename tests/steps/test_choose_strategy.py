@@ -9,6 +9,7 @@ from pathlib import Path
 
 from recipes.memory import model as memory
 from wizard.engine import check
+from wizard import i18n
 
 
 def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
@@ -68,6 +69,17 @@ def test_distribution_choices_refused_with_a_reason(chain):
     assert check(q["hosts"], "10.0.0.1", {"nodes": 2})[1].key == "choose_strategy.hosts_count"
     assert check(q["hosts"], "10.0.0.1,bad host", {"nodes": 2})[1].key == "choose_strategy.bad_host"
     assert check(q["hosts"], "10.0.0.1, node-2.cluster", {"nodes": 2})[1] is None
+
+
+def test_dpo_refuses_a_method_at_the_method_question(chain):
+    """Issue 47's tryout: DPO with GaLore was refused only after ten more questions, and resume walked back into it.
+    The method question refuses it (the objective is asked first); LoRA passes."""
+    chain.upto("choose_strategy")
+    q = chain.questions("choose_strategy")
+    err = check(q["method"], "galore", {"objective": "dpo"})[1]
+    assert err.key == "choose_strategy.objective_unsupported" and i18n.render(err).startswith("DPO does not run with GaLore")
+    assert check(q["method"], "lora", {"objective": "dpo"})[1] is None
+    assert check(q["method"], "galore", {"objective": "sft"})[1] is None
 
 
 def test_the_wizard_and_estimate_refuse_the_same_combinations(chain):

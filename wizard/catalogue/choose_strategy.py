@@ -151,6 +151,14 @@ MESSAGES = {
     "choose_strategy.sft_loss_weight": {"en": "Weight of an SFT loss on the chosen reply added to DPO's (RPO; 0: DPO "
                                               "alone, which may lower both replies' likelihood):",
                                         "zh": "在 DPO 损失上叠加的选中回答 SFT 损失权重（RPO；0：仅 DPO，它可能同时降低两个回答的似然）："},
+    "choose_strategy.dataset.local_pairs": {"en": "A local file of pairs (.json / .jsonl / .csv / .parquet: prompt / chosen "
+                                                  "/ rejected as text or messages, or chosen / rejected conversations)",
+                                            "zh": "本地偏好对文件（.json / .jsonl / .csv / .parquet：prompt / chosen / rejected "
+                                                  "为文本或消息，或 chosen / rejected 完整对话）"},
+    "choose_strategy.dpo_loss": {"en": "DPO with β {beta}: its loss starts at ln 2 ≈ 0.693 (policy = reference) and falls as the chosen replies win.",
+                                 "zh": "DPO，β {beta}：损失从 ln 2 ≈ 0.693 开始（策略 = 参考模型），选中回答胜出时下降。"},
+    "choose_strategy.dpo_loss_sft": {"en": "DPO with β {beta} plus {weight} × the SFT loss on the chosen reply (RPO): the loss shown is their sum, so it starts well above DPO's ln 2 ≈ 0.693; reward accuracy (in the live line) is DPO's own.",
+                                     "zh": "DPO，β {beta}，加上 {weight} × 选中回答的 SFT 损失（RPO）：显示的损失是两者之和，因此起点远高于 DPO 的 ln 2 ≈ 0.693；实时行中的奖励准确率是 DPO 自己的。"},
     "choose_strategy.dataset.bundled_pairs": {"en": "The bundled demo pairs (306: each reply with its sign-off "
                                                     "preferred over the same reply without it)",
                                               "zh": "内置演示偏好对（306 对：带结束语的回答优于去掉结束语的同一回答）"},
