@@ -240,9 +240,15 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     tps = float(dpo.stdout.split("~")[1].split(" tokens/s")[0].replace(",", ""))
     assert pairs == pytest.approx(tps / (2 * 2048), abs=0.01)
     # the plain loop's estimate is an SFT trainer's: refused with DPO in one line, in the user's language
-    plain = run("--objective", "dpo", "--loss", "full")
-    assert plain.returncode == 2 and "DPO does not run with the plain loop's loss (--loss full) yet" in plain.stderr \
-        and len(plain.stderr.strip().splitlines()) == 1, plain.stderr
+    for loss, what in (("full", "the plain loop's loss (--loss full)"), ("chunked", "a chunked SFT loss head")):
+        bad = run("--objective", "dpo", "--loss", loss)
+        assert bad.returncode == 2 and f"DPO does not run with {what}" in bad.stderr \
+            and len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    # trl turns dropout off under DPO: a dropout the user gives is named as unused, not silently dropped
+    drop = run("--objective", "dpo", "--lora-dropout", "0.1")
+    assert drop.returncode == 0 and "--lora-dropout 0.1 is not used" in drop.stdout, drop.stdout
+    assert drop.stdout.split("~")[1] == dpo.stdout.split("~")[1]  # priced as without it
+    assert "is not used" not in dpo.stdout
 
 
 def test_the_bundled_pairs_are_the_sign_off_preference_of_the_bundled_conversations():

@@ -243,10 +243,9 @@ def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
 
 
 def duration_text(seconds: float) -> str:
-    """``seconds`` as a person reads a duration: "45 s", "12 min", "3 h 05 min", "2 d 4 h"."""
-    s = max(0, int(round(seconds)))
-    if seconds < 1:
-        return "< 1 s"
+    """``seconds`` as a person reads a duration: "45 s", "12 min", "3 h 05 min", "2 d 4 h"; under a second reads
+    "1 s" (the catalogue's sentences say "about {eta}": "about < 1 s" read as a typo, issue 46)."""
+    s = max(1, int(round(seconds)))
     if s < 90:
         return f"{s} s"
     if s < 90 * 60:

@@ -231,7 +231,8 @@ class TrainingSpec:
         """What a preference objective does not run with yet (not built or not tested with it): GaLore, packing,
         a sequence split, compiled layers (measured wrong: on the H200 the compiled trainer's DPO loss fell to 0.0 at
         step 2 where the eager one's was 0.41–0.47 on the same pairs, bench/results/2026-12-05-preference-h200.md),
-        the unsloth backend, image records. The setting's catalogue key (``choose_strategy.conflict.*``); None for SFT
+        the unsloth backend, image records, the plain loop's or a chunked SFT loss head (memory-model options priced
+        for an SFT trainer; trl computes DPO's log-probabilities itself). The setting's catalogue key (``choose_strategy.conflict.*``); None for SFT
         or when it runs."""
         if self.objective == "sft":
             return None
@@ -240,6 +241,7 @@ class TrainingSpec:
             ("sequence_parallel", self.sequence_parallel > 1), ("compile_layers", self.compile_layers),
             ("unsloth", self.training_backend == "unsloth"), ("images", self.images_per_sample > 0),
             ("plain_loss", self.loss == "full"),  # the plain transformers + PEFT loop's estimate: an SFT trainer
+            ("chunked_loss", self.loss == "chunked"),  # an SFT head's pricing; DPO's log-probabilities are trl's
         ) if bad), None)
 
     def sequence_parallel_conflict(self) -> tuple[str, dict] | None:

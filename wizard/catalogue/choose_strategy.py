@@ -177,6 +177,8 @@ MESSAGES = {
     "choose_strategy.conflict.unsloth": {"en": "the unsloth backend", "zh": "unsloth 后端"},
     "choose_strategy.conflict.images": {"en": "image records", "zh": "图像记录"},
     "choose_strategy.conflict.plain_loss": {"en": "the plain loop's loss (--loss full)", "zh": "普通训练循环的损失（--loss full）"},
+    "choose_strategy.conflict.chunked_loss": {"en": "a chunked SFT loss head (--loss chunked)",
+                                              "zh": "分块的 SFT 损失头（--loss chunked）"},
     "choose_strategy.conflict.vision_model": {"en": "a vision-language model", "zh": "视觉语言模型"},
     "choose_strategy.objective_unsupported": {"en": "{objective} does not run with {what} yet: leave {what} out, or "
                                                     "train with SFT.",

@@ -358,6 +358,10 @@ MESSAGES = {
     "cli.estimate.moe_dropout_default": {"en": "LoRA dropout 0 (the default for a MoE model whose fused experts LoRA "
                                                "adapts: peft runs no other there).",
                                          "zh": "LoRA dropout 为 0（LoRA 适配融合专家的 MoE 模型的默认值：peft 在这里只支持 0）。"},
+    "cli.estimate.dpo_dropout": {"en": "DPO trains without dropout (trl's DPOConfig.disable_dropout): --lora-dropout "
+                                       "{value} is not used and the estimate is at dropout 0.",
+                                 "zh": "DPO 训练时不使用 dropout（trl 的 DPOConfig.disable_dropout）：--lora-dropout {value} "
+                                       "不会生效，估算按 dropout 0。"},
     "cli.estimate.no_speed": {"en": "Speed: not predicted for this plan (the speed model covers yichui's trainer with "
                                      "LoRA, QLoRA, DoRA or a full fine-tune of a dense Qwen, Llama, Mistral, Phi-3 or "
                                      "GLM model on one GPU or plain data parallel — not MoE or Gemma models, GaLore, "

@@ -9,8 +9,10 @@ MESSAGES = {
     "evaluate_memory.no_gpu": {"en": "No NVIDIA GPU detected here; estimating for the GPU you choose. "
                                      "Training here runs on the CPU.",
                                "zh": "本机未检测到 NVIDIA GPU；按所选 GPU 估算。在本机训练将使用 CPU。"},
-    "evaluate_memory.table": {"en": "Peak memory per GPU on {n} × {gpu} ({gib} GiB), micro-batch 1, {seq} tokens, LoRA rank 8",
-                              "zh": "每块 GPU 的峰值显存：{n} × {gpu}（{gib} GiB），微批 1，{seq} 个 token，LoRA 秩 8"},
+    "evaluate_memory.table": {"en": "Peak memory per GPU for supervised fine-tuning (SFT) on {n} × {gpu} ({gib} GiB), "
+                                    "micro-batch 1, {seq} tokens, LoRA rank 8",
+                              "zh": "监督微调（SFT）时每块 GPU 的峰值显存：{n} × {gpu}（{gib} GiB），微批 1，{seq} 个 token，"
+                                    "LoRA 秩 8"},
     "evaluate_memory.nothing_fits": {"en": "No strategy fits on {gpu}; QLoRA with checkpointing is preselected — "
                                            "shorten the sequence or use more or larger GPUs.",
                                      "zh": "在 {gpu} 上没有可行的策略；已预选 QLoRA + 激活检查点——请缩短序列或使用更多、更大的 GPU。"},
@@ -31,7 +33,10 @@ MESSAGES = {
     "evaluate_memory.breakdown": {"en": "Where the memory goes: {method}, checkpointing {ckpt}{plan}", "zh": "显存去向：{method}，激活检查点{ckpt}{plan}"},
     "evaluate_memory.breakdown_sharded": {"en": ", {dist} over {n} GPUs (the strategy step chooses the distribution)",
                                           "zh": "，{dist}，{n} 个 GPU（分布方式在策略步骤中选择）"},
-    "evaluate_memory.calibrated": {"en": "Model of yichui's trainer calibrated on an H200 ({params} parameters here; bench/results/). \"fits\" keeps 10 % of the GPU free.",
-                                   "zh": "按 yichui 训练流程在 H200 上校准的模型（此处 {params} 个参数；见 bench/results/）。“可行”表示至少留出 10% 显存。"},
+    "evaluate_memory.calibrated": {"en": "Model of yichui's trainer calibrated on an H200 ({params} parameters here; bench/results/). \"fits\" keeps 10 % of the GPU free. "
+                                         "Preference tuning (DPO, asked at the strategy step) runs two replies per pair "
+                                         "and is priced there.",
+                                   "zh": "按 yichui 训练流程在 H200 上校准的模型（此处 {params} 个参数；见 bench/results/）。“可行”表示至少留出 10% 显存。"
+                                         "偏好训练（DPO，在策略步骤中选择）每对数据运行两条回复，在那一步估算。"},
     "evaluate_memory.approximate": {"en": "Approximate (not yet calibrated): {what}.", "zh": "近似值（尚未校准）：{what}。"},
 }

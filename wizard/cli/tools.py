@@ -221,7 +221,10 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
             raise fail("cli.seq_over_max", seq=seq, max=shape.max_position)
         # typer's click records where each value came from: neither spelling given means the spec's default
         sources = [ctx.get_parameter_source(n) for n in ("lora_dropout", "lora_dropout" + OLD)]
-        if shape.param_lora_io and t.lora_dropout > 0 and all(g is None or g.name == "DEFAULT" for g in sources):
+        given = not all(g is None or g.name == "DEFAULT" for g in sources)
+        if t.objective == "dpo" and given and t.lora_dropout > 0 and not as_json:  # priced at 0 (model.dpo_batch)
+            new_ui().say(T("cli.estimate.dpo_dropout", value=f"{t.lora_dropout:g}"))
+        if shape.param_lora_io and t.lora_dropout > 0 and not given:
             # a MoE whose experts LoRA reaches: the default dropout is 0 there, as the wizard's (peft runs no other)
             t = dataclasses.replace(t, lora_dropout=0.0)
             if not as_json:
