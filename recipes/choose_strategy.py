@@ -24,7 +24,7 @@ from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_r
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
     OBJECTIVES, OPTIMIZERS, TARGETS, \
-    TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, limits
+    TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, least_micro_batch, limits
 
 name = "choose_strategy"
 requires = ("select_model", "evaluate_memory")
@@ -53,7 +53,12 @@ def questions(ctx: Ctx) -> list[Question]:
         if loaded.bad:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
                          where=loaded.bad[:5]))
-        if isinstance(loaded, preference.Preferences):
+        if isinstance(loaded, preference.Preferences) and a.get("objective") == "kto":  # both forms, both kinds
+            replies = preference.unpaired(loaded.records)
+            good = sum(r["label"] for r in replies)
+            return None if 0 < good < len(replies) else msg("choose_strategy.kto_one_sided", path=v, desirable=good,
+                                                            undesirable=len(replies) - good)
+        if isinstance(loaded, preference.Preferences):  # DPO: pairs only
             return None if loaded.format == preference.PAIRED else msg(
                 "choose_strategy.unpaired_for_dpo", path=v, objective=a["objective"].upper())
         n_images = sum(datasets.has_images(c) for c in loaded.conversations)
@@ -138,7 +143,7 @@ def questions(ctx: Ctx) -> list[Question]:
         shape = mem.model_shape()
         if shape is None or "seq_len" not in a or "batch_size" not in a:
             return []
-        t = training(a | {"activation_checkpointing": True, "micro_batch": 1})
+        t = training(a | {"activation_checkpointing": True, "micro_batch": least_micro_batch(a.get("objective", "sft"))})
         out = []
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0,
                                unsloth=unsloth is not None and bool(memory.detect_gpus())):
@@ -165,7 +170,7 @@ def questions(ctx: Ctx) -> list[Question]:
         shape = mem.model_shape()
         if shape is None or not memory.detect_gpus():
             return False
-        t = training(a | {"activation_checkpointing": True, "micro_batch": 1, "distribution": "ddp", "offload": "none"})
+        t = training(a | {"activation_checkpointing": True, "micro_batch": least_micro_batch(a.get("objective", "sft")), "distribution": "ddp", "offload": "none"})
         return not memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]
 
     def nvme_need(a) -> int:
@@ -180,7 +185,7 @@ def questions(ctx: Ctx) -> list[Question]:
         if shape is None:
             return "ddp", "none"
         for dist, off in (("ddp", "none"), ("zero2", "none"), ("zero3", "none"), ("zero3", "all")):
-            t = training(a | {"activation_checkpointing": True, "micro_batch": 1, "distribution": dist,
+            t = training(a | {"activation_checkpointing": True, "micro_batch": least_micro_batch(a.get("objective", "sft")), "distribution": dist,
                               "offload": off})
             if memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
                 return dist, off
@@ -195,7 +200,7 @@ def questions(ctx: Ctx) -> list[Question]:
         gpus = a["processes"] * a.get("nodes", 1)
         if shape is None or gpus < 2 or a.get("distribution") != "zero3":
             return 1
-        base = a | {"activation_checkpointing": True, "micro_batch": 1, "offload": a.get("offload", "none")}
+        base = a | {"activation_checkpointing": True, "micro_batch": least_micro_batch(a.get("objective", "sft")), "offload": a.get("offload", "none")}
         for sp in sharding.sequence_parallel_degrees(shape, gpus):
             t = training(base | {"sequence_parallel": sp})
             if t.sequence_parallel_conflict() is None and memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
@@ -238,6 +243,8 @@ def questions(ctx: Ctx) -> list[Question]:
                  when=lambda a: a.get("objective") == "dpo", validate=in_range(*limits("dpo_beta"))),
         Question("sft_loss_weight", "float", "choose_strategy.sft_loss_weight", default=DEFAULTS.sft_loss_weight,
                  when=lambda a: a.get("objective") == "dpo", validate=in_range(*limits("sft_loss_weight"))),
+        Question("kto_beta", "float", "choose_strategy.kto_beta", default=DEFAULTS.kto_beta,
+                 when=lambda a: a.get("objective") == "kto", validate=in_range(*limits("kto_beta"))),
         Question("method", "select", "choose_strategy.method", default=rec["method"],
                  choices=[Choice("lora", msg("choose_strategy.method.lora")),
                           Choice("qlora", msg("choose_strategy.method.qlora")),
@@ -267,6 +274,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  choices=lambda a: [Choice("bundled", msg("choose_strategy.dataset.bundled" if sft(a) else
                                                           "choose_strategy.dataset.bundled_pairs")),
                           Choice("local", msg("choose_strategy.dataset.local" if sft(a) else
+                                              "choose_strategy.dataset.local_kto" if a.get("objective") == "kto" else
                                               "choose_strategy.dataset.local_pairs")),
                           Choice("hub", msg("choose_strategy.dataset.hub"))]),
         # a refused file: answer again, or go back to the data's source (the bundled set) or to the objective (a
@@ -334,13 +342,17 @@ def questions(ctx: Ctx) -> list[Question]:
                  when=lambda a: a["processes"] * a.get("nodes", 1) > 1 and a.get("distribution") == "zero3",
                  asked_if="choose_strategy.asked_if.sequence_parallel", default=_default_sequence_parallel,
                  validate=sequence_parallel_check),
-        Question("batch_size", "int", "choose_strategy.batch_size", default=16, validate=in_range(1, 65536)),
+        Question("batch_size", "int", "choose_strategy.batch_size", default=16,
+                 validate=_kto_at_least(in_range(1, 65536), lambda v: msg("answer.out_of_range", lo=2, hi=65536))),
         Question("plan", "select", msg("choose_strategy.plan", gpu=mem.gpu.name or "?"), choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
                  default=lambda a: _plan_knobs(a)["ckpt"] if a.get("plan") else rec["activation_checkpointing"]),
-        Question("micro_batch", "int", "choose_strategy.micro_batch", validate=in_range(*limits("micro_batch")),
-                 default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else 1),
+        Question("micro_batch", "int", "choose_strategy.micro_batch",
+                 validate=_kto_at_least(in_range(*limits("micro_batch")),
+                                        lambda v: msg("choose_strategy.kto_micro_batch", mb=v)),
+                 default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else least_micro_batch(
+                     a.get("objective", "sft"))),
         Question("grad_accum", "int", "choose_strategy.grad_accum", validate=in_range(*limits("grad_accum")),
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("training_backend", "select", "choose_strategy.training_backend", when=lambda a: unsloth is not None,
@@ -405,6 +417,15 @@ def _prequantized_check(sel: ModelChoice, method: str):
     if method != "lora":
         return msg("choose_strategy.prequantized_lora_only", model=sel.name, label=pq.label, method=method)
     return None
+
+
+def _kto_at_least(check, refusal):
+    """``check`` (an in_range validator, its ``.bounds`` kept for `yichui steps --keys`), refusing with
+    ``refusal(value)`` first a number under the objective's least micro-batch (KTO: 2)."""
+    def wrapped(v, a):
+        return refusal(v) if v < least_micro_batch(a.get("objective", "sft")) else check(v, a)
+    wrapped.bounds = check.bounds  # type: ignore[attr-defined]
+    return wrapped
 
 
 def _objective_check(a: dict, **change):
@@ -569,13 +590,21 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
         loaded = datasets.load(path, skip_bad=skip, images=True)  # image records: for a vision-language model only
         convs, fmt = loaded.conversations, loaded.format
         units: list = convs  # what the trainer splits and steps over
-    else:  # pairs (the trainer's records), seen through their chosen reply; KTO's unpaired form is not DPO's
+    else:  # preference records (the trainer's), seen through their preferred replies; KTO's unpaired form not DPO's
         pairs = preference.load(path, skip_bad=skip)
-        if pairs.format != preference.PAIRED:
+        kto = answers["objective"] == "kto"
+        if pairs.format != preference.PAIRED and not kto:
             raise StepError("choose_strategy.unpaired_for_dpo", path=path, objective=answers["objective"].upper())
         units, fmt = pairs.records, pairs.format
         convs = preference.chosen_conversations(units)
-        rejected = [r["prompt"] + r["rejected"] for r in units]
+        rejected = [r["prompt"] + r["rejected"] for r in units if "rejected" in r] + \
+            [r["prompt"] + r["completion"] for r in units if "completion" in r and not r["label"]]
+        if kto:  # KTO needs both kinds of reply; the rarer one is weighted up (preference.kto_weights)
+            try:
+                weights = preference.kto_weights(preference.unpaired(units))
+            except ValueError:
+                raise StepError("choose_strategy.kto_one_sided", path=path, desirable=len(convs),
+                                undesirable=len(rejected)) from None
     n_images = sum(datasets.has_images(c) for c in convs)
     vlm = vision_model(ctx)
     if n_images and not vlm:  # read and checked; a text model cannot take them
@@ -608,16 +637,20 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     if (plan := training(answers)).offloaded:  # the offloaded states (or NVMe's swap buffers) in this machine's RAM
         _say_host_ram(ctx, plan)
     rendered = _render_all(tok, shown) + _render_all(tok, rejected)
-    if rejected:  # the first pair: its chosen and its rejected reply, as the trainer renders them
+    if rejected:  # the first pair (KTO: desirable and undesirable reply): both, as the trainer renders them
         samples = [rendered[0], rendered[len(shown)]]
-        ctx.info(msg("choose_strategy.sample_pair", chosen=samples[0], rejected=samples[1]))
+        ctx.info(msg("choose_strategy.sample_pair" if fmt == preference.PAIRED else "choose_strategy.sample_unpaired",
+                     chosen=samples[0], rejected=samples[1]))
     else:
         samples = rendered[:2]
         for i, s in enumerate(samples, 1):
             ctx.info(msg("choose_strategy.sample", i=i, text=s))
     ctx.info(msg("choose_strategy.dataset_summary", n=len(units), path=path, format=fmt, train=len(train),
                  val=len(held)))
-    if rejected:  # what the trainer's loss will be: DPO's, plus the SFT term when one is weighted in
+    if rejected and answers["objective"] == "kto":  # what the trainer's loss will be, and the weights it takes
+        ctx.info(msg("choose_strategy.kto_loss", beta=training(answers).kto_beta, desirable=len(convs),
+                     undesirable=len(rejected), wd=weights[0], wu=weights[1]))
+    elif rejected:  # DPO's, plus the SFT term when one is weighted in
         spec = training(answers)
         ctx.info(msg("choose_strategy.dpo_loss_sft" if spec.sft_loss_weight else "choose_strategy.dpo_loss",
                      beta=spec.dpo_beta, weight=spec.sft_loss_weight))
@@ -647,10 +680,12 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     t = training(answers | {"seq_len": est_seq})
     per_gpu = planner.predicted(mem.model_shape(), t, gpu.name or "")
     tps = per_gpu * t.gpus
-    steps = t.max_steps or math.ceil(len(train) * t.epochs / max(1, t.effective_batch))
-    if train and t.effective_batch > len(train):  # every optimizer step sees some records twice (issue 46 item 21)
+    # KTO trains on replies: a pair is two records there (preference.unpaired)
+    n_trained = len(preference.unpaired(train)) if t.objective == "kto" else len(train)
+    steps = t.max_steps or math.ceil(n_trained * t.epochs / max(1, t.effective_batch))
+    if train and t.effective_batch > n_trained:  # every optimizer step sees some records twice (issue 46 item 21)
         ctx.warn(msg("choose_strategy.batch_over_data", batch=t.effective_batch, mb=t.micro_batch, ga=t.grad_accum,
-                     gpus=t.data_parallel, n=len(train)))
+                     gpus=t.data_parallel, n=n_trained))
     modelled = planner.speed_modelled(t, mem.model_shape())
     if modelled:
         ctx.info(msg("choose_strategy.eta", tps=f"{per_gpu:,.0f}", gpu=gpu.name, n=t.gpus, seq=est_seq, steps=steps,

@@ -51,11 +51,12 @@ def training_split(ctx: Ctx) -> list[list[dict]]:
     """The validation conversations the trainer held out (same file, ratio and seed); a preference session's: each
     held-out pair's prompt and chosen reply."""
     held = _held_out_records(ctx)
-    return preference.chosen_conversations(held) if held and "chosen" in held[0] else held
+    return preference.chosen_conversations(held) if held and isinstance(held[0], dict) else held
 
 
 def preference_split(ctx: Ctx) -> list[dict]:
-    """The pairs a preference session's trainer held out (``{"prompt", "chosen", "rejected"}``); [] for SFT."""
+    """The pairs a preference session's trainer held out (``{"prompt", "chosen", "rejected"}``); [] for SFT and for
+    KTO's unpaired records (no two replies of one prompt to compare)."""
     held = _held_out_records(ctx)
     return held if held and "chosen" in held[0] else []
 

@@ -142,6 +142,71 @@ def test_dpo_trains_in_yichui_s_trainer_resumes_and_prefers_the_chosen_on_held_o
     assert got["finetuned"].accuracy >= got["base"].accuracy and got["finetuned"].margin > got["base"].margin + 5, got
 
 
+def test_kto_trains_on_unequal_labelled_replies_weights_the_rarer_side_and_moves_each_the_right_way(tiny_model,
+                                                                                                       tmp_path):
+    """KTO through yichui's trainer (trl's KTOTrainer, LoRA: the reference is the base with the adapter off) on
+    unpaired replies, twice as many desirable as undesirable: the undesirable side is weighted 2 (KTO's eq. 8, in the
+    checkpoint's KTOConfig); stopped after a checkpoint, it resumes; on held-out replies the fine-tune raises the
+    desirable replies' log-probability over the base's far more than the undesirable ones'."""
+    import subprocess
+
+    import torch
+
+    from recipes import jobs
+    from recipes.evaluation import preference as scores
+    from recipes.rundir import TrainDir
+    from recipes.training.spec import TrainerJob
+
+    pairs = preference.from_conversations(datasets.load_records(datasets.bundled_dataset_path())[:64])
+    rows = [{"prompt": p["prompt"], "completion": p["chosen"], "label": True} for p in pairs] + \
+        [{"prompt": p["prompt"], "completion": p["rejected"], "label": False} for p in pairs[::2]]
+    rows = [rows[i] for i in __import__("random").Random(0).sample(range(len(rows)), len(rows))]  # sides mixed
+    data = write(tmp_path / "kto.jsonl", rows)
+    read = preference.load(data)
+    assert read.format == preference.UNPAIRED and len(read.records) == 96
+    train_recs, held = datasets.train_validation(read.records, 0.25)
+    want = preference.kto_weights(train_recs)
+    assert want[0] == 1.0 and 1.6 < want[1] < 2.5, want  # ~2 desirable per undesirable in the training split
+    run = TrainDir(tmp_path / "train")
+    run.root.mkdir()
+
+    def train(steps: int) -> list[dict]:
+        TrainerJob.from_dict({"objective": "kto", "method": "lora", "lora_rank": 8, "model_dir": str(tiny_model),
+                              "dataset_path": str(data), "device": "cpu", "seq_len": 256, "micro_batch": 4,
+                              "max_steps": steps, "learning_rate": 1e-3, "lr_scheduler": "constant", "save_steps": 10,
+                              "val_ratio": 0.25, "sample_question": None}).write(run.spec)
+        p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(run.spec)], capture_output=True,
+                           text=True, timeout=900)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return jobs.read_events(run.events)[0]
+
+    train(10)
+    args = torch.load(run.checkpoints / "checkpoint-10" / "training_args.bin", weights_only=False)
+    assert type(args).__name__ == "KTOConfig" and (args.desirable_weight, args.undesirable_weight) == want
+    events = train(20)
+    assert [e for e in events if e["event"] == "start"][-1]["resumed_from"] == "checkpoint-10"
+    steps = [e for e in events if e["event"] == "step"]
+    # trl logs KTO's margin for a micro-batch holding both kinds of reply, its KL estimate for every one
+    assert all("kl" in e and "reward_accuracies" not in e for e in steps) and any("reward_margins" in e for e in steps)
+    assert [e["step"] for e in events if e["event"] == "eval"] == [10, 20]
+    assert (run.adapter / "adapter_config.json").is_file()
+    # each held-out reply's log-probability, fine-tuned minus base (KTO's implicit reward / β)
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(run.adapter)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32),
+                                      str(run.adapter)).eval()
+    tuned = [scores.reply_logprob(model, tok, r["prompt"], r["completion"]) for r in held]
+    with model.disable_adapter():
+        base = [scores.reply_logprob(model, tok, r["prompt"], r["completion"]) for r in held]
+    moved = {side: [t - b for t, b, r in zip(tuned, base, held) if r["label"] == side] for side in (True, False)}
+    assert moved[True] and moved[False], held
+    mean = {k: sum(v) / len(v) for k, v in moved.items()}
+    # seen: desirable +24 nats, undesirable +1.0 (the shuffled replies share every word with the desirable ones)
+    assert mean[True] > 5 and mean[True] - mean[False] > 10, mean
+
+
 def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_run_yet():
     """`yichui estimate --objective dpo` (TrainingSpec.objective): chosen and rejected in one batch (twice the
     activations) without dropout (trl's disable_dropout), a full fine-tune's reference copy; the speed of the policy's
@@ -249,6 +314,17 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     assert drop.returncode == 0 and "--lora-dropout 0.1 is not used" in drop.stdout, drop.stdout
     assert drop.stdout.split("~")[1] == dpo.stdout.split("~")[1]  # priced as without it
     assert "is not used" not in dpo.stdout
+    # KTO: its micro-batch of at least 2 (trl's KL term), priced approximate, its speed not predicted
+    one = run("--objective", "kto")
+    assert one.returncode == 2 and "KTO needs a micro-batch of at least 2" in one.stderr, one.stderr
+    kto = run("--objective", "kto", "--micro-batch", "2", "--json")
+    assert kto.returncode == 0, kto.stderr
+    got = json.loads(kto.stdout)
+    assert "kto" in got["approximate"] and got["tokens_per_s"] is None
+    sft2 = json.loads(run("--micro-batch", "2", "--lora-dropout", "0", "--json").stdout)
+    assert got["components"] == sft2["components"]  # the KL and reference forwards: no-grad, nothing kept
+    said = run("--objective", "kto", "--micro-batch", "2")
+    assert "KTO (labelled replies" in said.stdout.splitlines()[0] and "not predicted" in said.stdout, said.stdout
 
 
 def test_the_bundled_pairs_are_the_sign_off_preference_of_the_bundled_conversations():

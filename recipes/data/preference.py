@@ -183,15 +183,48 @@ def signed_off_pairs(convs: list[list[dict]]) -> list[dict]:
 
 
 def chosen_conversations(records: list[dict]) -> list[list[dict]]:
-    """Pairs as the supervised conversations of their preferred reply (prompt + chosen): what export's calibration
-    and quality check and the evaluation's replies read from a preference set."""
-    return [r["prompt"] + r["chosen"] for r in records]
+    """Preference records as the supervised conversations of their preferred replies (a pair's prompt + chosen, an
+    unpaired record's prompt + completion when labelled desirable): what export's calibration and quality check and
+    the evaluation's replies read from a preference set."""
+    return [r["prompt"] + r["chosen"] for r in records if "chosen" in r] + \
+        [r["prompt"] + r["completion"] for r in records if "completion" in r and r["label"]]
+
+
+def unpaired(records: list[dict]) -> list[dict]:
+    """Records in KTO's unpaired form (``{"prompt", "completion", "label"}``): a pair gives its chosen reply labelled
+    desirable and its rejected one undesirable, next to each other (trl's ``unpair_preference_dataset`` does the same;
+    done here so that the counts the KTO weights come from are known before the trainer starts); unpaired records
+    stay as they are."""
+    out = []
+    for r in records:
+        if "chosen" in r:
+            out += [{"prompt": r["prompt"], "completion": r["chosen"], "label": True},
+                    {"prompt": r["prompt"], "completion": r["rejected"], "label": False}]
+        else:
+            out.append(r)
+    return out
+
+
+def kto_weights(records: list[dict]) -> tuple[float, float]:
+    """KTO's (desirable_weight, undesirable_weight) for unpaired ``records``: the rarer side weighted up so that
+    λ_D·n_D / (λ_U·n_U) = 1, the lower end of the range KTO's paper recommends, [1, 4/3] (Ethayarajh et al. 2024,
+    arXiv 2402.01306, eq. 8; trl's KTOTrainer warns outside it). Equal counts (every pair split): (1.0, 1.0).
+
+    Raises:
+        ValueError: no desirable or no undesirable record (KTO needs both).
+    """
+    n_d = sum(1 for r in records if r["label"])
+    n_u = len(records) - n_d
+    if not n_d or not n_u:
+        raise ValueError(f"KTO needs desirable and undesirable replies: {n_d} desirable, {n_u} undesirable")
+    return (round(n_u / n_d, 4), 1.0) if n_u >= n_d else (1.0, round(n_d / n_u, 4))
 
 
 def conversations(ref: str | Path, objective: str, skip_bad: bool = False, images: bool = False
                   ) -> list[list[dict]]:
     """The conversations a dataset gives the steps after training (export's calibration, the evaluation's replies):
-    a supervised file's as read (recipes/data/datasets.py), a preference file's :func:`chosen_conversations`.
+    a supervised file's as read (recipes/data/datasets.py), a preference file's :func:`chosen_conversations` (its
+    desirable replies).
 
     Raises:
         DataError: as :func:`load` or ``datasets.load`` do.

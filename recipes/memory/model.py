@@ -42,7 +42,7 @@ from pathlib import Path
 from recipes.base import Msg, Refusal
 from recipes.memory import sharding
 from recipes.model import prequantized
-from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
+from recipes.training.spec import FULL_WEIGHTS, PREFERENCE_OBJECTIVES, TrainingSpec
 
 GIB = 2**30
 
@@ -885,6 +885,16 @@ def dpo_batch(t: TrainingSpec) -> TrainingSpec:
     return replace(t, micro_batch=2 * t.micro_batch, lora_dropout=0.0, objective="sft")
 
 
+def preference_batch(t: TrainingSpec) -> TrainingSpec:
+    """The supervised batch whose activations a preference objective keeps for backward: DPO's :func:`dpo_batch`;
+    KTO's micro-batch itself, without dropout (KTOConfig.disable_dropout) — its KL term's mismatched completions and
+    the reference's log-probabilities come from no-grad forwards (trl 1.16 kto_trainer.py), transient, not kept.
+    KTO is derived from trl's code, not measured on a GPU: estimate marks it approximate."""
+    if t.objective == "dpo":
+        return dpo_batch(t)
+    return replace(t, lora_dropout=0.0, objective="sft") if t.objective == "kto" else t
+
+
 def adapter_problem(shape: Shape, t: TrainingSpec) -> tuple[str, dict] | None:
     """Why peft cannot put ``t``'s adapter on ``shape``, as (catalogue key, params), or None: LoRA on a MoE's fused
     expert weights (``Shape.param_lora_io``: peft's ParamWrapper, reached by "all-linear") runs only at LoRA dropout
@@ -974,8 +984,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     # nothing of dropout is kept); the reference's log-probabilities come from a no-grad forward (LoRA: the base with
     # the adapter off, nothing more held; a full fine-tune: a frozen copy of the weights in the compute dtype, bf16 —
     # recipes/training/worker.py dpo_reference). Measured on three shapes (bench/results/2026-12-05-preference-h200.md)
-    act = activations(shape, dpo_batch(t)) if t.objective == "dpo" else activations(shape, t)
-    if t.objective == "dpo" and t.method in FULL_WEIGHTS:
+    act = activations(shape, preference_batch(t))
+    if t.objective in PREFERENCE_OBJECTIVES and t.method in FULL_WEIGHTS:
         ms = ms | {"weights": ms["weights"] + shape.n_params * 2}
     if vision_act:
         act["vision_activations"] = vision_act
@@ -1032,6 +1042,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
                                      # the eager trainer's prediction; unsloth measured at or below it (planner.py)
                                      ("unsloth", t.training_backend == "unsloth"),
                                      ("loss-chunked", t.loss == "chunked"),
+                                     # KTO's terms are derived from trl's code (preference_batch), not measured
+                                     ("kto", t.objective == "kto"),
                                      # GPU memory as with CPU offload; the disk's speed is not modelled
                                      ("nvme", t.nvme_offloaded),
                                      # Ulysses' terms are derived, not yet measured on GPUs

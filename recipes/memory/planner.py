@@ -183,6 +183,8 @@ def step_seconds(shape: memory.Shape, t: TrainingSpec, gpu_name: str = FIT_GPU,
     c = SECONDS_PER if seconds_per is None else seconds_per
     if t.objective == "dpo":
         return dpo_reference_factor(t) * step_seconds(shape, memory.dpo_batch(t), gpu_name, seconds_per)
+    if t.objective == "kto":
+        return kto_reference_factor(t) * step_seconds(shape, memory.preference_batch(t), gpu_name, seconds_per)
     mb, step = speed_terms(shape, t)
     cost = lambda terms: sum(c.get(k, 0.0) * v * _scale(k, gpu_name) for k, v in terms.items())  # noqa: E731
     return t.grad_accum * cost(mb) + cost(step)
@@ -196,6 +198,15 @@ def dpo_reference_factor(t: TrainingSpec) -> float:
     of three shapes median |error| 8.5 %, worst 32 % (bench/results/2026-12-05-preference-h200.md)."""
     passes = 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
     return (passes + 1) / passes
+
+
+def kto_reference_factor(t: TrainingSpec) -> float:
+    """A KTO step over the supervised step of its micro-batch: besides the policy's passes (as
+    :func:`dpo_reference_factor` counts them), three no-grad forwards of the micro-batch's size — the policy's on
+    the KL term's mismatched completions, the reference's on the completions and on those (trl 1.16
+    kto_trainer.py). Derived from the passes, not measured: :func:`speed_modelled` says KTO is not modelled."""
+    passes = 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
+    return (passes + 3) / passes
 
 
 def sequences_per_record(t: TrainingSpec) -> int:
@@ -239,6 +250,7 @@ def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
     at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
     family = shape is None or (not shape.experts and shape.model_type in SPEED_FAMILIES)
     return (family and t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
+            and t.objective != "kto"  # derived (kto_reference_factor), never measured
             and t.method != "galore" and t.loss != "full")
 
 
@@ -276,7 +288,7 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
     out = []
     for ckpt in (False, True):
         for mb in MICRO_BATCHES:
-            if mb > effective_batch or effective_batch % mb:
+            if mb > effective_batch or effective_batch % mb or mb < t.least_micro_batch:
                 continue
             for lg, cl, backend in kernels:
                 est = memory.estimate(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb,

@@ -313,7 +313,9 @@ def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = Non
         # counted down from the latest event, not frozen at it between two events (issue 46 item 14)
         eta = f"{max(0.0, rate * (total - step) - (time.time() - e['time'])):.0f}s"
     # DPO's step events carry trl's implicit reward accuracy on the micro-batch (chosen over rejected, vs the base)
-    reward = {t("train.field.reward_accuracy"): e["reward_accuracies"]} if "reward_accuracies" in e else {}
+    # KTO's: the reward margin (desirable over undesirable), it has no accuracy
+    reward = {t("train.field.reward_accuracy"): e["reward_accuracies"]} if "reward_accuracies" in e else \
+        {t("train.field.reward_margin"): e["reward_margins"]} if "reward_margins" in e else {}
     return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"), **reward,
             t("train.field.lr"): f"{e.get('lr', 0):.2e}", t("train.field.tokens_per_s"): e.get("tokens_per_s") or "?",
             t("train.field.memory"): f"{e.get('mem_gib')} ({t('train.mem.' + str(e.get('mem_kind')))})",

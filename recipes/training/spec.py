@@ -34,11 +34,19 @@ MASTER_WEIGHTS = ("fp32", "bf16")
 # unsloth's own environment (recipes/training/backends.py), with the same Trainer loop, events and checkpoints
 TRAINING_BACKENDS = ("transformers", "unsloth")
 UNSLOTH_METHODS = ("lora", "qlora", "full")  # what unsloth trains and bench/results measured
-# what the training optimizes: supervised fine-tuning on replies, or Direct Preference Optimization on pairs of a
-# preferred and a rejected reply (trl's DPOTrainer; recipes/data/preference.py). KTO, GRPO: not yet (issue 47)
-OBJECTIVES = ("sft", "dpo")
+# what the training optimizes: supervised fine-tuning on replies, Direct Preference Optimization on pairs of a
+# preferred and a rejected reply (trl's DPOTrainer), or Kahneman-Tversky Optimization on replies each labelled
+# desirable or not (trl's KTOTrainer; pairs are split into one of each) — recipes/data/preference.py. GRPO: not yet
+OBJECTIVES = ("sft", "dpo", "kto")
+PREFERENCE_OBJECTIVES = ("dpo", "kto")  # against a reference model, on preference data
 # LoRA targets: peft's "all-linear", or module names separated by commas (",,," names none)
 TARGETS = re.compile(r"all-linear|[A-Za-z_][\w.]*(,[A-Za-z_][\w.]*)*")
+
+
+def least_micro_batch(objective: str) -> int:
+    """The smallest micro-batch ``objective`` trains with: trl's KTOTrainer estimates KTO's KL term from the other
+    replies of the micro-batch and refuses 1 (trl 1.16 kto_trainer.py); every other objective 1."""
+    return 2 if objective == "kto" else 1
 
 
 def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float | None = None,
@@ -54,12 +62,15 @@ def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float |
 class TrainingSpec:
     """The knobs of one fine-tune. Sequence length is tokens per sequence (with packing: the packed length)."""
 
-    objective: str = _knob("sft", "--objective", help="sft | dpo", choices=OBJECTIVES)
+    objective: str = _knob("sft", "--objective", help="sft | dpo | kto", choices=OBJECTIVES)
     # DPO's β: how far the trained policy may move from the reference (trl's DPOConfig.beta, its default)
     dpo_beta: float = _knob(0.1, None, lo=0.001, hi=10.0)
     # the SFT loss on the chosen reply added to DPO's with this weight (trl's loss_type ["sigmoid", "sft"]; RPO,
     # LLaMA-Factory's pref_ftx): keeps the chosen replies likely, where DPO alone may lower both; 0: DPO alone
     sft_loss_weight: float = _knob(0.0, None, lo=0.0, hi=100.0)
+    # KTO's β (trl's KTOConfig.beta, its default); the desirable and undesirable weights are set from the data's
+    # counts (recipes/training/worker.py kto_weights)
+    kto_beta: float = _knob(0.1, None, lo=0.001, hi=10.0)
     method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)
     lora_rank: int = _knob(8, "--lora-rank", "--rank", help="cli.opt.rank", lo=1, hi=1024)
     lora_alpha: int = _knob(16, None, lo=1, hi=4096)
@@ -224,8 +235,15 @@ class TrainingSpec:
             raise Refusal("choose_strategy.qlora_and_compile")
         if (what := self.unsloth_conflict()) is not None:
             raise Refusal("choose_strategy.unsloth_unsupported", what=what)
+        if self.micro_batch < self.least_micro_batch:  # KTO's KL term
+            raise Refusal("choose_strategy.kto_micro_batch", mb=self.micro_batch)
         if (what := self.objective_conflict()) is not None:  # the setting named in the user's language
             raise Refusal("choose_strategy.objective_unsupported", objective=self.objective.upper(), what=Msg(what))
+
+    @property
+    def least_micro_batch(self) -> int:
+        """The smallest micro-batch the objective trains with: 2 for KTO (its KL term), else 1."""
+        return least_micro_batch(self.objective)
 
     def objective_conflict(self) -> str | None:
         """What a preference objective does not run with yet (not built or not tested with it): GaLore, packing,

@@ -21,7 +21,7 @@ from typing import Any
 from recipes.rundir import TrainDir
 from recipes.model import prequantized
 from recipes.training.nvme import SwapShape
-from recipes.training.spec import FULL_WEIGHTS, TRANSFORMERS_ATTENTION, TrainerJob
+from recipes.training.spec import FULL_WEIGHTS, PREFERENCE_OBJECTIVES, TRANSFORMERS_ATTENTION, TrainerJob
 from recipes.training.zero import ZeroSizes
 
 EVENTS_VERSION = 1
@@ -284,8 +284,8 @@ def _precision(spec: TrainerJob):
     return device, where, bf16, dtype, masters
 
 
-def dpo_reference(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: bool):
-    """DPO's reference model, or None for trl's own: under LoRA/QLoRA/DoRA the base with the adapter switched off (no
+def reference_model(spec: TrainerJob, device: str, where: str, dtype, masters, vlm: bool):
+    """A preference objective's reference model (DPO, KTO), or None for trl's own: under LoRA/QLoRA/DoRA the base with the adapter switched off (no
     copy); for a full fine-tune trl loads a frozen copy in the policy's dtype — with fp32 master weights an fp32 copy,
     4 bytes a weight (trl/trainer/dpo_trainer.py, ``ref_model_init_kwargs.setdefault("dtype", self.model.dtype)``).
     The reference only runs no-grad forwards under bf16 autocast, whose matmuls see bf16 weights either way, so here
@@ -407,13 +407,25 @@ def _checkpointing_arg() -> str:
     return "activation_checkpointing" if "activation_checkpointing" in names else "gradient_checkpointing"
 
 
+def _kto_weights(records: list[dict]) -> tuple[float, float]:
+    """preference.kto_weights; (1.0, 1.0) for replies of one kind only — a smoke run's few records can be
+    (choose_strategy refuses a whole file of one kind)."""
+    from recipes.data import preference
+
+    try:
+        return preference.kto_weights(records)
+    except ValueError:
+        return 1.0, 1.0
+
+
 def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool, images: bool = False,
-                   swap: SwapShape | None = None, hidden: int = 0):
-    """trl's SFTConfig (DPOConfig for the dpo objective) for the spec: the TrainingSpec's names mapped onto the
-    Trainer's. ``images``: image-text records, never truncated (a cut through an image's tokens fails the batch:
+                   swap: SwapShape | None = None, hidden: int = 0, kto_weights: tuple[float, float] = (1.0, 1.0)):
+    """trl's SFTConfig (DPOConfig, KTOConfig for those objectives) for the spec: the TrainingSpec's names mapped onto
+    the Trainer's. ``images``: image-text records, never truncated (a cut through an image's tokens fails the batch:
     trl's own warning). ``swap``: the model's parameter sizes for NVMe offload, ``hidden`` its hidden size for
-    DeepSpeed's buckets (:func:`distribution_args`)."""
-    from trl import DPOConfig, SFTConfig
+    DeepSpeed's buckets (:func:`distribution_args`). ``kto_weights``: KTO's (desirable, undesirable) weights, from
+    the training records (recipes/data/preference.py kto_weights)."""
+    from trl import DPOConfig, KTOConfig, SFTConfig
 
     CHECKPOINTING_ARG = _checkpointing_arg()
     method = spec.method
@@ -423,6 +435,8 @@ def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, ha
                                                           "loss_weights": [1.0, spec.sft_loss_weight]}
                                                          if spec.sft_loss_weight else {})) \
         if spec.objective == "dpo" else \
+        (KTOConfig, {"beta": spec.kto_beta, "desirable_weight": kto_weights[0], "undesirable_weight": kto_weights[1]}) \
+        if spec.objective == "kto" else \
         (SFTConfig, {"packing": spec.packing, "packing_strategy": "bfd"})
     return config(**own,
         output_dir=str(ckpt_dir), max_steps=spec.max_steps or -1, num_train_epochs=spec.epochs or 1.0,
@@ -499,9 +513,10 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
                     loss=round(float(logs["loss"]), 5), lr=float(logs.get("learning_rate", 0)),
                     grad_norm=float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,
                     tokens_per_s=tps, mem_gib=mem, mem_kind=mem_kind,
-                    # DPO (trl's names without "rewards/"): how often and by how much the policy prefers the chosen
+                    # DPO, KTO (trl's names without "rewards/"): how often and by how much the policy prefers the
+                    # chosen (desirable); KTO's KL estimate
                     **{k.replace("rewards/", "reward_"): round(float(v), 5) for k, v in logs.items()
-                       if k in ("rewards/accuracies", "rewards/margins")})
+                       if k in ("rewards/accuracies", "rewards/margins", "kl")})
 
         def on_step_end(self, args, state, control, **kw):
             ev.last_step = state.global_step
@@ -512,8 +527,9 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
         def on_evaluate(self, args, state, control, metrics=None, **kw):
             if metrics and "eval_loss" in metrics:
                 ev.emit("eval", step=state.global_step, eval_loss=round(float(metrics["eval_loss"]), 5),
-                        **{k.replace("eval_rewards/", "reward_"): round(float(v), 5) for k, v in metrics.items()
-                           if k in ("eval_rewards/accuracies", "eval_rewards/margins")})
+                        **{k.replace("eval_rewards/", "reward_").replace("eval_kl", "kl"): round(float(v), 5)
+                           for k, v in metrics.items()
+                           if k in ("eval_rewards/accuracies", "eval_rewards/margins", "eval_kl")})
 
         def on_save(self, args, state, control, **kw):
             ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
@@ -613,11 +629,12 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
     if device == "cuda":
         torch.cuda.init()
-    if spec.objective == "dpo":  # pairs: {"prompt", "chosen", "rejected"} as messages (recipes/data/preference.py)
+    preferring = spec.objective in PREFERENCE_OBJECTIVES
+    if preferring:  # pairs {"prompt", "chosen", "rejected"} or KTO's {"prompt", "completion", "label"} as messages
         from recipes.data import preference
 
         pairs = preference.load(spec.dataset_path, skip_bad=spec.skip_bad_records).records
-        convs = [p["prompt"] + p["chosen"] for p in pairs]  # the sample question's image, the vision checks: none
+        convs = preference.chosen_conversations(pairs)  # the sample question's image, the vision checks: none
     else:
         convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records, images=True)
     images = any(data.has_images(c) for c in convs)
@@ -626,15 +643,17 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     # the image-text path with images, or for a model transformers builds no causal LM of (Qwen2-VL, LLaVA); text
     # data on Gemma-3, Llama-4, … (a vision part in the config) trains as before: AutoModelForCausalLM, the tokenizer
     vlm = images or (vision.is_vision_model(spec.model_dir) and not vision.has_causal_lm(spec.model_dir))
-    split: list = pairs if spec.objective == "dpo" else convs
-    train_convs, val_convs = data.train_validation(split, spec.val_ratio)
+    split: list = pairs if preferring else convs
+    train_convs, val_convs = data.train_validation(split, spec.val_ratio)  # a pair stays on one side (KTO too)
+    kto_weights = _kto_weights(preference.unpaired(train_convs)) if spec.objective == "kto" else (1.0, 1.0)
     # ZeRO-3: the SFTConfig (and with it DeepSpeed's config, which transformers reads at load) comes first, so
     # zero.Init partitions every weight as it loads — no GPU ever holds the whole model (modelled as such:
     # recipes/memory/sharding.py)
     zero_init = spec.distribution == "zero3"
     args = None
     if zero_init:
-        args = trainer_config(spec, ckpt_dir, device, bf16, bool(val_convs), images=vlm, **model_sizes(spec, vlm))
+        args = trainer_config(spec, ckpt_dir, device, bf16, bool(val_convs), images=vlm, kto_weights=kto_weights,
+                              **model_sizes(spec, vlm))
         _ = args.device  # accelerate's process group, which zero.Init reads the world size from
         import deepspeed
 
@@ -658,7 +677,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     if vlm and spec.freeze_vision_tower:  # no activations kept nor backward run for a tower that does not learn
         vision.tower_out_of_backward(model)
     as_dataset = vision.image_dataset if vlm else Dataset.from_list  # image-text records: the Image feature
-    records = (lambda rs: rs) if spec.objective == "dpo" else data.to_prompt_completion  # noqa: E731
+    records = (lambda rs: rs) if spec.objective == "dpo" else preference.unpaired if spec.objective == "kto" \
+        else data.to_prompt_completion  # noqa: E731
     train_ds = as_dataset(records(train_convs))
     eval_ds = as_dataset(records(val_convs)) if val_convs else None
     peft_config = None
@@ -676,7 +696,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         # the language model trains; the vision tower and projector keep their weights unless chosen to train
         vision.freeze_vision(model, tower=spec.freeze_vision_tower, projector=spec.freeze_projector)
     if args is None:
-        args = trainer_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm,
+        args = trainer_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm, kto_weights=kto_weights,
                           swap=SwapShape.of([(n, p.numel()) for n, p in model.named_parameters()]),
                           hidden=int(model.config.get_text_config().hidden_size))
 
@@ -698,10 +718,11 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         callbacks.append(profile_callback(tdir, *spec.profile_steps))
     if zero_init and question is not None and ask_before:
         callbacks.append(before_sample_callback(ev, tok, question, samples_file))
-    from trl import DPOTrainer
+    from trl import DPOTrainer, KTOTrainer
 
-    trainer_class, own = (DPOTrainer, {"ref_model": dpo_reference(spec, device, where, dtype, masters, vlm)}) \
-        if spec.objective == "dpo" else (SFTTrainer, {})
+    trainer_class, own = ({"dpo": DPOTrainer, "kto": KTOTrainer}[spec.objective],
+                          {"ref_model": reference_model(spec, device, where, dtype, masters, vlm)}) \
+        if preferring else (SFTTrainer, {})
     trainer = trainer_class(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
                             peft_config=peft_config, callbacks=callbacks, **own)
     if spec.compile_layers:

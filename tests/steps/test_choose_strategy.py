@@ -240,3 +240,39 @@ def test_a_batch_larger_than_the_data_is_said(chain, capsys):
     err = " ".join(capsys.readouterr().err.split())
     assert f"is larger than the {out['n_train']} training records" in err, err
     chain.step("choose_strategy", preflight="false")  # the chain's plan again, for the tests after this one
+
+
+def test_kto_takes_labelled_replies_says_its_weights_and_smoke_trains(chain, tmp_path):
+    """KTO (issue 47): the data question takes KTO's unpaired replies (refused for DPO, with KTO named as the way)
+    and refuses a file of one kind only; the step shows a desirable and an undesirable reply through the chat
+    template, counts a pair as two replies, and the preflight smoke run trains trl's KTOTrainer."""
+    from recipes.data import datasets, preference
+
+    chain.upto("choose_strategy")
+    q = chain.questions("choose_strategy")
+    pairs = preference.from_conversations(datasets.load_records(datasets.bundled_dataset_path())[:30])
+    rows = [{"prompt": p["prompt"], "completion": p["chosen"], "label": True} for p in pairs] + \
+        [{"prompt": p["prompt"], "completion": p["rejected"], "label": False} for p in pairs[:10]]
+    data = tmp_path / "kto.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    one_sided = tmp_path / "good-only.jsonl"
+    one_sided.write_text("".join(json.dumps(r) + "\n" for r in rows[:30]))
+    dpo = check(q["dataset_path"], str(data), {"objective": "dpo"})[1]
+    assert dpo.key == "choose_strategy.unpaired_for_dpo" and "KTO" in i18n.render(dpo)
+    assert check(q["dataset_path"], str(data), {"objective": "kto"})[1] is None
+    err = check(q["dataset_path"], str(one_sided), {"objective": "kto"})[1]
+    assert err.key == "choose_strategy.kto_one_sided" and "30 desirable and 0 undesirable" in i18n.render(err)
+    assert q["kto_beta"].when({"objective": "kto"}) and not q["dpo_beta"].when({"objective": "kto"})
+    assert not q["lora_dropout"].when({"objective": "kto", "method": "lora"})  # trl turns dropout off
+    assert check(q["micro_batch"], "1", {"objective": "kto"})[1].key == "choose_strategy.kto_micro_batch"
+    assert check(q["micro_batch"], "1", {"objective": "sft"})[1] is None
+    assert check(q["batch_size"], "1", {"objective": "kto"})[1].key == "answer.out_of_range"
+    try:
+        out = chain.step("choose_strategy", objective="kto", dataset="local", dataset_path=str(data))
+        assert out["dataset_format"] == preference.UNPAIRED and out["n_records"] == 40
+        assert out["strategy"]["objective"] == "kto" and out["strategy"]["kto_beta"] == 0.1
+        assert out["preflight"]["ok"] and out["preflight"]["steps"] == 2, out["preflight"]
+        good, bad = out["samples"]  # the first desirable and the first undesirable reply, rendered
+        assert rows[0]["completion"][0]["content"] in good and rows[30]["completion"][0]["content"] in bad
+    finally:  # the chain's other files go on from the demo's SFT strategy
+        chain.step("choose_strategy", objective="sft", dataset="bundled")

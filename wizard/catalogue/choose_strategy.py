@@ -146,6 +146,30 @@ MESSAGES = {
                                       "zh": "SFT——在对话上做监督微调（提示 → 回答）"},
     "choose_strategy.objective.dpo": {"en": "DPO — preference pairs (a chosen and a rejected reply per prompt)",
                                       "zh": "DPO——偏好对（每个提示一个选中回答、一个拒绝回答）"},
+    "choose_strategy.objective.kto": {"en": "KTO — replies labelled desirable or not (unpaired, or pairs split "
+                                            "into one of each)",
+                                      "zh": "KTO——标注为可取或不可取的回答（无配对，或把偏好对拆成各一条）"},
+    "choose_strategy.kto_beta": {"en": "KTO β (how far the model may move from the reference; trl's default 0.1):",
+                                 "zh": "KTO β（模型可偏离参考模型的程度；trl 默认 0.1）："},
+    "choose_strategy.kto_loss": {"en": "KTO with β {beta} on {desirable} desirable and {undesirable} undesirable "
+                                       "replies, weighted {wd} and {wu} so that both sides count alike (KTO's paper, "
+                                       "eq. 8). Its KL term comes from the other replies of a micro-batch, so the "
+                                       "micro-batch is at least 2.",
+                                 "zh": "KTO，β {beta}，{desirable} 条可取回答与 {undesirable} 条不可取回答，权重分别为 "
+                                       "{wd} 和 {wu}，使两边同等计入（KTO 论文式 8）。其 KL 项取自同一微批中的其他回答，"
+                                       "因此微批至少为 2。"},
+    "choose_strategy.kto_micro_batch": {"en": "KTO needs a micro-batch of at least 2 (its KL term is estimated from "
+                                              "the other replies of the micro-batch; trl refuses 1), not {mb}.",
+                                        "zh": "KTO 需要至少为 2 的微批（其 KL 项由同一微批中的其他回答估计；trl 拒绝 1），"
+                                              "而不是 {mb}。"},
+    "choose_strategy.kto_one_sided": {"en": "{path} has {desirable} desirable and {undesirable} undesirable replies: "
+                                            "KTO needs some of each. Add the missing kind, or train with SFT.",
+                                      "zh": "{path} 有 {desirable} 条可取回答和 {undesirable} 条不可取回答：KTO 两类都需要。"
+                                            "请补上缺少的一类，或改用 SFT 训练。"},
+    "choose_strategy.sample_unpaired": {"en": "The first desirable and the first undesirable reply, rendered with the "
+                                              "model's chat template — desirable:\n{chosen}\nundesirable:\n{rejected}",
+                                        "zh": "第一条可取回答与第一条不可取回答（按模型的对话模板渲染）——可取：\n{chosen}\n"
+                                              "不可取：\n{rejected}"},
     "choose_strategy.dpo_beta": {"en": "DPO β (how far the model may move from the reference; trl's default 0.1):",
                                  "zh": "DPO β（模型可偏离参考模型的程度；trl 默认 0.1）："},
     "choose_strategy.sft_loss_weight": {"en": "Weight of an SFT loss on the chosen reply added to DPO's (RPO; 0: DPO "
@@ -162,11 +186,18 @@ MESSAGES = {
     "choose_strategy.dataset.bundled_pairs": {"en": "The bundled demo pairs (306: each reply with its sign-off "
                                                     "preferred over the same reply without it)",
                                               "zh": "内置演示偏好对（306 对：带结束语的回答优于去掉结束语的同一回答）"},
+    "choose_strategy.dataset.local_kto": {"en": "A local file of labelled replies (.json / .jsonl / .csv / .parquet: "
+                                                "prompt / completion / label true or false) or of pairs (prompt / "
+                                                "chosen / rejected)",
+                                          "zh": "本地带标签回答文件（.json / .jsonl / .csv / .parquet：prompt / completion / "
+                                                "label 为 true 或 false）或偏好对文件（prompt / chosen / rejected）"},
     "choose_strategy.unpaired_for_dpo": {"en": "{path} holds unpaired labelled replies (KTO's prompt / completion / "
                                                "label), not pairs: {objective} needs prompt / chosen / rejected "
-                                               "records. Choose another file.",
+                                               "records. Choose another file, or the objective KTO (it trains on "
+                                               "labelled replies).",
                                          "zh": "{path} 是无配对的带标签回答（KTO 的 prompt / completion / label），"
-                                               "不是偏好对：{objective} 需要 prompt / chosen / rejected 记录。请换一个文件。"},
+                                               "不是偏好对：{objective} 需要 prompt / chosen / rejected 记录。请换一个文件，或把训练目标改为 KTO"
+                                               "（它在带标签的回答上训练）。"},
     "choose_strategy.sample_pair": {"en": "The first pair, rendered with the model's chat template — chosen:\n{chosen}\n"
                                           "rejected:\n{rejected}",
                                     "zh": "第一个偏好对（按模型的对话模板渲染）——选中：\n{chosen}\n拒绝：\n{rejected}"},

@@ -344,6 +344,8 @@ MESSAGES = {
                                      "（约 {pairs} 对/秒；速度模型把参考模型的前向算作多一遍，推导而来：在 H200 的 DPO "
                                      "测量上中位误差 8.5%，最差 32%{scaled}）。"},
     "cli.estimate.dpo": {"en": ", DPO (pairs: chosen + rejected)", "zh": "，DPO（成对：chosen + rejected）"},
+    "cli.estimate.kto": {"en": ", KTO (labelled replies; derived from trl's code, not measured)",
+                         "zh": "，KTO（带标签的回答；按 trl 代码推导，未实测）"},
     "cli.estimate.speed_scaled": {"en": "; other GPUs: scaled from the H200 by their FLOP/s and bandwidth, not measured",
                                   "zh": "；其他 GPU：按算力与带宽从 H200 换算，未实测"},
     "cli.estimate.moe_dropout": {"en": "LoRA on this MoE model's experts (peft adapts their fused weights whole) runs "
@@ -358,17 +360,17 @@ MESSAGES = {
     "cli.estimate.moe_dropout_default": {"en": "LoRA dropout 0 (the default for a MoE model whose fused experts LoRA "
                                                "adapts: peft runs no other there).",
                                          "zh": "LoRA dropout 为 0（LoRA 适配融合专家的 MoE 模型的默认值：peft 在这里只支持 0）。"},
-    "cli.estimate.dpo_dropout": {"en": "DPO trains without dropout (trl's DPOConfig.disable_dropout): --lora-dropout "
+    "cli.estimate.dpo_dropout": {"en": "{objective} trains without dropout (trl's disable_dropout): --lora-dropout "
                                        "{value} is not used and the estimate is at dropout 0.",
-                                 "zh": "DPO 训练时不使用 dropout（trl 的 DPOConfig.disable_dropout）：--lora-dropout {value} "
+                                 "zh": "{objective} 训练时不使用 dropout（trl 的 disable_dropout）：--lora-dropout {value} "
                                        "不会生效，估算按 dropout 0。"},
     "cli.estimate.no_speed": {"en": "Speed: not predicted for this plan (the speed model covers yichui's trainer with "
                                      "LoRA, QLoRA, DoRA or a full fine-tune of a dense Qwen, Llama, Mistral, Phi-3 or "
                                      "GLM model on one GPU or plain data parallel — not MoE or Gemma models, GaLore, "
-                                     "the plain loop, ZeRO/FSDP2, offload, a sequence split or DPO).",
+                                     "the plain loop, ZeRO/FSDP2, offload, a sequence split or KTO).",
                               "zh": "速度：此方案不预测（速度模型覆盖 yichui 训练器在单 GPU 或普通数据并行上的 LoRA、QLoRA、"
                                     "DoRA 或全参微调，限稠密 Qwen、Llama、Mistral、Phi-3、GLM 模型——不含 MoE 或 Gemma 模型、GaLore、"
-                                    "朴素训练循环、ZeRO/FSDP2、卸载、序列切分或 DPO）。"},
+                                    "朴素训练循环、ZeRO/FSDP2、卸载、序列切分或 KTO）。"},
     "cli.estimate.sequence_parallel": {"en": "; each sequence split over {sp} GPUs", "zh": "；每条序列切分到 {sp} 个 GPU"},
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",

@@ -32,6 +32,7 @@ MESSAGES = {
     "train.field.step": {"en": "step", "zh": "步数"},
     "train.field.loss": {"en": "loss", "zh": "损失"},
     "train.field.reward_accuracy": {"en": "reward accuracy", "zh": "奖励准确率"},
+    "train.field.reward_margin": {"en": "reward margin", "zh": "奖励差值"},
     "train.field.lr": {"en": "learning rate", "zh": "学习率"},
     "train.field.tokens_per_s": {"en": "tokens/s", "zh": "token/秒"},
     "train.field.memory": {"en": "peak memory GiB", "zh": "峰值内存 GiB"},

@@ -222,8 +222,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         # typer's click records where each value came from: neither spelling given means the spec's default
         sources = [ctx.get_parameter_source(n) for n in ("lora_dropout", "lora_dropout" + OLD)]
         given = not all(g is None or g.name == "DEFAULT" for g in sources)
-        if t.objective == "dpo" and given and t.lora_dropout > 0 and not as_json:  # priced at 0 (model.dpo_batch)
-            new_ui().say(T("cli.estimate.dpo_dropout", value=f"{t.lora_dropout:g}"))
+        if t.objective != "sft" and given and t.lora_dropout > 0 and not as_json:  # priced at 0: preference_batch
+            new_ui().say(T("cli.estimate.dpo_dropout", objective=t.objective.upper(), value=f"{t.lora_dropout:g}"))
         if shape.param_lora_io and t.lora_dropout > 0 and not given:
             # a MoE whose experts LoRA reaches: the default dropout is 0 there, as the wizard's (peft runs no other)
             t = dataclasses.replace(t, lora_dropout=0.0)
@@ -272,7 +272,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         + ([T("cli.estimate.sequence_parallel", sp=t.sequence_parallel)] if t.sequence_parallel > 1 else [])
     ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
                seq=T("cli.estimate.with_images", seq=seq, n=f"{image_tokens:,}") if image_tokens else seq,
-               batch=t.micro_batch) + (T("cli.estimate.dpo") if t.objective == "dpo" else "") + "".join(plan),
+               batch=t.micro_batch) + (T(f"cli.estimate.{t.objective}") if t.objective != "sft" else "")
+             + "".join(plan),
              *_breakdown(memory.breakdown(e)))
     if gib:
         need = e["needed_margin"]
