@@ -250,8 +250,23 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
     finally:
         i18n.set_lang("en")
     with pytest.raises(Refusal) as e:
-        replace(dpo, objective="kto").check()  # not yet: said by the choices
+        replace(dpo, objective="grpo").check()  # not yet: said by the choices
     assert e.value.key == "memory.bad_choice"
+    # KTO: its micro-batch of at least 2 (trl's KL term); a KTO micro-batch keeps what SFT's keeps at dropout 0 (the
+    # KL and reference forwards are no-grad), marked approximate; a full fine-tune adds the bf16 reference copy
+    with pytest.raises(Refusal) as e:
+        replace(dpo, objective="kto", micro_batch=1).check()
+    assert e.value.key == "choose_strategy.kto_micro_batch"
+    kto = replace(dpo, objective="kto")
+    e_kto = memory.estimate(shape, kto)
+    assert e_kto["components"] == memory.estimate(shape, replace(sft, lora_dropout=0.0))["components"]
+    assert "kto" in e_kto["approximate"] and not planner.speed_modelled(kto, shape)
+    full_kto = memory.estimate(shape, replace(kto, method="full"))["phases"]
+    full_sft2 = memory.estimate(shape, replace(sft, method="full"))["phases"]
+    for k in full_kto:
+        assert full_kto[k]["components"]["weights"] - full_sft2[k]["components"]["weights"] == \
+            pytest.approx(shape.n_params * 2 / 2**30, abs=1e-3)
+    assert all(p.micro_batch >= 2 for p in planner.plans(shape, kto, 8, "H200", 141.0)), "KTO plans start at 2"
 
 
 def test_a_sample_of_no_records_is_said_as_the_supervised_reader_says_it(tmp_path):

@@ -268,7 +268,7 @@ def test_kto_takes_labelled_replies_says_its_weights_and_smoke_trains(chain, tmp
     assert check(q["micro_batch"], "1", {"objective": "sft"})[1] is None
     assert check(q["batch_size"], "1", {"objective": "kto"})[1].key == "answer.out_of_range"
     try:
-        out = chain.step("choose_strategy", objective="kto", dataset="local", dataset_path=str(data))
+        out = chain.step("choose_strategy", objective="kto", dataset="local", dataset_path=str(data), preflight=True)
         assert out["dataset_format"] == preference.UNPAIRED and out["n_records"] == 40
         assert out["strategy"]["objective"] == "kto" and out["strategy"]["kto_beta"] == 0.1
         assert out["preflight"]["ok"] and out["preflight"]["steps"] == 2, out["preflight"]

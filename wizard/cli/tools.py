@@ -221,10 +221,10 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
             raise fail("cli.seq_over_max", seq=seq, max=shape.max_position)
         # typer's click records where each value came from: neither spelling given means the spec's default
         sources = [ctx.get_parameter_source(n) for n in ("lora_dropout", "lora_dropout" + OLD)]
-        given = not all(g is None or g.name == "DEFAULT" for g in sources)
-        if t.objective != "sft" and given and t.lora_dropout > 0 and not as_json:  # priced at 0: preference_batch
+        dropout_given = not all(g is None or g.name == "DEFAULT" for g in sources)
+        if t.objective != "sft" and dropout_given and t.lora_dropout > 0 and not as_json:  # priced at 0: preference_batch
             new_ui().say(T("cli.estimate.dpo_dropout", objective=t.objective.upper(), value=f"{t.lora_dropout:g}"))
-        if shape.param_lora_io and t.lora_dropout > 0 and not given:
+        if shape.param_lora_io and t.lora_dropout > 0 and not dropout_given:
             # a MoE whose experts LoRA reaches: the default dropout is 0 there, as the wizard's (peft runs no other)
             t = dataclasses.replace(t, lora_dropout=0.0)
             if not as_json:
