@@ -19,7 +19,7 @@ from recipes.memory import model as memory
 from recipes.memory import planner, sharding
 from recipes.model import prequantized
 from recipes.hub import client as hub
-from recipes.training import backends, backup, nvme
+from recipes.training import backends, backup, nvme, trackers
 from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
@@ -397,6 +397,12 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("backup_every", "int", "choose_strategy.backup_every", default=1, when=_backing_up,
                  asked_if="choose_strategy.asked_if.backup", validate=in_range(1, 10_000)),
         # a vision-language model is asked about the data's first image: its first question fits that image
+        # experiment trackers beside TensorBoard, each to a store on this machine (recipes/training/trackers.py)
+        Question("trackers", "checkbox", "choose_strategy.trackers", default=[],
+                 choices=[Choice(n, msg("choose_strategy.tracker." + n) if trackers.installed(n) else
+                                 msg("choose_strategy.tracker_not_installed", tracker=msg("choose_strategy.tracker." + n)))
+                          for n in trackers.TRACKERS],
+                 validate=_trackers_check),
         Question("sample_question", "text", "choose_strategy.sample_question",
                  default=lambda a: _first_image_question(a) or "What is LoRA?"),
         Question("preflight", "confirm", "choose_strategy.preflight", default=True),
@@ -417,6 +423,15 @@ def _prequantized_check(sel: ModelChoice, method: str):
     if method != "lora":
         return msg("choose_strategy.prequantized_lora_only", model=sel.name, label=pq.label, method=method)
     return None
+
+
+def _trackers_check(v, a):
+    """The trackers chosen: known ones, installed here (else the line that installs the first missing one)."""
+    if not isinstance(v, list) or any(n not in trackers.TRACKERS for n in v):
+        return msg("answer.not_a_choice", value=str(v)[:80], choices=", ".join(trackers.TRACKERS))
+    missing = [n for n in v if not trackers.installed(n)]
+    return msg("choose_strategy.tracker_missing", tracker=missing[0], command=trackers.install_command(missing[0])) \
+        if missing else None
 
 
 def _kto_at_least(check, refusal):

@@ -86,6 +86,10 @@ class TrainDir:
         return self.root / "tensorboard"
 
     @property
+    def trackers(self) -> Path:  # the experiment trackers' local stores (recipes/training/trackers.py)
+        return self.root / "trackers"
+
+    @property
     def loss_png(self) -> Path:
         return self.root / "loss.png"
 

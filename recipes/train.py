@@ -119,6 +119,11 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
         viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
         ctx.info(msg("train.curve" if viewer else "train.curve_no_viewer", png=str(png),
                      tb=str(TrainDir(tdir).tensorboard)))
+    from recipes.training import trackers
+
+    for name in ctx.result(StrategyChoice).strategy.get("trackers") or []:  # where its run is, how to see or upload it
+        ctx.info(msg("train.tracker_store", tracker=name, path=str(trackers.store(name, TrainDir(tdir).trackers)),
+                     command=trackers.view_command(name, TrainDir(tdir).trackers)))
     return TrainingResult(train_dir=str(tdir), adapter_dir=out["adapter_dir"], method=out["method"],
                           steps=out["steps"], train_loss=out["train_loss"], first5_mean=out["first5_mean"],
                           last5_mean=out["last5_mean"], samples=out["samples"], peak_mem_gib=out["peak_mem_gib"],

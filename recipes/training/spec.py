@@ -355,6 +355,22 @@ class TrainerJob(TrainingSpec):
     # memory_snapshot.pickle beside the spec (torch.cuda.memory._record_memory_history)
     zero_sizes: str = "yichui"
     memory_snapshot: bool = False
+    # experiment trackers beside TensorBoard, each writing to a store on this machine (recipes/training/trackers.py)
+    trackers: tuple[str, ...] = ()
+
+    def check(self) -> None:
+        """TrainingSpec.check, and the trackers known (a hand-edited session's "foo" refused in one line).
+
+        Raises:
+            Refusal: as TrainingSpec.check; "memory.bad_choice" for an unknown tracker.
+        """
+        super().check()
+        from recipes.training.trackers import TRACKERS
+
+        bad = [n for n in self.trackers if n not in TRACKERS] if isinstance(self.trackers, (list, tuple)) \
+            else [self.trackers]
+        if bad:
+            raise Refusal("memory.bad_choice", name="trackers", value=str(bad[0])[:40], choices=", ".join(TRACKERS))
 
     def write(self, path) -> None:
         """Written whole or not at all (a temp file beside it, then os.replace): a reader — the trainer starting,

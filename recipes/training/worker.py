@@ -419,12 +419,13 @@ def _kto_weights(records: list[dict]) -> tuple[float, float]:
 
 
 def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, has_eval: bool, images: bool = False,
-                   swap: SwapShape | None = None, hidden: int = 0, kto_weights: tuple[float, float] = (1.0, 1.0)):
+                   swap: SwapShape | None = None, hidden: int = 0, kto_weights: tuple[float, float] = (1.0, 1.0),
+                   run_name: str = ""):
     """trl's SFTConfig (DPOConfig, KTOConfig for those objectives) for the spec: the TrainingSpec's names mapped onto
     the Trainer's. ``images``: image-text records, never truncated (a cut through an image's tokens fails the batch:
     trl's own warning). ``swap``: the model's parameter sizes for NVMe offload, ``hidden`` its hidden size for
     DeepSpeed's buckets (:func:`distribution_args`). ``kto_weights``: KTO's (desirable, undesirable) weights, from
-    the training records (recipes/data/preference.py kto_weights)."""
+    the training records (recipes/data/preference.py kto_weights). ``run_name``: the run's name in the trackers."""
     from trl import DPOConfig, KTOConfig, SFTConfig
 
     CHECKPOINTING_ARG = _checkpointing_arg()
@@ -453,7 +454,8 @@ def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, ha
         optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.optim],
         optim_target_modules="all-linear" if method == "galore" else None,
         optim_args=f"rank={spec.galore_rank},update_proj_gap=200,scale=0.25" if method == "galore" else None,
-        report_to=["tensorboard"], disable_tqdm=True,
+        report_to=["tensorboard", *spec.trackers], disable_tqdm=True,
+        run_name=run_name or None,  # the trackers' run (recipes/training/trackers.py)
         dataloader_num_workers=0,
         eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,
         use_liger_kernel=spec.liger, **distribution_args(spec, swap, hidden), **sequence_parallel_args(spec, device),
@@ -473,6 +475,10 @@ def backend_name(spec: TrainerJob) -> str:
     import unsloth
 
     return f"unsloth {unsloth.__version__}"
+
+
+# transformers' integrations of the trackers beside TensorBoard (recipes/training/trackers.py)
+TRACKER_CALLBACKS = ("WandbCallback", "MLflowCallback", "SwanLabCallback")
 
 
 def events_callback(ev: Events, device: str, method: str, resumed_from: str | None, stop_signal: list[int],
@@ -504,11 +510,14 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
                 tps = round((float(tokens) - self.tokens_last) / (now - self.t_last), 1)
             self.t_last, self.tokens_last = now, float(tokens) if tokens is not None else None
             mem, mem_kind = peak_memory_gib(device)
+            scalars = {f"memory/{name}": value for name, value in memory_scalars(device).items()}
             for cb in self.trainer.callback_handler.callbacks:  # transformers' TensorBoardCallback, once it has begun
                 writer = getattr(cb, "tb_writer", None)
                 if writer is not None:
-                    for name, value in memory_scalars(device).items():
-                        writer.add_scalar(f"memory/{name}", value, state.global_step)
+                    for name, value in scalars.items():
+                        writer.add_scalar(name, value, state.global_step)
+                elif type(cb).__name__ in TRACKER_CALLBACKS:  # the other trackers: through their own on_log
+                    cb.on_log(args, state, control, logs=dict(scalars))
             ev.emit("step", step=state.global_step, total_steps=state.max_steps, epoch=round(state.epoch or 0, 4),
                     loss=round(float(logs["loss"]), 5), lr=float(logs.get("learning_rate", 0)),
                     grad_norm=float(logs["grad_norm"]) if logs.get("grad_norm") is not None else None,
@@ -626,6 +635,12 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     method = spec.method
     ckpt_dir = TrainDir(tdir).checkpoints
     os.environ["TENSORBOARD_LOGGING_DIR"] = str(TrainDir(tdir).tensorboard)  # transformers' TensorBoardCallback reads it
+    run_name = tdir.resolve().parent.name  # the session's run id (runs/<id>/train)
+    if spec.trackers:  # each tracker's integration reads its store and mode from the environment
+        from recipes.training import trackers
+
+        TrainDir(tdir).trackers.mkdir(exist_ok=True)  # swanlab wants its settings folder's parent to exist
+        os.environ.update(trackers.environment(spec.trackers, TrainDir(tdir).trackers, run_name))
     last = get_last_checkpoint(str(ckpt_dir)) if ckpt_dir.is_dir() else None
     if device == "cuda":
         torch.cuda.init()
@@ -653,7 +668,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     args = None
     if zero_init:
         args = trainer_config(spec, ckpt_dir, device, bf16, bool(val_convs), images=vlm, kto_weights=kto_weights,
-                              **model_sizes(spec, vlm))
+                              run_name=run_name, **model_sizes(spec, vlm))
         _ = args.device  # accelerate's process group, which zero.Init reads the world size from
         import deepspeed
 
@@ -697,6 +712,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         vision.freeze_vision(model, tower=spec.freeze_vision_tower, projector=spec.freeze_projector)
     if args is None:
         args = trainer_config(spec, ckpt_dir, device, bf16, eval_ds is not None, images=vlm, kto_weights=kto_weights,
+                              run_name=run_name,
                           swap=SwapShape.of([(n, p.numel()) for n, p in model.named_parameters()]),
                           hidden=int(model.config.get_text_config().hidden_size))
 

@@ -276,3 +276,20 @@ def test_kto_takes_labelled_replies_says_its_weights_and_smoke_trains(chain, tmp
         assert rows[0]["completion"][0]["content"] in good and rows[30]["completion"][0]["content"] in bad
     finally:  # the chain's other files go on from the demo's SFT strategy
         chain.step("choose_strategy", objective="sft", dataset="bundled")
+
+
+def test_trackers_are_asked_with_what_each_writes_and_recorded_for_the_trainer(chain):
+    """Issue 48: the trackers question (checkbox) takes the installed ones; the strategy records them and the
+    trainer's job reads them (tests/test_trackers.py runs them)."""
+    from recipes.training import trackers
+    from recipes.training.spec import TrainerJob
+
+    chain.upto("choose_strategy")
+    q = chain.questions("choose_strategy")
+    labels = [i18n.render(c.label) for c in q["trackers"].choices({})] if callable(q["trackers"].choices) else \
+        [i18n.render(c.label) for c in q["trackers"].choices]
+    assert len(labels) == 3 and "offline" in labels[0] and "mlflow ui" in labels[1]
+    if all(trackers.installed(n) for n in trackers.TRACKERS):
+        value, err = check(q["trackers"], "wandb,mlflow", {})
+        assert err is None and value == ["wandb", "mlflow"], (value, err)
+        assert TrainerJob.from_dict({"trackers": value}).trackers == ["wandb", "mlflow"]

@@ -299,6 +299,20 @@ MESSAGES = {
                                    "zh": "交换目录 {path}：写入速度 {gbps} GB/s（低于 {slow} GB/s 时每一步都要等磁盘）。"},
     "choose_strategy.asked_if.sharded": {"en": "with a sharded distribution (ZeRO or FSDP)",
                                          "zh": "选择分片方式（ZeRO 或 FSDP）"},
+    "choose_strategy.trackers": {"en": "Also log to these experiment trackers (TensorBoard always; each writes to a "
+                                       "store on this machine, nothing is uploaded):",
+                                 "zh": "同时记录到这些实验跟踪工具（TensorBoard 始终记录；各自写入本机存储，不上传）："},
+    "choose_strategy.tracker.wandb": {"en": "Weights & Biases (offline run; `wandb sync` uploads it later)",
+                                      "zh": "Weights & Biases（离线运行；之后用 `wandb sync` 上传）"},
+    "choose_strategy.tracker.mlflow": {"en": "MLflow (local file store; `mlflow ui` shows it)",
+                                       "zh": "MLflow（本地文件存储；用 `mlflow ui` 查看）"},
+    "choose_strategy.tracker.swanlab": {"en": "SwanLab (offline run; `swanlab sync` uploads it later)",
+                                        "zh": "SwanLab（离线运行；之后用 `swanlab sync` 上传）"},
+    "choose_strategy.tracker_not_installed": {"en": "{tracker} — not installed", "zh": "{tracker}——未安装"},
+    "choose_strategy.tracker_missing": {"en": "{tracker} is not installed in yichui's environment: install it with "
+                                              "`{command}` (or ./install.sh --dev installs all three), or leave it out.",
+                                        "zh": "yichui 的环境中未安装 {tracker}：请用 `{command}` 安装（./install.sh --dev 会装上"
+                                              "全部三个），或不选它。"},
     "choose_strategy.backup": {"en": "Back up the adapter to a hub while training (every Nth checkpoint and the final one, in the background)?",
                                "zh": "训练时把适配器备份到模型仓库吗（每 N 个检查点及最终结果，后台上传）？"},
     "choose_strategy.backup.none": {"en": "No backup", "zh": "不备份"},

@@ -32,6 +32,8 @@ MESSAGES = {
     "train.field.step": {"en": "step", "zh": "步数"},
     "train.field.loss": {"en": "loss", "zh": "损失"},
     "train.field.reward_accuracy": {"en": "reward accuracy", "zh": "奖励准确率"},
+    "train.tracker_store": {"en": "{tracker}: this run is in {path} — {command}",
+                            "zh": "{tracker}：本次运行记录在 {path}——{command}"},
     "train.field.reward_margin": {"en": "reward margin", "zh": "奖励差值"},
     "train.field.lr": {"en": "learning rate", "zh": "学习率"},
     "train.field.tokens_per_s": {"en": "tokens/s", "zh": "token/秒"},
