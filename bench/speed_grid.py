@@ -103,7 +103,13 @@ LIGER_PAIR_SHAPES = {"qwen2.5-0.5b": LIGER_PAIR_ROWS, "qwen2.5-7b": LIGER_PAIR_R
 # yichui's side of bench/dpo_peer.py (TRL's own DPO script on the same job): the same settings, and compiled layers
 DPO_PEER_ROWS = [("lora", True, 2048, 2, {"objective": "dpo"}),
                  ("lora", True, 2048, 2, {"objective": "dpo", "compile_layers": True})]
-SETS = {"dpo": DPO_SHAPES, "liger": LIGER_SHAPES, "liger-pair": LIGER_PAIR_SHAPES,
+# issue 47: KTO (trl's KTOTrainer: micro-batch ≥ 2 for its KL term; pairs split into a desirable and an undesirable
+# reply each); ``--set kto``
+KTO_ROWS = [("lora", True, 2048, 2, {"objective": "kto"}), ("lora", False, 2048, 2, {"objective": "kto"}),
+            ("lora", True, 2048, 4, {"objective": "kto"})]
+KTO_FULL_ROWS = [("full", True, 2048, 2, {"objective": "kto", "master_weights": "bf16"})]
+KTO_SHAPES = {"qwen2.5-0.5b": KTO_ROWS + KTO_FULL_ROWS, "qwen2.5-7b": KTO_ROWS}
+SETS = {"dpo": DPO_SHAPES, "kto": KTO_SHAPES, "liger": LIGER_SHAPES, "liger-pair": LIGER_PAIR_SHAPES,
         "dpo-peer": {"qwen2.5-3b": DPO_PEER_ROWS}}
 # device calls: shapes in the order they run (small first: a call cut short keeps whole shapes)
 CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.5-3b"],
@@ -127,7 +133,7 @@ def rows_for(shape: str, row_set: str = "grid") -> list[tuple]:
 def needs_weights(row: tuple) -> bool:
     """QLoRA quantizes while loading, and a full fine-tune's DPO reference is loaded from the folder (trl, and
     yichui's bf16 reference): both need written weights; the other rows build random ones in place."""
-    return row[0] == "qlora" or (row[0] == "full" and row[4].get("objective") == "dpo")
+    return row[0] == "qlora" or (row[0] == "full" and row[4].get("objective") in ("dpo", "kto"))
 
 
 def row_id(shape: str, row: tuple) -> str:
@@ -173,7 +179,7 @@ def run_shape(a) -> None:
         data = tdir / "data.jsonl"
         seq, mb = (a.seq or row[2]), row[3]
         row = (row[0], row[1], seq, mb, row[4])
-        if row[4].get("objective") == "dpo":
+        if row[4].get("objective") in ("dpo", "kto"):
             synthetic_preferences(data, model_dir, seq, mb * a.steps)
         else:
             synthetic_dataset(data, model_dir, seq, mb * a.steps)

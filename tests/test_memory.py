@@ -667,6 +667,25 @@ def test_speed_model_holds_on_the_shapes_it_was_not_fitted_on():
     assert len(held) == 36 and held[len(held) // 2] <= 0.10 and held[-1] <= 0.26
 
 
+def test_liger_factor_stays_within_the_paired_h200_rows():
+    """planner.LIGER_SPEEDUP against Liger measured beside the eager trainer, paired and interleaved (ABBA) in one
+    process on an H200 (bench/results/2026-12-05-liger-h200.md): the factor is no loss and at most the least gain of
+    any paired job — the planner does not promise a gain the noise can hide."""
+    import statistics
+
+    from recipes.memory import planner
+
+    rows = [json.loads(x) for x in (BENCH / "results" / "2026-12-05-liger-h200" / "liger-pair.jsonl")
+            .read_text().splitlines()]
+    sides: dict = {}
+    for r in rows:
+        sides.setdefault(r["id"].replace("-ligerTrue", ""), {True: [], False: []})[
+            bool(r["knobs"].get("liger"))].append(r["tokens_per_s"])
+    ratios = [sum(v[True]) / sum(v[False]) for v in sides.values()]
+    assert len(ratios) == 4 and all(len(v[True]) == len(v[False]) == 2 for v in sides.values())
+    assert 1.0 <= planner.LIGER_SPEEDUP <= min(ratios) and statistics.median(ratios) < 1.10, ratios
+
+
 def test_cost_model_orders_the_measured_h200_runs():
     """The planner's predictions keep the order of the committed H200 measurements of one model."""
     rows = [json.loads(x) for x in (BENCH / "results" / "2026-11-29-train-h200-raw.jsonl").read_text().splitlines()]

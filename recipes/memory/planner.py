@@ -54,7 +54,8 @@ SECONDS_PER = {"activation_bytes_compiled": 0, "activation_bytes_eager": 0, "ada
 # 1.5B full fine-tune @2048 mb4 from unsloth's own loop × 0.947 (the backend's speed over that loop's). Not in the
 # 2026-12-04 grid: applied to the eager trainer's prediction
 UNSLOTH_SPEEDUP = {"lora": 1.32, "qlora": 1.66, "full": 1.38}
-# Liger's kernels: inside the eager trainer's spread on the one job measured (2026-12-02-train-levers-h200.md)
+# Liger's kernels: paired and interleaved beside the eager trainer on an H200, 1.03–1.23× per job (median 1.05×),
+# inside the run-to-run spread (bench/results/2026-12-05-liger-h200.md): no gain promised
 LIGER_SPEEDUP = 1.0
 MICRO_BATCHES = (1, 2, 4, 8, 16, 32)
 
