@@ -35,6 +35,7 @@ from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range
 from recipes.handoff import (Deployment, Download, ExportResult, MemoryEvaluation, ModelChoice, StrategyChoice,
                              TrainingResult, trusted)
 from recipes.serving import client, engines, keys, server
+from recipes.serving import parity as parity_
 from recipes.serving import spec as specs
 from recipes.serving.server import LOOPBACK, claim_port, client_base, host_error, port_free, reserve_port, \
     wait_healthy
@@ -470,6 +471,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
         ctx.info(msg("deploy.before", question=question, answer=samples["before"]))
     ctx.info(msg("deploy.after" if trained.adapter_dir else "deploy.reply", question=question, answer=reply.text))
     ctx.info(msg("deploy.streamed", chars=len(streamed.text), finish=streamed.finish_reason))
+    parity = _parity(ctx, base, served, turn, key, reply, model_dir, backend, job) if not image else None
     if reply.stopped and streamed.stopped:
         ctx.info(msg("deploy.stops", tokens=reply.tokens if reply.tokens is not None else "?"))
     else:
@@ -504,7 +506,40 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
                       api_key_file=str(key_file) if key_file else None, question=question, image=image,
                       reply=reply.text,
                       finish_reason=reply.finish_reason, reply_tokens=reply.tokens, streamed=streamed.text,
-                      stream_finish_reason=streamed.finish_reason, kv_cache=kv)
+                      stream_finish_reason=streamed.finish_reason, kv_cache=kv,
+                      parity=parity.to_dict() if parity else None)
+
+
+def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None, reply: client.Reply,
+            model_dir: str, backend: str, job) -> parity_.Parity | None:
+    """The train→serve parity gate (recipes/serving/parity.py) on the sample question: a prompt the engine renders
+    otherwise than training did fails the step (the server is stopped by the caller); a greedy reply that starts
+    otherwise is said. None (said) when the export recorded no in-process rendering to compare with."""
+    smoke = ctx.result(ExportResult).merged_smoke
+    if not isinstance(smoke, dict) or not isinstance(smoke.get("prompt_ids"), list) \
+            or smoke.get("question") != turn[0]["content"]:
+        ctx.info(msg("deploy.parity_unchecked"))
+        return None
+    from transformers import AutoTokenizer
+
+    ids = _asked("the engine's tokenization", lambda: client.tokenize(base + "/v1", served, turn, api_key=key),
+                 job.log)
+    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trusted(ctx))
+    got = parity_.compare(smoke, ids, reply.prompt_tokens, reply.text, ctx.result(TrainingResult).adapter_dir,
+                          model_dir, lambda xs: tok.decode(xs, skip_special_tokens=True))
+    if got.prompt_served is not None and not got.prompt_ok:
+        where = msg("deploy.parity_template", where=got.template_diff) if got.template_diff else \
+            msg("deploy.parity_at", pos=got.first_diff) if got.first_diff is not None else ""
+        raise StepError("deploy.parity_prompt", engine=backend, served=got.prompt_served,
+                        training=got.prompt_training, where=where, log=job.log)
+    if got.prompt_served is None:
+        ctx.warn(msg("deploy.parity_no_count", engine=backend))
+    else:
+        ctx.info(msg("deploy.parity_ok", n=got.prompt_training,
+                     how=msg("deploy.parity_by_ids" if got.by_ids else "deploy.parity_by_count")))
+    if not got.greedy_match:
+        ctx.warn(msg("deploy.parity_greedy", training=got.greedy_training, served=got.greedy_served))
+    return got
 
 
 def is_done(ctx: Ctx, record: Record) -> bool:

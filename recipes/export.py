@@ -307,7 +307,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     merged_id = _source_id(merged)
     merged_smoke = previous.merged_smoke
     if not (reused and isinstance(merged_smoke, dict) and merged_smoke.get("merged") == merged_id
-            and isinstance(merged_smoke.get("stopped"), bool)):
+            and isinstance(merged_smoke.get("stopped"), bool) and "prompt_ids" in merged_smoke):
         merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code, image=train.sample_image) \
             | {"merged": merged_id}
     ctx.record(merged_smoke=merged_smoke)

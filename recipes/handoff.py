@@ -400,6 +400,7 @@ class Deployment(Handoff):
     streamed: str | None = None
     stream_finish_reason: str | None = None
     kv_cache: dict | None = None
+    parity: dict | None = None         # train→serve parity of the sample question (recipes/serving/parity.py)
 
 
 @dataclass

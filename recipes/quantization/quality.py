@@ -100,6 +100,9 @@ def reply(model_dir, question: str, max_new_tokens: int = 48, trust_remote_code:
     return smoke(model, tok, question, max_new_tokens)
 
 
+PARITY_TOKENS = 8  # the first greedy reply tokens kept for deploy's parity gate
+
+
 def smoke(model, tok, question: str, max_new_tokens: int = 48, image: str | None = None) -> dict:
     """Greedy reply to ``question`` through the chat template (with ``image``: shown to a vision-language model,
     ``tok`` its processor); ``stopped``: it ended with an EOS token."""
@@ -113,5 +116,8 @@ def smoke(model, tok, question: str, max_new_tokens: int = 48, image: str | None
     new = out[0, enc["input_ids"].shape[1]:].tolist()
     eos = model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    # the prompt as training renders it (its ids) and the first reply ids: what deploy's parity gate compares the
+    # served engine with (recipes/serving/parity.py)
     return {"question": question, "reply": tok.decode(new, skip_special_tokens=True).strip(),
-            "tokens": len(new), "stopped": bool(new) and new[-1] in eos}
+            "tokens": len(new), "stopped": bool(new) and new[-1] in eos,
+            "prompt_ids": enc["input_ids"][0].tolist(), "reply_ids": new[:PARITY_TOKENS]}

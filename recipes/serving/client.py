@@ -25,6 +25,7 @@ class Reply:
     text: str
     finish_reason: str | None
     tokens: int | None = None
+    prompt_tokens: int | None = None  # the prompt as the server rendered and counted it (usage.prompt_tokens)
 
     @property
     def stopped(self) -> bool:
@@ -108,10 +109,30 @@ def complete(endpoint: str, model: str, messages: list[dict], max_tokens: int = 
     r = request_json(endpoint.rstrip("/") + "/chat/completions", body, timeout=timeout, api_key=api_key)
     try:
         choice = r["choices"][0]
+        usage = r.get("usage") or {}
         return Reply((choice["message"].get("content") or "").strip(), choice.get("finish_reason"),
-                     (r.get("usage") or {}).get("completion_tokens"))
+                     usage.get("completion_tokens"), usage.get("prompt_tokens"))
     except (KeyError, IndexError, TypeError, AttributeError):
         raise ValueError(f"not a chat completion: {str(r)[:200]}") from None
+
+
+def tokenize(endpoint: str, model: str, messages: list[dict], api_key: str | None = None,
+             timeout: float = 30) -> list[int] | None:
+    """The token ids the server renders ``messages`` to, with the generation prompt: vLLM's and SGLang's
+    ``POST /tokenize`` (at the server's root, beside /v1); None where the server has no such endpoint (an HTTP 404 or
+    405: transformers serve) or answers without ``tokens``."""
+    import urllib.error
+
+    root = endpoint.rstrip("/").removesuffix("/v1")
+    body = {"model": model, "messages": messages, "add_generation_prompt": True}
+    try:
+        r = request_json(root + "/tokenize", body, timeout=timeout, api_key=api_key)
+    except urllib.error.HTTPError as e:
+        if e.code in (404, 405):
+            return None
+        raise
+    tokens = r.get("tokens") if isinstance(r, dict) else None
+    return [int(t) for t in tokens] if isinstance(tokens, list) else None
 
 
 def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 256,

@@ -288,3 +288,34 @@ def test_a_folder_named_merged_is_not_served_as_model_merged():
     assert _name_of(Path("/r/export/merged"), "/models/hf/Qwen/Qwen2.5-7B-Instruct") == "Qwen2.5-7B-Instruct"
     assert _name_of(Path("/data/my-model/checkpoint-500")) == "my-model"
     assert _name_of(Path("/data/my-model/export/gptq-w4a16"), "merged") == "my-model"
+
+
+@pytest.mark.slow
+def test_a_chat_template_changed_after_training_fails_the_parity_gate(chain):
+    """Issue 48's parity gate: the served folder's chat template edited after training (a line added before every
+    conversation) makes transformers serve render the sample question into more tokens than training did — the deploy
+    step fails, naming both counts and where the templates differ, and leaves no server behind. With the template
+    restored it passes, the rendering compared by count (transformers serve has no tokenize endpoint)."""
+    from recipes.rundir import ServeDir
+    from wizard import i18n
+
+    chain.upto("deploy")
+    merged = Path(chain.session.record("export").outputs["merged_dir"])
+    template = merged / "chat_template.jinja"
+    original = template.read_text()
+    template.write_text("{{- 'Answer in one line. ' }}" + original)
+    try:
+        with pytest.raises(StepError) as e:
+            chain.step("deploy")
+        said = i18n.render(e.value.msg)
+        assert e.value.key == "deploy.parity_prompt", said
+        assert e.value.params["served"] > e.value.params["training"] and "Answer in one line" in said, said
+        server = jobs.read(ServeDir(chain.session.run_dir / "serve").job)
+        assert server is None or not server.alive()  # the failed start-up check stopped it
+    finally:
+        template.write_text(original)
+    out = chain.step("deploy")
+    assert out["parity"]["prompt_ok"] and not out["parity"]["by_ids"], out["parity"]
+    assert out["parity"]["prompt_served"] == out["parity"]["prompt_training"] > 10
+    assert out["parity"]["greedy_match"], out["parity"]  # the same weights in the same library, on the same CPU
+    jobs.read(ServeDir(chain.session.run_dir / "serve").job).stop()

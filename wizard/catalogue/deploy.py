@@ -109,6 +109,34 @@ MESSAGES = {
                                  "zh": "{engine} 最多支持 LoRA 秩 {most}，该适配器的秩为 {rank}：请部署合并后的模型。"},
     "deploy.streamed": {"en": "Streamed completion: {chars} characters (finish reason: {finish}).",
                         "zh": "流式补全：{chars} 个字符（结束原因：{finish}）。"},
+    "deploy.parity_ok": {"en": "Train→serve parity: the engine renders the sample question as training did "
+                               "({n} tokens, {how}).",
+                         "zh": "训练→部署一致性：引擎对示例问题的渲染与训练时相同（{n} 个 token，{how}）。"},
+    "deploy.parity_by_ids": {"en": "compared token by token", "zh": "逐个 token 比较"},
+    "deploy.parity_by_count": {"en": "compared by count: this engine has no tokenize endpoint",
+                               "zh": "按数量比较：此引擎没有 tokenize 接口"},
+    "deploy.parity_prompt": {"en": "{engine} renders the sample question as {served} tokens where training rendered "
+                                   "{training}{where}: the served model would see other prompts than it was trained "
+                                   "on. Likely fix: serve the folder the export wrote with its own chat template (no "
+                                   "--chat-template in the engine's arguments; a template edited since: export again). "
+                                   "Server log: {log}",
+                             "zh": "{engine} 把示例问题渲染为 {served} 个 token，训练时为 {training} 个{where}：部署的模型"
+                                   "看到的提示将与训练时不同。可能的修复：用导出目录自带的对话模板部署（引擎参数中不要加 "
+                                   "--chat-template；模板之后被改过则重新导出）。服务日志：{log}"},
+    "deploy.parity_template": {"en": "; the served folder's chat template differs from training's at character {where}",
+                               "zh": "；部署目录的对话模板与训练时的在第 {where} 个字符处不同"},
+    "deploy.parity_at": {"en": " (first different token at position {pos})", "zh": "（第一个不同的 token 在位置 {pos}）"},
+    "deploy.parity_no_count": {"en": "Train→serve parity not checked: {engine} reported no prompt token count.",
+                               "zh": "未检查训练→部署一致性：{engine} 没有报告提示的 token 数。"},
+    "deploy.parity_unchecked": {"en": "Train→serve parity not checked: the export recorded no in-process rendering of "
+                                      "this question (a session exported before this check; export again to have it).",
+                                "zh": "未检查训练→部署一致性：导出步骤没有记录此问题在进程内的渲染（较早导出的会话；重新导出即可）。"},
+    "deploy.parity_greedy": {"en": "The served greedy reply starts otherwise than the merged model's own in-process "
+                                   "one ({training!r} vs {served!r}). The rendering matched, so this is the engine's "
+                                   "numerics breaking a near-tie (or a quantized copy): compare them with yichui "
+                                   "evaluate if it matters.",
+                             "zh": "部署的贪心回答开头与合并模型在进程内的回答不同（{training!r} 与 {served!r}）。渲染一致，"
+                                   "因此这是引擎数值精度打破了近似平局（或量化副本所致）：如有必要，用 yichui evaluate 比较。"},
     "deploy.python": {"en": "From Python:\n  {code}", "zh": "在 Python 中：\n  {code}"},
     "deploy.key_file": {"en": "The API key is in {path} (mode 0600; not in the session).",
                         "zh": "API 密钥在 {path}（权限 0600；不在会话文件中）。"},
