@@ -432,7 +432,8 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
     if inst.spec.served_by_path:
         launch = _by_short_name(launch, model_dir, sdir, _served_name(ctx))
     t0 = time.monotonic()
-    job = server.start(SERVER, inst, launch, sdir, port, key_file, cwd=sdir if inst.spec.served_by_path else None)
+    job = server.start(SERVER, inst, launch, sdir, port, key_file, cwd=sdir if inst.spec.served_by_path else None,
+                       home=ctx.home)
     base = client_base(host, port)
     ctx.record(server_pid=job.pid, endpoint=base + "/v1", api_key_file=str(key_file) if key_file else None)
     ctx.info(msg("deploy.starting", pid=job.pid, log=job.log))

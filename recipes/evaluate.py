@@ -315,7 +315,7 @@ def serve_base(ctx: Ctx, model_dir: str, trust_remote_code: bool):
         gpu_util=round(0.8 * free, 2) if free else None, tensor_parallel=int(dep_a.get("tensor_parallel") or 1),
         device="auto" if free else "cpu", trust_remote_code=trust_remote_code, eager=inst.spec.gpu,
         extra=engines.split_args(dep_a.get("engine_args")))
-    job = server.start(BASE_SERVER, inst, launch, RunDir(ctx.run_dir).evaluate.root, port)  # run() stopped a killed run's one
+    job = server.start(BASE_SERVER, inst, launch, RunDir(ctx.run_dir).evaluate.root, port, home=ctx.home)  # run() stopped a killed run's one
     base = server.client_base("127.0.0.1", port)
     try:
         server.wait_healthy(job, base)

@@ -495,13 +495,32 @@ def argv_for(inst: Installed, launch: Launch, key_file: Path | None = None) -> l
     return head + ["--", *tail]
 
 
-def process_env(inst: Installed) -> dict:
+# the compile and kernel caches of a serving engine (issue 48: vLLM's first start spent 121 of 163 s building
+# kernels on an H200, bench/results/2026-12-01-serve-h200-round4.md): vLLM's torch.compile cache, Triton's and
+# Inductor's kernels, FlashInfer's JIT builds — each variable the library's own
+KERNEL_CACHES = {"VLLM_CACHE_ROOT": "vllm", "TRITON_CACHE_DIR": "triton", "TORCHINDUCTOR_CACHE_DIR": "inductor",
+                 "FLASHINFER_WORKSPACE_BASE": "flashinfer"}
+
+
+def kernel_cache_env(inst: Installed, home: Path) -> dict[str, str]:
+    """The engine's compile and kernel caches under ``YICHUI_HOME/cache/kernels/<engine>-<version>/``: kept with yichui's
+    home (often the one volume a rented box keeps) and shared by every session, so a second deploy of a model of the
+    same shape on the same engine finds its kernels built; one folder per engine version (a cache of another version
+    is not theirs to read)."""
+    root = Path(home) / "cache" / "kernels" / f"{inst.engine}-{inst.version}"
+    return {var: str(root / sub) for var, sub in KERNEL_CACHES.items()}
+
+
+def process_env(inst: Installed, home: Path | None = None) -> dict:
     """The environment an engine starts in: an engine in its own interpreter does not see yichui's PYTHONPATH; no
     engine sees a hub token (it serves a folder on disk and never needs one; a server's environment is readable by
-    whatever it runs — /proc/PID/environ)."""
+    whatever it runs — /proc/PID/environ). With ``home``: its kernel caches there (:func:`kernel_cache_env`), unless
+    the user's environment names its own."""
     from recipes.hub.client import TOKEN_ENV
 
     env = dict(os.environ) if inst.where == "main" else foreign_env()
+    if home is not None:
+        env = kernel_cache_env(inst, home) | env
     return {k: v for k, v in env.items() if k not in (*TOKEN_ENV.values(), "HUGGING_FACE_HUB_TOKEN")}
 
 

@@ -150,12 +150,12 @@ def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) ->
 
 
 def start(name: str, inst: engines.Installed, launch: engines.Launch, directory: Path, port: int,
-          key_file: Path | None = None, cwd: Path | None = None) -> jobs.Job:
+          key_file: Path | None = None, cwd: Path | None = None, home: Path | None = None) -> jobs.Job:
     """Spawn the engine detached (its own process group; log ``directory/<name>.log``, pid file beside it), in
     ``cwd`` when given (a model named by a relative path); ``port``: the one ``launch`` was made for (its
-    reservation passes to the server)."""
-    job = jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory, env=engines.process_env(inst),
-                     cwd=cwd)
+    reservation passes to the server); ``home``: YICHUI_HOME, whose cache/kernels/ keeps the engine's kernel caches."""
+    job = jobs.spawn(name, engines.argv_for(inst, launch, key_file), directory,
+                     env=engines.process_env(inst, home), cwd=cwd)
     hand_over(port, job.pid)
     return job
 

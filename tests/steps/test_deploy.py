@@ -56,6 +56,10 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain, monkeypatch):
     job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
     environ = Path(f"/proc/{job.pid}/environ").read_bytes().split(b"\0")
     assert any(v.startswith(b"PATH=") for v in environ) and not any(v.startswith(b"HF_TOKEN=") for v in environ)
+    # the engine's kernel caches under YICHUI_HOME, one folder per engine version, shared by every session (issue 48)
+    caches = dict(v.split(b"=", 1) for v in environ if v.split(b"=", 1)[0] in
+                  (b"VLLM_CACHE_ROOT", b"TRITON_CACHE_DIR", b"TORCHINDUCTOR_CACHE_DIR", b"FLASHINFER_WORKSPACE_BASE"))
+    assert len(caches) == 4 and all(b"/cache/kernels/transformers-" in v for v in caches.values()), caches
     assert job.alive() and job.stop() and not job.alive()
 
     # a port taken by the time the server would start: test_a_port_set_in_this_run_and_taken_by_the_start_still_fails
