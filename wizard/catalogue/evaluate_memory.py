@@ -34,9 +34,9 @@ MESSAGES = {
     "evaluate_memory.breakdown_sharded": {"en": ", {dist} over {n} GPUs (the strategy step chooses the distribution)",
                                           "zh": "，{dist}，{n} 个 GPU（分布方式在策略步骤中选择）"},
     "evaluate_memory.calibrated": {"en": "Model of yichui's trainer calibrated on an H200 ({params} parameters here; bench/results/). \"fits\" keeps 10 % of the GPU free. "
-                                         "Preference tuning (DPO, asked at the strategy step) runs two replies per pair "
-                                         "and is priced there.",
+                                         "Preference tuning (DPO, KTO: asked at the strategy step) adds a reference "
+                                         "model's passes, and DPO two replies per pair: priced there.",
                                    "zh": "按 yichui 训练流程在 H200 上校准的模型（此处 {params} 个参数；见 bench/results/）。“可行”表示至少留出 10% 显存。"
-                                         "偏好训练（DPO，在策略步骤中选择）每对数据运行两条回复，在那一步估算。"},
+                                         "偏好训练（DPO、KTO，在策略步骤中选择）会增加参考模型的计算，DPO 每对数据还运行两条回复：在那一步估算。"},
     "evaluate_memory.approximate": {"en": "Approximate (not yet calibrated): {what}.", "zh": "近似值（尚未校准）：{what}。"},
 }
