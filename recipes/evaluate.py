@@ -79,9 +79,33 @@ def takes_images(ctx: Ctx) -> bool:
     return sel.source == "endpoint" or isinstance((sel.config or {}).get("vision_config"), dict)
 
 
+def heldout_file(path: str, images: bool = False) -> tuple[list[list[dict]], list[dict]]:
+    """(conversations with reference replies, pairs) of a held-out file: a supervised file's conversations (malformed
+    records left out); a preference file's preferred replies as conversations and, when it holds pairs, its pairs —
+    scored as the training split's are (recipes/evaluation/preference.py).
+
+    Raises:
+        DataError: the file cannot be read (as datasets.load says it).
+    """
+    try:
+        prefs = preference.read(path)
+    except datasets.DataError:  # not a preference file (or no file: said by the supervised reader below)
+        prefs = None
+    if prefs is not None:
+        return preference.chosen_conversations(prefs.records), [r for r in prefs.records if "chosen" in r]
+    convs = [c for c in datasets.load(path, skip_bad=True, images=images).conversations
+             if c[-1]["role"] == "assistant" and isinstance(c[-1]["content"], str) and c[-1]["content"].strip()]
+    return convs, []
+
+
 def _references(path: str, images: bool = False) -> Msg | None:
-    """None when the file gives conversations with reference replies, else why not (a catalogue key); image
-    records only where the model reads images (``images``)."""
+    """None when the file gives conversations with reference replies (a preference file: its preferred replies),
+    else why not (a catalogue key); image records only where the model reads images (``images``)."""
+    try:
+        if preference.read(path).records:
+            return None
+    except datasets.DataError:
+        pass
     try:
         loaded = datasets.read(path)  # malformed records (e.g. no assistant turn) are listed, not raised
     except datasets.DataError as e:
@@ -445,11 +469,13 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
     convs: list = []
     if answers["heldout"] == "training":
         convs = training_split(ctx)
-    elif answers["heldout"] == "file":
-        convs = [c for c in datasets.load(answers["heldout_path"], skip_bad=True, images=takes_images(ctx)).conversations
-                 if c[-1]["role"] == "assistant" and isinstance(c[-1]["content"], str) and c[-1]["content"].strip()]
+    file_pairs: list = []
+    if answers["heldout"] == "file":  # a preference session's own kind of file: its pairs are scored too
+        convs, file_pairs = heldout_file(answers["heldout_path"], takes_images(ctx))
+        file_pairs = file_pairs if ctx.result(StrategyChoice).spec().objective != "sft" else []
     convs = convs[:answers.get("heldout_samples", 32)]
-    pairs = preference_split(ctx)[:answers.get("heldout_samples", 32)] if answers["heldout"] == "training" else []
+    pairs = (preference_split(ctx) if answers["heldout"] == "training" else file_pairs)[
+        :answers.get("heldout_samples", 32)]
     if answers["heldout"] != "none" and not convs:
         raise StepError("evaluate.no_heldout")
     if answers["heldout"] != "none" and len(convs) < FEW_HELDOUT:  # said, not left to the figures (issue 46 item 11)

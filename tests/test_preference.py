@@ -371,3 +371,23 @@ def test_the_committed_trl_script_rows_put_yichui_at_or_above_trl_at_no_more_mem
     assert round(ratio, 2) == 1.16
     assert min(r["tokens_per_s"] for r in ours) > max(r["tokens_per_s"] for r in trl)
     assert max(r["device_peak_gib"] for r in ours) <= min(r["device_peak_gib"] for r in trl)
+
+
+def test_a_held_out_file_of_pairs_is_scored_as_pairs_and_read_for_its_preferred_replies(tmp_path):
+    """Issue 47: the evaluate step's "another file" takes a preference file too — its pairs are scored like the
+    training split's (a preference session), its preferred replies are the references; KTO's unpaired records give
+    their desirable replies and no pairs; a supervised file stays as it was."""
+    from recipes.evaluate import _references, heldout_file
+
+    pairs = write(tmp_path / "pairs.jsonl", [{"prompt": Q, "chosen": A, "rejected": B}] * 3)
+    convs, got = heldout_file(str(pairs))
+    assert len(got) == 3 and got[0]["chosen"][0]["content"] == A and convs[0][-1]["content"] == A
+    unpaired = write(tmp_path / "kto.jsonl", [{"prompt": Q, "completion": A, "label": True},
+                                              {"prompt": Q, "completion": B, "label": False}])
+    convs, got = heldout_file(str(unpaired))
+    assert got == [] and [c[-1]["content"] for c in convs] == [A]
+    sft = write(tmp_path / "sft.jsonl", [{"messages": [{"role": "user", "content": Q},
+                                                       {"role": "assistant", "content": A}]}])
+    assert heldout_file(str(sft)) == ([[{"role": "user", "content": Q}, {"role": "assistant", "content": A}]], [])
+    assert _references(str(pairs)) is None and _references(str(sft)) is None
+    assert _references(str(tmp_path / "none.jsonl")).key == "data.no_file"

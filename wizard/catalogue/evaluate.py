@@ -3,7 +3,9 @@
 MESSAGES = {
     "evaluate.heldout": {"en": "Held-out data for loss, perplexity, exact match and ROUGE-L:", "zh": "用于损失、困惑度、精确匹配和 ROUGE-L 的留出数据："},
     "evaluate.heldout.training": {"en": "the validation split held out from training", "zh": "训练时留出的验证集"},
-    "evaluate.heldout.file": {"en": "a file of conversations with reference replies", "zh": "带参考回复的对话文件"},
+    "evaluate.heldout.file": {"en": "a file of conversations with reference replies (or of preference pairs: scored "
+                                    "as pairs after DPO / KTO)",
+                              "zh": "带参考回复的对话文件（或偏好对文件：DPO / KTO 之后按偏好对评分）"},
     "evaluate.heldout.none": {"en": "none (benchmarks only)", "zh": "不用（只跑基准）"},
     "evaluate.heldout_path": {"en": "Held-out file (json, jsonl, csv, parquet):", "zh": "留出数据文件（json、jsonl、csv、parquet）："},
     "evaluate.heldout_samples": {"en": "Held-out conversations to use (at most):", "zh": "最多使用的留出对话数："},
