@@ -83,6 +83,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Save a checkpoint every N steps:", "3", clear=True)
         t.ask("Keep the last K checkpoints:", "1", clear=True)
         t.ask("Back up the adapter to a hub")                          # no backup (the default; tests/test_backup.py)
+        t.ask("Also log to these experiment trackers")                # none (the default; tests/test_trackers.py)
         t.ask("A question to ask the model", "What is QLoRA?", clear=True)
         t.ask("Smoke-test this strategy before the weights download")  # yes: 2 steps on a 2-layer random copy
         t.expect("Smoke test passed", timeout=120)
@@ -128,7 +129,7 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
             "activation_checkpointing": True, "processes": 1, "nodes": 1, "packing": False, "dataset": "local", "dataset_path": str(messages_file),
             "val_ratio": 0.25, "seq_len": 128, "batch_size": 4, "plan": a["choose_strategy"]["plan"],
             "micro_batch": 2, "grad_accum": 2, "optim": "adamw", "learning_rate": 0.002, "max_steps": 6,
-            "save_steps": 3, "save_total_limit": 1, "backup": "none", "sample_question": "What is QLoRA?",
+            "save_steps": 3, "save_total_limit": 1, "backup": "none", "trackers": [], "sample_question": "What is QLoRA?",
             "preflight": True}
         assert a["choose_strategy"]["plan"] == "ckpt=off,mb=4,liger=off"  # tiny model: no checkpointing, all in one
         assert a["train"] == {"device": "cpu"}
@@ -203,6 +204,7 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r.ask("每 N 步保存一次检查点：", "2", clear=True)
         r.ask("保留最近 K 个检查点：")
         r.ask("训练时把适配器备份到模型仓库吗")
+        r.ask("同时记录到这些实验跟踪工具")
         r.ask("训练前后用来提问模型的问题：")
         r.ask("下载权重前先冒烟测试此策略")
         r.expect("冒烟测试通过", timeout=120)
