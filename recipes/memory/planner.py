@@ -205,7 +205,9 @@ def kto_reference_factor(t: TrainingSpec) -> float:
     """A KTO step over the supervised step of its micro-batch: besides the policy's passes (as
     :func:`dpo_reference_factor` counts them), three no-grad forwards of the micro-batch's size — the policy's on
     the KL term's mismatched completions, the reference's on the completions and on those (trl 1.16
-    kto_trainer.py). Derived from the passes, not measured: :func:`speed_modelled` says KTO is not modelled."""
+    kto_trainer.py). Derived from the passes; on the H200 rows (bench/results/2026-12-05-kto-h200.md) it undersells
+    trl's tokens/s by 11–52 % — trl's count of a KTO step's tokens is not the micro-batch's alone — so
+    :func:`speed_modelled` says KTO is not modelled and no speed is shown."""
     passes = 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
     return (passes + 3) / passes
 
@@ -251,7 +253,7 @@ def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
     at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
     family = shape is None or (not shape.experts and shape.model_type in SPEED_FAMILIES)
     return (family and t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
-            and t.objective != "kto"  # derived (kto_reference_factor), never measured
+            and t.objective != "kto"  # derived (kto_reference_factor), 11–52 % under on the H200
             and t.method != "galore" and t.loss != "full")
 
 

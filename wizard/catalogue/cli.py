@@ -344,8 +344,7 @@ MESSAGES = {
                                      "（约 {pairs} 对/秒；速度模型把参考模型的前向算作多一遍，推导而来：在 H200 的 DPO "
                                      "测量上中位误差 8.5%，最差 32%{scaled}）。"},
     "cli.estimate.dpo": {"en": ", DPO (pairs: chosen + rejected)", "zh": "，DPO（成对：chosen + rejected）"},
-    "cli.estimate.kto": {"en": ", KTO (labelled replies; derived from trl's code, not measured)",
-                         "zh": "，KTO（带标签的回答；按 trl 代码推导，未实测）"},
+    "cli.estimate.kto": {"en": ", KTO (labelled replies)", "zh": "，KTO（带标签的回答）"},
     "cli.estimate.speed_scaled": {"en": "; other GPUs: scaled from the H200 by their FLOP/s and bandwidth, not measured",
                                   "zh": "；其他 GPU：按算力与带宽从 H200 换算，未实测"},
     "cli.estimate.moe_dropout": {"en": "LoRA on this MoE model's experts (peft adapts their fused weights whole) runs "
