@@ -56,8 +56,9 @@ def questions(ctx: Ctx) -> list[Question]:
         if isinstance(loaded, preference.Preferences) and a.get("objective") == "kto":  # both forms, both kinds
             replies = preference.unpaired(loaded.records)
             good = sum(r["label"] for r in replies)
-            return None if 0 < good < len(replies) else msg("choose_strategy.kto_one_sided", path=v, desirable=good,
-                                                            undesirable=len(replies) - good)
+            if not replies or 0 < good < len(replies):  # none read: the malformed records are said at the start
+                return None
+            return msg("choose_strategy.kto_one_sided", path=v, desirable=good, undesirable=len(replies) - good)
         if isinstance(loaded, preference.Preferences):  # DPO: pairs only
             return None if loaded.format == preference.PAIRED else msg(
                 "choose_strategy.unpaired_for_dpo", path=v, objective=a["objective"].upper())
@@ -343,7 +344,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  asked_if="choose_strategy.asked_if.sequence_parallel", default=_default_sequence_parallel,
                  validate=sequence_parallel_check),
         Question("batch_size", "int", "choose_strategy.batch_size", default=16,
-                 validate=_kto_at_least(in_range(1, 65536), lambda v: msg("answer.out_of_range", lo=2, hi=65536))),
+                 validate=_kto_at_least(in_range(1, 65536), lambda v: msg("choose_strategy.kto_micro_batch", mb=v))),
         Question("plan", "select", msg("choose_strategy.plan", gpu=mem.gpu.name or "?"), choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
@@ -614,17 +615,20 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
         convs = preference.chosen_conversations(units)
         rejected = [r["prompt"] + r["rejected"] for r in units if "rejected" in r] + \
             [r["prompt"] + r["completion"] for r in units if "completion" in r and not r["label"]]
-        if kto:  # KTO needs both kinds of reply; the rarer one is weighted up (preference.kto_weights)
-            try:
-                weights = preference.kto_weights(preference.unpaired(units))
-            except ValueError:
-                raise StepError("choose_strategy.kto_one_sided", path=path, desirable=len(convs),
-                                undesirable=len(rejected)) from None
+
     n_images = sum(datasets.has_images(c) for c in convs)
     vlm = vision_model(ctx)
     if n_images and not vlm:  # read and checked; a text model cannot take them
         raise StepError("choose_strategy.images_need_vlm", path=path, n=n_images)
     train, held = datasets.train_validation(units, answers.get("val_ratio", 0.0))
+    if answers.get("objective") == "kto":  # both kinds of reply among those trained on; the rarer weighted up
+        trained = preference.unpaired(train)
+        n_good = sum(r["label"] for r in trained)
+        try:
+            weights = preference.kto_weights(trained)
+        except ValueError:
+            raise StepError("choose_strategy.kto_one_sided", path=path, desirable=n_good,
+                            undesirable=len(trained) - n_good) from None
     meta = metadata_dir(ctx)
     if n_images:  # the processor's chat template renders them, as the trainer will (image entries as parts)
         from recipes.model import vision
@@ -663,8 +667,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     ctx.info(msg("choose_strategy.dataset_summary", n=len(units), path=path, format=fmt, train=len(train),
                  val=len(held)))
     if rejected and answers["objective"] == "kto":  # what the trainer's loss will be, and the weights it takes
-        ctx.info(msg("choose_strategy.kto_loss", beta=training(answers).kto_beta, desirable=len(convs),
-                     undesirable=len(rejected), wd=weights[0], wu=weights[1]))
+        ctx.info(msg("choose_strategy.kto_loss", beta=training(answers).kto_beta, desirable=n_good,
+                     undesirable=len(trained) - n_good, wd=weights[0], wu=weights[1]))
     elif rejected:  # DPO's, plus the SFT term when one is weighted in
         spec = training(answers)
         ctx.info(msg("choose_strategy.dpo_loss_sft" if spec.sft_loss_weight else "choose_strategy.dpo_loss",
@@ -707,7 +711,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                      eta=planner.duration_text(steps * planner.sequences_per_record(t) * t.effective_batch
                                                              * est_seq / tps)))
     else:
-        ctx.info(msg("choose_strategy.eta_unknown", steps=steps))
+        ctx.info(msg("choose_strategy.eta_unknown_kto" if t.objective == "kto" else "choose_strategy.eta_unknown",
+                     steps=steps))
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0),
                                 "images_per_sample": images}
     smoke = None

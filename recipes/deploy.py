@@ -517,6 +517,9 @@ def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None,
     otherwise than training did fails the step (the server is stopped by the caller); a greedy reply that starts
     otherwise is said. None (said) when the export recorded no in-process rendering to compare with."""
     smoke = ctx.result(ExportResult).merged_smoke
+    if not ctx.result(ExportResult).merged_dir:  # the deploy task: a downloaded model, nothing trained to compare
+        ctx.info(msg("deploy.parity_no_export"))
+        return None
     if not isinstance(smoke, dict) or not isinstance(smoke.get("prompt_ids"), list) \
             or smoke.get("question") != turn[0]["content"]:
         ctx.info(msg("deploy.parity_unchecked"))

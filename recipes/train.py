@@ -121,7 +121,7 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
                      tb=str(TrainDir(tdir).tensorboard)))
     from recipes.training import trackers
 
-    for name in ctx.result(StrategyChoice).strategy.get("trackers") or []:  # where its run is, how to see or upload it
+    for name in dict.fromkeys(ctx.result(StrategyChoice).strategy.get("trackers") or []):  # where, and how to see it
         ctx.info(msg("train.tracker_store", tracker=name, path=str(trackers.store(name, TrainDir(tdir).trackers)),
                      command=trackers.view_command(name, TrainDir(tdir).trackers)))
     return TrainingResult(train_dir=str(tdir), adapter_dir=out["adapter_dir"], method=out["method"],

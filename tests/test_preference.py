@@ -67,8 +67,14 @@ def test_malformed_pairs_are_named_by_line_with_the_reason(tmp_path):
     with pytest.raises(datasets.DataError) as e:  # a supervised file given as preference data: said so
         preference.read(write(tmp_path / "sft.jsonl", [{"instruction": Q, "output": A}]))
     assert e.value.key == "data.not_preference"
-    kto = preference.read(write(tmp_path / "k.jsonl", [{"prompt": Q, "completion": A, "label": "yes"}]))
-    assert [i18n.render(m) for m in kto.bad] == ["k.jsonl:1 ('label' is \"yes\", not true or false)"]
+    kto = preference.read(write(tmp_path / "k.jsonl", [{"prompt": Q, "completion": A, "label": "yes"},
+                                                        {"prompt": Q, "completion": B, "label": "False"},  # as CSV
+                                                        {"prompt": Q, "label": True},
+                                                        {"prompt": Q, "completion": A}]))
+    assert [i18n.render(m) for m in kto.bad] == ["k.jsonl:1 ('label' is \"yes\", not true or false)",
+                                                 "k.jsonl:3 ('completion' is empty or missing)",
+                                                 "k.jsonl:4 ('label' is empty or missing)"]
+    assert kto.records[0]["label"] is False
     # bad input, round four: these crashed the reader or were misnamed
     odd = [{"prompt": [{"role": ["user"], "content": Q}], "chosen": A, "rejected": B},   # a role that is a list
            {"prompt": "\ud800", "chosen": A, "rejected": B},                              # a lone surrogate
@@ -330,8 +336,12 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     assert drop.stdout.split("~")[1] == dpo.stdout.split("~")[1]  # priced as without it
     assert "is not used" not in dpo.stdout
     # KTO: its micro-batch of at least 2 (trl's KL term), its speed not predicted
-    one = run("--objective", "kto")
+    one = run("--objective", "kto", "--micro-batch", "1")
     assert one.returncode == 2 and "KTO needs a micro-batch of at least 2" in one.stderr, one.stderr
+    least = run("--objective", "kto", "--json")  # not given: KTO's least, 2 (the wizard's plans start there too)
+    assert least.returncode == 0 and json.loads(least.stdout)["config"]["micro_batch"] == 2, least.stderr
+    dropped = json.loads(run("--objective", "kto", "--micro-batch", "2", "--lora-dropout", "0.1", "--json").stdout)
+    assert dropped["config"]["lora_dropout"] == 0.0  # what is priced: trl turns dropout off
     kto = run("--objective", "kto", "--micro-batch", "2", "--json")
     assert kto.returncode == 0, kto.stderr
     got = json.loads(kto.stdout)

@@ -114,6 +114,11 @@ def test_an_unknown_tracker_is_refused_and_the_view_commands_name_each_store(tmp
     env = trackers.environment(["wandb", "mlflow", "swanlab"], tmp_path, "run-1")
     assert env["WANDB_MODE"] == "offline" and env["SWANLAB_MODE"] == "offline" and env["DO_NOT_TRACK"] == "true"
     assert not any("KEY" in k for k in env)  # no key asked for, none passed on
+    from pathlib import Path
+
     for name in trackers.TRACKERS:
-        assert str(trackers.store(name, tmp_path)) in trackers.view_command(name, tmp_path) or \
-            trackers.store(name, tmp_path).resolve().as_uri() in trackers.view_command(name, tmp_path)
+        command = trackers.view_command(name, tmp_path)
+        assert str(trackers.store(name, tmp_path)) in command or \
+            trackers.store(name, tmp_path).resolve().as_uri() in command
+        program = next(w for w in command.split() if "=" not in w)  # as printed: runnable without PATH
+        assert Path(program).is_absolute() and (Path(program).exists() or not trackers.installed(name)), command

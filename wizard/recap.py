@@ -22,6 +22,10 @@ def made(session) -> list[tuple[str, str]]:
     trained = session.result(TrainingResult)
     rows += [(T("recap.adapter"), trained.adapter_dir), (T("recap.train_dir"), trained.train_dir),
              (T("recap.loss_png"), trained.loss_png)]
+    if trained.train_dir:  # the experiment trackers' stores (W&B, MLflow, SwanLab) chosen at the strategy step
+        from recipes.rundir import TrainDir
+
+        rows.append((T("recap.trackers"), str(TrainDir(Path(trained.train_dir)).trackers)))
     exported = session.result(ExportResult)
     rows.append((T("recap.merged"), exported.merged_dir))
     for fmt, art in sorted(exported.artifacts.items()):

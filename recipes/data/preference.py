@@ -84,6 +84,9 @@ def _turns(value: object, name: str, last: str | None) -> list[dict]:
 def to_record(row: dict, form: str) -> dict:
     """One row in TRL's conversational form. Raises BadRecord with the reason."""
     if form == UNPAIRED:
+        label = row.get("label")
+        if isinstance(label, str) and label.strip().lower() in ("true", "false"):  # as a CSV cell says it
+            row = row | {"label": label.strip().lower() == "true"}
         if not isinstance(row.get("label"), bool):
             raise BadRecord("data.why.label_not_bool", value=json.dumps(row.get("label"))[:20])
         return {"prompt": _turns(row.get("prompt"), "prompt", "user"),
@@ -139,6 +142,8 @@ def read(ref: str | Path) -> Preferences:
                 raise BadRecord("data.why.not_object")
             if form == PAIRED and detect(row) is None and ("chosen" in row or "rejected" in row):
                 raise BadRecord("data.why.empty", field="rejected" if "chosen" in row else "chosen")
+            if form == UNPAIRED and detect(row) is None and ("completion" in row or "label" in row):
+                raise BadRecord("data.why.empty", field="label" if "completion" in row else "completion")
             if detect(row) != form:
                 raise BadRecord("data.why.other_format", found=detect(row) or "?", format=form,
                                 keys=", ".join(map(str, row))[:60])

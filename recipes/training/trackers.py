@@ -73,8 +73,10 @@ def environment(names: list[str] | tuple[str, ...], trackers_dir: Path, run_name
 
 
 def view_command(name: str, trackers_dir: Path) -> str:
-    """How the user looks at (or uploads) tracker ``name``'s store."""
+    """How the user looks at (or uploads) tracker ``name``'s store: the tracker's own command from yichui's
+    environment (its bin/, which need not be on PATH)."""
     where = store(name, trackers_dir)
-    return {"wandb": f"wandb sync {where}/offline-run-*",
-            "mlflow": f"mlflow ui --backend-store-uri {where.resolve().as_uri()}",
-            "swanlab": f"swanlab sync {where}/run-*"}[name]
+    bin_ = Path(sys.executable).parent
+    return {"wandb": f"{bin_ / 'wandb'} sync {where}/offline-run-*",
+            "mlflow": f"MLFLOW_ALLOW_FILE_STORE=true {bin_ / 'mlflow'} ui --backend-store-uri {where.resolve().as_uri()}",
+            "swanlab": f"{bin_ / 'swanlab'} sync {where}/run-*"}[name]

@@ -454,7 +454,7 @@ def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, ha
         optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.optim],
         optim_target_modules="all-linear" if method == "galore" else None,
         optim_args=f"rank={spec.galore_rank},update_proj_gap=200,scale=0.25" if method == "galore" else None,
-        report_to=["tensorboard", *spec.trackers], disable_tqdm=True,
+        report_to=["tensorboard", *dict.fromkeys(spec.trackers)], disable_tqdm=True,  # each once
         run_name=run_name or None,  # the trackers' run (recipes/training/trackers.py)
         dataloader_num_workers=0,
         eval_strategy="steps" if has_eval else "no", eval_steps=spec.save_steps or 500,

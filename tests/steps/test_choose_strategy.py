@@ -266,7 +266,7 @@ def test_kto_takes_labelled_replies_says_its_weights_and_smoke_trains(chain, tmp
     assert not q["lora_dropout"].when({"objective": "kto", "method": "lora"})  # trl turns dropout off
     assert check(q["micro_batch"], "1", {"objective": "kto"})[1].key == "choose_strategy.kto_micro_batch"
     assert check(q["micro_batch"], "1", {"objective": "sft"})[1] is None
-    assert check(q["batch_size"], "1", {"objective": "kto"})[1].key == "answer.out_of_range"
+    assert check(q["batch_size"], "1", {"objective": "kto"})[1].key == "choose_strategy.kto_micro_batch"
     try:
         out = chain.step("choose_strategy", objective="kto", dataset="local", dataset_path=str(data), preflight=True)
         assert out["dataset_format"] == preference.UNPAIRED and out["n_records"] == 40

@@ -43,9 +43,11 @@ MESSAGES = {
     "cli.task": {"en": "What do you want to do?", "zh": "你想做什么？"},
     "cli.opt.demo_task": {"en": "What to run: finetune (default) | deploy | quantize | evaluate | chat | "
                                 "finetune-vlm (the fine-tune of a tiny vision-language model on images) | "
-                                "finetune-dpo (DPO on preference pairs).",
+                                "finetune-dpo (DPO on preference pairs; with --set choose_strategy.objective=kto: "
+                                "KTO on the same pairs split).",
                           "zh": "要运行的任务：finetune（默认）| deploy | quantize | evaluate | chat | "
-                                "finetune-vlm（在图像上微调一个视觉语言小模型）| finetune-dpo（在偏好对上做 DPO）。"},
+                                "finetune-vlm（在图像上微调一个视觉语言小模型）| finetune-dpo（在偏好对上做 DPO；加 "
+                                "--set choose_strategy.objective=kto：把同样的偏好对拆开做 KTO）。"},
     "cli.opt.images_per_sample": {"en": "Images in each sequence (a vision-language model's image-text records; 0: text).",
                                   "zh": "每条序列中的图片数（视觉语言模型的图文记录；0：纯文本）。"},
     "cli.opt.image_size": {"en": "Image side in pixels (0: the tower's own input size, or 448 for a dynamic-resolution tower).",
@@ -344,6 +346,10 @@ MESSAGES = {
                                      "（约 {pairs} 对/秒；速度模型把参考模型的前向算作多一遍，推导而来：在 H200 的 DPO "
                                      "测量上中位误差 8.5%，最差 32%{scaled}）。"},
     "cli.estimate.dpo": {"en": ", DPO (pairs: chosen + rejected)", "zh": "，DPO（成对：chosen + rejected）"},
+    "cli.estimate.kto_micro_batch": {"en": "Micro-batch {mb}: KTO's smallest (its KL term comes from the other "
+                                           "replies of a micro-batch; trl refuses 1). --micro-batch sets another.",
+                                     "zh": "微批 {mb}：KTO 的最小值（其 KL 项取自同一微批中的其他回答；trl 拒绝 1）。"
+                                           "可用 --micro-batch 另设。"},
     "cli.estimate.kto": {"en": ", KTO (labelled replies)", "zh": "，KTO（带标签的回答）"},
     "cli.estimate.speed_scaled": {"en": "; other GPUs: scaled from the H200 by their FLOP/s and bandwidth, not measured",
                                   "zh": "；其他 GPU：按算力与带宽从 H200 换算，未实测"},

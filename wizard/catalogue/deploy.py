@@ -128,6 +128,9 @@ MESSAGES = {
     "deploy.parity_at": {"en": " (first different token at position {pos})", "zh": "（第一个不同的 token 在位置 {pos}）"},
     "deploy.parity_no_count": {"en": "Train→serve parity not checked: {engine} reported no prompt token count.",
                                "zh": "未检查训练→部署一致性：{engine} 没有报告提示的 token 数。"},
+    "deploy.parity_no_export": {"en": "Train→serve parity: checked for a model this session trains and exports; "
+                                      "this one is served as downloaded.",
+                                "zh": "训练→部署一致性：只对本会话训练并导出的模型检查；这个模型按下载时的样子部署。"},
     "deploy.parity_unchecked": {"en": "Train→serve parity not checked: the export recorded no in-process rendering of "
                                       "this question (a session exported before this check; export again to have it).",
                                 "zh": "未检查训练→部署一致性：导出步骤没有记录此问题在进程内的渲染（较早导出的会话；重新导出即可）。"},

@@ -6,6 +6,7 @@ MESSAGES = {
     "recap.adapter": {"en": "adapter", "zh": "适配器"},
     "recap.train_dir": {"en": "training run (checkpoints, logs)", "zh": "训练目录（检查点、日志）"},
     "recap.loss_png": {"en": "loss curve", "zh": "损失曲线"},
+    "recap.trackers": {"en": "experiment trackers", "zh": "实验跟踪"},
     "recap.merged": {"en": "merged model", "zh": "合并后的模型"},
     "recap.report": {"en": "evaluation report", "zh": "评测报告"},
     "recap.chart": {"en": "evaluation chart", "zh": "评测图表"},

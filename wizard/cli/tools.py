@@ -194,6 +194,14 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     # --offload: what the distribution can move — the optimizer states (ZeRO-1/2), the weights too (ZeRO-3, FSDP2);
     # the rules themselves are TrainingSpec's, as the wizard's (DDP moves nothing; NVMe needs ZeRO-3)
     moved = "none" if not offload else "all" if spec["distribution"] in ("zero3", "fsdp2") else "optimizer"
+    given = lambda name: any(g is not None and g.name != "DEFAULT"  # noqa: E731  (typer's record of the source)
+                             for g in (ctx.get_parameter_source(n) for n in (name, name + OLD)))
+    from recipes.training.spec import least_micro_batch
+
+    if not given("micro_batch") and spec["micro_batch"] < least_micro_batch(spec["objective"]):
+        spec["micro_batch"] = least_micro_batch(spec["objective"])  # KTO's plans start at 2, as the wizard's do
+        if not as_json:
+            new_ui().say(T("cli.estimate.kto_micro_batch", mb=spec["micro_batch"]))
     try:  # the options are checked before any hub is asked
         t = TrainingSpec(**spec, offload=moved, offload_device=offload_device, seq_len=seq or DEFAULTS.seq_len)
         t.check()
@@ -222,8 +230,10 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         # typer's click records where each value came from: neither spelling given means the spec's default
         sources = [ctx.get_parameter_source(n) for n in ("lora_dropout", "lora_dropout" + OLD)]
         dropout_given = not all(g is None or g.name == "DEFAULT" for g in sources)
-        if t.objective != "sft" and dropout_given and t.lora_dropout > 0 and not as_json:  # priced at 0: preference_batch
-            new_ui().say(T("cli.estimate.dpo_dropout", objective=t.objective.upper(), value=f"{t.lora_dropout:g}"))
+        if t.objective != "sft" and t.lora_dropout > 0:  # trl turns dropout off: priced, and reported, at 0
+            if dropout_given and not as_json:
+                new_ui().say(T("cli.estimate.dpo_dropout", objective=t.objective.upper(), value=f"{t.lora_dropout:g}"))
+            t = dataclasses.replace(t, lora_dropout=0.0)
         if shape.param_lora_io and t.lora_dropout > 0 and not dropout_given:
             # a MoE whose experts LoRA reaches: the default dropout is 0 there, as the wizard's (peft runs no other)
             t = dataclasses.replace(t, lora_dropout=0.0)
