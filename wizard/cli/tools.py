@@ -194,11 +194,11 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     # --offload: what the distribution can move — the optimizer states (ZeRO-1/2), the weights too (ZeRO-3, FSDP2);
     # the rules themselves are TrainingSpec's, as the wizard's (DDP moves nothing; NVMe needs ZeRO-3)
     moved = "none" if not offload else "all" if spec["distribution"] in ("zero3", "fsdp2") else "optimizer"
-    given = lambda name: any(g is not None and g.name != "DEFAULT"  # noqa: E731  (typer's record of the source)
+    flag_given = lambda name: any(g is not None and g.name != "DEFAULT"  # noqa: E731  (typer's record of the source)
                              for g in (ctx.get_parameter_source(n) for n in (name, name + OLD)))
     from recipes.training.spec import least_micro_batch
 
-    if not given("micro_batch") and spec["micro_batch"] < least_micro_batch(spec["objective"]):
+    if not flag_given("micro_batch") and spec["micro_batch"] < least_micro_batch(spec["objective"]):
         spec["micro_batch"] = least_micro_batch(spec["objective"])  # KTO's plans start at 2, as the wizard's do
         if not as_json:
             new_ui().say(T("cli.estimate.kto_micro_batch", mb=spec["micro_batch"]))
