@@ -100,35 +100,41 @@ def test_the_demo_s_pairs_prefer_the_answer_to_what_was_asked():
     assert pairs == preference.from_conversations(convs)  # seeded
 
 
+def train_in_worker(run, job: dict) -> list[dict]:
+    """``job`` (TrainerJob fields) trained by yichui's own trainer process in ``run`` (a TrainDir); its events."""
+    import subprocess
+
+    from recipes import jobs
+    from recipes.training.spec import TrainerJob
+
+    TrainerJob.from_dict(job).write(run.spec)
+    p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(run.spec)], capture_output=True,
+                       text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return jobs.read_events(run.events)[0]
+
+
+def tiny_lora_job(objective: str, model, data, steps: int) -> dict:
+    """The tiny model's LoRA job of the preference trainer tests: a checkpoint every 10 steps, a quarter held out."""
+    return {"objective": objective, "method": "lora", "lora_rank": 8, "model_dir": str(model),
+            "dataset_path": str(data), "device": "cpu", "seq_len": 256, "micro_batch": 4, "max_steps": steps,
+            "learning_rate": 1e-3, "lr_scheduler": "constant", "save_steps": 10, "val_ratio": 0.25,
+            "sample_question": None}
+
+
 @pytest.mark.slow
 def test_dpo_trains_in_yichui_s_trainer_resumes_and_prefers_the_chosen_on_held_out_pairs(tiny_model, tmp_path):
     """DPO through yichui's own trainer process (recipes/training/worker.py, trl's DPOTrainer, LoRA: the reference is
     the base with the adapter off): the held-out pairs' implicit reward prefers the chosen reply (accuracy and
     margin, 0 at the start by construction); stopped after a checkpoint, it resumes from it; the adapter is saved."""
-    import subprocess
-    import sys
-
-    from recipes import jobs
     from recipes.rundir import TrainDir
-    from recipes.training.spec import TrainerJob
 
     pairs = preference.from_conversations(datasets.load_records(datasets.bundled_dataset_path())[:64])
     data = write(tmp_path / "pairs.jsonl", pairs)
     run = TrainDir(tmp_path / "train")
     run.root.mkdir()
-
-    def train(steps: int) -> list[dict]:
-        TrainerJob.from_dict({"objective": "dpo", "method": "lora", "lora_rank": 8, "model_dir": str(tiny_model),
-                              "dataset_path": str(data), "device": "cpu", "seq_len": 256, "micro_batch": 4,
-                              "max_steps": steps, "learning_rate": 1e-3, "lr_scheduler": "constant", "save_steps": 10,
-                              "val_ratio": 0.25, "sample_question": None}).write(run.spec)
-        p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(run.spec)], capture_output=True,
-                           text=True, timeout=900)
-        assert p.returncode == 0, p.stderr[-3000:]
-        return jobs.read_events(run.events)[0]
-
-    train(10)  # as a run stopped after its first checkpoint
-    events = train(20)
+    train_in_worker(run, tiny_lora_job("dpo", tiny_model, data, 10))  # as a run stopped after its first checkpoint
+    events = train_in_worker(run, tiny_lora_job("dpo", tiny_model, data, 20))
     starts = [e for e in events if e["event"] == "start"]
     assert starts[-1]["resumed_from"] == "checkpoint-10", starts
     steps = [e for e in events if e["event"] == "step"]
@@ -154,19 +160,17 @@ def test_kto_trains_on_unequal_labelled_replies_weights_the_rarer_side_and_moves
     unpaired replies, twice as many desirable as undesirable: the undesirable side is weighted 2 (KTO's eq. 8, in the
     checkpoint's KTOConfig); stopped after a checkpoint, it resumes; on held-out replies the fine-tune raises the
     desirable replies' log-probability over the base's far more than the undesirable ones'."""
-    import subprocess
+    import random
 
     import torch
 
-    from recipes import jobs
     from recipes.evaluation import preference as scores
     from recipes.rundir import TrainDir
-    from recipes.training.spec import TrainerJob
 
     pairs = preference.from_conversations(datasets.load_records(datasets.bundled_dataset_path())[:64])
     rows = [{"prompt": p["prompt"], "completion": p["chosen"], "label": True} for p in pairs] + \
         [{"prompt": p["prompt"], "completion": p["rejected"], "label": False} for p in pairs[::2]]
-    rows = [rows[i] for i in __import__("random").Random(0).sample(range(len(rows)), len(rows))]  # sides mixed
+    random.Random(0).shuffle(rows)  # the two kinds mixed
     data = write(tmp_path / "kto.jsonl", rows)
     read = preference.load(data)
     assert read.format == preference.UNPAIRED and len(read.records) == 96
@@ -176,20 +180,10 @@ def test_kto_trains_on_unequal_labelled_replies_weights_the_rarer_side_and_moves
     run = TrainDir(tmp_path / "train")
     run.root.mkdir()
 
-    def train(steps: int) -> list[dict]:
-        TrainerJob.from_dict({"objective": "kto", "method": "lora", "lora_rank": 8, "model_dir": str(tiny_model),
-                              "dataset_path": str(data), "device": "cpu", "seq_len": 256, "micro_batch": 4,
-                              "max_steps": steps, "learning_rate": 1e-3, "lr_scheduler": "constant", "save_steps": 10,
-                              "val_ratio": 0.25, "sample_question": None}).write(run.spec)
-        p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(run.spec)], capture_output=True,
-                           text=True, timeout=900)
-        assert p.returncode == 0, p.stderr[-3000:]
-        return jobs.read_events(run.events)[0]
-
-    train(10)
+    train_in_worker(run, tiny_lora_job("kto", tiny_model, data, 10))
     args = torch.load(run.checkpoints / "checkpoint-10" / "training_args.bin", weights_only=False)
     assert type(args).__name__ == "KTOConfig" and (args.desirable_weight, args.undesirable_weight) == want
-    events = train(20)
+    events = train_in_worker(run, tiny_lora_job("kto", tiny_model, data, 20))
     assert [e for e in events if e["event"] == "start"][-1]["resumed_from"] == "checkpoint-10"
     steps = [e for e in events if e["event"] == "step"]
     # trl logs KTO's margin for a micro-batch holding both kinds of reply, its KL estimate for every one

@@ -191,24 +191,30 @@ def step_seconds(shape: memory.Shape, t: TrainingSpec, gpu_name: str = FIT_GPU,
     return t.grad_accum * cost(mb) + cost(step)
 
 
+def _policy_passes(t: TrainingSpec) -> int:
+    """The policy's forward-sized passes of a supervised micro-batch: forward, backward (input gradients: one
+    forward's matmuls under LoRA; input and weight gradients: two for a full fine-tune), and the recomputed forward
+    with checkpointing."""
+    return 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
+
+
 def dpo_reference_factor(t: TrainingSpec) -> float:
     """A DPO step over the supervised step of its concatenated batch (recipes/memory/model.py dpo_batch): the
-    reference model's no-grad forward of the same batch adds one forward pass to the policy's passes — forward,
-    backward (input gradients: one forward's matmuls under LoRA; input and weight gradients: two for a full
-    fine-tune), and the recomputed forward with checkpointing. Derived from the passes, not fitted; on the H200 rows
-    of three shapes median |error| 8.5 %, worst 32 % (bench/results/2026-12-05-preference-h200.md)."""
-    passes = 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
+    reference model's no-grad forward of the same batch adds one forward pass to the policy's
+    (:func:`_policy_passes`). Derived from the passes, not fitted; on the H200 rows of three shapes median |error|
+    8.5 %, worst 32 % (bench/results/2026-12-05-preference-h200.md)."""
+    passes = _policy_passes(t)
     return (passes + 1) / passes
 
 
 def kto_reference_factor(t: TrainingSpec) -> float:
-    """A KTO step over the supervised step of its micro-batch: besides the policy's passes (as
-    :func:`dpo_reference_factor` counts them), three no-grad forwards of the micro-batch's size — the policy's on
+    """A KTO step over the supervised step of its micro-batch: besides the policy's passes
+    (:func:`_policy_passes`), three no-grad forwards of the micro-batch's size — the policy's on
     the KL term's mismatched completions, the reference's on the completions and on those (trl 1.16
     kto_trainer.py). Derived from the passes; on the H200 rows (bench/results/2026-12-05-kto-h200.md) it undersells
     trl's tokens/s by 11–52 % — trl's count of a KTO step's tokens is not the micro-batch's alone — so
     :func:`speed_modelled` says KTO is not modelled and no speed is shown."""
-    passes = 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
+    passes = _policy_passes(t)
     return (passes + 3) / passes
 
 

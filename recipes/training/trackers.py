@@ -54,7 +54,6 @@ def environment(names: list[str] | tuple[str, ...], trackers_dir: Path, run_name
     env: dict[str, str] = {"DO_NOT_TRACK": "true"}
     if "wandb" in names:
         env |= {f"WANDB_{k}_DIR": str(trackers_dir / "wandb-home" / k.lower()) for k in ("CACHE", "CONFIG", "DATA")}
-    if "wandb" in names:
         # WANDB_DIR: wandb makes its own "wandb/" folder inside it
         env |= {"WANDB_MODE": "offline", "WANDB_DIR": str(trackers_dir), "WANDB_PROJECT": PROJECT,
                 "WANDB_RUN_ID": run_name.replace(":", "-"), "WANDB_RESUME": "allow",

@@ -286,8 +286,7 @@ def test_trackers_are_asked_with_what_each_writes_and_recorded_for_the_trainer(c
 
     chain.upto("choose_strategy")
     q = chain.questions("choose_strategy")
-    labels = [i18n.render(c.label) for c in q["trackers"].choices({})] if callable(q["trackers"].choices) else \
-        [i18n.render(c.label) for c in q["trackers"].choices]
+    labels = [i18n.render(c.label) for c in q["trackers"].choices]
     assert len(labels) == 3 and "offline" in labels[0] and "mlflow ui" in labels[1]
     if all(trackers.installed(n) for n in trackers.TRACKERS):
         value, err = check(q["trackers"], "wandb,mlflow", {})

@@ -145,7 +145,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
 
     from recipes.memory import model as memory
     from recipes.base import Refusal
-    from recipes.training.spec import DEFAULTS, DISTRIBUTION_LABEL, FULL_WEIGHTS, TrainingSpec, default_seq_len
+    from recipes.training.spec import (DEFAULTS, DISTRIBUTION_LABEL, FULL_WEIGHTS, TrainingSpec, default_seq_len,
+                                       least_micro_batch)
 
     if gpu is not None and gpu not in memory.GPUS:
         raise fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
@@ -194,10 +195,9 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     # --offload: what the distribution can move — the optimizer states (ZeRO-1/2), the weights too (ZeRO-3, FSDP2);
     # the rules themselves are TrainingSpec's, as the wizard's (DDP moves nothing; NVMe needs ZeRO-3)
     moved = "none" if not offload else "all" if spec["distribution"] in ("zero3", "fsdp2") else "optimizer"
-    flag_given = lambda name: any(g is not None and g.name != "DEFAULT"  # noqa: E731  (typer's record of the source)
-                             for g in (ctx.get_parameter_source(n) for n in (name, name + OLD)))
-    from recipes.training.spec import least_micro_batch
-
+    # typer's click records where each value came from: neither spelling given means the spec's default
+    flag_given = lambda name: any(g is not None and g.name != "DEFAULT"  # noqa: E731
+                                  for g in (ctx.get_parameter_source(n) for n in (name, name + OLD)))
     if not flag_given("micro_batch") and spec["micro_batch"] < least_micro_batch(spec["objective"]):
         spec["micro_batch"] = least_micro_batch(spec["objective"])  # KTO's plans start at 2, as the wizard's do
         if not as_json:
@@ -227,9 +227,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
             t = dataclasses.replace(t, seq_len=seq)
         elif shape.max_position and seq > shape.max_position:
             raise fail("cli.seq_over_max", seq=seq, max=shape.max_position)
-        # typer's click records where each value came from: neither spelling given means the spec's default
-        sources = [ctx.get_parameter_source(n) for n in ("lora_dropout", "lora_dropout" + OLD)]
-        dropout_given = not all(g is None or g.name == "DEFAULT" for g in sources)
+        dropout_given = flag_given("lora_dropout")
         if t.objective != "sft" and t.lora_dropout > 0:  # trl turns dropout off: priced, and reported, at 0
             if dropout_given and not as_json:
                 new_ui().say(T("cli.estimate.dpo_dropout", objective=t.objective.upper(), value=f"{t.lora_dropout:g}"))
