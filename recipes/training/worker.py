@@ -601,6 +601,15 @@ def model_sizes(spec: TrainerJob, vlm: bool) -> dict:
             "hidden": int(cfg.get_text_config().hidden_size)}
 
 
+def _write_json(path: Path, data: dict) -> None:
+    """``data`` to ``path`` whole or not at all (a temp file beside it, then os.replace): the other ranks read
+    samples.json at their start while rank 0 writes it (seen in CI: a ZeRO run's rank read it empty,
+    JSONDecodeError)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=2))
+    os.replace(tmp, path)
+
+
 def before_sample_callback(ev: Events, tok, question: str, samples_file: Path):
     """The sample question answered before training by a model that zero.Init partitioned: at train begin, inside
     DeepSpeed's engine (its hooks gather each layer), every rank generating; rank 0 records it."""
@@ -611,8 +620,7 @@ def before_sample_callback(ev: Events, tok, question: str, samples_file: Path):
             text = answer(model, tok, question)
             model.train()
             if RANK == 0:
-                samples_file.write_text(json.dumps({"question": question, "image": None, "before": text},
-                                                   ensure_ascii=False, indent=2))
+                _write_json(samples_file, {"question": question, "image": None, "before": text})
                 ev.emit("sample", phase="before", question=question, answer=text)
 
     return BeforeSample()
@@ -686,7 +694,7 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         samples = {"question": question, "image": image,
                    "before": answer(model, tok, question, keep_train_mode=kbit_cpu,
                                     unsloth=spec.training_backend == "unsloth", image=image)}
-        samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
+        _write_json(samples_file, samples)
         ev.emit("sample", phase="before", question=samples["question"], answer=samples["before"])
 
     if vlm and spec.freeze_vision_tower:  # no activations kept nor backward run for a tower that does not learn
@@ -792,7 +800,7 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
             samples = json.loads(samples_file.read_text()) if samples_file.exists() else samples
             samples.setdefault("question", spec.sample_question)
             samples["after"] = after
-            samples_file.write_text(json.dumps(samples, ensure_ascii=False, indent=2))
+            _write_json(samples_file, samples)
             ev.emit("sample", phase="after", question=samples["question"], answer=after)
         losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
         eval_losses = [[h["step"], round(h["eval_loss"], 5)] for h in trainer.state.log_history if "eval_loss" in h]
