@@ -14,7 +14,7 @@ import re
 
 from pathlib import Path
 
-from recipes.data import datasets, preference
+from recipes.data import datasets, preference, prompts
 from recipes.memory import model as memory
 from recipes.memory import planner, sharding
 from recipes.model import prequantized
@@ -23,7 +23,7 @@ from recipes.training import backends, backup, nvme, trackers
 from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_range, msg
 from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
-    OBJECTIVES, OPTIMIZERS, TARGETS, \
+    OBJECTIVES, OPTIMIZERS, REWARDS, TARGETS, \
     TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, least_micro_batch, limits
 
 name = "choose_strategy"
@@ -53,6 +53,9 @@ def questions(ctx: Ctx) -> list[Question]:
         if loaded.bad:
             ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
                          where=loaded.bad[:5]))
+        if isinstance(loaded, prompts.Prompts):  # GRPO: the accuracy reward needs reference answers
+            return msg("choose_strategy.grpo_no_answers", path=v) \
+                if "accuracy" in _rewards(a) and loaded.records and not loaded.answered else None
         if isinstance(loaded, preference.Preferences) and a.get("objective") == "kto":  # both forms, both kinds
             replies = preference.unpaired(loaded.records)
             good = sum(r["label"] for r in replies)
@@ -75,7 +78,7 @@ def questions(ctx: Ctx) -> list[Question]:
         if ref not in counted:
             try:
                 got = _read(ref, a.get("objective", "sft"))
-                counted[ref] = len(got.records if isinstance(got, preference.Preferences) else got.conversations)
+                counted[ref] = len(got.conversations if isinstance(got, datasets.Loaded) else got.records)
             except datasets.DataError:
                 counted[ref] = 0
         return counted[ref] or None
@@ -106,7 +109,7 @@ def questions(ctx: Ctx) -> list[Question]:
         steps = a.get("max_steps") or 0
         n = records(a)
         if not steps and n:
-            steps = math.ceil(n * (1 - a.get("val_ratio", 0.0)) / training(a).effective_batch * a.get("epochs", 1.0))
+            steps = math.ceil(n * (1 - a.get("val_ratio", 0.0)) / training(a).prompts_per_step * a.get("epochs", 1.0))
         return max(1, min(DEFAULTS.save_steps, steps // 4)) if steps else DEFAULTS.save_steps
 
     def has_bad(a) -> bool:
@@ -144,7 +147,7 @@ def questions(ctx: Ctx) -> list[Question]:
         shape = mem.model_shape()
         if shape is None or "seq_len" not in a or "batch_size" not in a:
             return []
-        t = training(a | {"activation_checkpointing": True, "micro_batch": least_micro_batch(a.get("objective", "sft"))})
+        t = training(a | {"activation_checkpointing": True, **_least(a)})
         out = []
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0,
                                unsloth=unsloth is not None and bool(memory.detect_gpus())):
@@ -171,7 +174,7 @@ def questions(ctx: Ctx) -> list[Question]:
         shape = mem.model_shape()
         if shape is None or not memory.detect_gpus():
             return False
-        t = training(a | {"activation_checkpointing": True, "micro_batch": least_micro_batch(a.get("objective", "sft")), "distribution": "ddp", "offload": "none"})
+        t = training(a | {"activation_checkpointing": True, **_least(a), "distribution": "ddp", "offload": "none"})
         return not memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]
 
     def nvme_need(a) -> int:
@@ -186,7 +189,7 @@ def questions(ctx: Ctx) -> list[Question]:
         if shape is None:
             return "ddp", "none"
         for dist, off in (("ddp", "none"), ("zero2", "none"), ("zero3", "none"), ("zero3", "all")):
-            t = training(a | {"activation_checkpointing": True, "micro_batch": least_micro_batch(a.get("objective", "sft")), "distribution": dist,
+            t = training(a | {"activation_checkpointing": True, **_least(a), "distribution": dist,
                               "offload": off})
             if memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
                 return dist, off
@@ -201,7 +204,7 @@ def questions(ctx: Ctx) -> list[Question]:
         gpus = a["processes"] * a.get("nodes", 1)
         if shape is None or gpus < 2 or a.get("distribution") != "zero3":
             return 1
-        base = a | {"activation_checkpointing": True, "micro_batch": least_micro_batch(a.get("objective", "sft")), "offload": a.get("offload", "none")}
+        base = a | {"activation_checkpointing": True, **_least(a), "offload": a.get("offload", "none")}
         for sp in sharding.sequence_parallel_degrees(shape, gpus):
             t = training(base | {"sequence_parallel": sp})
             if t.sequence_parallel_conflict() is None and memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
@@ -233,6 +236,7 @@ def questions(ctx: Ctx) -> list[Question]:
     max_pos = sel.max_position
     lora = lambda a: a.get("method") not in FULL_WEIGHTS  # noqa: E731
     sft = lambda a: a.get("objective", "sft") == "sft"  # noqa: E731
+    grpo = lambda a: a.get("objective") == "grpo"  # noqa: E731
     return [
         # what the training optimizes: the supervised replies, or a preference between two replies (trl's trainers)
         Question("objective", "select", "choose_strategy.objective", default=DEFAULTS.objective,
@@ -246,6 +250,17 @@ def questions(ctx: Ctx) -> list[Question]:
                  when=lambda a: a.get("objective") == "dpo", validate=in_range(*limits("sft_loss_weight"))),
         Question("kto_beta", "float", "choose_strategy.kto_beta", default=DEFAULTS.kto_beta,
                  when=lambda a: a.get("objective") == "kto", validate=in_range(*limits("kto_beta"))),
+        # GRPO: how its replies are scored, how many per prompt and how long, and how far from the reference
+        Question("rewards", "checkbox", "choose_strategy.rewards", default=list(DEFAULTS.rewards), when=grpo,
+                 choices=[Choice(r, msg("choose_strategy.reward." + r)) for r in REWARDS], validate=_rewards_check),
+        Question("reward_file", "path", "choose_strategy.reward_file", when=lambda a: "file" in _rewards(a),
+                 validate=_reward_file_check, way_back=("rewards",)),
+        Question("num_generations", "int", "choose_strategy.num_generations", default=DEFAULTS.num_generations,
+                 when=grpo, validate=in_range(*limits("num_generations"))),
+        Question("completion_length", "int", "choose_strategy.completion_length",
+                 default=DEFAULTS.completion_length, when=grpo, validate=in_range(*limits("completion_length"))),
+        Question("grpo_beta", "float", "choose_strategy.grpo_beta", default=DEFAULTS.grpo_beta, when=grpo,
+                 validate=in_range(*limits("grpo_beta"))),
         Question("method", "select", "choose_strategy.method", default=rec["method"],
                  choices=[Choice("lora", msg("choose_strategy.method.lora")),
                           Choice("qlora", msg("choose_strategy.method.qlora")),
@@ -273,9 +288,11 @@ def questions(ctx: Ctx) -> list[Question]:
                  validate=targets_check, way_back=("lora_dropout", "method")),
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
                  choices=lambda a: [Choice("bundled", msg("choose_strategy.dataset.bundled" if sft(a) else
+                                                          "choose_strategy.dataset.bundled_prompts" if grpo(a) else
                                                           "choose_strategy.dataset.bundled_pairs")),
                           Choice("local", msg("choose_strategy.dataset.local" if sft(a) else
                                               "choose_strategy.dataset.local_kto" if a.get("objective") == "kto" else
+                                              "choose_strategy.dataset.local_prompts" if grpo(a) else
                                               "choose_strategy.dataset.local_pairs")),
                           Choice("hub", msg("choose_strategy.dataset.hub"))]),
         # a refused file: answer again, or go back to the data's source (the bundled set) or to the objective (a
@@ -302,7 +319,9 @@ def questions(ctx: Ctx) -> list[Question]:
                                                         or bool(_model_pixels(ctx)))),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
         Question("seq_len", "int", "choose_strategy.seq_len", default=default_seq_len(max_pos),
-                 validate=in_range(limits("seq_len")[0], max_pos or limits("seq_len")[1])),
+                 validate=lambda v, a: in_range(limits("seq_len")[0], max_pos or limits("seq_len")[1])(v, a) or (
+                     msg("choose_strategy.grpo_completion", completion=a["completion_length"], seq=v)
+                     if grpo(a) and v <= a.get("completion_length", 0) else None)),
         Question("processes", "int", "choose_strategy.processes", validate=_processes_check,
                  default=mem.gpu.count
                  if memory.detect_gpus() else 1),
@@ -343,8 +362,11 @@ def questions(ctx: Ctx) -> list[Question]:
                  when=lambda a: a["processes"] * a.get("nodes", 1) > 1 and a.get("distribution") == "zero3",
                  asked_if="choose_strategy.asked_if.sequence_parallel", default=_default_sequence_parallel,
                  validate=sequence_parallel_check),
-        Question("batch_size", "int", "choose_strategy.batch_size", default=16,
-                 validate=_kto_at_least(in_range(1, 65536), lambda v: msg("choose_strategy.kto_micro_batch", mb=v))),
+        # GRPO: replies per optimizer step, whole groups of num_generations (two prompts' by default)
+        Question("batch_size", "int", "choose_strategy.batch_size",
+                 default=lambda a: 2 * a["num_generations"] if grpo(a) else 16,
+                 validate=_kto_at_least(in_range(1, 65536), lambda v: msg("choose_strategy.kto_micro_batch", mb=v),
+                                        groups=True)),
         Question("plan", "select", msg("choose_strategy.plan", gpu=mem.gpu.name or "?"), choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
@@ -352,9 +374,11 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("micro_batch", "int", "choose_strategy.micro_batch",
                  validate=_kto_at_least(in_range(*limits("micro_batch")),
                                         lambda v: msg("choose_strategy.kto_micro_batch", mb=v)),
-                 default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else least_micro_batch(
-                     a.get("objective", "sft"))),
-        Question("grad_accum", "int", "choose_strategy.grad_accum", validate=in_range(*limits("grad_accum")),
+                 default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else a["num_generations"] if grpo(a)
+                 else least_micro_batch(a.get("objective", "sft"))),
+        Question("grad_accum", "int", "choose_strategy.grad_accum",
+                 validate=lambda v, a: in_range(*limits("grad_accum"))(v, a) or (
+                     spec_refusal(a, grad_accum=v) if grpo(a) else None),
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("training_backend", "select", "choose_strategy.training_backend", when=lambda a: unsloth is not None,
                  choices=lambda a: [Choice("transformers", msg("choose_strategy.training_backend.transformers"))] + (
@@ -435,13 +459,49 @@ def _trackers_check(v, a):
         if missing else None
 
 
-def _kto_at_least(check, refusal):
+def _kto_at_least(check, refusal, groups: bool = False):
     """``check`` (an in_range validator, its ``.bounds`` kept for `yichui steps --keys`), refusing with
-    ``refusal(value)`` first a number under the objective's least micro-batch (KTO: 2)."""
+    ``refusal(value)`` first a number under the objective's least micro-batch (KTO: 2); with ``groups`` (the batch
+    size) under GRPO, a number of replies that is not whole groups of num_generations."""
     def wrapped(v, a):
+        if groups and a.get("objective") == "grpo" and isinstance(v, int) and v % a.get("num_generations", 1):
+            return msg("choose_strategy.grpo_groups", replies=v, n=a["num_generations"])
         return refusal(v) if v < least_micro_batch(a.get("objective", "sft")) else check(v, a)
     wrapped.bounds = check.bounds  # type: ignore[attr-defined]
     return wrapped
+
+
+def _least(a: dict) -> dict:
+    """The smallest micro-batch the objective trains with, for the probes that ask the memory model whether a plan
+    fits (KTO: 2); GRPO's one reply per micro-batch, accumulated over a prompt's group of num_generations."""
+    if a.get("objective") == "grpo":
+        return {"micro_batch": 1, "grad_accum": a.get("num_generations", DEFAULTS.num_generations)}
+    return {"micro_batch": least_micro_batch(a.get("objective", "sft"))}
+
+
+def _rewards(a: dict) -> list:
+    """The reward functions chosen so far (GRPO), as a list."""
+    r = a.get("rewards", list(DEFAULTS.rewards))
+    return list(r) if isinstance(r, (list, tuple)) else [r]
+
+
+def _rewards_check(v, a):
+    """At least one, each a known reward function."""
+    if not isinstance(v, list) or any(r not in REWARDS for r in v):
+        return msg("answer.not_a_choice", value=str(v)[:80], choices=", ".join(REWARDS))
+    return msg("choose_strategy.grpo_no_rewards") if not v else None
+
+
+def _reward_file_check(v, a):
+    """The user's reward file loads in its own process and defines a reward function (recipes/training/rewards.py):
+    said here, not after the download and the smoke run."""
+    from recipes.training import rewards
+
+    try:
+        names = rewards.check_file(v, [])
+    except rewards.RewardError as e:
+        return e.msg
+    return None if names else msg("rewards.none_defined", path=v)
 
 
 def _objective_check(a: dict, **change):
@@ -556,8 +616,7 @@ def dataset_path(ctx: Ctx, answers: dict) -> str:
     """The dataset reference (``path`` or ``path#N``): bundled, local, or a file of a hub dataset fetched with the
     download step's code into YICHUI_HOME/datasets (the pattern may end in ``#N``)."""
     if answers["dataset"] == "bundled":
-        return str(datasets.bundled_dataset_path() if answers.get("objective", "sft") == "sft" else
-                   preference.bundled_preferences_path())
+        return _bundled(answers.get("objective", "sft"))
     if answers["dataset"] == "local":
         return answers["dataset_path"]
     import fnmatch
@@ -606,6 +665,12 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
         loaded = datasets.load(path, skip_bad=skip, images=True)  # image records: for a vision-language model only
         convs, fmt = loaded.conversations, loaded.format
         units: list = convs  # what the trainer splits and steps over
+    elif answers["objective"] == "grpo":  # prompts; the replies are the model's own, scored by the reward functions
+        got = prompts.load(path, skip_bad=skip)
+        units, fmt = got.records, "prompts"
+        if "accuracy" in _rewards(answers) and not got.answered:
+            raise StepError("choose_strategy.grpo_no_answers", path=path)
+        convs = [r["prompt"] for r in units]
     else:  # preference records (the trainer's), seen through their preferred replies; KTO's unpaired form not DPO's
         pairs = preference.load(path, skip_bad=skip)
         kto = answers["objective"] == "kto"
@@ -655,7 +720,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
             "choose_strategy.nvme_speed", path=answers["nvme_path"], gbps=f"{gbps:.2f}", slow=nvme.SLOW_GBPS))
     if (plan := training(answers)).offloaded:  # the offloaded states (or NVMe's swap buffers) in this machine's RAM
         _say_host_ram(ctx, plan)
-    rendered = _render_all(tok, shown) + _render_all(tok, rejected)
+    grpo = answers.get("objective") == "grpo"
+    rendered = _render_all(tok, shown, generation_prompt=grpo) + _render_all(tok, rejected)
     if rejected:  # the first pair (KTO: desirable and undesirable reply): both, as the trainer renders them
         samples = [rendered[0], rendered[len(shown)]]
         ctx.info(msg("choose_strategy.sample_pair" if fmt == preference.PAIRED else "choose_strategy.sample_unpaired",
@@ -666,6 +732,16 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
             ctx.info(msg("choose_strategy.sample", i=i, text=s))
     ctx.info(msg("choose_strategy.dataset_summary", n=len(units), path=path, format=fmt, train=len(train),
                  val=len(held)))
+    if grpo:  # how the replies are made and scored, and the reward file tried on the data's own answers
+        spec = training(answers)
+        if "file" in spec.rewards:
+            from recipes.training import rewards
+
+            names = rewards.check_file(spec.reward_file, units)
+            ctx.info(msg("choose_strategy.reward_file_ok", path=spec.reward_file, functions=", ".join(names)))
+        ctx.info(msg("choose_strategy.grpo_plan", answered=sum(r["answer"] is not None for r in units), n=len(units),
+                     g=spec.num_generations, c=spec.completion_length, p=spec.prompts_per_step,
+                     rewards=", ".join(spec.rewards), beta=spec.grpo_beta))
     if rejected and answers["objective"] == "kto":  # what the trainer's loss will be, and the weights it takes
         ctx.info(msg("choose_strategy.kto_loss", beta=training(answers).kto_beta, desirable=n_good,
                      undesirable=len(trained) - n_good, wd=weights[0], wu=weights[1]))
@@ -686,6 +762,11 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     seq = training(answers).seq_len
     packed = bool(answers.get("packing")) and not images
     est_seq = seq if packed or not longest else longest if images else min(seq, longest)
+    if grpo:  # a prompt and its generated reply: the longest prompt plus the completion length, within seq_len
+        if longest and longest + training(answers).completion_length > seq:
+            raise StepError("choose_strategy.grpo_prompt_too_long", tokens=longest,
+                            completion=training(answers).completion_length, seq=seq)
+        est_seq = (longest or seq - training(answers).completion_length) + training(answers).completion_length
     est = memory.estimate(mem.model_shape(), training(answers | {"images_per_sample": images, "image_size": side,
                                                                  "seq_len": est_seq}), gpu.memory_gib)
     fits = est["fits"]
@@ -701,8 +782,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     tps = per_gpu * t.gpus
     # KTO trains on replies: a pair is two records there (preference.unpaired)
     n_trained = len(preference.unpaired(train)) if t.objective == "kto" else len(train)
-    steps = t.max_steps or math.ceil(n_trained * t.epochs / max(1, t.effective_batch))
-    if train and t.effective_batch > n_trained:  # every optimizer step sees some records twice (issue 46 item 21)
+    steps = t.max_steps or math.ceil(n_trained * t.epochs / max(1, t.prompts_per_step))  # GRPO: prompts per step
+    if train and t.prompts_per_step > n_trained:  # every optimizer step sees some records twice (issue 46 item 21)
         ctx.warn(msg("choose_strategy.batch_over_data", batch=t.effective_batch, mb=t.micro_batch, ga=t.grad_accum,
                      gpus=t.data_parallel, n=n_trained))
     modelled = planner.speed_modelled(t, mem.model_shape())
@@ -711,8 +792,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                      eta=planner.duration_text(steps * planner.sequences_per_record(t) * t.effective_batch
                                                              * est_seq / tps)))
     else:
-        ctx.info(msg("choose_strategy.eta_unknown_kto" if t.objective == "kto" else "choose_strategy.eta_unknown",
-                     steps=steps))
+        ctx.info(msg(f"choose_strategy.eta_unknown_{t.objective}" if t.objective in ("kto", "grpo") else
+                     "choose_strategy.eta_unknown", steps=steps))
     strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0),
                                 "images_per_sample": images}
     smoke = None
@@ -770,15 +851,21 @@ def _local_data(a: dict) -> str | None:
     """The chosen data's reference when it is on this machine (bundled or a local file); None for a hub dataset
     (fetched when the step runs)."""
     if a.get("dataset") == "bundled":
-        return str(datasets.bundled_dataset_path() if a.get("objective", "sft") == "sft" else
-                   preference.bundled_preferences_path())
+        return _bundled(a.get("objective", "sft"))
     return a.get("dataset_path") if a.get("dataset") == "local" else None
 
 
+def _bundled(objective: str) -> str:
+    """The bundled data of an objective: conversations (SFT), arithmetic prompts (GRPO), else preference pairs."""
+    return str(datasets.bundled_dataset_path() if objective == "sft" else prompts.bundled_prompts_path()
+               if objective == "grpo" else preference.bundled_preferences_path())
+
+
 def _read(ref: str, objective: str):
-    """The dataset as the objective reads it: ``datasets.read`` (conversations) for SFT, ``preference.read``
-    (pairs) otherwise. Raises DataError as they do."""
-    return datasets.read(ref) if objective == "sft" else preference.read(ref)
+    """The dataset as the objective reads it: ``datasets.read`` (conversations) for SFT, ``prompts.read`` for GRPO,
+    ``preference.read`` (pairs) otherwise. Raises DataError as they do."""
+    return datasets.read(ref) if objective == "sft" else prompts.read(ref) if objective == "grpo" \
+        else preference.read(ref)
 
 
 def may_be_vision(ctx: Ctx) -> bool:
@@ -828,7 +915,7 @@ def _say_host_ram(ctx: Ctx, t: TrainingSpec) -> None:
         ctx.info(msg("choose_strategy.host_ram", **args))
 
 
-def _render_all(tok, convs: list) -> list[str]:
+def _render_all(tok, convs: list, generation_prompt: bool = False) -> list[str]:
     """Every conversation through the chat template (text only, no tokenizing: seconds for 100k records), so that a
     template that rejects some record (a system turn, an unknown role) is found here, not at that record in training.
 
@@ -838,7 +925,7 @@ def _render_all(tok, convs: list) -> list[str]:
     out = []
     for i, c in enumerate(convs, 1):
         try:
-            out.append(tok.apply_chat_template(c, tokenize=False))
+            out.append(tok.apply_chat_template(c, tokenize=False, add_generation_prompt=generation_prompt))
         except Exception as e:  # jinja2's TemplateError, or whatever the template raises
             raise StepError("choose_strategy.template_failed", record=i,
                             error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:200]) from None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from recipes.rundir import BASE_SERVER, EvaluateDir, RunDir
 from recipes import jobs
-from recipes.data import datasets, preference
+from recipes.data import datasets, preference, prompts
 from recipes.evaluation import harness
 from recipes.evaluation import preference as scores
 from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
@@ -67,9 +67,13 @@ def _held_out_records(ctx: Ctx) -> list:
     if not cs.dataset_path or not cs.strategy.get("val_ratio"):
         return []
     skip = cs.strategy.get("skip_bad_records", False)
+    objective = cs.spec().objective
     records: list = datasets.load(cs.dataset_path, skip_bad=skip, images=takes_images(ctx)).conversations \
-        if cs.spec().objective == "sft" else preference.load(cs.dataset_path, skip_bad=skip).records
-    return datasets.train_validation(records, cs.strategy["val_ratio"])[1]
+        if objective == "sft" else prompts.load(cs.dataset_path, skip_bad=skip).records if objective == "grpo" \
+        else preference.load(cs.dataset_path, skip_bad=skip).records
+    held = datasets.train_validation(records, cs.strategy["val_ratio"])[1]
+    # GRPO's prompts, each with its reference answer as the reply (the replies' loss and ROUGE-L against it)
+    return prompts.as_conversations(held) if objective == "grpo" else held
 
 
 def takes_images(ctx: Ctx) -> bool:
@@ -363,10 +367,14 @@ def verdict(parts: dict) -> dict | None:
     nothing moved; None without both models' held-out parts."""
     b, f = parts.get("heldout:base"), parts.get("heldout:finetuned")
     pb, pf = parts.get("preference:base"), parts.get("preference:finetuned")
-    if pb and pf:
+    rb, rf = parts.get("reward:base"), parts.get("reward:finetuned")
+    metrics: tuple
+    if rb and rf:  # GRPO is judged on what it trains: the held-out replies' mean reward (higher)
+        b, f, metrics = rb, rf, (("reward", 1),)
+    elif pb and pf:
         b, f = {"preference accuracy": pb["accuracy"], "preference margin": pb["margin"]}, \
             {"preference accuracy": pf["accuracy"], "preference margin": pf["margin"]}
-        metrics: tuple = (("preference accuracy", 1), ("preference margin", 1))
+        metrics = (("preference accuracy", 1), ("preference margin", 1))
     elif not b or not f:
         return None
     else:
@@ -377,7 +385,11 @@ def verdict(parts: dict) -> dict | None:
             checks[k] = None if f[k] == b[k] else (f[k] - b[k]) * sign > 0
     moved = [v for v in checks.values() if v is not None]
     beats = None if not moved else all(moved)
-    return {"beats": beats, "checks": checks,
+    # GRPO: each reward function's mean that fell while the sum rose — what the optimizer traded away (a reward
+    # hacked: the demo's digits share up, accuracy down)
+    fell = [f"{k} {f[k]} vs {b[k]}" for k in f if k.startswith("reward ") and isinstance(f[k], (int, float))
+            and isinstance(b.get(k), (int, float)) and f[k] < b[k]] if rb and rf and checks.get("reward") else []
+    return {"beats": beats, "checks": checks, **({"fell": fell} if rb and rf else {}),
             "figures": ", ".join(f"{k} {f[k]} vs {b[k]}" + (" (tie)" if checks[k] is None else "") for k in checks)}
 
 
@@ -520,6 +532,17 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
                 got = scores.score_model(found[m], pairs, code, progress=lambda i, n: bar.update(completed=i))
             done(k, dataclasses.asdict(got) | {"seconds": round(time.time() - t0, 1)})
 
+        spec = ctx.result(StrategyChoice).spec()
+        if spec.objective == "grpo" and answers["heldout"] == "training":  # GRPO's own measure: its rewards
+            from recipes.training import rewards
+
+            for m in targets:
+                k, got = f"reward:{m}", parts.get(f"heldout:{m}", {})
+                if k in parts or not got.get("answers"):
+                    continue
+                done(k, rewards.score_texts(spec.rewards, spec.reward_file, [c[:-1] for c in convs],
+                                            got["answers"], [c[-1]["content"] or None for c in convs]))
+
         for b in answers.get("benchmarks", []):
             ddir = _fetch(ctx, b, answers)
             for m in targets:
@@ -546,6 +569,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
             ctx.info(msg("evaluate.beats", figures=verdict_["figures"]))
         else:
             ctx.warn(msg("evaluate.not_better", figures=verdict_["figures"]))
+    if verdict_ and verdict_.get("fell"):
+        ctx.warn(msg("evaluate.reward_fell", figures=", ".join(verdict_["fell"])))
     examples = []
     for i, c in enumerate(convs[:EXAMPLES]):
         ex = {"prompt": datasets.text_of(c[-2]["content"]) if len(c) > 1 else "", "reference": c[-1]["content"]}
@@ -577,6 +602,9 @@ def summary(parts: dict, targets: list[str], benchmarks: list[str]) -> list[list
         vals = [parts.get(f"preference:{m}", {}).get(metric) for m in targets]
         if any(v is not None for v in vals):
             rows.append([f"held-out preference {metric}", *vals])
+    names = list(dict.fromkeys(k for m in targets for k in parts.get(f"reward:{m}", {})))  # GRPO's rewards
+    for name in names:
+        rows.append([f"held-out {name}", *[parts.get(f"reward:{m}", {}).get(name) for m in targets]])
     for b in benchmarks:
         rows.append([f"{b} ({harness.BENCHMARKS[b].metric.split(',')[0]})",
                      *[parts.get(f"bench:{b}:{m}", {}).get("score") for m in targets]])

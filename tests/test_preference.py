@@ -250,7 +250,7 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
     finally:
         i18n.set_lang("en")
     with pytest.raises(Refusal) as e:
-        replace(dpo, objective="grpo").check()  # not yet: said by the choices
+        replace(dpo, objective="orpo").check()  # not an objective yichui has: said by the choices
     assert e.value.key == "memory.bad_choice"
     # KTO: its micro-batch of at least 2 (trl's KL term); a KTO micro-batch keeps what SFT's keeps at dropout 0 (the
     # KL and reference forwards are no-grad); a full fine-tune adds the bf16 reference copy

@@ -19,14 +19,16 @@ VLM = "vlm"
 VLM_TASK = "finetune-vlm"  # `yichui demo --task finetune-vlm`: the fine-tune task on the tiny VLM
 DPO = "dpo"
 DPO_TASK = "finetune-dpo"  # `yichui demo --task finetune-dpo`: the fine-tune task with DPO on the tiny text model
-TASKS = {VLM_TASK: VLM, DPO_TASK: DPO}  # the demo's own tasks → the session's demo field (task: finetune)
+GRPO = "grpo"
+GRPO_TASK = "finetune-grpo"  # `yichui demo --task finetune-grpo`: GRPO on the tiny text model's arithmetic prompts
+TASKS = {VLM_TASK: VLM, DPO_TASK: DPO, GRPO_TASK: GRPO}  # the demo's own tasks → the session's demo field
 PRETRAIN_STEPS = 300  # the tiny text model's; the tiny VLM's is tiny_vlm.PRETRAIN_STEPS (also 300)
 SHAPES_VERSION = 1  # bump when the demo's shapes data below changes
 TRAIN_IMAGES, HELDOUT_IMAGES = 270, 45  # two questions per image: 540 training records, 90 held-out
 
 
 def kind_of(demo) -> str | None:
-    """The model a session's ``demo`` field builds: "text" (the text and DPO demos), "vlm", or None (not a demo)."""
+    """The model a session's ``demo`` field builds: "text" (the text, DPO and GRPO demos), "vlm", or None."""
     return VLM if demo == VLM else "text" if demo else None
 
 
@@ -127,6 +129,8 @@ def answers(hub_url: str, demo: bool | str = True, home: Path | None = None) -> 
         return vlm_answers(hub_url, home)
     if demo == DPO:
         return dpo_answers(hub_url)
+    if demo == GRPO:
+        return grpo_answers(hub_url)
     return {
         "select_model": {"source": "hf", "endpoint": hub_url, "model": "yichui-tiny", "revision": "main"},
         "evaluate_memory": {},  # the question's defaults: the GPUs found here, else an A10 as the target
@@ -180,4 +184,28 @@ def dpo_answers(hub_url: str) -> dict:
     out["choose_strategy"] |= {"objective": "dpo", "dpo_beta": 0.1, "sft_loss_weight": 1.0}
     out["export"]["formats"] = []
     out["evaluate"] |= {"heldout": "training", "heldout_samples": 16}
+    return out
+
+
+GRPO_STEPS = 40
+
+
+def grpo_answers(hub_url: str) -> dict:
+    """The GRPO demo's answers: LoRA GRPO on the bundled arithmetic prompts (recipes/data/demo_prompts.jsonl), four
+    replies of up to 24 tokens per prompt, two prompts per optimizer step, scored by accuracy and by the bundled
+    reward file (recipes/data/demo_reward.py: the share of digits, which the tiny model — it babbles prose — can
+    earn while accuracy stays out of its reach); the merged model served by transformers serve, evaluated on the
+    held-out prompts by the same rewards, base beside fine-tuned."""
+    from recipes.data import prompts
+
+    out = answers(hub_url)
+    out["choose_strategy"] |= {"objective": "grpo", "rewards": ["accuracy", "file"],
+                               "reward_file": str(prompts.BUNDLED.with_name("demo_reward.py")),
+                               "num_generations": 4, "completion_length": 24, "grpo_beta": 0.0,
+                               "batch_size": 8, "micro_batch": 8, "grad_accum": 1, "max_steps": GRPO_STEPS,
+                               "save_steps": 10, "val_ratio": 0.1, "sample_question": "What is 2 + 3? Give the final "
+                                                                                     "answer as '#### N'."}
+    out["export"]["formats"] = []
+    out["evaluate"] |= {"heldout": "training", "heldout_samples": 16, "max_new_tokens": 24}
+    out["chat"] = {"question": "What is 2 + 3?"}
     return out

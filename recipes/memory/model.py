@@ -81,7 +81,7 @@ ENGINE_SLACK_GIB = {"fsdp2": 0.6}
 # a plan fits when its predicted peak leaves this fraction of the GPU free; an estimate known to run under on shapes it
 # was not fitted on asks for more: GaLore, reported 17 % under (issue 44), so 0.10 + 0.15 (a 17 % miss still fits)
 FIT_MARGIN = 0.10
-EXTRA_MARGIN = {"galore": 0.15}
+EXTRA_MARGIN = {"galore": 0.15, "grpo": 0.10}  # GRPO: derived, not yet measured on a GPU
 # a family's activations without checkpointing beyond NO_CKPT_FAMILIES: Phi-3 measured up to 18.7 % under, so
 # 0.10 + 0.10 (bench/results/2026-12-04-speed-model-h200.md)
 NO_CKPT_FAMILY_MARGIN = 0.10
@@ -168,6 +168,14 @@ DEFAULT_IMAGE_SIZE = 448  # pixels per side assumed for a dynamic-resolution tow
 # the moments whose sum of live bytes can be the peak (see :func:`estimate`); the load only where the engine's
 # start holds more than training does (FSDP2: recipes/memory/sharding.py)
 PHASE_BACKWARD, PHASE_STEP, PHASE_LOAD = "forward_backward", "optimizer_step", "load"
+PHASE_GENERATE = "generation"  # GRPO: the replies generated between optimizer steps
+# GRPO's loss reads the log-probabilities of the generated tokens from their logits (trl 1.16 grpo_trainer.py
+# _get_per_token_logps_and_entropies: bf16 logits of the completion positions, divided by the temperature, a
+# row-wise log-softmax and the entropy, autograd keeping the logits for backward): bytes per completion token per
+# vocabulary entry — derived from trl's code (2 + 2 + 2 for its gradient + 2 of row temporaries), not measured
+GRPO_LOGIT_BYTES = 8.0
+# transformers' generate: the sampled token's fp32 logits and probabilities per sequence (bytes per vocabulary entry)
+GENERATE_LOGIT_BYTES = 12.0
 ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert", "electra",
                 "modernbert", "camembert")
 
@@ -887,13 +895,27 @@ def dpo_batch(t: TrainingSpec) -> TrainingSpec:
 
 def preference_batch(t: TrainingSpec) -> TrainingSpec:
     """The supervised batch whose activations a preference objective keeps for backward: DPO's :func:`dpo_batch`;
+    GRPO's micro-batch of replies without dropout (the worker sets GRPOConfig.disable_dropout), its logits priced
+    by :func:`estimate`;
     KTO's micro-batch itself, without dropout (KTOConfig.disable_dropout) — its KL term's mismatched completions and
     the reference's log-probabilities come from no-grad forwards (trl 1.16 kto_trainer.py), transient, not kept.
     KTO: derived from trl's code before it was measured; on the H200 (bench/results/2026-12-05-kto-h200.md, two
     shapes, LoRA and a full fine-tune, 7 rows, no constant fitted) −4.2…+4.3 % of the device peak."""
     if t.objective == "dpo":
         return dpo_batch(t)
-    return replace(t, lora_dropout=0.0, objective="sft") if t.objective == "kto" else t
+    return replace(t, lora_dropout=0.0, objective="sft") if t.objective in ("kto", "grpo") else t
+
+
+def generation_phase(shape: Shape, t: TrainingSpec, backward: dict) -> dict:
+    """What GRPO holds while it generates (trl 1.16 with transformers' generate, no vLLM): the states of the
+    forward/backward moment (weights, adapter, optimizer states, gradients as they stand) without its activations,
+    plus the KV cache of the whole generation batch — micro-batch × gradient accumulation replies (trl's
+    generation_batch_size per process) of up to seq_len tokens each (:func:`kv_bytes_per_token`, bf16) — and the
+    sampled position's fp32 logits and probabilities per reply. Derived from the libraries' code, not measured."""
+    replies = t.micro_batch * t.grad_accum
+    kept = {k: v for k, v in backward.items() if k not in ("layers", "attention_scores", "logits")}
+    return kept | {"kv_cache": float(replies * t.seq_len * kv_bytes_per_token(shape)),
+                   "generation_logits": float(GENERATE_LOGIT_BYTES * replies * shape.vocab)}
 
 
 def adapter_problem(shape: Shape, t: TrainingSpec) -> tuple[str, dict] | None:
@@ -986,7 +1008,11 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     # the adapter off, nothing more held; a full fine-tune: a frozen copy of the weights in the compute dtype, bf16 —
     # recipes/training/worker.py dpo_reference). Measured on three shapes (bench/results/2026-12-05-preference-h200.md)
     act = activations(shape, preference_batch(t))
-    if t.objective in PREFERENCE_OBJECTIVES and t.method in FULL_WEIGHTS:
+    if t.objective == "grpo":  # the completion positions' logits in place of the fused head's tile
+        act["logits"] += GRPO_LOGIT_BYTES * t.micro_batch * t.completion_length * shape.vocab \
+            - HEAD_TILE * min(t.micro_batch * t.seq_len, 4096) / 4096
+    # a frozen reference copy for a full fine-tune: DPO and KTO, and GRPO with a KL term (β > 0; trl's own)
+    if t.method in FULL_WEIGHTS and (t.objective in PREFERENCE_OBJECTIVES or (t.objective == "grpo" and t.grpo_beta)):
         ms = ms | {"weights": ms["weights"] + shape.n_params * 2}
     if vision_act:
         act["vision_activations"] = vision_act
@@ -1006,6 +1032,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     engine = engine_of(t)
     if engine in ("deepspeed", "fsdp2"):  # what the engine itself allocates (recipes/memory/sharding.py)
         phases = {k: v for k, v in sharding.phases(shape, t, ms, act, zero_sizes).items() if v}
+    if t.objective == "grpo":
+        phases[PHASE_GENERATE] = generation_phase(shape, t, phases[PHASE_BACKWARD])
     for comp in phases.values():
         allocated = sum(comp.values())
         comp["allocator"] = PLAIN_FRAG_GIB * GIB if t.loss == "full" else \
@@ -1024,6 +1052,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
         approx.append("sharding")
     if t.offloaded and (t.zero == 3 or t.fsdp):
         approx.append("offload")
+    if t.objective == "grpo":  # its generation and log-probability terms are derived from the code, not measured
+        approx.append("grpo")
     # the plain-loop estimate was fitted on LoRA and full fine-tunes at ≤ 2,048 tokens
     # (bench/results/2026-12-02-memory-plain-h200.md); QLoRA there (prepare_model_for_kbit_training) and longer
     # sequences were reported under by up to 59 % (issue 44)
@@ -1066,7 +1096,7 @@ def breakdown(e: dict) -> tuple[list[str], list[tuple[str, ...]]]:
     row per part (a ``memory.part.*`` catalogue key) live in either moment, its GiB in the forward/backward pass and
     at the optimizer step, then the totals. Returns (column keys, rows); the peak's column key is the ``…_peak``
     variant, so the reader sees which moment decides the fit and what is live then."""
-    order = [k for k in (PHASE_BACKWARD, PHASE_STEP, PHASE_LOAD) if k in e["phases"]]
+    order = [k for k in (PHASE_BACKWARD, PHASE_STEP, PHASE_GENERATE, PHASE_LOAD) if k in e["phases"]]
     comps = [e["phases"][k]["components"] for k in order]
     tail = ("allocator", "cuda_context", "compile")  # what every moment adds, last
     parts = [k for k in dict.fromkeys(n for c in comps for n in c) if k not in tail and any(c.get(k) for c in comps)]

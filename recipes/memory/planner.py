@@ -259,7 +259,8 @@ def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
     at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
     family = shape is None or (not shape.experts and shape.model_type in SPEED_FAMILIES)
     return (family and t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
-            and t.objective != "kto"  # derived (kto_reference_factor), 11–52 % under on the H200
+            and t.objective not in ("kto", "grpo")  # KTO derived (kto_reference_factor), 11–52 % under on the
+            # H200; GRPO's time is its replies' generation, token by token, which the model has no term for
             and t.method != "galore" and t.loss != "full")
 
 

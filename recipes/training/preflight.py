@@ -169,6 +169,8 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
     except runner.OutOfMemory:
         raise StepError("preflight.oom", log=job.log) from None
     except StepError as e:  # train.failed (the trainer's error) or train.died (its log's last line)
+        if e.key not in ("train.failed", "train.died"):  # the trainer's own words (a reward file that raised)
+            raise
         error = e.msg.args.get("error") or next(
             (line for line in reversed(job.log_tail(30).splitlines()) if line.strip()), "?")
         if "num_samples=0" in error:  # trl dropped every record: none has a completion within seq_len

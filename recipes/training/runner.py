@@ -250,6 +250,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                         raise OutOfMemory(e.get("step"))
                     if e.get("kind") == "compile":
                         raise CompileFailed(e.get("step"), e.get("message", "?"))
+                    if e.get("kind") == "refusal" and isinstance(e.get("key"), str):  # the worker's Refusal
+                        raise StepError(e["key"], **(e.get("params") or {}))
                     raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
                     if not checked and gpu and rates:

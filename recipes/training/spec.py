@@ -36,9 +36,14 @@ TRAINING_BACKENDS = ("transformers", "unsloth")
 UNSLOTH_METHODS = ("lora", "qlora", "full")  # what unsloth trains and bench/results measured
 # what the training optimizes: supervised fine-tuning on replies, Direct Preference Optimization on pairs of a
 # preferred and a rejected reply (trl's DPOTrainer), or Kahneman-Tversky Optimization on replies each labelled
-# desirable or not (trl's KTOTrainer; pairs are split into one of each) — recipes/data/preference.py. GRPO: not yet
-OBJECTIVES = ("sft", "dpo", "kto")
+# desirable or not (trl's KTOTrainer; pairs are split into one of each) — recipes/data/preference.py —, or Group
+# Relative Policy Optimization on prompts whose replies the model generates and reward functions score (trl's
+# GRPOTrainer; recipes/data/prompts.py, recipes/training/rewards.py)
+OBJECTIVES = ("sft", "dpo", "kto", "grpo")
 PREFERENCE_OBJECTIVES = ("dpo", "kto")  # against a reference model, on preference data
+# GRPO's reward functions (recipes/training/rewards.py): the reference answer's final number matched, the final
+# answer marked ("#### N" or \\boxed{N}), the reply ended before the completion length, and the user's own Python file
+REWARDS = ("accuracy", "format", "stops", "file")
 # LoRA targets: peft's "all-linear", or module names separated by commas (",,," names none)
 TARGETS = re.compile(r"all-linear|[A-Za-z_][\w.]*(,[A-Za-z_][\w.]*)*")
 
@@ -62,7 +67,7 @@ def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float |
 class TrainingSpec:
     """The knobs of one fine-tune. Sequence length is tokens per sequence (with packing: the packed length)."""
 
-    objective: str = _knob("sft", "--objective", help="sft | dpo | kto", choices=OBJECTIVES)
+    objective: str = _knob("sft", "--objective", help="sft | dpo | kto | grpo", choices=OBJECTIVES)
     # DPO's β: how far the trained policy may move from the reference (trl's DPOConfig.beta, its default)
     dpo_beta: float = _knob(0.1, None, lo=0.001, hi=10.0)
     # the SFT loss on the chosen reply added to DPO's with this weight (trl's loss_type ["sigmoid", "sft"]; RPO,
@@ -71,6 +76,16 @@ class TrainingSpec:
     # KTO's β (trl's KTOConfig.beta, its default); the desirable and undesirable weights are set from the data's
     # counts (recipes/training/worker.py kto_weights)
     kto_beta: float = _knob(0.1, None, lo=0.001, hi=10.0)
+    # GRPO (trl's GRPOConfig): replies generated per prompt (num_generations; each micro-batch counts replies, so
+    # micro-batch × gradient accumulation × data-parallel replicas must be a multiple of it), the longest reply in
+    # tokens (max_completion_length; the sequence length bounds prompt + reply), the KL coefficient β against the
+    # reference (trl's default 0: no reference model held), the reward functions summed (REWARDS) and the user's
+    # reward file when "file" is one of them
+    num_generations: int = _knob(8, "--num-generations", help="cli.opt.num_generations", lo=2, hi=1024)
+    completion_length: int = _knob(256, "--completion-length", help="cli.opt.completion_length", lo=1, hi=1 << 20)
+    grpo_beta: float = _knob(0.0, None, lo=0.0, hi=10.0)
+    rewards: tuple[str, ...] = ("accuracy", "format")
+    reward_file: str = ""
     method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)
     lora_rank: int = _knob(8, "--lora-rank", "--rank", help="cli.opt.rank", lo=1, hi=1024)
     lora_alpha: int = _knob(16, None, lo=1, hi=4096)
@@ -239,6 +254,36 @@ class TrainingSpec:
             raise Refusal("choose_strategy.kto_micro_batch", mb=self.micro_batch)
         if (what := self.objective_conflict()) is not None:  # the setting named in the user's language
             raise Refusal("choose_strategy.objective_unsupported", objective=self.objective.upper(), what=Msg(what))
+        if self.objective == "grpo":
+            self._check_grpo()
+
+    def _check_grpo(self) -> None:
+        """GRPO's own rules: whole groups of replies per optimizer step (trl's GRPOConfig: the generation batch, micro-batch
+        × gradient accumulation × data-parallel replicas, a multiple of num_generations), a reply shorter than the
+        sequence, known reward functions, and a reward file when one is asked for.
+
+        Raises:
+            Refusal("choose_strategy.grpo_groups" | "choose_strategy.grpo_completion" | "memory.bad_choice" |
+            "choose_strategy.grpo_no_rewards" | "choose_strategy.reward_file_missing")."""
+        replies = self.micro_batch * self.grad_accum * self.data_parallel
+        if replies % self.num_generations:
+            raise Refusal("choose_strategy.grpo_groups", replies=replies, n=self.num_generations)
+        if self.completion_length >= self.seq_len:
+            raise Refusal("choose_strategy.grpo_completion", completion=self.completion_length, seq=self.seq_len)
+        rewards = self.rewards if isinstance(self.rewards, (list, tuple)) else [self.rewards]
+        if not rewards:
+            raise Refusal("choose_strategy.grpo_no_rewards")
+        for r in rewards:
+            if r not in REWARDS:
+                raise Refusal("memory.bad_choice", name="rewards", value=str(r)[:40], choices=", ".join(REWARDS))
+        if "file" in rewards and not (isinstance(self.reward_file, str) and self.reward_file.strip()):
+            raise Refusal("choose_strategy.reward_file_missing")
+
+    @property
+    def prompts_per_step(self) -> int:
+        """GRPO: prompts in one optimizer step (each generates num_generations replies); else the effective batch."""
+        return max(1, self.effective_batch // self.num_generations) if self.objective == "grpo" \
+            else self.effective_batch
 
     @property
     def least_micro_batch(self) -> int:
@@ -260,6 +305,10 @@ class TrainingSpec:
             ("unsloth", self.training_backend == "unsloth"), ("images", self.images_per_sample > 0),
             ("plain_loss", self.loss == "full"),  # the plain transformers + PEFT loop's estimate: an SFT trainer
             ("chunked_loss", self.loss == "chunked"),  # an SFT head's pricing; DPO's log-probabilities are trl's
+            # GRPO generates between optimizer steps: with weights sharded every generated token would gather them
+            # (trl's ds3_gather_for_generation); not built or measured here
+            ("sharded", self.objective == "grpo" and self.distribution in ("zero3", "fsdp2")),
+            ("nodes", self.objective == "grpo" and self.nodes > 1),
         ) if bad), None)
 
     def sequence_parallel_conflict(self) -> tuple[str, dict] | None:

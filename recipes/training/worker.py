@@ -9,6 +9,7 @@ its presence means training finished. Started again with checkpoints present, it
 from __future__ import annotations
 
 import json
+import math
 import os
 import resource
 import signal
@@ -18,6 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from recipes.base import Refusal
 from recipes.rundir import TrainDir
 from recipes.model import prequantized
 from recipes.training.nvme import SwapShape
@@ -257,6 +259,10 @@ def main(spec_path: str) -> int:
 
             importlib.import_module("unsloth")  # first: it patches transformers, peft and trl as it is imported
         return train(spec, tdir, ev)
+    except Refusal as e:  # something the user can act on (the reward file raised): said in their language
+        ev.emit("error", kind="refusal", step=ev.last_step, key=e.key,
+                params={k: str(v) for k, v in e.params.items()}, message=e.key)
+        return 1
     except Exception as e:
         traceback.print_exc()
         kind = "oom" if is_oom(e) else "compile" if spec.compile_layers and is_compile_failure(e) else "exception"
@@ -426,7 +432,7 @@ def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, ha
     trl's own warning). ``swap``: the model's parameter sizes for NVMe offload, ``hidden`` its hidden size for
     DeepSpeed's buckets (:func:`distribution_args`). ``kto_weights``: KTO's (desirable, undesirable) weights, from
     the training records (recipes/data/preference.py kto_weights). ``run_name``: the run's name in the trackers."""
-    from trl import DPOConfig, KTOConfig, SFTConfig
+    from trl import DPOConfig, GRPOConfig, KTOConfig, SFTConfig
 
     CHECKPOINTING_ARG = _checkpointing_arg()
     method = spec.method
@@ -438,7 +444,15 @@ def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, ha
         if spec.objective == "dpo" else \
         (KTOConfig, {"beta": spec.kto_beta, "desirable_weight": kto_weights[0], "undesirable_weight": kto_weights[1]}) \
         if spec.objective == "kto" else \
+        (GRPOConfig, {"num_generations": spec.num_generations, "max_completion_length": spec.completion_length,
+                      "beta": spec.grpo_beta, "log_completions": False,
+                      # no dropout, as DPO and KTO: the replies' log-probabilities must be the same policy's
+                      # when they are generated and when they are trained on (the memory model prices it so)
+                      "disable_dropout": True}) \
+        if spec.objective == "grpo" else \
         (SFTConfig, {"packing": spec.packing, "packing_strategy": "bfd"})
+    # GRPO's sequences are a prompt and a generated reply: no max_length (the completion length bounds the reply)
+    length = {} if spec.objective == "grpo" else {"max_length": None if images else spec.seq_len}
     return config(**own,
         output_dir=str(ckpt_dir), max_steps=spec.max_steps or -1, num_train_epochs=spec.epochs or 1.0,
         per_device_train_batch_size=spec.micro_batch, gradient_accumulation_steps=spec.grad_accum,
@@ -448,7 +462,7 @@ def trainer_config(spec: TrainerJob, ckpt_dir: Path, device: str, bf16: bool, ha
         save_total_limit=spec.save_total_limit,
         **{CHECKPOINTING_ARG: spec.activation_checkpointing and spec.distribution != "fsdp2"
            and not (spec.training_backend == "unsloth" and method not in FULL_WEIGHTS)},
-        max_length=None if images else spec.seq_len,
+        **length,
         use_cpu=device == "cpu", bf16=bf16, seed=spec.seed, data_seed=spec.seed,
         ddp_backend=("gloo" if device == "cpu" else "nccl") if WORLD > 1 else None,
         optim="galore_adamw" if method == "galore" else OPTIMIZERS[spec.optim],
@@ -525,7 +539,10 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
                     # DPO, KTO (trl's names without "rewards/"): how often and by how much the policy prefers the
                     # chosen (desirable); KTO's KL estimate
                     **{k.replace("rewards/", "reward_"): round(float(v), 5) for k, v in logs.items()
-                       if k in ("rewards/accuracies", "rewards/margins", "kl")})
+                       if k in ("rewards/accuracies", "rewards/margins", "kl")},
+                    # GRPO: the mean summed reward and each function's, the replies' mean length and the share cut
+                    # at the completion length (trl's names: reward, rewards/<function>/mean, completions/…)
+                    **grpo_scalars(logs))
 
         def on_step_end(self, args, state, control, **kw):
             ev.last_step = state.global_step
@@ -544,6 +561,21 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
             ev.emit("checkpoint", step=state.global_step, path=f"checkpoints/checkpoint-{state.global_step}")
 
     return EventsCallback()
+
+
+def grpo_scalars(logs: dict) -> dict:
+    """GRPO's logged figures under the events' names: ``reward`` (mean summed reward), ``reward_std``,
+    ``reward_<function>`` (each function's mean), ``completion_length`` (mean tokens) and ``clipped`` (share of replies
+    cut at the completion length)."""
+    out = {}
+    for k, v in logs.items():
+        name = {"reward": "reward", "reward_std": "reward_std", "completions/mean_length": "completion_length",
+                "completions/clipped_ratio": "clipped"}.get(k)
+        if name is None and k.startswith("rewards/") and k.endswith("/mean"):
+            name = "reward_" + k[len("rewards/"):-len("/mean")]
+        if name is not None and isinstance(v, (int, float)) and math.isfinite(v):
+            out[name] = round(float(v), 5)
+    return out
 
 
 LOOP_FILE = "yichui_loop.json"  # in each checkpoint: the training loop's seconds up to it, over every segment
@@ -632,7 +664,6 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     import torch
     from datasets import Dataset
     from peft import LoraConfig
-    from peft.helpers import disable_input_dtype_casting
     from transformers.trainer_utils import get_last_checkpoint
     from trl import SFTTrainer
 
@@ -653,11 +684,17 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     if device == "cuda":
         torch.cuda.init()
     preferring = spec.objective in PREFERENCE_OBJECTIVES
-    if preferring:  # pairs {"prompt", "chosen", "rejected"} or KTO's {"prompt", "completion", "label"} as messages
-        from recipes.data import preference
+    grpo = spec.objective == "grpo"
+    from recipes.data import preference
 
+    if preferring:  # pairs {"prompt", "chosen", "rejected"} or KTO's {"prompt", "completion", "label"} as messages
         pairs = preference.load(spec.dataset_path, skip_bad=spec.skip_bad_records).records
         convs = preference.chosen_conversations(pairs)  # the sample question's image, the vision checks: none
+    elif grpo:  # prompts {"prompt": messages, "answer": reference or None}: the model writes the replies
+        from recipes.data import prompts as prompt_data
+
+        pairs = prompt_data.load(spec.dataset_path, skip_bad=spec.skip_bad_records).records
+        convs = prompt_data.as_conversations(pairs)
     else:
         convs = data.load_records(spec.dataset_path, skip_bad=spec.skip_bad_records, images=True)
     images = any(data.has_images(c) for c in convs)
@@ -666,8 +703,10 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     # the image-text path with images, or for a model transformers builds no causal LM of (Qwen2-VL, LLaVA); text
     # data on Gemma-3, Llama-4, … (a vision part in the config) trains as before: AutoModelForCausalLM, the tokenizer
     vlm = images or (vision.is_vision_model(spec.model_dir) and not vision.has_causal_lm(spec.model_dir))
-    split: list = pairs if preferring else convs
+    split: list = pairs if preferring or grpo else convs
     train_convs, val_convs = data.train_validation(split, spec.val_ratio)  # a pair stays on one side (KTO too)
+    if grpo:  # held-out prompts are the evaluate step's (trl's GRPO eval would generate num_generations each)
+        val_convs = []
     kto_weights = _kto_weights(preference.unpaired(train_convs)) if spec.objective == "kto" else (1.0, 1.0)
     # ZeRO-3: the SFTConfig (and with it DeepSpeed's config, which transformers reads at load) comes first, so
     # zero.Init partitions every weight as it loads — no GPU ever holds the whole model (modelled as such:
@@ -700,8 +739,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     if vlm and spec.freeze_vision_tower:  # no activations kept nor backward run for a tower that does not learn
         vision.tower_out_of_backward(model)
     as_dataset = vision.image_dataset if vlm else Dataset.from_list  # image-text records: the Image feature
-    records = (lambda rs: rs) if spec.objective == "dpo" else preference.unpaired if spec.objective == "kto" \
-        else data.to_prompt_completion  # noqa: E731
+    records = (lambda rs: rs) if spec.objective in ("dpo", "grpo") else preference.unpaired \
+        if spec.objective == "kto" else data.to_prompt_completion  # noqa: E731
     train_ds = as_dataset(records(train_convs))
     eval_ds = as_dataset(records(val_convs)) if val_convs else None
     peft_config = None
@@ -742,13 +781,44 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
         callbacks.append(profile_callback(tdir, *spec.profile_steps))
     if zero_init and question is not None and ask_before:
         callbacks.append(before_sample_callback(ev, tok, question, samples_file))
-    from trl import DPOTrainer, KTOTrainer
+    from trl import DPOTrainer, GRPOTrainer, KTOTrainer
 
-    trainer_class, own = ({"dpo": DPOTrainer, "kto": KTOTrainer}[spec.objective],
-                          {"ref_model": reference_model(spec, device, where, dtype, masters, vlm)}) \
-        if preferring else (SFTTrainer, {})
-    trainer = trainer_class(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds, processing_class=tok,
-                            peft_config=peft_config, callbacks=callbacks, **own)
+    user_rewards = None
+    if grpo:  # the reference, when β > 0, is trl's own (the base with the adapter off under LoRA)
+        from recipes.training import rewards
+
+        reward_funcs, user_rewards = rewards.functions(spec.rewards, spec.reward_file, eos_ids(tok, model),
+                                                       spec.completion_length)
+        trainer_class, own = GRPOTrainer, {"reward_funcs": reward_funcs}
+    else:
+        trainer_class, own = ({"dpo": DPOTrainer, "kto": KTOTrainer}[spec.objective],
+                              {"ref_model": reference_model(spec, device, where, dtype, masters, vlm)}) \
+            if preferring else (SFTTrainer, {})
+    try:
+        trainer = trainer_class(model=model, args=args, train_dataset=train_ds, eval_dataset=eval_ds,
+                                processing_class=tok, peft_config=peft_config, callbacks=callbacks, **own)
+        return _run(spec, tdir, ev, trainer, tok, events, last, samples, device, stop_signal)
+    finally:
+        if user_rewards is not None:
+            user_rewards.close()
+
+
+def eos_ids(tok, model) -> set[int]:
+    """The token ids that end a reply: the tokenizer's end of sequence and the generation config's (a chat model's
+    end-of-turn among them)."""
+    ids = {tok.eos_token_id} if tok.eos_token_id is not None else set()
+    gen = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids |= set(gen) if isinstance(gen, (list, tuple)) else {gen} if gen is not None else set()
+    return {int(i) for i in ids}
+
+
+def _run(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, events, last: str | None, samples: dict,
+         device: str, stop_signal: list[int]) -> int:
+    """Train with the built ``trainer`` (resuming from ``last``), then stop on a signal or finish."""
+    import torch
+    from peft.helpers import disable_input_dtype_casting
+
+    bf16 = _precision(spec)[2]
     if spec.compile_layers:
         compile_decoder_layers(trainer.model)
     events.trainer = trainer
@@ -818,6 +888,9 @@ def _finish(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, out, runtime
                   "eval_losses": eval_losses, "processes": WORLD, "training_backend": backend_name(spec),
                   # a pre-quantized base kept quantized: its layers, their bytes held, their bytes in bf16
                   "packed_base": getattr(_base_model(trainer.model), "yichui_packed", None)}
+        if spec.objective == "grpo":  # the mean summed reward of each logged step's replies
+            result["rewards"] = [round(h["reward"], 5) for h in trainer.state.log_history
+                                 if isinstance(h.get("reward"), (int, float)) and math.isfinite(h["reward"])]
         tmp = tdir / "result.json.tmp"
         tmp.write_text(json.dumps(result, ensure_ascii=False, indent=2))
         os.replace(tmp, TrainDir(tdir).result)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 
-NAMESPACES = ('cli', 'task', 'status', 'ui', 'answer', 'engine', 'deploy', 'session', 'step', 'data', 'hub', 'select_model', 'download', 'evaluate_memory', 'choose_strategy', 'preflight', 'train', 'export', 'evaluate', 'chat', 'memory', 'recap')
+NAMESPACES = ('cli', 'task', 'status', 'ui', 'answer', 'engine', 'deploy', 'session', 'step', 'data', 'hub', 'select_model', 'download', 'evaluate_memory', 'choose_strategy', 'preflight', 'train', 'export', 'evaluate', 'chat', 'memory', 'recap', 'rewards')
 
 
 def load() -> dict[str, dict[str, str]]:

@@ -211,6 +211,26 @@ MESSAGES = {
     "choose_strategy.conflict.chunked_loss": {"en": "a chunked SFT loss head (--loss chunked)",
                                               "zh": "分块的 SFT 损失头（--loss chunked）"},
     "choose_strategy.conflict.vision_model": {"en": "a vision-language model", "zh": "视觉语言模型"},
+    "choose_strategy.conflict.sharded": {"en": "sharded weights (ZeRO-3, FSDP2)", "zh": "分片权重（ZeRO-3、FSDP2）"},
+    "choose_strategy.conflict.nodes": {"en": "several nodes", "zh": "多节点"},
+    "choose_strategy.objective.grpo": {"en": "GRPO — prompts with checkable answers: the model writes several replies "
+                                             "per prompt, reward functions score them",
+                                       "zh": "GRPO——带可校验答案的提示：模型为每个提示生成多个回答，由奖励函数打分"},
+    "choose_strategy.grpo_groups": {"en": "GRPO scores replies in groups of {n} per prompt, and an optimizer step "
+                                          "takes {replies} replies (micro-batch × gradient accumulation × GPUs): "
+                                          "make that a multiple of {n}, or generate fewer replies per prompt.",
+                                    "zh": "GRPO 按每个提示 {n} 个回答为一组打分，而一个优化器步取 {replies} 个回答"
+                                          "（微批 × 梯度累积 × GPU 数）：请让它成为 {n} 的倍数，或减少每个提示的回答数。"},
+    "choose_strategy.grpo_completion": {"en": "A reply of up to {completion} tokens does not fit a sequence of {seq} "
+                                              "(prompt + reply): raise the sequence length or shorten the replies.",
+                                        "zh": "最长 {completion} 个 token 的回答放不进 {seq} 个 token 的序列（提示 + 回答）："
+                                              "请增大序列长度或缩短回答。"},
+    "choose_strategy.grpo_no_rewards": {"en": "GRPO needs at least one reward function.",
+                                        "zh": "GRPO 至少需要一个奖励函数。"},
+    "choose_strategy.reward_file_missing": {"en": "The reward 'file' needs reward_file: the path of your Python file "
+                                                  "(--set choose_strategy.reward_file=PATH).",
+                                            "zh": "奖励“file”需要 reward_file：你的 Python 文件路径"
+                                                  "（--set choose_strategy.reward_file=路径）。"},
     "choose_strategy.objective_unsupported": {"en": "{objective} does not run with {what} yet: leave {what} out, or "
                                                     "train with SFT.",
                                               "zh": "{objective} 暂不支持与 {what} 同时使用：请去掉 {what}，或用 SFT 训练。"},
@@ -378,4 +398,54 @@ MESSAGES = {
                                           "Phi-3 and GLM models on one GPU or plain data parallel).",
                                     "zh": "计划 {steps} 个优化器步；此模型系列或方案下不预测耗时（速度模型只覆盖单 GPU "
                                           "或普通数据并行上的稠密 Qwen、Llama、Mistral、Phi-3 与 GLM 模型）。"},
+    "choose_strategy.eta_unknown_grpo": {"en": "{steps} optimizer steps planned; GRPO's time is not predicted (most "
+                                               "of it is generating the replies, token by token, which the speed "
+                                               "model has no term for).",
+                                         "zh": "计划 {steps} 个优化器步；GRPO 的耗时不做预测（大部分时间花在逐 token 生成回答上，"
+                                               "速度模型没有这一项）。"},
+    "choose_strategy.rewards": {"en": "Reward functions (summed; each scores every generated reply):",
+                                "zh": "奖励函数（相加；每个都为每条生成的回答打分）："},
+    "choose_strategy.reward.accuracy": {"en": "accuracy — the final answer equals the record's answer (numbers as "
+                                              "numbers)",
+                                        "zh": "accuracy——最终答案等于记录中的答案（数字按数值比较）"},
+    "choose_strategy.reward.format": {"en": "format — the reply marks its final answer ('#### N' or \\boxed{N})",
+                                      "zh": "format——回答标出最终答案（“#### N”或 \\boxed{N}）"},
+    "choose_strategy.reward.stops": {"en": "stops — the reply ends before the completion length",
+                                     "zh": "stops——回答在最大生成长度之前结束"},
+    "choose_strategy.reward.file": {"en": "file — your own Python file (reward(prompt, completion, answer) → number)",
+                                    "zh": "file——你自己的 Python 文件（reward(prompt, completion, answer) → 数值）"},
+    "choose_strategy.reward_file": {"en": "Your reward file (.py; run in its own process):",
+                                    "zh": "你的奖励文件（.py；在单独的进程中运行）："},
+    "choose_strategy.num_generations": {"en": "Replies generated per prompt (GRPO compares each with its group's "
+                                              "mean; trl's default 8):",
+                                        "zh": "每个提示生成的回答数（GRPO 把每条回答与同组均值比较；trl 默认 8）："},
+    "choose_strategy.completion_length": {"en": "Longest generated reply, in tokens:",
+                                          "zh": "生成回答的最大长度（token）："},
+    "choose_strategy.grpo_beta": {"en": "GRPO β, the KL penalty against the reference (trl's default 0: none, and no "
+                                        "reference model held):",
+                                  "zh": "GRPO β，相对参考模型的 KL 惩罚（trl 默认 0：不惩罚，也不加载参考模型）："},
+    "choose_strategy.dataset.bundled_prompts": {"en": "The bundled demo prompts (240 arithmetic questions with their "
+                                                      "answers)",
+                                                "zh": "内置演示提示（240 道带答案的算术题）"},
+    "choose_strategy.dataset.local_prompts": {"en": "A local file of prompts (.json / .jsonl / .csv / .parquet: prompt "
+                                                    "as text or messages, with an answer; or GSM8K's question / "
+                                                    "answer)",
+                                              "zh": "本地提示文件（.json / .jsonl / .csv / .parquet：prompt 为文本或消息，"
+                                                    "附 answer；或 GSM8K 的 question / answer）"},
+    "choose_strategy.grpo_no_answers": {"en": "{path} has no reference answers, and the accuracy reward needs them: "
+                                              "add an answer to the records, or choose other reward functions.",
+                                        "zh": "{path} 中没有参考答案，而 accuracy 奖励需要它：请为记录补上 answer，或选择其他奖励函数。"},
+    "choose_strategy.reward_file_ok": {"en": "Reward file {path}: {functions} — loaded in its own process and tried "
+                                             "on the data's answers.",
+                                       "zh": "奖励文件 {path}：{functions}——已在单独进程中加载，并用数据中的答案试过。"},
+    "choose_strategy.grpo_plan": {"en": "GRPO on {n} prompts ({answered} with a reference answer): {g} replies of up "
+                                        "to {c} tokens per prompt, {p} prompt(s) per optimizer step, scored by {rewards}; "
+                                        "β {beta}.",
+                                  "zh": "GRPO，{n} 个提示（{answered} 个带参考答案）：每个提示 {g} 条回答，每条最多 {c} 个 "
+                                        "token，每个优化器步 {p} 个提示，由 {rewards} 打分；β {beta}。"},
+    "choose_strategy.grpo_prompt_too_long": {"en": "The longest prompt has {tokens} tokens; with replies of up to "
+                                                   "{completion} that exceeds the sequence length {seq}: raise the "
+                                                   "sequence length or shorten the replies.",
+                                             "zh": "最长的提示有 {tokens} 个 token；加上最长 {completion} 的回答会超过序列长度 {seq}："
+                                                   "请增大序列长度或缩短回答。"},
 }

@@ -44,10 +44,12 @@ MESSAGES = {
     "cli.opt.demo_task": {"en": "What to run: finetune (default) | deploy | quantize | evaluate | chat | "
                                 "finetune-vlm (the fine-tune of a tiny vision-language model on images) | "
                                 "finetune-dpo (DPO on preference pairs; with --set choose_strategy.objective=kto: "
-                                "KTO on the same pairs split).",
+                                "KTO on the same pairs split) | finetune-grpo (GRPO on arithmetic prompts, scored "
+                                "by reward functions).",
                           "zh": "要运行的任务：finetune（默认）| deploy | quantize | evaluate | chat | "
                                 "finetune-vlm（在图像上微调一个视觉语言小模型）| finetune-dpo（在偏好对上做 DPO；加 "
-                                "--set choose_strategy.objective=kto：把同样的偏好对拆开做 KTO）。"},
+                                "--set choose_strategy.objective=kto：把同样的偏好对拆开做 KTO）| finetune-grpo"
+                                "（在算术提示上做 GRPO，由奖励函数打分）。"},
     "cli.opt.images_per_sample": {"en": "Images in each sequence (a vision-language model's image-text records; 0: text).",
                                   "zh": "每条序列中的图片数（视觉语言模型的图文记录；0：纯文本）。"},
     "cli.opt.image_size": {"en": "Image side in pixels (0: the tower's own input size, or 448 for a dynamic-resolution tower).",
@@ -351,6 +353,12 @@ MESSAGES = {
                                      "zh": "微批 {mb}：KTO 的最小值（其 KL 项取自同一微批中的其他回答；trl 拒绝 1）。"
                                            "可用 --micro-batch 另设。"},
     "cli.estimate.kto": {"en": ", KTO (labelled replies)", "zh": "，KTO（带标签的回答）"},
+    "cli.estimate.grpo": {"en": ", GRPO (generated replies)", "zh": "，GRPO（生成的回答）"},
+    "cli.estimate.grpo_micro_batch": {"en": "Micro-batch {mb}: one prompt's replies (--num-generations); "
+                                            "--micro-batch and --grad-accum set others (their product a multiple of "
+                                            "it).",
+                                      "zh": "微批 {mb}：一个提示的全部回答（--num-generations）；--micro-batch 与 "
+                                            "--grad-accum 可另设（两者之积须为其倍数）。"},
     "cli.estimate.speed_scaled": {"en": "; other GPUs: scaled from the H200 by their FLOP/s and bandwidth, not measured",
                                   "zh": "；其他 GPU：按算力与带宽从 H200 换算，未实测"},
     "cli.estimate.moe_dropout": {"en": "LoRA on this MoE model's experts (peft adapts their fused weights whole) runs "
@@ -372,10 +380,10 @@ MESSAGES = {
     "cli.estimate.no_speed": {"en": "Speed: not predicted for this plan (the speed model covers yichui's trainer with "
                                      "LoRA, QLoRA, DoRA or a full fine-tune of a dense Qwen, Llama, Mistral, Phi-3 or "
                                      "GLM model on one GPU or plain data parallel — not MoE or Gemma models, GaLore, "
-                                     "the plain loop, ZeRO/FSDP2, offload, a sequence split or KTO).",
+                                     "the plain loop, ZeRO/FSDP2, offload, a sequence split, KTO or GRPO).",
                               "zh": "速度：此方案不预测（速度模型覆盖 yichui 训练器在单 GPU 或普通数据并行上的 LoRA、QLoRA、"
                                     "DoRA 或全参微调，限稠密 Qwen、Llama、Mistral、Phi-3、GLM 模型——不含 MoE 或 Gemma 模型、GaLore、"
-                                    "朴素训练循环、ZeRO/FSDP2、卸载、序列切分或 KTO）。"},
+                                    "朴素训练循环、ZeRO/FSDP2、卸载、序列切分、KTO 或 GRPO）。"},
     "cli.estimate.sequence_parallel": {"en": "; each sequence split over {sp} GPUs", "zh": "；每条序列切分到 {sp} 个 GPU"},
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",
@@ -488,6 +496,9 @@ MESSAGES = {
                  "zh": "示例：\n\n  yichui chat                             # 该会话的服务\n\n  yichui chat --endpoint http://127.0.0.1:8000/v1 --model my-model"},
     "cli.opt.galore_rank": {"en": "GaLore's projection rank (--method galore).", "zh": "GaLore 的投影秩（--method galore）。"},
     "cli.opt.grad_accum": {"en": "Gradient accumulation steps.", "zh": "梯度累积步数。"},
+    "cli.opt.num_generations": {"en": "GRPO: replies generated per prompt.", "zh": "GRPO：每个提示生成的回答数。"},
+    "cli.opt.completion_length": {"en": "GRPO: the longest generated reply, in tokens.",
+                                  "zh": "GRPO：生成回答的最大长度（token）。"},
     "cli.opt.liger": {"en": "Liger kernels (RMSNorm, SwiGLU, RoPE).", "zh": "Liger 内核（RMSNorm、SwiGLU、RoPE）。"},
     "cli.opt.loss": {"en": "fused (yichui's trainer) | chunked | full: a plain transformers + PEFT loop (logits materialized, no autocast).",
                      "zh": "fused（yichui 的训练器）| chunked | full：普通 transformers + PEFT 循环（完整 logits，无 autocast）。"},

@@ -24,6 +24,20 @@ MESSAGES = {
                          "zh": "数据集 {path}：{count} 条记录格式有误，例如 {where}。请修正它们，或只用其余记录训练："
                                "--set choose_strategy.bad_records=skip。"},
     "data.bad_at": {"en": "{at} ({why})", "zh": "{at}（{why}）"},
+    "data.not_prompts": {"en": "Dataset {path} holds no prompts for GRPO: give records with prompt (text or messages) "
+                               "and an optional answer (also solution or ground_truth), or GSM8K's question/answer — "
+                               "without replies of their own.",
+                         "zh": "数据集 {path} 中没有可用于 GRPO 的提示：请给出含 prompt（文本或消息）及可选 answer"
+                               "（或 solution、ground_truth）的记录，或 GSM8K 的 question/answer——不带现成回答。"},
+    "data.why.not_a_prompt": {"en": "not a prompt record (keys {keys}): a reply of its own makes it SFT or preference "
+                                    "data",
+                              "zh": "不是提示记录（字段 {keys}）：自带回答的记录属于 SFT 或偏好数据"},
+    "data.why.answer_not_text": {"en": "'answer' is {value}, not text or a number",
+                                 "zh": "“answer”为 {value}，不是文本或数字"},
+    "data.why.answer_too_long": {"en": "the answer has {n} characters, more than {most}",
+                                 "zh": "答案有 {n} 个字符，超过 {most}"},
+    "data.why.gsm8k_no_mark": {"en": "a GSM8K answer without its final '#### N'",
+                               "zh": "GSM8K 答案缺少结尾的“#### N”"},
     "data.why.not_json": {"en": "not JSON", "zh": "不是 JSON"},
     "data.why.not_object": {"en": "not a JSON object", "zh": "不是 JSON 对象"},
     "data.why.other_format": {"en": "format {found} in a file of format {format} (keys {keys}): one format per file",

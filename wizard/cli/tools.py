@@ -198,6 +198,10 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     # typer's click records where each value came from: neither spelling given means the spec's default
     flag_given = lambda name: any(g is not None and g.name != "DEFAULT"  # noqa: E731
                                   for g in (ctx.get_parameter_source(n) for n in (name, name + OLD)))
+    if spec["objective"] == "grpo" and not flag_given("micro_batch") and not flag_given("grad_accum"):
+        spec["micro_batch"] = spec["num_generations"]  # one prompt's replies per micro-batch (trl's default 8 and 8)
+        if not as_json:
+            new_ui().say(T("cli.estimate.grpo_micro_batch", mb=spec["micro_batch"]))
     if not flag_given("micro_batch") and spec["micro_batch"] < least_micro_batch(spec["objective"]):
         spec["micro_batch"] = least_micro_batch(spec["objective"])  # KTO's plans start at 2, as the wizard's do
         if not as_json:
@@ -228,7 +232,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         elif shape.max_position and seq > shape.max_position:
             raise fail("cli.seq_over_max", seq=seq, max=shape.max_position)
         dropout_given = flag_given("lora_dropout")
-        if t.objective != "sft" and t.lora_dropout > 0:  # trl turns dropout off: priced, and reported, at 0
+        if t.objective != "sft" and t.lora_dropout > 0:  # trained without dropout: priced, and reported, at 0
             if dropout_given and not as_json:
                 new_ui().say(T("cli.estimate.dpo_dropout", objective=t.objective.upper(), value=f"{t.lora_dropout:g}"))
             t = dataclasses.replace(t, lora_dropout=0.0)

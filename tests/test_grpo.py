@@ -1,0 +1,207 @@
+"""GRPO (issue 47, second slice): prompts with checkable answers in the forms users have, the built-in reward
+functions, the user's reward file in its own process (its errors named, its hang cut, the user's tokens out of its
+sight), the spec's rules, the memory model's generation phase, and trl's GRPOTrainer in yichui's own trainer process
+raising a reward on the tiny model and resuming from a checkpoint."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_preference import train_in_worker, write
+
+from recipes.base import Refusal
+from recipes.data import datasets, prompts
+from recipes.memory import model as memory
+from recipes.training import rewards
+from recipes.training.spec import TrainingSpec
+from wizard import i18n
+
+REPO = Path(__file__).resolve().parents[1]
+Q = "What is 2 + 3?"
+
+
+def test_every_prompt_form_reads_with_its_reference_answer(tmp_path):
+    user = [{"role": "user", "content": Q}]
+    forms = {"text": ({"prompt": Q, "answer": "5"}, "5"),
+             "messages": ({"prompt": user, "solution": 5}, "5"),
+             "ground_truth": ({"prompt": Q, "ground_truth": "five"}, "five"),
+             "gsm8k": ({"question": Q, "answer": "Two plus three.\n#### 5"}, "5"),
+             "no answer": ({"prompt": Q}, None)}
+    for name, (row, answer) in forms.items():
+        got = prompts.read(write(tmp_path / f"{name}.jsonl", [row]))
+        assert got.records == [{"prompt": user, "answer": answer}] and not got.bad, name
+    rows = [{"prompt": Q, "answer": "5"},
+            {"question": Q, "answer": "no mark"},                  # GSM8K's answer without its final "#### N"
+            {"prompt": Q, "answer": ["5"]},
+            {"prompt": "", "answer": "5"},
+            {"prompt": Q, "completion": "5"},                       # a reply of its own: SFT data
+            {"prompt": [{"role": "assistant", "content": Q}], "answer": "1"},
+            "{broken"]
+    got = prompts.read(write(tmp_path / "p.jsonl", rows))
+    assert [i18n.render(m) for m in got.bad] == [
+        "p.jsonl:2 (a GSM8K answer without its final '#### N')",
+        "p.jsonl:3 ('answer' is [\"5\"], not text or a number)",
+        "p.jsonl:4 ('prompt' is empty or missing)",
+        "p.jsonl:5 (not a prompt record (keys prompt, completion): a reply of its own makes it SFT or preference data)",
+        "p.jsonl:6 ('prompt' ends with the assistant's turn, not the user's)",
+        "p.jsonl:7 (not JSON)"]
+    with pytest.raises(datasets.DataError) as e:
+        prompts.load(tmp_path / "p.jsonl")
+    assert e.value.key == "data.bad_records" and e.value.params["count"] == 6
+    with pytest.raises(datasets.DataError) as e:  # a supervised file given as prompts: said so
+        prompts.read(write(tmp_path / "sft.jsonl", [{"instruction": Q, "output": "5"}]))
+    assert e.value.key == "data.not_prompts"
+    bundled = prompts.read(prompts.bundled_prompts_path())
+    assert len(bundled.records) == 240 and bundled.answered == 240 and not bundled.bad
+
+
+def test_the_built_in_rewards_read_final_answers_as_numbers():
+    reply = lambda text: [[{"role": "assistant", "content": text}]]  # noqa: E731
+    cases = [("The sum is 5.", "5", 1.0), ("#### 1,000", "1000", 1.0), ("So \\boxed{2.50}", "2.5", 1.0),
+             ("3 then 4", "3", 0.0), ("#### 7\nor 5", "5", 0.0),   # the marked answer wins over the last number
+             ("no number", "5", 0.0), ("Answer: Paris", "paris", 0.0), ("#### Paris", " paris ", 1.0)]
+    for text, ref, want in cases:
+        assert rewards.accuracy([Q], reply(text), answer=[ref]) == [want], (text, ref)
+    assert rewards.accuracy([Q], reply("5"), answer=[None]) == [None]  # no reference: no score
+    assert rewards.format([Q] * 3, reply("x\n#### 5") + reply("\\boxed{5}") + reply("#### 5\nmore")) == [1.0, 1.0, 0.0]
+    stops = rewards.stops_reward({2}, 4)
+    assert stops([Q] * 3, reply("a") * 3, completion_ids=[[5, 2], [5, 5, 5, 5], []]) == [1.0, 0.0, 0.0]
+
+
+def _file(tmp_path, body: str) -> Path:
+    p = tmp_path / "my_reward.py"
+    p.write_text(body)
+    return p
+
+
+def test_a_user_s_reward_file_runs_in_its_own_process_and_its_errors_are_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", "hf_secret")  # the user's token: not in the reward file's sight
+    ok = _file(tmp_path, "import os\n"
+                         "def reward_len(prompt, completion, answer):\n    return len(completion)\n"
+                         "def reward_env(prompt, completion, answer):\n"
+                         "    return float('HF_TOKEN' in os.environ or os.getcwd() == %r)\n"
+                         "def helper(x):\n    return x\n" % str(tmp_path))
+    user = rewards.UserRewards(ok)
+    try:
+        assert user.functions == ["reward_env", "reward_len"]
+        assert user.score(["p", "p"], ["ab", "abcd"], ["1", None]) == {"reward_len": [2.0, 4.0],
+                                                                      "reward_env": [0.0, 0.0]}
+        funcs = user.trl_functions()
+        assert [f.__name__ for f in funcs] == ["env", "len"]  # trl logs rewards/<name>/mean
+        completions = [[{"role": "assistant", "content": "xyz"}]]
+        assert [f(prompts=["p"], completions=completions, answer=["1"]) for f in funcs] == [[0.0], [3.0]]
+    finally:
+        user.close()
+    cases = {
+        "def reward(p, c, a):\n    return {}['missing']\n": ("rewards.raised", "KeyError: 'missing' (line 2)"),
+        "def reward(p, c, a):\n    return 'high'\n": ("rewards.not_a_number", "'high'"),
+        "def reward(p, c, a):\n    return float('nan')\n": ("rewards.not_a_number", "nan"),
+        "def reward(p, c a):\n    return 1\n": ("rewards.load", "SyntaxError"),
+        "def score(p, c, a):\n    return 1\n": ("rewards.none_defined", None),
+        "import sys\ndef reward(p, c, a):\n    sys.exit(3)\n": ("rewards.raised", "SystemExit: 3"),
+        "import os\ndef reward(p, c, a):\n    os._exit(4)\n": ("rewards.died", None),
+        "def reward(p, c, a):\n    return len(bytearray(8 << 30))\n": ("rewards.raised", "MemoryError"),
+    }
+    for body, (key, detail) in cases.items():
+        with pytest.raises(rewards.RewardError) as e:
+            rewards.check_file(_file(tmp_path, body), [{"prompt": [{"role": "user", "content": Q}], "answer": "5"}])
+        assert e.value.key == key, (body, e.value.key, e.value.params)
+        if detail:
+            assert detail in e.value.params["detail"], (body, e.value.params)
+        assert str(tmp_path / "my_reward.py") in i18n.render(e.value.msg)
+    hang = rewards.UserRewards(_file(tmp_path, "import time\ndef reward(p, c, a):\n    time.sleep(60)\n"),
+                               timeout_s=1.0)
+    with pytest.raises(rewards.RewardError) as e:
+        hang.score(["p"], ["c"], [None])
+    assert e.value.key == "rewards.timeout" and hang.proc.poll() is not None  # the hung process is gone
+    with pytest.raises(rewards.RewardError) as e:
+        rewards.UserRewards(tmp_path / "nowhere.py")
+    assert e.value.key == "rewards.no_file"
+
+
+def test_the_spec_refuses_what_grpo_cannot_run():
+    ok = TrainingSpec(objective="grpo", micro_batch=4, grad_accum=2)  # 8 replies: one group of num_generations 8
+    ok.check()
+    assert ok.prompts_per_step == 1 and TrainingSpec(objective="grpo", micro_batch=16).prompts_per_step == 2
+    for change, key in [({"micro_batch": 4, "grad_accum": 1}, "choose_strategy.grpo_groups"),
+                        ({"completion_length": 2048}, "choose_strategy.grpo_completion"),
+                        ({"rewards": ()}, "choose_strategy.grpo_no_rewards"),
+                        ({"rewards": ("accuracy", "vibes")}, "memory.bad_choice"),
+                        ({"rewards": ("file",)}, "choose_strategy.reward_file_missing"),
+                        ({"distribution": "zero3", "processes": 2}, "choose_strategy.objective_unsupported"),
+                        ({"packing": True}, "choose_strategy.objective_unsupported")]:
+        with pytest.raises(Refusal) as e:
+            TrainingSpec(**{"objective": "grpo", "micro_batch": 8, **change}).check()
+        assert e.value.key == key, (change, e.value.key)
+
+
+def test_the_memory_model_prices_grpo_s_generation_and_its_reply_logits():
+    shape = memory.shape_from_config(json.loads((REPO / "bench/configs/qwen2.5-7b/config.json").read_text()))
+    base = dict(objective="grpo", micro_batch=8, seq_len=1024, completion_length=512)
+    e = memory.estimate(shape, TrainingSpec(**base), 139.8)
+    gen = e["phases"][memory.PHASE_GENERATE]["components"]
+    kv = 8 * 1024 * memory.kv_bytes_per_token(shape) / memory.GIB  # the generation batch's KV cache
+    assert gen["kv_cache"] == pytest.approx(kv, rel=1e-3) and "layers" not in gen
+    assert "grpo" in e["approximate"] and e["needed_margin"] == pytest.approx(0.20)  # derived, not measured
+    sft = memory.estimate(shape, TrainingSpec(**base | {"objective": "sft", "lora_dropout": 0.0}), 139.8)
+    grpo_logits = e["phases"][memory.PHASE_BACKWARD]["components"]["logits"]
+    assert grpo_logits > sft["phases"][memory.PHASE_BACKWARD]["components"]["logits"] + 4  # 8×512×152k×8 B ≈ 4.6 GiB
+    longer = memory.estimate(shape, TrainingSpec(**base | {"micro_batch": 1, "grad_accum": 64}), 139.8)
+    assert longer["phases"][memory.PHASE_GENERATE]["components"]["kv_cache"] == pytest.approx(8 * kv, rel=1e-3)
+    # a full fine-tune with a KL term holds trl's frozen reference copy; without one it does not
+    full = lambda beta: memory.estimate(shape, TrainingSpec(**base | {"method": "full", "grpo_beta": beta}))  # noqa
+    assert full(0.04)["components"]["weights"] - full(0.0)["components"]["weights"] == pytest.approx(
+        2 * shape.n_params / memory.GIB, rel=1e-3)
+
+
+def test_estimate_prices_grpo_from_the_command_line():
+    yichui = str(REPO / ".venv" / "bin" / "yichui")
+    cfg = REPO / "bench" / "configs" / "qwen2.5-0.5b"
+    r = subprocess.run([yichui, "estimate", str(cfg), "--objective", "grpo", "--gpu", "h200-141g", "--json"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["config"]["micro_batch"] == 8 and got["config"]["lora_dropout"] == 0.0  # one group; no dropout
+    assert memory.PHASE_GENERATE in got["phases"] and got["tokens_per_s"] is None  # speed: not predicted
+    r = subprocess.run([yichui, "estimate", str(cfg), "--objective", "grpo", "--micro-batch", "3"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "groups of 8 per prompt" in r.stdout + r.stderr, r.stdout + r.stderr
+
+
+@pytest.mark.slow
+def test_grpo_raises_the_reward_in_yichui_s_trainer_resumes_and_names_a_failing_reward(tiny_model, tmp_path):
+    """trl's GRPOTrainer in yichui's trainer process (LoRA, β 0: no reference held): the demo's digits reward —
+    the user's-file path, in its own process — rises from the babbling base's ~0; stopped after a checkpoint it
+    resumes from it; a reward file that raises ends the run with the trainer's error event naming it."""
+    from recipes.rundir import TrainDir
+
+    job = {"objective": "grpo", "method": "lora", "lora_rank": 16, "lora_alpha": 32, "model_dir": str(tiny_model),
+           "dataset_path": str(prompts.bundled_prompts_path()), "device": "cpu", "seq_len": 256, "micro_batch": 8,
+           "num_generations": 4, "completion_length": 24, "rewards": ["accuracy", "file"],
+           "reward_file": str(prompts.BUNDLED.with_name("demo_reward.py")), "learning_rate": 3e-3,
+           "lr_scheduler": "constant", "save_steps": 10, "val_ratio": 0.1, "sample_question": None}
+    run = TrainDir(tmp_path / "train")
+    run.root.mkdir()
+    train_in_worker(run, job | {"max_steps": 10})
+    events = train_in_worker(run, job | {"max_steps": 30})
+    assert [e for e in events if e["event"] == "start"][-1]["resumed_from"] == "checkpoint-10"
+    steps = [e for e in events if e["event"] == "step"]
+    assert {"reward", "reward_std", "reward_accuracy", "reward_digits", "completion_length", "clipped"} <= set(steps[-1])
+    result = json.loads(run.result.read_text())
+    first, last = result["rewards"][:5], result["rewards"][-5:]
+    assert len(result["rewards"]) == 30 and sum(last) / 5 > sum(first) / 5 + 0.3, result["rewards"]
+    bad = _file(tmp_path, "def reward(p, c, a):\n    raise ValueError('no score for ' + c[:5])\n")
+    run2 = TrainDir(tmp_path / "train2")
+    run2.root.mkdir()
+    from recipes.training.spec import TrainerJob
+
+    TrainerJob.from_dict(job | {"max_steps": 2, "rewards": ["file"], "reward_file": str(bad)}).write(run2.spec)
+    p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(run2.spec)], capture_output=True,
+                       text=True, timeout=600, env=os.environ | {"PYTHONPATH": str(REPO)})
+    assert p.returncode == 1
+    err = [json.loads(x) for x in run2.events.read_text().splitlines() if '"error"' in x][-1]
+    assert err["kind"] == "refusal" and err["key"] == "rewards.raised" and "ValueError" in err["params"]["detail"]

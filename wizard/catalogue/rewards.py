@@ -1,0 +1,26 @@
+"""Messages of GRPO's reward functions (keys ``rewards.*``: recipes/training/rewards.py), English and Chinese."""
+
+MESSAGES = {
+    "rewards.no_file": {"en": "Reward file {path} does not exist: give the path of a Python file that defines "
+                              "reward(prompt, completion, answer) or reward_* functions.",
+                        "zh": "奖励文件 {path} 不存在：请给出一个定义了 reward(prompt, completion, answer) 或 reward_* "
+                              "函数的 Python 文件路径。"},
+    "rewards.load": {"en": "Reward file {path} could not be loaded: {detail}. Fix the file and resume.",
+                     "zh": "无法加载奖励文件 {path}：{detail}。请修正文件后再 resume。"},
+    "rewards.none_defined": {"en": "Reward file {path} defines no reward function: name one reward, or reward_<name> "
+                                   "for several, each taking (prompt, completion, answer) and returning a number.",
+                             "zh": "奖励文件 {path} 中没有奖励函数：请定义 reward，或多个 reward_<名称>，每个接受 "
+                                   "(prompt, completion, answer) 并返回一个数。"},
+    "rewards.raised": {"en": "Reward function {function} in {path} raised {detail}. Fix it and resume; the last "
+                             "checkpoint is kept.",
+                       "zh": "{path} 中的奖励函数 {function} 抛出了 {detail}。请修正后再 resume；最近的检查点已保留。"},
+    "rewards.not_a_number": {"en": "Reward function {function} in {path} returned {detail}: it must return a finite "
+                                   "number (or None to give no score).",
+                             "zh": "{path} 中的奖励函数 {function} 返回了 {detail}：它必须返回有限的数（或 None 表示不打分）。"},
+    "rewards.timeout": {"en": "Reward file {path} gave no answer within {s} s for one batch of replies: make it faster "
+                              "(it runs once per reply).",
+                        "zh": "奖励文件 {path} 在 {s} 秒内没有为一批回答给出结果：请让它更快（它对每个回答运行一次）。"},
+    "rewards.died": {"en": "Reward file {path} stopped its process (exit {code}; over 4 GiB of memory, or it exited): "
+                           "fix it and resume.",
+                     "zh": "奖励文件 {path} 的进程退出了（退出码 {code}；内存超过 4 GiB，或它自行退出）：请修正后再 resume。"},
+}
