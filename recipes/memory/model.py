@@ -169,11 +169,6 @@ DEFAULT_IMAGE_SIZE = 448  # pixels per side assumed for a dynamic-resolution tow
 # start holds more than training does (FSDP2: recipes/memory/sharding.py)
 PHASE_BACKWARD, PHASE_STEP, PHASE_LOAD = "forward_backward", "optimizer_step", "load"
 PHASE_GENERATE = "generation"  # GRPO: the replies generated between optimizer steps
-# GRPO's loss reads the log-probabilities of the generated tokens from their logits (trl 1.16 grpo_trainer.py
-# _get_per_token_logps_and_entropies: bf16 logits of the completion positions, divided by the temperature, a
-# row-wise log-softmax and the entropy, autograd keeping the logits for backward): bytes per completion token per
-# vocabulary entry — derived from trl's code (2 + 2 + 2 for its gradient + 2 of row temporaries), not measured
-GRPO_LOGIT_BYTES = 8.0
 # transformers' generate: the sampled token's fp32 logits and probabilities per sequence (bytes per vocabulary entry)
 GENERATE_LOGIT_BYTES = 12.0
 ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert", "electra",
@@ -895,15 +890,18 @@ def dpo_batch(t: TrainingSpec) -> TrainingSpec:
 
 def preference_batch(t: TrainingSpec) -> TrainingSpec:
     """The supervised batch whose activations a preference objective keeps for backward: DPO's :func:`dpo_batch`;
-    GRPO's micro-batch of replies without dropout (the worker sets GRPOConfig.disable_dropout), its logits priced
-    by :func:`estimate`;
+    GRPO's micro-batch of prompt + reply sequences without dropout (the worker sets GRPOConfig.disable_dropout), its
+    log-probabilities through trl's fused LM head as SFT's (trl 1.16 grpo_trainer.py _get_per_token_logps_and_entropies:
+    ``fused_lm_head=True``) and with peft's input cast kept (the replies are generated outside autocast);
     KTO's micro-batch itself, without dropout (KTOConfig.disable_dropout) — its KL term's mismatched completions and
     the reference's log-probabilities come from no-grad forwards (trl 1.16 kto_trainer.py), transient, not kept.
     KTO: derived from trl's code before it was measured; on the H200 (bench/results/2026-12-05-kto-h200.md, two
     shapes, LoRA and a full fine-tune, 7 rows, no constant fitted) −4.2…+4.3 % of the device peak."""
     if t.objective == "dpo":
         return dpo_batch(t)
-    return replace(t, lora_dropout=0.0, objective="sft") if t.objective in ("kto", "grpo") else t
+    if t.objective == "grpo":  # peft's input cast kept: the replies are generated outside autocast
+        return replace(t, lora_dropout=0.0, objective="sft", adapter_input_cast=True)
+    return replace(t, lora_dropout=0.0, objective="sft") if t.objective == "kto" else t
 
 
 def generation_phase(shape: Shape, t: TrainingSpec, backward: dict) -> dict:
@@ -1008,9 +1006,6 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     # the adapter off, nothing more held; a full fine-tune: a frozen copy of the weights in the compute dtype, bf16 —
     # recipes/training/worker.py dpo_reference). Measured on three shapes (bench/results/2026-12-05-preference-h200.md)
     act = activations(shape, preference_batch(t))
-    if t.objective == "grpo":  # the completion positions' logits in place of the fused head's tile
-        act["logits"] += GRPO_LOGIT_BYTES * t.micro_batch * t.completion_length * shape.vocab \
-            - HEAD_TILE * min(t.micro_batch * t.seq_len, 4096) / 4096
     # a frozen reference copy for a full fine-tune: DPO and KTO, and GRPO with a KL term (β > 0; trl's own)
     if t.method in FULL_WEIGHTS and (t.objective in PREFERENCE_OBJECTIVES or (t.objective == "grpo" and t.grpo_beta)):
         ms = ms | {"weights": ms["weights"] + shape.n_params * 2}

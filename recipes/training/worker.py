@@ -917,8 +917,10 @@ def skips_adapter_input_cast(spec: TrainerJob, bf16: bool) -> bool:
     operands (autocast casts the small fp32 adapter weights instead): the same result at dropout 0; with dropout its
     mask is drawn on the bf16 activation. The fp32 adapter weights, gradients and AdamW states are untouched. LoRA
     only (DoRA's variant keeps it); ``adapter_input_cast`` (benchmarks) keeps it too. Only around training: the
-    sample answers run outside autocast and need the cast."""
-    return bf16 and spec.method == "lora" and not spec.adapter_input_cast and spec.training_backend == "transformers"
+    sample answers run outside autocast and need the cast — and so does GRPO, which generates its replies inside
+    training, outside autocast (bf16 input into an fp32 lora_A: a dtype error on the H100)."""
+    return bf16 and spec.method == "lora" and not spec.adapter_input_cast and spec.training_backend == "transformers" \
+        and spec.objective != "grpo"
 
 
 def compile_decoder_layers(model) -> int:
