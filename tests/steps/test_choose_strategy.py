@@ -292,3 +292,42 @@ def test_trackers_are_asked_with_what_each_writes_and_recorded_for_the_trainer(c
         value, err = check(q["trackers"], "wandb,mlflow", {})
         assert err is None and value == ["wandb", "mlflow"], (value, err)
         assert TrainerJob.from_dict({"trackers": value}).trackers == ["wandb", "mlflow"]
+
+
+def test_grpo_asks_its_rewards_checks_the_reward_file_and_smoke_trains(chain, tmp_path):
+    """GRPO (issue 47): its questions (rewards, the reward file, replies per prompt, their length, β) are asked
+    under GRPO only; a reward file that does not load is refused at its question, with the file and line; prompts
+    without answers are refused for the accuracy reward; a batch of replies that is not whole groups is refused at
+    the batch question; the step shows a prompt as the model will see it (the generation prompt after it) and the
+    preflight smoke run trains trl's GRPOTrainer, the reward file in its own process."""
+    from recipes.data import prompts
+
+    chain.upto("choose_strategy")
+    q = chain.questions("choose_strategy")
+    g = {"objective": "grpo"}
+    assert q["rewards"].when(g) and q["num_generations"].when(g) and not q["rewards"].when({"objective": "sft"})
+    assert q["reward_file"].when(g | {"rewards": ["accuracy", "file"]}) and not q["reward_file"].when(g)
+    assert not q["lora_dropout"].when(g | {"method": "lora"})  # trained without dropout
+    broken = tmp_path / "r.py"
+    broken.write_text("def reward(prompt, completion, answer):\n    return 1 +\n")
+    err = check(q["reward_file"], str(broken), g)[1]
+    assert err.key == "rewards.load" and "SyntaxError" in i18n.render(err) and str(broken) in i18n.render(err)
+    unanswered = tmp_path / "p.jsonl"
+    unanswered.write_text("".join(json.dumps({"prompt": f"Count to {i}."}) + "\n" for i in range(10)))
+    assert check(q["dataset_path"], str(unanswered), g)[1].key == "choose_strategy.grpo_no_answers"
+    assert check(q["dataset_path"], str(unanswered), g | {"rewards": ["stops"]})[1] is None
+    assert check(q["batch_size"], "12", g | {"num_generations": 8})[1].key == "choose_strategy.grpo_groups"
+    assert check(q["batch_size"], "16", g | {"num_generations": 8})[1] is None
+    assert check(q["seq_len"], "256", g | {"completion_length": 256})[1].key == "choose_strategy.grpo_completion"
+    try:
+        out = chain.step("choose_strategy", objective="grpo", dataset="bundled", rewards=["accuracy", "file"],
+                         reward_file=str(prompts.BUNDLED.with_name("demo_reward.py")), num_generations=4,
+                         completion_length=16, batch_size=8, micro_batch=4, grad_accum=2, seq_len=256,
+                         preflight=True)
+        assert out["dataset_format"] == "prompts" and out["n_records"] == 240
+        assert out["strategy"]["objective"] == "grpo" and out["strategy"]["rewards"] == ["accuracy", "file"]
+        assert out["preflight"]["ok"] and out["preflight"]["steps"] == 2, out["preflight"]
+        first = prompts.read(prompts.bundled_prompts_path()).records[0]["prompt"][0]["content"]
+        assert first in out["samples"][0] and out["samples"][0].endswith("<|im_start|>assistant\n")
+    finally:  # the chain's other files go on from the demo's SFT strategy
+        chain.step("choose_strategy", objective="sft", dataset="bundled")
