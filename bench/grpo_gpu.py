@@ -126,8 +126,9 @@ def run_row(row, work: Path, kind: str, device: str = "cuda", steps: int = 0) ->
     from recipes.data import prompts as pd
 
     recs = pd.load(spec["dataset_path"]).records
-    out["longest_prompt_tokens"] = max(len(tok.apply_chat_template(r["prompt"], tokenize=True,
-                                                                   add_generation_prompt=True)) for r in recs)
+    out["longest_prompt_tokens"] = max(len(tok(tok.apply_chat_template(r["prompt"], tokenize=False,
+                                                                       add_generation_prompt=True),
+                                               add_special_tokens=False)["input_ids"]) for r in recs)
     return out
 
 
@@ -157,19 +158,22 @@ def cmd_table(a) -> None:
     from recipes.memory import model as memory
     from recipes.training.spec import TrainingSpec
 
-    print("| row | measured device peak GiB | predicted GiB | error | phase |")
-    print("|---|---:|---:|---:|---|")
-    for line in open(a.rows):
+    print("| row | measured device peak GiB | predicted GiB | error | phase | tokens (prompt + reply) |")
+    print("|---|---:|---:|---:|---|---|")
+    for line in (x for path in a.rows for x in open(path)):
         r = json.loads(line)
         if r.get("kind") != "memory" or not r.get("gpu_memory"):
             continue
         cfg = json.loads((HERE / "configs" / r["shape"] / "config.json").read_text())
         shape = memory.shape_from_config(cfg)
-        spec = TrainingSpec.from_dict(r["spec"] | {"seq_len": r["longest_prompt_tokens"]
-                                                   + r["spec"]["completion_length"]})
+        # rows of the first two calls recorded the chat template's dict length (2), not the prompt's tokens: those
+        # take --prompt-tokens (the third call's 65, the same tokenizer and prompts)
+        prompt = r["longest_prompt_tokens"] if r["longest_prompt_tokens"] > 8 else a.prompt_tokens
+        spec = TrainingSpec.from_dict(r["spec"] | {"seq_len": prompt + r["spec"]["completion_length"]})
         e = memory.estimate(shape, spec, 139.8)
         m = r["gpu_memory"]["device_peak_gib"]
-        print(f"| {r['id']} | {m:.2f} | {e['peak_gib']:.2f} | {(e['peak_gib'] - m) / m * 100:+.1f}% | {e['phase']} |")
+        print(f"| {r['id']} | {m:.2f} | {e['peak_gib']:.2f} | {(e['peak_gib'] - m) / m * 100:+.1f}% | {e['phase']} "
+              f"| {prompt} + {r['spec']['completion_length']} |")
 
 
 def main() -> None:
@@ -183,7 +187,8 @@ def main() -> None:
     r.add_argument("--device", default="cuda")
     r.add_argument("--steps", type=int, default=0, help="steps per row (default: STEPS of its kind)")
     t = sub.add_parser("table")
-    t.add_argument("rows")
+    t.add_argument("rows", nargs="+")
+    t.add_argument("--prompt-tokens", type=int, default=65)
     a = ap.parse_args()
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     {"run": cmd_run, "table": cmd_table}[a.cmd](a)

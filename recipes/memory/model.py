@@ -81,7 +81,7 @@ ENGINE_SLACK_GIB = {"fsdp2": 0.6}
 # a plan fits when its predicted peak leaves this fraction of the GPU free; an estimate known to run under on shapes it
 # was not fitted on asks for more: GaLore, reported 17 % under (issue 44), so 0.10 + 0.15 (a 17 % miss still fits)
 FIT_MARGIN = 0.10
-EXTRA_MARGIN = {"galore": 0.15, "grpo": 0.10}  # GRPO: derived, not yet measured on a GPU
+EXTRA_MARGIN = {"galore": 0.15, "grpo": 0.10}  # GRPO outside its measured plans (grpo_measured)
 # a family's activations without checkpointing beyond NO_CKPT_FAMILIES: Phi-3 measured up to 18.7 % under, so
 # 0.10 + 0.10 (bench/results/2026-12-04-speed-model-h200.md)
 NO_CKPT_FAMILY_MARGIN = 0.10
@@ -904,12 +904,21 @@ def preference_batch(t: TrainingSpec) -> TrainingSpec:
     return replace(t, lora_dropout=0.0, objective="sft") if t.objective == "kto" else t
 
 
+def grpo_measured(t: TrainingSpec) -> bool:
+    """Whether a GRPO plan lies where the GPU rows were measured (bench/results/2026-12-05-grpo-gpu.md: four rows on
+    an H100, three shapes, −2.6…+2.2 %, none fitted): LoRA or a full fine-tune, with checkpointing, no KL term
+    (β 0: no reference), one process. Elsewhere the estimate is marked approximate, with EXTRA_MARGIN["grpo"]."""
+    return (t.method in ("lora", "full") and t.activation_checkpointing and not t.grpo_beta and t.gpus == 1
+            and t.distribution == "ddp")
+
+
 def generation_phase(shape: Shape, t: TrainingSpec, backward: dict) -> dict:
     """What GRPO holds while it generates (trl 1.16 with transformers' generate, no vLLM): the states of the
     forward/backward moment (weights, adapter, optimizer states, gradients as they stand) without its activations,
     plus the KV cache of the whole generation batch — micro-batch × gradient accumulation replies (trl's
     generation_batch_size per process) of up to seq_len tokens each (:func:`kv_bytes_per_token`, bf16) — and the
-    sampled position's fp32 logits and probabilities per reply. Derived from the libraries' code, not measured."""
+    sampled position's fp32 logits and probabilities per reply. Derived from the libraries' code; on the GPU rows
+    the peak fell in the training pass or the optimizer step, never here (bench/results/2026-12-05-grpo-gpu.md)."""
     replies = t.micro_batch * t.grad_accum
     kept = {k: v for k, v in backward.items() if k not in ("layers", "attention_scores", "logits")}
     return kept | {"kv_cache": float(replies * t.seq_len * kv_bytes_per_token(shape)),
@@ -1047,7 +1056,7 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
         approx.append("sharding")
     if t.offloaded and (t.zero == 3 or t.fsdp):
         approx.append("offload")
-    if t.objective == "grpo":  # its generation and log-probability terms are derived from the code, not measured
+    if t.objective == "grpo" and not grpo_measured(t):  # derived from the libraries' code, not measured there
         approx.append("grpo")
     # the plain-loop estimate was fitted on LoRA and full fine-tunes at ≤ 2,048 tokens
     # (bench/results/2026-12-02-memory-plain-h200.md); QLoRA there (prepare_model_for_kbit_training) and longer
