@@ -15,6 +15,7 @@ and its events every step's reward and time. Rows:
   scored by the demo's reward file (the share of digits) and accuracy.
 
     python bench/grpo_gpu.py run --out $OUT/grpo.jsonl --work /root/grpo [--only ID,…] [--deadline S]
+    python bench/grpo_gpu.py run --device cpu --only tiny-reward-digits --steps 3 --tiny DIR …   (the CPU path)
     python bench/grpo_gpu.py table bench/results/<date>-grpo-h200/grpo.jsonl      (CPU: predicted vs measured)
 """
 from __future__ import annotations
@@ -48,6 +49,7 @@ REWARD_ROWS = [
      {"learning_rate": 1e-3, "num_generations": 8}),
 ]
 STEPS = {"memory": 3, "reward": 60}
+TINY_FROM = ""  # --tiny
 # run order: the small rows and the reward curves first, so a call cut short keeps them
 ORDER = ["qwen2.5-0.5b-lora-ckpt-b8-c512", "qwen2.5-0.5b-lora-ckpt-b2x4-c512", "tiny-reward-digits",
          "qwen2.5-0.5b-smallvocab-reward-digits", "qwen2.5-1.5b-full-ckpt-b8-c512", "qwen2.5-7b-lora-ckpt-b8-c512",
@@ -64,7 +66,10 @@ def model_dir(shape: str, work: Path) -> Path:
     if shape == "tiny":
         d = work / "tiny"
         if not (d / "yichui_build.json").exists():
-            tiny.build(d)
+            if TINY_FROM:  # --tiny: a model already built (the test's), copied
+                shutil.copytree(TINY_FROM, d, dirs_exist_ok=True)
+            else:
+                tiny.build(d)
         return d
     if shape.endswith("-smallvocab"):
         d = prepare_shape(shape.removesuffix("-smallvocab"), work / "small", False)
@@ -133,6 +138,8 @@ def run_row(row, work: Path, kind: str, device: str = "cuda", steps: int = 0) ->
 
 
 def cmd_run(a) -> None:
+    global TINY_FROM
+    TINY_FROM = a.tiny
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
     rows = sorted([(r, "memory") for r in MEMORY_ROWS] + [(r, "reward") for r in REWARD_ROWS],
@@ -186,6 +193,7 @@ def main() -> None:
     r.add_argument("--deadline", type=float, default=0)
     r.add_argument("--device", default="cuda")
     r.add_argument("--steps", type=int, default=0, help="steps per row (default: STEPS of its kind)")
+    r.add_argument("--tiny", default="", help="the demo's tiny model, built already (else built here)")
     t = sub.add_parser("table")
     t.add_argument("rows", nargs="+")
     t.add_argument("--prompt-tokens", type=int, default=65)

@@ -599,6 +599,25 @@ def test_gsm8k_parquet(ran):
     assert t.column("answer")[0].as_py() == sample[0]["answer"]
 
 
+@pytest.mark.slow
+@script("grpo_gpu.py", lambda tmp, fx: ["run", "--device", "cpu", "--only", "tiny-reward-digits", "--steps", "4",
+                                        "--out", tmp / "rows.jsonl", "--work", tmp / "work",
+                                        "--tiny", fx("tiny_model")])
+def test_grpo_gpu_runs_the_tiny_reward_row_on_the_cpu(ran):
+    out, tmp = ran
+    (row,) = jsonl(tmp / "rows.jsonl")
+    assert row["rc"] == 0 and row["kind"] == "reward" and len(row["rewards"]) == 4, row
+    assert row["spec"]["objective"] == "grpo" and row["longest_prompt_tokens"] > 8
+    assert all("reward_digits" in s for s in row["steps"])
+
+
+@script("grpo_gpu.py", lambda tmp, fx: ["table", *sorted(RESULTS.glob("2026-12-05-grpo-gpu/call*-grpo.jsonl"))])
+def test_grpo_gpu_table_on_the_committed_rows(ran):
+    out, _ = ran
+    for row in ("qwen2.5-7b-lora-ckpt-b8-c512", "qwen2.5-1.5b-full-ckpt-b8-c512"):
+        assert abs(pct(table_row(out, row)[3])) <= 0.03, out
+
+
 # ---- shell scripts and coverage ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", sorted(p.name for p in BENCH.glob("*.sh")))
