@@ -178,6 +178,8 @@ def test_steps_keys_lists_what_set_takes(home):
     assert "full, galore (listed to say why not: q-galore)" in flat and "zero3, fsdp2 (listed to say why not: megatron)" \
         in flat, flat
     assert "LoRA rank r · 1 … 1024 · default 8" in flat
+    # a checkbox says what it asks and how several, or none, are given (issue 46: the trackers row said neither)
+    assert "experiment trackers" in flat and "any of wandb, mlflow, swanlab, as a,b (none: none)" in flat, flat
     bad = yichui(home, "run", "--yes", "--set", "choose_strategy.lora_rnak=8")
     assert bad.returncode == 2 and "lora_rank" in bad.stderr  # the step's keys, as listed
     assert "`yichui show SESSION` lists a session's own answers" in " ".join(r.stdout.split())

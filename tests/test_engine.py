@@ -348,7 +348,8 @@ def test_step_error_marks_failed_with_the_message(tmp_path, capsys):
     assert Engine(s, UI(), None, load=steps.__getitem__).run() == 1
     rec = saved(s)["steps"]["b"]
     assert rec["status"] == "failed" and "x/y" in rec["error"]
-    assert "yichui resume" in capsys.readouterr().out
+    # run without a prompter (--yes, demo, no terminal): the hint carries --yes, which resume then needs (issue 46)
+    assert f"continue with: yichui resume {s.id} --yes" in capsys.readouterr().out
 
 
 def test_done_steps_are_skipped_on_resume(tmp_path):
@@ -400,6 +401,9 @@ def test_checkbox_answers_are_lists_from_set_json_or_prompt():
     assert check(q, "gptq-w4a16, bnb-4bit", {}) == (["gptq-w4a16", "bnb-4bit"], None)  # --set a,b
     assert check(q, ["bnb-4bit"], {}) == (["bnb-4bit"], None)                          # a replayed JSON list
     assert check(q, "", {}) == ([], None)                                              # none ticked
+    assert check(q, "none", {}) == ([], None) == check(q, "None", {})                  # said so (issue 46)
+    both = Question("x", "checkbox", "export.formats", choices=[Choice("none", "n"), Choice("a", "a")])
+    assert check(both, "none", {}) == (["none"], None)                                 # unless it is a choice
     value, err = check(q, "bnb-4bit,zip", {})
     assert err.key == "answer.not_a_choice" and err.args["value"] == "zip"
 

@@ -75,6 +75,8 @@ def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
     if q.kind == "checkbox":
         raw = [x.strip() for x in str(raw).split(",") if x.strip()] if not isinstance(raw, (list, tuple)) else raw
         by = {str(c.value): c.value for c in q.resolve_choices(answers)}
+        if [str(x).lower() for x in raw] == ["none"] and "none" not in by:  # "none" chooses nothing (issue 46)
+            raw = []
         bad = [x for x in raw if str(x) not in by]
         if bad:
             return raw, msg("answer.not_a_choice", value=bad[0], choices=", ".join(by)) if by else \
@@ -494,7 +496,7 @@ class Engine:
                     s.save()
                     try:
                         self.ui.say("")
-                        self.ui.warn(i18n.t("engine.interrupted", id=s.id))
+                        self.ui.warn(i18n.t("engine.interrupted", id=s.id, yes=self._yes_flag()))
                     except OSError:  # the terminal is gone (SIGHUP): the session is saved, resume says the rest
                         pass
                     return 130
@@ -502,7 +504,7 @@ class Engine:
                     rec.status = "pending"
                     s.save()
                     self.ui.error(i18n.render(e.msg))
-                    self.ui.say(i18n.t("engine.resume_hint", id=s.id))
+                    self.ui.say(self._resume_hint())
                     return 2
                 except Refusal as e:  # any of yichui's errors: one line that says what to do
                     reask = e.reask if e.reask in names[:i - 1] else None
@@ -586,6 +588,13 @@ class Engine:
         self.session.save()
         return True
 
+    def _yes_flag(self) -> str:
+        """" --yes" for a run without a prompter (no terminal, --yes, demo): resume then needs it too (issue 46)."""
+        return "" if self.prompter is not None else " --yes"
+
+    def _resume_hint(self) -> str:
+        return i18n.t("engine.resume_hint", id=self.session.id, yes=self._yes_flag())
+
     def _fail(self, rec: StepRecord, text: str, reask: str | None = None, said: bool = False) -> int:
         rec.update(status="failed", error=text, finished_at=now())
         self.session.save()
@@ -593,7 +602,7 @@ class Engine:
             self.ui.error(text)
         if reask:
             self.ui.say(i18n.t("engine.reask", step=reask))
-        self.ui.say(i18n.t("engine.resume_hint", id=self.session.id))
+        self.ui.say(self._resume_hint())
         return 1
 
 

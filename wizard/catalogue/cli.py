@@ -496,6 +496,8 @@ MESSAGES = {
                  "zh": "示例：\n\n  yichui chat                             # 该会话的服务\n\n  yichui chat --endpoint http://127.0.0.1:8000/v1 --model my-model"},
     "cli.opt.galore_rank": {"en": "GaLore's projection rank (--method galore).", "zh": "GaLore 的投影秩（--method galore）。"},
     "cli.opt.grad_accum": {"en": "Gradient accumulation steps.", "zh": "梯度累积步数。"},
+    "cli.steps.keys_checkbox": {"en": "{what} · any of {values}, as a,b (none: none)",
+                                "zh": "{what} · 可选 {values}，写作 a,b（都不选：none）"},
     "cli.opt.num_generations": {"en": "GRPO: replies generated per prompt.", "zh": "GRPO：每个提示生成的回答数。"},
     "cli.opt.completion_length": {"en": "GRPO: the longest generated reply, in tokens.",
                                   "zh": "GRPO：生成回答的最大长度（token）。"},

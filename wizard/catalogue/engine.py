@@ -13,8 +13,8 @@ MESSAGES = {
                                  "zh": "已保存的 {name}={value!r} 已不再有效（{reason}）：改用默认值（可用 --set {name}=VALUE 指定）。"},
     "engine.resumed_invalid": {"en": "The saved {name}={value!r} is no longer valid ({reason}): choose again.",
                                "zh": "已保存的 {name}={value!r} 已不再有效（{reason}）：请重新选择。"},
-    "engine.interrupted": {"en": "Interrupted. Answers so far are saved. Continue with: yichui resume {id}",
-                           "zh": "已中断，已保存目前的答案。继续请运行：yichui resume {id}"},
+    "engine.interrupted": {"en": "Interrupted. Answers so far are saved. Continue with: yichui resume {id}{yes}",
+                           "zh": "已中断，已保存目前的答案。继续请运行：yichui resume {id}{yes}"},
     "engine.os_error": {"en": "{step} could not write or read {path}: {error}. Nothing was lost (the session and what earlier "
                               "steps made are kept); make that place writable, free space or choose a shorter path, then "
                               "`yichui resume {id}`.",
@@ -24,8 +24,8 @@ MESSAGES = {
     "engine.finished_with_warnings": {"en": "All steps ran, with {n} warning(s) to read first (session {id}, saved in {path}):",
                                       "zh": "全部步骤已运行，但有 {n} 条警告需要先看（会话 {id}，保存在 {path}）："},
     "engine.finished": {"en": "All steps done. Session {id} is saved in {path}.", "zh": "全部步骤完成。会话 {id} 保存在 {path}。"},
-    "engine.resume_hint": {"en": "Fix the cause, then continue with: yichui resume {id}",
-                           "zh": "排除原因后继续：yichui resume {id}"},
+    "engine.resume_hint": {"en": "Fix the cause, then continue with: yichui resume {id}{yes}",
+                           "zh": "排除原因后继续：yichui resume {id}{yes}"},
     "engine.after_refusal": {"en": "What now?", "zh": "接下来？"},
     "engine.answer_again": {"en": "Answer again", "zh": "重新回答"},
     "engine.use_alternative": {"en": "Use {choice}", "zh": "改用 {choice}"},

@@ -211,6 +211,9 @@ def _question_keys() -> list[tuple[str, str, str]]:
                         refused = [str(c.value) for c in choices if c.refused]
                         if refused:  # offered only to say why not (issue 46, item 7)
                             values += T("cli.steps.keys_refused", values=", ".join(refused))
+                        if q.kind == "checkbox":  # what it asks, and how several (or none) are given
+                            values = T("cli.steps.keys_checkbox", what=i18n.render(q.message).rstrip(":：?？ "),
+                                       values=values)
                     except Exception:  # noqa: BLE001 - choices computed from earlier answers
                         values = T("cli.steps.keys_at_run")
                 elif q.kind == "confirm":
