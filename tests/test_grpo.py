@@ -80,8 +80,9 @@ def _file(tmp_path, body: str) -> Path:
 
 def test_a_user_s_reward_file_runs_in_its_own_process_and_its_errors_are_named(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", "hf_secret")  # the user's token: not in the reward file's sight
-    ok = _file(tmp_path, "import os\n"
-                         "def reward_len(prompt, completion, answer):\n    return len(completion)\n"
+    ok = _file(tmp_path, "import os\nprint('loading')\n"  # its prints do not reach the answers' channel
+                         "def reward_len(prompt, completion, answer):\n    print(completion)\n"
+                         "    return len(completion)\n"
                          "def reward_env(prompt, completion, answer):\n"
                          "    return float('HF_TOKEN' in os.environ or os.getcwd() == %r)\n"
                          "def helper(x):\n    return x\n" % str(tmp_path))
@@ -104,6 +105,8 @@ def test_a_user_s_reward_file_runs_in_its_own_process_and_its_errors_are_named(t
         "def score(p, c, a):\n    return 1\n": ("rewards.none_defined", None),
         "import sys\ndef reward(p, c, a):\n    sys.exit(3)\n": ("rewards.raised", "SystemExit: 3"),
         "import os\ndef reward(p, c, a):\n    os._exit(4)\n": ("rewards.died", None),
+        "import sys\ndef reward(p, c, a):\n    sys.__stdout__.write('hi\\n'); sys.__stdout__.flush()\n": (
+            "rewards.garbled", None),
         "def reward(p, c, a):\n    return len(bytearray(8 << 30))\n": ("rewards.raised", "MemoryError"),
     }
     for body, (key, detail) in cases.items():

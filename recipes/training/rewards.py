@@ -108,8 +108,9 @@ def stops_reward(eos_ids: set[int], completion_length: int):
 _CHILD = r"""
 import importlib.util, inspect, json, math, sys, traceback
 path = sys.argv[1]
+channel, sys.stdout = sys.stdout, sys.stderr  # the user's prints must not reach the answers' channel
 def say(obj):
-    sys.stdout.write(json.dumps(obj) + "\n"); sys.stdout.flush()
+    channel.write(json.dumps(obj) + "\n"); channel.flush()
 def where(e):
     tb = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == path]
     return f"{type(e).__name__}: {str(e)[:200]}" + (f" (line {tb[-1].lineno})" if tb else "")
@@ -149,7 +150,7 @@ class UserRewards:
     """The user's reward file in a child process, started once, asked one batch at a time.
 
     Raises RewardError ("rewards.no_file" | "rewards.load" | "rewards.none_defined" | "rewards.raised" |
-    "rewards.not_a_number" | "rewards.timeout" | "rewards.died")."""
+    "rewards.not_a_number" | "rewards.timeout" | "rewards.died" | "rewards.garbled")."""
 
     def __init__(self, path: str | os.PathLike, timeout_s: float = TIMEOUT_S):
         self.path = Path(path).expanduser().resolve()
@@ -180,7 +181,11 @@ class UserRewards:
             code = self.proc.wait()
             self.close()
             raise RewardError("rewards.died", path=str(self.path), code=code)
-        got = json.loads(line)
+        try:
+            got = json.loads(line)
+        except ValueError:  # written past the child's guard (sys.__stdout__, os.write(1, …))
+            self.close()
+            raise RewardError("rewards.garbled", path=str(self.path), line=line.strip()[:80]) from None
         if "error" in got:
             self.close()
             raise RewardError("rewards." + got["error"], path=str(self.path), function=got.get("function", ""),

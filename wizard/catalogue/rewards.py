@@ -23,4 +23,8 @@ MESSAGES = {
     "rewards.died": {"en": "Reward file {path} stopped its process (exit {code}; over 4 GiB of memory, or it exited): "
                            "fix it and resume.",
                      "zh": "奖励文件 {path} 的进程退出了（退出码 {code}；内存超过 4 GiB，或它自行退出）：请修正后再 resume。"},
+    "rewards.garbled": {"en": "Reward file {path} wrote to the output yichui reads its scores from (\"{line}\"): print "
+                              "with print() only, or to sys.stderr, and resume.",
+                        "zh": "奖励文件 {path} 向 yichui 读取分数的输出写入了内容（“{line}”）：请只用 print() 或写到 "
+                              "sys.stderr，然后 resume。"},
 }
