@@ -764,8 +764,10 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     est_seq = seq if packed or not longest else longest if images else min(seq, longest)
     if grpo:  # a prompt and its generated reply: the longest prompt plus the completion length, within seq_len
         if longest and longest + training(answers).completion_length > seq:
-            raise StepError("choose_strategy.grpo_prompt_too_long", tokens=longest,
-                            completion=training(answers).completion_length, seq=seq)
+            record = max(range(len(shown)), key=lambda i: len(rendered[i])) + 1  # the longest, by its text
+            raise StepError("choose_strategy.grpo_prompt_too_long", tokens=longest, record=record,
+                            completion=training(answers).completion_length, seq=seq,
+                            most=ctx.result(ModelChoice).max_position or limits("seq_len")[1])
         est_seq = (longest or seq - training(answers).completion_length) + training(answers).completion_length
     est = memory.estimate(mem.model_shape(), training(answers | {"images_per_sample": images, "image_size": side,
                                                                  "seq_len": est_seq}), gpu.memory_gib)

@@ -565,12 +565,12 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
     ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets], [r[:1] + r[1:] for r in table])
     verdict_ = verdict(parts)
     if verdict_ and verdict_["beats"] is not None:
-        if verdict_["beats"]:
+        if verdict_["beats"] and verdict_.get("fell"):  # GRPO's sum rose at the cost of a reward: said as one
+            ctx.warn(msg("evaluate.reward_fell", figures=verdict_["figures"], fell=", ".join(verdict_["fell"])))
+        elif verdict_["beats"]:
             ctx.info(msg("evaluate.beats", figures=verdict_["figures"]))
         else:
             ctx.warn(msg("evaluate.not_better", figures=verdict_["figures"]))
-    if verdict_ and verdict_.get("fell"):
-        ctx.warn(msg("evaluate.reward_fell", figures=", ".join(verdict_["fell"])))
     examples = []
     for i, c in enumerate(convs[:EXAMPLES]):
         ex = {"prompt": datasets.text_of(c[-2]["content"]) if len(c) > 1 else "", "reference": c[-1]["content"]}

@@ -111,6 +111,9 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
     _report_backup(ctx, tdir)
     ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
                  seconds=out["runtime_s"]))
+    if out.get("rewards"):  # GRPO: what it optimizes, where its loss says little
+        mean = lambda xs: round(sum(xs) / len(xs), 4)  # noqa: E731
+        ctx.info(msg("train.finished_rewards", first=mean(out["rewards"][:5]), last=mean(out["rewards"][-5:])))
     events, _ = jobs.read_events(TrainDir(tdir).events)
     png = plots.loss_png(events, TrainDir(tdir).loss_png, title=ctx.session_id)
     if png:

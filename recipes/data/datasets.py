@@ -408,8 +408,9 @@ def refuse_bad(ref: str | Path, bad: list[Msg], good: int, skip_bad: bool) -> st
     path = str(split_sample(ref)[0])
     if bad and not skip_bad:
         raise DataError("data.bad_records", path=path, count=len(bad), where=bad[:5])
-    if not good:
-        raise DataError("data.empty", path=path)
+    if not good:  # every record malformed and skipped: said so, not "no records" (tryout)
+        raise DataError("data.all_bad", path=path, count=len(bad), where=bad[:3]) if bad else \
+            DataError("data.empty", path=path)
     return path
 
 

@@ -113,7 +113,8 @@ def say(obj):
     channel.write(json.dumps(obj) + "\n"); channel.flush()
 def where(e):
     tb = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == path]
-    return f"{type(e).__name__}: {str(e)[:200]}" + (f" (line {tb[-1].lineno})" if tb else "")
+    what = str(e)[:200] or ("over the 4 GiB a reward file may use" if isinstance(e, MemoryError) else "")
+    return f"{type(e).__name__}: {what}" + (f" (line {tb[-1].lineno})" if tb else "")
 try:
     spec = importlib.util.spec_from_file_location("yichui_user_rewards", path)
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
@@ -154,13 +155,15 @@ class UserRewards:
 
     def __init__(self, path: str | os.PathLike, timeout_s: float = TIMEOUT_S):
         self.path = Path(path).expanduser().resolve()
+        if self.path.is_dir():
+            raise RewardError("rewards.is_folder", path=str(path))
         if not self.path.is_file():
             raise RewardError("rewards.no_file", path=str(path))
         self.timeout_s = timeout_s
         self._cwd = tempfile.TemporaryDirectory(prefix="yichui-rewards-")
-        env = {k: os.environ[k] for k in KEEP_ENV if k in os.environ} | {"HOME": self._cwd.name,
-                                                                          "PYTHONDONTWRITEBYTECODE": "1"}
-        self.proc = subprocess.Popen([sys.executable, "-I", "-c", _CHILD, str(self.path)], cwd=self._cwd.name,
+        # -I ignores PYTHON* variables: -B keeps its bytecode out of the user's folder
+        env = {k: os.environ[k] for k in KEEP_ENV if k in os.environ} | {"HOME": self._cwd.name}
+        self.proc = subprocess.Popen([sys.executable, "-I", "-B", "-c", _CHILD, str(self.path)], cwd=self._cwd.name,
                                      env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, text=True, preexec_fn=_limit_memory,
                                      start_new_session=True)

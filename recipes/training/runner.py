@@ -217,6 +217,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
     last: dict = {}
     first: dict = {}
     losses: list[float | None] = []
+    rewards: list[float] = []  # GRPO's, step by step
     stopped = False  # its `stopped` event was seen (it may come before the process is seen to exit)
     rates: list[float] = []  # tokens/s of the step events after the first two (start-up, warm-up)
     gpu, checked, started = False, predicted_tps is None, False
@@ -238,6 +239,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                 elif e["event"] == "step":
                     first, last = first or e, e
                     losses.append(e.get("loss"))
+                    if isinstance(e.get("reward"), (int, float)):
+                        rewards.append(e["reward"])
                     if e.get("tokens_per_s") and len(losses) > 2:
                         rates.append(float(e["tokens_per_s"]))
                     if not checked and gpu and rates and e["time"] - first["time"] >= SPEED_CHECK_S:
@@ -256,11 +259,11 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                 elif e["event"] == "done":
                     if not checked and gpu and rates:
                         checked = speed_note(ctx, rates, predicted_tps)
-                    update(_fields(ctx, first, last, t_start, losses) | {"_final": True})
+                    update(_fields(ctx, first, last, t_start, losses, rewards) | {"_final": True})
                     _wait_exit(job)
                     return
             if last:
-                update(_fields(ctx, first, last, t_start, losses))
+                update(_fields(ctx, first, last, t_start, losses, rewards))
             else:  # no step yet: what the 10-20 s before the first one are (issue 46 item 13), not an empty box
                 update({ctx.t("train.field.state"): ctx.t("train.state.first_step" if started else
                                                           "train.state.starting"),
@@ -301,7 +304,8 @@ def _wait_exit(job: jobs.Job, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = None) -> dict:
+def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = None,
+            rewards: list | None = None) -> dict:
     """The live view's rows; ETA from the step rate between the first and the latest event seen."""
     if not e:
         return {}
@@ -316,10 +320,14 @@ def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = Non
         eta = f"{max(0.0, rate * (total - step) - (time.time() - e['time'])):.0f}s"
     # DPO's step events carry trl's implicit reward accuracy on the micro-batch (chosen over rejected, vs the base)
     # KTO's: the reward margin (desirable over undesirable), it has no accuracy
+    # GRPO's: the mean summed reward of the step's replies and the share cut at the completion length
     reward = {t("train.field.reward_accuracy"): e["reward_accuracies"]} if "reward_accuracies" in e else \
-        {t("train.field.reward_margin"): e["reward_margins"]} if "reward_margins" in e else {}
+        {t("train.field.reward_margin"): e["reward_margins"]} if "reward_margins" in e else \
+        {t("train.field.reward"): f"{e['reward']:.3f}", t("train.field.clipped"): f"{e.get('clipped', 0):.0%}"} \
+        if isinstance(e.get("reward"), (int, float)) else {}
     return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"), **reward,
             t("train.field.lr"): f"{e.get('lr', 0):.2e}", t("train.field.tokens_per_s"): e.get("tokens_per_s") or "?",
             t("train.field.memory"): f"{e.get('mem_gib')} ({t('train.mem.' + str(e.get('mem_kind')))})",
             t("train.field.elapsed"): f"{time.time() - t_start:.0f}s", t("train.field.eta"): eta,
-            t("train.field.curve"): plots.sparkline(losses or [])}
+            # GRPO: the reward's curve (its loss hovers around 0 whatever it learns)
+            t("train.field.curve"): plots.sparkline(rewards if rewards else losses or [])}

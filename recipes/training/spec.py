@@ -83,7 +83,7 @@ class TrainingSpec:
     # reward file when "file" is one of them
     num_generations: int = _knob(8, "--num-generations", help="cli.opt.num_generations", lo=2, hi=1024)
     completion_length: int = _knob(256, "--completion-length", help="cli.opt.completion_length", lo=1, hi=1 << 20)
-    grpo_beta: float = _knob(0.0, None, lo=0.0, hi=10.0)
+    grpo_beta: float = _knob(0.0, "--grpo-beta", help="cli.opt.grpo_beta", lo=0.0, hi=10.0)
     rewards: tuple[str, ...] = ("accuracy", "format")
     reward_file: str = ""
     method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)

@@ -443,9 +443,12 @@ MESSAGES = {
                                         "β {beta}.",
                                   "zh": "GRPO，{n} 个提示（{answered} 个带参考答案）：每个提示 {g} 条回答，每条最多 {c} 个 "
                                         "token，每个优化器步 {p} 个提示，由 {rewards} 打分；β {beta}。"},
-    "choose_strategy.grpo_prompt_too_long": {"en": "The longest prompt has {tokens} tokens; with replies of up to "
-                                                   "{completion} that exceeds the sequence length {seq}: raise the "
-                                                   "sequence length or shorten the replies.",
-                                             "zh": "最长的提示有 {tokens} 个 token；加上最长 {completion} 的回答会超过序列长度 {seq}："
-                                                   "请增大序列长度或缩短回答。"},
+    "choose_strategy.grpo_prompt_too_long": {"en": "The longest prompt (record {record} of the data) has {tokens} tokens; "
+                                                   "with replies of up to {completion} that exceeds the sequence "
+                                                   "length {seq}: raise the sequence length (this model takes at "
+                                                   "most {most}), shorten the replies, or shorten or remove that "
+                                                   "prompt.",
+                                             "zh": "最长的提示（数据中的第 {record} 条记录）有 {tokens} 个 token；加上最长 {completion} 的"
+                                                   "回答会超过序列长度 {seq}：请增大序列长度（此模型最多 {most}）、缩短回答，或缩短/删除"
+                                                   "那条提示。"},
 }

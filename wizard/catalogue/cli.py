@@ -303,6 +303,7 @@ MESSAGES = {
     "cli.unfinished": {"en": "unfinished", "zh": "未完成"},
     "cli.detail.step": {"en": "step {step}/{total}, loss {loss}", "zh": "第 {step}/{total} 步，损失 {loss}"},
     "cli.detail.done": {"en": "finished", "zh": "已完成"},
+    "cli.detail.reward": {"en": ", reward {reward}", "zh": "，奖励 {reward}"},
     "cli.show.backup": {"en": "{detail} → {hub} {repo}", "zh": "{detail} → {hub} {repo}"},
     "cli.detail.backup": {"en": "adapter backup: {n} uploaded (last: {last})", "zh": "适配器备份：已上传 {n} 次（最近：{last}）"},
     "cli.detail.backup_failing": {"en": "; {path} failing: {error}", "zh": "；{path} 上传失败：{error}"},
@@ -499,6 +500,9 @@ MESSAGES = {
     "cli.steps.keys_checkbox": {"en": "{what} · any of {values}, as a,b (none: none)",
                                 "zh": "{what} · 可选 {values}，写作 a,b（都不选：none）"},
     "cli.opt.num_generations": {"en": "GRPO: replies generated per prompt.", "zh": "GRPO：每个提示生成的回答数。"},
+    "cli.opt.grpo_beta": {"en": "GRPO: the KL penalty β against the reference (> 0: a full fine-tune holds trl's "
+                                "frozen copy).",
+                          "zh": "GRPO：相对参考模型的 KL 惩罚 β（> 0 时全参微调会保留 trl 的冻结副本）。"},
     "cli.opt.completion_length": {"en": "GRPO: the longest generated reply, in tokens.",
                                   "zh": "GRPO：生成回答的最大长度（token）。"},
     "cli.opt.liger": {"en": "Liger kernels (RMSNorm, SwiGLU, RoPE).", "zh": "Liger 内核（RMSNorm、SwiGLU、RoPE）。"},

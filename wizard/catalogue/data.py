@@ -24,6 +24,9 @@ MESSAGES = {
                          "zh": "数据集 {path}：{count} 条记录格式有误，例如 {where}。请修正它们，或只用其余记录训练："
                                "--set choose_strategy.bad_records=skip。"},
     "data.bad_at": {"en": "{at} ({why})", "zh": "{at}（{why}）"},
+    "data.all_bad": {"en": "Dataset {path}: all {count} record(s) are malformed, so skipping them leaves none, e.g. "
+                           "{where}. Fix the records.",
+                     "zh": "数据集 {path}：全部 {count} 条记录格式有误，跳过后一条不剩，例如 {where}。请修正这些记录。"},
     "data.not_prompts": {"en": "Dataset {path} holds no prompts for GRPO: give records with prompt (text or messages) "
                                "and an optional answer (also solution or ground_truth), or GSM8K's question/answer — "
                                "without replies of their own.",

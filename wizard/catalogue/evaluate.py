@@ -26,11 +26,12 @@ MESSAGES = {
                        "zh": "微调后的模型在留出集上优于基座模型（{figures}）。"},
     "evaluate.not_better": {"en": "The fine-tuned model does NOT beat the base on the held-out set ({figures}): check the data, the learning rate and the number of steps before using it.",
                             "zh": "微调后的模型在留出集上并未优于基座模型（{figures}）：使用前请检查数据、学习率和训练步数。"},
-    "evaluate.reward_fell": {"en": "These rewards fell while their sum rose ({figures}): the training traded them for "
-                                   "the others — read the replies below before trusting the sum (a reward that can be "
-                                   "earned without doing the task gets hacked).",
-                             "zh": "总奖励上升的同时这些奖励下降了（{figures}）：训练拿它们换了其他奖励——在相信总和之前请先读下面"
-                                   "的回答（不完成任务也能拿到的奖励会被钻空子）。"},
+    "evaluate.reward_fell": {"en": "The fine-tuned model's summed reward beats the base's ({figures}), but these "
+                                   "rewards fell while their sum rose ({fell}): the training traded them for the "
+                                   "others. Read the replies below before trusting it — a reward that can be earned "
+                                   "without doing the task gets hacked.",
+                             "zh": "微调后模型的总奖励超过基座（{figures}），但总和上升的同时这些奖励下降了（{fell}）：训练拿它们"
+                                   "换了其他奖励。相信它之前请先读下面的回答——不完成任务也能拿到的奖励会被钻空子。"},
     "evaluate.few_heldout": {"en": "Only {n} held-out conversation(s): the comparison below is noise at that size (a "
                                    "verdict wants {min} or more). Hold out more when training (choose_strategy."
                                    "val_ratio), or give a held-out file (evaluate.heldout=file).",

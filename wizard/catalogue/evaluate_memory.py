@@ -34,9 +34,10 @@ MESSAGES = {
     "evaluate_memory.breakdown_sharded": {"en": ", {dist} over {n} GPUs (the strategy step chooses the distribution)",
                                           "zh": "，{dist}，{n} 个 GPU（分布方式在策略步骤中选择）"},
     "evaluate_memory.calibrated": {"en": "Model of yichui's trainer calibrated on an H200 ({params} parameters here; bench/results/). \"fits\" keeps 10 % of the GPU free. "
-                                         "Preference tuning (DPO, KTO: asked at the strategy step) adds a reference "
-                                         "model's passes, and DPO two replies per pair: priced there.",
+                                         "Preference tuning (DPO, KTO) and GRPO, asked at the strategy step, add a "
+                                         "reference model's passes, DPO two replies per pair, GRPO the generation of "
+                                         "its replies: priced there.",
                                    "zh": "按 yichui 训练流程在 H200 上校准的模型（此处 {params} 个参数；见 bench/results/）。“可行”表示至少留出 10% 显存。"
-                                         "偏好训练（DPO、KTO，在策略步骤中选择）会增加参考模型的计算，DPO 每对数据还运行两条回复：在那一步估算。"},
+                                         "偏好训练（DPO、KTO）与 GRPO 在策略步骤中选择，会增加参考模型的计算、DPO 每对数据的两条回复、GRPO 的回答生成：在那一步估算。"},
     "evaluate_memory.approximate": {"en": "Approximate (not yet calibrated): {what}.", "zh": "近似值（尚未校准）：{what}。"},
 }

@@ -35,6 +35,11 @@ MESSAGES = {
     "train.tracker_store": {"en": "{tracker}: this run is in {path} — {command}",
                             "zh": "{tracker}：本次运行记录在 {path}——{command}"},
     "train.field.reward_margin": {"en": "reward margin", "zh": "奖励差值"},
+    "train.field.reward": {"en": "reward", "zh": "奖励"},
+    "train.field.clipped": {"en": "replies cut", "zh": "被截断的回答"},
+    "train.finished_rewards": {"en": "Reward {first} (first 5 logged) → {last} (last 5); each function's is in the "
+                                     "events (reward_<function>).",
+                               "zh": "奖励 {first}（前 5 次记录）→ {last}（后 5 次）；各奖励函数的数值见事件（reward_<函数名>）。"},
     "train.field.lr": {"en": "learning rate", "zh": "学习率"},
     "train.field.tokens_per_s": {"en": "tokens/s", "zh": "token/秒"},
     "train.field.memory": {"en": "peak memory GiB", "zh": "峰值内存 GiB"},

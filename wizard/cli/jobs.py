@@ -21,7 +21,10 @@ def _job_detail(s, job) -> str:
         if last is None:
             return ""
         if last["event"] == "step":
-            return T("cli.detail.step", step=last["step"], total=last.get("total_steps"), loss=last.get("loss"))
+            detail = T("cli.detail.step", step=last["step"], total=last.get("total_steps"), loss=last.get("loss"))
+            # GRPO: its reward, which its loss (around 0) does not show
+            return detail + (T("cli.detail.reward", reward=f"{last['reward']:.3f}")
+                             if isinstance(last.get("reward"), (int, float)) else "")
         if last["event"] == "done":
             return T("cli.detail.done")
         return T("cli.detail.error", message=last.get("message"))

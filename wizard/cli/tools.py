@@ -198,11 +198,13 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     # typer's click records where each value came from: neither spelling given means the spec's default
     flag_given = lambda name: any(g is not None and g.name != "DEFAULT"  # noqa: E731
                                   for g in (ctx.get_parameter_source(n) for n in (name, name + OLD)))
-    if spec["objective"] == "grpo" and not flag_given("micro_batch") and not flag_given("grad_accum"):
+    if spec["objective"] == "grpo" and not flag_given("micro_batch") and not flag_given("grad_accum") \
+            and isinstance(spec["num_generations"], int) and spec["num_generations"] >= 1:
         spec["micro_batch"] = spec["num_generations"]  # one prompt's replies per micro-batch (trl's default 8 and 8)
         if not as_json:
             new_ui().say(T("cli.estimate.grpo_micro_batch", mb=spec["micro_batch"]))
-    if not flag_given("micro_batch") and spec["micro_batch"] < least_micro_batch(spec["objective"]):
+    if spec["objective"] == "kto" and not flag_given("micro_batch") \
+            and spec["micro_batch"] < least_micro_batch(spec["objective"]):
         spec["micro_batch"] = least_micro_batch(spec["objective"])  # KTO's plans start at 2, as the wizard's do
         if not as_json:
             new_ui().say(T("cli.estimate.kto_micro_batch", mb=spec["micro_batch"]))
