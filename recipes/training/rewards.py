@@ -34,6 +34,7 @@ MARKED = re.compile(r"####\s*([^\n]+?)\s*$|\\boxed\{([^{}]*)\}", re.MULTILINE)
 NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?|-?\.\d+")
 BUILT_IN = ("accuracy", "format", "stops")
 TIMEOUT_S = 120.0  # a batch of replies scored by the user's file
+CHECK_TIMEOUT_S = 30.0  # the file loaded and tried on a few answers, before training: no minute of silence there
 MEMORY_LIMIT = 4 << 30  # bytes of address space the user's file may map (RLIMIT_AS)
 KEEP_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONHASHSEED", "TZ")  # what the child sees of the trainer's environment
 
@@ -236,7 +237,7 @@ class UserRewards:
 def check_file(path: str | os.PathLike, records: list[dict]) -> list[str]:
     """Load the user's file and score the first records' reference answers as replies (before any training): its
     function names. Raises RewardError as :class:`UserRewards`."""
-    user = UserRewards(path)
+    user = UserRewards(path, timeout_s=CHECK_TIMEOUT_S)
     try:
         probe = records[:4] or [{"prompt": [{"role": "user", "content": "1 + 1?"}], "answer": "2"}]
         user.score([_text(r["prompt"]) for r in probe], [r.get("answer") or "" for r in probe],
