@@ -365,14 +365,14 @@ def questions(ctx: Ctx) -> list[Question]:
         # GRPO: replies per optimizer step, whole groups of num_generations (two prompts' by default)
         Question("batch_size", "int", "choose_strategy.batch_size",
                  default=lambda a: 2 * a["num_generations"] if grpo(a) else 16,
-                 validate=_kto_at_least(in_range(1, 65536), lambda v: msg("choose_strategy.kto_micro_batch", mb=v),
+                 validate=_least_and_groups(in_range(1, 65536), lambda v: msg("choose_strategy.kto_micro_batch", mb=v),
                                         groups=True)),
         Question("plan", "select", msg("choose_strategy.plan", gpu=mem.gpu.name or "?"), choices=plan_choices,
                  default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
                  default=lambda a: _plan_knobs(a)["ckpt"] if a.get("plan") else rec["activation_checkpointing"]),
         Question("micro_batch", "int", "choose_strategy.micro_batch",
-                 validate=_kto_at_least(in_range(*limits("micro_batch")),
+                 validate=_least_and_groups(in_range(*limits("micro_batch")),
                                         lambda v: msg("choose_strategy.kto_micro_batch", mb=v)),
                  default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else a["num_generations"] if grpo(a)
                  else least_micro_batch(a.get("objective", "sft"))),
@@ -459,7 +459,7 @@ def _trackers_check(v, a):
         if missing else None
 
 
-def _kto_at_least(check, refusal, groups: bool = False):
+def _least_and_groups(check, refusal, groups: bool = False):
     """``check`` (an in_range validator, its ``.bounds`` kept for `yichui steps --keys`), refusing with
     ``refusal(value)`` first a number under the objective's least micro-batch (KTO: 2); with ``groups`` (the batch
     size) under GRPO, a number of replies that is not whole groups of num_generations."""

@@ -62,7 +62,8 @@ def preference_split(ctx: Ctx) -> list[dict]:
 
 
 def _held_out_records(ctx: Ctx) -> list:
-    """What the trainer held out of the session's data: conversations (SFT) or pairs (a preference objective)."""
+    """What the trainer held out of the session's data: conversations (SFT; GRPO's prompts with their reference
+    answers as the reply) or pairs (a preference objective)."""
     cs = ctx.result(StrategyChoice)
     if not cs.dataset_path or not cs.strategy.get("val_ratio"):
         return []

@@ -229,6 +229,26 @@ def sessions(home: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((home / "sessions").glob("*.json"))]
 
 
+def demo_killed_after_first_checkpoint(home: Path, task: str) -> dict:
+    """`yichui demo --task TASK` under ``home``, killed with SIGKILL (it and its trainer) once the training's first
+    checkpoint is written: the session it leaves. The demo end-to-end tests then resume it."""
+    p = subprocess.Popen([YICHUI, "demo", "--task", task], env=env_for(home), stdin=subprocess.DEVNULL,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        end = time.monotonic() + 600
+        while time.monotonic() < end and p.poll() is None:
+            if list((home / "runs").glob("*/train/checkpoints/checkpoint-*/trainer_state.json")):
+                break
+            time.sleep(0.2)
+        assert p.poll() is None, p.stdout.read()[-3000:]
+        (s,) = sessions(home)
+        kill_tree(p, home / "runs" / s["id"])
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    return s
+
+
 def stop_all(home: Path) -> None:
     """Stop every job (trainer, server) any session under ``home`` started: tests leave nothing running."""
     from recipes import jobs

@@ -396,10 +396,38 @@ def read(ref: str | Path) -> Loaded:
             bad.append(Msg("data.bad_at", {"at": at, "why": e.msg}))
         except (KeyError, TypeError, AttributeError) as e:  # a shape no check above names: the field at least
             bad.append(Msg("data.bad_at", {"at": at, "why": Msg("data.why.shape", {"error": str(e)[:60]})}))
-    if sample is not None and sample < len(convs):
-        picked = sorted(random.Random(SAMPLE_SEED).sample(range(len(convs)), sample))
-        convs = [convs[i] for i in picked]
-    return Loaded(convs, fmt, bad, len(rows))
+    return Loaded(seeded_sample(convs, sample), fmt, bad, len(rows))
+
+
+def file_rows(ref: str | Path) -> tuple[Path, int | None, list[tuple[int, object]]]:
+    """(path, sample size or None, its rows with their line numbers) of a record file ``path`` or ``path#N`` — the
+    preference and prompt readers' opening (:func:`read` adds the image-folder layout to it).
+
+    Raises:
+        DataError: a bad ``#N``, a folder, no such file (or not a regular one), an unknown suffix, not UTF-8, no rows.
+    """
+    path, sample = split_sample(ref)
+    head, hash_, tail = str(ref).rpartition("#")
+    if hash_ and (sample == 0 or (sample is None and Path(head).exists())):
+        raise DataError("data.bad_sample", path=head, value=tail)  # file.jsonl#0, #-5, #abc
+    if path.is_dir():
+        raise DataError("data.is_folder", path=str(path))
+    if not path.is_file():
+        raise DataError("data.not_a_file" if path.exists() else "data.no_file", path=str(path))
+    if path.suffix not in SUFFIXES:
+        raise DataError("data.bad_suffix", path=str(path), suffixes=", ".join(SUFFIXES))
+    rows = _read_rows(path)
+    if not rows:
+        raise DataError("data.empty", path=str(path))
+    return path, sample, rows
+
+
+def seeded_sample(records: list[_R], n: int | None, seed: int = SAMPLE_SEED) -> list[_R]:
+    """``n`` of the records, chosen with the dataset seed and kept in file order; all of them when ``n`` is None or
+    not fewer."""
+    if n is None or n >= len(records):
+        return records
+    return [records[i] for i in sorted(random.Random(seed).sample(range(len(records)), n))]
 
 
 def refuse_bad(ref: str | Path, bad: list[Msg], good: int, skip_bad: bool) -> str:

@@ -21,8 +21,7 @@ from pathlib import Path
 
 from recipes.base import Msg
 from recipes.data import datasets
-from recipes.data.datasets import (OPENAI_ROLES, SAMPLE_SEED, BadRecord, DataError, SUFFIXES, _read_rows,
-                                   refuse_bad, split_sample, valid_unicode)
+from recipes.data.datasets import OPENAI_ROLES, SAMPLE_SEED, BadRecord, DataError, refuse_bad, valid_unicode
 
 PAIRED, UNPAIRED = "preference", "unpaired"  # DPO's pairs, KTO's labelled replies
 FORMATS = (PAIRED, UNPAIRED)
@@ -116,19 +115,7 @@ def read(ref: str | Path) -> Preferences:
         DataError: no such file, a folder, an unknown suffix, not UTF-8, no records, or a first record of no
             preference form (``data.not_preference``).
     """
-    path, sample = split_sample(ref)
-    head, hash_, tail = str(ref).rpartition("#")
-    if hash_ and (sample == 0 or (sample is None and Path(head).exists())):
-        raise DataError("data.bad_sample", path=head, value=tail)  # file.jsonl#0, #-5, #abc: as the SFT reader says
-    if path.is_dir():
-        raise DataError("data.is_folder", path=str(path))
-    if not path.is_file():
-        raise DataError("data.not_a_file" if path.exists() else "data.no_file", path=str(path))
-    if path.suffix not in SUFFIXES:
-        raise DataError("data.bad_suffix", path=str(path), suffixes=", ".join(SUFFIXES))
-    rows = _read_rows(path)
-    if not rows:
-        raise DataError("data.empty", path=str(path))
+    path, sample, rows = datasets.file_rows(ref)
     form = next(filter(None, (detect(r) for _, r in rows)), None)
     if form is None:
         raise DataError("data.not_preference", path=str(path))
@@ -150,8 +137,7 @@ def read(ref: str | Path) -> Preferences:
             records.append(to_record(row, form))
         except BadRecord as e:
             bad.append(Msg("data.bad_at", {"at": f"{path.name}:{n}", "why": e.msg}))
-    if sample is not None and sample < len(records):
-        records = [records[i] for i in sorted(random.Random(SAMPLE_SEED).sample(range(len(records)), sample))]
+    records = datasets.seeded_sample(records, sample)
     return Preferences(records, form, bad, len(rows))
 
 

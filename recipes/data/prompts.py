@@ -13,12 +13,12 @@ Every record comes out as ``{"prompt": [messages], "answer": str | None}``; the 
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from recipes.base import Msg
-from recipes.data.datasets import SAMPLE_SEED, SUFFIXES, BadRecord, DataError, _read_rows, refuse_bad, split_sample
+from recipes.data import datasets
+from recipes.data.datasets import BadRecord, DataError, refuse_bad
 from recipes.data.preference import _turns
 
 ANSWER_KEYS = ("answer", "solution", "ground_truth")  # the reference's names, first found wins
@@ -89,19 +89,7 @@ def read(ref: str | Path) -> Prompts:
         DataError: no such file, a folder, an unknown suffix, not UTF-8, no records, or a first record that is not a
             prompt (``data.not_prompts``: SFT or preference records, which carry their replies).
     """
-    path, sample = split_sample(ref)
-    head, hash_, tail = str(ref).rpartition("#")
-    if hash_ and (sample == 0 or (sample is None and Path(head).exists())):
-        raise DataError("data.bad_sample", path=head, value=tail)
-    if path.is_dir():
-        raise DataError("data.is_folder", path=str(path))
-    if not path.is_file():
-        raise DataError("data.not_a_file" if path.exists() else "data.no_file", path=str(path))
-    if path.suffix not in SUFFIXES:
-        raise DataError("data.bad_suffix", path=str(path), suffixes=", ".join(SUFFIXES))
-    rows = _read_rows(path)
-    if not rows:
-        raise DataError("data.empty", path=str(path))
+    path, sample, rows = datasets.file_rows(ref)
     if not any(is_prompt_row(r) for _, r in rows):
         raise DataError("data.not_prompts", path=str(path))
     records: list[dict] = []
@@ -117,8 +105,7 @@ def read(ref: str | Path) -> Prompts:
             records.append(to_record(row))
         except BadRecord as e:
             bad.append(Msg("data.bad_at", {"at": f"{path.name}:{n}", "why": e.msg}))
-    if sample is not None and sample < len(records):
-        records = [records[i] for i in sorted(random.Random(SAMPLE_SEED).sample(range(len(records)), sample))]
+    records = datasets.seeded_sample(records, sample)
     return Prompts(records, bad, len(rows))
 
 

@@ -10,14 +10,10 @@ held-out pair, and only training can turn that round on prompts it never saw.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from conftest import YICHUI, env_for, kill_tree, sessions, stop_all, yichui
+from conftest import demo_killed_after_first_checkpoint, sessions, stop_all, yichui
 
 import recipes
 from recipes.data import preference
@@ -31,20 +27,7 @@ def dpo_home(home):
 
 def test_dpo_demo_survives_a_kill_serves_and_prefers_the_chosen_reply_above_the_base(dpo_home):
     home = dpo_home
-    p = subprocess.Popen([YICHUI, "demo", "--task", "finetune-dpo"], env=env_for(home), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        end = time.monotonic() + 600
-        while time.monotonic() < end and p.poll() is None:  # SIGKILL once the first checkpoint is written
-            if list((home / "runs").glob("*/train/checkpoints/checkpoint-*/trainer_state.json")):
-                break
-            time.sleep(0.2)
-        assert p.poll() is None, p.stdout.read()[-3000:]
-        (s,) = sessions(home)
-        kill_tree(p, home / "runs" / s["id"])
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+    s = demo_killed_after_first_checkpoint(home, "finetune-dpo")
     assert s["demo"] == "dpo" and s["task"] == "finetune"
     r = yichui(home, "resume", s["id"], "--yes", timeout=900)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]

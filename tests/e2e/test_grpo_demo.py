@@ -9,35 +9,17 @@ share — and the evaluation says that accuracy did not come with it (a reward h
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import subprocess
-import time
 from pathlib import Path
 
-from conftest import YICHUI, env_for, kill_tree, sessions, stop_all, yichui
+from conftest import demo_killed_after_first_checkpoint, sessions, stop_all, yichui
 
 import recipes
 
 
 def test_grpo_demo_survives_a_kill_raises_its_reward_and_says_what_it_traded(home):
     try:
-        p = subprocess.Popen([YICHUI, "demo", "--task", "finetune-grpo"], env=env_for(home),
-                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                             start_new_session=True)
-        try:
-            end = time.monotonic() + 600
-            while time.monotonic() < end and p.poll() is None:  # SIGKILL once the first checkpoint is written
-                if list((home / "runs").glob("*/train/checkpoints/checkpoint-*/trainer_state.json")):
-                    break
-                time.sleep(0.2)
-            assert p.poll() is None, p.stdout.read()[-3000:]
-            (s,) = sessions(home)
-            kill_tree(p, home / "runs" / s["id"])
-        finally:
-            if p.poll() is None:
-                os.killpg(p.pid, signal.SIGKILL)
+        s = demo_killed_after_first_checkpoint(home, "finetune-grpo")
         assert s["demo"] == "grpo" and s["task"] == "finetune"
         r = yichui(home, "resume", s["id"], "--yes", timeout=900)
         out = r.stdout + r.stderr

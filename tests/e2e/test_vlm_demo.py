@@ -9,15 +9,12 @@ must beat the base, which was pre-trained to caption the shapes and never asked 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from conftest import YICHUI, env_for, kill_tree, sessions, stop_all, yichui
+from conftest import YICHUI, demo_killed_after_first_checkpoint, env_for, sessions, stop_all, yichui
 
 import recipes
 from recipes.data import shapes
@@ -42,20 +39,7 @@ def _reference(train_file: Path, image: str, question: str) -> str:
 
 def test_vlm_demo_survives_a_kill_serves_an_image_chat_and_beats_base_and_chance(vlm_home):
     home = vlm_home
-    p = subprocess.Popen([YICHUI, "demo", "--task", "finetune-vlm"], env=env_for(home), stdin=subprocess.DEVNULL,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        end = time.monotonic() + 600
-        while time.monotonic() < end and p.poll() is None:  # SIGKILL once the first checkpoint is written
-            if list((home / "runs").glob("*/train/checkpoints/checkpoint-*/trainer_state.json")):
-                break
-            time.sleep(0.2)
-        assert p.poll() is None, p.stdout.read()[-3000:]
-        (s,) = sessions(home)
-        kill_tree(p, home / "runs" / s["id"])
-    finally:
-        if p.poll() is None:
-            os.killpg(p.pid, signal.SIGKILL)
+    s = demo_killed_after_first_checkpoint(home, "finetune-vlm")
     assert s["demo"] == "vlm" and s["task"] == "finetune"
     # the held-out replies from the engine (the deploy step's server; a second one for the base): image parts inline
     r = yichui(home, "resume", s["id"], "--yes", "--set", "evaluate.generate_with=engine", timeout=900)
