@@ -21,7 +21,7 @@ from recipes.model import prequantized
 from recipes.hub import client as hub
 from recipes.training import backends, backup, nvme, trackers
 from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_range, msg
-from recipes.handoff import MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
+from recipes.handoff import DataChoice, MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
     OBJECTIVES, OPTIMIZERS, REWARDS, TARGETS, \
     TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, least_micro_batch, limits
@@ -162,9 +162,7 @@ def questions(ctx: Ctx) -> list[Question]:
         return out
 
     def backend_check(v, a):
-        if v == "unsloth" and (what := training(a | {"training_backend": v}).unsloth_conflict()):
-            return msg("choose_strategy.unsloth_unsupported", what=what)
-        return None
+        return spec_refusal(a, "training_backend", training_backend=v)
 
     def distribution_asked(a) -> bool:
         """Several processes; or one whose plain plan (checkpointing on, micro-batch 1) does not fit its GPU, where
@@ -270,7 +268,7 @@ def questions(ctx: Ctx) -> list[Question]:
                           # shown so that the reason is said where it is looked for (issue 23: no half version)
                           Choice("q-galore", msg("choose_strategy.method.q_galore"), refused=True)],
                  validate=lambda v, a: msg("choose_strategy.q_galore_unsupported") if v == "q-galore" else
-                 _prequantized_check(sel, v) or _objective_check(a, method=v)),
+                 _prequantized_check(sel, v) or spec_refusal(a, "method", method=v)),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=DEFAULTS.galore_rank,
                  when=lambda a: a.get("method") == "galore", validate=in_range(*limits("galore_rank"))),
         Question("master_weights", "select", "choose_strategy.master_weights", default=DEFAULTS.master_weights,
@@ -345,14 +343,14 @@ def questions(ctx: Ctx) -> list[Question]:
                  asked_if="choose_strategy.asked_if.sharded",
                  default=lambda a: _default_distribution(a)[1],
                  choices=[Choice(o, msg("choose_strategy.offload." + o)) for o in OFFLOADS],
-                 validate=lambda v, a: spec_refusal(a, offload=v, offload_device="cpu", sequence_parallel=1)),
+                 validate=lambda v, a: spec_refusal(a, "offload", offload=v, offload_device="cpu", sequence_parallel=1)),
         # ZeRO-Infinity: the offloaded states in files on a fast disk instead of CPU memory (DeepSpeed, stage 3)
         Question("offload_device", "select", "choose_strategy.offload_device", default="cpu",
                  when=lambda a: a.get("distribution") == "zero3" and a.get("offload", "none") != "none",
                  asked_if="choose_strategy.asked_if.zero3_offload",
                  choices=[Choice(d, msg("choose_strategy.offload_device." + d)) for d in OFFLOAD_DEVICES],
                  validate=lambda v, a: (nvme.aio_missing() if v == "nvme" else None) or spec_refusal(
-                     a, offload_device=v, sequence_parallel=1)),
+                     a, "offload_device", offload_device=v, sequence_parallel=1)),
         Question("nvme_path", "path", "choose_strategy.nvme_path",
                  when=lambda a: a.get("offload_device") == "nvme", asked_if="choose_strategy.asked_if.nvme",
                  validate=lambda v, a: nvme.path_problem(v, nvme_need(a))),
@@ -378,7 +376,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  else least_micro_batch(a.get("objective", "sft"))),
         Question("grad_accum", "int", "choose_strategy.grad_accum",
                  validate=lambda v, a: in_range(*limits("grad_accum"))(v, a) or (
-                     spec_refusal(a, grad_accum=v) if grpo(a) else None),
+                     spec_refusal(a, "grad_accum", grad_accum=v)),
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
         Question("training_backend", "select", "choose_strategy.training_backend", when=lambda a: unsloth is not None,
                  choices=lambda a: [Choice("transformers", msg("choose_strategy.training_backend.transformers"))] + (
@@ -398,8 +396,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  asked_if="choose_strategy.asked_if.compile_layers",
                  default=lambda a: _plan_knobs(a)["compile"] if a.get("plan") else False),
         Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing, when=sft,
-                 validate=lambda v, a: msg(c[0], **c[1]) if v and (
-                     c := training(a | {"packing": True}).sequence_parallel_conflict()) else None),
+                 validate=lambda v, a: spec_refusal(a, "packing", packing=v)),
         Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim, when=lambda a: a["method"] != "galore",
                  choices=[Choice(o, msg("choose_strategy.optim." + o)) for o in OPTIMIZERS]),
         Question("learning_rate", "float", "choose_strategy.learning_rate",
@@ -504,14 +501,6 @@ def _reward_file_check(v, a):
     return None if names else msg("rewards.none_defined", path=v)
 
 
-def _objective_check(a: dict, **change):
-    """The objective's refusal of ``change`` (DPO with GaLore), said at the question that chooses it — not ten
-    questions later, when the whole spec is checked (the tryout's dead end, issue 47)."""
-    what = training({"objective": a.get("objective", "sft")} | change).objective_conflict()
-    return msg("choose_strategy.objective_unsupported", objective=a.get("objective", "sft").upper(), what=msg(what)) \
-        if what else None
-
-
 def _backing_up(a: dict) -> bool:
     return a.get("method") in ADAPTER_METHODS and a.get("backup", "none") != "none"
 
@@ -566,15 +555,14 @@ def _hosts_check(v: str, a: dict):
     return None
 
 
-def spec_refusal(a: dict, **change):
-    """The message TrainingSpec.check refuses the answers ``a`` with ``change`` applied for, or None: the wizard asks
-    the spec (the one home of the cross-field rules, which ``yichui estimate`` and the trainer ask too) instead of
-    restating its rules. ``change`` also sets the questions still to come to values that refuse nothing."""
-    try:
-        training(a | change).check()
-    except Refusal as e:
-        return msg(e.key, **e.params)
-    return None
+def spec_refusal(a: dict, field: str, **change):
+    """The message of the first rule the answers ``a`` with ``change`` applied break that involves ``field`` (the
+    question being answered; TrainingSpec.problems), or None: the wizard asks the spec (the one home of the
+    cross-field rules, which ``yichui estimate``, the planner and the trainer ask too) instead of restating its
+    rules, and says each at a question of its own fields. ``change`` also sets questions still to come that an
+    earlier pass answered back to values that refuse nothing."""
+    found = training(a | change).problems(field)
+    return msg(found[0].refusal.key, **found[0].refusal.params) if found else None
 
 
 def _distribution_check(v: str, a: dict):
@@ -587,7 +575,7 @@ def _distribution_check(v: str, a: dict):
         return msg("choose_strategy.no_deepspeed")
     if v == "fsdp2" and not memory.detect_gpus():
         return msg("choose_strategy.fsdp_needs_gpus")
-    return spec_refusal(a, distribution=v, offload="none", offload_device="cpu", sequence_parallel=1)
+    return spec_refusal(a, "distribution", distribution=v, offload="none", offload_device="cpu", sequence_parallel=1)
 
 
 def _plan_value(p) -> str:
@@ -796,19 +784,19 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     else:
         ctx.info(msg(f"choose_strategy.eta_unknown_{t.objective}" if t.objective in ("kto", "grpo") else
                      "choose_strategy.eta_unknown", steps=steps))
-    strategy = dict(answers) | {"skip_bad_records": skip, "val_ratio": answers.get("val_ratio", 0.0),
-                                "images_per_sample": images}
-    smoke = None
+    data = DataChoice(source=answers.get("dataset", "bundled"), path=path, repo=answers.get("dataset_repo"),
+                      file=answers.get("dataset_file"), format=fmt, skip_bad_records=skip,
+                      val_ratio=answers.get("val_ratio", 0.0), n_records=len(units), n_train=len(train),
+                      n_validation=len(held))
+    chosen = StrategyChoice(training=StrategyChoice.strategy_of(answers | {"images_per_sample": images}), data=data,
+                            backup=StrategyChoice.backup_of(answers), samples=samples, estimate=est, fits=fits,
+                            effective_batch=training(answers).effective_batch,
+                            predicted_tokens_per_s=round(tps, 1) if modelled else None, planned_steps=steps)
     if answers.get("preflight", True):
         from recipes.training import preflight
 
-        smoke = preflight.smoke_run(ctx, TrainerJob.from_dict(strategy | {"dataset_path": path,
-                                                                          "trust_remote_code": trusted(ctx)}), meta)
-    return StrategyChoice(strategy=strategy, preflight=smoke, dataset_path=path, dataset_format=fmt,
-                          n_records=len(units), n_train=len(train), n_validation=len(held), samples=samples,
-                          estimate=est, fits=fits, effective_batch=training(answers).effective_batch,
-                          predicted_tokens_per_s=round(tps, 1) if modelled else None,
-                          planned_steps=steps)
+        chosen.preflight = preflight.smoke_run(ctx, chosen.job(trust_remote_code=trusted(ctx)), meta)
+    return chosen
 
 
 def _model_pixels(ctx: Ctx) -> int | None:
@@ -935,4 +923,4 @@ def _render_all(tok, convs: list, generation_prompt: bool = False) -> list[str]:
 
 
 def is_done(ctx: Ctx, record: Record) -> bool:
-    return "strategy" in record.outputs
+    return "training" in record.outputs

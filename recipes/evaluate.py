@@ -65,14 +65,15 @@ def _held_out_records(ctx: Ctx) -> list:
     """What the trainer held out of the session's data: conversations (SFT; GRPO's prompts with their reference
     answers as the reply) or pairs (a preference objective)."""
     cs = ctx.result(StrategyChoice)
-    if not cs.dataset_path or not cs.strategy.get("val_ratio"):
+    data = cs.data
+    if not data.path or not data.val_ratio:
         return []
-    skip = cs.strategy.get("skip_bad_records", False)
+    skip = data.skip_bad_records
     objective = cs.spec().objective
-    records: list = datasets.load(cs.dataset_path, skip_bad=skip, images=takes_images(ctx)).conversations \
-        if objective == "sft" else prompts.load(cs.dataset_path, skip_bad=skip).records if objective == "grpo" \
-        else preference.load(cs.dataset_path, skip_bad=skip).records
-    held = datasets.train_validation(records, cs.strategy["val_ratio"])[1]
+    records: list = datasets.load(data.path, skip_bad=skip, images=takes_images(ctx)).conversations \
+        if objective == "sft" else prompts.load(data.path, skip_bad=skip).records if objective == "grpo" \
+        else preference.load(data.path, skip_bad=skip).records
+    held = datasets.train_validation(records, data.val_ratio)[1]
     # GRPO's prompts, each with its reference answer as the reply (the replies' loss and ROUGE-L against it)
     return prompts.as_conversations(held) if objective == "grpo" else held
 
@@ -130,14 +131,15 @@ def questions(ctx: Ctx) -> list[Question]:
     strategy = ctx.result(StrategyChoice)
     # before the strategy step has run (a --set checked at the start) its split is not known yet: "training" is
     # offered, and checked again when this step runs
-    has_split = bool(strategy.n_validation) or (not strategy.strategy and "choose_strategy" in recipes.TASKS[ctx.task])
+    has_split = bool(strategy.data.n_validation) or (not strategy.training
+                                                    and "choose_strategy" in recipes.TASKS[ctx.task])
     sel = ctx.result(ModelChoice)
 
     def check_heldout(v, a):
         """"training" where the training run held out nothing (too few records, or val_ratio 0): said so."""
         if v == "training" and not has_split:
-            return msg("evaluate.no_split", records=strategy.n_records, ratio=strategy.strategy.get("val_ratio", 0)) \
-                if strategy.strategy else msg("evaluate.no_split_task")
+            return msg("evaluate.no_split", records=strategy.data.n_records, ratio=strategy.data.val_ratio) \
+                if strategy.training else msg("evaluate.no_split_task")
         return None
 
     def check_benchmarks(v, a):

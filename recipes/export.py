@@ -52,7 +52,7 @@ def _default_engine(ctx: Ctx, gpu: bool) -> str:
 def questions(ctx: Ctx) -> list[Question]:
     gpu = bool(memory.detect_gpus())
     config = ctx.result(ModelChoice).config or {}  # unknown before select_model: checked when known
-    n_train = ctx.result(StrategyChoice).n_train
+    n_train = ctx.result(StrategyChoice).data.n_train
 
     envs = envs_dir(ctx.home)
     loads = lambda engine: quantize.engine_formats(engine, envs, engines.cache_dir(ctx.home))  # noqa: E731
@@ -109,7 +109,7 @@ def questions(ctx: Ctx) -> list[Question]:
                  if v < quantize.MIN_CALIBRATION else msg("export.calibration_over", n=v, records=n_train)
                  if n_train and v > n_train else None),
         Question("calibration_seq_len", "int", "export.calibration_seq_len", when=calibrated,
-                 default=min(512, int(ctx.result(StrategyChoice).strategy.get("seq_len") or 512)),
+                 default=min(512, ctx.result(StrategyChoice).spec().seq_len),
                  validate=in_range(16, 32768)),
         Question("quality_samples", "int", "export.quality_samples", default=16, validate=in_range(1, 10000),
                  when=lambda a: bool(a.get("formats"))),
@@ -237,14 +237,14 @@ def _texts(ctx: Ctx, model_dir: str, n_calibration: int, n_quality: int, code: b
     from transformers import AutoTokenizer
 
     cs = ctx.result(StrategyChoice)
-    skip = cs.strategy.get("skip_bad_records", False)
-    if cs.dataset_path:
+    skip = cs.data.skip_bad_records
+    if cs.data.path:
         # a preference set's pairs are split as the trainer split them, then read as prompt + chosen reply
         sft = cs.spec().objective == "sft"
-        records: list = datasets.load(cs.dataset_path, skip_bad=skip).conversations if sft else \
-            preference.load(cs.dataset_path, skip_bad=skip).records
+        records: list = datasets.load(cs.data.path, skip_bad=skip).conversations if sft else \
+            preference.load(cs.data.path, skip_bad=skip).records
         train, held = (x if sft else preference.chosen_conversations(x)
-                       for x in datasets.train_validation(records, cs.strategy.get("val_ratio", 0.0)))
+                       for x in datasets.train_validation(records, cs.data.val_ratio))
     else:  # nothing was trained (the quantize task): the calibration file answers both
         convs = datasets.load(ctx.answers("export").get("calibration_data") or str(datasets.bundled_dataset_path()),
                               skip_bad=True).conversations
@@ -297,7 +297,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
         ctx.info(msg("export.as_is" if as_is else "export.merging", method=method, path=str(merged)))
         with _atomic_dir(merged) as tmp:
             check = merge(base_dir, adapter, method, tmp, answers["dtype"], code,
-                          int(ctx.result(StrategyChoice).strategy.get("image_size") or 0))
+                          ctx.result(StrategyChoice).spec().image_size)
             (tmp / "README.md").write_text(card(ctx, "merged", {"format": "merged"}, check))
         ctx.record(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done)
     if check:
@@ -443,8 +443,8 @@ def card(ctx: Ctx, fmt: str, art: dict, check: dict | None) -> str:
              "", "## How it was made", "", "| | |", "|---|---|",
              f"| base model | {base} @ {dl.commit or 'local'} |",
              f"| method | {method}{adapter} |",
-             f"| data | {cs.dataset_path} ({cs.dataset_format}, {cs.n_train} training / "
-             f"{cs.n_validation} validation records) |",
+             f"| data | {cs.data.path} ({cs.data.format}, {cs.data.n_train} training / "
+             f"{cs.data.n_validation} validation records) |",
              f"| training | {tr.steps} optimizer steps, effective batch {cs.effective_batch}, learning "
              f"rate {st.learning_rate}, {st.seq_len} tokens; training loss: mean "
              f"{tr.train_loss}, last 5 steps {tr.last5_mean} |"]

@@ -14,12 +14,10 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
-from recipes.training.spec import TrainingSpec
-
-if TYPE_CHECKING:
-    from recipes.training.backup import AdapterBackup
+from recipes.training.backup import HUBS, AdapterBackup
+from recipes.training.spec import TrainerJob, TrainingSpec
 
 
 def trusted(ctx: Ctx) -> bool:
@@ -67,6 +65,14 @@ def _fits(value, hint) -> bool:
     if base is int:
         return isinstance(value, int) and not isinstance(value, bool)
     return isinstance(value, base)
+
+
+def _record_type(hint) -> type | None:
+    """The dataclass a field holds (``Gpu``, ``DataChoice``, ``AdapterBackup | None`` → AdapterBackup), or None."""
+    for h in typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,):
+        if isinstance(h, type) and dataclasses.is_dataclass(h):
+            return h
+    return None
 
 
 def _type_name(hint) -> str:
@@ -123,8 +129,8 @@ class Handoff:
             if f.name not in src:
                 continue
             value = src[f.name]
-            kind = hints[f.name]
-            if isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, dict):
+            kind = _record_type(hints[f.name])
+            if kind is not None and isinstance(value, dict):
                 value = kind(**{k: v for k, v in value.items() if k in {x.name for x in dataclasses.fields(kind)}})
             kw[f.name] = value
         return cls(**kw)
@@ -246,18 +252,48 @@ def spec_problem(d, where: str, render=None) -> str | None:
 
 
 @dataclass
-class StrategyChoice(Handoff):
-    """choose_strategy: the training spec (as answered), the data and the estimate of the chosen configuration."""
+class DataChoice:
+    """choose_strategy's data: where it came from and how it was read (schema v6; v5 kept these among the answers).
 
-    STEP: ClassVar[str] = "choose_strategy"
-    DONE_FIELDS: ClassVar[tuple[str, ...]] = ("strategy",)
-    strategy: dict = field(default_factory=dict)  # the answers: TrainingSpec's fields and the data's
-    preflight: dict | None = None      # the smoke run's report
-    dataset_path: str | None = None
-    dataset_format: str | None = None
+    ``source`` bundled | local | hub; ``path`` the file the trainer reads (the bundled file, the user's, or the hub
+    file fetched; ``path#N`` a sample of N records, recipes/data/datasets.py); ``repo``/``file`` a hub dataset's id and
+    file pattern; ``format`` as read (alpaca, sharegpt, messages, paired, unpaired, prompts); ``skip_bad_records``
+    malformed records skipped rather than refused; ``val_ratio`` the held-out share (0 … 0.5); records read, trained
+    on and held out."""
+
+    source: str = "bundled"
+    path: str | None = None
+    repo: str | None = None
+    file: str | None = None
+    format: str | None = None
+    skip_bad_records: bool = False
+    val_ratio: float = 0.0
     n_records: int = 0
     n_train: int = 0
     n_validation: int = 0
+
+
+# TrainerJob's fields that are the data's (DataChoice) or one run's own facts (the train step's), not the strategy's
+_NOT_STRATEGY = frozenset({"dataset_path", "skip_bad_records", "val_ratio", "model_dir", "device", "trust_remote_code",
+                           "init", "interpreter", "save_final", "profile_steps", "launch", "zero_sizes",
+                           "memory_snapshot"})
+STRATEGY_FIELDS = tuple(f.name for f in dataclasses.fields(TrainerJob) if f.name not in _NOT_STRATEGY)
+
+
+@dataclass
+class StrategyChoice(Handoff):
+    """choose_strategy: the training strategy, the data, the adapters' backup and the estimate of the plan.
+
+    ``training`` holds TrainerJob's fields as chosen (STRATEGY_FIELDS: TrainingSpec's, the sample question, the
+    hosts, the trackers), JSON-typed; read it through :meth:`spec` and :meth:`job`. Schema v6 (wizard/README.md
+    section 4); v5 kept one ``strategy`` object of the answers (wizard/session.py ``_v5_to_v6``)."""
+
+    STEP: ClassVar[str] = "choose_strategy"
+    DONE_FIELDS: ClassVar[tuple[str, ...]] = ("training",)
+    training: dict = field(default_factory=dict)
+    data: DataChoice = field(default_factory=DataChoice)
+    backup: AdapterBackup | None = None  # where the adapters go while training; None: not backed up
+    preflight: dict | None = None      # the smoke run's report
     samples: list = field(default_factory=list)
     estimate: dict | None = None
     fits: bool | None = None
@@ -268,16 +304,27 @@ class StrategyChoice(Handoff):
     planned_steps: int | None = None
 
     def spec(self) -> TrainingSpec:
-        return TrainingSpec.from_dict(self.strategy)
+        return TrainingSpec.from_dict(self.training)
 
-    def backup(self) -> "AdapterBackup | None":
-        """Where the adapters are backed up while training, or None (not chosen)."""
-        from recipes.training.backup import HUBS, AdapterBackup
+    def job(self, **facts) -> TrainerJob:
+        """The TrainerJob this strategy trains: its fields, the data's path, split and bad-record rule, and a run's
+        own ``facts`` (model_dir, device, …)."""
+        return TrainerJob.from_dict(self.training | {"dataset_path": self.data.path or "",
+                                                     "skip_bad_records": self.data.skip_bad_records,
+                                                     "val_ratio": self.data.val_ratio} | facts)
 
-        hub = self.strategy.get("backup")
-        if hub not in HUBS or not self.strategy.get("backup_repo"):
+    @staticmethod
+    def strategy_of(answers: dict) -> dict:
+        """The ``training`` object of choose_strategy's answers (or v5's recorded ``strategy``): STRATEGY_FIELDS."""
+        return {k: v for k, v in answers.items() if k in STRATEGY_FIELDS}
+
+    @staticmethod
+    def backup_of(answers: dict) -> AdapterBackup | None:
+        """The backup chosen in choose_strategy's answers (backup, backup_repo, backup_every), or None."""
+        hub, repo, every = answers.get("backup"), answers.get("backup_repo"), answers.get("backup_every")
+        if hub not in HUBS or not isinstance(repo, str) or not repo:
             return None
-        return AdapterBackup(hub, self.strategy["backup_repo"], int(self.strategy.get("backup_every") or 1))
+        return AdapterBackup(hub, repo, every if isinstance(every, int) and not isinstance(every, bool) else 1)
 
 
 @dataclass

@@ -46,9 +46,7 @@ def _spec(ctx: Ctx, answers: dict) -> TrainerJob:
     """The trainer's job: the chosen spec, the data and the device, with every recovery (out of memory, a failed
     compile) applied."""
     s = ctx.result(StrategyChoice)
-    spec = TrainerJob.from_dict(s.strategy | {"model_dir": ctx.result(Download).model_dir,
-                                              "dataset_path": s.dataset_path, "device": answers["device"],
-                                              "trust_remote_code": trusted(ctx)})
+    spec = s.job(model_dir=ctx.result(Download).model_dir, device=answers["device"], trust_remote_code=trusted(ctx))
     for change in ctx.result(TrainingResult).recoveries:
         spec = replace(spec, **change["to"])
     spec.check()  # a recorded strategy edited by hand is refused here in one line, not by the trainer it would start
@@ -124,7 +122,7 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
                      tb=str(TrainDir(tdir).tensorboard)))
     from recipes.training import trackers
 
-    for name in dict.fromkeys(ctx.result(StrategyChoice).strategy.get("trackers") or []):  # where, and how to see it
+    for name in dict.fromkeys(ctx.result(StrategyChoice).job().trackers):  # where, and how to see it
         ctx.info(msg("train.tracker_store", tracker=name, path=str(trackers.store(name, TrainDir(tdir).trackers)),
                      command=trackers.view_command(name, TrainDir(tdir).trackers)))
     return TrainingResult(train_dir=str(tdir), adapter_dir=out["adapter_dir"], method=out["method"],
@@ -172,7 +170,7 @@ BACKUP_WAIT_S = 120  # for the final adapter's upload once training ended; then 
 def _start_backup(ctx: Ctx, tdir: Path, save_steps: int | None = None) -> None:
     """Start the adapter backup job (recipes/training/backup.py) beside the trainer when one was chosen, unless it
     runs already or the final adapter is up. Its environment is the wizard's: the hub token stays there."""
-    chosen = ctx.result(StrategyChoice).backup()
+    chosen = ctx.result(StrategyChoice).backup
     if chosen is None:
         return
     model = ctx.result(ModelChoice)
@@ -193,7 +191,7 @@ def _start_backup(ctx: Ctx, tdir: Path, save_steps: int | None = None) -> None:
 def _report_backup(ctx: Ctx, tdir: Path) -> None:
     """After training: wait up to BACKUP_WAIT_S for the final adapter's upload (said first), then say what went
     up and what did not (a failed upload never fails the step: the adapter is on disk)."""
-    chosen = ctx.result(StrategyChoice).backup()
+    chosen = ctx.result(StrategyChoice).backup
     if chosen is None:
         return
     hub = backup.HUB_NAMES[chosen.hub]

@@ -149,7 +149,7 @@ def test_choose_strategy_asks_the_training_spec_by_its_own_names():
     text = (ROOT / "recipes" / "choose_strategy.py").read_text()
     keys = set(__import__("re").findall(r'Question\("(\w+)"', text))
     others = keys - spec - run
-    # the backup's three are read by StrategyChoice.backup(), typed, by these names
+    # the backup's three become StrategyChoice.backup (StrategyChoice.backup_of), typed, by these names
     assert others == {"dataset", "dataset_repo", "dataset_file", "bad_records", "batch_size", "plan", "preflight",
                       "backup", "backup_repo", "backup_every"}, others
     assert {"lora_rank", "lora_alpha", "seq_len", "micro_batch", "grad_accum", "distribution"} <= keys & spec

@@ -479,7 +479,7 @@ CATALOGUE = [
          lambda e: ["show", str(e.tmp / "huge.json")], setup=lambda e: open(e.tmp / "huge.json", "ab").truncate(64 << 20)),
     Case("session-strategy-edited", "a done strategy hand-edited to a method that does not exist", "session.invalid",
          lambda e: ["resume", e.edited(lambda d: d["steps"]["choose_strategy"].update(
-             status="done", outputs={"strategy": {"method": "foo"}})), "--yes"]),
+             status="done", outputs={"training": {"method": "foo"}})), "--yes"]),
     Case("engine-needs-gpu", "vLLM chosen at export for a session that deploys on a machine without a GPU",
          "export.engine_needs_gpu", lambda e: ys("export.serve_with=vllm")),
     Case("moe-lora-dropout", "LoRA dropout on a MoE model's fused experts (peft cannot run it)",

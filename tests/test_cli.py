@@ -357,7 +357,7 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     done.steps["deploy"]["outputs"]["endpoint"] = "http://127.0.0.1:8003/v1"
     for rec in done.steps.values():
         rec["status"] = "done"
-    done.steps["choose_strategy"]["outputs"]["strategy"] = {"method": "lora"}  # what a done one always records
+    done.steps["choose_strategy"]["outputs"]["training"] = {"method": "lora"}  # what a done one always records
     done.steps["train"]["outputs"].update(adapter_dir=str(home / "a"), method="lora")
     done.steps["deploy"]["outputs"]["served_model"] = "m"
     done.save()

@@ -101,18 +101,18 @@ def test_hand_broken_file_names_what_is_wrong(tmp_path, edit, what):
 
 def _strategy_done(answers: dict, strategy: dict):
     def edit(d):
-        d["steps"]["choose_strategy"].update(status="done", answers=answers, outputs={"strategy": strategy})
+        d["steps"]["choose_strategy"].update(status="done", answers=answers, outputs={"training": strategy})
     return edit
 
 
 @pytest.mark.parametrize("edit,what", [  # issue 46 item 17: a done step's recorded answers and outputs, re-checked
-    (_strategy_done({"method": "lora"}, {"method": "foo"}), "steps.choose_strategy.outputs.strategy.method is 'foo'"),
+    (_strategy_done({"method": "lora"}, {"method": "foo"}), "steps.choose_strategy.outputs.training.method is 'foo'"),
     (_strategy_done({"method": "lora", "micro_batch": -4}, {"method": "lora"}),
      "steps.choose_strategy.answers.micro_batch is -4"),
     (_strategy_done({"method": "lora"}, {"method": "lora", "micro_batch": "lots"}),
-     "steps.choose_strategy.outputs.strategy.micro_batch is 'lots'"),
+     "steps.choose_strategy.outputs.training.micro_batch is 'lots'"),
     (_strategy_done({"method": "lora"}, {"method": "lora", "micro_batch": True}),
-     "steps.choose_strategy.outputs.strategy.micro_batch is True"),
+     "steps.choose_strategy.outputs.training.micro_batch is True"),
     (_strategy_done({"method": "lora", "lora_targets": 5}, {"method": "lora"}),
      "steps.choose_strategy.answers.lora_targets is 5, not text"),
     (_strategy_done({"method": "qlora", "distribution": "zero3"}, {"method": "lora"}),
@@ -122,8 +122,8 @@ def _strategy_done(answers: dict, strategy: dict):
                                                                       "adapter_dir, method"),
     (lambda d: d["steps"]["deploy"].update(status="done", outputs={"endpoint": "http://127.0.0.1:8000/v1"}),
      "steps.deploy is done but its outputs lack served_model"),
-    (lambda d: d["steps"]["choose_strategy"].update(status="done", outputs={"strategy": {}}),
-     "steps.choose_strategy is done but its outputs lack strategy"),
+    (lambda d: d["steps"]["choose_strategy"].update(status="done", outputs={"training": {}}),
+     "steps.choose_strategy is done but its outputs lack training"),
 ])
 def test_a_done_strategy_the_trainer_would_refuse_is_refused_at_load(tmp_path, edit, what):
     s = make(tmp_path)
@@ -208,7 +208,7 @@ def test_v1_full_fine_tune_keeps_pure_bf16(tmp_path):
     data["steps"]["choose_strategy"]["outputs"] = {"strategy": {"method": "full"}}
     s.path.write_text(json.dumps(data))
     rec = Session.load(s.path).data["steps"]["choose_strategy"]
-    assert rec["answers"]["master_weights"] == "bf16" and rec["outputs"]["strategy"]["master_weights"] == "bf16"
+    assert rec["answers"]["master_weights"] == "bf16" and rec["outputs"]["training"]["master_weights"] == "bf16"
     data["steps"]["choose_strategy"]["answers"] = {"method": "lora"}
     data["steps"]["choose_strategy"]["outputs"] = {}
     s.path.write_text(json.dumps(data))
@@ -272,6 +272,48 @@ def test_v4_session_stopped_after_its_download_continues_with_the_strategy(tmp_p
     assert list(loaded.steps) == list(recipes.STEPS) and loaded.current_step() == "choose_strategy"
     assert loaded.steps["download"]["status"] == "done" and loaded.steps["download"]["outputs"] == {"model_dir": "/m"}
     assert loaded.steps["select_model"]["outputs"]["meta_dir"] == "/m"  # v4 kept the small files with the weights
+
+
+def test_v5_strategy_becomes_typed_training_data_and_backup(tmp_path):
+    """v5 → v6: choose_strategy's one ``strategy`` object of answers becomes ``training`` (the TrainerJob's strategy
+    fields), ``data`` (a DataChoice, with the counts v5 kept beside it) and ``backup`` (an AdapterBackup or null); the
+    typed record reads them, and a resumed job trains what v5 recorded."""
+    from recipes.handoff import StrategyChoice
+    from recipes.training.backup import AdapterBackup
+
+    s = make(tmp_path)
+    data = json.loads(s.path.read_text())
+    data["schema_version"] = 5
+    strategy = {"method": "lora", "lora_rank": 32, "seq_len": 1024, "trackers": ["mlflow"], "dataset": "local",
+                "dataset_path": "/answered.jsonl", "bad_records": "skip", "skip_bad_records": True, "val_ratio": 0.1,
+                "images_per_sample": 0, "backup": "hf", "backup_repo": "me/adapters", "backup_every": 2,
+                "plan": "ckpt=on,mb=2", "preflight": True, "sample_question": "Why?"}
+    rec = data["steps"]["choose_strategy"]
+    rec["status"], rec["answers"] = "done", dict(strategy)
+    rec["outputs"] = {"strategy": strategy, "dataset_path": "/data.jsonl#50", "dataset_format": "alpaca",
+                      "n_records": 50, "n_train": 45, "n_validation": 5, "fits": True}
+    s.path.write_text(json.dumps(data))
+    loaded = Session.load(s.path)
+    out = loaded.data["steps"]["choose_strategy"]["outputs"]
+    assert loaded.data["schema_version"] == SCHEMA_VERSION == 6 and "strategy" not in out
+    assert "dataset" not in out["training"] and "backup" not in out["training"] and "val_ratio" not in out["training"]
+    cs = StrategyChoice.from_dict(out)
+    assert (cs.data.source, cs.data.path, cs.data.format, cs.data.n_train, cs.data.n_validation) == \
+        ("local", "/data.jsonl#50", "alpaca", 45, 5)
+    assert cs.backup == AdapterBackup("hf", "me/adapters", 2)
+    job = cs.job(model_dir="/m")
+    assert (job.lora_rank, job.seq_len, list(job.trackers), job.sample_question) == (32, 1024, ["mlflow"], "Why?")
+    assert (job.dataset_path, job.skip_bad_records, job.val_ratio, job.model_dir) == ("/data.jsonl#50", True, 0.1, "/m")
+    assert loaded.data["steps"]["choose_strategy"]["answers"] == strategy  # what replay asks is untouched
+    # no backup chosen → null; a v5 strategy that is no object stays for the type check to name
+    rec["outputs"] = {"strategy": {"method": "lora", "backup": "none"}}
+    s.path.write_text(json.dumps(data))
+    out = Session.load(s.path).data["steps"]["choose_strategy"]["outputs"]
+    assert out["backup"] is None and out["data"]["source"] == "bundled"
+    rec["outputs"] = {"strategy": "lora"}
+    s.path.write_text(json.dumps(data))
+    with pytest.raises(SessionError, match="training is 'lora', not an object"):
+        Session.load(s.path)
 
 
 SAVER = """

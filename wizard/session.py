@@ -7,6 +7,7 @@ is never written back.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import fcntl
 import json
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 H = TypeVar("H", bound="Handoff")
 from wizard import i18n
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 STATUSES = ("pending", "running", "done", "failed", "skipped")
 # the largest session file read: real ones are tens of KiB (answers and outputs, no weights or data)
 MAX_BYTES = 16 * 2**20
@@ -95,8 +96,37 @@ def _v4_to_v5(data: dict) -> dict:
     return data
 
 
+def _v5_to_v6(data: dict) -> dict:
+    """v6: choose_strategy's record types its seams (recipes/handoff.py StrategyChoice). v5's ``strategy`` (the
+    answers, with skip_bad_records, val_ratio, images_per_sample) becomes ``training`` (TrainerJob's strategy
+    fields), ``data`` (a DataChoice: source, path, repo, file, format, skip_bad_records, val_ratio and the record
+    counts v5 kept beside it) and ``backup`` (an AdapterBackup, or null). Anything of the wrong type is moved as it
+    is: the load's type check (StrategyChoice.problem) then names it."""
+    from recipes.handoff import StrategyChoice
+
+    rec = data.get("steps", {}).get("choose_strategy") if isinstance(data.get("steps"), dict) else None
+    out = rec.get("outputs") if isinstance(rec, dict) else None
+    if not isinstance(out, dict) or "strategy" not in out:
+        return data
+    strategy = out.pop("strategy")
+    if not isinstance(strategy, dict):  # not an object: kept where the type check will name it
+        out["training"] = strategy
+        return data
+    out["training"] = StrategyChoice.strategy_of(strategy)
+    backup = StrategyChoice.backup_of(strategy)
+    out["backup"] = dataclasses.asdict(backup) if backup else None
+    moved = {"path": out.pop("dataset_path", None), "format": out.pop("dataset_format", None),
+             "n_records": out.pop("n_records", 0), "n_train": out.pop("n_train", 0),
+             "n_validation": out.pop("n_validation", 0)}
+    out["data"] = {"source": strategy.get("dataset", "bundled"), "repo": strategy.get("dataset_repo"),
+                   "file": strategy.get("dataset_file"), "skip_bad_records": strategy.get("skip_bad_records", False),
+                   "val_ratio": strategy.get("val_ratio", 0.0)} | moved
+    return data
+
+
 # from_version → function(data) -> data at from_version + 1
-MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+MIGRATIONS: dict[int, Callable[[dict], dict]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
+                                                 5: _v5_to_v6}
 
 
 class SessionError(Refusal):
@@ -154,7 +184,7 @@ def _validate(data: Any, path: Path) -> None:
         if kind and rec["status"] == "done" and (lacking := kind.done_problem(rec["outputs"])):
             bad(f"steps.{name} is done but its outputs lack {lacking} (set its status to pending to run it again)")
         if name == "choose_strategy" and rec["status"] == "done":  # what a resume trains, checked as the trainer
-            for part, d in (("answers", rec["answers"]), ("outputs.strategy", rec["outputs"].get("strategy"))):
+            for part, d in (("answers", rec["answers"]), ("outputs.training", rec["outputs"].get("training"))):
                 problem = spec_problem(d, part, render=lambda r: i18n.render(msg(r.key, **r.params)))
                 if problem:
                     bad(f"steps.{name}.{problem}")

@@ -64,6 +64,22 @@ def _knob(default: Any, flag: str | None, *old: str, help: str = "", lo: float |
 
 
 @dataclass(frozen=True)
+class Problem:
+    """A rule a TrainingSpec breaks: the ``fields`` it involves (the wizard's question keys, the cli's option names
+    without dashes) and the refusal that says it."""
+
+    fields: tuple[str, ...]
+    refusal: Refusal
+
+
+# objective_conflict's settings → the fields that set them (choose_strategy.conflict.<what>)
+CONFLICT_FIELDS = {"galore": ("method",), "packing": ("packing",), "sequence_parallel": ("sequence_parallel",),
+                   "compile_layers": ("compile_layers",), "unsloth": ("training_backend",),
+                   "images": ("images_per_sample",), "plain_loss": ("loss",), "chunked_loss": ("loss",),
+                   "sharded": ("distribution",), "nodes": ("nodes",)}
+
+
+@dataclass(frozen=True)
 class TrainingSpec:
     """The knobs of one fine-tune. Sequence length is tokens per sequence (with packing: the packed length)."""
 
@@ -205,79 +221,111 @@ class TrainingSpec:
         return dataclasses.asdict(self)
 
     def check(self) -> None:
-        """Raises:
-            Refusal("memory.bad_choice" | "memory.bad_number" | "memory.bad_text" | "choose_strategy.bad_targets" |
-            "choose_strategy.liger_and_compile" | "choose_strategy.qlora_and_compile" |
-            "choose_strategy.unsloth_unsupported" | "choose_strategy.nvme_needs_zero3" |
-            "choose_strategy.offload_all_needs_zero3" | "choose_strategy.qlora_sharded" |
-            "choose_strategy.galore_sharded" | a sequence_parallel_conflict key): a value outside its choices or its range (nan and inf too), no
-            LoRA target, Liger with compiled layers, QLoRA with compiled layers, or the unsloth backend with what it
-            does not run (:meth:`unsloth_conflict`).
+        """Raises the first of :meth:`problems` (a hand-edited session, a spec.json, the trainer's own check).
+
+        Raises:
+            Refusal: "memory.bad_choice" | "memory.bad_number" | "memory.bad_text" (a value outside its choices or its
+            range, nan and inf too, or not text), or one of the cross-field rules' keys (:meth:`problems`).
         """
+        for problem in self._rules():
+            raise problem.refusal
+
+    def problems(self, field: str | None = None) -> list["Problem"]:
+        """Every rule this spec breaks, each with the fields it involves, in the order :meth:`check` tries them;
+        with ``field``, those that involve it (the wizard says each at the question of one of its fields: a rule
+        between the method and the distribution at either, never at an unrelated question).
+
+        The cross-field rules: QLoRA or GaLore sharded, NVMe offload off ZeRO-3, offload under DDP, ``offload=all``
+        off ZeRO-3/FSDP2, a sequence split the layout cannot take (:meth:`sequence_parallel_conflict`), no LoRA
+        target, Liger with compiled layers, QLoRA with compiled layers, the unsloth backend with what it does not run
+        (:meth:`unsloth_conflict`), a micro-batch under the objective's least (KTO: 2), what the objective does not
+        run with (:meth:`objective_conflict`), GRPO's own (:meth:`_grpo_rules`)."""
+        found = list(self._rules())
+        return [p for p in found if field in p.fields] if field else found
+
+    def _rules(self) -> typing.Iterator["Problem"]:
+        typed = True  # the cross-field rules read values of their fields' types: asked only then
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
             if meta.get("choices") and value not in meta["choices"]:
-                raise Refusal("memory.bad_choice", name=f.name, value=value, choices=", ".join(meta["choices"]))
+                typed = False
+                yield Problem((f.name,), Refusal("memory.bad_choice", name=f.name, value=value,
+                                                 choices=", ".join(meta["choices"])))
             lo, hi = meta.get("lo"), meta.get("hi")
             # not a number (a hand-edited session's "two", or true) is out of range too; False for nan
             if lo is not None and hi is not None and not (isinstance(value, (int, float))
                                                           and not isinstance(value, bool) and lo <= value <= hi):
-                raise Refusal("memory.bad_number", name=f.name, value=value, lo=lo, hi=hi)
+                typed = False
+                yield Problem((f.name,), Refusal("memory.bad_number", name=f.name, value=value, lo=lo, hi=hi))
             if isinstance(f.default, str) and not isinstance(value, str):  # a text field given a number or a list
-                raise Refusal("memory.bad_text", name=f.name, value=value)
+                typed = False
+                yield Problem((f.name,), Refusal("memory.bad_text", name=f.name, value=value))
+        if not typed:
+            return
         if self.offload not in OFFLOADS:
-            raise Refusal("memory.bad_choice", name="offload", value=self.offload, choices=", ".join(OFFLOADS))
+            yield Problem(("offload",), Refusal("memory.bad_choice", name="offload", value=self.offload,
+                                                choices=", ".join(OFFLOADS)))
+            return  # the rules below read it
         if self.offload_device not in OFFLOAD_DEVICES:
-            raise Refusal("memory.bad_choice", name="offload_device", value=self.offload_device,
-                          choices=", ".join(OFFLOAD_DEVICES))
-        if self.method == "qlora" and self.distribution in ("zero3", "fsdp2"):  # as choose_strategy refuses it
-            raise Refusal("choose_strategy.qlora_sharded")
-        if self.method == "galore" and self.distribution != "ddp":  # as choose_strategy refuses it (its reason there)
-            raise Refusal("choose_strategy.galore_sharded")
+            yield Problem(("offload_device",), Refusal("memory.bad_choice", name="offload_device",
+                                                       value=self.offload_device, choices=", ".join(OFFLOAD_DEVICES)))
+            return
+        layout = ("method", "distribution")
+        if self.method == "qlora" and self.distribution in ("zero3", "fsdp2"):  # 4-bit weights are not sharded
+            yield Problem(layout, Refusal("choose_strategy.qlora_sharded"))
+        if self.method == "galore" and self.distribution != "ddp":  # GaLore's projected optimizer is not sharded
+            yield Problem(layout, Refusal("choose_strategy.galore_sharded"))
         if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only
-            raise Refusal("choose_strategy.nvme_needs_zero3")
+            yield Problem(("offload_device", "distribution"), Refusal("choose_strategy.nvme_needs_zero3"))
         if self.offloaded and self.distribution == "ddp":  # DDP keeps every state on the GPU: nothing would move
-            raise Refusal("choose_strategy.offload_needs_sharding")
-        if self.offload == "all" and self.distribution not in ("zero3", "fsdp2"):  # parameters live sharded only there
-            raise Refusal("choose_strategy.offload_all_needs_zero3")
+            yield Problem(("offload", "distribution"), Refusal("choose_strategy.offload_needs_sharding"))
+        if self.offload == "all" and self.distribution not in ("zero3", "fsdp2"):  # parameters sharded only there
+            yield Problem(("offload", "distribution"), Refusal("choose_strategy.offload_all_needs_zero3"))
         if (conflict := self.sequence_parallel_conflict()) is not None:
-            raise Refusal(conflict[0], **conflict[1])
+            yield Problem(("sequence_parallel", "processes", "nodes", "distribution", "attn_implementation",
+                           "packing"), Refusal(conflict[0], **conflict[1]))
         if self.method not in FULL_WEIGHTS and not TARGETS.fullmatch(self.lora_targets.replace(" ", "")):
-            raise Refusal("choose_strategy.bad_targets", value=self.lora_targets[:80])
+            yield Problem(("lora_targets", "method"), Refusal("choose_strategy.bad_targets",
+                                                              value=self.lora_targets[:80]))
         if self.liger and self.compile_layers:  # Liger's kernels break the compiled graph: 2.2× slower measured
-            raise Refusal("choose_strategy.liger_and_compile")
+            yield Problem(("liger", "compile_layers"), Refusal("choose_strategy.liger_and_compile"))
         if self.method == "qlora" and self.compile_layers:  # 2.1× the eager trainer's memory measured, not modelled
-            raise Refusal("choose_strategy.qlora_and_compile")
+            yield Problem(("method", "compile_layers"), Refusal("choose_strategy.qlora_and_compile"))
         if (what := self.unsloth_conflict()) is not None:
-            raise Refusal("choose_strategy.unsloth_unsupported", what=what)
+            yield Problem(("training_backend", what.split("=")[0]),
+                          Refusal("choose_strategy.unsloth_unsupported", what=what))
         if self.micro_batch < self.least_micro_batch:  # KTO's KL term
-            raise Refusal("choose_strategy.kto_micro_batch", mb=self.micro_batch)
+            yield Problem(("micro_batch", "objective"), Refusal("choose_strategy.kto_micro_batch", mb=self.micro_batch))
         if (what := self.objective_conflict()) is not None:  # the setting named in the user's language
-            raise Refusal("choose_strategy.objective_unsupported", objective=self.objective.upper(), what=Msg(what))
+            yield Problem(("objective", *CONFLICT_FIELDS.get(what.rsplit(".", 1)[-1], ())),
+                          Refusal("choose_strategy.objective_unsupported", objective=self.objective.upper(),
+                                  what=Msg(what)))
         if self.objective == "grpo":
-            self._check_grpo()
+            yield from self._grpo_rules()
 
-    def _check_grpo(self) -> None:
+    def _grpo_rules(self) -> typing.Iterator["Problem"]:
         """GRPO's own rules: whole groups of replies per optimizer step (trl's GRPOConfig: the generation batch, micro-batch
         × gradient accumulation × data-parallel replicas, a multiple of num_generations), a reply shorter than the
-        sequence, known reward functions, and a reward file when one is asked for.
-
-        Raises:
-            Refusal("choose_strategy.grpo_groups" | "choose_strategy.grpo_completion" | "memory.bad_choice" |
-            "choose_strategy.grpo_no_rewards" | "choose_strategy.reward_file_missing")."""
+        sequence, known reward functions, and a reward file when one is asked for. Keys: "choose_strategy.grpo_groups"
+        | "choose_strategy.grpo_completion" | "memory.bad_choice" | "choose_strategy.grpo_no_rewards" |
+        "choose_strategy.reward_file_missing"."""
         replies = self.micro_batch * self.grad_accum * self.data_parallel
         if replies % self.num_generations:
-            raise Refusal("choose_strategy.grpo_groups", replies=replies, n=self.num_generations)
+            yield Problem(("micro_batch", "grad_accum", "num_generations", "processes", "nodes"),
+                          Refusal("choose_strategy.grpo_groups", replies=replies, n=self.num_generations))
         if self.completion_length >= self.seq_len:
-            raise Refusal("choose_strategy.grpo_completion", completion=self.completion_length, seq=self.seq_len)
+            yield Problem(("completion_length", "seq_len"), Refusal("choose_strategy.grpo_completion",
+                                                                   completion=self.completion_length, seq=self.seq_len))
         rewards = self.rewards if isinstance(self.rewards, (list, tuple)) else [self.rewards]
         if not rewards:
-            raise Refusal("choose_strategy.grpo_no_rewards")
+            yield Problem(("rewards",), Refusal("choose_strategy.grpo_no_rewards"))
         for r in rewards:
             if r not in REWARDS:
-                raise Refusal("memory.bad_choice", name="rewards", value=str(r)[:40], choices=", ".join(REWARDS))
+                yield Problem(("rewards",), Refusal("memory.bad_choice", name="rewards", value=str(r)[:40],
+                                                    choices=", ".join(REWARDS)))
+                break
         if "file" in rewards and not (isinstance(self.reward_file, str) and self.reward_file.strip()):
-            raise Refusal("choose_strategy.reward_file_missing")
+            yield Problem(("reward_file", "rewards"), Refusal("choose_strategy.reward_file_missing"))
 
     @property
     def prompts_per_step(self) -> int:

@@ -35,7 +35,7 @@ def test_dpo_demo_survives_a_kill_serves_and_prefers_the_chosen_reply_above_the_
     assert [n for n, rec in s["steps"].items() if rec["status"] == "done"] == list(recipes.TASKS["finetune"])
 
     cs = s["steps"]["choose_strategy"]
-    assert cs["answers"]["objective"] == "dpo" and cs["outputs"]["dataset_format"] == preference.PAIRED
+    assert cs["answers"]["objective"] == "dpo" and cs["outputs"]["data"]["format"] == preference.PAIRED
     pair = preference.read(preference.bundled_preferences_path()).records[0]
     chosen, rejected = cs["outputs"]["samples"]  # the first pair, both replies through the chat template
     assert chosen.count(pair["chosen"][0]["content"]) == 1 and rejected.count(pair["rejected"][0]["content"]) == 1
@@ -101,7 +101,7 @@ def test_kto_demo_splits_the_pairs_and_prefers_the_chosen_reply_above_the_base(d
     (s,) = sessions(dpo_home)
     assert [n for n, rec in s["steps"].items() if rec["status"] == "done"] == list(recipes.TASKS["finetune"])
     cs = s["steps"]["choose_strategy"]
-    assert cs["answers"]["objective"] == "kto" and cs["outputs"]["strategy"]["micro_batch"] >= 2
+    assert cs["answers"]["objective"] == "kto" and cs["outputs"]["training"]["micro_batch"] >= 2
     events = [json.loads(x) for x in (Path(s["steps"]["train"]["outputs"]["train_dir"]) / "events.jsonl")
               .read_text().splitlines()]
     assert any("kl" in e for e in events if e["event"] == "step")  # trl's KTO, not DPO

@@ -28,7 +28,7 @@ def test_grpo_demo_survives_a_kill_raises_its_reward_and_says_what_it_traded(hom
         assert [n for n, rec in s["steps"].items() if rec["status"] == "done"] == list(recipes.TASKS["finetune"])
 
         cs = s["steps"]["choose_strategy"]
-        assert cs["answers"]["objective"] == "grpo" and cs["outputs"]["dataset_format"] == "prompts"
+        assert cs["answers"]["objective"] == "grpo" and cs["outputs"]["data"]["format"] == "prompts"
         train = s["steps"]["train"]["outputs"]
         result = json.loads((Path(train["train_dir"]) / "result.json").read_text())
         assert train["steps"] == 40 and result["resumed_from"].startswith("checkpoint-"), result  # not from scratch

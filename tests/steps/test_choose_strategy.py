@@ -24,7 +24,7 @@ def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
     copy = json.loads((Path(smoke["dir"]) / "model" / "config.json").read_text())
     assert copy["num_hidden_layers"] == 2 and copy["hidden_size"] == json.loads(
         (chain.tiny / "config.json").read_text())["hidden_size"]
-    assert out["n_records"] >= 200 and out["dataset_format"] == "alpaca"
+    assert out["data"]["n_records"] >= 200 and out["data"]["format"] == "alpaca"
     assert all("<|im_start|>assistant\n" in s for s in out["samples"]) and len(out["samples"]) == 2
     q = chain.questions("choose_strategy")
     good = tmp_path / "m.jsonl"
@@ -220,7 +220,7 @@ def test_an_offloaded_plan_says_the_host_ram_it_holds(chain, variant, capsys, mo
     plan = dict(preflight="false", method="full", distribution="zero3", offload="all", processes="2")
     out = chain.step("choose_strategy", **plan)
     shape = chain.ctx("choose_strategy").result(MemoryEvaluation).model_shape()
-    need = memory.host_bytes(shape, training(out["strategy"]))["total"]
+    need = memory.host_bytes(shape, training(out["training"]))["total"]
     assert need > 0
     said = " ".join(capsys.readouterr().out.split())
     assert f"Host RAM for the offload (weights, optimizer states and fp32 gradients; calibrated on one H200 run): " \
@@ -236,9 +236,9 @@ def test_a_batch_larger_than_the_data_is_said(chain, capsys):
     chain.upto("choose_strategy")
     out = chain.step("choose_strategy", preflight="false", batch_size="512", micro_batch="2", grad_accum="256",
                      plan="ckpt=off,mb=2,liger=off")
-    assert out["n_train"] < out["effective_batch"], (out["effective_batch"], out["n_train"])
+    assert out["data"]["n_train"] < out["effective_batch"], (out["effective_batch"], out["data"]["n_train"])
     err = " ".join(capsys.readouterr().err.split())
-    assert f"is larger than the {out['n_train']} training records" in err, err
+    assert f"is larger than the {out['data']['n_train']} training records" in err, err
     chain.step("choose_strategy", preflight="false")  # the chain's plan again, for the tests after this one
 
 
@@ -269,8 +269,8 @@ def test_kto_takes_labelled_replies_says_its_weights_and_smoke_trains(chain, tmp
     assert check(q["batch_size"], "1", {"objective": "kto"})[1].key == "choose_strategy.kto_micro_batch"
     try:
         out = chain.step("choose_strategy", objective="kto", dataset="local", dataset_path=str(data), preflight=True)
-        assert out["dataset_format"] == preference.UNPAIRED and out["n_records"] == 40
-        assert out["strategy"]["objective"] == "kto" and out["strategy"]["kto_beta"] == 0.1
+        assert out["data"]["format"] == preference.UNPAIRED and out["data"]["n_records"] == 40
+        assert out["training"]["objective"] == "kto" and out["training"]["kto_beta"] == 0.1
         assert out["preflight"]["ok"] and out["preflight"]["steps"] == 2, out["preflight"]
         good, bad = out["samples"]  # the first desirable and the first undesirable reply, rendered
         assert rows[0]["completion"][0]["content"] in good and rows[30]["completion"][0]["content"] in bad
@@ -324,8 +324,8 @@ def test_grpo_asks_its_rewards_checks_the_reward_file_and_smoke_trains(chain, tm
                          reward_file=str(prompts.BUNDLED.with_name("demo_reward.py")), num_generations=4,
                          completion_length=16, batch_size=8, micro_batch=4, grad_accum=2, seq_len=256,
                          preflight=True)
-        assert out["dataset_format"] == "prompts" and out["n_records"] == 240
-        assert out["strategy"]["objective"] == "grpo" and out["strategy"]["rewards"] == ["accuracy", "file"]
+        assert out["data"]["format"] == "prompts" and out["data"]["n_records"] == 240
+        assert out["training"]["objective"] == "grpo" and out["training"]["rewards"] == ["accuracy", "file"]
         assert out["preflight"]["ok"] and out["preflight"]["steps"] == 2, out["preflight"]
         first = prompts.read(prompts.bundled_prompts_path()).records[0]["prompt"][0]["content"]
         assert first in out["samples"][0] and out["samples"][0].endswith("<|im_start|>assistant\n")

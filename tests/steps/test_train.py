@@ -292,8 +292,8 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, variant, tmp_path
                      dataset_file="*.jsonl#120", val_ratio="0.1", max_steps="6", save_steps="3", micro_batch="2",
                      activation_checkpointing="false", backup="modelscope", backup_repo="me/dora-adapter",
                      backup_every="2")
-    assert out["dataset_format"] == "sharegpt" and out["n_records"] == 120
-    assert (out["n_train"], out["n_validation"]) == (108, 12)
+    assert out["data"]["format"] == "sharegpt" and out["data"]["n_records"] == 120
+    assert (out["data"]["n_train"], out["data"]["n_validation"]) == (108, 12)
     assert out["dataset_path"].startswith(str(chain.home / "datasets" / "hf" / "org" / "chat"))
     tr = chain.step("train")
     events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
@@ -341,7 +341,7 @@ def test_deepspeed_zero_stages_match_data_parallel(chain, variant):
         out = chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes="2", max_steps="4",
                          save_steps="2", micro_batch="2", grad_accum="1", val_ratio="0", distribution=dist,
                          activation_checkpointing="false", **sharded)
-        assert out["strategy"]["distribution"] == dist and out["estimate"]["peak_gib"] > 0
+        assert out["training"]["distribution"] == dist and out["estimate"]["peak_gib"] > 0
         tr = chain.step("train")
         assert tr["steps"] == 4
         assert _sharding(tr) == {"ddp": "ddp", "zero3": "deepspeed-zero3", "zero2": "deepspeed-zero2"}[dist]
@@ -364,7 +364,7 @@ def test_sequence_parallel_trains_as_one_process_does(chain, variant):
         out = chain.step("choose_strategy", preflight="false", method="lora", dataset="bundled", processes=str(procs),
                          max_steps="4", save_steps="2", micro_batch="1", grad_accum="1", val_ratio="0",
                          activation_checkpointing="false", lora_dropout="0.0", **extra)
-        assert out["effective_batch"] == 1 and out["strategy"].get("sequence_parallel", 1) == int(procs)
+        assert out["effective_batch"] == 1 and out["training"].get("sequence_parallel", 1) == int(procs)
         tr = chain.step("train")
         assert tr["steps"] == 4
         runs[procs] = _losses(tr)

@@ -234,7 +234,9 @@ BRIEF = 90  # characters of a step's answers or outputs in the `show` table; `sh
 
 def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "gpus_detected", "strategy",
                           "losses", "components", "table", "columns", "examples", "parts", "args", "eval_losses",
-                          "recoveries", "approximate", "formats")) -> str:
+                          "recoveries", "approximate", "formats", "training")) -> str:
+    # a nested record worth a glance is shown by its fields (choose_strategy's data: path, format, counts)
+    d = {k2: v2 for k, v in d.items() for k2, v2 in (v.items() if k == "data" and isinstance(v, dict) else [(k, v)])}
     items = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in d.items()
              if k not in skip and v not in (None, []) and not isinstance(v, dict)
              and not (isinstance(v, list) and len(v) > 8)]
