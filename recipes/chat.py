@@ -20,12 +20,12 @@ def run(ctx: Ctx, answers: dict) -> Chat:
     out = ctx.result(Deployment)
     endpoint, model = out.endpoint, out.served_model
     if not endpoint:
-        raise StepError("cli.chat.unreachable", endpoint="?", error="no server")
+        raise StepError("serving.chat.unreachable", endpoint="?", error="no server")
     key = keys.read_key(out.api_key_file)
     try:
         model = model or client.first_model(endpoint, api_key=key)
     except OSError:
-        raise StepError("cli.chat.unreachable", endpoint=endpoint, error="no server") from None
+        raise StepError("serving.chat.unreachable", endpoint=endpoint, error="no server") from None
     if ctx.interactive:
         turns = client.repl(endpoint, model, key, lambda k, **a: ctx.t(msg(k, **a)), ctx.info, ctx.warn)
         return Chat(endpoint=endpoint, model=model, turns=turns)
@@ -33,7 +33,7 @@ def run(ctx: Ctx, answers: dict) -> Chat:
     try:
         reply = client.stream(endpoint, model, [{"role": "user", "content": question}], 64, api_key=key)
     except OSError as e:
-        raise StepError("cli.chat.unreachable", endpoint=endpoint, error=str(e)) from None
+        raise StepError("serving.chat.unreachable", endpoint=endpoint, error=str(e)) from None
     ctx.info(msg("chat.one", question=question, answer=reply.text))
     return Chat(endpoint=endpoint, model=model, turns=1, question=question, reply=reply.text,
                 finish_reason=reply.finish_reason)

@@ -33,26 +33,53 @@ requires = ("select_model", "evaluate_memory")
 def _targets_check(known: list[str]):
     def check(v, a):
         if not TARGETS.fullmatch(v.replace(" ", "")):  # the spec's own rule
-            return msg("choose_strategy.bad_targets", value=v)
+            return msg("training.bad_targets", value=v)
         unknown = [t.strip() for t in v.split(",") if known and v != "all-linear" and t.strip() not in known]
         return msg("choose_strategy.unknown_targets", targets=", ".join(unknown), known=", ".join(known)) \
             if unknown else None
     return check
 
 
-def questions(ctx: Ctx) -> list[Question]:
-    seen: dict = {}  # dataset reference → malformed records found while validating it
-    counted: dict = {}  # dataset reference → its records
+class Draft:
+    """What the question groups share: the model (ModelChoice), its memory evaluation, unsloth's environment, and
+    the chosen data, read once per reference and objective (validated, counted, sampled and checked for malformed
+    records from that one read; a file answered again is read again — the user may have mended it)."""
 
-    def dataset_ok(v, a):
+    def __init__(self, ctx: Ctx):
+        self.ctx = ctx
+        self.mem = ctx.result(MemoryEvaluation)
+        self.sel = ctx.result(ModelChoice)
+        # unsloth's environment, when installed; yichui runs it for text models only (its VLM path is not wired)
+        self.unsloth = backends.find_unsloth(ctx.home) if not vision_model(ctx) else None
+        self.recommended = {"method": DEFAULTS.method,
+                            "activation_checkpointing": DEFAULTS.activation_checkpointing} | self.mem.recommended
+        self._read: dict[tuple[str, str], object] = {}  # (reference, objective) → what was read, or its DataError
+        self._firsts: dict[str, str | None] = {}  # reference → the question of its first image record
+
+    # -- the data ---------------------------------------------------------------------------------------------------
+    def read(self, ref: str, objective: str, again: bool = False):
+        """The data as ``objective`` reads it (:func:`_read`), from the one read of ``ref`` (``again``: read anew).
+
+        Raises:
+            DataError: as the readers do (remembered, so raised again without reading)."""
+        if again or (ref, objective) not in self._read:
+            try:
+                self._read[(ref, objective)] = _read(ref, objective)
+            except datasets.DataError as e:
+                self._read[(ref, objective)] = e
+        got = self._read[(ref, objective)]
+        if isinstance(got, datasets.DataError):
+            raise got
+        return got
+
+    def dataset_ok(self, v, a):
         try:
-            loaded = _read(v, a.get("objective", "sft"))
+            loaded = self.read(v, a.get("objective", "sft"), again=True)
         except datasets.DataError as e:
             return e.msg
-        seen[v] = loaded.bad
         if loaded.bad:
-            ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
-                         where=loaded.bad[:5]))
+            self.ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
+                              where=loaded.bad[:5]))
         if isinstance(loaded, prompts.Prompts):  # GRPO: the accuracy reward needs reference answers
             return msg("choose_strategy.grpo_no_answers", path=v) \
                 if "accuracy" in _rewards(a) and loaded.records and not loaded.answered else None
@@ -66,66 +93,63 @@ def questions(ctx: Ctx) -> list[Question]:
             return None if loaded.format == preference.PAIRED else msg(
                 "choose_strategy.unpaired_for_dpo", path=v, objective=a["objective"].upper())
         n_images = sum(datasets.has_images(c) for c in loaded.conversations)
-        if n_images and not vision_model(ctx):  # asked again, not at the end
+        if n_images and not vision_model(self.ctx):  # asked again, not at the end
             return msg("choose_strategy.images_need_vlm", path=v, n=n_images)
         return None
 
-    def records(a) -> int | None:
+    def records(self, a) -> int | None:
         """Records of the chosen data when it is on this machine (:func:`_local_data`)."""
         ref = _local_data(a)
         if ref is None:
             return None
-        if ref not in counted:
-            try:
-                got = _read(ref, a.get("objective", "sft"))
-                counted[ref] = len(got.conversations if isinstance(got, datasets.Loaded) else got.records)
-            except datasets.DataError:
-                counted[ref] = 0
-        return counted[ref] or None
+        try:
+            got = self.read(ref, a.get("objective", "sft"))
+        except datasets.DataError:
+            return None
+        return len(got.conversations if isinstance(got, datasets.Loaded) else got.records) or None
 
-    firsts: dict = {}  # dataset reference → the question of its first image record
+    def has_bad(self, a) -> bool:
+        """Whether the local file chosen has malformed records (the question of what to do with them)."""
+        ref = a.get("dataset_path") if a.get("dataset") == "local" else None
+        if not ref:
+            return False
+        try:
+            return bool(self.read(ref, a.get("objective", "sft")).bad)
+        except datasets.DataError:
+            return False
 
-    def _first_image_question(a) -> str | None:
+    def first_image_question(self, a) -> str | None:
         """A vision-language model's sample question: the text of the first image record's first user turn (the
         trainer asks it of that record's image, before and after training, and so does the deploy check)."""
         ref = _local_data(a)
-        if ref is None or not vision_model(ctx):
+        if ref is None or not vision_model(self.ctx):
             return None
-        if ref not in firsts:
+        if ref not in self._firsts:
             try:
-                convs = datasets.read(ref).conversations
+                convs = self.read(ref, "sft").conversations
             except datasets.DataError:
                 convs = []
             first = next((c for c in convs if datasets.has_images(c)), None)
             turn = next((m for m in first if m["role"] == "user"), None) if first else None
             text = " ".join(p["text"] for p in turn["content"] if p["type"] == "text").strip() \
                 if turn and isinstance(turn["content"], list) else ""
-            firsts[ref] = text or None
-        return firsts[ref]
+            self._firsts[ref] = text or None
+        return self._firsts[ref]
 
-    def save_steps(a) -> int:
+    def save_steps(self, a) -> int:
         """A checkpoint about four times in the run it plans (at most every DEFAULTS.save_steps optimizer steps), so
         that the default interval fires before the end (issue 20, item 9)."""
         steps = a.get("max_steps") or 0
-        n = records(a)
+        n = self.records(a)
         if not steps and n:
             steps = math.ceil(n * (1 - a.get("val_ratio", 0.0)) / training(a).prompts_per_step * a.get("epochs", 1.0))
         return max(1, min(DEFAULTS.save_steps, steps // 4)) if steps else DEFAULTS.save_steps
 
-    def has_bad(a) -> bool:
-        ref = a.get("dataset_path") if a.get("dataset") == "local" else None
-        if ref and ref not in seen:
-            try:
-                seen[ref] = _read(ref, a.get("objective", "sft")).bad
-            except datasets.DataError:
-                seen[ref] = []
-        return bool(ref and seen.get(ref))
-
-    def repo_ok(v, a):
+    def repo_ok(self, v, a):
         """An id, and one the hub lists now (checked here, not after 20 more questions: issue 20's trial)."""
         if not hub.is_repo_id(v):
             return msg("select_model.bad_id", value=v)
-        source, endpoint = _dataset_hub(ctx)
+        source, endpoint = _dataset_hub(self.ctx)
         down = hub.unreachable(source, endpoint)  # a moment, not the clients' retries
         if down:
             return down.msg
@@ -135,22 +159,18 @@ def questions(ctx: Ctx) -> list[Question]:
             return e.msg
         return None
 
-    mem = ctx.result(MemoryEvaluation)
-    sel = ctx.result(ModelChoice)
-
-    # unsloth's environment, when installed; yichui runs it for text models only (its VLM path is not wired)
-    unsloth = backends.find_unsloth(ctx.home) if not vision_model(ctx) else None
-
-    def plan_choices(a) -> list[Choice]:
+    # -- the plan ---------------------------------------------------------------------------------------------------
+    def plan_choices(self, a) -> list[Choice]:
         """The planner's ranking for the answers so far; fitting plans first, fastest first. The unsloth backend is
         a candidate where it is installed and a CUDA GPU is here (its speed is measured on GPUs only)."""
+        mem = self.mem
         shape = mem.model_shape()
         if shape is None or "seq_len" not in a or "batch_size" not in a:
             return []
         t = training(a | {"activation_checkpointing": True, **_least(a)})
         out = []
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0,
-                               unsloth=unsloth is not None and bool(memory.detect_gpus())):
+                               unsloth=self.unsloth is not None and bool(memory.detect_gpus())):
             label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
                         ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
                         compiled=msg("ui.on" if p.compile_layers else "ui.off"),
@@ -161,87 +181,109 @@ def questions(ctx: Ctx) -> list[Question]:
             out.append(Choice(_plan_value(p), label))
         return out
 
-    def backend_check(v, a):
+    def backend_check(self, v, a):
         return spec_refusal(a, "training_backend", training_backend=v)
 
-    def distribution_asked(a) -> bool:
+    def targets_check(self, v: str, a: dict):
+        if (err := _targets_check(list((self.mem.shape or {}).get("linears", {})))(v, a)) is not None:
+            return err
+        shape = self.mem.model_shape()
+        problem = memory.adapter_problem(shape, training(a | {"lora_targets": v})) if shape else None
+        return msg(problem[0], **problem[1]) if problem else None
+
+    def dropout_default(self, a) -> float:
+        """0 where LoRA reaches a MoE's fused experts (peft runs them only without dropout), else the default."""
+        shape = self.mem.model_shape()
+        return 0.0 if shape is not None and shape.param_lora_io else DEFAULTS.lora_dropout
+
+    # -- the layout over GPUs and nodes -----------------------------------------------------------------------------
+    def fits(self, a: dict, **change) -> bool:
+        """Whether the least plan of the answers with ``change`` (checkpointing on, the objective's least
+        micro-batch) fits the GPU, by the memory model."""
+        t = training(a | {"activation_checkpointing": True, **_least(a), **change})
+        return memory.estimate(self.mem.model_shape(), t, self.mem.gpu.memory_gib)["fits"]
+
+    def distribution_asked(self, a) -> bool:
         """Several processes; or one whose plain plan (checkpointing on, micro-batch 1) does not fit its GPU, where
         ZeRO with offload is what makes it fit (ZeRO-Offload / ZeRO-Infinity on one GPU)."""
         if a["processes"] * a.get("nodes", 1) > 1:
             return True
-        shape = mem.model_shape()
-        if shape is None or not memory.detect_gpus():
+        if self.mem.model_shape() is None or not memory.detect_gpus():
             return False
-        t = training(a | {"activation_checkpointing": True, **_least(a), "distribution": "ddp", "offload": "none"})
-        return not memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]
+        return not self.fits(a, distribution="ddp", offload="none")
 
-    def nvme_need(a) -> int:
+    def nvme_need(self, a) -> int:
         """Bytes the chosen offload puts on the disk (recipes/memory/model.py nvme_bytes)."""
-        shape = mem.model_shape()
+        shape = self.mem.model_shape()
         return memory.nvme_bytes(shape, training(a | {"offload_device": "nvme"})) if shape is not None else 0
 
-    def _default_distribution(a) -> tuple[str, str]:
+    def default_distribution(self, a) -> tuple[str, str]:
         """The least sharding that fits (memory model, checkpointing on, micro-batch 1): DDP, ZeRO-2, ZeRO-3, ZeRO-3
-        with each sequence split over the GPUs (_default_sequence_parallel), then ZeRO-3 with everything offloaded."""
-        shape = mem.model_shape()
-        if shape is None:
+        with each sequence split over the GPUs (:meth:`default_sequence_parallel`), then ZeRO-3 with everything
+        offloaded."""
+        if self.mem.model_shape() is None:
             return "ddp", "none"
         for dist, off in (("ddp", "none"), ("zero2", "none"), ("zero3", "none"), ("zero3", "all")):
-            t = training(a | {"activation_checkpointing": True, **_least(a), "distribution": dist,
-                              "offload": off})
-            if memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
+            if self.fits(a, distribution=dist, offload=off):
                 return dist, off
-            if (dist, off) == ("zero3", "none") and _default_sequence_parallel(a | {"distribution": dist}) > 1:
+            if (dist, off) == ("zero3", "none") and self.default_sequence_parallel(a | {"distribution": dist}) > 1:
                 return dist, off
         return "zero3", "all"
 
-    def _default_sequence_parallel(a) -> int:
+    def default_sequence_parallel(self, a) -> int:
         """1 when the plan fits without it (checkpointing on, micro-batch 1); else the smallest degree the model's
         heads and the processes allow that makes it fit (recipes/memory/sharding.py), else 1."""
-        shape = mem.model_shape()
+        shape = self.mem.model_shape()
         gpus = a["processes"] * a.get("nodes", 1)
         if shape is None or gpus < 2 or a.get("distribution") != "zero3":
             return 1
-        base = a | {"activation_checkpointing": True, **_least(a), "offload": a.get("offload", "none")}
+        base = a | {"offload": a.get("offload", "none")}
         for sp in sharding.sequence_parallel_degrees(shape, gpus):
-            t = training(base | {"sequence_parallel": sp})
-            if t.sequence_parallel_conflict() is None and memory.estimate(shape, t, mem.gpu.memory_gib)["fits"]:
+            if training(base | {"sequence_parallel": sp}).sequence_parallel_conflict() is None \
+                    and self.fits(base, sequence_parallel=sp):
                 return sp
         return 1
 
-    def targets_check(v: str, a: dict):
-        if (err := _targets_check(list((mem.shape or {}).get("linears", {})))(v, a)) is not None:
-            return err
-        shape = mem.model_shape()
-        problem = memory.adapter_problem(shape, training(a | {"lora_targets": v})) if shape else None
-        return msg(problem[0], **problem[1]) if problem else None
-
-    def dropout_default(a) -> float:
-        """0 where LoRA reaches a MoE's fused experts (peft runs them only without dropout), else the default."""
-        shape = mem.model_shape()
-        return 0.0 if shape is not None and shape.param_lora_io else DEFAULTS.lora_dropout
-
-    def sequence_parallel_check(v: int, a: dict):
+    def sequence_parallel_check(self, v: int, a: dict):
         if (err := in_range(*limits("sequence_parallel"))(v, a)) is not None:
             return err
         t = training(a | {"sequence_parallel": v})
-        shape = mem.model_shape()
+        shape = self.mem.model_shape()
         problem = t.sequence_parallel_conflict() or (sharding.sequence_parallel_problem(shape, t) if shape else None)
         return msg(problem[0], **problem[1]) if problem else None
 
-    rec = {"method": DEFAULTS.method, "activation_checkpointing": DEFAULTS.activation_checkpointing} \
-        | mem.recommended
-    max_pos = sel.max_position
-    lora = lambda a: a.get("method") not in FULL_WEIGHTS  # noqa: E731
-    sft = lambda a: a.get("objective", "sft") == "sft"  # noqa: E731
-    grpo = lambda a: a.get("objective") == "grpo"  # noqa: E731
+
+def _lora(a: dict) -> bool:
+    return a.get("method") not in FULL_WEIGHTS
+
+
+def _sft(a: dict) -> bool:
+    return a.get("objective", "sft") == "sft"
+
+
+def _grpo(a: dict) -> bool:
+    return a.get("objective") == "grpo"
+
+
+def questions(ctx: Ctx) -> list[Question]:
+    """choose_strategy's questions, in the order asked: what is optimized, the method and adapter, the data, the
+    sequence and the GPUs, the batch and the plan, the run (steps, checkpoints, backup, trackers, the smoke run) —
+    each group a function of the one :class:`Draft`."""
+    d = Draft(ctx)
+    return [*_objective_questions(d), *_method_questions(d), *_data_questions(d), *_layout_questions(d),
+            *_batch_questions(d), *_run_questions(d)]
+
+
+def _objective_questions(d: Draft) -> list[Question]:
+    """What the training optimizes: supervised replies (SFT), a preference between replies (DPO, KTO) or rewards of the
+    model's own replies (GRPO), and their knobs."""
     return [
         # what the training optimizes: the supervised replies, or a preference between two replies (trl's trainers)
         Question("objective", "select", "choose_strategy.objective", default=DEFAULTS.objective,
                  choices=[Choice(o, msg("choose_strategy.objective." + o)) for o in OBJECTIVES],
-                 validate=lambda v, a: msg("choose_strategy.objective_unsupported", objective=v.upper(),
-                                           what=msg("choose_strategy.conflict.vision_model"))
-                 if v != "sft" and vision_model(ctx) else None),
+                 validate=lambda v, a: msg("training.objective_unsupported", objective=v.upper(),
+                                           what=msg("training.conflict.vision_model"))
+                 if v != "sft" and vision_model(d.ctx) else None),
         Question("dpo_beta", "float", "choose_strategy.dpo_beta", default=DEFAULTS.dpo_beta,
                  when=lambda a: a.get("objective") == "dpo", validate=in_range(*limits("dpo_beta"))),
         Question("sft_loss_weight", "float", "choose_strategy.sft_loss_weight", default=DEFAULTS.sft_loss_weight,
@@ -249,17 +291,24 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("kto_beta", "float", "choose_strategy.kto_beta", default=DEFAULTS.kto_beta,
                  when=lambda a: a.get("objective") == "kto", validate=in_range(*limits("kto_beta"))),
         # GRPO: how its replies are scored, how many per prompt and how long, and how far from the reference
-        Question("rewards", "checkbox", "choose_strategy.rewards", default=list(DEFAULTS.rewards), when=grpo,
+        Question("rewards", "checkbox", "choose_strategy.rewards", default=list(DEFAULTS.rewards), when=_grpo,
                  choices=[Choice(r, msg("choose_strategy.reward." + r)) for r in REWARDS], validate=_rewards_check),
         Question("reward_file", "path", "choose_strategy.reward_file", when=lambda a: "file" in _rewards(a),
                  validate=_reward_file_check, way_back=("rewards",)),
         Question("num_generations", "int", "choose_strategy.num_generations", default=DEFAULTS.num_generations,
-                 when=grpo, validate=in_range(*limits("num_generations"))),
+                 when=_grpo, validate=in_range(*limits("num_generations"))),
         Question("completion_length", "int", "choose_strategy.completion_length",
-                 default=DEFAULTS.completion_length, when=grpo, validate=in_range(*limits("completion_length"))),
-        Question("grpo_beta", "float", "choose_strategy.grpo_beta", default=DEFAULTS.grpo_beta, when=grpo,
+                 default=DEFAULTS.completion_length, when=_grpo, validate=in_range(*limits("completion_length"))),
+        Question("grpo_beta", "float", "choose_strategy.grpo_beta", default=DEFAULTS.grpo_beta, when=_grpo,
                  validate=in_range(*limits("grpo_beta"))),
-        Question("method", "select", "choose_strategy.method", default=rec["method"],
+    ]
+
+
+def _method_questions(d: Draft) -> list[Question]:
+    """The method (LoRA, QLoRA, DoRA, full, GaLore), its master weights, and the adapter: rank, alpha, dropout, target
+    modules."""
+    return [
+        Question("method", "select", "choose_strategy.method", default=d.recommended["method"],
                  choices=[Choice("lora", msg("choose_strategy.method.lora")),
                           Choice("qlora", msg("choose_strategy.method.qlora")),
                           Choice("dora", msg("choose_strategy.method.dora")),
@@ -268,60 +317,75 @@ def questions(ctx: Ctx) -> list[Question]:
                           # shown so that the reason is said where it is looked for (issue 23: no half version)
                           Choice("q-galore", msg("choose_strategy.method.q_galore"), refused=True)],
                  validate=lambda v, a: msg("choose_strategy.q_galore_unsupported") if v == "q-galore" else
-                 _prequantized_check(sel, v) or spec_refusal(a, "method", method=v)),
+                 _prequantized_check(d.sel, v) or spec_refusal(a, "method", method=v)),
         Question("galore_rank", "int", "choose_strategy.galore_rank", default=DEFAULTS.galore_rank,
                  when=lambda a: a.get("method") == "galore", validate=in_range(*limits("galore_rank"))),
         Question("master_weights", "select", "choose_strategy.master_weights", default=DEFAULTS.master_weights,
                  when=lambda a: a.get("method") in FULL_WEIGHTS,
                  choices=[Choice(m, msg("choose_strategy.master_weights." + m)) for m in MASTER_WEIGHTS]),
-        Question("lora_rank", "int", "choose_strategy.lora_rank", default=DEFAULTS.lora_rank, when=lora,
+        Question("lora_rank", "int", "choose_strategy.lora_rank", default=DEFAULTS.lora_rank, when=_lora,
                  validate=in_range(*limits("lora_rank"))),
-        Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=lora,
+        Question("lora_alpha", "int", "choose_strategy.lora_alpha", default=lambda a: 2 * a["lora_rank"], when=_lora,
                  validate=in_range(*limits("lora_alpha"))),
         # not under a preference objective: trl turns every dropout off there (DPOConfig.disable_dropout)
-        Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=dropout_default,
-                 when=lambda a: lora(a) and sft(a),
+        Question("lora_dropout", "float", "choose_strategy.lora_dropout", default=d.dropout_default,
+                 when=lambda a: _lora(a) and _sft(a),
                  validate=in_range(*limits("lora_dropout"))),
-        Question("lora_targets", "text", "choose_strategy.lora_targets", default=DEFAULTS.lora_targets, when=lora,
-                 validate=targets_check, way_back=("lora_dropout", "method")),
+        Question("lora_targets", "text", "choose_strategy.lora_targets", default=DEFAULTS.lora_targets, when=_lora,
+                 validate=d.targets_check, way_back=("lora_dropout", "method")),
+    ]
+
+
+def _data_questions(d: Draft) -> list[Question]:
+    """The data: bundled, a local file or a hub dataset, what to do with malformed records, a vision-language model's
+    vision side and image size, the held-out share."""
+    return [
         Question("dataset", "select", "choose_strategy.dataset", default="bundled",
-                 choices=lambda a: [Choice("bundled", msg("choose_strategy.dataset.bundled" if sft(a) else
-                                                          "choose_strategy.dataset.bundled_prompts" if grpo(a) else
+                 choices=lambda a: [Choice("bundled", msg("choose_strategy.dataset.bundled" if _sft(a) else
+                                                          "choose_strategy.dataset.bundled_prompts" if _grpo(a) else
                                                           "choose_strategy.dataset.bundled_pairs")),
-                          Choice("local", msg("choose_strategy.dataset.local" if sft(a) else
+                          Choice("local", msg("choose_strategy.dataset.local" if _sft(a) else
                                               "choose_strategy.dataset.local_kto" if a.get("objective") == "kto" else
-                                              "choose_strategy.dataset.local_prompts" if grpo(a) else
+                                              "choose_strategy.dataset.local_prompts" if _grpo(a) else
                                               "choose_strategy.dataset.local_pairs")),
                           Choice("hub", msg("choose_strategy.dataset.hub"))]),
         # a refused file: answer again, or go back to the data's source (the bundled set) or to the objective (a
         # supervised file given for DPO) — issue 46 item 8: there was no way back
         Question("dataset_path", "path", "choose_strategy.dataset_path", when=lambda a: a.get("dataset") == "local",
-                 validate=dataset_ok, way_back=("dataset", "objective")),
+                 validate=d.dataset_ok, way_back=("dataset", "objective")),
         Question("dataset_repo", "text", "choose_strategy.dataset_repo", when=lambda a: a.get("dataset") == "hub",
-                 validate=repo_ok, way_back=("dataset",)),
+                 validate=d.repo_ok, way_back=("dataset",)),
         Question("dataset_file", "text", "choose_strategy.dataset_file", default="*",
                  when=lambda a: a.get("dataset") == "hub"),
-        Question("bad_records", "select", "choose_strategy.bad_records", default="abort", when=has_bad,
+        Question("bad_records", "select", "choose_strategy.bad_records", default="abort", when=d.has_bad,
                  choices=[Choice("abort", msg("choose_strategy.bad_records.abort")),
                           Choice("skip", msg("choose_strategy.bad_records.skip"))]),
         # a vision-language model: which of its vision side trains beside the language model (frozen by default)
         Question("freeze_vision_tower", "confirm", "choose_strategy.freeze_vision_tower", default=True,
-                 when=lambda a: may_be_vision(ctx)),
+                 when=lambda a: may_be_vision(d.ctx)),
         # not for QLoRA: the projector's layers are 4-bit there and cannot train whole (peft modules_to_save)
         Question("freeze_projector", "confirm", "choose_strategy.freeze_projector", default=True,
-                 when=lambda a: may_be_vision(ctx) and a.get("method") != "qlora"),
+                 when=lambda a: may_be_vision(d.ctx) and a.get("method") != "qlora"),
         # a dynamic-resolution processor (Qwen2-VL family): the most pixels per image, as a side (N: N × N pixels),
         # which sets the image tokens per image and with them memory and speed; 0 keeps the model's own
         Question("image_size", "int", "choose_strategy.image_size", default=0, validate=_image_size_check,
-                 when=lambda a: may_be_vision(ctx) and (not ctx.result(ModelChoice).config
-                                                        or bool(_model_pixels(ctx)))),
+                 when=lambda a: may_be_vision(d.ctx) and (not d.sel.config
+                                                        or bool(_model_pixels(d.ctx)))),
         Question("val_ratio", "float", "choose_strategy.val_ratio", default=0.05, validate=in_range(0.0, 0.5)),
-        Question("seq_len", "int", "choose_strategy.seq_len", default=default_seq_len(max_pos),
-                 validate=lambda v, a: in_range(limits("seq_len")[0], max_pos or limits("seq_len")[1])(v, a) or (
-                     msg("choose_strategy.grpo_completion", completion=a["completion_length"], seq=v)
-                     if grpo(a) and v <= a.get("completion_length", 0) else None)),
+    ]
+
+
+def _layout_questions(d: Draft) -> list[Question]:
+    """The sequence length and where the training runs: processes, nodes, the distribution over them, offload and the
+    sequence split."""
+    return [
+        Question("seq_len", "int", "choose_strategy.seq_len", default=default_seq_len(d.sel.max_position),
+                 validate=lambda v, a: in_range(limits("seq_len")[0],
+                                                d.sel.max_position or limits("seq_len")[1])(v, a) or (
+                     msg("training.grpo_completion", completion=a["completion_length"], seq=v)
+                     if _grpo(a) and v <= a.get("completion_length", 0) else None)),
         Question("processes", "int", "choose_strategy.processes", validate=_processes_check,
-                 default=mem.gpu.count
+                 default=d.mem.gpu.count
                  if memory.detect_gpus() else 1),
         Question("nodes", "int", "choose_strategy.nodes", default=DEFAULTS.nodes, validate=in_range(*limits("nodes"))),
         Question("hosts", "text", "choose_strategy.hosts", when=lambda a: a.get("nodes", 1) > 1,
@@ -331,19 +395,20 @@ def questions(ctx: Ctx) -> list[Question]:
                  when=lambda a: a.get("nodes", 1) > 1, validate=in_range(1024, 65535),
                  asked_if="choose_strategy.asked_if.several_nodes"),
         Question("distribution", "select", "choose_strategy.distribution",
-                 when=distribution_asked, default=lambda a: _default_distribution(a)[0],
+                 when=d.distribution_asked, default=lambda a: d.default_distribution(a)[0],
                  asked_if="choose_strategy.asked_if.several_processes",
                  choices=[Choice(d, msg("choose_strategy.distribution." + d), refused=d == "megatron")
                           for d in DISTRIBUTIONS],
                  validate=lambda v, a: _distribution_check(v, a) or (
-                     msg("choose_strategy.prequantized_sharded", model=sel.name)
-                     if v in ("zero3", "fsdp2") and prequantized.read(sel.config) is not None else None)),
+                     msg("choose_strategy.prequantized_sharded", model=d.sel.name)
+                     if v in ("zero3", "fsdp2") and prequantized.read(d.sel.config) is not None else None)),
         Question("offload", "select", "choose_strategy.offload",
                  when=lambda a: a.get("distribution", "ddp") not in ("ddp", "megatron"),
                  asked_if="choose_strategy.asked_if.sharded",
-                 default=lambda a: _default_distribution(a)[1],
+                 default=lambda a: d.default_distribution(a)[1],
                  choices=[Choice(o, msg("choose_strategy.offload." + o)) for o in OFFLOADS],
-                 validate=lambda v, a: spec_refusal(a, "offload", offload=v, offload_device="cpu", sequence_parallel=1)),
+                 validate=lambda v, a: spec_refusal(a, "offload", offload=v, offload_device="cpu",
+                                                    sequence_parallel=1)),
         # ZeRO-Infinity: the offloaded states in files on a fast disk instead of CPU memory (DeepSpeed, stage 3)
         Question("offload_device", "select", "choose_strategy.offload_device", default="cpu",
                  when=lambda a: a.get("distribution") == "zero3" and a.get("offload", "none") != "none",
@@ -353,59 +418,75 @@ def questions(ctx: Ctx) -> list[Question]:
                      a, "offload_device", offload_device=v, sequence_parallel=1)),
         Question("nvme_path", "path", "choose_strategy.nvme_path",
                  when=lambda a: a.get("offload_device") == "nvme", asked_if="choose_strategy.asked_if.nvme",
-                 validate=lambda v, a: nvme.path_problem(v, nvme_need(a))),
+                 validate=lambda v, a: nvme.path_problem(v, d.nvme_need(a))),
         # Ulysses sequence parallelism: offered with ZeRO-3 over several GPUs; its default splits a sequence that
         # does not fit otherwise
         Question("sequence_parallel", "int", "choose_strategy.sequence_parallel",
                  when=lambda a: a["processes"] * a.get("nodes", 1) > 1 and a.get("distribution") == "zero3",
-                 asked_if="choose_strategy.asked_if.sequence_parallel", default=_default_sequence_parallel,
-                 validate=sequence_parallel_check),
+                 asked_if="choose_strategy.asked_if.sequence_parallel", default=d.default_sequence_parallel,
+                 validate=d.sequence_parallel_check),
+    ]
+
+
+def _batch_questions(d: Draft) -> list[Question]:
+    """The batch and the plan: the batch size, the planner's plans, checkpointing, micro-batch, gradient accumulation,
+    the backend and kernels, packing, the optimizer."""
+    return [
         # GRPO: replies per optimizer step, whole groups of num_generations (two prompts' by default)
         Question("batch_size", "int", "choose_strategy.batch_size",
-                 default=lambda a: 2 * a["num_generations"] if grpo(a) else 16,
-                 validate=_least_and_groups(in_range(1, 65536), lambda v: msg("choose_strategy.kto_micro_batch", mb=v),
+                 default=lambda a: 2 * a["num_generations"] if _grpo(a) else 16,
+                 validate=_least_and_groups(in_range(1, 65536), lambda v: msg("training.kto_micro_batch", mb=v),
                                         groups=True)),
-        Question("plan", "select", msg("choose_strategy.plan", gpu=mem.gpu.name or "?"), choices=plan_choices,
-                 default=lambda a: (plan_choices(a) or [Choice(None, "")])[0].value),
+        Question("plan", "select", msg("choose_strategy.plan", gpu=d.mem.gpu.name or "?"), choices=d.plan_choices,
+                 default=lambda a: (d.plan_choices(a) or [Choice(None, "")])[0].value),
         Question("activation_checkpointing", "confirm", "choose_strategy.activation_checkpointing",
-                 default=lambda a: _plan_knobs(a)["ckpt"] if a.get("plan") else rec["activation_checkpointing"]),
+                 default=lambda a: _plan_knobs(a)["ckpt"] if a.get("plan")
+                 else d.recommended["activation_checkpointing"]),
         Question("micro_batch", "int", "choose_strategy.micro_batch",
                  validate=_least_and_groups(in_range(*limits("micro_batch")),
-                                        lambda v: msg("choose_strategy.kto_micro_batch", mb=v)),
-                 default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else a["num_generations"] if grpo(a)
+                                        lambda v: msg("training.kto_micro_batch", mb=v)),
+                 default=lambda a: _plan_knobs(a)["mb"] if a.get("plan") else a["num_generations"] if _grpo(a)
                  else least_micro_batch(a.get("objective", "sft"))),
         Question("grad_accum", "int", "choose_strategy.grad_accum",
                  validate=lambda v, a: in_range(*limits("grad_accum"))(v, a) or (
                      spec_refusal(a, "grad_accum", grad_accum=v)),
                  default=lambda a: max(1, a["batch_size"] // a["micro_batch"])),
-        Question("training_backend", "select", "choose_strategy.training_backend", when=lambda a: unsloth is not None,
+        Question("training_backend", "select", "choose_strategy.training_backend", when=lambda a: d.unsloth is not None,
                  choices=lambda a: [Choice("transformers", msg("choose_strategy.training_backend.transformers"))] + (
                      [Choice("unsloth", msg("choose_strategy.training_backend.unsloth",
-                                            version=unsloth.version if unsloth else ""))]
-                     if backend_check("unsloth", a) is None else []),  # only where it runs this method and layout
+                                            version=d.unsloth.version if d.unsloth else ""))]
+                     if d.backend_check("unsloth", a) is None else []),  # only where it runs this method and layout
                  default=lambda a: _plan_knobs(a)["backend"] if a.get("plan") else DEFAULTS.training_backend,
-                 validate=backend_check,
+                 validate=d.backend_check,
                  asked_if=msg("choose_strategy.asked_if.training_backend", version=backends.UNSLOTH_VERSION,
-                              env=str(backends.unsloth_env(ctx.home)), command=backends.install_command(ctx.home))),
+                              env=str(backends.unsloth_env(d.ctx.home)), command=backends.install_command(d.ctx.home))),
         Question("liger", "confirm", "choose_strategy.liger",
                  when=lambda a: planner.liger_available() and a.get("training_backend") != "unsloth",
                  default=lambda a: _plan_knobs(a)["liger"] if a.get("plan") else False),
         Question("compile_layers", "confirm", "choose_strategy.compile_layers",
                  when=lambda a: planner.compile_available(training(a)) and not a.get("liger")
-                 and a.get("training_backend") != "unsloth" and sft(a),
+                 and a.get("training_backend") != "unsloth" and _sft(a),
                  asked_if="choose_strategy.asked_if.compile_layers",
                  default=lambda a: _plan_knobs(a)["compile"] if a.get("plan") else False),
-        Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing, when=sft,
+        Question("packing", "confirm", "choose_strategy.packing", default=DEFAULTS.packing, when=_sft,
                  validate=lambda v, a: spec_refusal(a, "packing", packing=v)),
-        Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim, when=lambda a: a["method"] != "galore",
+        Question("optim", "select", "choose_strategy.optim", default=DEFAULTS.optim,
+                 when=lambda a: a["method"] != "galore",
                  choices=[Choice(o, msg("choose_strategy.optim." + o)) for o in OPTIMIZERS]),
+    ]
+
+
+def _run_questions(d: Draft) -> list[Question]:
+    """The run: learning rate, steps or epochs, checkpoints, the adapters' backup, trackers, the sample question and
+    the smoke run."""
+    return [
         Question("learning_rate", "float", "choose_strategy.learning_rate",
                  default=lambda a: default_learning_rate(a["method"]), validate=in_range(*limits("learning_rate"))),
         Question("max_steps", "int", "choose_strategy.max_steps", default=DEFAULTS.max_steps,
                  validate=in_range(*limits("max_steps"))),
         Question("epochs", "float", "choose_strategy.epochs", default=DEFAULTS.epochs, when=lambda a: a.get("max_steps") == 0,
                  validate=in_range(*limits("epochs"))),
-        Question("save_steps", "int", "choose_strategy.save_steps", default=save_steps,
+        Question("save_steps", "int", "choose_strategy.save_steps", default=d.save_steps,
                  validate=in_range(*limits("save_steps"))),
         Question("save_total_limit", "int", "choose_strategy.save_total_limit", default=DEFAULTS.save_total_limit,
                  validate=in_range(*limits("save_total_limit"))),
@@ -426,7 +507,7 @@ def questions(ctx: Ctx) -> list[Question]:
                           for n in trackers.TRACKERS],
                  validate=_trackers_check),
         Question("sample_question", "text", "choose_strategy.sample_question",
-                 default=lambda a: _first_image_question(a) or "What is LoRA?"),
+                 default=lambda a: d.first_image_question(a) or "What is LoRA?"),
         Question("preflight", "confirm", "choose_strategy.preflight", default=True),
     ]
 
@@ -462,7 +543,7 @@ def _least_and_groups(check, refusal, groups: bool = False):
     size) under GRPO, a number of replies that is not whole groups of num_generations."""
     def wrapped(v, a):
         if groups and a.get("objective") == "grpo" and isinstance(v, int) and v % a.get("num_generations", 1):
-            return msg("choose_strategy.grpo_groups", replies=v, n=a["num_generations"])
+            return msg("training.grpo_groups", replies=v, n=a["num_generations"])
         return refusal(v) if v < least_micro_batch(a.get("objective", "sft")) else check(v, a)
     wrapped.bounds = check.bounds  # type: ignore[attr-defined]
     return wrapped
@@ -486,7 +567,7 @@ def _rewards_check(v, a):
     """At least one, each a known reward function."""
     if not isinstance(v, list) or any(r not in REWARDS for r in v):
         return msg("answer.not_a_choice", value=str(v)[:80], choices=", ".join(REWARDS))
-    return msg("choose_strategy.grpo_no_rewards") if not v else None
+    return msg("training.grpo_no_rewards") if not v else None
 
 
 def _reward_file_check(v, a):
@@ -572,7 +653,7 @@ def _distribution_check(v: str, a: dict):
     if v == "megatron":
         return msg("choose_strategy.megatron_out_of_scope")
     if v.startswith("zero") and importlib.util.find_spec("deepspeed") is None:
-        return msg("choose_strategy.no_deepspeed")
+        return msg("training.no_deepspeed")
     if v == "fsdp2" and not memory.detect_gpus():
         return msg("choose_strategy.fsdp_needs_gpus")
     return spec_refusal(a, "distribution", distribution=v, offload="none", offload_device="cpu", sequence_parallel=1)
@@ -702,7 +783,7 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
         try:
             gbps = nvme.write_speed(answers["nvme_path"])
         except OSError as e:
-            raise StepError("choose_strategy.nvme_unusable", path=answers["nvme_path"],
+            raise StepError("training.nvme_unusable", path=answers["nvme_path"],
                             error=e.strerror or str(e)) from None
         (ctx.warn if gbps < nvme.SLOW_GBPS else ctx.info)(msg(
             "choose_strategy.nvme_speed", path=answers["nvme_path"], gbps=f"{gbps:.2f}", slow=nvme.SLOW_GBPS))

@@ -323,7 +323,7 @@ def serve_base(ctx: Ctx, model_dir: str, trust_remote_code: bool):
 
     Raises:
         StepError: the engine is not installed, its launch does not check, or it does not start
-            ("deploy.not_installed", the launch's EngineError, "deploy.died", "deploy.timeout").
+            ("deploy.not_installed", the launch's EngineError, "serving.died", "serving.timeout").
     """
     from recipes.serving import engines, server
 

@@ -78,7 +78,7 @@ def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
                      ctx.t("ui.yes" if e["fits"] else "ui.no"), f"{e['margin_gib']:+.1f}",
                      f"{inst['count']}× {inst['name']}" if inst else "—"))
     ctx.table(msg("evaluate_memory.table", gpu=gpu.name, gib=gpu.memory_gib, n=gpu.count, seq=seq),
-              [msg("evaluate_memory.col.method"), msg("evaluate_memory.col.ckpt"), msg("evaluate_memory.col.peak"),
+              [msg("evaluate_memory.col.method"), msg("evaluate_memory.col.ckpt"), msg("memory.col.peak"),
                msg("evaluate_memory.col.fits"), msg("evaluate_memory.col.margin"),
                msg("evaluate_memory.col.instance")], rows)
     by = {(e["method"], e["activation_checkpointing"]): e for e in estimates}

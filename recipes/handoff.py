@@ -242,11 +242,11 @@ def spec_problem(d, where: str, render=None) -> str | None:
     if r is None:
         return None
     p = r.params
-    if r.key == "memory.bad_choice":
+    if r.key == "training.bad_choice":
         return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not one of {p['choices']}"
-    if r.key == "memory.bad_number":
+    if r.key == "training.bad_number":
         return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not within {p['lo']} … {p['hi']}"
-    if r.key == "memory.bad_text":
+    if r.key == "training.bad_text":
         return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not text"
     return f"{where}: {render(r) if render else r.key.split('.')[-1].replace('_', ' ')}"
 

@@ -210,3 +210,30 @@ def test_the_run_directory_layout_is_named_in_one_place():
             if names.search(line.split("#")[0]):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_a_domain_package_speaks_in_its_own_namespace():
+    """Issue 45: the catalogue keys a domain package says (raises, renders, names as an option's help) are its own
+    (``serving.*`` from recipes/serving/, not ``deploy.*``; a module may have its own: training/rewards.py
+    ``rewards.*``), so a message's key says where it comes from, whichever step shows it. Literal keys and key
+    prefixes ("training.conflict." + what) are both read."""
+    import re
+
+    from wizard.catalogue import load
+
+    keys = load()
+    own = {"training": {"training", "rewards"}}
+    literal = re.compile(r"""["']([a-z_]+)\.([\w.]*)""")
+    found = []
+    for path in sorted((ROOT / "recipes").rglob("*.py")):
+        rel = path.relative_to(ROOT / "recipes")
+        if len(rel.parts) < 2:
+            continue  # a step or a top-level module: any namespace
+        package = rel.parts[0]
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for m in literal.finditer(line):
+                text = f"{m.group(1)}.{m.group(2)}"
+                is_key = text in keys or (text.endswith(".") and any(k.startswith(text) for k in keys))
+                if is_key and m.group(1) not in own.get(package, {package}):
+                    found.append(f"recipes/{rel}:{n}: {text}")
+    assert not found, "\n".join(found)

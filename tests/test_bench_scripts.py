@@ -107,7 +107,7 @@ def test_preflight_cost_smoke_run_refuses_what_cannot_train(ran):
     (row,) = jsonl(tmp / "rows.jsonl")
     # case 4 (sequence length 16: no record fits) fails at the smoke run, as on the H200, through the bench's own Ctx
     assert row["case"] == 4 and row["seq_len"] == 16
-    assert row["ok"] is False and row["error_key"] == "preflight.no_records_fit", row
+    assert row["ok"] is False and row["error_key"] == "training.preflight_no_records_fit", row
     assert "Smoke test" in out
 
 

@@ -74,7 +74,7 @@ def test_ctrl_c_stops_the_reply_not_the_chat(capsys):
         signal.signal(signal.SIGINT, previous)
         go_on.set()
         srv.shutdown()
-    assert i18n.t("cli.chat.stopped") in said  # the stopped reply said so, in one line
+    assert i18n.t("serving.chat.stopped") in said  # the stopped reply said so, in one line
     assert turns == 1  # the chat went on: the next question got its whole reply
     assert "Chat ended after 1 turn(s)" in said[-1]  # and leaving it is said, not silent
     assert "Hello." in capsys.readouterr().out
@@ -100,7 +100,7 @@ def test_slash_commands_stay_with_the_chat_and_a_text_model_refuses_images(capsy
         turns = client.repl(url, "tiny", None, i18n.t, said.append, said.append, read=read, vision=False)
     finally:
         srv.shutdown()
-    assert i18n.t("cli.chat.help") in said
-    assert i18n.t("cli.chat.unknown_command", command="/summarize") in said
-    assert i18n.t("cli.chat.text_only", model="tiny") in said
+    assert i18n.t("serving.chat.help") in said
+    assert i18n.t("serving.chat.unknown_command", command="/summarize") in said
+    assert i18n.t("serving.chat.text_only", model="tiny") in said
     assert turns == 1  # only the // line was a question

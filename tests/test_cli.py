@@ -293,7 +293,7 @@ def test_attach_says_stopped_not_detached_when_the_trainer_is_stopped_elsewhere(
         job.stop(timeout=5)
     out = r.stdout + r.stderr
     assert r.returncode == 130, out
-    assert i18n.t("train.stopped", pid=job.pid, id=s.id).split(";")[0] in " ".join(out.split())
+    assert i18n.t("training.stopped", pid=job.pid, id=s.id).split(";")[0] in " ".join(out.split())
     assert "Detached" not in out
 
 

@@ -60,12 +60,12 @@ def test_the_live_view_s_time_left_counts_down_and_says_when_it_saves():
     now = time.time()
     first = {"step": 1, "total_steps": 10, "time": now - 100}
     latest = {"step": 5, "total_steps": 10, "time": now - 30}  # 17.5 s a step: 87.5 s left then, 30 s ago
-    left = int(_fields(ctx, first, latest, now - 100)[i18n.t("train.field.eta")].rstrip("s"))
+    left = int(_fields(ctx, first, latest, now - 100)[i18n.t("training.field.eta")].rstrip("s"))
     assert 56 <= left <= 58, left
     done = {"step": 10, "total_steps": 10, "time": now - 40}
-    assert _fields(ctx, first, done, now - 100)[i18n.t("train.field.eta")] == "saving"
+    assert _fields(ctx, first, done, now - 100)[i18n.t("training.field.eta")] == "saving"
     late = {"step": 9, "total_steps": 10, "time": now - 60}  # overdue: 0, not a negative time
-    assert _fields(ctx, first, late, now - 100)[i18n.t("train.field.eta")] == "0s"
+    assert _fields(ctx, first, late, now - 100)[i18n.t("training.field.eta")] == "0s"
 
 
 def test_a_download_s_rate_counts_the_bytes_moved_now_not_those_already_on_disk():

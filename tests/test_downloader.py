@@ -143,7 +143,7 @@ def test_corrupt_bytes_are_fetched_again_once_then_reported(server, root, tmp_pa
     server.hub.faults = [{"path": "model.safetensors", "corrupt_at": 5 * MB}]
     with pytest.raises(StepError) as e:
         downloader.Downloader(tmp_path / "again", commit=commit).fetch(its)
-    assert e.value.msg.key == "download.bad_hash"
+    assert e.value.msg.key == "hub.bad_hash"
     assert not (tmp_path / "again" / "model.safetensors").exists()
 
 
@@ -200,15 +200,15 @@ def test_server_ignoring_range_restarts_that_file(server, root, tmp_path):
     assert "refetch" not in statuses  # the 200 was noticed at once, not by a wrong hash at the end
 
 
-@pytest.mark.parametrize("status,code,key", [(404, None, "download.not_found"), (401, None, "download.denied"),
-                                             (403, "GatedRepo", "download.gated")])
+@pytest.mark.parametrize("status,code,key", [(404, None, "hub.not_found"), (401, None, "hub.download_denied"),
+                                             (403, "GatedRepo", "hub.download_gated")])
 def test_http_errors_are_one_message(server, tmp_path, status, code, key):
     server.hub.faults = [{"path": "model.safetensors", "status": status, "error_code": code}]
     commit, its = items(server)
     with pytest.raises(StepError) as e:
         downloader.Downloader(tmp_path, commit=commit).fetch(its)
     assert e.value.msg.key == key
-    if key == "download.gated":
+    if key == "hub.download_gated":
         assert e.value.msg.args["url"] == f"{server.url}/org/model"
 
 
@@ -230,14 +230,14 @@ def test_persistent_server_errors_give_up_with_a_resume_hint(server, tmp_path, m
     commit, its = items(server)
     with pytest.raises(StepError) as e:
         downloader.Downloader(tmp_path, commit=commit).fetch(its)
-    assert e.value.msg.key == "download.network"
+    assert e.value.msg.key == "hub.network"
 
 
 @pytest.mark.parametrize("bad", ["../evil.bin", "/etc/passwd", "a/../../b", "C:/x", ""])
 def test_unsafe_file_names_are_refused(bad, tmp_path):
     with pytest.raises(StepError) as e:
         downloader.Downloader(tmp_path).fetch([downloader.Item(bad, "http://127.0.0.1:9/x", 1)])
-    assert e.value.msg.key == "download.unsafe_path"
+    assert e.value.msg.key == "hub.unsafe_path"
 
 
 @pytest.fixture
@@ -250,7 +250,7 @@ def test_disk_full_keeps_the_partial(server, small_disk):
     commit, its = items(server)
     with pytest.raises(StepError) as e:
         downloader.Downloader(small_disk, commit=commit).fetch(its)
-    assert e.value.msg.key == "download.disk_full"
+    assert e.value.msg.key == "hub.disk_full"
     assert (small_disk / ("model.safetensors" + downloader.SIDE)).exists()
 
 
@@ -261,7 +261,7 @@ def test_preflight_refuses_before_any_byte_when_the_disk_is_too_small(server, sm
 
     with pytest.raises(StepError) as e:
         snapshot.fetch("hf", "org/model", server.url, "main", small_disk, lambda *a: contextlib.nullcontext(), print)
-    assert e.value.msg.key == "download.no_space" and e.value.msg.args["path"] == str(small_disk.resolve())
+    assert e.value.msg.key == "hub.no_space" and e.value.msg.args["path"] == str(small_disk.resolve())
     assert not any(small_disk.iterdir()) and "model.safetensors" not in server.hub.bytes_sent
 
 
@@ -322,7 +322,7 @@ def test_kill_9_of_the_download_command_then_the_same_command_continues(root, tm
         from wizard import i18n
 
         on_disk = kept + (root / "org/model/config.json").stat().st_size  # the part and the finished config.json
-        assert i18n.t("download.resuming", size=dl.size_text(on_disk)) in r.stdout, r.stdout  # the user sees it go on
+        assert i18n.t("hub.resuming", size=dl.size_text(on_disk)) in r.stdout, r.stdout  # the user sees it go on
         import urllib.request
 
         sent = json.loads(urllib.request.urlopen(url + "/_yichui/stats").read())["bytes_sent"]["model.safetensors"]
@@ -353,7 +353,7 @@ def test_a_server_ignoring_range_on_a_fresh_many_range_download_is_one_stream(se
 def test_dot_and_empty_path_segments_are_refused(bad):
     with pytest.raises(StepError) as e:
         downloader.safe_relpath(bad)
-    assert e.value.msg.key == "download.unsafe_path"
+    assert e.value.msg.key == "hub.unsafe_path"
 
 
 def download_cmd(home, server, source, out, *more, **env):
@@ -377,7 +377,7 @@ def test_a_listing_of_names_only_is_completed_from_each_files_head(server, root,
     server.hub.modes = {"listing": "names"}
     r = download_cmd(home, server, source, tmp_path / "out")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert one_line(i18n.t("download.describing", n=2)) in one_line(r.stdout)
+    assert one_line(i18n.t("hub.describing", n=2)) in one_line(r.stdout)
     for name in ("model.safetensors", "config.json"):
         assert sha(tmp_path / "out" / name) == sha(root / "org/model" / name)
     heads = [p for m, p, _ in server.hub.requests if m == "HEAD" and "model.safetensors" in p]
@@ -386,7 +386,7 @@ def test_a_listing_of_names_only_is_completed_from_each_files_head(server, root,
         server.hub.faults = [{"path": "model.safetensors", "corrupt_at": MB}]
         r = download_cmd(home, server, source, tmp_path / "again")
         assert r.returncode == 1
-        assert one_line(i18n.t("download.bad_hash", file="model.safetensors")) in one_line(r.stderr + r.stdout)
+        assert one_line(i18n.t("hub.bad_hash", file="model.safetensors")) in one_line(r.stderr + r.stdout)
         assert not (tmp_path / "again" / "model.safetensors").exists()
 
 
@@ -473,7 +473,7 @@ def test_429_waits_as_long_as_retry_after_says_then_a_persistent_one_is_one_line
     server.hub.faults = [{"path": "model.safetensors", "status": 429, "retry_after": "Wed, 21 Oct 2015 07:28:00 GMT"}]
     with pytest.raises(StepError) as e:
         downloader.Downloader(tmp_path / "b", commit=commit).fetch(its)
-    assert e.value.msg.key == "download.rate_limited" and e.value.msg.args["file"] == "model.safetensors"
+    assert e.value.msg.key == "hub.rate_limited" and e.value.msg.args["file"] == "model.safetensors"
     assert downloader.retry_after("7") == 7.0 and downloader.retry_after("soon") is None
 
 
@@ -497,7 +497,7 @@ def test_storage_redirects_carry_no_token_and_expired_links_are_resolved_again(s
     server.hub.modes = {"cdn": True, "cdn_expired": 100}
     with pytest.raises(StepError) as e:
         downloader.Downloader(tmp_path / "b", token, commit=commit).fetch(its)
-    assert e.value.msg.key == "download.link_expired" and e.value.msg.args["status"] == 403
+    assert e.value.msg.key == "hub.link_expired" and e.value.msg.args["status"] == 403
     assert e.value.msg.args["host"].startswith("localhost:")
 
 
@@ -571,7 +571,7 @@ def test_a_second_download_into_the_same_folder_is_one_line(server, tmp_path, ho
         assert holder.stdout.readline().strip() == "held"
         r = download_cmd(home, server, "hf", out)
         assert r.returncode == 1
-        assert one_line(i18n.t("download.busy", path=str(out), pid=str(holder.pid))) in one_line(r.stdout + r.stderr)
+        assert one_line(i18n.t("hub.busy", path=str(out), pid=str(holder.pid))) in one_line(r.stdout + r.stderr)
         assert "still to fetch" not in r.stdout and not (out / "model.safetensors").exists()
     finally:
         holder.kill()
@@ -588,7 +588,7 @@ def test_a_disk_filling_mid_block_records_only_the_bytes_that_reached_the_file(s
     commit, its = items(server)
     with pytest.raises(StepError) as e:
         downloader.Downloader(small_disk, commit=commit).fetch(its)
-    assert e.value.msg.key == "download.disk_full"
+    assert e.value.msg.key == "hub.disk_full"
     side = json.loads((small_disk / ("model.safetensors" + downloader.SIDE)).read_text())
     part = (small_disk / ("model.safetensors" + downloader.PART)).read_bytes()
     src = (root / "org/model/model.safetensors").read_bytes()
@@ -665,9 +665,9 @@ def fetch_from(srv, out):
 
 
 @pytest.mark.parametrize("case, key", [
-    (dict(siblings=[{"rfilename": "a\x00b.json", "size": 3}]), "download.unsafe_path"),
-    (dict(siblings=[{"rfilename": "w.json.yichui-part", "size": 3}]), "download.unsafe_path"),
-    (dict(siblings=[{"rfilename": "x" * 300, "size": 3}]), "download.unsafe_path"),
+    (dict(siblings=[{"rfilename": "a\x00b.json", "size": 3}]), "hub.unsafe_path"),
+    (dict(siblings=[{"rfilename": "w.json.yichui-part", "size": 3}]), "hub.unsafe_path"),
+    (dict(siblings=[{"rfilename": "x" * 300, "size": 3}]), "hub.unsafe_path"),
     (dict(siblings=[{"rfilename": 5, "size": 3}]), "hub.bad_answer"),
     (dict(siblings=[{"rfilename": "a", "size": 3}, {"rfilename": "a/b", "size": 3}]), "hub.bad_answer"),
     (dict(siblings=[{"rfilename": "c.json", "size": 3}, {"rfilename": "c.json", "size": 3}]), "hub.bad_answer"),
@@ -676,19 +676,19 @@ def fetch_from(srv, out):
     (dict(siblings=[]), "hub.empty_listing"),
     # sizes a HEAD cannot give: superscript digits, 5000 digits, a 302 without Location
     (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(200, headers={"X-Linked-Size": "1\u00b9"})),
-     "download.size_unknown"),
+     "hub.size_unknown"),
     (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(200, headers={"X-Linked-Size": "9" * 5000})),
-     "download.size_unknown"),
-    (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(302)), "download.size_unknown"),
+     "hub.size_unknown"),
+    (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(302)), "hub.size_unknown"),
     # a HEAD that says 0 bytes for a file whose GET has some
-    (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(200)), "download.size_unknown"),
+    (dict(siblings=[{"rfilename": "config.json"}], head=lambda h: h.send(200)), "hub.size_unknown"),
     # answers that are not the part asked for, or not the size described
-    (dict(siblings=[{"rfilename": "config.json", "size": 10}]), "download.size_mismatch"),
+    (dict(siblings=[{"rfilename": "config.json", "size": 10}]), "hub.size_mismatch"),
     # a 206 that always starts at byte 0, whatever was asked: the second request (from byte 14) gets it
-    (dict(get=lambda h: h.send(206, CFG[:14], {"Content-Range": f"bytes 0-13/{len(CFG)}"})), "download.size_mismatch"),
+    (dict(get=lambda h: h.send(206, CFG[:14], {"Content-Range": f"bytes 0-13/{len(CFG)}"})), "hub.size_mismatch"),
     # Retry-After that is no number, or longer than is waited for in silence
-    (dict(get=lambda h: h.send(429, headers={"Retry-After": "\u00b2"})), "download.rate_limited"),
-    (dict(get=lambda h: h.send(429, headers={"Retry-After": "999999"})), "download.rate_limited"),
+    (dict(get=lambda h: h.send(429, headers={"Retry-After": "\u00b2"})), "hub.rate_limited"),
+    (dict(get=lambda h: h.send(429, headers={"Retry-After": "999999"})), "hub.rate_limited"),
 ])
 def test_a_hostile_hub_is_one_line_and_leaves_no_file_called_done(case, key, tmp_path, monkeypatch):
     monkeypatch.setattr(downloader, "RETRIES", 2)
@@ -741,7 +741,7 @@ def test_a_listing_without_hashes_still_verifies_by_the_etag_and_the_weights_hea
     r = download_cmd(home, server, "modelscope", tmp_path / "out")  # ModelScope's file API: the ETag of the file
     assert r.returncode == 0, r.stdout + r.stderr
     assert sha(tmp_path / "out" / "model.safetensors") == sha(root / "org/model" / "model.safetensors")
-    assert one_line(i18n.t("download.size_only", n=1, files="model.safetensors")) not in one_line(r.stdout)
+    assert one_line(i18n.t("hub.size_only", n=1, files="model.safetensors")) not in one_line(r.stdout)
     # the header check itself, on files a hub could send
     good = tmp_path / "good.safetensors"
     good.write_bytes(safetensors_bytes(4096))
@@ -767,6 +767,6 @@ def test_a_broken_weights_file_the_hub_lists_as_it_is_is_not_fetched_again(tmp_p
                                f.git_sha1) for f in files]
         with pytest.raises(StepError) as e:
             downloader.Downloader(tmp_path / "out", commit=commit).fetch(its)
-        assert e.value.msg.key == "download.broken_in_repo"
+        assert e.value.msg.key == "hub.broken_in_repo"
         assert srv.hub.bytes_sent.get("model.safetensors") == 4096  # once
         assert not (tmp_path / "out" / "model.safetensors").exists()

@@ -134,7 +134,7 @@ def test_versions_differ_where_their_parsers_do():
     assert "bnb-4bit" not in engines.loads(specs.spec("vllm", "0.33.0"), new)
     with pytest.raises(engines.EngineError) as e:
         build("vllm", "bnb-4bit", version="0.33.0")
-    assert e.value.msg.key == "deploy.format_unsupported"
+    assert e.value.msg.key == "serving.format_unsupported"
     assert build("vllm", "bnb-4bit", version="0.26.0").args[-2:] == ["--quantization", "bitsandbytes"]
 
 
@@ -164,12 +164,12 @@ def test_a_renamed_option_is_found_under_the_name_the_version_has():
 
 def test_check_argv_refuses_unknown_flags_wrong_kinds_and_values_outside_the_choices():
     tab = engines.table("vllm", "0.33.0")
-    for args, key in ((["/m", "--no-such-flag", "1"], "deploy.flag_unknown"),
-                      (["/m", "--port", "eighty"], "deploy.flag_value"),
-                      (["/m", "--gpu-memory-utilization", "most"], "deploy.flag_value"),
-                      (["/m", "--max-lora-rank", "12"], "deploy.flag_value"),        # vLLM takes 1, 8, 16, 32, …
-                      (["/m", "--quantization", "bitsandbytes"], "deploy.flag_value"),  # gone from vLLM 0.33
-                      (["/m", "--port"], "deploy.flag_arity")):
+    for args, key in ((["/m", "--no-such-flag", "1"], "serving.flag_unknown"),
+                      (["/m", "--port", "eighty"], "serving.flag_value"),
+                      (["/m", "--gpu-memory-utilization", "most"], "serving.flag_value"),
+                      (["/m", "--max-lora-rank", "12"], "serving.flag_value"),        # vLLM takes 1, 8, 16, 32, …
+                      (["/m", "--quantization", "bitsandbytes"], "serving.flag_value"),  # gone from vLLM 0.33
+                      (["/m", "--port"], "serving.flag_arity")):
         with pytest.raises(engines.EngineError) as e:
             engines.check_argv(tab, args)
         assert e.value.msg.key == key, args
@@ -195,7 +195,7 @@ def test_lora_rank_is_raised_to_a_rank_the_engine_takes():
 
 
 def test_transformers_serve_stays_on_loopback_and_serves_no_unmerged_adapter():
-    for kw, key in (({"host": "0.0.0.0"}, "deploy.loopback_only"), ({"adapter": {"path": "/a", "rank": 8}}, "deploy.no_lora")):
+    for kw, key in (({"host": "0.0.0.0"}, "serving.loopback_only"), ({"adapter": {"path": "/a", "rank": 8}}, "serving.no_lora")):
         with pytest.raises(engines.EngineError) as e:
             build("transformers", "merged", **kw)
         assert e.value.msg.key == key
@@ -212,7 +212,7 @@ def test_help_check_against_the_real_transformers_serve(tmp_path):
     bad = engines.Launch("transformers", inst.version, ["/m", "--host", "127.0.0.1", "--max-model-len", "9"], "x")
     with pytest.raises(engines.EngineError) as e:
         engines.check_help(inst, bad, text)
-    assert e.value.msg.key == "deploy.flag_not_in_help" and e.value.msg.args["flag"] == "--max-model-len"
+    assert e.value.msg.key == "serving.flag_not_in_help" and e.value.msg.args["flag"] == "--max-model-len"
 
 
 def test_an_installed_version_without_a_committed_table_is_read_from_its_own_parser(tmp_path, monkeypatch):
@@ -239,7 +239,7 @@ def test_an_engine_whose_parser_cannot_be_read_is_one_line_naming_the_tested_ver
     broken = engines.Installed("vllm", sys.executable, "0.99.0", "main")  # vllm is not importable here
     with pytest.raises(engines.EngineError) as e:
         engines.table_for(broken, tmp_path / "cache")
-    assert e.value.msg.key == "deploy.no_table" and "0.26.0" in e.value.msg.args["tested"]
+    assert e.value.msg.key == "serving.no_table" and "0.26.0" in e.value.msg.args["tested"]
     assert "vllm" in e.value.msg.args["last"]  # the dump's own last line: No module named 'vllm'
 
 
@@ -349,7 +349,7 @@ def test_a_key_file_without_a_usable_key_starts_nothing(tmp_path):
         good.write_text(bad)
         with pytest.raises(keys.BadKey) as e:
             keys.key_file(sdir)
-        assert why in e.value.params["why"] and e.value.key == "deploy.bad_key"
+        assert why in e.value.params["why"] and e.value.key == "serving.bad_key"
         assert not bad.strip() or bad.strip() not in str(e.value)  # the message never carries the key
         assert keys.read_key(good) is None
         r = subprocess.run([sys.executable, str(engines.LAUNCHER), "--entry", "json:dumps", "--key-file", str(good),
@@ -383,7 +383,7 @@ def test_a_damaged_table_is_named_and_a_damaged_cached_one_is_read_again(tmp_pat
         engines._read.cache_clear()
         with pytest.raises(engines.EngineError) as e:
             engines.table_for(inst, tmp_path / "cache")
-        assert e.value.msg.key == "deploy.bad_table" and why in e.value.msg.args["why"], content
+        assert e.value.msg.key == "serving.bad_table" and why in e.value.msg.args["why"], content
         assert e.value.msg.args["path"].endswith(f"transformers-{inst.version}.json")
     (tables / f"transformers-{inst.version}.json").unlink()
     cached = tmp_path / "cache" / f"transformers-{inst.version}.json"
@@ -468,10 +468,10 @@ def test_extra_engine_options_are_checked_against_the_versions_options():
     extra = engines.split_args("--attention-backend triton --sampling-backend 'pytorch'")
     launch = engines.command(s, tab, extra=extra, **common)
     assert launch.args[-4:] == ["--attention-backend", "triton", "--sampling-backend", "pytorch"]
-    for given, key in ((["--port", "9"], "deploy.engine_args_owned"), (["--api-key", "k" * 20], "deploy.engine_args_owned"),
-                       (["--mem-fraction-static=0.5"], "deploy.engine_args_owned"),
-                       (["--no-such-option"], "deploy.engine_args_unknown"),
-                       (["--attention-backend", "warp-drive"], "deploy.flag_value")):
+    for given, key in ((["--port", "9"], "serving.engine_args_owned"), (["--api-key", "k" * 20], "serving.engine_args_owned"),
+                       (["--mem-fraction-static=0.5"], "serving.engine_args_owned"),
+                       (["--no-such-option"], "serving.engine_args_unknown"),
+                       (["--attention-backend", "warp-drive"], "serving.flag_value")):
         with pytest.raises(engines.EngineError) as e:
             engines.command(s, tab, extra=given, **common)
         assert e.value.msg.key == key, (given, e.value.msg)

@@ -62,5 +62,5 @@ def test_known_tokenizer_converts_and_reloads(converter, qwen2_vocab_model, tmp_
 def test_unknown_tokenizer_is_refused_with_a_clear_message(converter, tiny_model, tmp_path):
     with pytest.raises(quantize.QuantizeError) as e:
         quantize.convert_gguf(converter, tiny_model, tmp_path, "gguf-q8_0", tmp_path / "work")
-    assert e.value.key == "export.gguf_unknown_tokenizer" and Path(e.value.params["log"]).exists()
+    assert e.value.key == "quantization.gguf_unknown_tokenizer" and Path(e.value.params["log"]).exists()
     assert not list(tmp_path.glob("*.gguf"))

@@ -133,13 +133,13 @@ def test_the_spec_refuses_what_grpo_cannot_run():
     ok = TrainingSpec(objective="grpo", micro_batch=4, grad_accum=2)  # 8 replies: one group of num_generations 8
     ok.check()
     assert ok.prompts_per_step == 1 and TrainingSpec(objective="grpo", micro_batch=16).prompts_per_step == 2
-    for change, key in [({"micro_batch": 4, "grad_accum": 1}, "choose_strategy.grpo_groups"),
-                        ({"completion_length": 2048}, "choose_strategy.grpo_completion"),
-                        ({"rewards": ()}, "choose_strategy.grpo_no_rewards"),
-                        ({"rewards": ("accuracy", "vibes")}, "memory.bad_choice"),
-                        ({"rewards": ("file",)}, "choose_strategy.reward_file_missing"),
-                        ({"distribution": "zero3", "processes": 2}, "choose_strategy.objective_unsupported"),
-                        ({"packing": True}, "choose_strategy.objective_unsupported")]:
+    for change, key in [({"micro_batch": 4, "grad_accum": 1}, "training.grpo_groups"),
+                        ({"completion_length": 2048}, "training.grpo_completion"),
+                        ({"rewards": ()}, "training.grpo_no_rewards"),
+                        ({"rewards": ("accuracy", "vibes")}, "training.bad_choice"),
+                        ({"rewards": ("file",)}, "training.reward_file_missing"),
+                        ({"distribution": "zero3", "processes": 2}, "training.objective_unsupported"),
+                        ({"packing": True}, "training.objective_unsupported")]:
         with pytest.raises(Refusal) as e:
             TrainingSpec(**{"objective": "grpo", "micro_batch": 8, **change}).check()
         assert e.value.key == key, (change, e.value.key)

@@ -34,7 +34,7 @@ def test_every_key_used_in_the_code_exists():
     used |= {f"status.{s}" for s in STATUSES}
     used |= {f"memory.part.{p}" for p in ("weights", "adapter", "gradients", "optimizer", "layers", "attention_scores",
                                           "logits", "allocator", "cuda_context", "compile")}
-    used |= {f"train.mem.{k}" for k in ("cuda_peak_reserved", "cpu_peak_rss", "None")}
+    used |= {f"training.mem.{k}" for k in ("cuda_peak_reserved", "cpu_peak_rss", "None")}
     missing = sorted(k for k in used if k not in i18n.CATALOG)
     assert not missing, missing
     assert len(used) > 150  # the scan really found the code's keys

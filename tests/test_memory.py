@@ -208,11 +208,11 @@ def test_sequence_parallel_divides_the_activations(qwen7b):
     assert "sequence-parallel" in e["approximate"] and e["components"]["sp_buffers"] > 0
     # 28 heads and 4 KV heads: 1, 2, 4 over 8 GPUs (and 7 divides the heads but not the KV heads: no)
     assert sharding.sequence_parallel_degrees(qwen7b, 8) == [1, 2, 4]
-    for bad, key in ((dict(base, processes=8, sequence_parallel=8), "choose_strategy.sp_heads"),
-                     (dict(base, sequence_parallel=3), "choose_strategy.sp_divides"),
-                     (dict(base, distribution="zero2", sequence_parallel=2), "choose_strategy.sp_needs_zero3"),
-                     (dict(base, sequence_parallel=2, attn_implementation="eager"), "choose_strategy.sp_attention"),
-                     (dict(base, sequence_parallel=2, packing=True), "choose_strategy.sp_packing_sdpa")):
+    for bad, key in ((dict(base, processes=8, sequence_parallel=8), "memory.sp_heads"),
+                     (dict(base, sequence_parallel=3), "training.sp_divides"),
+                     (dict(base, distribution="zero2", sequence_parallel=2), "training.sp_needs_zero3"),
+                     (dict(base, sequence_parallel=2, attn_implementation="eager"), "training.sp_attention"),
+                     (dict(base, sequence_parallel=2, packing=True), "training.sp_packing_sdpa")):
         with pytest.raises(Refusal) as err:
             memory.estimate(qwen7b, TrainingSpec(**bad))
         assert err.value.key == key
@@ -221,8 +221,8 @@ def test_sequence_parallel_divides_the_activations(qwen7b):
     assert TrainingSpec(**base, sequence_parallel=2, micro_batch=2).effective_batch == 4
     # what a hand-edited session may hold is refused by the spec's own check (the train step runs it before a launch),
     # and QLoRA on sharded weights as the wizard refuses it
-    for bad, key in ((dict(base, sequence_parallel="two"), "memory.bad_number"),
-                     (dict(base, method="qlora"), "choose_strategy.qlora_sharded")):
+    for bad, key in ((dict(base, sequence_parallel="two"), "training.bad_number"),
+                     (dict(base, method="qlora"), "training.qlora_sharded")):
         with pytest.raises(Refusal) as err:
             TrainingSpec(**bad).check()
         assert err.value.key == key
@@ -406,8 +406,8 @@ def test_estimate_names_the_plan_it_priced(home):
     assert j["config"]["offload_device"] == "nvme" and j["config"]["offload"] == "all"
     assert j["peak_gib"] == pytest.approx(memory.estimate(shape, replace(t, processes=1))["peak_gib"], abs=0.01)
     # refused as the wizard refuses them (the options are checked by TrainingSpec.check, before anything is read)
-    for bad, key in ((replace(t, distribution="zero2"), "choose_strategy.nvme_needs_zero3"),
-                     (TrainingSpec(method="galore", distribution="zero3"), "choose_strategy.galore_sharded")):
+    for bad, key in ((replace(t, distribution="zero2"), "training.nvme_needs_zero3"),
+                     (TrainingSpec(method="galore", distribution="zero3"), "training.galore_sharded")):
         with pytest.raises(Refusal) as e:
             bad.check()
         assert e.value.key == key
@@ -926,8 +926,8 @@ def test_lora_on_a_moe_s_fused_experts_is_counted_as_peft_builds_it_and_refused_
             get_peft_model(build(), LoraConfig(r=4, target_modules="all-linear", task_type="CAUSAL_LM",
                                                **({"lora_dropout": 0.0} | bad)))
     assert memory.adapter_problem(shape, TrainingSpec(method="lora")) == \
-        ("choose_strategy.moe_dropout", {"dropout": 0.05})
-    assert memory.adapter_problem(shape, TrainingSpec(method="dora", lora_dropout=0.0))[0] == "choose_strategy.moe_dora"
+        ("memory.moe_dropout", {"dropout": 0.05})
+    assert memory.adapter_problem(shape, TrainingSpec(method="dora", lora_dropout=0.0))[0] == "memory.moe_dora"
     for fine in (TrainingSpec(method="lora", lora_dropout=0.0), TrainingSpec(method="qlora", lora_dropout=0.0),
                  TrainingSpec(method="lora", lora_targets="q_proj,v_proj"), TrainingSpec(method="full")):
         assert memory.adapter_problem(shape, fine) is None
@@ -945,7 +945,7 @@ def test_lora_on_a_moe_s_fused_experts_is_counted_as_peft_builds_it_and_refused_
     assert e["components"]["merged_experts"] * GIB >= 2 * shape.param_lora_weights
     with pytest.raises(memory.ConfigError) as err:
         memory.estimate(shape, TrainingSpec(method="lora"))
-    assert err.value.key == "choose_strategy.moe_dropout"
+    assert err.value.key == "memory.moe_dropout"
     (tmp_path / "moe").mkdir()
     (tmp_path / "moe" / "config.json").write_text(json.dumps(TINY_MOE))
     r = yichui(tmp_path / "home", "estimate", str(tmp_path / "moe"), "--gpu", "h200-141g", "--lora-dropout", "0.05")
@@ -1002,4 +1002,4 @@ def test_estimate_offload_moves_what_the_distribution_can_as_the_wizard_offers_i
     assert r.returncode == 2 and "--offload moves ZeRO or FSDP states" in r.stderr, r.stderr
     with pytest.raises(Refusal) as e:  # the same rule, the wizard's and a session file's
         TrainingSpec(method="full", offload="optimizer", distribution="ddp", processes=2).check()
-    assert e.value.key == "choose_strategy.offload_needs_sharding"
+    assert e.value.key == "training.offload_needs_sharding"

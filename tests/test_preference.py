@@ -241,7 +241,7 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
                       (dict(compile_layers=True), "compiled layers"), (dict(training_backend="unsloth"), "unsloth")):
         with pytest.raises(Refusal) as e:
             replace(dpo, **bad).check()
-        assert e.value.key == "choose_strategy.objective_unsupported" and what in i18n.render(e.value.params["what"])
+        assert e.value.key == "training.objective_unsupported" and what in i18n.render(e.value.params["what"])
     with pytest.raises(Refusal) as e:  # said in the user's language, the setting too (it was English in Chinese)
         replace(dpo, packing=True).check()
     i18n.set_lang("zh")
@@ -251,12 +251,12 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
         i18n.set_lang("en")
     with pytest.raises(Refusal) as e:
         replace(dpo, objective="orpo").check()  # not an objective yichui has: said by the choices
-    assert e.value.key == "memory.bad_choice"
+    assert e.value.key == "training.bad_choice"
     # KTO: its micro-batch of at least 2 (trl's KL term); a KTO micro-batch keeps what SFT's keeps at dropout 0 (the
     # KL and reference forwards are no-grad); a full fine-tune adds the bf16 reference copy
     with pytest.raises(Refusal) as e:
         replace(dpo, objective="kto", micro_batch=1).check()
-    assert e.value.key == "choose_strategy.kto_micro_batch"
+    assert e.value.key == "training.kto_micro_batch"
     kto = replace(dpo, objective="kto")
     e_kto = memory.estimate(shape, kto)
     assert e_kto["components"] == memory.estimate(shape, replace(sft, lora_dropout=0.0))["components"]

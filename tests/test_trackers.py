@@ -109,7 +109,7 @@ def test_an_unknown_tracker_is_refused_and_the_view_commands_name_each_store(tmp
 
     with pytest.raises(Refusal) as e:
         TrainerJob.from_dict({"trackers": ["wandb", "neptune"]}).check()
-    assert e.value.key == "memory.bad_choice" and e.value.params["value"] == "neptune"
+    assert e.value.key == "training.bad_choice" and e.value.params["value"] == "neptune"
     TrainerJob.from_dict({"trackers": ["mlflow"]}).check()
     env = trackers.environment(["wandb", "mlflow", "swanlab"], tmp_path, "run-1")
     assert env["WANDB_MODE"] == "offline" and env["SWANLAB_MODE"] == "offline" and env["DO_NOT_TRACK"] == "true"

@@ -98,7 +98,7 @@ def run(name: str, data_dir: Path, work_dir: Path, limit: int, *, endpoint: str 
     endpoint ``concurrency`` requests go at once (lm-eval's ``num_concurrent``: an engine batches them).
 
     Raises:
-        HarnessError("evaluate.no_endpoint" | "evaluate.no_local_model"): nothing to run it on.
+        HarnessError("evaluation.no_endpoint" | "evaluation.no_local_model"): nothing to run it on.
     """
     from lm_eval import simple_evaluate
     from lm_eval.tasks import TaskManager
@@ -122,7 +122,7 @@ def run(name: str, data_dir: Path, work_dir: Path, limit: int, *, endpoint: str 
                                              "device": "cuda" if torch.cuda.is_available() else "cpu"},
                "batch_size": 8, "apply_chat_template": b.kind == "generate"}
     else:
-        raise HarnessError("evaluate.no_local_model" if b.kind == "loglikelihood" else "evaluate.no_endpoint",
+        raise HarnessError("evaluation.no_local_model" if b.kind == "loglikelihood" else "evaluation.no_endpoint",
                            benchmark=name)
     with _env(OPENAI_API_KEY=api_key or "none", HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1"):
         out = simple_evaluate(**kw)

@@ -134,10 +134,10 @@ def safe_relpath(path: str) -> str:
     """A hub file name usable under the local folder: relative, no ``..``, no drive or absolute root.
 
     Raises:
-        StepError: ``download.unsafe_path``.
+        StepError: ``hub.unsafe_path``.
     """
     if not isinstance(path, str):
-        raise StepError("download.unsafe_path", path=repr(path))
+        raise StepError("hub.unsafe_path", path=repr(path))
     p = PurePosixPath(path)
     segments = path.split("/")
     # "." and empty segments ("a/./b", "a//b", "a/") would name another file than the hub's once normalised;
@@ -147,7 +147,7 @@ def safe_relpath(path: str) -> str:
             or ":" in segments[0] or any(ord(c) < 32 or c == "\x7f" for c in path)
             or len(path.encode()) > 4000 or any(len(x.encode()) > 255 for x in segments)
             or segments[-1].endswith((PART, SIDE)) or segments[-1] in (VERIFIED, LOCK)):
-        raise StepError("download.unsafe_path", path=path)
+        raise StepError("hub.unsafe_path", path=path)
     return str(p)
 
 
@@ -242,7 +242,7 @@ def folder_lock(folder: Path):
     the folder, the downloader inside it again.
 
     Raises:
-        StepError: ``download.busy`` (with the holder's pid) while another process downloads there.
+        StepError: ``hub.busy`` (with the holder's pid) while another process downloads there.
     """
     import fcntl
 
@@ -267,7 +267,7 @@ def folder_lock(folder: Path):
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             fh.seek(0)
-            raise StepError("download.busy", path=str(folder), pid=fh.read().strip() or "?") from None
+            raise StepError("hub.busy", path=str(folder), pid=fh.read().strip() or "?") from None
         fh.seek(0)
         fh.truncate()
         fh.write(str(os.getpid()))
@@ -349,7 +349,7 @@ class Downloader:
         HEAD that carries no token (another host).
 
         Raises:
-            StepError: ``download.size_unknown`` when no answer gives a size; :meth:`_request`'s errors.
+            StepError: ``hub.size_unknown`` when no answer gives a size; :meth:`_request`'s errors.
         """
         from urllib.parse import urljoin
 
@@ -378,7 +378,7 @@ class Downloader:
             g.close()
             size = None if body or header_size(g.headers.get("Content-Length")) not in (0, None) else 0
         if size is None:
-            raise StepError("download.size_unknown", file=it.path, url=it.url)
+            raise StepError("hub.size_unknown", file=it.path, url=it.url)
         linked = (r.headers.get("X-Linked-Etag") or "").strip('"').lower()
         etag = (r.headers.get("ETag") or "").strip('"').lower()
         # a mirror serving a large file itself carries its sha256 in the ETag (64 hex): as good as X-Linked-Etag
@@ -476,25 +476,25 @@ class Downloader:
                 if attempt + 1 >= RETRIES:
                     from urllib.parse import urlparse
 
-                    raise StepError("download.link_expired", file=it.path, host=urlparse(r.url).netloc,
+                    raise StepError("hub.link_expired", file=it.path, host=urlparse(r.url).netloc,
                                     status=r.status_code)
                 self._backoff(attempt, it, f"HTTP {r.status_code} from storage")
                 continue
             if r.status_code in (401, 403):
                 gated = r.headers.get("X-Error-Code") == "GatedRepo"
-                raise StepError("download.gated" if gated else "download.denied", file=it.path,
+                raise StepError("hub.download_gated" if gated else "hub.download_denied", file=it.path,
                                 status=r.status_code, url=it.url.split("/resolve/")[0].split("/api/")[0])
             if r.status_code == 404:
-                raise StepError("download.not_found", file=it.path, url=it.url)
+                raise StepError("hub.not_found", file=it.path, url=it.url)
             if r.status_code >= 500 or r.status_code == 429:
                 r.close()
                 wait = retry_after(r.headers.get("Retry-After"))
                 longer = wait is not None and wait > RETRY_AFTER_MAX  # not waited for in silence: said at once
                 if r.status_code == 429 and (attempt + 1 >= RETRIES or longer):
-                    raise StepError("download.rate_limited", file=it.path,
+                    raise StepError("hub.rate_limited", file=it.path,
                                     seconds=int(min(wait if wait is not None else RETRY_AFTER_MAX, 10**9)))
                 if longer:
-                    raise StepError("download.network", file=it.path,
+                    raise StepError("hub.network", file=it.path,
                                     error=f"HTTP {r.status_code}, Retry-After {int(min(wait, 10**9))} s")
                 self._backoff(attempt, it, f"HTTP {r.status_code}", wait)
                 continue
@@ -505,7 +505,7 @@ class Downloader:
         ``start`` and gives the file's size as its total, a 200's Content-Length is the file's size.
 
         Raises:
-            StepError: ``download.size_mismatch`` (the hub serves another file than it described; partial kept).
+            StepError: ``hub.size_mismatch`` (the hub serves another file than it described; partial kept).
         """
         if r.status_code == 206:
             m = re.fullmatch(r"\s*bytes\s+([0-9]+)-([0-9]+)/([0-9]+|\*)\s*", r.headers.get("Content-Range") or "")
@@ -517,13 +517,13 @@ class Downloader:
         if not ok:
             r.close()
             self._flush_quietly(f)
-            raise StepError("download.size_mismatch", file=f.item.path, expected=f.item.size, got=got)
+            raise StepError("hub.size_mismatch", file=f.item.path, expected=f.item.size, got=got)
 
     def _backoff(self, attempt: int, it: Item, why, wait: float | None = None) -> None:
         """Wait before attempt ``attempt + 1`` (0.5 s doubling, at most 8 s; longer when the server's Retry-After
-        says so, at most RETRY_AFTER_MAX); raise ``download.network`` once RETRIES attempts in a row have failed."""
+        says so, at most RETRY_AFTER_MAX); raise ``hub.network`` once RETRIES attempts in a row have failed."""
         if attempt + 1 >= RETRIES:
-            raise StepError("download.network", file=it.path, error=str(why).splitlines()[0][:200])
+            raise StepError("hub.network", file=it.path, error=str(why).splitlines()[0][:200])
         end = time.monotonic() + max(min(8.0, 0.5 * 2**attempt), min(wait or 0.0, RETRY_AFTER_MAX))
         while time.monotonic() < end:
             if self.stop.is_set():
@@ -551,7 +551,7 @@ class Downloader:
                 if r.status_code == 200 and (start + done > 0 or end < f.item.size):
                     raise _RangeIgnored()
                 if r.status_code not in (200, 206):
-                    raise StepError("download.http", file=f.item.path, status=r.status_code)
+                    raise StepError("hub.http", file=f.item.path, status=r.status_code)
                 self._check_answer(f, r, start + done)
                 # one socket read at a time (read1): the bytes that arrived before a connection dropped are written,
                 # where a read that fills CHUNK would raise and discard them
@@ -596,7 +596,7 @@ class Downloader:
             except OSError as e:
                 if e.errno == errno.ENOSPC:
                     self._flush_quietly(f)
-                    raise StepError("download.disk_full", file=f.item.path, path=str(self.local_dir)) from None
+                    raise StepError("hub.disk_full", file=f.item.path, path=str(self.local_dir)) from None
                 raise
             finally:
                 with self._active_lock:
@@ -621,7 +621,7 @@ class Downloader:
                     if e.errno != errno.ENOSPC:
                         raise
                     # the disk is full: the previous sidecar stays (it claims less than is on disk, never more)
-                    raise StepError("download.disk_full", file=f.item.path, path=str(self.local_dir)) from None
+                    raise StepError("hub.disk_full", file=f.item.path, path=str(self.local_dir)) from None
 
     def _flush_quietly(self, f: _File) -> None:
         """Best effort, on the way out (interrupt, full disk): record what is on disk, never raise over the
@@ -644,11 +644,11 @@ class Downloader:
         header_ok = hash_ok and weights_header_ok(f.part, f.item.path)
         if hash_ok and want and not header_ok:  # the very file the hub lists is broken there: fetching it again
             self._discard(f)  # cannot help
-            raise StepError("download.broken_in_repo", file=f.item.path)
+            raise StepError("hub.broken_in_repo", file=f.item.path)
         if not header_ok:
             if f.refetched:
                 self._discard(f)
-                raise StepError("download.bad_hash" if want else "download.bad_weights", file=f.item.path)
+                raise StepError("hub.bad_hash" if want else "hub.bad_weights", file=f.item.path)
             f.refetched = True
             self.on_file(f.item.path, "refetch")
             self._reset(f, segments_for(f.item.size, self.ranges))
@@ -702,7 +702,7 @@ class Downloader:
                     if f.whole:
                         f.whole, f.restarts = False, f.restarts + 1
                         if f.restarts > RETRIES:
-                            raise StepError("download.range_ignored", file=f.item.path, n=RETRIES)
+                            raise StepError("hub.range_ignored", file=f.item.path, n=RETRIES)
                         self._reset(f, [[0, f.item.size, 0]])  # the server ignores Range: one stream from byte 0
                         submit(f)
                     else:

@@ -25,7 +25,7 @@ METADATA_MAX_BYTES = 64 * 2**20
 
 # Errors that say the user's own input is wrong (exit 2, as a bad answer in a session); every other error of a
 # download is a failure of the world — network, hub, access, disk, hash — and exits 1 (wizard/README.md, exit status)
-BAD_INPUT = frozenset({"hub.no_such_model", "hub.no_such_dataset", "hub.no_such_revision", "download.nothing_selected"})
+BAD_INPUT = frozenset({"hub.no_such_model", "hub.no_such_dataset", "hub.no_such_revision", "hub.nothing_selected"})
 
 
 def size_text(n: int) -> str:
@@ -44,7 +44,7 @@ def remaining_bytes(local_dir: Path, files: list[hub.RemoteFile]) -> int:
 def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Path, progress, say,
           repo_type: str = "model", include: list[str] | None = None, exclude: list[str] | None = None,
           stop: threading.Event | None = None, seed: Path | None = None, max_file_bytes: int | None = None,
-          title: str = "download.progress") -> dict:
+          title: str = "hub.progress") -> dict:
     """List, select, check the disk, download and verify. Returns the outputs recorded in the session.
 
     Args:
@@ -70,33 +70,33 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
         downloader.safe_relpath(f.path)
     unknown = [f for f in files if f.size is None]
     if unknown:  # a listing of names only: each file's HEAD tells its size (never taken as 0) and what hash it can
-        say(msg("download.describing", n=len(unknown)))
+        say(msg("hub.describing", n=len(unknown)))
         head = downloader.Downloader(local_dir, hub.auth_headers(source), stop=stop)
         for f in unknown:
             it = head.describe(downloader.Item(f.path, url(f), 0, f.sha256, f.git_sha1))
             f.size, f.sha256, f.git_sha1 = it.size, it.sha256, it.git_sha1
         unhashed = [f.path for f in unknown if not f.sha256 and not f.git_sha1]
         if unhashed:
-            say(msg("download.size_only", n=len(unhashed), files=", ".join(unhashed[:3])))
+            say(msg("hub.size_only", n=len(unhashed), files=", ".join(unhashed[:3])))
     files = [f for f in files if max_file_bytes is None or f.size <= max_file_bytes]
     if not files:
-        raise StepError("download.nothing_selected", repo=repo_id, n=len(listed))
+        raise StepError("hub.nothing_selected", repo=repo_id, n=len(listed))
     total = sum(f.size for f in files)
     local_dir.mkdir(parents=True, exist_ok=True)
     left = remaining_bytes(local_dir, files)  # what is still to be written here, by a copy (seed) or a download
     free = shutil.disk_usage(local_dir).free
     if free < left * DISK_MARGIN:  # refused before any file is written, the lock's too
-        raise StepError("download.no_space", need=size_text(int(left * DISK_MARGIN)), free=size_text(free),
+        raise StepError("hub.no_space", need=size_text(int(left * DISK_MARGIN)), free=size_text(free),
                         path=str(local_dir))
     with downloader.folder_lock(local_dir):  # before the first line about the folder: a second run says busy
         seeded = _seed(local_dir, Path(seed), files) if seed else 0
         left = remaining_bytes(local_dir, files)
-        say(msg("download.plan", n=len(files), size=size_text(total), repo=repo_id, commit=(commit or revision)[:12],
+        say(msg("hub.plan", n=len(files), size=size_text(total), repo=repo_id, commit=(commit or revision)[:12],
                 path=str(local_dir), left=size_text(left)))
         if 0 < left < total:  # an earlier run's bytes: said, so that a user sees the download continue, not restart
-            say(msg("download.resuming", size=size_text(total - left)))
+            say(msg("hub.resuming", size=size_text(total - left)))
         items = [downloader.Item(f.path, url(f), f.size, f.sha256, f.git_sha1) for f in files]
-        with progress(msg(title if left else "download.verify", repo=repo_id), total, "B") as bar:
+        with progress(msg(title if left else "hub.verify", repo=repo_id), total, "B") as bar:
             bar.update(completed=total - left)
             subs: dict = {}
 
@@ -108,7 +108,7 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
                 elif status == "done" and path in subs:
                     subs.pop(path).done()
                 elif status == "refetch":
-                    say(msg("download.refetch", file=path))
+                    say(msg("hub.refetch", file=path))
 
             def on_bytes(path: str, n: int) -> None:
                 bar.update(advance=n)
@@ -160,5 +160,5 @@ def fetch_metadata(home: Path, progress, sel: dict) -> tuple[Path, str | None]:
     include = METADATA_INCLUDE + (["*.py"] if sel.get("trust_remote_code") else [])
     fetch(sel["source"], sel["repo_id"], sel["endpoint"], sel.get("revision", "main"), dest, progress,
           lambda m: None, include=include, exclude=METADATA_EXCLUDE, max_file_bytes=METADATA_MAX_BYTES,
-          title="download.metadata_progress")
+          title="hub.metadata_progress")
     return dest, commit

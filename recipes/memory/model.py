@@ -706,9 +706,9 @@ NVME_OPTIMIZER_BUFFERS = 4  # DeepSpeed's offload_optimizer buffer_count default
 def host_ram_what(t: TrainingSpec) -> str:
     """The catalogue key naming what :func:`host_bytes` counts for ``t``'s offload."""
     if t.nvme_offloaded:
-        return "choose_strategy.host_ram.nvme"
-    return "choose_strategy.host_ram.cpu_all" if t.offload == "all" and (t.zero >= 3 or t.fsdp) \
-        else "choose_strategy.host_ram.cpu"
+        return "memory.host_ram.nvme"
+    return "memory.host_ram.cpu_all" if t.offload == "all" and (t.zero >= 3 or t.fsdp) \
+        else "memory.host_ram.cpu"
 
 
 def tensor_parallel(shape: Shape, gpus: int) -> int:
@@ -932,9 +932,9 @@ def adapter_problem(shape: Shape, t: TrainingSpec) -> tuple[str, dict] | None:
     if t.method in FULL_WEIGHTS or not shape.param_lora_io or t.lora_targets != "all-linear":
         return None
     if t.method == "dora":
-        return "choose_strategy.moe_dora", {}
+        return "memory.moe_dora", {}
     if t.lora_dropout > 0:
-        return "choose_strategy.moe_dropout", {"dropout": t.lora_dropout}
+        return "memory.moe_dropout", {"dropout": t.lora_dropout}
     return None
 
 
@@ -1106,8 +1106,8 @@ def breakdown(e: dict) -> tuple[list[str], list[tuple[str, ...]]]:
     parts = [k for k in dict.fromkeys(n for c in comps for n in c) if k not in tail and any(c.get(k) for c in comps)]
     parts += [k for k in tail if k in comps[0]]
     rows = [(f"memory.part.{k}", *(f"{c[k]:.3f}" if c.get(k) else "—" for c in comps)) for k in parts]
-    rows.append(("evaluate_memory.col.peak", *(f"{e['phases'][k]['peak_gib']:.2f}" for k in order)))
-    cols = ["evaluate_memory.col.component"] + [f"memory.phase.{k}" + ("_peak" if e["phase"] == k else "")
+    rows.append(("memory.col.peak", *(f"{e['phases'][k]['peak_gib']:.2f}" for k in order)))
+    cols = ["memory.col.component"] + [f"memory.phase.{k}" + ("_peak" if e["phase"] == k else "")
                                                 for k in order]
     return cols, rows
 

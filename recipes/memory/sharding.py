@@ -150,9 +150,9 @@ def sequence_parallel_problem(shape: Shape, t: TrainingSpec) -> tuple[str, dict]
     if sp <= 1:
         return None
     if shape.sliding_window:
-        return "choose_strategy.sp_window", {}
+        return "memory.sp_window", {}
     ok = sequence_parallel_degrees(shape, max(t.gpus, sp))
     if sp not in ok:
-        return "choose_strategy.sp_heads", {"heads": shape.heads, "kv": shape.kv_heads or shape.heads, "sp": sp,
+        return "memory.sp_heads", {"heads": shape.heads, "kv": shape.kv_heads or shape.heads, "sp": sp,
                                             "ok": ", ".join(map(str, ok))}
     return None

@@ -103,24 +103,24 @@ def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:
     whole groups)."""
     f = FORMATS[fmt]
     if isinstance(config.get("vision_config"), dict):  # the quantizers' recipes and checks are for text decoders
-        return "export.vision_formats", {"format": fmt}
+        return "quantization.vision_formats", {"format": fmt}
     if f.tool == "gguf":
         import importlib.util
 
         if config.get("auto_map"):  # llama.cpp's converter knows the architectures it was written for only
-            return "export.gguf_custom_code", {"format": fmt}
+            return "quantization.gguf_custom_code", {"format": fmt}
         if not all(importlib.util.find_spec(m) for m in ("gguf", "sentencepiece")):
-            return "export.gguf_not_installed", {"format": fmt}
+            return "quantization.gguf_not_installed", {"format": fmt}
         if fmt == "gguf-q4_k_m" and not shutil.which("llama-quantize"):
-            return "export.gguf_needs_quantize", {"format": fmt}
+            return "quantization.gguf_needs_quantize", {"format": fmt}
     if f.gpu_only and not gpu:
-        return "export.needs_gpu", {"format": fmt}
+        return "quantization.needs_gpu", {"format": fmt}
     if f.group:
         widths = {"hidden_size": config.get("hidden_size"), "intermediate_size": config.get("intermediate_size")}
         bad = {k: v for k, v in widths.items() if isinstance(v, int) and v % f.group}  # unknown yet: checked later
         if bad:
             k, v = next(iter(bad.items()))
-            return "export.group_size", {"format": fmt, "name": k, "value": v, "group": f.group}
+            return "quantization.group_size", {"format": fmt, "name": k, "value": v, "group": f.group}
     return None
 
 
@@ -137,7 +137,7 @@ def ensure_env(home: Path, info=lambda text: None) -> dict:
         the record: ``{"name", "path", "python", "packages": {name: version}}``.
 
     Raises:
-        QuantizeError("export.env_failed"): venv or pip failed (the pip log's last line is in the message).
+        QuantizeError("quantization.env_failed"): venv or pip failed (the pip log's last line is in the message).
     """
     import fcntl
 
@@ -150,7 +150,7 @@ def ensure_env(home: Path, info=lambda text: None) -> dict:
     try:
         lock = open(env.parent / f"{LLMC_ENV}.lock", "w")
     except OSError as e:  # a read-only environments folder: the same one line as a failed build
-        raise QuantizeError("export.env_failed", env=str(env), log=str(env.parent), last=str(e)) from None
+        raise QuantizeError("quantization.env_failed", env=str(env), log=str(env.parent), last=str(e)) from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if record.exists():  # built by the other one meanwhile
@@ -180,7 +180,7 @@ def _build_env(env: Path, record: Path, info) -> dict:
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_clean_env()).returncode
         if rc:
             shutil.rmtree(env, ignore_errors=True)
-            raise QuantizeError("export.env_failed", env=str(env), log=str(log), last=_last_line(log))
+            raise QuantizeError("quantization.env_failed", env=str(env), log=str(log), last=_last_line(log))
     out = subprocess.run([str(python), "-c", "import json, importlib.metadata as m; print(json.dumps({p: m.version(p) "
                           "for p in ('llmcompressor', 'compressed-tensors', 'transformers', 'torch')}))"],
                          capture_output=True, text=True, check=True, env=_clean_env()).stdout
@@ -238,7 +238,7 @@ def run_llmc(env: dict, spec: dict, work: Path) -> None:
     to ``work/quantize.log``.
 
     Raises:
-        QuantizeError("export.quantize_failed"): the worker failed; the message names the log and its last line.
+        QuantizeError("quantization.quantize_failed"): the worker failed; the message names the log and its last line.
     """
     work.mkdir(parents=True, exist_ok=True)
     (work / "quantize.json").write_text(json.dumps(spec, ensure_ascii=False))
@@ -250,7 +250,7 @@ def run_llmc(env: dict, spec: dict, work: Path) -> None:
                             stdout=f, stderr=subprocess.STDOUT, env=envvars, cwd=str(work),
                             preexec_fn=_die_with_parent).returncode
     if rc:
-        raise QuantizeError("export.quantize_failed", format=spec["format"], log=str(log), last=_last_line(log))
+        raise QuantizeError("quantization.quantize_failed", format=spec["format"], log=str(log), last=_last_line(log))
 
 
 def quantize_bnb(merged: Path, out: Path, bits: int, code: bool = False) -> None:
@@ -285,7 +285,7 @@ def ensure_converter(home: Path) -> Path:
     ``LICENSE`` and the tokenizer test vocabularies ``models/``.
 
     Returns:
-        the folder. Raises QuantizeError("export.env_failed") when it cannot be fetched.
+        the folder. Raises QuantizeError("quantization.env_failed") when it cannot be fetched.
     """
     import tarfile
 
@@ -303,7 +303,7 @@ def ensure_converter(home: Path) -> Path:
         rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_clean_env()).returncode
     sdists = sorted(dl.glob("*.tar.gz"))
     if rc or not sdists:
-        raise QuantizeError("export.env_failed", env=str(dest), log=str(log), last=_last_line(log))
+        raise QuantizeError("quantization.env_failed", env=str(dest), log=str(log), last=_last_line(log))
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     # the converter puts its own gguf-py first on sys.path: llama.cpp moves ahead of the gguf release it names
@@ -328,9 +328,9 @@ def convert_gguf(converter: Path, merged: Path, out: Path, fmt: str, work: Path)
     q4_k_m quantize its f16 output with ``llama-quantize``. The log goes to ``work/gguf.log``.
 
     Raises:
-        QuantizeError: "export.gguf_unknown_tokenizer" when the converter does not know the tokenizer's
+        QuantizeError: "quantization.gguf_unknown_tokenizer" when the converter does not know the tokenizer's
             pre-tokenizer (it refuses rather than write a GGUF that tokenizes differently), else
-            "export.quantize_failed" with the log's last line.
+            "quantization.quantize_failed" with the log's last line.
     """
     work.mkdir(parents=True, exist_ok=True)
     log = work / "gguf.log"
@@ -345,8 +345,8 @@ def convert_gguf(converter: Path, merged: Path, out: Path, fmt: str, work: Path)
         for cmd in steps:
             if subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT).returncode:
                 if "pre-tokenizer was not recognized" in log.read_text(errors="replace"):
-                    raise QuantizeError("export.gguf_unknown_tokenizer", format=fmt, log=str(log))
-                raise QuantizeError("export.quantize_failed", format=fmt, log=str(log), last=_last_line(log))
+                    raise QuantizeError("quantization.gguf_unknown_tokenizer", format=fmt, log=str(log))
+                raise QuantizeError("quantization.quantize_failed", format=fmt, log=str(log), last=_last_line(log))
     if first != target:
         first.unlink(missing_ok=True)
     return target

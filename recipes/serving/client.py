@@ -180,60 +180,60 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
     history: list[dict] = []
     turns = 0
     image: str | None = None  # attached by /image, sent with the next question
-    say(t("cli.chat.hello", endpoint=endpoint, model=model))
+    say(t("serving.chat.hello", endpoint=endpoint, model=model))
     while True:
         try:
-            line = read(t("cli.chat.you"))
+            line = read(t("serving.chat.you"))
         except (EOFError, KeyboardInterrupt):
             print()
-            say(t("cli.chat.bye", turns=turns))  # Ctrl-C / Ctrl-D at the prompt: said, not a silent exit
+            say(t("serving.chat.bye", turns=turns))  # Ctrl-C / Ctrl-D at the prompt: said, not a silent exit
             return turns
         if line.strip() == "/exit":
-            say(t("cli.chat.bye", turns=turns))
+            say(t("serving.chat.bye", turns=turns))
             return turns
         if line.strip() == "/reset":
             history.clear()
             image = None
-            say(t("cli.chat.reset"))
+            say(t("serving.chat.reset"))
             continue
         if line.strip() == "/help":
-            say(t("cli.chat.help"))
+            say(t("serving.chat.help"))
             continue
         word = line.strip().split(maxsplit=1)[0] if line.strip() else ""
         if re.fullmatch(r"/[A-Za-z]\w*", word) and word not in COMMANDS:
-            error(t("cli.chat.unknown_command", command=word))
+            error(t("serving.chat.unknown_command", command=word))
             continue
         if line.strip().startswith("//"):  # a question that starts with a slash
             line = line.strip()[1:]
         elif line.strip().startswith("/image") and vision is False:
-            error(t("cli.chat.text_only", model=model))
+            error(t("serving.chat.text_only", model=model))
             continue
         elif line.strip().startswith("/image"):
             path = line.strip()[len("/image"):].strip()
             why = _image_error(path)
             if why:
-                error(t("cli.chat.bad_image", path=path or "—", error=why))
+                error(t("serving.chat.bad_image", path=path or "—", error=why))
             else:
                 image = str(Path(path).expanduser())
-                say(t("cli.chat.image", path=image))
+                say(t("serving.chat.image", path=image))
             continue
         if not line.strip():
             continue
         history += user_turn(line, image)
         image = None
-        print(t("cli.chat.model"), end="", flush=True)
+        print(t("serving.chat.model"), end="", flush=True)
         try:
             reply = stream(endpoint, model, history, max_tokens, lambda piece: print(piece, end="", flush=True),
                            api_key=api_key).text
         except OSError as e:
             print()
             history.pop()
-            error(t("cli.chat.unreachable", endpoint=endpoint, error=str(e)))
+            error(t("serving.chat.unreachable", endpoint=endpoint, error=str(e)))
             continue
         except KeyboardInterrupt:  # this reply only; the prompt comes back (issue 20)
             print()
             history.pop()
-            say(t("cli.chat.stopped"))
+            say(t("serving.chat.stopped"))
             continue
         print()
         history.append({"role": "assistant", "content": reply})

@@ -61,14 +61,14 @@ def _problem(tab) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def _read(path: str) -> dict:
-    """The table in ``path``. Raises EngineError("deploy.bad_table") naming the file and what is wrong."""
+    """The table in ``path``. Raises EngineError("serving.bad_table") naming the file and what is wrong."""
     try:
         tab = json.loads(Path(path).read_text())
     except (OSError, ValueError, UnicodeDecodeError) as e:
-        raise EngineError("deploy.bad_table", path=path, why=f"{type(e).__name__}: {e}"[:200]) from None
+        raise EngineError("serving.bad_table", path=path, why=f"{type(e).__name__}: {e}"[:200]) from None
     why = _problem(tab)
     if why:
-        raise EngineError("deploy.bad_table", path=path, why=why)
+        raise EngineError("serving.bad_table", path=path, why=why)
     return tab
 
 
@@ -80,7 +80,7 @@ def committed(engine: str, version: str) -> dict | None:
     switch (--x/--no-x) | other:NAME.
 
     Raises:
-        EngineError("deploy.bad_table"): the file is there but is no table (names the file and the fault).
+        EngineError("serving.bad_table"): the file is there but is no table (names the file and the fault).
     """
     path = tables_dir() / f"{engine}-{version}.json"
     return _read(str(path)) | {"origin": "committed", "path": str(path)} if path.is_file() else None
@@ -90,12 +90,12 @@ def table(engine: str, version: str | None = None) -> dict:
     """The committed table of ``engine`` at ``version`` (default: the recommended version's).
 
     Raises:
-        EngineError("deploy.no_table"): no committed table for that version.
+        EngineError("serving.no_table"): no committed table for that version.
     """
     version = version or specs.recommended(engine).version
     tab = committed(engine, version)
     if tab is None:
-        raise EngineError("deploy.no_table", engine=engine, version=version, tested=tested(engine), last="-")
+        raise EngineError("serving.no_table", engine=engine, version=version, tested=tested(engine), last="-")
     return tab
 
 
@@ -171,7 +171,7 @@ def table_for(inst: Installed, cache: Path) -> dict:
     own parser (cached in ``cache/<engine>-<version>.json``; ``origin`` "parser").
 
     Raises:
-        EngineError("deploy.no_table"): no committed table and the engine's parser could not be read (the message
+        EngineError("serving.no_table"): no committed table and the engine's parser could not be read (the message
             names the tested versions and the dump's last line).
     """
     tab = committed(inst.engine, inst.version)
@@ -190,7 +190,7 @@ def table_for(inst: Installed, cache: Path) -> dict:
             try:
                 path.unlink()  # a damaged cache entry is read again from the engine, once
             except OSError:
-                raise EngineError("deploy.bad_table", path=str(path), why="cannot be replaced") from None
+                raise EngineError("serving.bad_table", path=str(path), why="cannot be replaced") from None
     raise AssertionError("unreachable")
 
 
@@ -198,12 +198,12 @@ def _dump(inst: Installed, path: Path) -> None:
     """Write the installed engine's table to ``path`` with dump.py in the engine's own interpreter.
 
     Raises:
-        EngineError("deploy.no_table"): the dump failed (its last line is in the message).
+        EngineError("serving.no_table"): the dump failed (its last line is in the message).
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        raise EngineError("deploy.no_table", engine=inst.engine, version=inst.version, tested=tested(inst.engine),
+        raise EngineError("serving.no_table", engine=inst.engine, version=inst.version, tested=tested(inst.engine),
                           last=f"{path.parent}: {type(e).__name__}") from None
     log = path.with_suffix(".log")
     env = foreign_env() | {"PYTHONUNBUFFERED": "1"}
@@ -222,7 +222,7 @@ def _dump(inst: Installed, path: Path) -> None:
             lines = [x for x in log.read_text(errors="replace").splitlines() if x.strip()]
         except OSError:
             lines = []
-        raise EngineError("deploy.no_table", engine=inst.engine, version=inst.version, tested=tested(inst.engine),
+        raise EngineError("serving.no_table", engine=inst.engine, version=inst.version, tested=tested(inst.engine),
                           last=(lines[-1] if lines else "?")[-200:])
 
 
@@ -254,7 +254,7 @@ def check_argv(tab: dict, args: list[str]) -> None:
     """Every option of ``args`` (the argv after the launch prefix) is in ``tab``, with values of its kind.
 
     Raises:
-        EngineError("deploy.flag_unknown" | "deploy.flag_value" | "deploy.flag_arity"): naming the option.
+        EngineError("serving.flag_unknown" | "serving.flag_value" | "serving.flag_arity"): naming the option.
     """
     engine, flags, i, positional = tab["engine"], tab["flags"], 0, 0
     while i < len(args):
@@ -262,16 +262,16 @@ def check_argv(tab: dict, args: list[str]) -> None:
         if not opt.startswith("-"):
             positional += 1
             if positional > len(tab["positional"]):
-                raise EngineError("deploy.flag_unknown", engine=engine, version=tab["version"], flag=opt)
+                raise EngineError("serving.flag_unknown", engine=engine, version=tab["version"], flag=opt)
             i += 1
             continue
         name, eq, inline = opt.partition("=")
         spec = flags.get(name)
         if spec is None:
-            raise EngineError("deploy.flag_unknown", engine=engine, version=tab["version"], flag=name)
+            raise EngineError("serving.flag_unknown", engine=engine, version=tab["version"], flag=name)
         if spec["kind"] in ("flag", "switch"):
             if eq:
-                raise EngineError("deploy.flag_arity", engine=engine, flag=name, n=0)
+                raise EngineError("serving.flag_arity", engine=engine, flag=name, n=0)
             i += 1
             continue
         values = [inline] if eq else []
@@ -285,10 +285,10 @@ def check_argv(tab: dict, args: list[str]) -> None:
         want = spec["nargs"]
         if (want in (None, 1) and len(values) != 1) or (want == "+" and not values) or \
                 (isinstance(want, int) and want > 1 and len(values) != want):
-            raise EngineError("deploy.flag_arity", engine=engine, flag=name, n=want or 1)
+            raise EngineError("serving.flag_arity", engine=engine, flag=name, n=want or 1)
         for v in values:
             if not _value_ok(spec, v):
-                raise EngineError("deploy.flag_value", engine=engine, version=tab["version"], flag=name, value=v,
+                raise EngineError("serving.flag_value", engine=engine, version=tab["version"], flag=name, value=v,
                                   kind=spec["kind"], choices=", ".join(map(str, spec["choices"] or [])) or "-")
         i = j if not eq else i + 1
 
@@ -329,7 +329,7 @@ def lora_rank(spec: EngineSpec, tab: dict, rank: int) -> int:
     (vLLM takes 1, 8, 16, 32, …).
 
     Raises:
-        EngineError("deploy.lora_rank_too_big"): the adapter's rank is above every allowed value.
+        EngineError("serving.lora_rank_too_big"): the adapter's rank is above every allowed value.
     """
     opt = option(spec, tab, "max_lora_rank")
     choices = sorted(int(c) for c in (tab["flags"][opt]["choices"] or [])) if opt else []
@@ -337,7 +337,7 @@ def lora_rank(spec: EngineSpec, tab: dict, rank: int) -> int:
         return rank
     bigger = [c for c in choices if c >= rank]
     if not bigger:
-        raise EngineError("deploy.lora_rank_too_big", engine=spec.engine, rank=rank, most=choices[-1])
+        raise EngineError("serving.lora_rank_too_big", engine=spec.engine, rank=rank, most=choices[-1])
     return bigger[0]
 
 
@@ -364,19 +364,19 @@ def check_extra(spec: EngineSpec, tab: dict | None, args: list[str]) -> None:
     version has, with values of its kind.
 
     Raises:
-        EngineError("deploy.engine_args_owned" | "deploy.engine_args_unknown" | "deploy.flag_value" |
-            "deploy.flag_arity").
+        EngineError("serving.engine_args_owned" | "serving.engine_args_unknown" | "serving.flag_value" |
+            "serving.flag_arity").
     """
     owned = owned_option(spec, list(args))
     if owned:
-        raise EngineError("deploy.engine_args_owned", flag=owned)
+        raise EngineError("serving.engine_args_owned", flag=owned)
     if tab is None:
         return
     try:
         check_argv(tab, ["x"] * len(tab["positional"]) + list(args))  # placeholders for the positional arguments
     except EngineError as e:  # an option of the user's own, not a fault of yichui's table
-        if e.msg.key == "deploy.flag_unknown":
-            raise EngineError("deploy.engine_args_unknown", **e.msg.args) from None
+        if e.msg.key == "serving.flag_unknown":
+            raise EngineError("serving.engine_args_unknown", **e.msg.args) from None
         raise
 
 
@@ -417,18 +417,18 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
         extra: the user's own options for the engine (:func:`split_args`), appended; none that yichui sets.
 
     Raises:
-        EngineError: a format, setting or value the version does not take ("deploy.format_unsupported",
-            "deploy.loopback_only", "deploy.no_lora", "deploy.setting_unsupported", "deploy.engine_args_owned", or
+        EngineError: a format, setting or value the version does not take ("serving.format_unsupported",
+            "serving.loopback_only", "serving.no_lora", "serving.setting_unsupported", "serving.engine_args_owned", or
             check_argv's).
     """
     engine = spec.engine
     loaded = loads(spec, tab)
     if fmt not in loaded:
-        raise EngineError("deploy.format_unsupported", engine=engine, format=fmt, formats=", ".join(loaded))
+        raise EngineError("serving.format_unsupported", engine=engine, format=fmt, formats=", ".join(loaded))
     if api_key and spec.loopback_only:
-        raise EngineError("deploy.loopback_only", host=host)
+        raise EngineError("serving.loopback_only", host=host)
     if adapter and not spec.lora:
-        raise EngineError("deploy.no_lora", engine=engine)
+        raise EngineError("serving.no_lora", engine=engine)
     settings: dict[str, str | bool | list[str]] = {
         "host": host, "port": str(port), "device": device, "tensor_parallel": str(tensor_parallel),
         "served_name": served_name if adapter is None else served_name + "-base"}
@@ -456,7 +456,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
             continue  # a setting this engine has no notion of (transformers: context length, tensor parallelism)
         opt = option(spec, tab, setting)
         if opt is None:
-            raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting=setting,
+            raise EngineError("serving.setting_unsupported", engine=engine, version=tab["version"], setting=setting,
                               path=tab.get("path", "?"))
         if value is True:
             args.append(opt)
@@ -470,7 +470,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
     if api_key:
         key_flag = option(spec, tab, "api_key")
         if key_flag is None:
-            raise EngineError("deploy.setting_unsupported", engine=engine, version=tab["version"], setting="api_key",
+            raise EngineError("serving.setting_unsupported", engine=engine, version=tab["version"], setting="api_key",
                               path=tab.get("path", "?"))
     check_argv(tab, args)
     if spec.served_by_path:
@@ -558,7 +558,7 @@ def check_help(inst: Installed, launch: Launch, text: str | None = None, cache: 
     (:func:`help_text`, cached in ``cache`` when given; a cached text that lacks one is read again first).
 
     Raises:
-        EngineError("deploy.flag_not_in_help"): naming the option, the installed version and the table's version.
+        EngineError("serving.flag_not_in_help"): naming the option, the installed version and the table's version.
     """
     used = [x.partition("=")[0] for x in launch.args if x.startswith("--")] + ([launch.key_flag] if launch.key_flag else [])
 
@@ -570,5 +570,5 @@ def check_help(inst: Installed, launch: Launch, text: str | None = None, cache: 
     if flag and text is None and cache is not None:
         flag = missing(help_text(inst, cache=cache, fresh=True))  # the cached help may be damaged
     if flag:
-        raise EngineError("deploy.flag_not_in_help", engine=inst.engine, flag=flag, installed=inst.version,
+        raise EngineError("serving.flag_not_in_help", engine=inst.engine, flag=flag, installed=inst.version,
                           pinned=launch.version)

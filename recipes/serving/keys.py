@@ -23,7 +23,7 @@ class BadKey(Refusal):
     """The key file holds no usable key; ``why`` says what is wrong (the key itself is never in it)."""
 
     def __init__(self, path: Path, why: str):
-        super().__init__("deploy.bad_key", path=str(path), why=why)
+        super().__init__("serving.bad_key", path=str(path), why=why)
 
 
 def key_file(sdir: Path) -> Path:

@@ -133,20 +133,20 @@ def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) ->
     """GET /health answers 200 (every engine has it, none asks for the key there).
 
     Raises:
-        StepError("deploy.died"): the process exited first (the message holds its log's last lines).
-        StepError("deploy.timeout"): no answer within ``timeout`` seconds.
+        StepError("serving.died"): the process exited first (the message holds its log's last lines).
+        StepError("serving.timeout"): no answer within ``timeout`` seconds.
     """
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if not job.alive():
-            raise StepError("deploy.died", log=job.log, tail=job.log_tail(8))
+            raise StepError("serving.died", log=job.log, tail=job.log_tail(8))
         try:
             client.request_json(base + "/health", timeout=2)
             return
         except (OSError, ValueError):  # URLError is an OSError
             pass
         time.sleep(0.5)
-    raise StepError("deploy.timeout", seconds=timeout, log=job.log)
+    raise StepError("serving.timeout", seconds=timeout, log=job.log)
 
 
 def start(name: str, inst: engines.Installed, launch: engines.Launch, directory: Path, port: int,

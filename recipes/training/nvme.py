@@ -80,12 +80,12 @@ def aio_missing() -> Msg | None:
     try:
         from deepspeed.ops.op_builder import AsyncIOBuilder
     except ImportError:
-        return msg("choose_strategy.no_deepspeed")
+        return msg("training.no_deepspeed")
     try:
         ok = AsyncIOBuilder().is_compatible(verbose=False)
     except ImportError as e:  # its check imports distutils: gone from Python 3.12 unless setuptools is installed
-        return msg("choose_strategy.aio_check_failed", error=f"{type(e).__name__}: {e}")
-    return None if ok else msg("choose_strategy.no_libaio")
+        return msg("training.aio_check_failed", error=f"{type(e).__name__}: {e}")
+    return None if ok else msg("training.no_libaio")
 
 
 def path_problem(path: str, need_bytes: int) -> Msg | None:
@@ -98,10 +98,10 @@ def path_problem(path: str, need_bytes: int) -> Msg | None:
         probe.write_bytes(b"x")
         probe.unlink()
     except OSError as e:
-        return msg("choose_strategy.nvme_unusable", path=str(p), error=e.strerror or str(e))
+        return msg("training.nvme_unusable", path=str(p), error=e.strerror or str(e))
     free = shutil.disk_usage(p).free
     if free < 1.1 * need_bytes:
-        return msg("choose_strategy.nvme_too_small", path=str(p), free=f"{free / GIB:.1f}",
+        return msg("training.nvme_too_small", path=str(p), free=f"{free / GIB:.1f}",
                    need=f"{1.1 * need_bytes / GIB:.1f}")
     return None
 

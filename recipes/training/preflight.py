@@ -104,7 +104,7 @@ def build_copy(meta_dir: Path, dest: Path, trust_remote_code: bool = False) -> d
     try:
         cfg = AutoConfig.from_pretrained(dest, trust_remote_code=trust_remote_code)
     except (ValueError, KeyError) as e:
-        raise StepError("preflight.unknown_architecture", error=str(e).splitlines()[0][:200]) from None
+        raise StepError("training.preflight_unknown_architecture", error=str(e).splitlines()[0][:200]) from None
     dtype = getattr(cfg, "dtype", None) or getattr(cfg, "torch_dtype", None) or torch.float32
     dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
     torch.manual_seed(0)
@@ -114,7 +114,7 @@ def build_copy(meta_dir: Path, dest: Path, trust_remote_code: bool = False) -> d
         model = AutoModelForCausalLM.from_config(cfg, trust_remote_code=trust_remote_code)
         model.save_pretrained(dest)
     except Exception as e:  # the architecture (or a repository's own code) cannot be built or saved
-        raise StepError("preflight.copy_failed", error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
+        raise StepError("training.preflight_copy_failed", error=f"{type(e).__name__}: {str(e).splitlines()[0][:200]}") from None
     finally:
         torch.set_default_dtype(previous)
     params = sum(p.numel() for p in model.parameters())
@@ -156,30 +156,30 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
     spec = runner.with_backend(spec, ctx.home)  # the smoke run trains on the chosen backend too
     spec_path = TrainDir(pdir).spec
     spec.write(spec_path)
-    ctx.info(msg("preflight.start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
+    ctx.info(msg("training.preflight_start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
                  records=records_needed(plan)))
     # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
     job = jobs.spawn(PREFLIGHT, runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(spec),
                      cwd=runner.REPO)
     try:  # the train step's own view of the trainer's events
-        runner.follow(ctx, job, pdir, title=msg("preflight.live_title", pid=job.pid))
+        runner.follow(ctx, job, pdir, title=msg("training.preflight_live_title", pid=job.pid))
     except KeyboardInterrupt:
         job.stop(timeout=5)  # a smoke run is not worth keeping: it starts from nothing on resume
         raise
     except runner.OutOfMemory:
-        raise StepError("preflight.oom", log=job.log) from None
-    except StepError as e:  # train.failed (the trainer's error) or train.died (its log's last line)
-        if e.key not in ("train.failed", "train.died"):  # the trainer's own words (a reward file that raised)
+        raise StepError("training.preflight_oom", log=job.log) from None
+    except StepError as e:  # training.train_failed (the trainer's error) or training.died (its log's last line)
+        if e.key not in ("training.train_failed", "training.died"):  # the trainer's own words (a reward file that raised)
             raise
         error = e.msg.args.get("error") or next(
             (line for line in reversed(job.log_tail(30).splitlines()) if line.strip()), "?")
         if "num_samples=0" in error:  # trl dropped every record: none has a completion within seq_len
-            raise StepError("preflight.no_records_fit", seq_len=spec.seq_len, log=job.log) from None
-        raise StepError("preflight.failed", error=error[:300], log=job.log) from None
+            raise StepError("training.preflight_no_records_fit", seq_len=spec.seq_len, log=job.log) from None
+        raise StepError("training.preflight_failed", error=error[:300], log=job.log) from None
     result = json.loads(TrainDir(pdir).result.read_text())
     seconds = round(time.time() - t0, 1)
-    ctx.info(msg("preflight.passed", seconds=seconds, losses=" → ".join(f"{x:.3f}" for x in result["losses"]),
-                 peak=result["peak_mem_gib"], kind=ctx.t("train.mem." + result["mem_kind"])))
+    ctx.info(msg("training.preflight_passed", seconds=seconds, losses=" → ".join(f"{x:.3f}" for x in result["losses"]),
+                 peak=result["peak_mem_gib"], kind=ctx.t("training.mem." + result["mem_kind"])))
     return {"ok": True, "seconds": seconds, "layers": LAYERS, "steps": result["steps"], "params": copy["params"],
             "losses": result["losses"], "peak_mem_gib": result["peak_mem_gib"], "mem_kind": result["mem_kind"],
             "device": result["device"], "processes": result.get("processes", 1), "dir": str(pdir)}

@@ -54,7 +54,7 @@ def with_backend(spec: TrainerJob, home: Path) -> TrainerJob:
     (recipes/training/backends.py), yichui's own otherwise.
 
     Raises:
-        StepError("train.no_unsloth"): the unsloth backend was chosen and its environment is not installed (the
+        StepError("training.no_unsloth"): the unsloth backend was chosen and its environment is not installed (the
             message gives the command that installs it).
     """
     from dataclasses import replace
@@ -65,7 +65,7 @@ def with_backend(spec: TrainerJob, home: Path) -> TrainerJob:
         return replace(spec, interpreter="")
     found = backends.find_unsloth(home)
     if found is None:
-        raise StepError("train.no_unsloth", env=str(backends.unsloth_env(home)),
+        raise StepError("training.no_unsloth", env=str(backends.unsloth_env(home)),
                         command=backends.install_command(home))
     return replace(spec, interpreter=found.python)
 
@@ -165,7 +165,7 @@ def meet(ctx, spec: TrainerJob, tdir: Path, spec_path: Path) -> None:
     hosts = node_hosts(spec)
     master, n = f"{hosts[0]}:{spec.master_port}", spec.processes
     if not rendezvous.is_local_address(hosts[0]):
-        raise StepError("train.master_not_here", host=hosts[0])
+        raise StepError("training.master_not_here", host=hosts[0])
     timeout = os.environ.get("YICHUI_RENDEZVOUS_TIMEOUT", "900")
     checks = [[sys.executable, "-m", "recipes.training.rendezvous", f"--nodes={len(hosts)}", f"--node-rank={r}",
                f"--master={master}", f"--timeout={timeout}"] for r in range(len(hosts))]
@@ -186,13 +186,13 @@ def meet(ctx, spec: TrainerJob, tdir: Path, spec_path: Path) -> None:
             f"exec {line(worker_argv(spec, spec_path, r))}\n")
         script.chmod(0o755)
         if r:
-            ctx.info(msg("train.node_command", rank=r, host=host, script=str(script)))
-    ctx.info(msg("train.rendezvous_wait", nodes=len(hosts), master=master, timeout=timeout))
+            ctx.info(msg("training.node_command", rank=r, host=host, script=str(script)))
+    ctx.info(msg("training.rendezvous_wait", nodes=len(hosts), master=master, timeout=timeout))
     p = subprocess.run(checks[0], capture_output=True, text=True, cwd=REPO)
     if p.returncode != 0:
-        raise StepError("train.rendezvous_failed", reason=(p.stderr.strip().splitlines() or ["?"])[-1],
+        raise StepError("training.rendezvous_failed", reason=(p.stderr.strip().splitlines() or ["?"])[-1],
                         script=str(launch_dir / "node-1.sh"))
-    ctx.info(msg("train.rendezvous_ok", nodes=len(hosts), hosts=", ".join(json.loads(p.stdout)["hosts"])))
+    ctx.info(msg("training.rendezvous_ok", nodes=len(hosts), hosts=", ".join(json.loads(p.stdout)["hosts"])))
 
 
 SPEED_CHECK_S = 120.0  # the measured rate is compared with the plan's after this much training …
@@ -206,7 +206,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
     median is said beside it when the two differ by more than SPEED_TOLERANCE (:func:`speed_note`).
 
     Raises:
-        StepError: ``train.failed`` (its ``error`` event) or ``train.died``.
+        StepError: ``training.train_failed`` (its ``error`` event) or ``training.died``.
         OutOfMemory: a CUDA out-of-memory error.
         CompileFailed: torch.compile of the decoder layers failed.
         Stopped: the trainer was stopped on purpose (`yichui stop`, SIGTERM); said here already.
@@ -228,7 +228,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
 
     def ours(e: dict) -> bool:  # events of this launch (one or several worker processes)
         return e.get("launch") == launch if launch else e.get("pid") == job.pid
-    with ctx.live(title or msg("train.live_title", pid=job.pid)) as update:
+    with ctx.live(title or msg("training.train_live_title", pid=job.pid)) as update:
         while True:
             events, offset = jobs.read_events(events_path, offset)
             for e in events:
@@ -255,7 +255,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                         raise CompileFailed(e.get("step"), e.get("message", "?"))
                     if e.get("kind") == "refusal" and isinstance(e.get("key"), str):  # the worker's Refusal
                         raise StepError(e["key"], **(e.get("params") or {}))
-                    raise StepError("train.failed", error=e.get("message", "?"), log=job.log)
+                    raise StepError("training.train_failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
                     if not checked and gpu and rates:
                         checked = speed_note(ctx, rates, predicted_tps)
@@ -265,9 +265,9 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
             if last:
                 update(_fields(ctx, first, last, t_start, losses, rewards))
             else:  # no step yet: what the 10-20 s before the first one are (issue 46 item 13), not an empty box
-                update({ctx.t("train.field.state"): ctx.t("train.state.first_step" if started else
-                                                          "train.state.starting"),
-                        ctx.t("train.field.elapsed"): f"{time.time() - t_start:.0f}s"})
+                update({ctx.t("training.field.state"): ctx.t("training.state.first_step" if started else
+                                                          "training.state.starting"),
+                        ctx.t("training.field.elapsed"): f"{time.time() - t_start:.0f}s"})
             if not job.alive():
                 events, offset = jobs.read_events(events_path, offset)
                 if any(ours(e) and e["event"] == "done" for e in events):
@@ -276,10 +276,10 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                     offset = 0  # handle the error event on the next pass
                     continue
                 if stopped or job.stop_requested() or any(ours(e) and e["event"] == "stopped" for e in events):
-                    ctx.info(msg("train.stopped", pid=job.pid, id=ctx.session_id))
+                    ctx.info(msg("training.stopped", pid=job.pid, id=ctx.session_id))
                     raise Stopped
                 ctx.warn(job.log_tail(8))
-                raise StepError("train.died", pid=job.pid, log=job.log)
+                raise StepError("training.died", pid=job.pid, log=job.log)
             time.sleep(POLL_S)
 
 
@@ -292,7 +292,7 @@ def speed_note(ctx, rates: list[float], predicted_tps: float | None) -> bool:
         return False
     measured = statistics.median(rates)
     if abs(measured / predicted_tps - 1) > SPEED_TOLERANCE:
-        ctx.info(msg("train.speed_vs_plan", measured=f"{measured:,.0f}", predicted=f"{predicted_tps:,.0f}",
+        ctx.info(msg("training.speed_vs_plan", measured=f"{measured:,.0f}", predicted=f"{predicted_tps:,.0f}",
                      ratio=f"{measured / predicted_tps:.2f}"))
     return True
 
@@ -313,7 +313,7 @@ def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = Non
     t = ctx.t
     eta = "?"
     if total and step >= total:  # the last step is done: the adapter is being saved (it said "6s" for 45 s)
-        eta = t("train.eta.saving")
+        eta = t("training.eta.saving")
     elif e is not first and e["step"] > first["step"]:
         rate = (e["time"] - first["time"]) / (e["step"] - first["step"])
         # counted down from the latest event, not frozen at it between two events (issue 46 item 14)
@@ -321,13 +321,13 @@ def _fields(ctx, first: dict, e: dict, t_start: float, losses: list | None = Non
     # DPO's step events carry trl's implicit reward accuracy on the micro-batch (chosen over rejected, vs the base)
     # KTO's: the reward margin (desirable over undesirable), it has no accuracy
     # GRPO's: the mean summed reward of the step's replies and the share cut at the completion length
-    reward = {t("train.field.reward_accuracy"): e["reward_accuracies"]} if "reward_accuracies" in e else \
-        {t("train.field.reward_margin"): e["reward_margins"]} if "reward_margins" in e else \
-        {t("train.field.reward"): f"{e['reward']:.3f}", t("train.field.clipped"): f"{e.get('clipped', 0):.0%}"} \
+    reward = {t("training.field.reward_accuracy"): e["reward_accuracies"]} if "reward_accuracies" in e else \
+        {t("training.field.reward_margin"): e["reward_margins"]} if "reward_margins" in e else \
+        {t("training.field.reward"): f"{e['reward']:.3f}", t("training.field.clipped"): f"{e.get('clipped', 0):.0%}"} \
         if isinstance(e.get("reward"), (int, float)) else {}
-    return {t("train.field.step"): f"{step}/{total}", t("train.field.loss"): e.get("loss"), **reward,
-            t("train.field.lr"): f"{e.get('lr', 0):.2e}", t("train.field.tokens_per_s"): e.get("tokens_per_s") or "?",
-            t("train.field.memory"): f"{e.get('mem_gib')} ({t('train.mem.' + str(e.get('mem_kind')))})",
-            t("train.field.elapsed"): f"{time.time() - t_start:.0f}s", t("train.field.eta"): eta,
+    return {t("training.field.step"): f"{step}/{total}", t("training.field.loss"): e.get("loss"), **reward,
+            t("training.field.lr"): f"{e.get('lr', 0):.2e}", t("training.field.tokens_per_s"): e.get("tokens_per_s") or "?",
+            t("training.field.memory"): f"{e.get('mem_gib')} ({t('training.mem.' + str(e.get('mem_kind')))})",
+            t("training.field.elapsed"): f"{time.time() - t_start:.0f}s", t("training.field.eta"): eta,
             # GRPO: the reward's curve (its loss hovers around 0 whatever it learns)
-            t("train.field.curve"): plots.sparkline(rewards if rewards else losses or [])}
+            t("training.field.curve"): plots.sparkline(rewards if rewards else losses or [])}

@@ -97,39 +97,39 @@ class TrainingSpec:
     # tokens (max_completion_length; the sequence length bounds prompt + reply), the KL coefficient β against the
     # reference (trl's default 0: no reference model held), the reward functions summed (REWARDS) and the user's
     # reward file when "file" is one of them
-    num_generations: int = _knob(8, "--num-generations", help="cli.opt.num_generations", lo=2, hi=1024)
-    completion_length: int = _knob(256, "--completion-length", help="cli.opt.completion_length", lo=1, hi=1 << 20)
-    grpo_beta: float = _knob(0.0, "--grpo-beta", help="cli.opt.grpo_beta", lo=0.0, hi=10.0)
+    num_generations: int = _knob(8, "--num-generations", help="training.opt.num_generations", lo=2, hi=1024)
+    completion_length: int = _knob(256, "--completion-length", help="training.opt.completion_length", lo=1, hi=1 << 20)
+    grpo_beta: float = _knob(0.0, "--grpo-beta", help="training.opt.grpo_beta", lo=0.0, hi=10.0)
     rewards: tuple[str, ...] = ("accuracy", "format")
     reward_file: str = ""
     method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)
-    lora_rank: int = _knob(8, "--lora-rank", "--rank", help="cli.opt.rank", lo=1, hi=1024)
+    lora_rank: int = _knob(8, "--lora-rank", "--rank", help="training.opt.rank", lo=1, hi=1024)
     lora_alpha: int = _knob(16, None, lo=1, hi=4096)
-    lora_dropout: float = _knob(0.05, "--lora-dropout", "--dropout", help="cli.opt.dropout", lo=0.0, hi=0.9)
+    lora_dropout: float = _knob(0.05, "--lora-dropout", "--dropout", help="training.opt.dropout", lo=0.0, hi=0.9)
     lora_targets: str = _knob("all-linear", "--lora-targets", "--targets", help="all-linear | q_proj,v_proj,…")
-    galore_rank: int = _knob(128, "--galore-rank", help="cli.opt.galore_rank", lo=1, hi=8192)
+    galore_rank: int = _knob(128, "--galore-rank", help="training.opt.galore_rank", lo=1, hi=8192)
     # full fine-tune without ZeRO/FSDP: fp32 weights + bf16 autocast, or pure bf16
-    master_weights: str = _knob("fp32", "--master-weights", help="cli.opt.master_weights", choices=MASTER_WEIGHTS)
+    master_weights: str = _knob("fp32", "--master-weights", help="training.opt.master_weights", choices=MASTER_WEIGHTS)
     activation_checkpointing: bool = _knob(True, "--activation-checkpointing/--no-activation-checkpointing",
-                                           "--ckpt/--no-ckpt", help="cli.opt.ckpt")
+                                           "--ckpt/--no-ckpt", help="training.opt.ckpt")
     attn_implementation: str = _knob("sdpa", "--attn-implementation", "--attn", help="sdpa | flash | eager",
                                      choices=ATTENTION)
-    micro_batch: int = _knob(1, "--micro-batch", "--batch", help="cli.opt.batch", lo=1, hi=4096)
-    grad_accum: int = _knob(1, "--grad-accum", help="cli.opt.grad_accum", lo=1, hi=4096)
-    seq_len: int = _knob(2048, "--seq-len", "--seq", help="cli.opt.seq", lo=16, hi=1 << 20)
+    micro_batch: int = _knob(1, "--micro-batch", "--batch", help="training.opt.batch", lo=1, hi=4096)
+    grad_accum: int = _knob(1, "--grad-accum", help="training.opt.grad_accum", lo=1, hi=4096)
+    seq_len: int = _knob(2048, "--seq-len", "--seq", help="training.opt.seq", lo=16, hi=1 << 20)
     optim: str = _knob("adamw", "--optim", help="adamw | adamw8bit | paged", choices=OPTIMIZERS)
     # the LM head's loss: yichui's fused head, a chunked one, or "full" — the plain transformers + PEFT loop
     # (materialized logits, no autocast), which only the memory model knows: yichui estimate for other trainers
-    loss: str = _knob("fused", "--loss", help="cli.opt.loss", choices=LOSSES)
+    loss: str = _knob("fused", "--loss", help="training.opt.loss", choices=LOSSES)
     weights_bytes: int = 2  # bf16 weights (2 bytes); fp32 would be 4
-    liger: bool = _knob(False, "--liger/--no-liger", help="cli.opt.liger")
+    liger: bool = _knob(False, "--liger/--no-liger", help="training.opt.liger")
     # torch.compile of each decoder layer (recipes/training/worker.py compile_decoder_layers)
-    compile_layers: bool = _knob(False, "--compile-layers/--no-compile-layers", help="cli.opt.compile_layers")
+    compile_layers: bool = _knob(False, "--compile-layers/--no-compile-layers", help="training.opt.compile_layers")
     # peft's cast of each adapter's input to the fp32 adapter dtype under bf16 autocast, as every peft user has it;
     # yichui's LoRA trainer skips it (worker.skips_adapter_input_cast). Benchmarks turn it back on, and runs
     # measured before 2026-12-02 had it (the memory model's LORA_CAST)
     adapter_input_cast: bool = False
-    packing: bool = _knob(False, "--packing/--no-packing", help="cli.opt.packing")
+    packing: bool = _knob(False, "--packing/--no-packing", help="training.opt.packing")
     training_backend: str = _knob("transformers", "--training-backend", help="transformers | unsloth",
                                   choices=TRAINING_BACKENDS)
     distribution: str = _knob("ddp", "--distribution", help="ddp | zero1 | zero2 | zero3 | fsdp2",
@@ -139,11 +139,11 @@ class TrainingSpec:
     # through its async_io op, which needs libaio)
     offload_device: str = "cpu"
     nvme_path: str = ""
-    processes: int = _knob(1, "--processes", "--gpus", help="cli.opt.gpus", lo=1, hi=64)  # per node
+    processes: int = _knob(1, "--processes", "--gpus", help="training.opt.gpus", lo=1, hi=64)  # per node
     # Ulysses sequence parallelism (DeepSpeed's ALST through accelerate's ParallelismConfig): each sequence split over
     # this many processes, attention heads exchanged by all-to-all; the data-parallel degree is processes / this.
     # 1: off
-    sequence_parallel: int = _knob(1, "--sequence-parallel", help="cli.opt.sequence_parallel", lo=1, hi=64)
+    sequence_parallel: int = _knob(1, "--sequence-parallel", help="training.opt.sequence_parallel", lo=1, hi=64)
     nodes: int = _knob(1, None, lo=1, hi=1024)
     learning_rate: float = _knob(2e-4, None, lo=1e-8, hi=1.0)
     lr_scheduler: str = "constant_with_warmup"
@@ -157,13 +157,13 @@ class TrainingSpec:
     # model's own input size, or the memory model's DEFAULT_IMAGE_SIZE for a dynamic-resolution tower). Only the
     # memory model reads them: seq_len stays the text tokens, each image adds its tokens to the sequence (image records
     # are never truncated) and its share of the vision tower (recipes/memory/model.py). 0 images: text records
-    images_per_sample: int = _knob(0, "--images-per-sample", help="cli.opt.images_per_sample", lo=0, hi=256)
+    images_per_sample: int = _knob(0, "--images-per-sample", help="training.opt.images_per_sample", lo=0, hi=256)
     # a vision-language model's vision side (recipes/model/vision.py): frozen by default, as LLaMA-Factory's
     # freeze_vision_tower / freeze_multi_modal_projector; trained: LoRA on the tower's linear layers (a full
     # fine-tune: its weights), the projector whole (peft modules_to_save)
     freeze_vision_tower: bool = True
     freeze_projector: bool = True
-    image_size: int = _knob(0, "--image-size", help="cli.opt.image_size", lo=0, hi=16384)
+    image_size: int = _knob(0, "--image-size", help="training.opt.image_size", lo=0, hi=16384)
 
     # -- derived views ------------------------------------------------------------------------------------------
     @property
@@ -224,7 +224,7 @@ class TrainingSpec:
         """Raises the first of :meth:`problems` (a hand-edited session, a spec.json, the trainer's own check).
 
         Raises:
-            Refusal: "memory.bad_choice" | "memory.bad_number" | "memory.bad_text" (a value outside its choices or its
+            Refusal: "training.bad_choice" | "training.bad_number" | "training.bad_text" (a value outside its choices or its
             range, nan and inf too, or not text), or one of the cross-field rules' keys (:meth:`problems`).
         """
         for problem in self._rules():
@@ -249,56 +249,56 @@ class TrainingSpec:
             value, meta = getattr(self, f.name), f.metadata
             if meta.get("choices") and value not in meta["choices"]:
                 typed = False
-                yield Problem((f.name,), Refusal("memory.bad_choice", name=f.name, value=value,
+                yield Problem((f.name,), Refusal("training.bad_choice", name=f.name, value=value,
                                                  choices=", ".join(meta["choices"])))
             lo, hi = meta.get("lo"), meta.get("hi")
             # not a number (a hand-edited session's "two", or true) is out of range too; False for nan
             if lo is not None and hi is not None and not (isinstance(value, (int, float))
                                                           and not isinstance(value, bool) and lo <= value <= hi):
                 typed = False
-                yield Problem((f.name,), Refusal("memory.bad_number", name=f.name, value=value, lo=lo, hi=hi))
+                yield Problem((f.name,), Refusal("training.bad_number", name=f.name, value=value, lo=lo, hi=hi))
             if isinstance(f.default, str) and not isinstance(value, str):  # a text field given a number or a list
                 typed = False
-                yield Problem((f.name,), Refusal("memory.bad_text", name=f.name, value=value))
+                yield Problem((f.name,), Refusal("training.bad_text", name=f.name, value=value))
         if not typed:
             return
         if self.offload not in OFFLOADS:
-            yield Problem(("offload",), Refusal("memory.bad_choice", name="offload", value=self.offload,
+            yield Problem(("offload",), Refusal("training.bad_choice", name="offload", value=self.offload,
                                                 choices=", ".join(OFFLOADS)))
             return  # the rules below read it
         if self.offload_device not in OFFLOAD_DEVICES:
-            yield Problem(("offload_device",), Refusal("memory.bad_choice", name="offload_device",
+            yield Problem(("offload_device",), Refusal("training.bad_choice", name="offload_device",
                                                        value=self.offload_device, choices=", ".join(OFFLOAD_DEVICES)))
             return
         layout = ("method", "distribution")
         if self.method == "qlora" and self.distribution in ("zero3", "fsdp2"):  # 4-bit weights are not sharded
-            yield Problem(layout, Refusal("choose_strategy.qlora_sharded"))
+            yield Problem(layout, Refusal("training.qlora_sharded"))
         if self.method == "galore" and self.distribution != "ddp":  # GaLore's projected optimizer is not sharded
-            yield Problem(layout, Refusal("choose_strategy.galore_sharded"))
+            yield Problem(layout, Refusal("training.galore_sharded"))
         if self.nvme_offloaded and self.distribution != "zero3":  # DeepSpeed swaps to NVMe at stage 3 only
-            yield Problem(("offload_device", "distribution"), Refusal("choose_strategy.nvme_needs_zero3"))
+            yield Problem(("offload_device", "distribution"), Refusal("training.nvme_needs_zero3"))
         if self.offloaded and self.distribution == "ddp":  # DDP keeps every state on the GPU: nothing would move
-            yield Problem(("offload", "distribution"), Refusal("choose_strategy.offload_needs_sharding"))
+            yield Problem(("offload", "distribution"), Refusal("training.offload_needs_sharding"))
         if self.offload == "all" and self.distribution not in ("zero3", "fsdp2"):  # parameters sharded only there
-            yield Problem(("offload", "distribution"), Refusal("choose_strategy.offload_all_needs_zero3"))
+            yield Problem(("offload", "distribution"), Refusal("training.offload_all_needs_zero3"))
         if (conflict := self.sequence_parallel_conflict()) is not None:
             yield Problem(("sequence_parallel", "processes", "nodes", "distribution", "attn_implementation",
                            "packing"), Refusal(conflict[0], **conflict[1]))
         if self.method not in FULL_WEIGHTS and not TARGETS.fullmatch(self.lora_targets.replace(" ", "")):
-            yield Problem(("lora_targets", "method"), Refusal("choose_strategy.bad_targets",
+            yield Problem(("lora_targets", "method"), Refusal("training.bad_targets",
                                                               value=self.lora_targets[:80]))
         if self.liger and self.compile_layers:  # Liger's kernels break the compiled graph: 2.2× slower measured
-            yield Problem(("liger", "compile_layers"), Refusal("choose_strategy.liger_and_compile"))
+            yield Problem(("liger", "compile_layers"), Refusal("training.liger_and_compile"))
         if self.method == "qlora" and self.compile_layers:  # 2.1× the eager trainer's memory measured, not modelled
-            yield Problem(("method", "compile_layers"), Refusal("choose_strategy.qlora_and_compile"))
+            yield Problem(("method", "compile_layers"), Refusal("training.qlora_and_compile"))
         if (what := self.unsloth_conflict()) is not None:
             yield Problem(("training_backend", what.split("=")[0]),
-                          Refusal("choose_strategy.unsloth_unsupported", what=what))
+                          Refusal("training.unsloth_unsupported", what=what))
         if self.micro_batch < self.least_micro_batch:  # KTO's KL term
-            yield Problem(("micro_batch", "objective"), Refusal("choose_strategy.kto_micro_batch", mb=self.micro_batch))
+            yield Problem(("micro_batch", "objective"), Refusal("training.kto_micro_batch", mb=self.micro_batch))
         if (what := self.objective_conflict()) is not None:  # the setting named in the user's language
             yield Problem(("objective", *CONFLICT_FIELDS.get(what.rsplit(".", 1)[-1], ())),
-                          Refusal("choose_strategy.objective_unsupported", objective=self.objective.upper(),
+                          Refusal("training.objective_unsupported", objective=self.objective.upper(),
                                   what=Msg(what)))
         if self.objective == "grpo":
             yield from self._grpo_rules()
@@ -306,26 +306,26 @@ class TrainingSpec:
     def _grpo_rules(self) -> typing.Iterator["Problem"]:
         """GRPO's own rules: whole groups of replies per optimizer step (trl's GRPOConfig: the generation batch, micro-batch
         × gradient accumulation × data-parallel replicas, a multiple of num_generations), a reply shorter than the
-        sequence, known reward functions, and a reward file when one is asked for. Keys: "choose_strategy.grpo_groups"
-        | "choose_strategy.grpo_completion" | "memory.bad_choice" | "choose_strategy.grpo_no_rewards" |
-        "choose_strategy.reward_file_missing"."""
+        sequence, known reward functions, and a reward file when one is asked for. Keys: "training.grpo_groups"
+        | "training.grpo_completion" | "training.bad_choice" | "training.grpo_no_rewards" |
+        "training.reward_file_missing"."""
         replies = self.micro_batch * self.grad_accum * self.data_parallel
         if replies % self.num_generations:
             yield Problem(("micro_batch", "grad_accum", "num_generations", "processes", "nodes"),
-                          Refusal("choose_strategy.grpo_groups", replies=replies, n=self.num_generations))
+                          Refusal("training.grpo_groups", replies=replies, n=self.num_generations))
         if self.completion_length >= self.seq_len:
-            yield Problem(("completion_length", "seq_len"), Refusal("choose_strategy.grpo_completion",
+            yield Problem(("completion_length", "seq_len"), Refusal("training.grpo_completion",
                                                                    completion=self.completion_length, seq=self.seq_len))
         rewards = self.rewards if isinstance(self.rewards, (list, tuple)) else [self.rewards]
         if not rewards:
-            yield Problem(("rewards",), Refusal("choose_strategy.grpo_no_rewards"))
+            yield Problem(("rewards",), Refusal("training.grpo_no_rewards"))
         for r in rewards:
             if r not in REWARDS:
-                yield Problem(("rewards",), Refusal("memory.bad_choice", name="rewards", value=str(r)[:40],
+                yield Problem(("rewards",), Refusal("training.bad_choice", name="rewards", value=str(r)[:40],
                                                     choices=", ".join(REWARDS)))
                 break
         if "file" in rewards and not (isinstance(self.reward_file, str) and self.reward_file.strip()):
-            yield Problem(("reward_file", "rewards"), Refusal("choose_strategy.reward_file_missing"))
+            yield Problem(("reward_file", "rewards"), Refusal("training.reward_file_missing"))
 
     @property
     def prompts_per_step(self) -> int:
@@ -343,11 +343,11 @@ class TrainingSpec:
         a sequence split, compiled layers (measured wrong: on the H200 the compiled trainer's DPO loss fell to 0.0 at
         step 2 where the eager one's was 0.41–0.47 on the same pairs, bench/results/2026-12-05-preference-h200.md),
         the unsloth backend, image records, the plain loop's or a chunked SFT loss head (memory-model options priced
-        for an SFT trainer; trl computes DPO's log-probabilities itself). The setting's catalogue key (``choose_strategy.conflict.*``); None for SFT
+        for an SFT trainer; trl computes DPO's log-probabilities itself). The setting's catalogue key (``training.conflict.*``); None for SFT
         or when it runs."""
         if self.objective == "sft":
             return None
-        return next(("choose_strategy.conflict." + what for what, bad in (
+        return next(("training.conflict." + what for what, bad in (
             ("galore", self.method == "galore"), ("packing", self.packing),
             ("sequence_parallel", self.sequence_parallel > 1), ("compile_layers", self.compile_layers),
             ("unsloth", self.training_backend == "unsloth"), ("images", self.images_per_sample > 0),
@@ -376,13 +376,13 @@ class TrainingSpec:
         if sp <= 1:
             return None
         if self.gpus % sp:
-            return "choose_strategy.sp_divides", {"sp": sp, "gpus": self.gpus}
+            return "training.sp_divides", {"sp": sp, "gpus": self.gpus}
         if self.distribution != "zero3":
-            return "choose_strategy.sp_needs_zero3", {"sp": sp, "distribution": self.distribution}
+            return "training.sp_needs_zero3", {"sp": sp, "distribution": self.distribution}
         if self.attn_implementation == "eager":
-            return "choose_strategy.sp_attention", {"attn": self.attn_implementation}
+            return "training.sp_attention", {"attn": self.attn_implementation}
         if self.packing and self.attn_implementation == "sdpa":
-            return "choose_strategy.sp_packing_sdpa", {}
+            return "training.sp_packing_sdpa", {}
         return None
 
     def unsloth_conflict(self) -> str | None:
@@ -459,7 +459,7 @@ class TrainerJob(TrainingSpec):
         """TrainingSpec.check, and the trackers known (a hand-edited session's "foo" refused in one line).
 
         Raises:
-            Refusal: as TrainingSpec.check; "memory.bad_choice" for an unknown tracker.
+            Refusal: as TrainingSpec.check; "training.bad_choice" for an unknown tracker.
         """
         super().check()
         from recipes.training.trackers import TRACKERS
@@ -467,7 +467,7 @@ class TrainerJob(TrainingSpec):
         bad = [n for n in self.trackers if n not in TRACKERS] if isinstance(self.trackers, (list, tuple)) \
             else [self.trackers]
         if bad:
-            raise Refusal("memory.bad_choice", name="trackers", value=str(bad[0])[:40], choices=", ".join(TRACKERS))
+            raise Refusal("training.bad_choice", name="trackers", value=str(bad[0])[:40], choices=", ".join(TRACKERS))
 
     def write(self, path) -> None:
         """Written whole or not at all (a temp file beside it, then os.replace): a reader — the trainer starting,

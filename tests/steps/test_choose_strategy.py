@@ -49,7 +49,7 @@ def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
     assert check(q["lora_targets"], "q_proj,nope_proj", {})[1].key == "choose_strategy.unknown_targets"
     assert check(q["lora_rank"], "0", {})[1].key == "answer.out_of_range"
     assert check(q["lora_targets"], "q_proj,v_proj", {})[1] is None
-    assert check(q["lora_targets"], "q proj;", {})[1].key == "choose_strategy.bad_targets"
+    assert check(q["lora_targets"], "q proj;", {})[1].key == "training.bad_targets"
 
 
 def test_distribution_choices_refused_with_a_reason(chain):
@@ -59,13 +59,13 @@ def test_distribution_choices_refused_with_a_reason(chain):
     assert check(q["distribution"], "megatron", a)[1].key == "choose_strategy.megatron_out_of_scope"
     fsdp = check(q["distribution"], "fsdp2", a)[1]
     assert (fsdp is None) if memory.detect_gpus() else fsdp.key == "choose_strategy.fsdp_needs_gpus"
-    assert check(q["distribution"], "zero3", a | {"method": "qlora"})[1].key == "choose_strategy.qlora_sharded"
+    assert check(q["distribution"], "zero3", a | {"method": "qlora"})[1].key == "training.qlora_sharded"
     assert check(q["distribution"], "zero2", a)[1] is None
     n = len(memory.detect_gpus())  # one process per GPU; as many as asked on the CPU
     over = check(q["processes"], str(max(n, 1) + 1), a)[1]
     assert (over.key == "choose_strategy.processes_over_gpus") if n else over is None
     assert check(q["processes"], "65", a)[1].key == "answer.out_of_range"
-    assert check(q["offload"], "all", a | {"distribution": "zero2"})[1].key == "choose_strategy.offload_all_needs_zero3"
+    assert check(q["offload"], "all", a | {"distribution": "zero2"})[1].key == "training.offload_all_needs_zero3"
     assert check(q["hosts"], "10.0.0.1", {"nodes": 2})[1].key == "choose_strategy.hosts_count"
     assert check(q["hosts"], "10.0.0.1,bad host", {"nodes": 2})[1].key == "choose_strategy.bad_host"
     assert check(q["hosts"], "10.0.0.1, node-2.cluster", {"nodes": 2})[1] is None
@@ -77,7 +77,7 @@ def test_dpo_refuses_a_method_at_the_method_question(chain):
     chain.upto("choose_strategy")
     q = chain.questions("choose_strategy")
     err = check(q["method"], "galore", {"objective": "dpo"})[1]
-    assert err.key == "choose_strategy.objective_unsupported" and i18n.render(err).startswith("DPO does not run with GaLore")
+    assert err.key == "training.objective_unsupported" and i18n.render(err).startswith("DPO does not run with GaLore")
     assert check(q["method"], "lora", {"objective": "dpo"})[1] is None
     assert check(q["method"], "galore", {"objective": "sft"})[1] is None
 
@@ -96,7 +96,7 @@ def test_the_wizard_and_estimate_refuse_the_same_combinations(chain):
 
     shape = chain.ctx("choose_strategy").result(MemoryEvaluation).model_shape()
     machine = {"choose_strategy.megatron_out_of_scope", "choose_strategy.fsdp_needs_gpus",
-               "choose_strategy.no_deepspeed", "choose_strategy.no_libaio"}
+               "training.no_deepspeed", "training.no_libaio"}
     compared = refused = 0
     for method in ("lora", "qlora", "dora", "full", "galore"):
         for dist in DISTRIBUTIONS:
@@ -264,9 +264,9 @@ def test_kto_takes_labelled_replies_says_its_weights_and_smoke_trains(chain, tmp
     assert err.key == "choose_strategy.kto_one_sided" and "30 desirable and 0 undesirable" in i18n.render(err)
     assert q["kto_beta"].when({"objective": "kto"}) and not q["dpo_beta"].when({"objective": "kto"})
     assert not q["lora_dropout"].when({"objective": "kto", "method": "lora"})  # trl turns dropout off
-    assert check(q["micro_batch"], "1", {"objective": "kto"})[1].key == "choose_strategy.kto_micro_batch"
+    assert check(q["micro_batch"], "1", {"objective": "kto"})[1].key == "training.kto_micro_batch"
     assert check(q["micro_batch"], "1", {"objective": "sft"})[1] is None
-    assert check(q["batch_size"], "1", {"objective": "kto"})[1].key == "choose_strategy.kto_micro_batch"
+    assert check(q["batch_size"], "1", {"objective": "kto"})[1].key == "training.kto_micro_batch"
     try:
         out = chain.step("choose_strategy", objective="kto", dataset="local", dataset_path=str(data), preflight=True)
         assert out["data"]["format"] == preference.UNPAIRED and out["data"]["n_records"] == 40
@@ -316,9 +316,9 @@ def test_grpo_asks_its_rewards_checks_the_reward_file_and_smoke_trains(chain, tm
     unanswered.write_text("".join(json.dumps({"prompt": f"Count to {i}."}) + "\n" for i in range(10)))
     assert check(q["dataset_path"], str(unanswered), g)[1].key == "choose_strategy.grpo_no_answers"
     assert check(q["dataset_path"], str(unanswered), g | {"rewards": ["stops"]})[1] is None
-    assert check(q["batch_size"], "12", g | {"num_generations": 8})[1].key == "choose_strategy.grpo_groups"
+    assert check(q["batch_size"], "12", g | {"num_generations": 8})[1].key == "training.grpo_groups"
     assert check(q["batch_size"], "16", g | {"num_generations": 8})[1] is None
-    assert check(q["seq_len"], "256", g | {"completion_length": 256})[1].key == "choose_strategy.grpo_completion"
+    assert check(q["seq_len"], "256", g | {"completion_length": 256})[1].key == "training.grpo_completion"
     try:
         out = chain.step("choose_strategy", objective="grpo", dataset="bundled", rewards=["accuracy", "file"],
                          reward_file=str(prompts.BUNDLED.with_name("demo_reward.py")), num_generations=4,
@@ -331,3 +331,28 @@ def test_grpo_asks_its_rewards_checks_the_reward_file_and_smoke_trains(chain, tm
         assert first in out["samples"][0] and out["samples"][0].endswith("<|im_start|>assistant\n")
     finally:  # the chain's other files go on from the demo's SFT strategy
         chain.step("choose_strategy", objective="sft", dataset="bundled")
+
+
+def test_the_question_groups_read_the_data_once(chain, tmp_path, monkeypatch):
+    """Issue 45: the questions share one Draft, which reads a file once for its validation, record count, malformed
+    records and checkpoint interval (it was read by four closures, each with its own cache), and reads it again when
+    it is answered again (the user may have mended it in between)."""
+    from recipes import choose_strategy as cs
+
+    chain.upto("choose_strategy")
+    reads: list = []
+    real = cs._read
+    monkeypatch.setattr(cs, "_read", lambda ref, objective: reads.append(ref) or real(ref, objective))
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps({"instruction": f"q{i}", "output": f"a{i}"}) + "\n" for i in range(40))
+                    + '{"instruction": "broken"\n')
+    d = cs.Draft(chain.ctx("choose_strategy"))
+    a = {"objective": "sft", "dataset": "local", "dataset_path": str(path), "val_ratio": 0.0, "max_steps": 0,
+         "epochs": 1.0, "batch_size": 4, "micro_batch": 1, "grad_accum": 4}
+    assert d.dataset_ok(str(path), a) is None
+    assert (d.records(a), d.has_bad(a), d.save_steps(a), d.records(a)) == (40, True, 2, 40)
+    assert reads == [str(path)]
+    path.write_text(json.dumps({"instruction": "q", "output": "a"}) + "\n")  # mended, and answered again
+    assert d.dataset_ok(str(path), a) is None and (d.records(a), d.has_bad(a)) == (1, False)
+    assert reads == [str(path)] * 2
+    assert [q.key for q in cs.questions(chain.ctx("choose_strategy"))][:2] == ["objective", "dpo_beta"]

@@ -35,7 +35,7 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain, monkeypatch):
                                                  messages=[{"role": "user", "content": "Hi"}]))
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     q = chain.questions("deploy")
-    assert check(q["host"], "0.0.0.0", {"backend": "transformers"})[1].key == "deploy.loopback_only"
+    assert check(q["host"], "0.0.0.0", {"backend": "transformers"})[1].key == "serving.loopback_only"
     port = int(out["endpoint"].rsplit(":", 1)[1].split("/")[0])
     assert check(q["port"], str(port), {"host": "127.0.0.1"})[1].key == "deploy.port_in_use"
     # tensor parallelism the engines accept: heads (4), MLP width (384) divisible; 2 KV heads replicated over 4
@@ -81,7 +81,7 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain, monkeypatch):
     finally:
         exported["merged_dir"] = good
         shutil.rmtree(bad)
-    assert e.value.msg.key == "deploy.died" and e.value.msg.args["tail"]
+    assert e.value.msg.key == "serving.died" and e.value.msg.args["tail"]
 
 
 def test_two_sessions_choosing_a_port_at_once_get_different_ones(tmp_path):

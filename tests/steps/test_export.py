@@ -67,7 +67,7 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
         assert (err is None) if memory.detect_gpus() else err.key == "export.engine_needs_gpu", engine
     assert check(q["serve_with"], "transformers", {})[1] is None
     awq = check(q["formats"], "awq-w4a16", {"serve_with": "vllm"})[1]
-    assert (awq is None) if memory.detect_gpus() else awq.key == "export.needs_gpu"
+    assert (awq is None) if memory.detect_gpus() else awq.key == "quantization.needs_gpu"
     assert check(q["formats"], "fp8-dynamic", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"
     assert check(q["formats"], "bnb-4bit", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"
     assert check(q["formats"], "zip", {"serve_with": "transformers"})[1].key == "answer.not_a_choice"
@@ -76,11 +76,11 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
     import importlib.util
 
     gguf = check(q["formats"], "gguf-q8_0", {"serve_with": "llama.cpp"})[1]  # the [gguf] extra: CI runs without it
-    assert (gguf is None) if importlib.util.find_spec("gguf") else gguf.key == "export.gguf_not_installed"
+    assert (gguf is None) if importlib.util.find_spec("gguf") else gguf.key == "quantization.gguf_not_installed"
     q4km = check(q["formats"], "gguf-q4_k_m", {"serve_with": "llama.cpp"})[1]
-    assert q4km is not None and q4km.key in ("export.gguf_not_installed", "export.gguf_needs_quantize")
+    assert q4km is not None and q4km.key in ("quantization.gguf_not_installed", "quantization.gguf_needs_quantize")
     odd = {"hidden_size": 960, "intermediate_size": 2560}  # SmolLM2-360M: 960 is not a multiple of 128
-    assert quantize.unsupported("gptq-w4a16", odd, gpu=True)[0] == "export.group_size"
+    assert quantize.unsupported("gptq-w4a16", odd, gpu=True)[0] == "quantization.group_size"
     assert quantize.unsupported("fp8-dynamic", odd, gpu=False) is None
     assert quantize.unsupported("gptq-w4a16", {}, gpu=False) is None  # no config yet (before download): checked later
     # a disk too small: refused before anything is written (a real 1 MiB filesystem under export/)

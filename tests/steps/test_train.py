@@ -204,7 +204,7 @@ def test_the_unsloth_backend_recovers_from_oom_and_a_kill_and_merges(chain, vari
 
     watcher = threading.Thread(target=kill_after_checkpoint_8)
     watcher.start()
-    with pytest.raises(base.StepError, match="train.died"):
+    with pytest.raises(base.StepError, match="training.died"):
         chain.step("train")
     watcher.join()
     assert killed
@@ -383,8 +383,8 @@ def test_sequence_parallel_trains_as_one_process_does(chain, variant):
     q = chain.questions("choose_strategy")["sequence_parallel"]
     heads = {"processes": 3, "nodes": 1, "distribution": "zero3", "method": "lora", "seq_len": 64}
     err = q.validate(3, heads)
-    assert err is not None and err.key == "choose_strategy.sp_heads" and err.args["ok"] == "1"
-    assert q.validate(2, heads | {"processes": 2, "distribution": "zero2"}).key == "choose_strategy.sp_needs_zero3"
+    assert err is not None and err.key == "memory.sp_heads" and err.args["ok"] == "1"
+    assert q.validate(2, heads | {"processes": 2, "distribution": "zero2"}).key == "training.sp_needs_zero3"
 
 
 @TWO_RANKS
@@ -449,7 +449,7 @@ def test_two_nodes_meet_at_the_rendezvous_then_train(chain, variant, monkeypatch
     monkeypatch.setenv("YICHUI_RENDEZVOUS_TIMEOUT", "4")
     with pytest.raises(StepError) as e:
         chain.step("train")
-    assert e.value.msg.key == "train.rendezvous_failed"
+    assert e.value.msg.key == "training.rendezvous_failed"
     assert (tdir / "launch" / "node-1.sh").exists()
 
     monkeypatch.setenv("YICHUI_RENDEZVOUS_TIMEOUT", "120")
@@ -478,7 +478,7 @@ def test_two_nodes_meet_at_the_rendezvous_then_train(chain, variant, monkeypatch
     chain.step("choose_strategy", **two_nodes | {"hosts": "10.255.255.1,127.0.0.1"})
     with pytest.raises(StepError) as e:
         chain.step("train")
-    assert e.value.msg.key == "train.master_not_here"
+    assert e.value.msg.key == "training.master_not_here"
 
 
 @pytest.mark.slow

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import importlib
 
-NAMESPACES = ('cli', 'task', 'status', 'ui', 'answer', 'engine', 'deploy', 'session', 'step', 'data', 'hub', 'select_model', 'download', 'evaluate_memory', 'choose_strategy', 'preflight', 'train', 'export', 'evaluate', 'chat', 'memory', 'recap', 'rewards')
+NAMESPACES = ('cli', 'task', 'status', 'ui', 'answer', 'engine', 'deploy', 'session', 'step', 'data', 'hub', 'select_model', 'download', 'evaluate_memory', 'choose_strategy', 'train', 'export', 'evaluate', 'chat', 'memory', 'recap', 'rewards', 'training', 'serving', 'quantization',
+              'evaluation')
 
 
 def load() -> dict[str, dict[str, str]]:

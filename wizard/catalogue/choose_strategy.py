@@ -10,8 +10,6 @@ MESSAGES = {
     "choose_strategy.lora_dropout": {"en": "LoRA dropout:", "zh": "LoRA dropout："},
     "choose_strategy.lora_targets": {"en": "LoRA target modules (all-linear or q_proj,v_proj,...):",
                                      "zh": "LoRA 目标模块（all-linear 或 q_proj,v_proj,...）："},
-    "choose_strategy.bad_targets": {"en": "{value!r}: write all-linear or module names separated by commas.",
-                                    "zh": "{value!r}：请写 all-linear 或以逗号分隔的模块名。"},
     "choose_strategy.activation_checkpointing": {"en": "Activation checkpointing (less memory, ~30 % slower)?",
                                                  "zh": "启用激活检查点（省显存，约慢 30%）？"},
     "choose_strategy.dataset": {"en": "Training data:", "zh": "训练数据："},
@@ -122,12 +120,8 @@ MESSAGES = {
     "choose_strategy.megatron_out_of_scope": {
         "en": "Megatron-LM is out of yichui's scope: choose ZeRO-3 or FSDP2 here, or use Megatron-Bridge / ms-swift's Megatron backend",
         "zh": "Megatron-LM 不在 yichui 的范围内：这里请选 ZeRO-3 或 FSDP2，或使用 Megatron-Bridge / ms-swift 的 Megatron 后端"},
-    "choose_strategy.no_deepspeed": {"en": "DeepSpeed is not installed: .venv/bin/pip install deepspeed==0.19.8, or choose DDP / FSDP2",
-                                     "zh": "未安装 DeepSpeed：.venv/bin/pip install deepspeed==0.19.8，或选择 DDP / FSDP2"},
     "choose_strategy.fsdp_needs_gpus": {"en": "FSDP2 runs on GPUs only (accelerate has no CPU FSDP): choose DeepSpeed ZeRO-3 here",
                                         "zh": "FSDP2 只能在 GPU 上运行（accelerate 不支持 CPU FSDP）：这里请选 DeepSpeed ZeRO-3"},
-    "choose_strategy.qlora_sharded": {"en": "QLoRA with sharded weights (ZeRO-3 / FSDP2) is not offered: choose ZeRO-2 or DDP, or LoRA",
-                                      "zh": "QLoRA 不支持切分权重（ZeRO-3 / FSDP2）：请选 ZeRO-2 或 DDP，或改用 LoRA"},
     "choose_strategy.offload": {"en": "Offload to CPU memory (slower, frees GPU memory):", "zh": "卸载到 CPU 内存（更慢，省显存）："},
     "choose_strategy.offload.none": {"en": "None", "zh": "不卸载"},
     "choose_strategy.offload.optimizer": {"en": "Optimizer states", "zh": "优化器状态"},
@@ -158,10 +152,6 @@ MESSAGES = {
                                  "zh": "KTO，β {beta}，{desirable} 条可取回答与 {undesirable} 条不可取回答，权重分别为 "
                                        "{wd} 和 {wu}，使两边同等计入（KTO 论文式 8）。其 KL 项取自同一微批中的其他回答，"
                                        "因此微批至少为 2。"},
-    "choose_strategy.kto_micro_batch": {"en": "KTO needs a micro-batch of at least 2 (its KL term is estimated from "
-                                              "the other replies of the micro-batch; trl refuses 1), not {mb}.",
-                                        "zh": "KTO 需要至少为 2 的微批（其 KL 项由同一微批中的其他回答估计；trl 拒绝 1），"
-                                              "而不是 {mb}。"},
     "choose_strategy.kto_one_sided": {"en": "{path} has {desirable} desirable and {undesirable} undesirable replies: "
                                             "KTO needs some of each. Add the missing kind, or train with SFT.",
                                       "zh": "{path} 有 {desirable} 条可取回答和 {undesirable} 条不可取回答：KTO 两类都需要。"
@@ -201,58 +191,14 @@ MESSAGES = {
     "choose_strategy.sample_pair": {"en": "The first pair, rendered with the model's chat template — chosen:\n{chosen}\n"
                                           "rejected:\n{rejected}",
                                     "zh": "第一个偏好对（按模型的对话模板渲染）——选中：\n{chosen}\n拒绝：\n{rejected}"},
-    "choose_strategy.conflict.galore": {"en": "GaLore", "zh": "GaLore"},
-    "choose_strategy.conflict.packing": {"en": "packing", "zh": "序列打包（packing）"},
-    "choose_strategy.conflict.sequence_parallel": {"en": "sequence parallelism", "zh": "序列并行"},
-    "choose_strategy.conflict.compile_layers": {"en": "compiled layers", "zh": "编译的解码层"},
-    "choose_strategy.conflict.unsloth": {"en": "the unsloth backend", "zh": "unsloth 后端"},
-    "choose_strategy.conflict.images": {"en": "image records", "zh": "图像记录"},
-    "choose_strategy.conflict.plain_loss": {"en": "the plain loop's loss (--loss full)", "zh": "普通训练循环的损失（--loss full）"},
-    "choose_strategy.conflict.chunked_loss": {"en": "a chunked SFT loss head (--loss chunked)",
-                                              "zh": "分块的 SFT 损失头（--loss chunked）"},
-    "choose_strategy.conflict.vision_model": {"en": "a vision-language model", "zh": "视觉语言模型"},
-    "choose_strategy.conflict.sharded": {"en": "sharded weights (ZeRO-3, FSDP2)", "zh": "分片权重（ZeRO-3、FSDP2）"},
-    "choose_strategy.conflict.nodes": {"en": "several nodes", "zh": "多节点"},
     "choose_strategy.objective.grpo": {"en": "GRPO — prompts with checkable answers: the model writes several replies "
                                              "per prompt, reward functions score them",
                                        "zh": "GRPO——带可校验答案的提示：模型为每个提示生成多个回答，由奖励函数打分"},
-    "choose_strategy.grpo_groups": {"en": "GRPO scores replies in groups of {n} per prompt, and an optimizer step "
-                                          "takes {replies} replies (micro-batch × gradient accumulation × GPUs): "
-                                          "make that a multiple of {n}, or generate fewer replies per prompt.",
-                                    "zh": "GRPO 按每个提示 {n} 个回答为一组打分，而一个优化器步取 {replies} 个回答"
-                                          "（微批 × 梯度累积 × GPU 数）：请让它成为 {n} 的倍数，或减少每个提示的回答数。"},
-    "choose_strategy.grpo_completion": {"en": "A reply of up to {completion} tokens does not fit a sequence of {seq} "
-                                              "(prompt + reply): raise the sequence length or shorten the replies.",
-                                        "zh": "最长 {completion} 个 token 的回答放不进 {seq} 个 token 的序列（提示 + 回答）："
-                                              "请增大序列长度或缩短回答。"},
-    "choose_strategy.grpo_no_rewards": {"en": "GRPO needs at least one reward function.",
-                                        "zh": "GRPO 至少需要一个奖励函数。"},
-    "choose_strategy.reward_file_missing": {"en": "The reward 'file' needs reward_file: the path of your Python file "
-                                                  "(--set choose_strategy.reward_file=PATH).",
-                                            "zh": "奖励“file”需要 reward_file：你的 Python 文件路径"
-                                                  "（--set choose_strategy.reward_file=路径）。"},
-    "choose_strategy.objective_unsupported": {"en": "{objective} does not run with {what} yet: leave {what} out, or "
-                                                    "train with SFT.",
-                                              "zh": "{objective} 暂不支持与 {what} 同时使用：请去掉 {what}，或用 SFT 训练。"},
-    "choose_strategy.offload_needs_sharding": {"en": "Offloading moves ZeRO or FSDP states to CPU memory or NVMe: choose a "
-                                                     "ZeRO stage or FSDP2 as the distribution, or no offload.",
-                                               "zh": "卸载会把 ZeRO 或 FSDP 的状态移到 CPU 内存或 NVMe：请选择某个 ZeRO 阶段"
-                                                     "或 FSDP2 作为切分方式，或不卸载。"},
-    "choose_strategy.offload_all_needs_zero3": {"en": "Offloading weights needs ZeRO-3 or FSDP2: choose 'Optimizer states' or change the distribution",
-                                                "zh": "卸载权重需要 ZeRO-3 或 FSDP2：请选“优化器状态”或更换切分方式"},
     "choose_strategy.method.galore": {"en": "GaLore (every weight trained, optimizer states in a low-rank projection)",
                                       "zh": "GaLore（训练全部权重，优化器状态在低秩投影中）"},
     "choose_strategy.galore_rank": {"en": "GaLore projection rank:", "zh": "GaLore 投影秩："},
-    "choose_strategy.galore_sharded": {"en": "GaLore runs with plain data parallel only (its optimizer is not shardable): choose DDP, or another method.",
-                                       "zh": "GaLore 只支持普通数据并行（其优化器无法切分）：请选 DDP，或换一种方法。"},
     "choose_strategy.packing": {"en": "Pack sequences padding-free (no pad tokens; fewer steps per epoch)?",
                                 "zh": "无填充打包序列（没有填充 token；每轮步数更少）？"},
-    "choose_strategy.liger_and_compile": {
-        "en": "Liger kernels and compiled layers together ran 2.2× slower than compiled layers alone: turn one off.",
-        "zh": "Liger 内核与编译层同时使用时，实测比只用编译层慢 2.2 倍：请关闭其中之一。"},
-    "choose_strategy.qlora_and_compile": {
-        "en": "Compiled layers with QLoRA held 2.1× the memory of the eager trainer on an H200 (18.3 vs 8.6 GiB): not offered; turn compiled layers off.",
-        "zh": "QLoRA 使用编译层时，在 H200 上实测显存为未编译训练器的 2.1 倍（18.3 对 8.6 GiB）：不提供；请关闭编译层。"},
     "choose_strategy.freeze_vision_tower": {
         "en": "Keep the vision tower frozen (the language model learns; no = LoRA on the tower too, or its weights in a full fine-tune)?",
         "zh": "冻结视觉编码器吗（只训练语言模型；否 = 编码器也加 LoRA，全参微调时训练其权重）？"},
@@ -277,9 +223,6 @@ MESSAGES = {
     "choose_strategy.asked_if.training_backend": {
         "en": "when unsloth {version} is installed in {env} (install: {command})",
         "zh": "unsloth {version} 已安装在 {env}（安装：{command}）"},
-    "choose_strategy.unsloth_unsupported": {
-        "en": "The unsloth backend does not run {what} here (LoRA, QLoRA or a bf16 full fine-tune, one process, without Liger or compiled layers): change it, or choose training_backend transformers.",
-        "zh": "unsloth 后端在此不支持 {what}（仅 LoRA、QLoRA 或 bf16 全参微调，单进程，不用 Liger 与编译层）：请修改，或选择 training_backend transformers。"},
     "choose_strategy.asked_if.compile_layers": {
         "en": "for LoRA, or a full fine-tune with bf16 master weights, in one process on a CUDA GPU, without Liger (elsewhere: yichui estimate --compile-layers)",
         "zh": "单进程、CUDA GPU 上的 LoRA 或 bf16 主权重的全参微调且未启用 Liger（其他情况：yichui estimate --compile-layers）"},
@@ -295,26 +238,10 @@ MESSAGES = {
                                  "zh": "卸载所需的主机内存（{what}）：约 {need} GiB；本机可用 {avail} / {total} GiB。"},
     "choose_strategy.host_ram_short": {"en": "The offload needs ≈ {need} GiB of host RAM ({what}), more than the {avail} GiB available here (of {total}): DeepSpeed would fail to pin it, or the trainer be killed, after the download. Free memory, offload to NVMe, shard over more GPUs or nodes, or choose a LoRA method.",
                                        "zh": "卸载需要约 {need} GiB 主机内存（{what}），超过本机可用的 {avail} GiB（共 {total} GiB）：下载之后 DeepSpeed 会无法锁定这些内存，或训练进程被系统杀死。请释放内存、改为卸载到 NVMe、分片到更多 GPU 或节点，或选择 LoRA 类方法。"},
-    "choose_strategy.host_ram.cpu": {"en": "optimizer states and fp32 gradients; calibrated on one H200 run",
-                                     "zh": "优化器状态与 fp32 梯度；基于一次 H200 测量校准"},
-    "choose_strategy.host_ram.cpu_all": {"en": "weights, optimizer states and fp32 gradients; calibrated on one H200 run",
-                                         "zh": "权重、优化器状态与 fp32 梯度；基于一次 H200 测量校准"},
-    "choose_strategy.host_ram.nvme": {"en": "each process's pinned swap buffers, as the DeepSpeed config yichui writes sizes them (the whole largest parameter); the states themselves are on the disk; not measured",
-                                      "zh": "每个进程锁定的交换缓冲区，按 yichui 写出的 DeepSpeed 配置的大小（整个最大参数）；状态本身在磁盘上；未经测量"},
     "choose_strategy.offload_device.cpu": {"en": "CPU memory", "zh": "CPU 内存"},
     "choose_strategy.offload_device.nvme": {"en": "NVMe files (ZeRO-Infinity: for states larger than CPU memory; as fast as the disk)",
                                             "zh": "NVMe 文件（ZeRO-Infinity：状态超出 CPU 内存时使用；速度取决于磁盘）"},
     "choose_strategy.nvme_path": {"en": "Folder on the NVMe disk for the swap files:", "zh": "NVMe 磁盘上存放交换文件的目录："},
-    "choose_strategy.nvme_needs_zero3": {"en": "Offload to NVMe needs DeepSpeed ZeRO-3: choose distribution zero3, or offload to CPU memory.",
-                                         "zh": "卸载到 NVMe 需要 DeepSpeed ZeRO-3：请选择 zero3 分布方式，或卸载到 CPU 内存。"},
-    "choose_strategy.no_libaio": {"en": "DeepSpeed's NVMe offload needs libaio, which is not installed: apt install libaio-dev (or point CFLAGS / LDFLAGS at it), then answer again; or offload to CPU memory.",
-                                  "zh": "DeepSpeed 的 NVMe 卸载需要 libaio，但未安装：请执行 apt install libaio-dev（或用 CFLAGS / LDFLAGS 指向它）后重新回答；或卸载到 CPU 内存。"},
-    "choose_strategy.aio_check_failed": {"en": "DeepSpeed cannot check for libaio here ({error}): pip install setuptools (Python 3.12 dropped distutils, which its check imports), then answer again; or offload to CPU memory.",
-                                         "zh": "DeepSpeed 无法在此检查 libaio（{error}）：请 pip install setuptools（Python 3.12 移除了其检查所需的 distutils）后重新回答；或卸载到 CPU 内存。"},
-    "choose_strategy.nvme_unusable": {"en": "Cannot write swap files in {path}: {error}. Give a folder on a local disk you can write to.",
-                                      "zh": "无法在 {path} 中写入交换文件：{error}。请给出本地磁盘上可写的目录。"},
-    "choose_strategy.nvme_too_small": {"en": "{path} has {free} GiB free; the offloaded states need {need} GiB (with a 10 % margin). Free space there or choose another disk.",
-                                       "zh": "{path} 剩余 {free} GiB；卸载的状态需要 {need} GiB（含 10% 余量）。请清理空间或换一块磁盘。"},
     "choose_strategy.nvme_speed": {"en": "Swap folder {path}: writes at {gbps} GB/s (below {slow} GB/s every step waits on the disk).",
                                    "zh": "交换目录 {path}：写入速度 {gbps} GB/s（低于 {slow} GB/s 时每一步都要等磁盘）。"},
     "choose_strategy.asked_if.sharded": {"en": "with a sharded distribution (ZeRO or FSDP)",
@@ -354,37 +281,12 @@ MESSAGES = {
                                                          "(choose_strategy.processes=N, choose_strategy.distribution=zero3)",
                                                    "zh": "在多进程的 ZeRO-3 下（choose_strategy.processes=N，"
                                                          "choose_strategy.distribution=zero3）"},
-    "choose_strategy.sp_divides": {"en": 'Sequence parallelism over {sp} splits each sequence over {sp} processes: give a multiple of {sp} processes (there are {gpus}) with ZeRO-3, or sequence parallelism 1.',
-                                  "zh": '{sp} 路序列并行把每条序列切分到 {sp} 个进程：请给出 {sp} 的倍数个进程（现在是 {gpus} 个）并使用 ZeRO-3，或把序列并行设为 1。'},
-    "choose_strategy.sp_needs_zero3": {"en": "Sequence parallelism runs on DeepSpeed ZeRO-3 only (accelerate's Ulysses backend; under ZeRO-1/2 DeepSpeed sums the sequence group's gradients, {sp}× too large), not {distribution}: choose ZeRO-3, or sequence parallelism 1.",
-                                      "zh": '序列并行只能在 DeepSpeed ZeRO-3 上运行（accelerate 的 Ulysses 后端；在 ZeRO-1/2 下 DeepSpeed 会把序列组的梯度相加，大了 {sp} 倍），不能用 {distribution}：请选择 ZeRO-3，或把序列并行设为 1。'},
-    "choose_strategy.sp_attention": {"en": "Sequence parallelism needs sdpa or FlashAttention, not {attn}: choose "
-                                           "another attention implementation.",
-                                     "zh": "序列并行需要 sdpa 或 FlashAttention，不能用 {attn}：请换一种注意力实现。"},
-    "choose_strategy.sp_packing_sdpa": {"en": 'Padding-free packing with sequence parallelism needs the attention implementation flash (with sdpa, packed documents would attend across each other): turn packing off, or train with flash attention where it can be chosen (yichui estimate --attn-implementation flash).',
-                                       "zh": '序列并行下的无填充打包需要注意力实现 flash（用 sdpa 时打包的文档会相互注意）：请关闭打包，或在可选时使用 flash 注意力（yichui estimate --attn-implementation flash）。'},
-    "choose_strategy.sp_heads": {"en": "Sequence parallelism over {sp} does not split this model's {heads} attention heads and {kv} KV heads evenly. Degrees that work here: {ok}.",
-                                "zh": '{sp} 路序列并行无法均分此模型的 {heads} 个注意力头和 {kv} 个 KV 头。这里可用的并行度：{ok}。'},
-    "choose_strategy.sp_window": {"en": "The model uses sliding-window attention, which sequence parallelism does not "
-                                        "split: choose sequence parallelism 1.",
-                                  "zh": "模型使用滑动窗口注意力，序列并行无法切分它：请把序列并行设为 1。"},
     "choose_strategy.batch_over_data": {"en": "The effective batch ({batch} = micro-batch {mb} × gradient accumulation "
                                               "{ga} × {gpus} GPU(s)) is larger than the {n} training records: every "
                                               "optimizer step repeats some of them. Fine for a smoke test; for a real "
                                               "run, a smaller batch or more data.",
                                         "zh": "有效批量（{batch} = 微批 {mb} × 梯度累积 {ga} × {gpus} 个 GPU）大于 {n} 条训练记录："
                                               "每个优化器步都会重复其中一些记录。冒烟测试无妨；正式训练请减小批量或增加数据。"},
-    "choose_strategy.moe_dropout": {"en": "LoRA on this MoE model's experts (peft adapts their fused weights whole) "
-                                          "runs only at LoRA dropout 0, not {dropout}: set the dropout to 0, or "
-                                          "target the attention layers only (q_proj,k_proj,v_proj,o_proj).",
-                                    "zh": "在此 MoE 模型的专家上做 LoRA（peft 整体适配其融合权重）只支持 LoRA dropout 0，"
-                                          "不支持 {dropout}：请把 dropout 设为 0，或只以注意力层为目标"
-                                          "（q_proj,k_proj,v_proj,o_proj）。"},
-    "choose_strategy.moe_dora": {"en": "DoRA cannot adapt this MoE model's fused expert weights (peft does not "
-                                       "support it): choose LoRA, or target the attention layers only "
-                                       "(q_proj,k_proj,v_proj,o_proj).",
-                                 "zh": "DoRA 无法适配此 MoE 模型的融合专家权重（peft 不支持）：请选择 LoRA，或只以注意力层为目标"
-                                       "（q_proj,k_proj,v_proj,o_proj）。"},
     "choose_strategy.eta": {"en": "Predicted speed on {gpu} at {seq} tokens per sequence: ~{tps} tokens/s per GPU × {n} "
                                   "→ {steps} optimizer steps in about {eta} (the speed model's; on a GPU the train step "
                                   "compares it with the measured rate).",

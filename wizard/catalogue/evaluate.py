@@ -104,7 +104,4 @@ MESSAGES = {
                                            "（recipes/evaluation/harness.py），每个任务取前 {limit} 个样例。"},
     "evaluate.example": {"en": "Example {n} — {prompt}\n  reference: {reference}\n  {answers}", "zh": "示例 {n}——{prompt}\n  参考：{reference}\n  {answers}"},
     "evaluate.report": {"en": "Report: {path} (and report.png beside it).", "zh": "报告：{path}（同目录有 report.png）。"},
-    "evaluate.no_endpoint": {"en": "{benchmark} needs a running server or a local model: start one with `yichui serve start`.",
-                             "zh": "{benchmark} 需要运行中的服务或本地模型：请用 `yichui serve start` 启动。"},
-    "evaluate.no_local_model": {"en": "{benchmark} needs a local model (log-likelihoods).", "zh": "{benchmark} 需要本地模型（对数似然）。"},
 }

@@ -6,8 +6,6 @@ MESSAGES = {
     "memory.part.gradients": {"en": "gradients", "zh": "梯度"},
     "memory.part.optimizer": {"en": "optimizer states", "zh": "优化器状态"},
     "memory.part.layers": {"en": "activations", "zh": "激活值"},
-    "memory.bad_text": {"en": "{name} is {value}, not text: give it as text (e.g. --lora-targets q_proj,v_proj).",
-                        "zh": "{name} 的值 {value} 不是文本：请以文本给出（如 --lora-targets q_proj,v_proj）。"},
     "memory.experts_per_token": {"en": "config.json routes each token to num_experts_per_tok={value} experts of "
                                        "{experts}: it must be a whole number from 1 to {experts}. Fix config.json or "
                                        "choose another model.",
@@ -58,6 +56,30 @@ MESSAGES = {
                                 "zh": "{model}：config.json 与其权重不符（配置 ≠ 权重：{pairs}；配置未写明的字段取 transformers "
                                       "的默认值）。请使用与这些权重配套的 config.json。"},
     "memory.unknown_targets": {"en": "No linear layers named {targets}; this model has: {known}.", "zh": "没有名为 {targets} 的线性层；此模型有：{known}。"},
+    "memory.host_ram.cpu": {"en": "optimizer states and fp32 gradients; calibrated on one H200 run",
+                                     "zh": "优化器状态与 fp32 梯度；基于一次 H200 测量校准"},
+    "memory.host_ram.cpu_all": {"en": "weights, optimizer states and fp32 gradients; calibrated on one H200 run",
+                                         "zh": "权重、优化器状态与 fp32 梯度；基于一次 H200 测量校准"},
+    "memory.host_ram.nvme": {"en": "each process's pinned swap buffers, as the DeepSpeed config yichui writes sizes them (the whole largest parameter); the states themselves are on the disk; not measured",
+                                      "zh": "每个进程锁定的交换缓冲区，按 yichui 写出的 DeepSpeed 配置的大小（整个最大参数）；状态本身在磁盘上；未经测量"},
+    "memory.sp_heads": {"en": "Sequence parallelism over {sp} does not split this model's {heads} attention heads and {kv} KV heads evenly. Degrees that work here: {ok}.",
+                                "zh": '{sp} 路序列并行无法均分此模型的 {heads} 个注意力头和 {kv} 个 KV 头。这里可用的并行度：{ok}。'},
+    "memory.sp_window": {"en": "The model uses sliding-window attention, which sequence parallelism does not "
+                                        "split: choose sequence parallelism 1.",
+                                  "zh": "模型使用滑动窗口注意力，序列并行无法切分它：请把序列并行设为 1。"},
+    "memory.moe_dropout": {"en": "LoRA on this MoE model's experts (peft adapts their fused weights whole) "
+                                          "runs only at LoRA dropout 0, not {dropout}: set the dropout to 0, or "
+                                          "target the attention layers only (q_proj,k_proj,v_proj,o_proj).",
+                                    "zh": "在此 MoE 模型的专家上做 LoRA（peft 整体适配其融合权重）只支持 LoRA dropout 0，"
+                                          "不支持 {dropout}：请把 dropout 设为 0，或只以注意力层为目标"
+                                          "（q_proj,k_proj,v_proj,o_proj）。"},
+    "memory.moe_dora": {"en": "DoRA cannot adapt this MoE model's fused expert weights (peft does not "
+                                       "support it): choose LoRA, or target the attention layers only "
+                                       "(q_proj,k_proj,v_proj,o_proj).",
+                                 "zh": "DoRA 无法适配此 MoE 模型的融合专家权重（peft 不支持）：请选择 LoRA，或只以注意力层为目标"
+                                       "（q_proj,k_proj,v_proj,o_proj）。"},
+    "memory.col.peak": {"en": "peak GiB", "zh": "峰值 GiB"},
+    "memory.col.component": {"en": "component", "zh": "组成部分"},
     "memory.bad_choice": {"en": "{name} {value!r} is not one of: {choices}.", "zh": "{name} {value!r} 不在可选项中：{choices}。"},
     "memory.bad_number": {"en": "{name} = {value} is out of range: give {lo} to {hi}.",
                           "zh": "{name} = {value} 超出范围：请给出 {lo} 到 {hi} 之间的值。"},

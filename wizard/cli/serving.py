@@ -145,9 +145,9 @@ def chat(session: Optional[str] = SessionArg,
     except urllib.error.HTTPError as e:
         if e.code == 404 and not endpoint.rstrip("/").endswith("/v1"):
             raise fail("cli.chat.add_v1", code=1, endpoint=endpoint.rstrip("/"))
-        raise fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
+        raise fail("serving.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
     except (OSError, ValueError, KeyError, IndexError) as e:
-        raise fail("cli.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
+        raise fail("serving.chat.unreachable", code=1, endpoint=endpoint, error=str(e))
     if sys.stdin.isatty():  # line editing and the Up arrow's history for input() (issue 46 item 10)
         import readline  # noqa: F401
 

@@ -180,7 +180,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         if value is not None and (not math.isfinite(value) or value < lo):
             raise fail("cli.option_positive", option=name, value=value)  # before any hub is asked; nan, inf too
     if zero not in (0, 1, 2, 3):
-        raise fail("memory.bad_number", name="--zero", value=zero, lo=0, hi=3)
+        raise fail("training.bad_number", name="--zero", value=zero, lo=0, hi=3)
     if gpu is not None and gpu_memory is not None and abs(gpu_memory / memory.GPUS[gpu][1] - 1) > 0.05:
         raise fail("cli.options_disagree", one=f"--gpu {gpu} ({memory.GPUS[gpu][1]} GiB)",
                    other=f"--gpu-memory {gpu_memory:g}")  # the same GPU (80 for the table's 79.2 GiB) is no conflict
@@ -212,7 +212,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         t = TrainingSpec(**spec, offload=moved, offload_device=offload_device, seq_len=seq or DEFAULTS.seq_len)
         t.check()
     except Refusal as err:  # named as this command's option, not as the field
-        if err.key == "choose_strategy.offload_needs_sharding":
+        if err.key == "training.offload_needs_sharding":
             raise fail("cli.offload_needs_sharding")
         field_ = str(err.params.get("name"))
         raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")}
@@ -247,7 +247,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         inst = memory.smallest_instance(shape, t)
         serve = serve or ("prequantized" if shape.prequantized_bytes else "bf16")  # a checkpoint is served as stored
         if serve == "prequantized" and not shape.prequantized_bytes:  # nothing stored packed: it would be bf16
-            raise fail("memory.bad_choice", name="--serve-format", value=serve,
+            raise fail("training.bad_choice", name="--serve-format", value=serve,
                        choices=", ".join(f for f in memory.WEIGHT_FORMATS if f != "prequantized"))
         pq = prequantized.read(config)
         if pq is not None and (not pq.trainable or t.method != "lora"):  # as choose_strategy refuses it
@@ -257,8 +257,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         srv = memory.serving(shape, serve, gib or 80.0, utilization, tp, gpu_name=gpu_name or "")
     except Refusal as err:  # named as this command's option
         flag = {"utilization": "--gpu-memory-utilization", "format": "--serve-format"}.get(str(err.params.get("name")))
-        key = {"choose_strategy.moe_dropout": "cli.estimate.moe_dropout",  # this command's options, not the answers
-               "choose_strategy.moe_dora": "cli.estimate.moe_dora"}.get(err.key, err.key)
+        key = {"memory.moe_dropout": "cli.estimate.moe_dropout",  # this command's options, not the answers
+               "memory.moe_dora": "cli.estimate.moe_dora"}.get(err.key, err.key)
         raise fail(key, **err.params | ({"name": flag} if flag else {}))
     from recipes.memory import planner
 
@@ -372,6 +372,6 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
 
 
 # faults whose advice names a session's settings, in `yichui download`'s own words
-CLI_WORDING = {"download.no_space": "cli.download.no_space", "hub.unreachable": "cli.download.unreachable",
-               "download.size_unknown": "cli.download.size_unknown", "download.disk_full": "cli.download.disk_full",
-               "download.rate_limited": "cli.download.rate_limited"}
+CLI_WORDING = {"hub.no_space": "cli.download.no_space", "hub.unreachable": "cli.download.unreachable",
+               "hub.size_unknown": "cli.download.size_unknown", "hub.disk_full": "cli.download.disk_full",
+               "hub.rate_limited": "cli.download.rate_limited"}
