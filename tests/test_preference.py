@@ -308,10 +308,23 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     config = Path(__file__).resolve().parent.parent / "bench" / "configs" / "qwen2.5-3b"
     yichui = str(Path(sys.executable).parent / "yichui")
 
-    def run(*a):
+    def estimate(a: tuple):
         return subprocess.run([yichui, "estimate", str(config), "--gpu", "h200-141g", *a], capture_output=True,
                               text=True, cwd=tmp_path, env=dict(os.environ, YICHUI_HOME=str(tmp_path / "home"),
                                                                 COLUMNS="200"))
+    asked = [(), ("--objective", "dpo"), ("--objective", "dpo", "--loss", "full"),
+             ("--objective", "dpo", "--loss", "chunked"), ("--objective", "dpo", "--lora-dropout", "0.1"),
+             ("--objective", "kto", "--micro-batch", "1"), ("--objective", "kto", "--json"),
+             ("--objective", "kto", "--micro-batch", "2", "--lora-dropout", "0.1", "--json"),
+             ("--objective", "kto", "--micro-batch", "2", "--json"), ("--micro-batch", "2", "--lora-dropout", "0", "--json"),
+             ("--objective", "kto", "--micro-batch", "2")]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:  # each command is its own process: side by side, not one after another
+        answers = dict(zip(asked, pool.map(estimate, asked)))
+
+    def run(*a):
+        return answers[a]
     sft, dpo = run(), run("--objective", "dpo")
     assert sft.returncode == 0 and dpo.returncode == 0, dpo.stderr
     head = dpo.stdout.splitlines()[0]
