@@ -182,6 +182,11 @@ def test_estimate_prices_grpo_from_the_command_line():
     r = subprocess.run([yichui, "estimate", str(cfg), "--objective", "grpo", "--micro-batch", "3"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and "groups of 8 per prompt" in r.stdout + r.stderr, r.stdout + r.stderr
+    # a rule across options names the options that set it (the tryout: "raise the sequence length" — which flag?)
+    assert "(options: --micro-batch, --grad-accum, --num-generations, --processes)" in r.stderr, r.stderr
+    r = subprocess.run([yichui, "estimate", str(cfg), "--objective", "grpo", "--completion-length", "600",
+                        "--seq-len", "512"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and r.stderr.strip().endswith("(options: --completion-length, --seq-len)"), r.stderr
 
 
 @pytest.mark.slow

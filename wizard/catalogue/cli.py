@@ -232,6 +232,7 @@ MESSAGES = {
     "cli.demo.hub": {"en": "Local model hub (Hugging Face API) at {url}, serving {repo}.",
                      "zh": "本地模型仓库（Hugging Face API）位于 {url}，提供 {repo}。"},
     "cli.demo.done": {"en": "Demo finished in {seconds:.0f} s.", "zh": "演示完成，用时 {seconds:.0f} 秒。"},
+    "cli.estimate.rule_options": {"en": "{message} (options: {options})", "zh": "{message}（相关选项：{options}）"},
     "cli.option_positive": {"en": "{option} {value}: must be a positive, finite number.",
                             "zh": "{option} {value}：必须是有限的正数。"},
     "cli.seq_over_max": {"en": "--seq-len {seq}: the model's context is {max} tokens (max_position_embeddings); give "

@@ -208,15 +208,21 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         spec["micro_batch"] = least_micro_batch(spec["objective"])  # KTO's plans start at 2, as the wizard's do
         if not as_json:
             new_ui().say(T("cli.estimate.kto_micro_batch", mb=spec["micro_batch"]))
-    try:  # the options are checked before any hub is asked
-        t = TrainingSpec(**spec, offload=moved, offload_device=offload_device, seq_len=seq or DEFAULTS.seq_len)
-        t.check()
-    except Refusal as err:  # named as this command's option, not as the field
+    # the options are checked before any hub is asked, by the spec's rules (the wizard's too)
+    t = TrainingSpec(**spec, offload=moved, offload_device=offload_device, seq_len=seq or DEFAULTS.seq_len)
+    if found := t.problems():
+        err = found[0].refusal
         if err.key == "training.offload_needs_sharding":
             raise fail("cli.offload_needs_sharding")
-        field_ = str(err.params.get("name"))
-        raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")}
-                                            if field_ in spec or field_ == "offload_device" else {}))
+        if "name" in err.params:  # one value: named as this command's option, not as the field
+            field_ = str(err.params.get("name"))
+            raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")}
+                                                if field_ in spec or field_ == "offload_device" else {}))
+        # a rule across options: the options that set it, so that the user sees which to change
+        flags = {f.name: f.metadata.get("flag") for f in dataclasses.fields(TrainingSpec)}
+        options = [flags[f] for f in found[0].fields if flags.get(f)]
+        raise fail("cli.estimate.rule_options", message=T(err.key, **err.params), options=", ".join(options)) \
+            if options else fail(err.key, **err.params)
     config = _estimate_config(model, source, endpoint, revision)
     from recipes.model import prequantized
 
