@@ -86,3 +86,37 @@ def test_a_download_s_rate_counts_the_bytes_moved_now_not_those_already_on_disk(
             bar.update(advance=2**16)  # 64 KiB every 0.1 s: 0.625 MiB/s
         assert 0.4 < p.tasks[0].speed / 2**20 < 0.8, p.tasks[0].speed
         assert p.tasks[0].completed == 90 * 2**20 + 5 * 2**16
+
+
+def test_grpo_s_first_step_says_it_generates_and_scores_not_warm_up(tmp_path):
+    """The GRPO tryout: while a slow reward file held the first step, the live view said "the first step (warm-up) is
+    running". A real detached job writes the trainer's start event (objective grpo), waits, then its step and done
+    events; the view said what the first step does and how long a silent reward function may take."""
+    import contextlib
+    import sys
+    import types
+
+    from recipes import jobs
+    from recipes.rundir import TrainDir
+    from recipes.training import rewards, runner
+    from wizard import i18n
+
+    tdir = TrainDir(tmp_path / "train")
+    script = ("import json, os, sys, time\n"
+              "def emit(**e):\n"
+              "    with open(sys.argv[1], 'a') as f: f.write(json.dumps(e | {'pid': os.getpid(), 'time': time.time()}) + '\\n')\n"
+              "emit(event='start', objective='grpo', device='cpu', total_steps=1)\n"
+              "time.sleep(1.5)\n"
+              "emit(event='step', step=1, total_steps=1, loss=0.1, reward=0.5)\n"
+              "emit(event='done')\n")
+    job = jobs.spawn("trainer", [sys.executable, "-c", script, str(tdir.events)], tdir.root)
+    seen: list = []
+
+    @contextlib.contextmanager
+    def live(title):
+        yield lambda fields: seen.append(dict(fields))
+    ctx = types.SimpleNamespace(t=i18n.t, live=live, info=lambda m: None, warn=lambda m: None, session_id="s")
+    runner.follow(ctx, job, tdir.root)
+    states = {f.get(i18n.t("training.field.state")) for f in seen} - {None}
+    said = i18n.t("training.state.first_step_grpo", seconds=f"{rewards.TIMEOUT_S:.0f}")
+    assert said in states and "120 s" in said and not any("warm-up" in s for s in states), states

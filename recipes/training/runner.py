@@ -220,7 +220,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
     rewards: list[float] = []  # GRPO's, step by step
     stopped = False  # its `stopped` event was seen (it may come before the process is seen to exit)
     rates: list[float] = []  # tokens/s of the step events after the first two (start-up, warm-up)
-    gpu, checked, started = False, predicted_tps is None, False
+    gpu, checked, started, generates = False, predicted_tps is None, False, False
+    from recipes.training.rewards import TIMEOUT_S as rewards_timeout_s
     try:
         launch = json.loads(TrainDir(tdir).spec.read_text()).get("launch")
     except (OSError, ValueError):
@@ -236,6 +237,7 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                     continue
                 if e["event"] == "start":
                     gpu, started = e.get("device") == "cuda", True
+                    generates = e.get("objective") == "grpo"
                 elif e["event"] == "step":
                     first, last = first or e, e
                     losses.append(e.get("loss"))
@@ -265,8 +267,10 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
             if last:
                 update(_fields(ctx, first, last, t_start, losses, rewards))
             else:  # no step yet: what the 10-20 s before the first one are (issue 46 item 13), not an empty box
-                update({ctx.t("training.field.state"): ctx.t("training.state.first_step" if started else
-                                                          "training.state.starting"),
+                # GRPO's first step generates and scores replies: a slow (or hanging) reward file shows here
+                state = "training.state.first_step_grpo" if started and generates else \
+                    "training.state.first_step" if started else "training.state.starting"
+                update({ctx.t("training.field.state"): ctx.t(state, seconds=f"{rewards_timeout_s:.0f}"),
                         ctx.t("training.field.elapsed"): f"{time.time() - t_start:.0f}s"})
             if not job.alive():
                 events, offset = jobs.read_events(events_path, offset)

@@ -510,6 +510,7 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
         def on_train_begin(self, args, state, control, **kw):
             t = self.trainer
             ev.emit("start", total_steps=state.max_steps, resumed_from=resumed_from, device=device, method=method,
+                    objective=spec.objective,
                     processes=WORLD, sharding=sharding(t), training_backend=backend,
                     optimizer=_qualname(getattr(t.optimizer, "optimizer", t.optimizer)))
 

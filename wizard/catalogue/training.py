@@ -141,6 +141,9 @@ MESSAGES = {
                              "zh": "正在启动训练进程（加载 torch、transformers、模型与数据）"},
     "training.state.first_step": {"en": "model loaded; the first step (warm-up) is running",
                                "zh": "模型已加载；正在运行第一步（预热）"},
+    "training.state.first_step_grpo": {"en": "model loaded; the first step is generating replies and scoring them "
+                                             "with the rewards (a reward function silent for {seconds} s is stopped)",
+                                       "zh": "模型已加载；第一步正在生成回答并用奖励函数打分（奖励函数 {seconds} 秒无响应将被终止）"},
     "training.field.step": {"en": "step", "zh": "步数"},
     "training.field.loss": {"en": "loss", "zh": "损失"},
     "training.field.reward_accuracy": {"en": "reward accuracy", "zh": "奖励准确率"},
