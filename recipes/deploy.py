@@ -377,6 +377,12 @@ def _asked(what: str, fn, log: str):
 SAVED_PORT = ("resumed", "replay", "default")
 
 
+def _under_label(text: object) -> str:
+    """A reply shown under its label (the catalogue indents its first line by two spaces): every further line too, so
+    that a multi-line reply stays under the label instead of running out to the margin (issue 46 item 14)."""
+    return "\n  ".join(str(text or "").splitlines())
+
+
 def _port_now(ctx: Ctx, host: str, port: int) -> int:
     """The port to serve on, checked just before the start: ``port`` while it is free and not reserved by another
     live session (it is claimed for this one then). When it was taken since the question was answered (another
@@ -469,8 +475,9 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
     if image:
         ctx.info(msg("deploy.image", path=image))
     if samples.get("before") is not None:
-        ctx.info(msg("deploy.before", question=question, answer=samples["before"]))
-    ctx.info(msg("deploy.after" if trained.adapter_dir else "deploy.reply", question=question, answer=reply.text))
+        ctx.info(msg("deploy.before", question=question, answer=_under_label(samples["before"])))
+    ctx.info(msg("deploy.after" if trained.adapter_dir else "deploy.reply", question=question,
+                 answer=_under_label(reply.text)))
     ctx.info(msg("deploy.streamed", chars=len(streamed.text), finish=streamed.finish_reason))
     parity = _parity(ctx, base, served, turn, key, reply, model_dir, backend, job) if not image else None
     if reply.stopped and streamed.stopped:

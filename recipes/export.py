@@ -366,7 +366,7 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     out = ExportResult(key=key, merged_dir=str(merged), merged_bytes=_size(merged), merge_check=check, artifacts=done,
                        merged_smoke=merged_smoke, formats=["merged"] + formats, serve_with=answers["serve_with"],
                        quantizer_env=env)
-    ctx.table(msg("export.table"), *out.table())
+    ctx.table(*out.table())
     return out
 
 

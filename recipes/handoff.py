@@ -7,7 +7,7 @@
 """
 from __future__ import annotations
 
-from recipes.base import Ctx, StepError, msg
+from recipes.base import Ctx, Msg, StepError, msg
 
 import dataclasses
 import types
@@ -402,21 +402,30 @@ class ExportResult(Handoff):
                 return f"artifacts.{f}.bytes is not an integer"
         return None
 
-    def table(self) -> tuple[list, list]:
-        """Columns and rows of the exports table (the export step prints it; `yichui show` too): format, folder, MiB, mean KL,
-        perplexity ratio, whether the smoke reply stopped."""
+    def table(self) -> tuple[Msg, list, list]:
+        """Title, columns and rows of the exports table (the export step prints it; `yichui show` too): format, folder,
+        MiB, mean KL, perplexity ratio, whether the smoke reply stopped. Folders that share a parent are named by their
+        own name and the parent said once in the title (a run folder's path folded over three lines per row at 80
+        columns: issue 46 item 14)."""
         ms = self.merged_smoke
-        rows = [("merged", self.merged_dir, round(self.merged_bytes / 2**20, 2), "", "",
-                 msg("ui.yes" if ms.get("stopped") else "ui.no") if isinstance(ms, dict) else "")]
+        rows = [["merged", self.merged_dir, round(self.merged_bytes / 2**20, 2), "", "",
+                 msg("ui.yes" if ms.get("stopped") else "ui.no") if isinstance(ms, dict) else ""]]
         for f in self.formats[1:]:
             a = self.artifacts.get(f)
             if not a:
                 continue
             q = a.get("quality") or {}
-            rows.append((f, a["dir"], round(a.get("bytes", 0) / 2**20, 2),
+            rows.append([f, a["dir"], round(a.get("bytes", 0) / 2**20, 2),
                          f"{q['kl_mean']:.4f}" if "kl_mean" in q else "", f"{q['ppl_ratio']:.3f}" if "ppl_ratio" in q else "",
-                         msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no") if q else ""))
-        return [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"), msg("export.col.stops")], rows
+                         msg("ui.yes" if (q.get("smoke") or {}).get("stopped") else "ui.no") if q else ""])
+        parents = {str(Path(str(r[1])).parent) for r in rows if r[1]}
+        title = msg("export.table")
+        if len(parents) == 1 and all(r[1] for r in rows):
+            title = msg("export.table_in", folder=parents.pop())
+            for r in rows:
+                r[1] = Path(str(r[1])).name + "/"
+        return title, [msg("ui.col.format"), msg("ui.col.path"), "MiB", "KL", msg("export.col.ppl_ratio"),
+                       msg("export.col.stops")], rows
 
 
 @dataclass

@@ -120,3 +120,36 @@ def test_grpo_s_first_step_says_it_generates_and_scores_not_warm_up(tmp_path):
     states = {f.get(i18n.t("training.field.state")) for f in seen} - {None}
     said = i18n.t("training.state.first_step_grpo", seconds=f"{rewards.TIMEOUT_S:.0f}")
     assert said in states and "120 s" in said and not any("warm-up" in s for s in states), states
+
+
+def test_the_exports_table_names_the_run_folder_once_and_fits_80_columns(monkeypatch):
+    """Issue 46 item 14: the VLM demo's Exports table folded each row's folder over three lines at 80 columns. The
+    folders share the run's export/ folder: the title says it once, each row names its own folder."""
+    import io
+
+    from rich.console import Console
+
+    from recipes.handoff import ExportResult
+    from wizard import i18n
+    from wizard.console import UI
+
+    base = "/home/someone/.yichui/runs/20261205-212233-4737/export"
+    out = ExportResult(merged_dir=f"{base}/merged", merged_bytes=5 * 2**20, formats=["merged", "bnb-4bit", "gguf-q4_k_m"],
+                       artifacts={f: {"dir": f"{base}/{f}", "bytes": 2**21,
+                                      "quality": {"kl_mean": 0.0123, "ppl_ratio": 1.012, "smoke": {"stopped": True}}}
+                                  for f in ("bnb-4bit", "gguf-q4_k_m")},
+                       merged_smoke={"stopped": True})
+    title, columns, rows = out.table()
+    ui = UI()
+    ui.out = Console(file=io.StringIO(), width=80, highlight=False)
+    ui.table(i18n.render(title), [i18n.render(c) for c in columns],
+             [[i18n.render(v) if not isinstance(v, (str, int, float)) else v for v in r] for r in rows])
+    text = ui.out.file.getvalue()
+    lines = text.splitlines()
+    assert lines[0].rstrip() == f"Exports, in {base}" and max(len(x) for x in lines) <= 80, text
+    body = [x for x in lines if x.startswith("│")]
+    assert len(body) == 3 and [x.split("│")[2].strip() for x in body] == ["merged/", "bnb-4bit/", "gguf-q4_k_m/"], text
+    # folders in different places keep their whole paths (no shared parent to name)
+    out.artifacts["bnb-4bit"]["dir"] = "/elsewhere/bnb-4bit"
+    title, _, rows = out.table()
+    assert i18n.render(title) == "Exports" and rows[1][1] == "/elsewhere/bnb-4bit"

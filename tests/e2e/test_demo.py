@@ -53,7 +53,9 @@ def test_demo_then_replay(finished_demo):
     export = s["steps"]["export"]["outputs"]
     assert export["merged_smoke"]["stopped"] and export["artifacts"]["bnb-8bit"]["quality"]["smoke"]["stopped"]
     assert deploy["finish_reason"] == deploy["stream_finish_reason"] == "stop", deploy
-    assert "Before fine-tuning" in r.stdout and "After fine-tuning" in r.stdout and deploy["reply"] in r.stdout
+    assert "Before fine-tuning" in r.stdout and "After fine-tuning" in r.stdout
+    # the reply under its label, each of its lines indented like the first (issue 46 item 14)
+    assert "\n  ".join(deploy["reply"].splitlines()) in r.stdout, (deploy["reply"], r.stdout[-2000:])
     assert s["steps"]["download"]["outputs"]["commit"]
     # the evaluate step: held-out metrics of base and fine-tuned, both models' replies (held-out and GSM8K) from the
     # deploy step's engine — the fine-tuned one's server and a second one for the base, stopped after — MMLU in-process

@@ -82,4 +82,5 @@ MESSAGES = {
     "export.as_is": {"en": "Saving the downloaded model as it is → {path}", "zh": "按原样保存下载的模型 → {path}"},
     "export.calibration_data": {"en": "Calibration and quality-check data (a conversations file):", "zh": "校准与质量检查数据（对话文件）："},
     "export.table": {"en": "Exports", "zh": "导出结果"},
+    "export.table_in": {"en": "Exports, in {folder}", "zh": "导出结果（位于 {folder}）"},
 }

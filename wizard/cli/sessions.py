@@ -385,8 +385,8 @@ def show(session: Optional[str] = SessionArg,
             pass  # a backup.json cut short: the backup job reports it
     exported = s.result(ExportResult)
     if exported.merged_dir:  # each export with its quality figures
-        columns, rows = exported.table()
-        ui.table(T("export.table"), [i18n.render(c) for c in columns],
+        title, columns, rows = exported.table()
+        ui.table(i18n.render(title), [i18n.render(c) for c in columns],
                  [[i18n.render(v) if not isinstance(v, (str, int, float)) else v for v in r] for r in rows])
     evaluated = s.result(Evaluation)
     if evaluated.table:  # base vs fine-tuned, held-out and benchmarks
