@@ -42,6 +42,14 @@ MEMORY_ROWS = [
     ("qwen2.5-7b-lora-ckpt-b8-c1024", "qwen2.5-7b", "lora", True, 8, 1, 1024, {}),
     ("qwen2.5-1.5b-full-ckpt-b8-c512", "qwen2.5-1.5b", "full", True, 8, 1, 512, {"master_weights": "bf16",
                                                                                  "learning_rate": 1e-5}),
+    # beyond the first calibration (2026-12-05): no checkpointing, QLoRA, β > 0 (a reference's log-probabilities:
+    # the base with the adapter off under LoRA, a frozen copy for a full fine-tune); 256-token replies (half the time)
+    ("qwen2.5-0.5b-lora-nockpt-b8-c256", "qwen2.5-0.5b", "lora", False, 8, 1, 256, {}),
+    ("qwen2.5-0.5b-lora-ckpt-b8-c256-beta", "qwen2.5-0.5b", "lora", True, 8, 1, 256, {"grpo_beta": 0.04}),
+    ("qwen2.5-1.5b-qlora-ckpt-b8-c256", "qwen2.5-1.5b", "qlora", True, 8, 1, 256, {}),
+    ("qwen2.5-1.5b-full-ckpt-b8-c256-beta", "qwen2.5-1.5b", "full", True, 8, 1, 256,
+     {"master_weights": "bf16", "learning_rate": 1e-5, "grpo_beta": 0.04}),
+    ("qwen2.5-1.5b-lora-nockpt-b4x2-c256", "qwen2.5-1.5b", "lora", False, 4, 2, 256, {}),
 ]
 REWARD_ROWS = [
     ("tiny-reward-digits", "tiny", "lora", False, 16, 1, 24, {"learning_rate": 3e-3, "num_generations": 4}),
@@ -51,12 +59,14 @@ REWARD_ROWS = [
 STEPS = {"memory": 3, "reward": 60}
 TINY_FROM = ""  # --tiny
 # run order: the small rows and the reward curves first, so a call cut short keeps them
-ORDER = ["qwen2.5-0.5b-lora-ckpt-b8-c512", "qwen2.5-0.5b-lora-ckpt-b2x4-c512", "tiny-reward-digits",
+ORDER = ["qwen2.5-0.5b-lora-nockpt-b8-c256", "qwen2.5-0.5b-lora-ckpt-b8-c256-beta", "qwen2.5-1.5b-qlora-ckpt-b8-c256",
+         "qwen2.5-1.5b-full-ckpt-b8-c256-beta", "qwen2.5-1.5b-lora-nockpt-b4x2-c256",
+         "qwen2.5-0.5b-lora-ckpt-b8-c512", "qwen2.5-0.5b-lora-ckpt-b2x4-c512", "tiny-reward-digits",
          "qwen2.5-0.5b-smallvocab-reward-digits", "qwen2.5-1.5b-full-ckpt-b8-c512", "qwen2.5-7b-lora-ckpt-b8-c512",
          "qwen2.5-7b-lora-nockpt-b4x2-c512", "qwen2.5-7b-lora-ckpt-b8-c1024"]
 
 
-def model_dir(shape: str, work: Path) -> Path:
+def model_dir(shape: str, work: Path, weights: bool = False) -> Path:
     """The shape's folder: the tiny model (built here), a bench config with the tiny tokenizer
     (memory_accuracy.prepare_shape), or the 0.5B config with the tiny tokenizer's vocabulary size."""
     from memory_accuracy import prepare_shape
@@ -81,7 +91,7 @@ def model_dir(shape: str, work: Path) -> Path:
         cfg["tie_word_embeddings"] = True
         (d / "config.json").write_text(json.dumps(cfg))
         return d
-    return prepare_shape(shape, work, False)
+    return prepare_shape(shape, work, weights)
 
 
 def job(row, mdir: Path, steps: int, device: str = "cuda") -> dict:
@@ -90,8 +100,8 @@ def job(row, mdir: Path, steps: int, device: str = "cuda") -> dict:
 
     reward = shape in ("tiny", "qwen2.5-0.5b-smallvocab")
     return {"objective": "grpo", "method": method, "lora_rank": 16, "lora_alpha": 32, "lora_targets": "all-linear",
-            "activation_checkpointing": ckpt, "model_dir": str(mdir), "init": "pretrained" if shape == "tiny"
-            else "random", "dataset_path": str(prompts.bundled_prompts_path()), "device": device,
+            "activation_checkpointing": ckpt, "model_dir": str(mdir), "init": "pretrained"
+            if shape == "tiny" or method == "qlora" else "random",  # QLoRA quantizes written weights as it loads "dataset_path": str(prompts.bundled_prompts_path()), "device": device,
             "seq_len": completion + 256, "micro_batch": mb, "grad_accum": ga, "num_generations": 8,
             "completion_length": completion, "rewards": ["accuracy", "file"] if reward else ["stops"],
             "reward_file": str(prompts.BUNDLED.with_name("demo_reward.py")) if reward else "",
@@ -109,7 +119,7 @@ def run_row(row, work: Path, kind: str, device: str = "cuda", steps: int = 0) ->
     tdir = work / "runs" / rid
     shutil.rmtree(tdir, ignore_errors=True)
     tdir.mkdir(parents=True)
-    spec = job(row, model_dir(row[1], work), steps or STEPS[kind], device)
+    spec = job(row, model_dir(row[1], work, weights=row[2] == "qlora"), steps or STEPS[kind], device)
     TrainerJob.from_dict(spec).write(tdir / "spec.json")
     t0 = time.time()
     p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], cwd=REPO,

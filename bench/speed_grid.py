@@ -109,8 +109,15 @@ KTO_ROWS = [("lora", True, 2048, 2, {"objective": "kto"}), ("lora", False, 2048,
             ("lora", True, 2048, 4, {"objective": "kto"})]
 KTO_FULL_ROWS = [("full", True, 2048, 2, {"objective": "kto", "master_weights": "bf16"})]
 KTO_SHAPES = {"qwen2.5-0.5b": KTO_ROWS + KTO_FULL_ROWS, "qwen2.5-7b": KTO_ROWS}
+# issue 44: the unsloth backend in the grid, beside the eager trainer on the same shapes and knobs; each backend runs
+# in its own interpreter (unsloth's environment: recipes/training/backends.py), so the pairs alternate over processes,
+# eager, unsloth, unsloth, eager per shape (PAIRED_BACKENDS); unsloth loads written weights. ``--set unsloth``
+_UNSLOTH_KNOBS = [("lora", True, 2048, 2, {}), ("qlora", True, 2048, 1, {})]  # unsloth's own checkpointing either way
+UNSLOTH_ROWS = _UNSLOTH_KNOBS + [(m, c, q, b, k | {"training_backend": "unsloth"}) for m, c, q, b, k in _UNSLOTH_KNOBS]
+UNSLOTH_SHAPES = {s: UNSLOTH_ROWS for s in ("llama3.2-1b", "mistral-7b", "qwen3-8b", "qwen2.5-7b")}
+PAIRED_BACKENDS = ("transformers", "unsloth", "unsloth", "transformers")
 SETS = {"dpo": DPO_SHAPES, "kto": KTO_SHAPES, "liger": LIGER_SHAPES, "liger-pair": LIGER_PAIR_SHAPES,
-        "dpo-peer": {"qwen2.5-3b": DPO_PEER_ROWS}}
+        "dpo-peer": {"qwen2.5-3b": DPO_PEER_ROWS}, "unsloth": UNSLOTH_SHAPES}
 # device calls: shapes in the order they run (small first: a call cut short keeps whole shapes)
 CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.5-3b"],
          2: ["qwen2.5-7b", "mistral-7b", "llama3.1-8b"],
@@ -133,12 +140,17 @@ def rows_for(shape: str, row_set: str = "grid") -> list[tuple]:
 def needs_weights(row: tuple) -> bool:
     """QLoRA quantizes while loading, and a full fine-tune's DPO reference is loaded from the folder (trl, and
     yichui's bf16 reference): both need written weights; the other rows build random ones in place."""
-    return row[0] == "qlora" or (row[0] == "full" and row[4].get("objective") in ("dpo", "kto"))
+    return row[0] == "qlora" or (row[0] == "full" and row[4].get("objective") in ("dpo", "kto")) \
+        or backend_of(row) == "unsloth"  # unsloth's FastLanguageModel loads a checkpoint
+
+
+def backend_of(row: tuple) -> str:
+    return row[4].get("training_backend", "transformers")
 
 
 def row_id(shape: str, row: tuple) -> str:
     method, ckpt, seq, mb, knobs = row
-    tail = "".join(f"-{k.replace('lora_', '').replace('_layers', '').replace('_weights', '')}{v}"
+    tail = "".join(f"-{k.replace('lora_', '').replace('_layers', '').replace('_weights', '').replace('training_', '')}{v}"
                    for k, v in sorted(knobs.items()))
     return f"{shape}-{method}-{'ckpt' if ckpt else 'nockpt'}-s{seq}-b{mb}{tail}"
 
@@ -158,14 +170,18 @@ def job_for(shape: str, row: tuple, model_dir: Path, data: Path, steps: int, dev
 
 
 def run_shape(a) -> None:
-    """The child process: every row of one shape, in this process (see the module docstring)."""
+    """The child process: every row of one shape (of one backend with ``--backend``), in this process (see the
+    module docstring)."""
+    if a.backend == "unsloth" and not a.dry_run:
+        import unsloth  # noqa: F401  (first: it patches transformers, peft and trl as it is imported)
     from memory_accuracy import synthetic_dataset, synthetic_preferences
 
     from recipes.jobs import read_events
     from recipes.training import worker
 
     shape = a.shape
-    rows = [r for r in rows_for(shape, a.set) if not a.rows or row_id(shape, r) in a.rows.split(",")]
+    rows = [r for r in rows_for(shape, a.set) if (not a.rows or row_id(shape, r) in a.rows.split(","))
+            and (not a.backend or backend_of(r) == a.backend)]
     work = Path(a.work)
     weights = any(needs_weights(r) for r in rows)
     model_dir = Path(a.weights_from) if a.weights_from else \
@@ -273,17 +289,32 @@ def cmd_measure(a) -> None:
             continue
         from recipes.training.spec import TrainerJob
 
-        env = trainer_env(TrainerJob(device=a.device)) | {"TOKENIZERS_PARALLELISM": "false"}
-        argv = [sys.executable, __file__, "shape", "--shape", shape, "--work", a.work, "--out", str(a.out),
-                "--steps", str(a.steps), "--device", a.device, "--until", str(t_end), "--set", a.set]
-        for flag, v in (("--config", a.config), ("--rows", a.rows), ("--seq", a.seq)):
-            if v:
-                argv += [flag, str(v)]
-        if a.dry_run:
-            argv.append("--dry-run")
-        rc = subprocess.run(argv, env=env, cwd=ROOT).returncode
-        if rc:
-            print(f"{shape}: the shape's process exited {rc}", flush=True)
+        # the unsloth set: each backend in its own interpreter, alternated (PAIRED_BACKENDS); else one process
+        for backend in PAIRED_BACKENDS if a.set == "unsloth" else ("",):
+            python = unsloth_python() if backend == "unsloth" and not a.dry_run else sys.executable
+            env = trainer_env(TrainerJob(device=a.device, interpreter="" if python == sys.executable else python)) \
+                | {"TOKENIZERS_PARALLELISM": "false"}
+            argv = [python, __file__, "shape", "--shape", shape, "--work", a.work, "--out", str(a.out),
+                    "--steps", str(a.steps), "--device", a.device, "--until", str(t_end), "--set", a.set]
+            for flag, v in (("--config", a.config), ("--rows", a.rows), ("--seq", a.seq), ("--backend", backend)):
+                if v:
+                    argv += [flag, str(v)]
+            if a.dry_run:
+                argv.append("--dry-run")
+            rc = subprocess.run(argv, env=env, cwd=ROOT).returncode
+            if rc:
+                print(f"{shape}: the shape's process ({backend or 'all rows'}) exited {rc}", flush=True)
+
+
+def unsloth_python() -> str:
+    """unsloth's interpreter under YICHUI_HOME (recipes/training/backends.py), or exit saying where it was looked for."""
+    from recipes.training import backends
+    from wizard.session import home
+
+    found = backends.find_unsloth(home())
+    if found is None:
+        sys.exit(f"unsloth is not installed in {backends.unsloth_env(home())} (bench/README.md: carry.sh unsloth)")
+    return found.python
 
 
 def main() -> None:
@@ -299,6 +330,7 @@ def main() -> None:
         m.add_argument("--rows", help="only these row ids (comma-separated)")
         m.add_argument("--seq", type=int, help="every row at this sequence length (CPU)")
         m.add_argument("--dry-run", action="store_true")
+        m.add_argument("--backend", default="", help="only the rows of this training backend (the unsloth set)")
         m.add_argument("--set", default="grid", choices=["grid", *SETS],
                        help="grid: the speed model's rows; dpo: DPO_SHAPES (issue 47); liger: LIGER_SHAPES")
         if name == "measure":

@@ -278,6 +278,23 @@ def test_speed_grid_dry_run_plans_every_row(ran):
     assert len(moe) == 6 and all(x["lora_dropout"] == 0.0 for x in moe)
 
 
+@script("speed_grid.py", lambda tmp, fx: ["measure", "--set", "unsloth", "--dry-run", "--work", tmp / "work",
+                                          "--only", "mistral-7b"])
+def test_speed_grid_pairs_the_unsloth_backend_with_the_eager_trainer_process_by_process(ran):
+    """Issue 44: unsloth in the grid — the same knobs on both backends, each in its own interpreter, alternated
+    eager, unsloth, unsloth, eager (the GPU run needs unsloth's environment; the dry run plans it on CPU)."""
+    out, tmp = ran
+    sys.path.insert(0, str(BENCH))
+    import speed_grid
+
+    rows = [r for r in json_lines(out) if r.get("dry_run")]
+    backends = [r["spec"]["training_backend"] for r in rows]
+    assert backends == ["transformers"] * 2 + ["unsloth"] * 4 + ["transformers"] * 2, backends
+    assert {r["id"] for r in rows} == {speed_grid.row_id("mistral-7b", x) for x in speed_grid.UNSLOTH_ROWS}
+    assert all(r["spec"]["init"] == "pretrained" for r in rows if r["spec"]["training_backend"] == "unsloth")
+    assert "mistral-7b-qlora-ckpt-s2048-b1-backendunsloth" in {r["id"] for r in rows}
+
+
 @pytest.mark.slow
 @script("speed_grid.py", lambda tmp, fx: [
     "measure", "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--only", "qwen2.5-0.5b",
