@@ -4,6 +4,7 @@ and report predicted beside measured tokens/s, the held-out shapes apart.
 
     python bench/fit_speed.py [--md PATH] [--print-constants] [ROWS.jsonl ...]
     python bench/fit_speed.py --families [--md PATH]     (the other families: speed and memory, all held out)
+    python bench/fit_speed.py --unsloth ROWS.jsonl … [--gpu NAME]   (the unsloth set: each backend beside the other)
 
 Rows: bench/speed_grid.py's (default: bench/results/2026-12-04-speed-model-h200/). One measured figure per row id =
 the median of its runs (a run's figure is the median tokens/s of its steps after the first three). The model is linear
@@ -169,6 +170,38 @@ def families(paths) -> tuple[str, list[dict]]:
     return "\n".join(lines), out
 
 
+def unsloth_pairs(paths, gpu: str = planner.FIT_GPU) -> tuple[str, list[dict]]:
+    """speed_grid's unsloth set: each unsloth row beside the eager trainer's row of the same knobs (medians of their
+    alternated runs), the measured ratio beside planner.UNSLOTH_SPEEDUP, and both predictions' errors on ``gpu``
+    (the eager prediction × the factor is what the wizard shows for an unsloth plan). Returns (markdown, rows)."""
+    import dataclasses
+
+    rows = load(paths)
+    out = []
+    lines = ["| row | eager runs | unsloth runs | unsloth ÷ eager | factor | eager predicted | error | "
+             "unsloth predicted | error | |", "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for rid, r in sorted(rows.items()):
+        e = rows.get(rid.removesuffix("-backendunsloth"))
+        if r["knobs"].get("training_backend") != "unsloth" or e is None:
+            continue
+        sh, t = shape(r["shape"]), spec(e)
+        pe = planner.tokens_per_s(sh, t, gpu)
+        pu = planner.tokens_per_s(sh, dataclasses.replace(t, training_backend="unsloth"), gpu)
+        d = {"id": rid, "shape": r["shape"], "method": r["method"], "held_out": r["shape"] in HELD_OUT,
+             "ratio": r["tokens_per_s"] / e["tokens_per_s"], "factor": planner.UNSLOTH_SPEEDUP.get(r["method"], 1.0),
+             "eager_error": pe / e["tokens_per_s"] - 1, "unsloth_error": pu / r["tokens_per_s"] - 1}
+        out.append(d)
+        runs = lambda x: ", ".join(f"{v:,.0f}" for v in x["runs"])  # noqa: E731
+        lines.append(f"| {rid} | {runs(e)} | {runs(r)} | {d['ratio']:.2f}× | {d['factor']:.2f}× | {pe:,.0f} | "
+                     f"{d['eager_error']:+.1%} | {pu:,.0f} | {d['unsloth_error']:+.1%} | "
+                     f"{'held out' if d['held_out'] else 'fitted shape'} |")
+    head = [f"- unsloth predicted (eager × factor), held-out shapes: "
+            f"{summary([d['unsloth_error'] for d in out if d['held_out']])}",
+            f"- unsloth predicted, every shape: {summary([d['unsloth_error'] for d in out])}",
+            f"- the eager trainer predicted, same rows: {summary([d['eager_error'] for d in out])}"]
+    return "\n".join(head + ["", *lines]), out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("rows", nargs="*")
@@ -176,7 +209,15 @@ def main() -> None:
     p.add_argument("--print-constants", action="store_true", help="SECONDS_PER fitted now, as Python")
     p.add_argument("--refit", action="store_true", help="report the fit made now instead of the planner's constants")
     p.add_argument("--families", action="store_true", help="the other families' rows (FAMILIES): speed and memory")
+    p.add_argument("--unsloth", action="store_true", help="speed_grid's unsloth set: each backend beside the other")
+    p.add_argument("--gpu", default=planner.FIT_GPU, help="the GPU the rows ran on (--unsloth)")
     a = p.parse_args()
+    if a.unsloth:
+        text = unsloth_pairs(a.rows, a.gpu)[0]
+        print(text)
+        if a.md:
+            Path(a.md).write_text(text + "\n")
+        return
     if a.families:
         text = families(a.rows or FAMILIES)[0]
         print(text)
