@@ -34,7 +34,7 @@ from recipes.envs import envs_dir
 from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
 from recipes.handoff import (Deployment, Download, ExportResult, MemoryEvaluation, ModelChoice, StrategyChoice,
                              TrainingResult, trusted)
-from recipes.serving import client, engines, keys, server
+from recipes.serving import client, engines, keys, phases, server
 from recipes.serving import parity as parity_
 from recipes.serving import spec as specs
 from recipes.serving.server import LOOPBACK, claim_port, client_base, host_error, port_free, reserve_port, \
@@ -45,6 +45,7 @@ requires = ("select_model", "evaluate_memory", "choose_strategy", "download", "t
 BACKENDS = specs.ENGINES
 GPU_ENGINES = specs.GPU_ENGINES
 STOP_CHECK_TOKENS = 256  # the replies of the start-up check must end within this many tokens
+STATUS_EVERY_S = 5.0  # the engine's start: its phase and time so far, refreshed at least this often
 WEIGHT_FORMAT = {"merged": "bf16", "gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4",
                  "bnb-8bit": "bnb8"}
 
@@ -377,6 +378,27 @@ def _asked(what: str, fn, log: str):
 SAVED_PORT = ("resumed", "replay", "default")
 
 
+def _watch_start(ctx: Ctx, inst, job, base: str, t0: float) -> phases.StartWatch:
+    """Wait for the server's /health, showing the engine's start phase by phase (read from its log as it writes it,
+    recipes/serving/phases.py) with the time so far — vLLM's first start is minutes, most of it once silent. The
+    view is refreshed when the phase changes and every STATUS_EVERY_S seconds. Returns the watch (when each phase
+    began). Raises as wait_healthy."""
+    watch = phases.StartWatch(inst.engine, Path(job.log), t0)
+    shown: list = ["", 0.0]  # the phase shown, and when
+    with ctx.live(msg("deploy.start_title", engine=inst.engine, pid=job.pid)) as update:
+        def poll() -> None:
+            phase, now = watch.poll(), time.monotonic()
+            if phase != shown[0] or now - shown[1] >= STATUS_EVERY_S:
+                shown[:] = [phase, now]
+                update({ctx.t("deploy.field.phase"): ctx.t("deploy.phase." + phase),
+                        ctx.t("deploy.field.elapsed"): f"{now - t0:.0f}s"})
+        wait_healthy(job, base, on_poll=poll)
+        watch.poll()
+        update({ctx.t("deploy.field.phase"): ctx.t("deploy.phase.ready"),
+                ctx.t("deploy.field.elapsed"): f"{time.monotonic() - t0:.0f}s", "_final": True})
+    return watch
+
+
 def _under_label(text: object) -> str:
     """A reply shown under its label (the catalogue indents its first line by two spaces): every further line too, so
     that a multi-line reply stays under the label instead of running out to the margin (issue 46 item 14)."""
@@ -453,7 +475,7 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
 def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir, adapter, t0) -> Deployment:
     """The start-up check of a spawned server (see the module docstring) and the step's outputs."""
     backend, port = answers["backend"], answers["port"]
-    wait_healthy(job, base)
+    watch = _watch_start(ctx, inst, job, base, t0)
     start_s = round(time.monotonic() - t0, 1)
     listed = _asked("/v1/models", lambda: client.models(base + "/v1", api_key=key), job.log)
     time.sleep(0.5)  # a server of ours that could not bind its port has exited by now
@@ -511,6 +533,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
                       host=answers["host"], port=port,
                       endpoint=base + "/v1", served_model=served, model_dir=model_dir, adapter=adapter,
                       args=launch.args, server_pid=job.pid, log=job.log, start_seconds=start_s,
+                      start_phases=watch.began | {"ready": start_s},
                       api_key_file=str(key_file) if key_file else None, question=question, image=image,
                       reply=reply.text,
                       finish_reason=reply.finish_reason, reply_tokens=reply.tokens, streamed=streamed.text,

@@ -447,6 +447,9 @@ class Deployment(Handoff):
     server_pid: int | None = None
     log: str | None = None
     start_seconds: float | None = None
+    # when each phase of the engine's start began, seconds after its launch (recipes/serving/phases.py), "ready" when
+    # /health answered
+    start_phases: dict | None = None
     api_key_file: str | None = None
     question: str | None = None
     image: str | None = None           # the image file shown with the question (a vision-language model)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from recipes import jobs
@@ -129,8 +129,10 @@ def client_base(host: str, port: int) -> str:
     return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
 
 
-def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) -> None:
-    """GET /health answers 200 (every engine has it, none asks for the key there).
+def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S,
+                 on_poll: Callable[[], None] | None = None) -> None:
+    """GET /health answers 200 (every engine has it, none asks for the key there); ``on_poll`` is called before each
+    try (the deploy step reads the engine's start phases from its log there: recipes/serving/phases.py).
 
     Raises:
         StepError("serving.died"): the process exited first (the message holds its log's last lines).
@@ -138,6 +140,8 @@ def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S) ->
     """
     end = time.monotonic() + timeout
     while time.monotonic() < end:
+        if on_poll is not None:
+            on_poll()
         if not job.alive():
             raise StepError("serving.died", log=job.log, tail=job.log_tail(8))
         try:

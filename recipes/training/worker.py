@@ -496,7 +496,7 @@ TRACKER_CALLBACKS = ("WandbCallback", "MLflowCallback", "SwanLabCallback")
 
 
 def events_callback(ev: Events, device: str, method: str, resumed_from: str | None, stop_signal: list[int],
-                    backend: str = "transformers"):
+                    backend: str = "transformers", objective: str = "sft"):
     """The Trainer callback writing the events stream (start, step, eval, checkpoint); a stop signal seen makes the
     step that ends now save a checkpoint and stop. Its ``trainer`` is set once the Trainer exists."""
     from transformers import TrainerCallback
@@ -510,7 +510,7 @@ def events_callback(ev: Events, device: str, method: str, resumed_from: str | No
         def on_train_begin(self, args, state, control, **kw):
             t = self.trainer
             ev.emit("start", total_steps=state.max_steps, resumed_from=resumed_from, device=device, method=method,
-                    objective=spec.objective,
+                    objective=objective,
                     processes=WORLD, sharding=sharding(t), training_backend=backend,
                     optimizer=_qualname(getattr(t.optimizer, "optimizer", t.optimizer)))
 
@@ -772,7 +772,8 @@ def train(spec: TrainerJob, tdir: Path, ev: Events) -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _graceful)
 
-    events = events_callback(ev, device, method, Path(last).name if last else None, stop_signal, backend_name(spec))
+    events = events_callback(ev, device, method, Path(last).name if last else None, stop_signal, backend_name(spec),
+                             spec.objective)
     callbacks = [events]
     inject = os.environ.get("YICHUI_INJECT_OOM")
     if inject:

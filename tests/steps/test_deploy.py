@@ -49,6 +49,10 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain, monkeypatch):
         assert "transformers here" in i18n.render(refused)
     assert out["finish_reason"] in ("stop", "length") and out["stream_finish_reason"] in ("stop", "length")
     assert out["streamed"] and out["api_key_file"] is None
+    # the engine's start, phase by phase, read from its log as it started (issue 48): transformers serve says when
+    # its HTTP server is up; /health answered after that
+    ph = out["start_phases"]
+    assert ph["start"] == 0 and 0 < ph["api"] <= ph["ready"] == out["start_seconds"], ph
     # a short served name (issue 20, item 8), not the absolute export path: a link beside the server's log
     assert out["served_model"] == out["args"][0] == "tiny-qwen2-chat-lora"
     link = chain.session.run_dir / "serve" / out["served_model"]
