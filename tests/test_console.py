@@ -153,3 +153,34 @@ def test_the_exports_table_names_the_run_folder_once_and_fits_80_columns(monkeyp
     out.artifacts["bnb-4bit"]["dir"] = "/elsewhere/bnb-4bit"
     title, _, rows = out.table()
     assert i18n.render(title) == "Exports" and rows[1][1] == "/elsewhere/bnb-4bit"
+
+
+def test_lines_wrap_between_words_on_a_terminal_and_commands_stay_whole():
+    """Issue 46's tryout: at 80 columns plain lines wrapped mid-word, commands to copy included ("yichui resume
+    20261205-011 / 935-4b45"). On a terminal a line wraps between words and a command moves whole to the next line;
+    piped output keeps one line per message (logs and scripts read it whole)."""
+    import io
+
+    from rich.console import Console
+
+    from wizard.console import UI, wrap_words
+
+    sid = "20261205-011935-4b45"
+    text = (f"Session {sid} still runs its trainer (pid 12345): stop it first (yichui stop {sid}), then delete it; "
+            f"or resume it with yichui resume {sid} --yes.")
+    ui = UI()
+    ui.out = Console(file=io.StringIO(), width=80, force_terminal=True, color_system=None, soft_wrap=True)
+    ui.say(text)
+    lines = ui.out.file.getvalue().splitlines()
+    assert len(lines) == 3 and max(len(x) for x in lines) <= 80, lines
+    assert f"(yichui stop {sid})," in lines[1] and lines[2] == f"yichui resume {sid} --yes."
+    assert " ".join(lines) == text  # nothing lost, no word cut
+    piped = UI()
+    piped.out = Console(file=io.StringIO(), width=80, force_terminal=False, soft_wrap=True)
+    piped.say(text)
+    assert piped.out.file.getvalue() == text + "\n"
+    # Chinese: the command whole on its line; the rest folds by character (no words to cut); indents kept
+    zh = f"会话仍在运行：请用 `yichui resume {sid} --yes` 继续，或者先停止它再删除。"
+    wrapped = wrap_words(zh, 40).splitlines()
+    assert f"`yichui resume {sid} --yes`" in wrapped and "".join(wrapped).replace(" ", "") == zh.replace(" ", "")
+    assert wrap_words("  " + "word " * 20, 30).splitlines()[1].startswith("  word")

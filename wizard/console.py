@@ -90,6 +90,46 @@ class _Lines(_Bar):
         return f"  {self._desc}: {done:,.0f}{unit}"
 
 
+def _words(line: str) -> list[str]:
+    """The words of ``line`` for wrapping, a command to copy kept as one: from a word ending in ``yichui`` (or
+    starting with a backtick) to the word that closes it (a backtick, a parenthesis, a full stop, a comma, or the end
+    of the line), so that the terminal never shows it split over two lines a copy would break."""
+    out: list[str] = []
+    command = False
+    for w in line.split(" "):
+        if command:
+            out[-1] += " " + w
+            command = not (any(c in w for c in "`)）。") or w.endswith((".", ",", ";", "，", "；")))
+            continue
+        out.append(w)
+        command = w.rstrip("`").endswith("yichui") or (w.startswith("`") and w.count("`") == 1)
+    return out
+
+
+def wrap_words(text: str, width: int) -> str:
+    """``text`` wrapped at ``width`` terminal cells between words (the terminal folded it mid-word: issue 46's
+    tryout), each continuation indented as its line; a word or command wider than the line stays whole for the
+    terminal to fold (copying it then gives it back unbroken). CJK text, without spaces, is one word per run and
+    folds by character, as it should."""
+    from rich.cells import cell_len
+
+    out = []
+    for line in text.split("\n"):
+        if cell_len(line) <= width:
+            out.append(line)
+            continue
+        indent = " " * (len(line) - len(line.lstrip(" ")))
+        cur = ""
+        for w in _words(line.lstrip(" ")):
+            candidate = f"{cur} {w}" if cur else indent + w
+            if cur and cell_len(candidate) > width:
+                out.append(cur)
+                candidate = indent + w
+            cur = candidate
+        out.append(cur)
+    return "\n".join(out)
+
+
 class UI:
     def __init__(self):
         self.out = Console(highlight=False, soft_wrap=True)
@@ -99,17 +139,22 @@ class UI:
     def is_terminal(self) -> bool:
         return self.out.is_terminal
 
+    def _fit(self, console: Console, text: str) -> str:
+        """On a terminal, ``text`` wrapped between words at its width; piped or redirected, as it is (one line per
+        line: logs and the tests read them whole)."""
+        return wrap_words(text, console.width) if console.is_terminal else text
+
     def say(self, text: str = "") -> None:
-        self.out.print(Text(text))
+        self.out.print(Text(self._fit(self.out, text)))
 
     def success(self, text: str) -> None:
-        self.out.print(Text(text, style="bold green"))
+        self.out.print(Text(self._fit(self.out, text), style="bold green"))
 
     def warn(self, text: str) -> None:
-        self.err.print(Text(text, style="yellow"))
+        self.err.print(Text(self._fit(self.err, text), style="yellow"))
 
     def error(self, text: str) -> None:
-        self.err.print(Text(i18n.t("ui.error_prefix") + text, style="bold red"))
+        self.err.print(Text(self._fit(self.err, i18n.t("ui.error_prefix") + text), style="bold red"))
 
     def step_header(self, i: int, n: int, name: str, done: bool = False, skipped: bool = False) -> None:
         title = i18n.t(f"step.{name}.title")

@@ -28,8 +28,9 @@ class Term:
         return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", "".join(self.log))
 
     def expect(self, text, timeout=90):
+        """Wait for ``text``; a space in it matches a line break too (the terminal's lines wrap between words)."""
         try:
-            self.p.expect(re.escape(text), timeout=timeout)
+            self.p.expect(r"\s+".join(re.escape(w) for w in text.split(" ")), timeout=timeout)
         except (pexpect.TIMEOUT, pexpect.EOF):
             raise AssertionError(f"never saw {text!r}; screen ended with:\n{self.screen()[-3000:]}") from None
 
