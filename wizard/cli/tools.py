@@ -98,7 +98,7 @@ def _with_spec_options(fn):
     params = [p for p in inspect.signature(fn).parameters.values() if p.kind is not p.VAR_KEYWORD]
     for f in ts.cli_fields():
         text = f.metadata["help"]
-        help_ = T(text) if text.startswith("cli.") else text
+        help_ = T(text) if text in i18n.CATALOG else text  # a catalogue key (training.opt.*), or literal text
         if f.name == "seq_len":
             opt, kind = typer.Option(None, f.metadata["flag"], help=help_, show_default=False), Optional[int]
         elif "/" in f.metadata["flag"]:  # a switch: shown as the flag that changes it ("--liger",
@@ -219,8 +219,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
             raise fail(err.key, **err.params | ({"name": "--" + field_.replace("_", "-")}
                                                 if field_ in spec or field_ == "offload_device" else {}))
         # a rule across options: the options that set it, so that the user sees which to change
-        flags = {f.name: f.metadata.get("flag") for f in dataclasses.fields(TrainingSpec)}
-        options = [flags[f] for f in found[0].fields if flags.get(f)]
+        flag_of = {f.name: str(f.metadata.get("flag") or "") for f in dataclasses.fields(TrainingSpec)}
+        options = [flag_of[f] for f in found[0].fields if flag_of.get(f)]
         raise fail("cli.estimate.rule_options", message=T(err.key, **err.params), options=", ".join(options)) \
             if options else fail(err.key, **err.params)
     config = _estimate_config(model, source, endpoint, revision)
