@@ -75,9 +75,22 @@ def _record_type(hint) -> type | None:
     return None
 
 
+def _shown(value) -> str:
+    """A session file's value as JSON spells it (null, true, "x"), cut at 40 characters."""
+    import json
+
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _type_name(hint) -> str:
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         return " or ".join(_type_name(h) for h in typing.get_args(hint))
+    if dataclasses.is_dataclass(hint):
+        return "an object"
     return {type(None): "null", dict: "an object", list: "a list", str: "a text", int: "an integer",
             float: "a number", bool: "true/false"}.get(typing.get_origin(hint) or hint, getattr(hint, "__name__", str(hint)))
 
@@ -112,7 +125,13 @@ class Handoff:
         hints = typing.get_type_hints(cls)
         for f in dataclasses.fields(cls):
             if f.name in d and not _fits(d[f.name], hints[f.name]):
-                return f"{f.name} is {str(repr(d[f.name]))[:40]}, not {_type_name(hints[f.name])}"
+                inner, value = _record_type(hints[f.name]), d[f.name]
+                if inner is not None and isinstance(value, dict):  # the record's own field that is wrong
+                    sub = typing.get_type_hints(inner)
+                    bad = next(g for g in dataclasses.fields(inner) if g.name in value
+                               and not _fits(value[g.name], sub[g.name]))
+                    return f"{f.name}.{bad.name} is {_shown(value[bad.name])}, not {_type_name(sub[bad.name])}"
+                return f"{f.name} is {_shown(value)}, not {_type_name(hints[f.name])}"
         return cls._inner_problem(d)
 
     @classmethod
@@ -273,6 +292,7 @@ class DataChoice:
     n_validation: int = 0
 
 
+DATA_SOURCES = ("bundled", "local", "hub")  # choose_strategy's dataset answer
 # TrainerJob's fields that are the data's (DataChoice) or one run's own facts (the train step's), not the strategy's
 _NOT_STRATEGY = frozenset({"dataset_path", "skip_bad_records", "val_ratio", "model_dir", "device", "trust_remote_code",
                            "init", "interpreter", "save_final", "profile_steps", "launch", "zero_sizes",
@@ -302,6 +322,33 @@ class StrategyChoice(Handoff):
     # (recipes/memory/planner.py); None before issue 44 or when the target GPU is unknown
     predicted_tokens_per_s: float | None = None
     planned_steps: int | None = None
+
+    @classmethod
+    def done_problem(cls, d: dict) -> str | None:
+        """Beyond ``training``: the data's path (what the trainer reads; an empty one became "." and failed at the
+        train step) and the method (a missing one trained the default's — the tryout)."""
+        missing = [m for m in (super().done_problem(d),
+                               "training.method" if isinstance(d.get("training"), dict)
+                               and d["training"] and "method" not in d["training"] else None,
+                               "data.path" if isinstance(d.get("data"), dict)
+                               and not (isinstance(d["data"].get("path"), str) and d["data"]["path"].strip())
+                               else None) if m]
+        return ", ".join(missing) or None
+
+    @classmethod
+    def _inner_problem(cls, d: dict) -> str | None:
+        data, backup = d.get("data"), d.get("backup")
+        if isinstance(data, dict) and "source" in data and data["source"] not in DATA_SOURCES:
+            return f"data.source is {_shown(data['source'])}, not one of {', '.join(DATA_SOURCES)}"
+        if isinstance(backup, dict):
+            if backup.get("hub") not in HUBS:
+                return f"backup.hub is {_shown(backup.get('hub'))}, not one of {', '.join(HUBS)}"
+            if not (isinstance(backup.get("repo_id"), str) and backup["repo_id"].strip()):
+                return f"backup.repo_id is {_shown(backup.get('repo_id'))}, not a repository id"
+            every = backup.get("every", 1)
+            if not (isinstance(every, int) and not isinstance(every, bool) and every >= 1):
+                return f"backup.every is {_shown(every)}, not a whole number of at least 1"
+        return None
 
     def spec(self) -> TrainingSpec:
         return TrainingSpec.from_dict(self.training)

@@ -247,7 +247,7 @@ def test_v3_finished_fine_tune_gets_evaluate_and_chat_as_skipped_and_stays_finis
     for r in data["steps"].values():
         r["status"] = "done"
     # what those steps recorded since v1 (a done one without it is refused: test_a_done_strategy_…)
-    data["steps"]["choose_strategy"]["outputs"] = {"strategy": {"method": "lora"}}
+    data["steps"]["choose_strategy"]["outputs"] = {"strategy": {"method": "lora"}, "dataset_path": "/d.jsonl"}
     data["steps"]["train"]["outputs"] = {"adapter_dir": "/a", "method": "lora"}
     data["steps"]["deploy"]["outputs"] = {"endpoint": "http://127.0.0.1:8000/v1", "served_model": "m"}
     s.path.write_text(json.dumps(data))
@@ -306,13 +306,36 @@ def test_v5_strategy_becomes_typed_training_data_and_backup(tmp_path):
     assert (job.dataset_path, job.skip_bad_records, job.val_ratio, job.model_dir) == ("/data.jsonl#50", True, 0.1, "/m")
     assert loaded.data["steps"]["choose_strategy"]["answers"] == strategy  # what replay asks is untouched
     # no backup chosen → null; a v5 strategy that is no object stays for the type check to name
-    rec["outputs"] = {"strategy": {"method": "lora", "backup": "none"}}
+    rec["outputs"] = {"strategy": {"method": "lora", "backup": "none"}, "dataset_path": "/d.jsonl"}
     s.path.write_text(json.dumps(data))
     out = Session.load(s.path).data["steps"]["choose_strategy"]["outputs"]
     assert out["backup"] is None and out["data"]["source"] == "bundled"
+    # v6 records as hand-edited: each named by its field (the tryout: a missing method trained the default's, an
+    # empty data path failed at the train step as "." a folder, a backup without a repository crashed)
+    good = Session.load(s.path).data["steps"]["choose_strategy"]["outputs"]
+    for edit, what in ((lambda o: o["training"].update(lora_rank=8) or o["training"].pop("method"),
+                        "lack training.method"),
+                       (lambda o: o["data"].update(path=""), "lack data.path"),
+                       (lambda o: o["data"].update(source="ftp"), 'data.source is "ftp", not one of'),
+                       (lambda o: o["data"].update(n_train="x"), 'data.n_train is "x", not an integer'),
+                       (lambda o: o.update(backup={"hub": "hf"}), "backup.repo_id is null, not a repository id"),
+                       (lambda o: o.update(backup="hf"), 'backup is "hf", not an object or null')):
+        broken = json.loads(json.dumps(data))
+        broken["schema_version"] = 6
+        out6 = json.loads(json.dumps(good))
+        edit(out6)
+        broken["steps"]["choose_strategy"]["outputs"] = out6
+        s.path.write_text(json.dumps(broken))
+        with pytest.raises(SessionError) as e:
+            Session.load(s.path)
+        assert what in e.value.params["what"], (what, e.value.params["what"])
     rec["outputs"] = {"strategy": "lora"}
     s.path.write_text(json.dumps(data))
-    with pytest.raises(SessionError, match="training is 'lora', not an object"):
+    with pytest.raises(SessionError, match='outputs.strategy is "lora", not an object'):  # v5's own name
+        Session.load(s.path)
+    rec["outputs"] = {"fits": True}  # done, without what a done v5 step always recorded
+    s.path.write_text(json.dumps(data))
+    with pytest.raises(SessionError, match="is done but its outputs lack strategy"):
         Session.load(s.path)
 
 

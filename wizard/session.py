@@ -96,6 +96,19 @@ def _v4_to_v5(data: dict) -> dict:
     return data
 
 
+class MigrationProblem(ValueError):
+    """What an old file holds that its own schema did not allow, in that schema's names (said as it is)."""
+
+
+def shown(value: Any) -> str:
+    """A value of a session file as the user wrote it: JSON's spelling (null, true, "x"), cut at 40 characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
 def _v5_to_v6(data: dict) -> dict:
     """v6: choose_strategy's record types its seams (recipes/handoff.py StrategyChoice). v5's ``strategy`` (the
     answers, with skip_bad_records, val_ratio, images_per_sample) becomes ``training`` (TrainerJob's strategy
@@ -106,12 +119,14 @@ def _v5_to_v6(data: dict) -> dict:
 
     rec = data.get("steps", {}).get("choose_strategy") if isinstance(data.get("steps"), dict) else None
     out = rec.get("outputs") if isinstance(rec, dict) else None
+    if isinstance(out, dict) and "strategy" not in out and rec.get("status") == "done":
+        raise MigrationProblem("steps.choose_strategy is done but its outputs lack strategy (set its status to "
+                               "pending to run it again)")
     if not isinstance(out, dict) or "strategy" not in out:
         return data
     strategy = out.pop("strategy")
-    if not isinstance(strategy, dict):  # not an object: kept where the type check will name it
-        out["training"] = strategy
-        return data
+    if not isinstance(strategy, dict):  # said by the name the file has (v6 would call it training)
+        raise MigrationProblem(f"steps.choose_strategy.outputs.strategy is {shown(strategy)}, not an object")
     out["training"] = StrategyChoice.strategy_of(strategy)
     backup = StrategyChoice.backup_of(strategy)
     out["backup"] = dataclasses.asdict(backup) if backup else None
@@ -290,6 +305,8 @@ class Session:
                 raise SessionError("session.no_migration", path=str(path), version=version)
             try:
                 data = MIGRATIONS[version](data)
+            except MigrationProblem as e:
+                raise SessionError("session.invalid", path=str(path), what=str(e)) from None
             except (KeyError, TypeError, AttributeError, ValueError) as e:  # an old file edited by hand
                 raise SessionError("session.invalid", path=str(path),
                                    what=f"schema {version} could not be migrated ({type(e).__name__}: {e})"[:200]) \
