@@ -3,10 +3,10 @@
 MESSAGES = {
     "training.bad_targets": {"en": "{value!r}: write all-linear or module names separated by commas.",
                                     "zh": "{value!r}：请写 all-linear 或以逗号分隔的模块名。"},
-    "training.no_deepspeed": {"en": "DeepSpeed is not installed: .venv/bin/pip install deepspeed==0.19.8, or choose DDP / FSDP2",
-                                     "zh": "未安装 DeepSpeed：.venv/bin/pip install deepspeed==0.19.8，或选择 DDP / FSDP2"},
-    "training.qlora_sharded": {"en": "QLoRA with sharded weights (ZeRO-3 / FSDP2) is not offered: choose ZeRO-2 or DDP, or LoRA",
-                                      "zh": "QLoRA 不支持切分权重（ZeRO-3 / FSDP2）：请选 ZeRO-2 或 DDP，或改用 LoRA"},
+    "training.no_deepspeed": {"en": "DeepSpeed is not installed: .venv/bin/pip install deepspeed==0.19.8, or choose DDP / FSDP2.",
+                                     "zh": "未安装 DeepSpeed：.venv/bin/pip install deepspeed==0.19.8，或选择 DDP / FSDP2。"},
+    "training.qlora_sharded": {"en": "QLoRA with sharded weights (ZeRO-3 / FSDP2) is not offered: choose ZeRO-2 or DDP, or LoRA.",
+                                      "zh": "QLoRA 不支持切分权重（ZeRO-3 / FSDP2）：请选 ZeRO-2 或 DDP，或改用 LoRA。"},
     "training.kto_micro_batch": {"en": "KTO needs a micro-batch of at least 2 (its KL term is estimated from "
                                               "the other replies of the micro-batch; trl refuses 1), not {mb}.",
                                         "zh": "KTO 需要至少为 2 的微批（其 KL 项由同一微批中的其他回答估计；trl 拒绝 1），"
@@ -45,8 +45,8 @@ MESSAGES = {
                                                      "ZeRO stage or FSDP2 as the distribution, or no offload.",
                                                "zh": "卸载会把 ZeRO 或 FSDP 的状态移到 CPU 内存或 NVMe：请选择某个 ZeRO 阶段"
                                                      "或 FSDP2 作为切分方式，或不卸载。"},
-    "training.offload_all_needs_zero3": {"en": "Offloading weights needs ZeRO-3 or FSDP2: choose 'Optimizer states' or change the distribution",
-                                                "zh": "卸载权重需要 ZeRO-3 或 FSDP2：请选“优化器状态”或更换切分方式"},
+    "training.offload_all_needs_zero3": {"en": "Offloading weights needs ZeRO-3 or FSDP2: choose 'Optimizer states' or change the distribution.",
+                                                "zh": "卸载权重需要 ZeRO-3 或 FSDP2：请选“优化器状态”或更换切分方式。"},
     "training.galore_sharded": {"en": "GaLore runs with plain data parallel only (its optimizer is not shardable): choose DDP, or another method.",
                                        "zh": "GaLore 只支持普通数据并行（其优化器无法切分）：请选 DDP，或换一种方法。"},
     "training.liger_and_compile": {
@@ -161,15 +161,15 @@ MESSAGES = {
     "training.field.curve": {"en": "loss curve", "zh": "损失曲线"},
     "training.no_unsloth": {"en": "The unsloth backend was chosen but its environment {env} is not installed: run {command}, then resume.",
                          "zh": "已选择 unsloth 后端，但其环境 {env} 未安装：请运行 {command}，然后 resume。"},
-    "training.master_not_here": {"en": "The first host '{host}' is not this machine: run the wizard on the first host, or list this machine first",
-                              "zh": "第一个主机“{host}”不是本机：请在第一个主机上运行向导，或把本机放在第一位"},
+    "training.master_not_here": {"en": "The first host '{host}' is not this machine: run the wizard on the first host, or list this machine first.",
+                              "zh": "第一个主机“{host}”不是本机：请在第一个主机上运行向导，或把本机放在第一位。"},
     "training.node_command": {"en": "Node {rank}: on {host} run  bash {script}", "zh": "节点 {rank}：在 {host} 上运行  bash {script}"},
     "training.rendezvous_wait": {"en": "Waiting up to {timeout} s for {nodes} nodes at {master} …",
                               "zh": "在 {master} 等待 {nodes} 个节点（最多 {timeout} 秒）……"},
     "training.rendezvous_ok": {"en": "All {nodes} nodes joined ({hosts}); starting training.",
                             "zh": "{nodes} 个节点已全部加入（{hosts}）；开始训练。"},
-    "training.rendezvous_failed": {"en": "The nodes did not meet: {reason}. Run {script} (and the other node scripts) on their hosts, check that the port is open between them, then yichui resume",
-                                "zh": "节点未能汇合：{reason}。请在各自主机上运行 {script}（及其他节点脚本），检查节点之间端口是否开放，然后 yichui resume"},
+    "training.rendezvous_failed": {"en": "The nodes did not meet: {reason}. Run {script} (and the other node scripts) on their hosts, check that the port is open between them, then yichui resume.",
+                                "zh": "节点未能汇合：{reason}。请在各自主机上运行 {script}（及其他节点脚本），检查节点之间端口是否开放，然后 yichui resume。"},
     "training.speed_vs_plan": {"en": "Measured {measured} tokens/s where the speed model predicted {predicted} ({ratio}× "
                                   "the prediction): the time left follows the measured rate.",
                             "zh": "实测 {measured} token/秒，速度模型预测 {predicted}（为预测的 {ratio} 倍）："
