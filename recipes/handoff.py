@@ -327,12 +327,11 @@ class StrategyChoice(Handoff):
     def done_problem(cls, d: dict) -> str | None:
         """Beyond ``training``: the data's path (what the trainer reads; an empty one became "." and failed at the
         train step) and the method (a missing one trained the default's — the tryout)."""
-        missing = [m for m in (super().done_problem(d),
-                               "training.method" if isinstance(d.get("training"), dict)
-                               and d["training"] and "method" not in d["training"] else None,
-                               "data.path" if isinstance(d.get("data"), dict)
-                               and not (isinstance(d["data"].get("path"), str) and d["data"]["path"].strip())
-                               else None) if m]
+        lacks = (("training", "method", lambda v: isinstance(v, dict) and bool(v) and "method" not in v),
+                 ("data", "path", lambda v: isinstance(v, dict)
+                  and not (isinstance(v.get("path"), str) and v["path"].strip())))
+        missing = [m for m in [super().done_problem(d)] if m] + \
+            [f"{record}.{name}" for record, name, lacking in lacks if lacking(d.get(record))]
         return ", ".join(missing) or None
 
     @classmethod
