@@ -567,13 +567,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
     table = summary(parts, targets, answers.get("benchmarks", []))
     ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets], [r[:1] + r[1:] for r in table])
     verdict_ = verdict(parts)
-    if verdict_ and verdict_["beats"] is not None:
-        if verdict_["beats"] and verdict_.get("fell"):  # GRPO's sum rose at the cost of a reward: said as one
-            ctx.warn(msg("evaluate.reward_fell", figures=verdict_["figures"], fell=", ".join(verdict_["fell"])))
-        elif verdict_["beats"]:
-            ctx.info(msg("evaluate.beats", figures=verdict_["figures"]))
-        else:
-            ctx.warn(msg("evaluate.not_better", figures=verdict_["figures"]))
+    if (said := Evaluation(verdict=verdict_).headline()) is not None:  # GRPO: a reward that fell is said here too
+        (ctx.warn if said[0] else ctx.info)(said[1])
     examples = []
     for i, c in enumerate(convs[:EXAMPLES]):
         ex = {"prompt": datasets.text_of(c[-2]["content"]) if len(c) > 1 else "", "reference": c[-1]["content"]}
@@ -633,6 +628,9 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
         checks = ", ".join(f"{k}: {t('evaluate.report.tie' if ok is None else 'ui.yes' if ok else 'ui.no')}"
                            for k, ok in v["checks"].items())
         lines += [t("evaluate.report.beats" if v["beats"] else "evaluate.report.not_beats", checks=checks), ""]
+        said = Evaluation(verdict=v).headline()
+        if said is not None and v["beats"] and v.get("fell"):  # GRPO: a reward hacked — said here too
+            lines += ["**" + t("evaluate.report.warning") + "** " + ctx.t(said[1]), ""]
 
     def quoted(text: object) -> list[str]:
         return ["> " + line if line.strip() else ">" for line in str(text or "").splitlines() or [""]]

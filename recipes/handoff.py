@@ -523,6 +523,19 @@ class Evaluation(Handoff):
     chart: str | None = None
     verdict: dict | None = None
 
+    def headline(self) -> tuple[bool, Msg] | None:
+        """The verdict in one line, and whether it is a warning: the fine-tuned model beats the base, does not, or
+        (GRPO) beats it on the summed reward while some rewards fell — a reward hacked. The evaluate step, `yichui
+        show` and report.md say the same line. None without a verdict (nothing moved, or no held-out part)."""
+        v = self.verdict or {}
+        if v.get("beats") is None:
+            return None
+        figures = v.get("figures", "")
+        if v["beats"] and v.get("fell"):
+            return True, msg("evaluate.reward_fell", figures=figures, fell=", ".join(map(str, v["fell"])))
+        return (False, msg("evaluate.beats", figures=figures)) if v["beats"] else \
+            (True, msg("evaluate.not_better", figures=figures))
+
     @classmethod
     def _inner_problem(cls, d: dict) -> str | None:
         if not all(isinstance(r, list) for r in d.get("table") or []):

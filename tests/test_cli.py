@@ -210,7 +210,15 @@ def test_set_mistakes_are_caught_before_any_work_and_leave_no_session(home):
                        (["choose_strategy.packing=maybe"], "yes/no"),
                        (["export.formats=gptq-w4a16,bogus"], "'bogus' is not one of"),
                        (["export.serve_with=llama.cpp", "export.formats=bnb-8bit"], "llama.cpp does not load"),
-                       (["export.formats=gptq-w4a16", "export.calibration_samples=3"], "too few")):
+                       (["export.formats=gptq-w4a16", "export.calibration_samples=3"], "too few"),
+                       # a question its step will not ask: its own reason where it has one (the tryout: DPO with
+                       # packing was "asked only when the earlier answers … call for it"), else when it is asked
+                       (["choose_strategy.objective=dpo", "choose_strategy.packing=true"],
+                        "DPO does not run with packing yet"),
+                       (["choose_strategy.method=dora", "choose_strategy.master_weights=bf16"],
+                        "asked only for a full fine-tune (choose_strategy.method=full or galore)"),
+                       (["choose_strategy.method=qlora", "choose_strategy.processes=2",
+                         "choose_strategy.distribution=zero3"], "or LoRA. Change it with --set")):
         args = [a for x in sets for a in ("--set", x)]
         r = yichui(home, "run", "--yes", *args)
         assert r.returncode == 2 and text in r.stderr, (sets, r.stderr)

@@ -144,10 +144,27 @@ def names_default(q: Question, raw: Any, answers: dict) -> bool:
     return err is None and value == default
 
 
-def _not_asked(step: str, q: Question) -> "AnswerError":
-    """The refusal of a --set for ``q``, which its step will not ask: it names when the question is asked."""
+def _not_asked(step: str, q: Question, raw: Any = None, answers: dict | None = None) -> "AnswerError":
+    """The refusal of a --set for ``q``, which its step will not ask. When the question's own check refuses the value
+    with the answers so far, that reason is said (DPO with packing: "DPO does not run with packing", not "asked only
+    when …" — the tryout); else when the question is asked."""
+    if answers is not None:
+        try:
+            err = check(q, raw, answers)[1]
+        except Exception:  # noqa: BLE001 - a check that needs what only the run knows: the generic line then
+            err = None
+        if err is not None:
+            return _invalid(f"{step}.{q.key}", raw, err)
     why = q.asked_if if isinstance(q.asked_if, Msg) else msg(q.asked_if or "answer.asked_if_generic")
     return AnswerError(msg("answer.set_not_asked", name=f"{step}.{q.key}", why=why))
+
+
+def _invalid(name: str, raw: Any, err: Msg) -> "AnswerError":
+    """A --set value its question refuses, with the reason, ended as a sentence (the next one follows it)."""
+    reason = _clip(i18n.render(err), 4 * LONGEST).rstrip()
+    if not reason.endswith((".", "。", "!", "?", "！", "？", ")", "）")):
+        reason += "。" if i18n.get_lang() == "zh" else "."
+    return AnswerError(msg("answer.invalid", name=name, value=_clip(raw), reason=reason))
 
 
 class UndeclaredRead(AssertionError):
@@ -274,8 +291,7 @@ class Engine:
             if err is None:
                 yield "resumed", value
             elif self.prompter is None and not q.volatile:  # a decision: --yes stops as a replay does (item 11)
-                raise AnswerError(msg("answer.invalid", name=f"{step}.{q.key}", value=_clip(resumed[q.key]),
-                                      reason=_clip(i18n.render(err), 4 * LONGEST)))
+                raise _invalid(f"{step}.{q.key}", resumed[q.key], err)
             else:  # never silently (issue 20, item 11): interactively it is asked again, the next source pre-filled
                 self.ui.warn(i18n.t("engine.resumed_invalid" if self.prompter else "engine.resumed_gives_way",
                                     name=f"{step}.{q.key}", value=_clip(resumed[q.key]), reason=_clip(i18n.render(err), 4 * LONGEST)))
@@ -347,7 +363,7 @@ class Engine:
                 if q.key in self.overrides.get(name, {}) and q.key not in self._unlocked \
                         and not names_default(q, self.overrides[name][q.key], answers):
                     # a --set is a decision: refused as soon as the answers that decide it leave it out (item 11)
-                    raise _not_asked(name, q)
+                    raise _not_asked(name, q, self.overrides[name][q.key], answers)
                 continue
             if q.secret:  # used for this run only: never saved
                 answers[q.key] = self._secret(name, q)
@@ -372,8 +388,7 @@ class Engine:
                 # a resumed answer was checked by _candidates (a validator may fetch from a hub: not twice)
                 value, err = (raw, None) if source == "resumed" else check(q, raw, answers)
                 if err is not None:
-                    raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=_clip(raw),
-                                          reason=_clip(i18n.render(err), 4 * LONGEST)))
+                    raise _invalid(f"{name}.{q.key}", raw, err)
             else:
                 value, err = check(q, raw, answers) if source == "set" else (None, None)
                 if source == "set" and err is None:  # --set wins over every source: not asked (item 11)
@@ -436,7 +451,7 @@ class Engine:
                 try:
                     if q.when is not None and not q.when(answers):
                         if q.key in sets and not names_default(q, sets[q.key], answers):
-                            raise _not_asked(name, q)  # nothing will ask it: refused now, not after the questions before
+                            raise _not_asked(name, q, sets[q.key], answers)  # refused now, not after the questions before
                         continue
                     if q.key in sets and q.kind in ("int", "float", "confirm", "select", "checkbox"):
                         answers[q.key], err = check(q, sets[q.key], answers)
@@ -448,8 +463,7 @@ class Engine:
                 except Exception:  # a default or validator that needs what only the run knows: the step checks it
                     continue
                 if err is not None:
-                    raise AnswerError(msg("answer.invalid", name=f"{name}.{q.key}", value=_clip(sets[q.key]),
-                                          reason=_clip(i18n.render(err), 4 * LONGEST)))
+                    raise _invalid(f"{name}.{q.key}", sets[q.key], err)
 
     # -- running -----------------------------------------------------------------------------------------------
     def run(self) -> int:

@@ -52,6 +52,10 @@ def test_grpo_demo_survives_a_kill_raises_its_reward_and_says_what_it_traded(hom
         if ft["reward accuracy"] < base["reward accuracy"]:  # traded away: said in the headline, not after it
             assert "but these rewards fell while their sum rose (reward accuracy" in " ".join(out.split()), out[-3000:]
             assert "beats the base on the held-out set" not in out
+            # and said again where it is looked up later: `yichui show` and report.md (the tryout: both left it out)
+            shown = yichui(home, "show", s["id"], COLUMNS="200")
+            assert "but these rewards fell while their sum rose" in " ".join((shown.stdout + shown.stderr).split())
+            assert "**Warning:**" in Path(ev["report"]).read_text() and "fell" in Path(ev["report"]).read_text()
         assert "| held-out reward digits |" in Path(ev["report"]).read_text()
     finally:
         stop_all(home)

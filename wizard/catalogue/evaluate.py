@@ -88,6 +88,7 @@ MESSAGES = {
     "evaluate.report.replies_from": {"en": "Held-out replies from: {where}", "zh": "留出集回复来自：{where}"},
     "evaluate.report.in_process": {"en": "generated in-process", "zh": "进程内生成"},
     "evaluate.report.tie": {"en": "tie", "zh": "持平"},
+    "evaluate.report.warning": {"en": "Warning:", "zh": "注意："},
     "evaluate.report.beats": {"en": "**The fine-tuned model beats the base** on the held-out set ({checks}).",
                               "zh": "**微调后的模型优于基座模型**（留出集：{checks}）。"},
     "evaluate.report.not_beats": {"en": "**The fine-tuned model does NOT beat the base** on the held-out set ({checks}).",

@@ -392,9 +392,7 @@ def show(session: Optional[str] = SessionArg,
     if evaluated.table:  # base vs fine-tuned, held-out and benchmarks
         ui.table(T("evaluate.table"), [T("evaluate.col.metric"), *evaluated.columns],
                  [["—" if v is None else v for v in r] for r in evaluated.table])
-        v = evaluated.verdict or {}
-        if v.get("beats") is not None:
-            (ui.say if v["beats"] else ui.warn)(T("evaluate.beats" if v["beats"] else "evaluate.not_better",
-                                                  figures=v.get("figures", "")))
+        if (said := evaluated.headline()) is not None:  # the evaluate step's own line (a reward that fell too)
+            (ui.warn if said[0] else ui.say)(i18n.render(said[1]))
         if evaluated.report:
             ui.say(T("evaluate.report", path=evaluated.report))
