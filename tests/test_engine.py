@@ -209,6 +209,29 @@ def test_a_set_for_a_question_that_will_not_be_asked_is_refused_saying_why(tmp_p
     assert "--set a.distribution is not used" in capsys.readouterr().err and not ran
 
 
+def test_a_replayed_answer_that_a_set_makes_invalid_is_refused_before_any_step(tmp_path, capsys):
+    """The tryout: `replay --yes --set choose_strategy.micro_batch=3` of a GRPO session (4 replies a prompt, gradient
+    accumulation 1) ran two steps, then refused the replayed grad_accum, and its resume refused the same. The
+    replayed answers a --set makes invalid are checked with the --set values, before any step runs."""
+    ran = []
+    steps = {"a": make_step("a", [], run=lambda ctx, a: ran.append(1) or {}),  # a step before it (select_model)
+             "b": make_step("b", [
+                 Question("n", "int", "choose_strategy.num_generations", default=4),
+                 Question("mb", "int", "choose_strategy.micro_batch", default=4),
+                 Question("ga", "int", "choose_strategy.grad_accum", default=1,
+                          validate=lambda v, a: None if (a["mb"] * v) % a["n"] == 0 else msg(
+                              "training.grpo_groups", replies=a["mb"] * v, n=a["n"]))])}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    replayed = {"b": {"n": 4, "mb": 4, "ga": 1}}
+    assert Engine(s, UI(), None, load=steps.__getitem__, replay=replayed, overrides={"b": {"mb": "3"}}).run() == 2
+    err = capsys.readouterr().err
+    assert "b.ga=1 is not valid: GRPO scores replies in groups of 4" in err and not ran, (err, ran)
+    # the same replay with a --set that keeps them whole runs
+    assert Engine(s, UI(), None, load=steps.__getitem__, replay=replayed, overrides={"b": {"mb": "8"}}).run() == 0
+    assert ran
+
+
 def test_a_refused_answer_with_a_way_back_offers_alternatives_and_the_earlier_question(tmp_path, capsys):
     """Issue 20, item 1: a question that validates against the network (a hub endpoint, offline) is no dead end:
     after a refusal the user answers again, takes an alternative (a mirror), or goes back to an earlier question

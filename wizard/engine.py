@@ -455,6 +455,14 @@ class Engine:
                         continue
                     if q.key in sets and q.kind in ("int", "float", "confirm", "select", "checkbox"):
                         answers[q.key], err = check(q, sets[q.key], answers)
+                    elif sets and self.prompter is None and q.key in given \
+                            and q.kind in ("int", "float", "confirm", "select", "checkbox") \
+                            and not (q.choices and not q.resolve_choices(answers)):  # choices known at run time
+                        # a replayed or recorded answer the --set values make invalid (GRPO's groups with another
+                        # micro-batch): said now, not after the steps before it have run (the tryout)
+                        answers[q.key], err = check(q, given[q.key], answers)
+                        if err is not None:
+                            raise _invalid(f"{name}.{q.key}", given[q.key], err)
                     else:  # text answers are checked by the step (their validators may ask a hub)
                         answers[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
                             else q.resolve_default(answers)

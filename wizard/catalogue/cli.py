@@ -139,7 +139,8 @@ MESSAGES = {
                          "zh": "--set 中的步骤 {step!r} 不存在；可用步骤：{steps}。"},
     "cli.unknown_task": {"en": "Unknown task {task!r}; tasks are: {tasks}.", "zh": "未知任务 {task!r}；可用任务：{tasks}。"},
     "cli.resuming": {"en": "Resuming session {id} ({path}).", "zh": "继续会话 {id}（{path}）。"},
-    "cli.replaying": {"en": "Replaying {path} as new session {id}.", "zh": "以新会话 {id} 重放 {path}。"},
+    "cli.replaying": {"en": "Replaying {path} (its answers, with your --set values)…",
+                      "zh": "重放 {path}（沿用其回答，并应用你的 --set 值）…"},
     "cli.new_session": {"en": "New session {id} — saved in {path}.", "zh": "新会话 {id}，保存在 {path}。"},
     "cli.already_finished": {"en": "Session {id} is already finished; `yichui show {id}` shows it, "
                                    "`yichui replay {id} --yes` runs it again.",

@@ -160,7 +160,7 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     old = read_session(session)
     ui = new_ui()
     s = Session.new(old.task, tuple(old.task_steps()), demo=old.demo, replay_of=str(old.path))
-    ui.say(T("cli.replaying", path=str(old.path), id=s.id))
+    ui.say(T("cli.replaying", path=str(old.path)))  # its id once it is saved (the --set values checked first)
     with demo_hub(ui, overrides, old.demo):
         code = run_engine(s, ui, not yes, overrides, replay={n: dict(r.answers) for n, r in old.records()},
                        new=True)
