@@ -510,7 +510,10 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
             k = f"heldout:{m}"
             if not convs or k in parts:
                 continue
-            ctx.info(msg("evaluate.heldout_running", model=m, n=len(convs)))
+            # GRPO's held-out set: prompts with their reference answers, not conversations
+            grpo = ctx.result(StrategyChoice).spec().objective == "grpo" and answers["heldout"] == "training"
+            ctx.info(msg("evaluate.heldout_running_prompts" if grpo else "evaluate.heldout_running", model=m,
+                         n=len(convs)))
             t0 = time.time()
             server = replies.heldout(m)
             res = {}

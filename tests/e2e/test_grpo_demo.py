@@ -57,5 +57,6 @@ def test_grpo_demo_survives_a_kill_raises_its_reward_and_says_what_it_traded(hom
             assert "but these rewards fell while their sum rose" in " ".join((shown.stdout + shown.stderr).split())
             assert "**Warning:**" in Path(ev["report"]).read_text() and "fell" in Path(ev["report"]).read_text()
         assert "| held-out reward digits |" in Path(ev["report"]).read_text()
+        assert "on 16 prompts (their reference answers as the replies)" in " ".join(out.split()), out[-3000:]
     finally:
         stop_all(home)

@@ -73,6 +73,8 @@ MESSAGES = {
     "evaluate.nothing": {"en": "Nothing to evaluate: no model and no endpoint in this session.", "zh": "没有可评测的内容：会话中没有模型也没有服务端点。"},
     "evaluate.resuming": {"en": "Resuming the evaluation: {n} part(s) already measured are kept.", "zh": "继续评测：保留已完成的 {n} 个部分。"},
     "evaluate.no_heldout": {"en": "The held-out data is empty: choose another source or no held-out data.", "zh": "留出数据为空：请换一个来源或不用留出数据。"},
+    "evaluate.heldout_running_prompts": {"en": "Held-out metrics of the {model} model on {n} prompts (their reference answers as the replies)…",
+                                         "zh": "正在计算 {model} 模型在 {n} 条提示上的留出指标（以参考答案作为回答）…"},
     "evaluate.heldout_running": {"en": "Held-out metrics of the {model} model on {n} conversations…", "zh": "正在计算 {model} 模型在 {n} 条对话上的留出指标…"},
     "evaluate.preference_running": {"en": "Preference of the {model} model on {n} held-out pairs (log p(chosen) "
                                           "against log p(rejected))…",
