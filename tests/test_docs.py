@@ -43,3 +43,14 @@ def test_readme_is_a_front_door():
     for p in sorted((REPO / "docs").rglob("*.md")):
         rel = str(p.relative_to(REPO))
         assert rel in linked or str(p.parent.relative_to(REPO)) in linked, f"README does not lead to {rel}"
+
+
+@pytest.mark.parametrize("page", ["README.md", "wizard/README.md"])
+def test_every_measured_figure_points_at_its_result(page):
+    """Issue 44: a figure (a percentage, a ratio ×N, GiB, tokens/s) in the README or the contracts page stands in a
+    paragraph or table row that links the result file (bench/results/) or the test that measures it."""
+    text = (REPO / page).read_text(encoding="utf-8")
+    figure = re.compile(r"\d[\d.,]*\s*(?:%|×|GiB|tokens/s)")
+    units = [u for u in re.split(r"\n\s*\n|\n(?=\|)", text) if figure.search(u)]  # paragraphs and table rows
+    bare = [u.strip()[:120] for u in units if "results/" not in u and "tests/" not in u and "bench/" not in u]
+    assert len(units) >= (10 if page == "README.md" else 1) and not bare, bare
