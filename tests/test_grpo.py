@@ -166,8 +166,9 @@ def test_the_memory_model_prices_grpo_s_generation_and_its_reply_logits():
     assert longer["phases"][memory.PHASE_GENERATE]["components"]["kv_cache"] == pytest.approx(8 * kv, rel=1e-3)
     # a full fine-tune with a KL term holds trl's frozen reference copy; without one it does not
     full = lambda beta: memory.estimate(shape, TrainingSpec(**base | {"method": "full", "grpo_beta": beta}))  # noqa
-    assert full(0.04)["components"]["weights"] - full(0.0)["components"]["weights"] == pytest.approx(
-        2 * shape.n_params / memory.GIB, rel=1e-3)
+    assert full(0.04)["components"]["reference"] == pytest.approx(2 * shape.n_params / memory.GIB, rel=1e-3)
+    assert "reference" not in full(0.0)["components"]
+    assert full(0.04)["components"]["weights"] == full(0.0)["components"]["weights"]
 
 
 def test_estimate_prices_grpo_from_the_command_line():

@@ -32,7 +32,7 @@ def test_every_key_used_in_the_code_exists():
             used |= set(KEY_LITERAL.findall(path.read_text()))
     used |= {f"step.{n}.{part}" for n in recipes.STEPS for part in ("title", "desc")}
     used |= {f"status.{s}" for s in STATUSES}
-    used |= {f"memory.part.{p}" for p in ("weights", "adapter", "gradients", "optimizer", "layers", "attention_scores",
+    used |= {f"memory.part.{p}" for p in ("weights", "reference", "adapter", "gradients", "optimizer", "layers", "attention_scores",
                                           "logits", "allocator", "cuda_context", "compile")}
     used |= {f"training.mem.{k}" for k in ("cuda_peak_reserved", "cpu_peak_rss", "None")}
     missing = sorted(k for k in used if k not in i18n.CATALOG)

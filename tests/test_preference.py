@@ -234,9 +234,9 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
     assert planner.tokens_per_s(shape, dpo, planner.FIT_GPU) == pytest.approx(sft4 * 3 / 4)
     full = memory.estimate(shape, replace(dpo, method="full"))["phases"]
     full_sft = memory.estimate(shape, replace(sft, method="full", micro_batch=4))["phases"]
-    for k in full:  # a full fine-tune's reference: a bf16 copy of the weights
-        assert full[k]["components"]["weights"] - full_sft[k]["components"]["weights"] == \
-            pytest.approx(shape.n_params * 2 / 2**30, abs=1e-3)
+    for k in full:  # a full fine-tune's reference: a bf16 copy of the weights, its own row
+        assert full[k]["components"]["reference"] == pytest.approx(shape.n_params * 2 / 2**30, abs=1e-3)
+        assert full[k]["components"]["weights"] == full_sft[k]["components"]["weights"]
     for bad, what in ((dict(method="galore"), "GaLore"), (dict(packing=True), "packing"),
                       (dict(compile_layers=True), "compiled layers"), (dict(training_backend="unsloth"), "unsloth")):
         with pytest.raises(Refusal) as e:
@@ -263,9 +263,9 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
     assert not e_kto["approximate"] and not planner.speed_modelled(kto, shape)
     full_kto = memory.estimate(shape, replace(kto, method="full"))["phases"]
     full_sft2 = memory.estimate(shape, replace(sft, method="full"))["phases"]
-    for k in full_kto:
-        assert full_kto[k]["components"]["weights"] - full_sft2[k]["components"]["weights"] == \
-            pytest.approx(shape.n_params * 2 / 2**30, abs=1e-3)
+    for k in full_kto:  # KTO's reference too: its own row, beside the same weights
+        assert full_kto[k]["components"]["reference"] == pytest.approx(shape.n_params * 2 / 2**30, abs=1e-3)
+        assert full_kto[k]["components"]["weights"] == full_sft2[k]["components"]["weights"]
     assert all(p.micro_batch >= 2 for p in planner.plans(shape, kto, 8, "H200", 141.0)), "KTO plans start at 2"
 
 
@@ -427,3 +427,21 @@ def test_the_committed_h200_kto_rows_hold_the_memory_model():
     mem = [memory.estimate(fit_speed.shape(r["shape"]), fit_speed.spec(r))["peak_gib"] / r["device_peak_gib"] - 1
            for r in rows]
     assert statistics.mean(abs(e) for e in mem) <= 0.03 and -0.05 <= min(mem) and max(mem) <= 0.05, mem
+
+
+def test_a_full_fine_tune_s_reference_copy_has_its_own_row():
+    """A preference objective's frozen reference (a full fine-tune: a bf16 copy of the weights) is its own row of
+    the breakdown, not folded into "weights" (so a user sees what DPO adds); the peak is unchanged by the split."""
+    from recipes.memory import model as memory
+    from recipes.training.spec import TrainingSpec
+
+    shape = memory.shape_from_config(json.loads((Path(__file__).resolve().parent.parent / "bench" / "configs"
+                                                 / "qwen2.5-1.5b" / "config.json").read_text()))
+    for objective, extra in (("dpo", {}), ("kto", {"micro_batch": 2}), ("grpo", {"grpo_beta": 0.04, "micro_batch": 8})):
+        e = memory.estimate(shape, TrainingSpec(method="full", master_weights="bf16", objective=objective, **extra))
+        parts = dict((k, v) for k, *v in memory.breakdown(e)[1])
+        assert "memory.part.reference" in parts, (objective, parts)
+        comps = e["phases"][e["phase"]]["components"]
+        assert comps["reference"] == pytest.approx(shape.n_params * 2 / 2**30, abs=1e-3)
+    lora = memory.estimate(shape, TrainingSpec(method="lora", objective="dpo"))  # the base with the adapter off
+    assert "reference" not in lora["phases"][lora["phase"]]["components"]

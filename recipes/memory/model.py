@@ -1015,9 +1015,14 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     # the adapter off, nothing more held; a full fine-tune: a frozen copy of the weights in the compute dtype, bf16 —
     # recipes/training/worker.py dpo_reference). Measured on three shapes (bench/results/2026-12-05-preference-h200.md)
     act = activations(shape, preference_batch(t))
-    # a frozen reference copy for a full fine-tune: DPO and KTO, and GRPO with a KL term (β > 0; trl's own)
-    if t.method in FULL_WEIGHTS and (t.objective in PREFERENCE_OBJECTIVES or (t.objective == "grpo" and t.grpo_beta)):
-        ms = ms | {"weights": ms["weights"] + shape.n_params * 2}
+    # a frozen reference copy for a full fine-tune: DPO and KTO, and GRPO with a KL term (β > 0; trl's own), in bf16;
+    # its own row in the breakdown, except where an engine shards it with the weights (priced with them there)
+    engine = engine_of(t)
+    reference = shape.n_params * 2 if t.method in FULL_WEIGHTS and (
+        t.objective in PREFERENCE_OBJECTIVES or (t.objective == "grpo" and t.grpo_beta)) else 0
+    if reference and engine in ("deepspeed", "fsdp2"):
+        ms = ms | {"weights": ms["weights"] + reference}
+        reference = 0
     if vision_act:
         act["vision_activations"] = vision_act
     if shape.prequantized_bytes and t.method not in FULL_WEIGHTS:
@@ -1027,13 +1032,13 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     merged = merged_experts(shape, t)
     if merged:
         act["merged_experts"] = merged
-    states = {"weights": ms["weights"], "adapter": ms["adapter"], "optimizer": ms["optimizer"]}
+    states = {"weights": ms["weights"], "adapter": ms["adapter"], "optimizer": ms["optimizer"]} | \
+        ({"reference": reference} if reference else {})
     # a full fine-tune's gradients are freed after each optimizer step (set_to_none), so the backward pass of the
     # first micro-batch starts without them; the later micro-batches of an accumulated step start with all of them
     grads_in_backward = 0 if t.method in FULL_WEIGHTS and t.grad_accum == 1 else ms["gradients"]
     phases = {PHASE_BACKWARD: states | {"gradients": grads_in_backward} | act,
               PHASE_STEP: states | {"gradients": ms["gradients"], "step_temporaries": ms["step_extra"]}}
-    engine = engine_of(t)
     if engine in ("deepspeed", "fsdp2"):  # what the engine itself allocates (recipes/memory/sharding.py)
         phases = {k: v for k, v in sharding.phases(shape, t, ms, act, zero_sizes).items() if v}
     if t.objective == "grpo":

@@ -2,6 +2,7 @@
 
 MESSAGES = {
     "memory.part.weights": {"en": "weights", "zh": "权重"},
+    "memory.part.reference": {"en": "reference model (frozen copy)", "zh": "参考模型（冻结副本）"},
     "memory.part.adapter": {"en": "adapter (LoRA)", "zh": "适配器（LoRA）"},
     "memory.part.gradients": {"en": "gradients", "zh": "梯度"},
     "memory.part.optimizer": {"en": "optimizer states", "zh": "优化器状态"},
