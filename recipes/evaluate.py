@@ -55,10 +55,16 @@ def training_split(ctx: Ctx) -> list[list[dict]]:
 
 
 def preference_split(ctx: Ctx) -> list[dict]:
-    """The pairs a preference session's trainer held out (``{"prompt", "chosen", "rejected"}``); [] for SFT and for
-    KTO's unpaired records (no two replies of one prompt to compare)."""
+    """What a preference session's trainer held out, as the evaluation scores it: its pairs (``{"prompt", "chosen",
+    "rejected"}``), or KTO's labelled replies (``{"prompt", "completion", "label"}``) when both kinds are among them
+    (recipes/evaluation/preference.py ranks desirable over undesirable); [] for SFT and GRPO, or one kind only."""
     held = _held_out_records(ctx)
-    return held if held and "chosen" in held[0] else []
+    if not held or not isinstance(held[0], dict):  # conversations (SFT; GRPO's prompts as conversations)
+        return []
+    if "chosen" in held[0]:
+        return held
+    replies = [r for r in held if "completion" in r]
+    return replies if {bool(r["label"]) for r in replies} == {True, False} else []
 
 
 def _held_out_records(ctx: Ctx) -> list:
@@ -491,6 +497,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
     convs = convs[:answers.get("heldout_samples", 32)]
     pairs = (preference_split(ctx) if answers["heldout"] == "training" else file_pairs)[
         :answers.get("heldout_samples", 32)]
+    if pairs and "completion" in pairs[0] and len({bool(r["label"]) for r in pairs}) < 2:
+        pairs = []  # labelled replies of one kind within the samples taken: nothing to rank
     if answers["heldout"] != "none" and not convs:
         raise StepError("evaluate.no_heldout")
     if answers["heldout"] != "none" and len(convs) < FEW_HELDOUT:  # said, not left to the figures (issue 46 item 11)
@@ -532,7 +540,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
             k = f"preference:{m}"
             if not pairs or m == "endpoint" or k in parts:
                 continue
-            ctx.info(msg("evaluate.preference_running", model=m, n=len(pairs)))
+            ctx.info(msg("evaluate.preference_running_unpaired" if "completion" in pairs[0]
+                         else "evaluate.preference_running", model=m, n=len(pairs)))
             t0 = time.time()
             with ctx.progress(msg("evaluate.preference_progress", model=m), total=len(pairs)) as bar:
                 got = scores.score_model(found[m], pairs, code, progress=lambda i, n: bar.update(completed=i))
@@ -599,10 +608,12 @@ def summary(parts: dict, targets: list[str], benchmarks: list[str]) -> list[list
         vals = [parts.get(f"heldout:{m}", {}).get(metric) for m in targets]
         if any(v is not None for v in vals):
             rows.append([f"held-out {metric}", *vals])
+    unpaired = any(parts.get(f"preference:{m}", {}).get("kind") == "unpaired" for m in targets)
     for metric in ("accuracy", "margin"):  # recipes/evaluation/preference.py: log p(chosen) − log p(rejected)
         vals = [parts.get(f"preference:{m}", {}).get(metric) for m in targets]
-        if any(v is not None for v in vals):
-            rows.append([f"held-out preference {metric}", *vals])
+        if any(v is not None for v in vals):  # KTO's labelled replies: the ranking's AUC, nats per token
+            rows.append([f"held-out preference {metric}" + (" (unpaired: AUC)" if metric == "accuracy" else
+                                                             " (unpaired: per token)") * unpaired, *vals])
     names = list(dict.fromkeys(k for m in targets for k in parts.get(f"reward:{m}", {})))  # GRPO's rewards
     for name in names:
         rows.append([f"held-out {name}", *[parts.get(f"reward:{m}", {}).get(name) for m in targets]])

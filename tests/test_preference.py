@@ -205,6 +205,18 @@ def test_kto_trains_on_unequal_labelled_replies_weights_the_rarer_side_and_moves
     mean = {k: sum(v) / len(v) for k, v in moved.items()}
     # seen: desirable +24 nats, undesirable +1.0 (the shuffled replies share every word with the desirable ones)
     assert mean[True] > 5 and mean[True] - mean[False] > 10, mean
+    # the evaluate step's score of unpaired replies (no two replies of one prompt): desirable ranked over
+    # undesirable by log p per token — the fine-tune ranks them better than the base, by a wider margin
+    def ranked():
+        return scores.unpaired_score([(scores.reply_logprob(model, tok, r["prompt"], r["completion"], per_token=True),
+                                       r["label"]) for r in held])
+    tuned_rank = ranked()
+    with model.disable_adapter():
+        base_rank = ranked()
+    assert tuned_rank.kind == "unpaired" and tuned_rank.pairs == len(held)
+    assert tuned_rank.accuracy > base_rank.accuracy and tuned_rank.margin > base_rank.margin, (base_rank, tuned_rank)
+    with pytest.raises(ValueError):
+        scores.unpaired_score([(0.1, True), (0.2, True)])  # one kind only: nothing to rank
 
 
 def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_run_yet():
@@ -445,3 +457,17 @@ def test_a_full_fine_tune_s_reference_copy_has_its_own_row():
         assert comps["reference"] == pytest.approx(shape.n_params * 2 / 2**30, abs=1e-3)
     lora = memory.estimate(shape, TrainingSpec(method="lora", objective="dpo"))  # the base with the adapter off
     assert "reference" not in lora["phases"][lora["phase"]]["components"]
+
+
+def test_unpaired_preference_rows_and_verdict():
+    """The evaluate step's table names an unpaired score for what it is (the ranking's AUC, nats per token), and the
+    verdict judges it as a paired one: higher is better on both."""
+    from recipes import evaluate
+
+    parts = {f"preference:{m}": {"accuracy": a, "margin": g, "pairs": 24, "kind": "unpaired"}
+             for m, a, g in (("base", 0.41, -0.2), ("finetuned", 0.83, 0.9))}
+    rows = {r[0]: r[1:] for r in evaluate.summary(parts, ["base", "finetuned"], [])}
+    assert rows["held-out preference accuracy (unpaired: AUC)"] == [0.41, 0.83]
+    assert rows["held-out preference margin (unpaired: per token)"] == [-0.2, 0.9]
+    parts |= {"heldout:base": {"loss": 2.0}, "heldout:finetuned": {"loss": 2.5}}
+    assert evaluate.verdict(parts)["beats"] is True

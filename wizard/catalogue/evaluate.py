@@ -79,6 +79,9 @@ MESSAGES = {
     "evaluate.preference_running": {"en": "Preference of the {model} model on {n} held-out pairs (log p(chosen) "
                                           "against log p(rejected))…",
                                     "zh": "正在计算 {model} 模型在 {n} 个留出偏好对上的偏好（log p(chosen) 对比 log p(rejected)）…"},
+    "evaluate.preference_running_unpaired": {"en": "Preference of the {model} model on {n} held-out labelled replies "
+                                                  "(desirable ranked over undesirable, by log p per token)…",
+                                            "zh": "正在计算 {model} 模型在 {n} 条留出的标注回答上的偏好（按每 token 对数概率，可取排在不可取之前）…"},
     "evaluate.preference_progress": {"en": "preference · {model}", "zh": "偏好 · {model}"},
     "evaluate.heldout_progress": {"en": "held-out · {model}", "zh": "留出集 · {model}"},
     "evaluate.bench_running": {"en": "{benchmark} on the {model} model ({where})…", "zh": "正在 {model} 模型上跑 {benchmark}（{where}）…"},
