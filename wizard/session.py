@@ -118,7 +118,9 @@ def _v5_to_v6(data: dict) -> dict:
     from recipes.handoff import StrategyChoice
 
     rec = data.get("steps", {}).get("choose_strategy") if isinstance(data.get("steps"), dict) else None
-    out = rec.get("outputs") if isinstance(rec, dict) else None
+    if not isinstance(rec, dict):
+        return data
+    out = rec.get("outputs")
     if isinstance(out, dict) and "strategy" not in out and rec.get("status") == "done":
         raise MigrationProblem("steps.choose_strategy is done but its outputs lack strategy (set its status to "
                                "pending to run it again)")
