@@ -184,3 +184,12 @@ def test_lines_wrap_between_words_on_a_terminal_and_commands_stay_whole():
     wrapped = wrap_words(zh, 40).splitlines()
     assert f"`yichui resume {sid} --yes`" in wrapped and "".join(wrapped).replace(" ", "") == zh.replace(" ", "")
     assert wrap_words("  " + "word " * 20, 30).splitlines()[1].startswith("  word")
+    # Chinese breaks between characters (not only at spaces, which it rarely has), never before a closing mark, and
+    # a pip command stays whole; "yichui" as a name in a sentence is a word, not a command swallowing the sentence
+    zh = ("“可行”表示至少留出 10% 显存。估计按 yichui 训练流程计算（含激活与优化器状态），装不下时请换方法或用 "
+          "pip install deepspeed==0.19.8 安装后重试，或者看看更长的说明文字。")
+    lines = wrap_words(zh, 60).splitlines()
+    from rich.cells import cell_len
+
+    assert all(cell_len(x) <= 60 for x in lines) and any("pip install deepspeed==0.19.8" in x for x in lines), lines
+    assert not any(x.startswith(("，", "。", "）")) for x in lines) and "按 yichui 训练" in "".join(lines), lines

@@ -90,27 +90,75 @@ class _Lines(_Bar):
         return f"  {self._desc}: {done:,.0f}{unit}"
 
 
+# what a command to copy starts with: yichui and one of its commands (or an option), pip install, tensorboard --logdir
+_SUBCOMMANDS = {"run", "demo", "resume", "replay", "show", "status", "stop", "attach", "delete", "serve", "chat",
+                "estimate", "download", "doctor", "steps", "logs", "start"}
+
+
+def _cjk(c: str) -> bool:
+    return "\u2e80" <= c <= "\u9fff" or "\uff00" <= c <= "\uffef" or "\u3000" <= c <= "\u303f"
+
+
+def _command_starts(w: str, nxt: str) -> bool:
+    base = w.rstrip("`").lstrip("(（“\"'`")
+    return (base.endswith("yichui") and (nxt.strip("`),.") in _SUBCOMMANDS or nxt.startswith("-"))) \
+        or (base.endswith("pip") and nxt == "install") or (base == "tensorboard" and nxt.startswith("--")) \
+        or (w.startswith("`") and w.count("`") == 1)
+
+
 def _words(line: str) -> list[str]:
-    """The words of ``line`` for wrapping, a command to copy kept as one: from a word ending in ``yichui`` (or
-    starting with a backtick) to the word that closes it (a backtick, a parenthesis, a full stop, a comma, or the end
-    of the line), so that the terminal never shows it split over two lines a copy would break."""
+    """The words of ``line`` for wrapping, a command to copy kept as one: from ``yichui <command>`` (``pip install``,
+    ``tensorboard --logdir``, or a backtick) to the word that closes it (a backtick, a parenthesis, a full stop, a
+    comma) or the first word of Chinese text after it, so that the terminal never shows it split over two lines a
+    copy would break; ``yichui`` as a name in a sentence is a word like another."""
+    words = line.split(" ")
     out: list[str] = []
     command = False
-    for w in line.split(" "):
-        if command:
+    for i, w in enumerate(words):
+        if command and not (w and _cjk(w[0])):
             out[-1] += " " + w
             command = not (any(c in w for c in "`)）。") or w.endswith((".", ",", ";", "，", "；")))
             continue
         out.append(w)
-        command = w.rstrip("`").endswith("yichui") or (w.startswith("`") and w.count("`") == 1)
+        command = _command_starts(w, words[i + 1] if i + 1 < len(words) else "")
+    return out
+
+
+# Chinese punctuation a line never starts with: it stays with the character before it
+_NO_BREAK_BEFORE = "，。、；：！？）」』》”’"
+
+
+def _units(line: str) -> list[tuple[str, bool]]:
+    """``line`` as the pieces a wrap may break between, each with whether a space precedes it: a word (or a whole
+    command, :func:`_words`) of Latin text; within Chinese text every character (a closing mark kept with the one
+    before it)."""
+    out: list[tuple[str, bool]] = []
+    for k, w in enumerate(_words(line)):
+        if " " in w or not any(_cjk(c) for c in w):
+            out.append((w, k > 0))
+            continue
+        piece, first = "", True
+        for c in w:
+            if not _cjk(c):
+                piece += c
+                continue
+            if piece:
+                out.append((piece, k > 0 and first))
+                piece, first = "", False
+            if c in _NO_BREAK_BEFORE and out and not first:
+                out[-1] = (out[-1][0] + c, out[-1][1])
+                continue
+            out.append((c, k > 0 and first))
+            first = False
+        if piece:
+            out.append((piece, k > 0 and first))
     return out
 
 
 def wrap_words(text: str, width: int) -> str:
-    """``text`` wrapped at ``width`` terminal cells between words (the terminal folded it mid-word: issue 46's
-    tryout), each continuation indented as its line; a word or command wider than the line stays whole for the
-    terminal to fold (copying it then gives it back unbroken). CJK text, without spaces, is one word per run and
-    folds by character, as it should."""
+    """``text`` wrapped at ``width`` terminal cells between words — and between the characters of Chinese text —
+    (the terminal folded it mid-word: issue 46's tryout), each continuation indented as its line; a word or command
+    wider than the line stays whole for the terminal to fold (copying it then gives it back unbroken)."""
     from rich.cells import cell_len
 
     out = []
@@ -119,12 +167,12 @@ def wrap_words(text: str, width: int) -> str:
             out.append(line)
             continue
         indent = " " * (len(line) - len(line.lstrip(" ")))
-        cur = ""
-        for w in _words(line.lstrip(" ")):
-            candidate = f"{cur} {w}" if cur else indent + w
-            if cur and cell_len(candidate) > width:
+        cur = indent
+        for piece, space in _units(line.lstrip(" ")):
+            candidate = cur + (" " if space and cur.strip() else "") + piece
+            if cur.strip() and cell_len(candidate) > width:
                 out.append(cur)
-                candidate = indent + w
+                candidate = indent + piece
             cur = candidate
         out.append(cur)
     return "\n".join(out)
