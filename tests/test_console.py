@@ -193,3 +193,35 @@ def test_lines_wrap_between_words_on_a_terminal_and_commands_stay_whole():
 
     assert all(cell_len(x) <= 60 for x in lines) and any("pip install deepspeed==0.19.8" in x for x in lines), lines
     assert not any(x.startswith(("，", "。", "）")) for x in lines) and "按 yichui 训练" in "".join(lines), lines
+
+
+def test_keys_typed_during_a_live_view_are_not_echoed_nor_kept():
+    """Issue 46 item 14: an Enter in the training view moved the cursor and the view drew its title again below it;
+    and what was typed then answered the next question. In a real pseudo-terminal: echo is off while the view is
+    drawn, back on after, and the keys typed meanwhile are dropped."""
+    import sys
+
+    import pexpect
+
+    script = (
+        "import select, sys, termios, time\n"
+        "from wizard.console import UI\n"
+        "ui = UI()\n"
+        "print('echo before', bool(termios.tcgetattr(0)[3] & termios.ECHO), flush=True)\n"
+        "with ui.live('Training') as update:\n"
+        "    print('echo during', bool(termios.tcgetattr(0)[3] & termios.ECHO), flush=True)\n"
+        "    for i in range(8):\n"
+        "        update({'step': i}); time.sleep(0.25)\n"
+        "print('echo after', bool(termios.tcgetattr(0)[3] & termios.ECHO), flush=True)\n"
+        "print('kept', bool(select.select([sys.stdin], [], [], 0.3)[0]), flush=True)\n")
+    p = pexpect.spawn(sys.executable, ["-c", script], encoding="utf-8", dimensions=(24, 80), timeout=30,
+                      cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    p.expect("echo during (True|False)")
+    during = p.match.group(1)
+    p.send("\r\r")
+    p.expect("echo after (True|False)")
+    after = p.match.group(1)
+    p.expect("kept (True|False)")
+    kept = p.match.group(1)
+    p.expect(pexpect.EOF)
+    assert (during, after, kept) == ("False", "True", "False"), (during, after, kept, p.before)

@@ -178,6 +178,36 @@ def wrap_words(text: str, width: int) -> str:
     return "\n".join(out)
 
 
+@contextlib.contextmanager
+def _unechoed():
+    """While a live view is drawn, keys typed are not echoed (an Enter moved the cursor and the view drew its title
+    again below: issue 46 item 14) and are dropped when it ends (they would answer the next question). No-op without
+    a terminal on stdin."""
+    import sys
+
+    try:
+        import termios
+
+        fd = sys.stdin.fileno()
+        before = termios.tcgetattr(fd) if sys.stdin.isatty() else None
+    except (ImportError, OSError, ValueError, AttributeError):
+        before = None
+    if before is None:
+        yield
+        return
+    quiet = list(before)
+    quiet[3] &= ~termios.ECHO
+    try:
+        termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        yield
+    finally:
+        try:
+            termios.tcflush(fd, termios.TCIFLUSH)
+            termios.tcsetattr(fd, termios.TCSANOW, before)
+        except (OSError, termios.error):
+            pass
+
+
 class UI:
     def __init__(self):
         self.out = Console(highlight=False, soft_wrap=True)
@@ -268,13 +298,14 @@ class UI:
         if self.is_terminal:
             lv = Live(render({}), console=self.out, refresh_per_second=4, transient=False)
             lv.start()
-            try:
-                yield lambda fields: lv.update(render(fields))
-            finally:
+            with _unechoed():
                 try:
-                    lv.stop()
-                except OSError:  # the terminal is gone (SIGHUP, a dropped SSH link): nothing left to draw on
-                    pass
+                    yield lambda fields: lv.update(render(fields))
+                finally:
+                    try:
+                        lv.stop()
+                    except OSError:  # the terminal is gone (SIGHUP, a dropped SSH link): nothing left to draw on
+                        pass
             return
         last = [0.0]
 
