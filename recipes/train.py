@@ -107,11 +107,19 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
     _start_backup(ctx, tdir)  # a resume after the training ended: the final adapter may still be due
     out = json.loads(result.read_text())
     _report_backup(ctx, tdir)
-    ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
-                 seconds=out["runtime_s"]))
+    losses = out.get("losses") or []
+    if 1 < len(losses) < 10:  # the first and the last five overlap: said as the first and the last logged
+        ctx.info(msg("train.finished_few", steps=out["steps"], first=losses[0], last=losses[-1],
+                     seconds=out["runtime_s"]))
+    else:
+        ctx.info(msg("train.finished", steps=out["steps"], first=out["first5_mean"], last=out["last5_mean"],
+                     seconds=out["runtime_s"]))
     if out.get("rewards"):  # GRPO: what it optimizes, where its loss says little
         mean = lambda xs: round(sum(xs) / len(xs), 4)  # noqa: E731
-        ctx.info(msg("train.finished_rewards", first=mean(out["rewards"][:5]), last=mean(out["rewards"][-5:])))
+        rewards = out["rewards"]
+        first, last = (rewards[0], rewards[-1]) if len(rewards) < 10 else (mean(rewards[:5]), mean(rewards[-5:]))
+        ctx.info(msg("train.finished_rewards_few" if len(rewards) < 10 else "train.finished_rewards",
+                     first=first, last=last))
     events, _ = jobs.read_events(TrainDir(tdir).events)
     png = plots.loss_png(events, TrainDir(tdir).loss_png, title=ctx.session_id)
     if png:

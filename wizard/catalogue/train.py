@@ -18,6 +18,10 @@ MESSAGES = {
                                        "开始（Adam 的动量从零累积）。"},
     "train.tracker_store": {"en": "{tracker}: this run is in {path} — {command}",
                             "zh": "{tracker}：本次运行记录在 {path}——{command}"},
+    "train.finished_few": {"en": "Training finished: {steps} steps, training loop {seconds} s; loss {first} (first logged step) → {last} (last).",
+                           "zh": "训练完成：{steps} 步，训练循环用时 {seconds} 秒；损失 {first}（第一次记录）→ {last}（最后一次）。"},
+    "train.finished_rewards_few": {"en": "Reward {first} (first logged step) → {last} (last); each function's is in the events (reward_<function>).",
+                                   "zh": "奖励 {first}（第一次记录）→ {last}（最后一次）；各奖励函数的数值见事件（reward_<函数名>）。"},
     "train.finished_rewards": {"en": "Reward {first} (first 5 logged) → {last} (last 5); each function's is in the "
                                      "events (reward_<function>).",
                                "zh": "奖励 {first}（前 5 次记录）→ {last}（后 5 次）；各奖励函数的数值见事件（reward_<函数名>）。"},
