@@ -35,10 +35,15 @@ def _repo(answers: dict) -> str | None:
     return models.repo_id(entry, answers["source"]) if entry else None
 
 
+_ANNOUNCED: set = set()  # (source, repo, endpoint, revision) whose config.json reading was said in this process
+
+
 def questions(ctx: Ctx) -> list[Question]:
     def check_model(repo: str, answers: dict, revision: str = "main"):
         """Fetch config.json now, so an unknown id is refused at the prompt (the hub client caches it for run)."""
-        if answers["source"] != "local":
+        said = (answers["source"], repo, answers.get("endpoint"), revision)
+        if answers["source"] != "local" and said not in _ANNOUNCED:  # once: the check runs for --set and the question
+            _ANNOUNCED.add(said)
             ctx.info(msg("select_model.fetching", repo=repo, endpoint=answers.get("endpoint")))
         try:
             config = hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
