@@ -158,6 +158,8 @@ def test_demo_then_replay(finished_demo):
     assert "yichui servers running (2):" in rp.stdout and f"{new['id']}: " in rp.stdout
     assert new["steps"]["deploy"]["answers"]["stop_servers"] == []
     new["steps"]["deploy"]["answers"].pop("stop_servers")
+    listed = yichui(home, "serve", "status", "--all", COLUMNS="200")  # both, each with its session and endpoint
+    assert listed.returncode == 0 and s["id"] in listed.stdout and new["id"] in listed.stdout, listed.stdout
     stop_all_servers = yichui(home, "serve", "stop", "--all")
     assert stop_all_servers.returncode == 0 and f"of session {new['id']}" in stop_all_servers.stdout
     assert f"of session {s['id']}" in stop_all_servers.stdout

@@ -64,9 +64,32 @@ def serve_start(session: Optional[str] = SessionArg):
         raise typer.Exit(run_engine(s, ui, False, {}, defaults=defaults))
 
 
-def serve_status(session: Optional[str] = SessionArg):
+def serve_status(session: Optional[str] = SessionArg,
+                 all_: bool = typer.Option(False, "--all", help=T("cli.opt.status_all"))):
     from recipes.handoff import Deployment
 
+    if all_:  # every yichui server under YICHUI_HOME, as `serve stop --all` stops them
+        from recipes import rundir
+        from wizard.session import find, home
+        from wizard.session import Session
+
+        if session is not None:
+            raise fail("cli.serve.all_and_session", session=session)
+        running = rundir.servers(home())
+        if not running:
+            new_ui().say(T("cli.serve.none_running"))
+            return
+        rows = []
+        for sid, job in running:
+            try:
+                out = Session.load(find(sid, home())).result(Deployment)
+                endpoint, model = out.endpoint or "", out.served_model or ""
+            except Exception:  # noqa: BLE001 - a session file gone or broken: its server is still listed
+                endpoint = model = "?"
+            rows.append((sid, job.pid, endpoint, model, job.log))
+        new_ui().table(T("cli.serve.title_all"), [T("cli.col.session"), "pid", "endpoint", "model", T("cli.col.log")],
+                       rows)
+        return
     s, job = _server_session(session, running_only=True)
     if job is None:
         raise _no_server(s, "cli.serve.none")
