@@ -363,7 +363,7 @@ def serve_base(ctx: Ctx, model_dir: str, trust_remote_code: bool):
 
 
 # fewer held-out conversations than this: a verdict on them is noise, and the step says so
-FEW_HELDOUT = 10
+FEW_HELDOUT = Evaluation.FEW_HELDOUT
 
 
 def verdict(parts: dict) -> dict | None:
@@ -589,7 +589,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
         examples.append(ex)
         ctx.info(msg("evaluate.example", n=i + 1, prompt=_short(ex["prompt"]), reference=_short(ex["reference"]),
                      answers="\n  ".join(f"{m}: {_short(ex[m])}" for m in targets)))
-    report, chart = write_report(ctx, edir, config, parts, targets, answers.get("benchmarks", []), examples)
+    report, chart = write_report(ctx, edir, config, parts, targets, answers.get("benchmarks", []), examples,
+                                 heldout=len(convs))
     ctx.info(msg("evaluate.report", path=str(report)))
     return Evaluation(config=config, parts=parts, table=table, columns=targets, examples=examples,
                       heldout_samples=len(convs), report=str(report), chart=str(chart) if chart else None,
@@ -624,9 +625,10 @@ def summary(parts: dict, targets: list[str], benchmarks: list[str]) -> list[list
 
 
 def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[str], benchmarks: list[str],
-                 examples: list[dict]) -> tuple[Path, Path | None]:
+                 examples: list[dict], heldout: int | None = None) -> tuple[Path, Path | None]:
     """report.md in the session's language (every sentence from the catalogue: ``evaluate.report.*``); each reply a
-    block quote of its own, so a multi-line answer does not run into the next label (issue 46 item 14)."""
+    block quote of its own, so a multi-line answer does not run into the next label (issue 46 item 14); ``heldout``:
+    the held-out conversations compared (too few is said, as the step says it)."""
     t = ctx.t
     rows = summary(parts, targets, benchmarks)
     lines = [t("evaluate.report.title", id=ctx.session_id), "", f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
@@ -645,6 +647,8 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
         said = Evaluation(verdict=v).headline()
         if said is not None and v["beats"] and v.get("fell"):  # GRPO: a reward hacked — said here too
             lines += ["**" + t("evaluate.report.warning") + "** " + ctx.t(said[1]), ""]
+    for caveat in Evaluation(heldout_samples=heldout).caveats():  # too few held out: said in the report too
+        lines += ["**" + t("evaluate.report.warning") + "** " + ctx.t(caveat), ""]
 
     def quoted(text: object) -> list[str]:
         return ["> " + line if line.strip() else ">" for line in str(text or "").splitlines() or [""]]

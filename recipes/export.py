@@ -28,7 +28,7 @@ from recipes.memory import model as memory
 from recipes.quantization import quality
 from recipes.quantization import quantize
 from recipes.base import Choice, Ctx, Question, Record, StepError, in_range, msg
-from recipes.handoff import Download, ExportResult, ModelChoice, StrategyChoice, TrainingResult, trusted
+from recipes.handoff import Download, Evaluation, ExportResult, ModelChoice, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import FULL_WEIGHTS
 from recipes.serving import engines
 from recipes.serving import spec as specs
@@ -325,6 +325,9 @@ def run(ctx: Ctx, answers: dict) -> ExportResult:
     calib, held, held_source = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
                                       if any(quantize.FORMATS[f].calibrated for f in todo) else 0,
                                       answers.get("quality_samples", 0), code) if todo else ([], [], "")
+    # too few to measure with (the evaluate step's bar, Evaluation.FEW_HELDOUT): said, not left to a count
+    if todo and held and len(held) < min(answers.get("quality_samples", 0), Evaluation.FEW_HELDOUT):
+        ctx.warn(msg("export.few_quality_samples", n=len(held), asked=answers["quality_samples"]))
     for f in todo:
         fmt, out, t0 = quantize.FORMATS[f], edir / f, time.time()
         ctx.info(msg("export.quantizing", format=f, path=str(out)))

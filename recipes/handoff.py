@@ -523,6 +523,15 @@ class Evaluation(Handoff):
     chart: str | None = None
     verdict: dict | None = None
 
+    FEW_HELDOUT: ClassVar[int] = 10  # fewer held-out conversations than this: the comparison is noise (item 11)
+
+    def caveats(self) -> list[Msg]:
+        """What the verdict rests on that a reader must know: too few held-out conversations. Said after the
+        headline by the evaluate step, `yichui show` and report.md alike."""
+        n = self.heldout_samples
+        return [msg("evaluate.few_heldout", n=n, min=self.FEW_HELDOUT)] if n is not None and 0 < n < self.FEW_HELDOUT \
+            else []
+
     def headline(self) -> tuple[bool, Msg] | None:
         """The verdict in one line, and whether it is a warning: the fine-tuned model beats the base, does not, or
         (GRPO) beats it on the summed reward while some rewards fell — a reward hacked. The evaluate step, `yichui

@@ -70,6 +70,11 @@ def test_deploy_quantize_and_chat_tasks(clean, hub):
     assert parts["heldout:endpoint"]["loss"] is None and 0 <= parts["heldout:endpoint"]["rouge_l"] <= 1
     assert parts["heldout:endpoint"]["samples"] == 6
     assert "Only 6 held-out conversation(s)" in " ".join(r.stderr.split())  # issue 46 item 11: said, not left to the figures
+    # and said again where it is read later: `yichui show` and report.md (the acceptance trial: both left it out)
+    shown = yichui(home, "show", ev["id"], COLUMNS="200")
+    assert "Only 6 held-out conversation(s)" in " ".join((shown.stdout + shown.stderr).split())
+    report = Path(ev["steps"]["evaluate"]["outputs"]["report"]).read_text()
+    assert "**Warning:** Only 6 held-out conversation(s)" in report
     assert parts["bench:gsm8k:endpoint"]["where"] == out["endpoint"] and parts["bench:gsm8k:endpoint"]["samples"] == 3
     assert yichui(home, "serve", "stop", s["id"]).returncode == 0
 

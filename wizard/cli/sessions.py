@@ -394,5 +394,7 @@ def show(session: Optional[str] = SessionArg,
                  [["—" if v is None else v for v in r] for r in evaluated.table])
         if (said := evaluated.headline()) is not None:  # the evaluate step's own line (a reward that fell too)
             (ui.warn if said[0] else ui.say)(i18n.render(said[1]))
+        for caveat in evaluated.caveats():  # too few held out, as the step said it
+            ui.warn(i18n.render(caveat))
         if evaluated.report:
             ui.say(T("evaluate.report", path=evaluated.report))
