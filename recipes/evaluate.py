@@ -24,7 +24,7 @@ from recipes.data import datasets, preference, prompts
 from recipes.evaluation import harness
 from recipes.evaluation import preference as scores
 from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
-from recipes.handoff import (Deployment, Download, Evaluation, ExportResult, ModelChoice, StrategyChoice,
+from recipes.handoff import (Deployment, Download, Evaluation, ExportResult, ModelChoice, StrategyChoice, metric_words,
                              TrainingResult, trusted)
 from recipes.serving import spec as specs
 
@@ -577,9 +577,10 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
         replies.stop()
 
     table = summary(parts, targets, answers.get("benchmarks", []))
-    ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets], [r[:1] + r[1:] for r in table])
+    ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets],
+              [[metric_words(r[0], ctx.t)] + r[1:] for r in table])
     verdict_ = verdict(parts)
-    if (said := Evaluation(verdict=verdict_).headline()) is not None:  # GRPO: a reward that fell is said here too
+    if (said := Evaluation(verdict=verdict_).headline(ctx.t)) is not None:  # GRPO: a reward that fell is said here too
         (ctx.warn if said[0] else ctx.info)(said[1])
     examples = []
     for i, c in enumerate(convs[:EXAMPLES]):
@@ -633,7 +634,8 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
     rows = summary(parts, targets, benchmarks)
     lines = [t("evaluate.report.title", id=ctx.session_id), "", f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
              "", f"| {t('evaluate.report.metric')} | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
-    lines += ["| " + " | ".join(["—" if v is None else str(v) for v in r]) + " |" for r in rows]
+    lines += ["| " + " | ".join([metric_words(str(r[0]), t)] + ["—" if v is None else str(v) for v in r[1:]]) + " |"
+              for r in rows]
     lines += ["", t("evaluate.report.models", models=", ".join(f"{k} = `{v}`" for k, v in config["models"].items())), ""]
     wheres = {m: parts.get(f"heldout:{m}", {}).get("where") for m in targets}
     if any(wheres.values()):
@@ -641,10 +643,10 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
             f"{m} = {w or t('evaluate.report.in_process')}" for m, w in wheres.items())), ""]
     v = verdict(parts)
     if v and v["beats"] is not None:
-        checks = ", ".join(f"{k}: {t('evaluate.report.tie' if ok is None else 'ui.yes' if ok else 'ui.no')}"
+        checks = ", ".join(f"{metric_words(k, t)}: {t('evaluate.report.tie' if ok is None else 'ui.yes' if ok else 'ui.no')}"
                            for k, ok in v["checks"].items())
         lines += [t("evaluate.report.beats" if v["beats"] else "evaluate.report.not_beats", checks=checks), ""]
-        said = Evaluation(verdict=v).headline()
+        said = Evaluation(verdict=v).headline(t)
         if said is not None and v["beats"] and v.get("fell"):  # GRPO: a reward hacked — said here too
             lines += ["**" + t("evaluate.report.warning") + "** " + ctx.t(said[1]), ""]
     for caveat in Evaluation(heldout_samples=heldout).caveats():  # too few held out: said in the report too

@@ -508,6 +508,23 @@ class Deployment(Handoff):
     parity: dict | None = None         # train→serve parity of the sample question (recipes/serving/parity.py)
 
 
+# the evaluation's metric names and figures as the session keeps them (English, data), and their catalogue words:
+# rendered in the reader's language by metric_words (a zh table said "held-out loss … (tie) vs": the trial)
+METRIC_TERMS = (("(unpaired: AUC)", "evaluate.term.unpaired_auc"), ("(unpaired: per token)", "evaluate.term.unpaired_token"),
+                ("preference accuracy", "evaluate.term.preference_accuracy"),
+                ("preference margin", "evaluate.term.preference_margin"), ("held-out", "evaluate.term.heldout"),
+                ("perplexity", "evaluate.term.perplexity"), ("loss", "evaluate.term.loss"),
+                ("reward", "evaluate.term.reward"), ("(tie)", "evaluate.term.tie"), (" vs ", "evaluate.term.vs"))
+
+
+def metric_words(text: str, t) -> str:
+    """``text`` (a metric's name, a verdict's figures) with its words in the language ``t`` (a translator of
+    catalogue keys: ctx.t, i18n.t) speaks; English unchanged."""
+    for phrase, key in METRIC_TERMS:
+        text = text.replace(phrase, t(key))
+    return text
+
+
 @dataclass
 class Evaluation(Handoff):
     """evaluate: base against fine-tuned on the held-out set and the benchmarks."""
@@ -532,16 +549,17 @@ class Evaluation(Handoff):
         return [msg("evaluate.few_heldout", n=n, min=self.FEW_HELDOUT)] if n is not None and 0 < n < self.FEW_HELDOUT \
             else []
 
-    def headline(self) -> tuple[bool, Msg] | None:
+    def headline(self, t=None) -> tuple[bool, Msg] | None:
         """The verdict in one line, and whether it is a warning: the fine-tuned model beats the base, does not, or
         (GRPO) beats it on the summed reward while some rewards fell — a reward hacked. The evaluate step, `yichui
         show` and report.md say the same line. None without a verdict (nothing moved, or no held-out part)."""
         v = self.verdict or {}
         if v.get("beats") is None:
             return None
-        figures = v.get("figures", "")
+        words = (lambda x: metric_words(str(x), t)) if t else str  # noqa: E731 - English as recorded, else t's
+        figures = words(v.get("figures", ""))
         if v["beats"] and v.get("fell"):
-            return True, msg("evaluate.reward_fell", figures=figures, fell=", ".join(map(str, v["fell"])))
+            return True, msg("evaluate.reward_fell", figures=figures, fell=", ".join(map(words, v["fell"])))
         return (False, msg("evaluate.beats", figures=figures)) if v["beats"] else \
             (True, msg("evaluate.not_better", figures=figures))
 

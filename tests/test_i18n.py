@@ -74,3 +74,22 @@ def test_nested_messages_render_in_the_current_language():
         assert i18n.render(m) == "vllm（未安装）"
     finally:
         i18n.set_lang("en")
+
+
+def test_the_evaluation_s_metric_names_are_said_in_the_reader_s_language():
+    """The acceptance trial: the zh table and report said "held-out loss", "(tie)", "vs". The session keeps them in
+    English (data); they are shown through the catalogue."""
+    from recipes.handoff import Evaluation, metric_words
+
+    figures = "loss 2.0 vs 3.0, rouge_l 0.07 vs 0.07 (tie)"
+    ev = Evaluation(verdict={"beats": True, "checks": {"loss": True, "rouge_l": None}, "figures": figures})
+    i18n.set_lang("zh")
+    try:
+        assert metric_words("held-out loss", i18n.t) == "留出集 损失"
+        said = i18n.render(ev.headline(i18n.t)[1])
+        assert "损失 2.0 对比 3.0" in said and "（持平）" in said and " vs " not in said, said
+    finally:
+        i18n.set_lang("en")
+    assert metric_words("held-out preference accuracy (unpaired: AUC)", i18n.t) == \
+        "held-out preference accuracy (unpaired: AUC)"  # English: as recorded
+    assert figures in i18n.render(ev.headline(i18n.t)[1])

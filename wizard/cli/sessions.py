@@ -368,7 +368,7 @@ def show(session: Optional[str] = SessionArg,
                   _brief(r.outputs)) for n, r in s.records()])
     if any(_brief(r.answers).endswith("…") or _brief(r.outputs).endswith("…") for _, r in s.records()):
         new_ui().say(T("cli.show.cut", id=s.id))
-    from recipes.handoff import Evaluation, ExportResult
+    from recipes.handoff import Evaluation, ExportResult, metric_words
 
     ui = new_ui()
     chosen = RunDir(s.run_dir).train.backup_choice
@@ -391,8 +391,8 @@ def show(session: Optional[str] = SessionArg,
     evaluated = s.result(Evaluation)
     if evaluated.table:  # base vs fine-tuned, held-out and benchmarks
         ui.table(T("evaluate.table"), [T("evaluate.col.metric"), *evaluated.columns],
-                 [["—" if v is None else v for v in r] for r in evaluated.table])
-        if (said := evaluated.headline()) is not None:  # the evaluate step's own line (a reward that fell too)
+                 [[metric_words(str(r[0]), T)] + ["—" if v is None else v for v in r[1:]] for r in evaluated.table])
+        if (said := evaluated.headline(T)) is not None:  # the evaluate step's own line (a reward that fell too)
             (ui.warn if said[0] else ui.say)(i18n.render(said[1]))
         for caveat in evaluated.caveats():  # too few held out, as the step said it
             ui.warn(i18n.render(caveat))
