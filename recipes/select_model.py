@@ -120,7 +120,9 @@ def questions(ctx: Ctx) -> list[Question]:
                  default=lambda a: hub.default_endpoint(a["source"]), validate=validate_endpoint,
                  way_back=("source",), alternatives=lambda a: hub.endpoint_choices(a["source"])),
         Question("model", "select", "select_model.model", when=remote, default=models.CATALOGUE[0].key,
-                 choices=lambda a: [Choice(e.key, f"{e.label}  ({models.repo_id(e, a['source'])})")
+                 choices=lambda a: [Choice(e.key, " ".join([e.label] + ([ctx.t("select_model.tag." + e.tag)]
+                                                                     if e.tag else []))
+                                           + f"  ({models.repo_id(e, a['source'])})")
                                     for e in models.CATALOGUE] + [Choice("other", msg("select_model.model.other"))],
                  validate=validate_model, way_back=("endpoint", "source")),
         Question("model_id", "text", "select_model.model_id", when=lambda a: remote(a) and a.get("model") == "other",

@@ -11,6 +11,7 @@ class Entry:
     hf: str | None
     modelscope: str | None
     params_b: float  # billions, for the label only; exact counts come from the config
+    tag: str | None = None  # what the label adds in the user's language: "vision" (select_model.tag.vision), "demo"
 
 
 CATALOGUE = (
@@ -34,19 +35,18 @@ CATALOGUE = (
     Entry("deepseek-r1-distill-qwen-7b", "DeepSeek-R1 Distill Qwen 7B", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
           "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", 7.6),
     # vision-language models (image-text-to-text): the trainer fine-tunes their language model on image records
-    Entry("qwen2.5-vl-3b-instruct", "Qwen2.5-VL 3B Instruct (vision-language)", "Qwen/Qwen2.5-VL-3B-Instruct",
-          "Qwen/Qwen2.5-VL-3B-Instruct", 3.8),
-    Entry("qwen2.5-vl-7b-instruct", "Qwen2.5-VL 7B Instruct (vision-language)", "Qwen/Qwen2.5-VL-7B-Instruct",
-          "Qwen/Qwen2.5-VL-7B-Instruct", 8.3),
-    Entry("qwen2-vl-2b-instruct", "Qwen2-VL 2B Instruct (vision-language)", "Qwen/Qwen2-VL-2B-Instruct",
-          "Qwen/Qwen2-VL-2B-Instruct", 2.2),
-    Entry("llava-1.5-7b", "LLaVA 1.5 7B (vision-language)", "llava-hf/llava-1.5-7b-hf", None, 7.1),
+    Entry("qwen2.5-vl-3b-instruct", "Qwen2.5-VL 3B Instruct", "Qwen/Qwen2.5-VL-3B-Instruct",
+          "Qwen/Qwen2.5-VL-3B-Instruct", 3.8, tag="vision"),
+    Entry("qwen2.5-vl-7b-instruct", "Qwen2.5-VL 7B Instruct", "Qwen/Qwen2.5-VL-7B-Instruct",
+          "Qwen/Qwen2.5-VL-7B-Instruct", 8.3, tag="vision"),
+    Entry("qwen2-vl-2b-instruct", "Qwen2-VL 2B Instruct", "Qwen/Qwen2-VL-2B-Instruct",
+          "Qwen/Qwen2-VL-2B-Instruct", 2.2, tag="vision"),
+    Entry("llava-1.5-7b", "LLaVA 1.5 7B", "llava-hf/llava-1.5-7b-hf", None, 7.1, tag="vision"),
     Entry("tinyllama-1.1b-chat", "TinyLlama 1.1B Chat", "TinyLlama/TinyLlama-1.1B-Chat-v1.0",
           "AI-ModelScope/TinyLlama-1.1B-Chat-v1.0", 1.1),
-    Entry("yichui-tiny", "yichui tiny demo model (local demo hub)", "yichui/tiny-qwen2-chat", "yichui/tiny-qwen2-chat",
-          0.0007),
-    Entry("yichui-tiny-vlm", "yichui tiny vision-language demo model (local demo hub)", "yichui/tiny-llava-shapes",
-          "yichui/tiny-llava-shapes", 0.0003),
+    Entry("yichui-tiny", "yichui tiny", "yichui/tiny-qwen2-chat", "yichui/tiny-qwen2-chat", 0.0007, tag="demo"),
+    Entry("yichui-tiny-vlm", "yichui tiny LLaVA", "yichui/tiny-llava-shapes", "yichui/tiny-llava-shapes", 0.0003,
+          tag="demo_vision"),
 )
 
 

@@ -35,5 +35,9 @@ MESSAGES = {
                                   "zh": "{value!r} 不是有效的版本：请给出分支、标签或提交哈希（如 main、v1.0、4f3c2a1）。"},
     "select_model.bad_endpoint": {"en": "{value!r} is not an http(s) URL.", "zh": "{value!r} 不是 http(s) 网址。"},
     "select_model.not_on_source": {"en": "{model} is not published on {source}.", "zh": "{model} 未在 {source} 上发布。"},
+    "select_model.tag.vision": {"en": "(vision-language)", "zh": "（视觉语言）"},
+    "select_model.tag.demo": {"en": "(demo model, local demo hub)", "zh": "（演示模型，本地演示 Hub）"},
+    "select_model.tag.demo_vision": {"en": "(vision-language demo model, local demo hub)",
+                                     "zh": "（视觉语言演示模型，本地演示 Hub）"},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
 }
