@@ -225,3 +225,23 @@ def test_keys_typed_during_a_live_view_are_not_echoed_nor_kept():
     kept = p.match.group(1)
     p.expect(pexpect.EOF)
     assert (during, after, kept) == ("False", "True", "False"), (during, after, kept, p.before)
+
+
+def test_a_confirm_s_echo_is_in_the_user_s_language():
+    """questionary echoes a confirm's answer from its module constants (Yes/No); the prompter puts the catalogue's
+    words there. Pinned to the questionary version whose prompts/confirm.py reads them by name."""
+    import questionary
+    from questionary.prompts import confirm
+
+    from wizard import i18n
+    from wizard.prompter import _confirm_words
+
+    assert questionary.__version__ == "2.1.1"  # another version: check prompts/confirm.py still reads YES/NO
+    i18n.set_lang("zh")
+    try:
+        _confirm_words()
+        assert (confirm.YES, confirm.NO) == ("是", "否")
+    finally:
+        i18n.set_lang("en")
+        _confirm_words()
+    assert (confirm.YES, confirm.NO) == ("yes", "no")

@@ -44,6 +44,14 @@ def _one_line_answers() -> None:
     select.InquirerControl = OneLineAnswer
 
 
+def _confirm_words() -> None:
+    """questionary 2.1 echoes a confirm's answer as its constants "Yes"/"No" (prompts/confirm.py, imported by name):
+    the catalogue's words instead, in the user's language (English was left in the zh UI: issue 46 item 14)."""
+    from questionary.prompts import confirm
+
+    confirm.YES, confirm.NO = i18n.t("ui.yes"), i18n.t("ui.no")
+
+
 class QuestionaryPrompter:
     def ask(self, q: Question, prefill: Any, answers: dict) -> Any:
         import questionary
@@ -68,6 +76,7 @@ class QuestionaryPrompter:
             return picked
         if q.kind == "confirm":
             yes = bool(prefill) if prefill is not None else True
+            _confirm_words()
             return questionary.confirm(text, default=yes, instruction=i18n.t(
                 "ui.confirm_default_yes" if yes else "ui.confirm_default_no")).unsafe_ask()
         if q.kind == "password":
