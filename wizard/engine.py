@@ -584,8 +584,9 @@ class Engine:
         for n in [first, *later]:
             s.record(n).update(status="pending", started_at=None)
         s.save()
-        self.ui.warn(i18n.t("engine.reopened", keys=", ".join(f"{first}.{k}" for k in changed), step=first,
-                            later=", ".join(later) or "—"))
+        keys = ", ".join(f"{first}.{k}" for k in changed)
+        self.ui.warn(i18n.t("engine.reopened", keys=keys, step=first, later=", ".join(later)) if later else
+                     i18n.t("engine.reopened_alone", keys=keys, step=first))
 
     def _go_back(self, rec: StepRecord, text: str, reask: str) -> bool:
         """In the wizard, after a refusal an earlier step's answer caused (a model the hub refuses at download): say

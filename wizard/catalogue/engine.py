@@ -38,6 +38,8 @@ MESSAGES = {
     "engine.reopened": {"en": "--set changes {keys}, answered when {step} ran: {step} runs again, and the steps done "
                               "after it ({later}).",
                         "zh": "--set 更改了 {keys}（{step} 运行时已回答）：{step} 将重新运行，其后已完成的步骤（{later}）也会重新运行。"},
+    "engine.reopened_alone": {"en": "--set changes {keys}, answered when {step} ran: {step} runs again.",
+                              "zh": "--set 更改了 {keys}（{step} 运行时已回答）：{step} 将重新运行。"},
     "engine.preset": {"en": "{name} = {value} (preset by --set)", "zh": "{name} = {value}（由 --set 指定）"},
     "engine.preset_invalid": {"en": "--set {name}={value!r} is not valid ({reason}): choose here.",
                               "zh": "--set {name}={value!r} 无效（{reason}）：请在此选择。"},
