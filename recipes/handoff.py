@@ -75,7 +75,7 @@ def _record_type(hint) -> type | None:
     return None
 
 
-def _shown(value) -> str:
+def shown(value) -> str:
     """A session file's value as JSON spells it (null, true, "x"), cut at 40 characters."""
     import json
 
@@ -130,8 +130,8 @@ class Handoff:
                     sub = typing.get_type_hints(inner)
                     bad = next(g for g in dataclasses.fields(inner) if g.name in value
                                and not _fits(value[g.name], sub[g.name]))
-                    return f"{f.name}.{bad.name} is {_shown(value[bad.name])}, not {_type_name(sub[bad.name])}"
-                return f"{f.name} is {_shown(value)}, not {_type_name(hints[f.name])}"
+                    return f"{f.name}.{bad.name} is {shown(value[bad.name])}, not {_type_name(sub[bad.name])}"
+                return f"{f.name} is {shown(value)}, not {_type_name(hints[f.name])}"
         return cls._inner_problem(d)
 
     @classmethod
@@ -338,15 +338,15 @@ class StrategyChoice(Handoff):
     def _inner_problem(cls, d: dict) -> str | None:
         data, backup = d.get("data"), d.get("backup")
         if isinstance(data, dict) and "source" in data and data["source"] not in DATA_SOURCES:
-            return f"data.source is {_shown(data['source'])}, not one of {', '.join(DATA_SOURCES)}"
+            return f"data.source is {shown(data['source'])}, not one of {', '.join(DATA_SOURCES)}"
         if isinstance(backup, dict):
             if backup.get("hub") not in HUBS:
-                return f"backup.hub is {_shown(backup.get('hub'))}, not one of {', '.join(HUBS)}"
+                return f"backup.hub is {shown(backup.get('hub'))}, not one of {', '.join(HUBS)}"
             if not (isinstance(backup.get("repo_id"), str) and backup["repo_id"].strip()):
-                return f"backup.repo_id is {_shown(backup.get('repo_id'))}, not a repository id"
+                return f"backup.repo_id is {shown(backup.get('repo_id'))}, not a repository id"
             every = backup.get("every", 1)
             if not (isinstance(every, int) and not isinstance(every, bool) and every >= 1):
-                return f"backup.every is {_shown(every)}, not a whole number of at least 1"
+                return f"backup.every is {shown(every)}, not a whole number of at least 1"
         return None
 
     def spec(self) -> TrainingSpec:

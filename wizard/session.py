@@ -100,22 +100,13 @@ class MigrationProblem(ValueError):
     """What an old file holds that its own schema did not allow, in that schema's names (said as it is)."""
 
 
-def shown(value: Any) -> str:
-    """A value of a session file as the user wrote it: JSON's spelling (null, true, "x"), cut at 40 characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 40 else text[:39] + "…"
-
-
 def _v5_to_v6(data: dict) -> dict:
     """v6: choose_strategy's record types its seams (recipes/handoff.py StrategyChoice). v5's ``strategy`` (the
     answers, with skip_bad_records, val_ratio, images_per_sample) becomes ``training`` (TrainerJob's strategy
     fields), ``data`` (a DataChoice: source, path, repo, file, format, skip_bad_records, val_ratio and the record
     counts v5 kept beside it) and ``backup`` (an AdapterBackup, or null). Anything of the wrong type is moved as it
     is: the load's type check (StrategyChoice.problem) then names it."""
-    from recipes.handoff import StrategyChoice
+    from recipes.handoff import StrategyChoice, shown
 
     rec = data.get("steps", {}).get("choose_strategy") if isinstance(data.get("steps"), dict) else None
     if not isinstance(rec, dict):
