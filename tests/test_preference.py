@@ -154,6 +154,7 @@ def test_dpo_trains_in_yichui_s_trainer_resumes_and_prefers_the_chosen_on_held_o
     assert got["finetuned"].accuracy >= got["base"].accuracy and got["finetuned"].margin > got["base"].margin + 5, got
 
 
+@pytest.mark.slow  # it trains twice (≈ 30 s): the full suite runs it, the quick loop does not
 def test_kto_trains_on_unequal_labelled_replies_weights_the_rarer_side_and_moves_each_the_right_way(tiny_model,
                                                                                                        tmp_path):
     """KTO through yichui's trainer (trl's KTOTrainer, LoRA: the reference is the base with the adapter off) on

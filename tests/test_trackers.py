@@ -48,6 +48,7 @@ def _wandb_history(run_file) -> list[dict]:
     return rows
 
 
+@pytest.mark.slow  # it trains (≈ 30 s): the full suite runs it, the quick loop does not
 @pytest.mark.skipif(not all(trackers.installed(n) for n in trackers.TRACKERS),
                     reason="./install.sh --dev installs the trackers")
 def test_each_tracker_s_local_store_holds_every_step_s_loss_and_the_memory_scalars(tiny_model, tmp_path):
