@@ -101,7 +101,8 @@ def job(row, mdir: Path, steps: int, device: str = "cuda") -> dict:
     reward = shape in ("tiny", "qwen2.5-0.5b-smallvocab")
     return {"objective": "grpo", "method": method, "lora_rank": 16, "lora_alpha": 32, "lora_targets": "all-linear",
             "activation_checkpointing": ckpt, "model_dir": str(mdir), "init": "pretrained"
-            if shape == "tiny" or method == "qlora" else "random",  # QLoRA quantizes written weights as it loads "dataset_path": str(prompts.bundled_prompts_path()), "device": device,
+            if shape == "tiny" or method == "qlora" else "random",  # QLoRA quantizes written weights as it loads
+            "dataset_path": str(prompts.bundled_prompts_path()), "device": device,
             "seq_len": completion + 256, "micro_batch": mb, "grad_accum": ga, "num_generations": 8,
             "completion_length": completion, "rewards": ["accuracy", "file"] if reward else ["stops"],
             "reward_file": str(prompts.BUNDLED.with_name("demo_reward.py")) if reward else "",

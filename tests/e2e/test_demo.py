@@ -179,7 +179,7 @@ def test_demo_then_replay(finished_demo):
                 old_answers.pop(k, None)
         assert new_answers == old_answers, name
     same = lambda step, key: new["steps"][step]["outputs"][key] == s["steps"][step]["outputs"][key]  # noqa: E731
-    assert same("evaluate_memory", "recommended") and same("download", "commit") and same("choose_strategy", "strategy")
+    assert same("evaluate_memory", "recommended") and same("download", "commit") and same("choose_strategy", "training")
     assert new["steps"]["train"]["outputs"]["steps"] == train["steps"]
 
     # a hand-edited copy that now needs an answer it does not hold: replay names the --set to give

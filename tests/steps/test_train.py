@@ -294,7 +294,9 @@ def test_dora_with_a_validation_split_and_a_hub_dataset(chain, variant, tmp_path
                      backup_every="2")
     assert out["data"]["format"] == "sharegpt" and out["data"]["n_records"] == 120
     assert (out["data"]["n_train"], out["data"]["n_validation"]) == (108, 12)
-    assert out["dataset_path"].startswith(str(chain.home / "datasets" / "hf" / "org" / "chat"))
+    assert out["data"]["path"].startswith(str(chain.home / "datasets" / "hf" / "org" / "chat"))
+    assert out["data"]["source"] == "hub" and out["data"]["repo"] == "org/chat" and out["backup"] == {
+        "hub": "modelscope", "repo_id": "me/dora-adapter", "every": 2, "base_model": None}
     tr = chain.step("train")
     events, _ = jobs.read_events(Path(tr["train_dir"]) / "events.jsonl")
     assert [e["step"] for e in events if e["event"] == "eval"] == [3, 6]
