@@ -144,11 +144,16 @@ def names_default(q: Question, raw: Any, answers: dict) -> bool:
     return err is None and value == default
 
 
+# the kinds of answer checked before any step runs: their validators read the answers only (a text's or a path's may
+# read a file or ask a hub: the step checks those)
+CHECKED_EARLY = ("int", "float", "confirm", "select", "checkbox")
+
+
 def _not_asked(step: str, q: Question, raw: Any = None, answers: dict | None = None) -> "AnswerError":
     """The refusal of a --set for ``q``, which its step will not ask. When the question's own check refuses the value
     with the answers so far, that reason is said (DPO with packing: "DPO does not run with packing", not "asked only
     when …" — the tryout); else when the question is asked."""
-    if answers is not None:
+    if answers is not None and q.kind in CHECKED_EARLY:  # a path's or text's validator may read files or ask a hub
         try:
             err = check(q, raw, answers)[1]
         except Exception:  # noqa: BLE001 - a check that needs what only the run knows: the generic line then
@@ -453,10 +458,10 @@ class Engine:
                         if q.key in sets and not names_default(q, sets[q.key], answers):
                             raise _not_asked(name, q, sets[q.key], answers)  # refused now, not after the questions before
                         continue
-                    if q.key in sets and q.kind in ("int", "float", "confirm", "select", "checkbox"):
+                    if q.key in sets and q.kind in CHECKED_EARLY:
                         answers[q.key], err = check(q, sets[q.key], answers)
                     elif sets and self.prompter is None and q.key in given \
-                            and q.kind in ("int", "float", "confirm", "select", "checkbox") \
+                            and q.kind in CHECKED_EARLY \
                             and not (q.choices and not q.resolve_choices(answers)):  # choices known at run time
                         # a replayed or recorded answer the --set values make invalid (GRPO's groups with another
                         # micro-batch): said now, not after the steps before it have run (the tryout)
