@@ -109,3 +109,35 @@ def test_kto_demo_splits_the_pairs_and_prefers_the_chosen_reply_above_the_base(d
     base, ft = ev["parts"]["preference:base"], ev["parts"]["preference:finetuned"]
     assert base["accuracy"] <= 0.2 and ft["accuracy"] >= 0.8, (base, ft)
     assert ev["verdict"]["beats"] is True
+
+
+def test_kto_on_unpaired_labelled_replies_through_every_step_ranks_desirable_over_undesirable(dpo_home, tmp_path):
+    """KTO's own data form through the whole wizard (issue 47): labelled replies, no prompt answered twice, twice as
+    many desirable as undesirable — trained with KTO's class weights, merged, served, and evaluated on the held-out
+    replies by the unpaired score (the AUC of desirable over undesirable, per-token log-probabilities), base beside
+    fine-tuned, named as such in the table and the report."""
+    pairs = preference.read(preference.bundled_preferences_path()).records
+    rows = [{"prompt": p["prompt"], "completion": p["chosen" if i % 3 else "rejected"], "label": bool(i % 3)}
+            for i, p in enumerate(pairs)]
+    data = tmp_path / "kto.jsonl"
+    data.write_text("".join(json.dumps(x) + "\n" for x in rows))
+    r = yichui(dpo_home, "demo", "--task", "finetune-dpo", "--set", "choose_strategy.objective=kto",
+               "--set", "choose_strategy.dataset=local", "--set", f"choose_strategy.dataset_path={data}", timeout=900)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out[-4000:]
+    (s,) = sessions(dpo_home)
+    assert [n for n, rec in s["steps"].items() if rec["status"] == "done"] == list(recipes.TASKS["finetune"])
+    cs = s["steps"]["choose_strategy"]["outputs"]
+    assert cs["data"]["format"] == preference.UNPAIRED, cs["data"]
+    result = json.loads((Path(s["steps"]["train"]["outputs"]["train_dir"]) / "result.json").read_text())
+    assert result["steps"] == s["steps"]["train"]["outputs"]["steps"] and not result["resumed_from"], result
+    ev = s["steps"]["evaluate"]["outputs"]
+    base, ft = ev["parts"]["preference:base"], ev["parts"]["preference:finetuned"]
+    assert base["kind"] == ft["kind"] == "unpaired" and base["pairs"] == ft["pairs"] >= 10, (base, ft)
+    assert ft["accuracy"] >= 0.8 and ft["accuracy"] > base["accuracy"] and ft["margin"] > base["margin"], (base, ft)
+    assert ev["verdict"]["beats"] is True
+    table = {row[0]: row[1:] for row in ev["table"]}
+    assert table["held-out preference accuracy (unpaired: AUC)"] == [base["accuracy"], ft["accuracy"]]
+    assert "| held-out preference accuracy (unpaired: AUC) |" in Path(ev["report"]).read_text()
+    deploy = s["steps"]["deploy"]["outputs"]
+    assert deploy["finish_reason"] == "stop" and deploy["reply"].endswith("Done."), deploy
