@@ -23,7 +23,7 @@ from recipes.training import backends, backup, nvme, trackers
 from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_range, msg
 from recipes.handoff import DataChoice, MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
-    OBJECTIVES, OPTIMIZERS, REWARDS, TARGETS, \
+    GENERATIONS, OBJECTIVES, OPTIMIZERS, REWARDS, TARGETS, \
     TrainerJob, TrainingSpec, default_learning_rate, default_seq_len, least_micro_batch, limits
 
 name = "choose_strategy"
@@ -309,7 +309,32 @@ def _objective_questions(d: Draft) -> list[Question]:
         Question("grpo_beta", "float", "choose_strategy.grpo_beta",
                  asked_if="choose_strategy.asked_if.grpo", default=DEFAULTS.grpo_beta, when=_grpo,
                  validate=in_range(*limits("grpo_beta"))),
+        # who generates the replies: transformers in the trainer, or vLLM colocated on the GPU (its own environment)
+        Question("generation", "select", "choose_strategy.generation",
+                 asked_if="choose_strategy.asked_if.grpo_gpu", default=DEFAULTS.generation,
+                 when=lambda a: _grpo(a) and bool(memory.detect_gpus()),
+                 choices=[Choice(g, msg("choose_strategy.generation." + g)) for g in GENERATIONS],
+                 validate=lambda v, a: _generation_check(d.ctx, v, a)),
+        Question("vllm_memory_utilization", "float", "choose_strategy.vllm_memory_utilization",
+                 asked_if="choose_strategy.asked_if.vllm", default=DEFAULTS.vllm_memory_utilization,
+                 when=lambda a: _grpo(a) and a.get("generation") == "vllm",
+                 validate=in_range(*limits("vllm_memory_utilization"))),
     ]
+
+
+def _generation_check(ctx: Ctx, v: str, a: dict):
+    """vLLM for GRPO's replies: a CUDA GPU here, its training environment installed (the command that installs it
+    otherwise), then the spec's rules (QLoRA)."""
+    if v != "vllm":
+        return None
+    if not memory.detect_gpus():
+        return msg("choose_strategy.vllm_needs_gpu")
+    from recipes.training import backends
+
+    if backends.find_vllm_generation(ctx.home) is None:
+        return msg("training.no_vllm_generation", env=str(backends.vllm_generation_env(ctx.home)),
+                   version=backends.VLLM_GENERATION_VERSION, command=backends.install_command(ctx.home, "vllm"))
+    return spec_refusal(a, "generation", generation=v)
 
 
 def _method_questions(d: Draft) -> list[Question]:
@@ -865,8 +890,17 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                             completion=training(answers).completion_length, seq=seq,
                             most=ctx.result(ModelChoice).max_position or limits("seq_len")[1])
         est_seq = (longest or seq - training(answers).completion_length) + training(answers).completion_length
-    est = memory.estimate(mem.model_shape(), training(answers | {"images_per_sample": images, "image_size": side,
-                                                                 "seq_len": est_seq}), gpu.memory_gib)
+    sized = {}  # vLLM's share of the GPU for GRPO's replies, when yichui sizes it: every reply at the full seq_len
+    if grpo and answers.get("generation") == "vllm" and not answers.get("vllm_memory_utilization"):
+        vllm = memory.vllm_generation(mem.model_shape(), training(answers), gpu.memory_gib)
+        sized = {"vllm_memory_utilization": vllm["utilization"]}
+        t_full = training(answers)
+        ctx.info(msg("choose_strategy.vllm_share", util=vllm["utilization"], gib=f"{vllm['pool_gib']:.1f}",
+                     gpu=gpu.name, weights=f"{vllm['weights_gib']:.1f}", kv=f"{vllm['kv_gib']:.1f}",
+                     replies=t_full.micro_batch * t_full.grad_accum, seq=t_full.seq_len))
+    est = memory.estimate(mem.model_shape(), training(answers | sized | {"images_per_sample": images,
+                                                                         "image_size": side, "seq_len": est_seq}),
+                          gpu.memory_gib)
     fits = est["fits"]
     basis = msg("choose_strategy.seq_longest", tokens=est_seq) if est_seq != seq or images else \
         msg("choose_strategy.seq_setting", tokens=seq)
@@ -896,7 +930,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                       file=answers.get("dataset_file"), format=fmt, skip_bad_records=skip,
                       val_ratio=answers.get("val_ratio", 0.0), n_records=len(units), n_train=len(train),
                       n_validation=len(held))
-    chosen = StrategyChoice(training=StrategyChoice.strategy_of(answers | {"images_per_sample": images}), data=data,
+    chosen = StrategyChoice(training=StrategyChoice.strategy_of(answers | sized | {"images_per_sample": images}),
+                            data=data,
                             backup=StrategyChoice.backup_of(answers), samples=samples, estimate=est, fits=fits,
                             effective_batch=training(answers).effective_batch,
                             predicted_tokens_per_s=round(tps, 1) if modelled else None, planned_steps=steps)

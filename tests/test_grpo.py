@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 import subprocess
 import sys
 from pathlib import Path
@@ -188,6 +189,104 @@ def test_estimate_prices_grpo_from_the_command_line():
     r = subprocess.run([yichui, "estimate", str(cfg), "--objective", "grpo", "--completion-length", "600",
                         "--seq-len", "512"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and r.stderr.strip().endswith("(options: --completion-length, --seq-len)"), r.stderr
+
+
+def test_vllm_generation_is_grpo_s_only_refuses_qlora_and_is_priced_as_its_share_of_the_gpu():
+    """GRPO's replies by vLLM colocated with the trainer (trl's colocate mode): only GRPO generates, QLoRA is refused
+    (trl would load a 4-bit copy in vLLM: not measured); vLLM's share of the GPU is sized for the generation batch —
+    its copy of the weights, its start-up profile and every reply's KV cache in whole 16-token blocks — and held
+    beside every moment of the trainer's, in place of transformers' generation phase."""
+    for change, key in [({"objective": "sft"}, "training.vllm_generation_grpo_only"),
+                        ({"method": "qlora"}, "training.vllm_generation_qlora")]:
+        with pytest.raises(Refusal) as e:
+            TrainingSpec(**{"objective": "grpo", "micro_batch": 8, "generation": "vllm", **change}).check()
+        assert e.value.key == key
+    with pytest.raises(Refusal) as e:
+        TrainingSpec(objective="grpo", micro_batch=8, generation="sglang").check()
+    assert e.value.key == "training.bad_choice"
+
+    shape = memory.shape_from_config(json.loads((REPO / "bench/configs/qwen2.5-7b/config.json").read_text()))
+    t = TrainingSpec(objective="grpo", micro_batch=8, grad_accum=2, seq_len=1000, completion_length=512,
+                     generation="vllm")
+    v = memory.vllm_generation(shape, t, 139.8)
+    total = 139.8 * (1 - memory.CUDA_RESERVED_FRACTION)
+    kv_needed = 16 * 1008 * memory.kv_bytes_per_token(shape) / memory.GIB  # 1000 tokens fill 63 blocks of 16
+    assert v["weights_gib"] == pytest.approx(2 * shape.n_params / memory.GIB, rel=1e-6)  # its own bf16 copy
+    assert v["kv_gib"] >= kv_needed and v["pool_gib"] == pytest.approx(v["utilization"] * total, rel=1e-3)
+    # rounded up to the next hundredth, plus one: never more than 2 % of the GPU beyond what it needs
+    assert v["pool_gib"] - (v["weights_gib"] + v["overhead_gib"] + kv_needed) <= 0.02 * total
+    e = memory.estimate(shape, t, 139.8)
+    assert memory.PHASE_GENERATE not in e["phases"]  # vLLM generates: no transformers KV cache in the trainer
+    for phase in e["phases"].values():
+        assert phase["components"]["vllm"] == pytest.approx(v["pool_gib"], rel=1e-3)
+    plain = memory.estimate(shape, replace(t, generation="transformers"), 139.8)
+    assert e["phases"][memory.PHASE_BACKWARD]["peak_gib"] > plain["phases"][memory.PHASE_BACKWARD]["peak_gib"] \
+        + v["pool_gib"]  # its allocator slack grows with it too
+    assert {"grpo", "vllm-generation"} <= set(e["approximate"]) and e["vllm"] == v
+    given = memory.estimate(shape, replace(t, vllm_memory_utilization=0.3), 139.8)
+    assert given["components"]["vllm"] == pytest.approx(0.3 * total, rel=1e-3)
+    with pytest.raises(Refusal) as err:  # a share too small for one sequence after its weights
+        memory.estimate(shape, replace(t, vllm_memory_utilization=0.05), 139.8)
+    assert err.value.key == "memory.vllm_share_too_small" and err.value.params["need"] > 0.05
+    with pytest.raises(Refusal) as err:  # a share of which GPU?
+        memory.estimate(shape, t)
+    assert err.value.key == "memory.vllm_needs_gpu"
+
+
+def test_the_trainer_asks_trl_for_colocated_vllm_with_the_planned_share(tmp_path):
+    """The trainer's GRPOConfig for vLLM generation: trl's colocate mode with the recorded share and the sequence
+    length as vLLM's longest sequence; refused in one line on a machine without a CUDA GPU, and without a share."""
+    from recipes.training import worker
+    from recipes.training.spec import TrainerJob
+
+    job = TrainerJob(objective="grpo", micro_batch=8, seq_len=1024, completion_length=512, generation="vllm",
+                     vllm_memory_utilization=0.21)
+    assert worker.vllm_args(job, "cuda") == {"use_vllm": True, "vllm_mode": "colocate",
+                                             "vllm_gpu_memory_utilization": 0.21, "vllm_max_model_length": 1024}
+    assert worker.vllm_args(replace(job, generation="transformers"), "cuda") == {}
+    with pytest.raises(RuntimeError, match="CUDA GPU only"):
+        worker.vllm_args(job, "cpu")
+    with pytest.raises(RuntimeError, match="sizes vLLM's share"):
+        worker.vllm_args(replace(job, vllm_memory_utilization=0.0), "cuda")
+    config = worker.trainer_config(replace(job, generation="transformers"), tmp_path, "cpu", False, False)
+    assert config.use_vllm is False  # transformers' generate: trl's default
+
+
+def test_vllm_generation_without_its_environment_says_the_command_that_installs_it(tmp_path, monkeypatch):
+    """vLLM pins its own torch and libraries: the trainer runs in vLLM's training environment, and where that is
+    not installed the train step and the smoke run say so with the command that installs it."""
+    from recipes.base import StepError
+    from recipes.training import backends, runner
+    from recipes.training.spec import TrainerJob
+
+    monkeypatch.setenv("YICHUI_ENVS", str(tmp_path / "envs"))
+    job = TrainerJob(objective="grpo", micro_batch=8, generation="vllm", vllm_memory_utilization=0.2)
+    with pytest.raises(StepError) as e:
+        runner.with_backend(job, tmp_path)
+    assert e.value.key == "training.no_vllm_generation"
+    command = e.value.params["command"]
+    assert str(backends.vllm_generation_env(tmp_path)) in command and "vllm==0.26.0" in command \
+        and "trl==1.16.0" in command
+    text = i18n.render(e.value.msg)
+    assert command in text and "resume" in text
+    assert runner.with_backend(replace(job, generation="transformers"), tmp_path).interpreter == ""
+
+
+def test_estimate_prices_vllm_generation_from_the_command_line():
+    yichui = str(REPO / ".venv" / "bin" / "yichui")
+    cfg = str(REPO / "bench" / "configs" / "qwen2.5-0.5b")
+    r = subprocess.run([yichui, "estimate", cfg, "--objective", "grpo", "--generation", "vllm", "--gpu", "h200-141g",
+                        "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["vllm"]["utilization"] > 0 and got["components"]["vllm"] == got["vllm"]["pool_gib"]
+    r = subprocess.run([yichui, "estimate", cfg, "--objective", "grpo", "--generation", "vllm", "--gpu", "h200-141g"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and f"vLLM takes {got['vllm']['utilization']} of the NVIDIA H200's memory" in r.stdout
+    r = subprocess.run([yichui, "estimate", cfg, "--generation", "vllm", "--gpu", "h200-141g"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "vLLM generates replies for GRPO only" in r.stderr \
+        and "(options: --generation, --objective)" in r.stderr, r.stderr
 
 
 @pytest.mark.slow

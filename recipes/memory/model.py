@@ -909,7 +909,7 @@ def grpo_measured(t: TrainingSpec) -> bool:
     an H100, three shapes, −2.6…+2.2 %, none fitted): LoRA or a full fine-tune, with checkpointing, no KL term
     (β 0: no reference), one process. Elsewhere the estimate is marked approximate, with EXTRA_MARGIN["grpo"]."""
     return (t.method in ("lora", "full") and t.activation_checkpointing and not t.grpo_beta and t.gpus == 1
-            and t.distribution == "ddp")
+            and t.distribution == "ddp" and t.generation == "transformers")
 
 
 def generation_phase(shape: Shape, t: TrainingSpec, backward: dict) -> dict:
@@ -923,6 +923,41 @@ def generation_phase(shape: Shape, t: TrainingSpec, backward: dict) -> dict:
     kept = {k: v for k, v in backward.items() if k not in ("layers", "attention_scores", "logits")}
     return kept | {"kv_cache": float(replies * t.seq_len * kv_bytes_per_token(shape)),
                    "generation_logits": float(GENERATE_LOGIT_BYTES * replies * shape.vocab)}
+
+
+VLLM_GENERATION_TOKENS = 4096  # trl 1.16's colocated LLM: max_num_batched_tokens (trl/generation/vllm_generation.py)
+VLLM_BLOCK = 16  # vLLM's KV-cache block in tokens: each sequence holds whole blocks
+
+
+def vllm_generation(shape: Shape, t: TrainingSpec, gpu_gib: float) -> dict:
+    """vLLM colocated with the trainer for GRPO's replies (``t.generation == "vllm"``; trl 1.16's vllm_mode
+    "colocate"): vLLM takes ``utilization`` × the memory CUDA reports at its start and keeps it for the whole run —
+    its own bf16 copy of the weights (trl pushes the merged weights into it before each generation), the start-up
+    profile of a 4,096-token pass (:func:`serving_overhead` at trl's max_num_batched_tokens) and the KV cache filling
+    the rest (vLLM's sizing, :func:`serving`). Sized here, when ``t.vllm_memory_utilization`` is 0, for the whole
+    generation batch at once — micro-batch × gradient accumulation replies of seq_len tokens in whole 16-token
+    blocks — rounded up to the next 0.01 (one more for the rounding of vLLM's own sizing).
+
+    Returns ``{"utilization", "pool_gib", "weights_gib", "overhead_gib", "kv_gib", "kv_tokens_needed"}`` (GiB =
+    2^30 bytes). Derived from trl's and vLLM's code and the serving model's vLLM terms (measured for serving on an
+    H200, bench/results/2026-12-01-serve-h200.md); not yet measured colocated with a trainer (marked approximate).
+
+    Raises:
+        ConfigError("memory.vllm_share_too_small"): a ``t.vllm_memory_utilization`` given that leaves no room for
+            one sequence's KV cache after vLLM's weights and profile."""
+    total = gpu_gib * (1 - CUDA_RESERVED_FRACTION) * GIB
+    weights = weight_bytes(shape, "bf16")
+    act = SERVING_MLP_PASSES * VLLM_GENERATION_TOKENS * shape.intermediate * 2
+    over = SERVING_BASE_GIB * GIB + act + SERVING_GRAPHS_GIB * GIB  # trl leaves vLLM's CUDA graphs on
+    per_seq = -(-t.seq_len // VLLM_BLOCK) * VLLM_BLOCK * kv_bytes_per_token(shape)
+    needed = t.micro_batch * t.grad_accum * per_seq
+    util = t.vllm_memory_utilization or math.ceil((weights + over + needed) / total * 100 + 1) / 100
+    kv = util * total - weights - over
+    if kv < per_seq:
+        raise ConfigError("memory.vllm_share_too_small", util=util, need=round((weights + over + per_seq) / total, 3))
+    return {"utilization": round(util, 2), "pool_gib": round(util * total / GIB, 4),
+            "weights_gib": round(weights / GIB, 4), "overhead_gib": round(over / GIB, 4),
+            "kv_gib": round(kv / GIB, 4), "kv_tokens_needed": int(needed // max(1, kv_bytes_per_token(shape)))}
 
 
 def adapter_problem(shape: Shape, t: TrainingSpec) -> tuple[str, dict] | None:
@@ -1041,7 +1076,14 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
               PHASE_STEP: states | {"gradients": ms["gradients"], "step_temporaries": ms["step_extra"]}}
     if engine in ("deepspeed", "fsdp2"):  # what the engine itself allocates (recipes/memory/sharding.py)
         phases = {k: v for k, v in sharding.phases(shape, t, ms, act, zero_sizes).items() if v}
-    if t.objective == "grpo":
+    vllm = None
+    if t.objective == "grpo" and t.generation == "vllm":  # vLLM's pool beside every moment; it generates the replies
+        if gpu_gib is None:
+            raise ConfigError("memory.vllm_needs_gpu")
+        vllm = vllm_generation(shape, t, gpu_gib)
+        for comp in phases.values():
+            comp["vllm"] = vllm["pool_gib"] * GIB
+    elif t.objective == "grpo":
         phases[PHASE_GENERATE] = generation_phase(shape, t, phases[PHASE_BACKWARD])
     for comp in phases.values():
         allocated = sum(comp.values())
@@ -1084,6 +1126,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
                                      ("loss-chunked", t.loss == "chunked"),
                                      # GPU memory as with CPU offload; the disk's speed is not modelled
                                      ("nvme", t.nvme_offloaded),
+                                     # vLLM colocated for GRPO's replies: its pool from the serving terms, unmeasured
+                                     ("vllm-generation", vllm is not None),
                                      # Ulysses' terms are derived, not yet measured on GPUs
                                      ("sequence-parallel", t.sequence_parallel > 1),
                                      # --loss full is calibrated on the plain loop's LoRA and bf16 full fine-tunes
@@ -1093,6 +1137,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     out = {"peak_gib": round(peak, 3), "phase": phase, "components": gib[phase],
            "phases": {k: {"peak_gib": round(totals[k], 3), "components": c} for k, c in gib.items()},
            "trainable": int(ms["trainable"]), "approximate": approx}
+    if vllm is not None:
+        out["vllm"] = vllm
     if gpu_gib is not None:
         margin = FIT_MARGIN + max((extra_margin(a) for a in approx), default=0.0)
         out |= {"gpu_gib": gpu_gib, "margin_gib": round(gpu_gib - peak, 3), "fits": peak <= (1 - margin) * gpu_gib,

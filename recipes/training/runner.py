@@ -51,9 +51,11 @@ def plain_arch_list(arch_list: str) -> str:
 
 def with_backend(spec: TrainerJob, home: Path) -> TrainerJob:
     """``spec`` with the interpreter its training backend runs in: unsloth's environment under ``home``
-    (recipes/training/backends.py), yichui's own otherwise.
+    (recipes/training/backends.py), for GRPO with vLLM generation vLLM's, yichui's own otherwise.
 
     Raises:
+        StepError("training.no_vllm_generation"): GRPO's vLLM generation was chosen and its environment is not
+            installed (the message gives the command that installs it).
         StepError("training.no_unsloth"): the unsloth backend was chosen and its environment is not installed (the
             message gives the command that installs it).
     """
@@ -61,6 +63,12 @@ def with_backend(spec: TrainerJob, home: Path) -> TrainerJob:
 
     from recipes.training import backends
 
+    if spec.objective == "grpo" and spec.generation == "vllm":  # vLLM's own pins: its environment runs the trainer
+        vllm = backends.find_vllm_generation(home)
+        if vllm is None:
+            raise StepError("training.no_vllm_generation", env=str(backends.vllm_generation_env(home)),
+                            version=backends.VLLM_GENERATION_VERSION, command=backends.install_command(home, "vllm"))
+        return replace(spec, interpreter=vllm.python)
     if spec.training_backend != "unsloth":
         return replace(spec, interpreter="")
     found = backends.find_unsloth(home)

@@ -44,6 +44,10 @@ PREFERENCE_OBJECTIVES = ("dpo", "kto")  # against a reference model, on preferen
 # GRPO's reward functions (recipes/training/rewards.py): the reference answer's final number matched, the final
 # answer marked ("#### N" or \\boxed{N}), the reply ended before the completion length, and the user's own Python file
 REWARDS = ("accuracy", "format", "stops", "file")
+# who generates GRPO's replies between optimizer steps: the trained model through transformers' generate, or vLLM
+# colocated in the trainer's process on the same GPU (trl's use_vllm, vllm_mode "colocate": the weights pushed to it
+# before each generation), in an environment of its own (recipes/training/backends.py)
+GENERATIONS = ("transformers", "vllm")
 # LoRA targets: peft's "all-linear", or module names separated by commas (",,," names none)
 TARGETS = re.compile(r"all-linear|[A-Za-z_][\w.]*(,[A-Za-z_][\w.]*)*")
 
@@ -101,6 +105,12 @@ class TrainingSpec:
     completion_length: int = _knob(256, "--completion-length", help="training.opt.completion_length", lo=1, hi=1 << 20)
     grpo_beta: float = _knob(0.0, "--grpo-beta", help="training.opt.grpo_beta", lo=0.0, hi=10.0)
     rewards: tuple[str, ...] = ("accuracy", "format")
+    generation: str = _knob("transformers", "--generation", help="training.opt.generation", choices=GENERATIONS)
+    # vLLM's share of the GPU's memory (its own copy of the weights, its KV cache, its start-up profile: trl's
+    # vllm_gpu_memory_utilization); 0: sized by the memory model for the generation batch (recipes/memory/model.py
+    # vllm_share)
+    vllm_memory_utilization: float = _knob(0.0, "--vllm-memory-utilization", help="training.opt.vllm_util",
+                                           lo=0.0, hi=0.95)
     reward_file: str = ""
     method: str = _knob("lora", "--method", help="full | lora | qlora | dora | galore", choices=METHODS)
     lora_rank: int = _knob(8, "--lora-rank", "--rank", help="training.opt.rank", lo=1, hi=1024)
@@ -302,6 +312,11 @@ class TrainingSpec:
                                   what=Msg(what)))
         if self.objective == "grpo":
             yield from self._grpo_rules()
+        if self.generation == "vllm" and self.objective != "grpo":  # only GRPO generates while it trains
+            yield Problem(("generation", "objective"), Refusal("training.vllm_generation_grpo_only"))
+        elif self.generation == "vllm" and self.method == "qlora":
+            # trl would load vLLM's copy in bitsandbytes 4-bit and push the merged adapter into it: not measured
+            yield Problem(("generation", "method"), Refusal("training.vllm_generation_qlora"))
 
     def _grpo_rules(self) -> typing.Iterator["Problem"]:
         """GRPO's own rules: whole groups of replies per optimizer step (trl's GRPOConfig: the generation batch, micro-batch

@@ -29,6 +29,14 @@ MESSAGES = {
     "memory.phase.generation_peak": {"en": "generate GiB (peak)", "zh": "生成 GiB（峰值）"},
     "memory.part.kv_cache": {"en": "KV cache (GRPO replies)", "zh": "KV 缓存（GRPO 回答）"},
     "memory.part.generation_logits": {"en": "sampling logits", "zh": "采样 logits"},
+    "memory.part.vllm": {"en": "vLLM (weights, KV cache, profile)", "zh": "vLLM（权重、KV 缓存、预分析）"},
+    "memory.vllm_needs_gpu": {"en": "vLLM takes a share of the GPU's memory for GRPO's replies: name the GPU (--gpu) to "
+                                    "price it.",
+                              "zh": "vLLM 为 GRPO 的回答占用一部分显存：请指定 GPU（--gpu）后再估算。"},
+    "memory.vllm_share_too_small": {"en": "vLLM's share {util} of the GPU leaves no room for one reply's KV cache after "
+                                          "its copy of the weights: give at least {need}, or 0 to let yichui size it.",
+                                    "zh": "vLLM 占 GPU 的 {util} 在放下它的权重副本后，连一条回答的 KV 缓存都放不下：请至少给 "
+                                          "{need}，或给 0 由 yichui 计算。"},
     "memory.phase.load": {"en": "load GiB", "zh": "加载 GiB"},
     "memory.phase.load_peak": {"en": "load GiB (peak)", "zh": "加载 GiB（峰值）"},
     "memory.phase.forward_backward": {"en": "fwd/bwd GiB", "zh": "前向/反向 GiB"},

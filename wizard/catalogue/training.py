@@ -93,6 +93,18 @@ MESSAGES = {
                                   "zh": "把每条序列切分到 N 个进程（Ulysses 序列并行，DeepSpeed ZeRO-3）。"},
     "training.opt.galore_rank": {"en": "GaLore's projection rank (--method galore).", "zh": "GaLore 的投影秩（--method galore）。"},
     "training.opt.grad_accum": {"en": "Gradient accumulation steps.", "zh": "梯度累积步数。"},
+    "training.opt.generation": {"en": "GRPO: who generates the replies: transformers | vllm (colocated on the GPU).",
+                                "zh": "GRPO：由谁生成回答：transformers | vllm（与训练同在一块 GPU 上）。"},
+    "training.opt.vllm_util": {"en": "GRPO with vLLM: its share of the GPU's memory (0: sized by yichui).",
+                               "zh": "GRPO 使用 vLLM 时它占的显存比例（0：由 yichui 计算）。"},
+    "training.vllm_generation_grpo_only": {"en": "vLLM generates replies for GRPO only: set the objective to grpo or "
+                                                 "the generation to transformers.",
+                                           "zh": "vLLM 只为 GRPO 生成回答：请把目标设为 grpo，或把生成方式设为 transformers。"},
+    "training.vllm_generation_qlora": {"en": "GRPO with vLLM generation and QLoRA is not supported (trl would load a "
+                                             "4-bit copy in vLLM; not measured): choose LoRA, or transformers "
+                                             "generation.",
+                                       "zh": "GRPO 的 vLLM 生成不支持 QLoRA（trl 会在 vLLM 中加载 4-bit 副本，未经测量）：请选 "
+                                             "LoRA，或用 transformers 生成。"},
     "training.opt.num_generations": {"en": "GRPO: replies generated per prompt.", "zh": "GRPO：每个提示生成的回答数。"},
     "training.opt.grpo_beta": {"en": "GRPO: the KL penalty β against the reference (> 0: a full fine-tune holds trl's "
                                 "frozen copy).",
@@ -161,6 +173,11 @@ MESSAGES = {
     "training.field.curve": {"en": "loss curve", "zh": "损失曲线"},
     "training.no_unsloth": {"en": "The unsloth backend was chosen but its environment {env} is not installed: run {command}, then resume.",
                          "zh": "已选择 unsloth 后端，但其环境 {env} 未安装：请运行 {command}，然后 resume。"},
+    "training.no_vllm_generation": {"en": "GRPO's replies by vLLM were chosen but vLLM {version}'s training environment "
+                                          "{env} is not installed: run {command}, then resume (or set the generation "
+                                          "to transformers).",
+                                    "zh": "已选择由 vLLM 生成 GRPO 的回答，但 vLLM {version} 的训练环境 {env} 未安装：请运行 "
+                                          "{command}，然后 resume（或把生成方式设为 transformers）。"},
     "training.master_not_here": {"en": "The first host '{host}' is not this machine: run the wizard on the first host, or list this machine first.",
                               "zh": "第一个主机“{host}”不是本机：请在第一个主机上运行向导，或把本机放在第一位。"},
     "training.node_command": {"en": "Node {rank}: on {host} run  bash {script}", "zh": "节点 {rank}：在 {host} 上运行  bash {script}"},

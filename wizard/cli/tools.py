@@ -279,7 +279,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
               "serving": srv | {"format": serve, "utilization": utilization, "gpu_memory_gib": gib or 80.0,
                                 "tensor_parallel": tp},
-              "config": t.to_dict(), "host_ram_gib": round(memory.host_bytes(shape, t)["total"] / memory.GIB, 3)}
+              "config": t.to_dict(), "host_ram_gib": round(memory.host_bytes(shape, t)["total"] / memory.GIB, 3),
+              "vllm": e.get("vllm")}  # GRPO's replies by vLLM: its share of the GPU and what it holds
     if as_json:
         print(_json.dumps(result))
         return
@@ -325,6 +326,11 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
                             if tp < t.gpus else ""))
     if not gib:  # no GPU here and none given: say what the serving line assumed (issue 20, item 7)
         ui.say(T("cli.estimate.gpu_assumed", gib=80.0))
+    if e.get("vllm"):  # GRPO's replies by vLLM: the share the plan gives it (the trainer's vllm_gpu_memory_utilization)
+        v = e["vllm"]
+        ui.say(T("choose_strategy.vllm_share", util=v["utilization"], gib=f"{v['pool_gib']:.1f}",
+                 gpu=gpu_name or f"{gib} GiB", weights=f"{v['weights_gib']:.1f}", kv=f"{v['kv_gib']:.1f}",
+                 replies=t.micro_batch * t.grad_accum, seq=t.seq_len))
     if e["approximate"]:
         ui.warn(T("evaluate_memory.approximate", what=", ".join(e["approximate"])))
 
