@@ -51,6 +51,17 @@ MEMORY_ROWS = [
      {"master_weights": "bf16", "learning_rate": 1e-5, "grpo_beta": 0.04}),
     ("qwen2.5-1.5b-lora-nockpt-b4x2-c256", "qwen2.5-1.5b", "lora", False, 4, 2, 256, {}),
 ]
+# GRPO's replies by vLLM colocated in the trainer (trl's colocate mode; issue 47 item 6): the same jobs as rows
+# above with transformers' generate, so the step time and the device peak compare; vLLM's share as the wizard sizes
+# it (recipes/memory/model.py vllm_generation). The trainer runs in vLLM's training environment
+# (recipes/training/backends.py; bench/serve_gpu.sh setup builds it when vllm is carried)
+VLLM = {"generation": "vllm"}
+MEMORY_ROWS += [
+    ("qwen2.5-0.5b-lora-ckpt-b8-c512-vllm", "qwen2.5-0.5b", "lora", True, 8, 1, 512, VLLM),
+    ("qwen2.5-1.5b-full-ckpt-b8-c512-vllm", "qwen2.5-1.5b", "full", True, 8, 1, 512,
+     VLLM | {"master_weights": "bf16", "learning_rate": 1e-5}),
+    ("qwen2.5-7b-lora-ckpt-b8-c512-vllm", "qwen2.5-7b", "lora", True, 8, 1, 512, VLLM),
+]
 REWARD_ROWS = [
     ("tiny-reward-digits", "tiny", "lora", False, 16, 1, 24, {"learning_rate": 3e-3, "num_generations": 4}),
     ("qwen2.5-0.5b-smallvocab-reward-digits", "qwen2.5-0.5b-smallvocab", "lora", True, 16, 1, 32,
@@ -63,7 +74,9 @@ ORDER = ["qwen2.5-0.5b-lora-nockpt-b8-c256", "qwen2.5-0.5b-lora-ckpt-b8-c256-bet
          "qwen2.5-1.5b-full-ckpt-b8-c256-beta", "qwen2.5-1.5b-lora-nockpt-b4x2-c256",
          "qwen2.5-0.5b-lora-ckpt-b8-c512", "qwen2.5-0.5b-lora-ckpt-b2x4-c512", "tiny-reward-digits",
          "qwen2.5-0.5b-smallvocab-reward-digits", "qwen2.5-1.5b-full-ckpt-b8-c512", "qwen2.5-7b-lora-ckpt-b8-c512",
-         "qwen2.5-7b-lora-nockpt-b4x2-c512", "qwen2.5-7b-lora-ckpt-b8-c1024"]
+         "qwen2.5-7b-lora-nockpt-b4x2-c512", "qwen2.5-7b-lora-ckpt-b8-c1024",
+         "qwen2.5-0.5b-lora-ckpt-b8-c512-vllm", "qwen2.5-1.5b-full-ckpt-b8-c512-vllm",
+         "qwen2.5-7b-lora-ckpt-b8-c512-vllm"]
 
 
 def model_dir(shape: str, work: Path, weights: bool = False) -> Path:
@@ -121,10 +134,23 @@ def run_row(row, work: Path, kind: str, device: str = "cuda", steps: int = 0) ->
     shutil.rmtree(tdir, ignore_errors=True)
     tdir.mkdir(parents=True)
     spec = job(row, model_dir(row[1], work, weights=row[2] == "qlora"), steps or STEPS[kind], device)
+    python = sys.executable
+    if spec.get("generation") == "vllm":  # vLLM's share as choose_strategy sizes it; its environment runs the trainer
+        from recipes.memory import model as memory
+        from recipes.training import backends, runner
+
+        shape = memory.shape_from_config(json.loads((Path(spec["model_dir"]) / "config.json").read_text()))
+        gpu_gib = memory.detect_gpus()[0]["memory_gib"]
+        spec["vllm_memory_utilization"] = memory.vllm_generation(shape, TrainerJob.from_dict(spec),
+                                                                 gpu_gib)["utilization"]
+        placed = runner.with_backend(TrainerJob.from_dict(spec), runner_home())
+        python, env = placed.interpreter, trainer_env(placed)
+    else:
+        env = trainer_env() | {"PYTHONPATH": str(REPO)}
     TrainerJob.from_dict(spec).write(tdir / "spec.json")
     t0 = time.time()
-    p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tdir / "spec.json")], cwd=REPO,
-                       env=trainer_env() | {"PYTHONPATH": str(REPO)}, capture_output=True, text=True)
+    p = subprocess.run([python, "-m", "recipes.training.worker", str(tdir / "spec.json")], cwd=REPO,
+                       env=env, capture_output=True, text=True)
     out: dict = {"id": rid, "kind": kind, "shape": row[1], "spec": spec, "rc": p.returncode,
                  "wall_s": round(time.time() - t0, 1)}
     if p.returncode:
@@ -146,6 +172,11 @@ def run_row(row, work: Path, kind: str, device: str = "cuda", steps: int = 0) ->
                                                                        add_generation_prompt=True),
                                                add_special_tokens=False)["input_ids"]) for r in recs)
     return out
+
+
+def runner_home() -> Path:
+    """YICHUI_HOME (bench/serve_gpu.sh sets it): where vLLM's training environment is looked for."""
+    return Path(os.environ.get("YICHUI_HOME") or Path.home() / ".yichui")
 
 
 def cmd_run(a) -> None:

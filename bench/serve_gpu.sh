@@ -41,6 +41,12 @@ case "${1:?setup|start|one|wait}" in
       layer "$YICHUI_HOME/envs/$n-$v" || exit 3
       tar -xJf "$e" -C "$(site "$YICHUI_HOME/envs/$n-$v/bin/python")" --strip-components=1 || exit 3
     done
+    if [ -f $R/carry/vllm.tar.xz ]; then  # GRPO's replies by vLLM: a trainer environment with the stack and vLLM
+      v=$(ls "$src"/bench/carry/vllm-*.txt | head -1 | sed "s/.*vllm-//; s/\.txt$//")   # (backends.py: grpo-vllm-<v>)
+      g=$YICHUI_HOME/envs/grpo-vllm-$v
+      layer "$g" && tar -xJf $R/carry/stack.tar.xz -C "$(site "$g/bin/python")" --strip-components=1 \
+        && tar -xJf $R/carry/vllm.tar.xz -C "$(site "$g/bin/python")" --strip-components=1 || exit 3
+    fi
     [ ! -f $R/carry/llmc.tar.xz ] || tar -xJf $R/carry/llmc.tar.xz -C $R || exit 3   # absent: no export step
     rm -rf $R/src && cp -r "$src" $R/src && rm -rf $R/src/.git $R/src/.carry-p*   # runs from its own copy
     # the project on the venv's path and its `yichui` command (what `pip install -e .` gives, without a build backend)
