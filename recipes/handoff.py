@@ -265,6 +265,8 @@ def spec_problem(d, where: str, render=None) -> str | None:
         return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not one of {p['choices']}"
     if r.key == "training.bad_number":
         return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not within {p['lo']} … {p['hi']}"
+    if r.key == "training.not_whole":
+        return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not a whole number"
     if r.key == "training.bad_text":
         return f"{where}.{p['name']} is {str(repr(p['value']))[:40]}, not text"
     return f"{where}: {render(r).rstrip('.。') if render else r.key.split('.')[-1].replace('_', ' ')}"

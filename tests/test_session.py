@@ -113,6 +113,11 @@ def _strategy_done(answers: dict, strategy: dict):
      "steps.choose_strategy.outputs.training.micro_batch is 'lots'"),
     (_strategy_done({"method": "lora"}, {"method": "lora", "micro_batch": True}),
      "steps.choose_strategy.outputs.training.micro_batch is True"),
+    # a count given as 4.5 passed the range check and reached the trainer's raw ValueError (the tester's N1)
+    (_strategy_done({"method": "lora", "micro_batch": 4.5}, {"method": "lora", "micro_batch": 4.5}),
+     "steps.choose_strategy.answers.micro_batch is 4.5, not a whole number"),
+    (_strategy_done({"method": "lora"}, {"method": "lora", "lora_rank": 16.0}),
+     "steps.choose_strategy.outputs.training.lora_rank is 16.0, not a whole number"),
     (_strategy_done({"method": "lora", "lora_targets": 5}, {"method": "lora"}),
      "steps.choose_strategy.answers.lora_targets is 5, not text"),
     (_strategy_done({"method": "qlora", "distribution": "zero3"}, {"method": "lora"}),

@@ -267,6 +267,10 @@ class TrainingSpec:
                                                           and not isinstance(value, bool) and lo <= value <= hi):
                 typed = False
                 yield Problem((f.name,), Refusal("training.bad_number", name=f.name, value=value, lo=lo, hi=hi))
+            elif isinstance(f.default, int) and not isinstance(f.default, bool) and isinstance(value, float) \
+                    and lo is not None:  # a count (micro-batch, rank, steps) given 4.5: the trainer's raw ValueError
+                typed = False
+                yield Problem((f.name,), Refusal("training.not_whole", name=f.name, value=value))
             if isinstance(f.default, str) and not isinstance(value, str):  # a text field given a number or a list
                 typed = False
                 yield Problem((f.name,), Refusal("training.bad_text", name=f.name, value=value))

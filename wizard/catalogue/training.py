@@ -123,6 +123,8 @@ MESSAGES = {
     "training.bad_text": {"en": "{name} is {value}, not text: give it as text (e.g. --lora-targets q_proj,v_proj).",
                         "zh": "{name} 的值 {value} 不是文本：请以文本给出（如 --lora-targets q_proj,v_proj）。"},
     "training.bad_choice": {"en": "{name} {value!r} is not one of: {choices}.", "zh": "{name} {value!r} 不在可选项中：{choices}。"},
+    "training.not_whole": {"en": "{name} = {value} is not a whole number: give a whole number.",
+                           "zh": "{name} = {value} 不是整数：请给出整数。"},
     "training.bad_number": {"en": "{name} = {value} is out of range: give {lo} to {hi}.",
                           "zh": "{name} = {value} 超出范围：请给出 {lo} 到 {hi} 之间的值。"},
     "training.preflight_start": {"en": "Smoke test: {steps} training steps of this strategy on a {layers}-layer copy with random weights ({params} M parameters), on the first {records} records…",
