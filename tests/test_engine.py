@@ -406,6 +406,34 @@ def test_a_set_that_changes_a_done_step_runs_it_again_and_the_steps_after(tmp_pa
     assert saved(s)["steps"]["a"]["answers"]["n"] == 6
 
 
+def test_a_refused_set_on_a_done_step_leaves_the_session_as_it_was(tmp_path, capsys):
+    """The tester's N11: `resume --yes --set choose_strategy.lora_targets=bogus_proj` on a finished session exited 2
+    but left six done steps pending and the refused value saved, so a plain resume then failed the same way. A text
+    answer is checked when its step asks it (its validator may read the model or ask a hub): refused there, the
+    re-opened steps are put back as they were and the file keeps no trace of the value."""
+    targets = Question("targets", "text", "choose_strategy.lora_targets", default="all-linear",
+                       validate=lambda v, a: msg("memory.unknown_targets", targets=v, known="q_proj")
+                       if v != "all-linear" and v != "q_proj" else None)
+    steps = {"a": make_step("a", [targets], run=lambda c, a: {"targets": a["targets"]}),
+             "b": make_step("b", STEP_B.questions(None), run=lambda c, a: {"x": a["x"]})}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0
+    before = s.path.read_bytes()
+    e = Engine(Session.load(s.path), UI(), None, overrides={"a": {"targets": "bogus_proj"}}, load=steps.__getitem__)
+    assert e.run() == 2
+    said = capsys.readouterr()
+    assert "No linear layers named bogus_proj" in said.err and "Nothing changed: the session stays as it was" in said.out
+    after = json.loads(s.path.read_text())
+    assert [after["steps"][n]["status"] for n in ("a", "b")] == ["done", "done"]
+    assert after["steps"]["a"]["answers"]["targets"] == "all-linear" and "bogus_proj" not in s.path.read_text()
+    assert {k: v for k, v in after.items() if k != "updated_at"} == \
+        {k: v for k, v in json.loads(before).items() if k != "updated_at"}
+    # a valid value re-opens and runs them
+    ok = Engine(Session.load(s.path), UI(), None, overrides={"a": {"targets": "q_proj"}}, load=steps.__getitem__)
+    assert ok.run() == 0 and json.loads(s.path.read_text())["steps"]["a"]["outputs"]["targets"] == "q_proj"
+
+
 def test_messages_in_chinese(tmp_path, capsys):
     i18n.set_lang("zh")
     try:

@@ -7,6 +7,7 @@ with no value stops the run naming ``step.key`` and the ``--set`` (or, for a sec
 """
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import traceback
@@ -273,6 +274,8 @@ class Engine:
         self.defaults = defaults or {}
         self.home = Path(session.run_dir).parent.parent  # YICHUI_HOME: runs/<id>/ lies under it
         self._unlocked: set[str] = set()
+        # the records a --set re-opened, as they were (_reopen_changed): put back when that --set is refused
+        self._reopened: dict[str, dict] = {}
         self.sources: dict[str, dict[str, str]] = {}  # step → key → where this run's answer came from (source())
 
     # -- answers -----------------------------------------------------------------------------------------------
@@ -528,6 +531,11 @@ class Engine:
                         pass
                     return 130
                 except AnswerError as e:
+                    if name in self._reopened:  # the --set that re-opened done steps is refused: they stay done,
+                        self._undo_reopen()     # the refused value is not kept (the tester's N11)
+                        self.ui.error(i18n.render(e.msg))
+                        self.ui.say(i18n.t("engine.reopen_undone", step=name))
+                        return 2
                     rec.status = "pending"
                     s.save()
                     self.ui.error(i18n.render(e.msg))
@@ -586,12 +594,22 @@ class Engine:
         first, changed = found
         s, names = self.session, self.session.task_steps()
         later = [n for n in names[names.index(first) + 1:] if s.record(n).status == "done"]
+        self._reopened = {n: copy.deepcopy(s.record(n).data) for n in [first, *later]}
         for n in [first, *later]:
             s.record(n).update(status="pending", started_at=None)
         s.save()
         keys = ", ".join(f"{first}.{k}" for k in changed)
         self.ui.warn(i18n.t("engine.reopened", keys=keys, step=first, later=", ".join(later)) if later else
                      i18n.t("engine.reopened_alone", keys=keys, step=first))
+
+    def _undo_reopen(self) -> None:
+        """The records _reopen_changed re-opened, put back as they were (status, answers, outputs) and saved."""
+        for n, data in self._reopened.items():
+            rec = self.session.record(n)
+            rec.data.clear()
+            rec.data.update(data)
+        self._reopened = {}
+        self.session.save()
 
     def _go_back(self, rec: StepRecord, text: str, reask: str) -> bool:
         """In the wizard, after a refusal an earlier step's answer caused (a model the hub refuses at download): say
