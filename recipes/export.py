@@ -75,11 +75,15 @@ def questions(ctx: Ctx) -> list[Question]:
 
     def engine_here(v, a):
         """A GPU engine for a session that deploys on this machine: refused at once where there is no GPU (the
-        deploy step would refuse it after the export's work, issue 46 item 6); a quantize-only session may export
-        for an engine on another machine."""
+        deploy step would refuse it after the export's work, issue 46 item 6); an engine the deploy step does not
+        launch (llama.cpp) likewise (it failed there with a KeyError after training and export: the tester's N7); a
+        quantize-only session may export for an engine on another machine."""
         import recipes
 
-        if v in specs.GPU_ENGINES and not gpu and "deploy" in recipes.TASKS.get(ctx.task, ()):
+        deploys = "deploy" in recipes.TASKS.get(ctx.task, ())
+        if v not in specs.SPECS and deploys:  # llama.cpp: a GGUF export target the deploy step does not launch
+            return msg("export.engine_not_deployed", engine=v, engines=", ".join(specs.ENGINES))
+        if v in specs.GPU_ENGINES and not gpu and deploys:
             return msg("export.engine_needs_gpu", engine=v)
         return None
 

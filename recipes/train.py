@@ -23,7 +23,8 @@ from recipes.base import Choice, Ctx, Question, Record, StepError, msg
 from recipes.handoff import Download, ModelChoice, StrategyChoice, TrainingResult, trusted
 from recipes.training.spec import TrainerJob
 from recipes.training.runner import (REPO, CompileFailed, OutOfMemory, Stopped, checkpoints, follow, meet, node_hosts, recover,
-                                     set_aside_incomplete, trainer_env, with_backend, worker_argv)
+                                     set_aside_damaged, set_aside_incomplete, trainer_env, with_backend,
+                                     worker_argv)
 
 name = "train"
 requires = ("select_model", "choose_strategy", "download")
@@ -153,6 +154,8 @@ def _launch(ctx: Ctx, answers: dict, tdir: Path) -> jobs.Job:
     a kill interrupted while it was written is set aside first)."""
     for name in set_aside_incomplete(tdir):
         ctx.warn(msg("train.incomplete_checkpoint", checkpoint=name))
+    for name, what in set_aside_damaged(tdir):  # cut short by a full disk or a copy: the Trainer would fail on it
+        ctx.warn(msg("train.damaged_checkpoint", checkpoint=name, what=what))
     ckpts = checkpoints(tdir)
     if ckpts:
         ctx.info(msg("train.resume_from", checkpoint=ckpts[-1].name))

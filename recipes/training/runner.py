@@ -138,6 +138,56 @@ def set_aside_incomplete(tdir: Path) -> list[str]:
     return sorted(out, key=lambda n: int(n.split("-")[-1]))
 
 
+def damage(ckpt: Path) -> str | None:
+    """What makes a complete-looking checkpoint unreadable, in a few words naming the file, or None: its
+    trainer_state.json not JSON, a ``*.safetensors`` whose header or byte ranges do not open (safetensors' own
+    check), a torch file (``*.pt``, ``*.pth``, ``*.bin``: torch.save's zip archive) whose archive does not open — a
+    file cut short by a full disk or a copy, which the Trainer's resume would fail on at every attempt (the tester's
+    21-5 and N6, issue 46). Reads headers and the archives' directories only, not the tensors."""
+    import zipfile
+
+    try:
+        json.loads((ckpt / "trainer_state.json").read_text())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return "trainer_state.json is not JSON"
+    for p in sorted(ckpt.rglob("*")):
+        if not p.is_file():
+            continue
+        if p.suffix == ".safetensors":
+            from safetensors import SafetensorError, safe_open
+
+            try:
+                with safe_open(str(p), framework="numpy"):
+                    pass
+            except (SafetensorError, OSError):
+                return f"{p.relative_to(ckpt)} does not open as safetensors"
+        elif p.suffix in (".pt", ".pth", ".bin"):
+            try:
+                with zipfile.ZipFile(p):
+                    pass
+            except (zipfile.BadZipFile, OSError):
+                return f"{p.relative_to(ckpt)} is not a complete torch file"
+    return None
+
+
+def set_aside_damaged(tdir: Path) -> list[tuple[str, str]]:
+    """From the newest complete checkpoint back to the first intact one, rename each one :func:`damage` finds
+    unreadable to ``damaged-checkpoint-N`` (kept, not deleted; an earlier copy of the same name replaced), so that
+    the Trainer resumes from the last intact one. Returns ``[(name, what is damaged)]``, newest first."""
+    import shutil
+
+    out = []
+    for p in reversed(checkpoints(tdir)):
+        what = damage(p)
+        if what is None:
+            break
+        aside = p.with_name("damaged-" + p.name)
+        shutil.rmtree(aside, ignore_errors=True)
+        p.rename(aside)
+        out.append((p.name, what))
+    return out
+
+
 def node_hosts(spec: TrainerJob) -> list[str]:
     from recipes.training.rendezvous import split_hosts
 

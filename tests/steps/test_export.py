@@ -13,6 +13,7 @@ import pytest
 from recipes.base import Refusal, StepError
 from recipes.memory import model as memory
 from wizard.engine import check
+from wizard import i18n
 
 
 @pytest.mark.slow
@@ -66,6 +67,10 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
         err = check(q["serve_with"], engine, {})[1]
         assert (err is None) if memory.detect_gpus() else err.key == "export.engine_needs_gpu", engine
     assert check(q["serve_with"], "transformers", {})[1] is None
+    # llama.cpp: an export target the deploy step does not start — it failed there with a KeyError after training
+    # and export (the tester's N7); refused at once in a session that deploys
+    err = check(q["serve_with"], "llama.cpp", {})[1]
+    assert err.key == "export.engine_not_deployed" and "quantize" in i18n.render(err)
     awq = check(q["formats"], "awq-w4a16", {"serve_with": "vllm"})[1]
     assert (awq is None) if memory.detect_gpus() else awq.key == "quantization.needs_gpu"
     assert check(q["formats"], "fp8-dynamic", {"serve_with": "lmdeploy"})[1].key == "export.engine_cannot_load"

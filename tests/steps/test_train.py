@@ -89,15 +89,45 @@ def test_a_checkpoint_a_kill_cut_short_is_set_aside_and_the_last_complete_one_re
     ck = tmp_path / "checkpoints"
     for step, complete in ((4, True), (8, False)):
         (ck / f"checkpoint-{step}").mkdir(parents=True)
-        (ck / f"checkpoint-{step}" / "adapter_model.safetensors").write_bytes(b"x" * 16)
+        (ck / f"checkpoint-{step}" / "adapter_config.json").write_text("{}")
         if complete:
             (ck / f"checkpoint-{step}" / "trainer_state.json").write_text("{}")
     assert get_last_checkpoint(str(ck)).endswith("checkpoint-8")  # what the Trainer would resume from
     assert set_aside_incomplete(tmp_path) == ["checkpoint-8"]
     assert [p.name for p in checkpoints(tmp_path)] == ["checkpoint-4"]
     assert get_last_checkpoint(str(ck)).endswith("checkpoint-4")
-    assert (ck / "incomplete-checkpoint-8" / "adapter_model.safetensors").read_bytes() == b"x" * 16  # kept
+    assert (ck / "incomplete-checkpoint-8" / "adapter_config.json").read_text() == "{}"  # kept
     assert set_aside_incomplete(tmp_path) == []
+
+
+@pytest.mark.parametrize("cut", ["adapter_model.safetensors", "optimizer.pt", "trainer_state.json"])
+def test_a_damaged_last_checkpoint_is_set_aside_and_the_intact_one_before_it_resumed(tmp_path, cut):
+    """The tester's 21-5 and N6 (issue 46): a last checkpoint whose adapter, optimizer state or trainer state was
+    cut short (a full disk, a partial copy) was picked on every resume and failed there with the library's raw
+    error, the intact checkpoint before it never used. The train step sets it aside, kept, and says why."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers.trainer_utils import get_last_checkpoint
+
+    from recipes.training.runner import checkpoints, damage, set_aside_damaged
+
+    ck = tmp_path / "checkpoints"
+    for step in (4, 8):  # written as the Trainer writes them: safetensors, torch.save's archive, JSON
+        d = ck / f"checkpoint-{step}"
+        d.mkdir(parents=True)
+        save_file({"lora_A": torch.ones(64, 64)}, str(d / "adapter_model.safetensors"))
+        torch.save({"state": {0: {"exp_avg": torch.zeros(64, 64)}}}, d / "optimizer.pt")
+        (d / "trainer_state.json").write_text(json.dumps({"global_step": step, "log_history": []}))
+    assert damage(ck / "checkpoint-8") is None and set_aside_damaged(tmp_path) == []
+    victim = ck / "checkpoint-8" / cut
+    whole = victim.read_bytes()
+    victim.write_bytes(whole[:len(whole) // 2])
+    (name, what), = set_aside_damaged(tmp_path)
+    assert name == "checkpoint-8" and cut in what, what
+    assert [p.name for p in checkpoints(tmp_path)] == ["checkpoint-4"]
+    assert get_last_checkpoint(str(ck)).endswith("checkpoint-4")
+    assert (ck / "damaged-checkpoint-8" / cut).read_bytes() == whole[:len(whole) // 2]  # kept as it was
+    assert set_aside_damaged(tmp_path) == []
 
 
 def test_recovery_gives_up_when_nothing_is_left():

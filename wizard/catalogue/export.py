@@ -5,6 +5,11 @@ MESSAGES = {
     "export.dtype.auto": {"en": "auto (as the base model)", "zh": "自动（与基座模型相同）"},
     "export.serve_with": {"en": "Which engine will serve the model? (only the formats it loads are offered)",
                           "zh": "将用哪个引擎部署模型？（只提供它能加载的格式）"},
+    "export.engine_not_deployed": {"en": "yichui's deploy step does not start {engine}, so this session could not "
+                                         "serve that export: choose one it starts ({engines}), or export for {engine} "
+                                         "with `yichui run --task quantize --from SESSION` and serve the copy yourself.",
+                                   "zh": "yichui 的部署步骤不会启动 {engine}，本会话无法服务该导出：请选择它能启动的引擎（{engines}），或用 "
+                                         "`yichui run --task quantize --from SESSION` 为 {engine} 导出后自行服务。"},
     "export.engine_needs_gpu": {"en": "{engine} serves on NVIDIA GPUs and this machine has none, so this session's "
                                       "deploy step could not start it: choose transformers (serves on the CPU), or "
                                       "export for {engine} with `yichui run --task quantize --from SESSION` and "

@@ -29,6 +29,9 @@ MESSAGES = {
                             "zh": "第 {step} 步显存不足：从最近的检查点继续，微批 {micro_batch}，梯度累积 {grad_accum}，开启激活检查点（有效批量不变）。"},
     "train.incomplete_checkpoint": {"en": "{checkpoint} was being written when the trainer stopped: set aside as incomplete-{checkpoint}; resuming from the last complete checkpoint.",
                                     "zh": "训练进程停止时 {checkpoint} 正在写入：已改名为 incomplete-{checkpoint} 留存；从最近的完整检查点继续。"},
+    "train.damaged_checkpoint": {"en": "{checkpoint} cannot be read ({what}): set aside as damaged-{checkpoint}; "
+                                       "resuming from the last intact checkpoint.",
+                                 "zh": "{checkpoint} 无法读取（{what}）：已改名为 damaged-{checkpoint} 留存；从最近的完好检查点继续。"},
     "train.oom_recovered_first": {"en": "Out of GPU memory before the first step: starting again with micro-batch {micro_batch}, gradient accumulation {grad_accum}, activation checkpointing on (same effective batch).",
                                   "zh": "第一步之前显存不足：重新开始，微批 {micro_batch}，梯度累积 {grad_accum}，开启激活检查点（有效批量不变）。"},
     "train.backup_started": {"en": "Adapter backup to {hub} {repo}: one checkpoint in {every} and the final adapter, in the background (log: {log}).",
