@@ -455,6 +455,11 @@ CATALOGUE = [
          lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
                       "select_model.model_id=yichui/tiny-qwen2-chat", "choose_strategy.seq_len=16"), code=1,
          after=lambda e: no_weights_fetched(e)),
+    Case("nothing-fits-smoke-test-off", "no record fits the sequence length, with the smoke test off (the tester's "
+         "21-2: trl's raw num_samples=0)", "training.no_records_fit",
+         lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
+                      "select_model.model_id=yichui/tiny-qwen2-chat", "choose_strategy.seq_len=16",
+                      "choose_strategy.preflight=false"), code=1),
     # session files
     Case("session-truncated", "a truncated session file", "session.not_json",
          lambda e: ["show", e.file("cut.json", e.session().read_text()[:100])]),
@@ -587,7 +592,7 @@ def test_troubleshooting_page_is_the_catalogue():
 
 
 # the cases that run choose_strategy or the smoke run in a subprocess (4-11 s each): `slow`, out of the inner loop
-HEAVY = {"smoke-test-fails", "no-dataset", "dataset-is-a-fifo", "template-rejects-record", "unknown-data-format", "not-utf8-data",
+HEAVY = {"smoke-test-fails", "nothing-fits-smoke-test-off", "no-dataset", "dataset-is-a-fifo", "template-rejects-record", "unknown-data-format", "not-utf8-data",
          "malformed-records", "empty-dataset", "bad-sample-size", "bad-data-suffix", "estimate-seq-over-context",
          "missing-image", "images-for-text-model"}
 

@@ -169,6 +169,8 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
     except runner.OutOfMemory:
         raise StepError("training.preflight_oom", log=job.log) from None
     except StepError as e:  # training.train_failed (the trainer's error) or training.died (its log's last line)
+        if e.key == "training.no_records_fit":  # said as the smoke test's finding
+            raise StepError("training.preflight_no_records_fit", seq_len=spec.seq_len, log=job.log) from None
         if e.key not in ("training.train_failed", "training.died"):  # the trainer's own words (a reward file that raised)
             raise
         error = e.msg.args.get("error") or next(

@@ -138,6 +138,14 @@ def set_aside_incomplete(tdir: Path) -> list[str]:
     return sorted(out, key=lambda n: int(n.split("-")[-1]))
 
 
+def _spec_seq_len(tdir: Path) -> int | str:
+    """The sequence length in the trainer's spec.json ("?" when it cannot be read)."""
+    try:
+        return int(json.loads(TrainDir(tdir).spec.read_text())["seq_len"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "?"
+
+
 def damage(ckpt: Path) -> str | None:
     """What makes a complete-looking checkpoint unreadable, in a few words naming the file, or None: its
     trainer_state.json not JSON, a ``*.safetensors`` whose header or byte ranges do not open (safetensors' own
@@ -315,6 +323,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                         raise CompileFailed(e.get("step"), e.get("message", "?"))
                     if e.get("kind") == "refusal" and isinstance(e.get("key"), str):  # the worker's Refusal
                         raise StepError(e["key"], **(e.get("params") or {}))
+                    if "num_samples=0" in str(e.get("message")):  # trl dropped every record: none fits seq_len
+                        raise StepError("training.no_records_fit", seq_len=_spec_seq_len(tdir), log=job.log)
                     raise StepError("training.train_failed", error=e.get("message", "?"), log=job.log)
                 elif e["event"] == "done":
                     if not checked and gpu and rates:

@@ -133,6 +133,10 @@ MESSAGES = {
                          "zh": "冒烟测试通过，用时 {seconds} 秒：损失 {losses}，峰值 {peak} GiB（{kind}）。接下来下载权重。"},
     "training.preflight_failed": {"en": "The smoke test of this strategy failed before any weights were downloaded: {error} (log: {log}). Change the strategy when resuming, or skip the test with --set choose_strategy.preflight=no.",
                          "zh": "此策略的冒烟测试失败（尚未下载任何权重）：{error}（日志：{log}）。继续会话时请修改策略，或用 --set choose_strategy.preflight=no 跳过测试。"},
+    "training.no_records_fit": {"en": "No record's reply fits in {seq_len} tokens: the trainer cut every record away "
+                                      "(log: {log}). Raise choose_strategy.seq_len, or use shorter records.",
+                                "zh": "没有任何记录的回复能放进 {seq_len} 个 token：训练器截掉了所有记录（日志：{log}）。请增大 "
+                                      "choose_strategy.seq_len，或使用更短的记录。"},
     "training.preflight_no_records_fit": {"en": "The smoke test found no record whose reply fits in {seq_len} tokens: every record was cut away (log: {log}). Raise choose_strategy.seq_len, or use shorter records.",
                                  "zh": "冒烟测试发现没有任何记录的回复能放进 {seq_len} 个 token：所有记录都被截掉了（日志：{log}）。请增大 choose_strategy.seq_len，或使用更短的记录。"},
     "training.preflight_copy_failed": {"en": "The 2-layer copy for the smoke test cannot be built: {error}. Skip the test with --set choose_strategy.preflight=no, or choose another model.",
