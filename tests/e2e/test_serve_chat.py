@@ -90,6 +90,12 @@ def test_chat_in_chinese_with_an_explicit_endpoint(home, served):
     t.expect(pexpect.EOF)
     t.close()
     assert t.exitstatus == 0
+    # a key an HTTP header cannot carry (a pasted line break, another alphabet): said as the key's fault in one line,
+    # the key not echoed; it was sent, refused by the HTTP library and the server blamed (the tester's 21-7, N10)
+    for key, what in (("abc\ndef", "contains a line break"), ("ключ", "non-ASCII")):
+        r = yichui(home, "chat", "--endpoint", endpoint, OPENAI_API_KEY=key)
+        assert r.returncode == 2 and what in r.stderr and "Cannot reach" not in r.stderr, r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1 and key not in r.stderr and "def" not in r.stderr
 
 
 def test_chat_with_an_unreachable_endpoint_is_one_line(home):

@@ -260,6 +260,13 @@ MESSAGES = {
                              "zh": "{one} 与 {other} 相互矛盾：请只给出其中一个。"},
     "cli.chat.bad_endpoint": {"en": "{endpoint!r} is not an http(s) URL: give the server's base, e.g. http://127.0.0.1:8000/v1.",
                               "zh": "{endpoint!r} 不是 http(s) 网址：请给出服务地址，例如 http://127.0.0.1:8000/v1。"},
+    "cli.chat.bad_key": {"en": "OPENAI_API_KEY {what}, and an HTTP header carries printable ASCII only: set it to "
+                               "the server's key as given (export OPENAI_API_KEY=…), without quotes or line breaks.",
+                         "zh": "OPENAI_API_KEY {what}，而 HTTP 头只能包含可打印的 ASCII 字符：请把它设为服务器给出的密钥"
+                               "（export OPENAI_API_KEY=…），不要带引号或换行。"},
+    "cli.chat.bad_key_newline": {"en": "contains a line break", "zh": "含有换行"},
+    "cli.chat.bad_key_other": {"en": "contains a space, a control character or a non-ASCII letter",
+                               "zh": "含有空格、控制字符或非 ASCII 字符"},
     "cli.chat.add_v1": {"en": "{endpoint} answers, but not as an OpenAI-compatible API: the URL usually ends with /v1 ({endpoint}/v1).",
                         "zh": "{endpoint} 有响应，但不是 OpenAI 兼容接口：网址通常以 /v1 结尾（{endpoint}/v1）。"},
     "cli.os_error": {"en": "Cannot write {path}: {error}. Nothing was lost; choose a writable place (--local-dir for a "

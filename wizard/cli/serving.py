@@ -160,6 +160,11 @@ def chat(session: Optional[str] = SessionArg,
     else:
         key = os.environ.get("OPENAI_API_KEY")  # another endpoint: the key the openai client would use
         vision = None
+        # an HTTP header carries printable ASCII only: a key with a newline (a pasted line) or another alphabet was
+        # sent, refused by the HTTP library and the server blamed (the tester's 21-7, N10); the key is never echoed
+        if key is not None and not all(" " < c <= "~" for c in key):
+            raise fail("cli.chat.bad_key", what=T("cli.chat.bad_key_newline") if any(c in key for c in "\r\n")
+                       else T("cli.chat.bad_key_other"))
     ui = new_ui()
     if not endpoint.startswith(("http://", "https://")):
         raise fail("cli.chat.bad_endpoint", endpoint=endpoint)
