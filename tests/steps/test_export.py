@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,29 @@ def test_export_refuses_bad_choices_before_any_work(chain, tmpfs):
         with pytest.raises(StepError) as e:
             chain.step("export", formats="bnb-4bit")
         assert e.value.msg.key == "export.no_space" and not any(small.iterdir())
+        edir.unlink()
+        # the check passes, then the disk fills while the copies are written (something else took the space): one
+        # line naming the folder, not safetensors' raw "I/O error … os error 28" (the tester's 21-19)
+        roomy = tmpfs("64m")
+        edir.symlink_to(roomy)
+        import threading
+
+        def fill():  # as soon as the export's first folder appears, take every byte left
+            while not any(roomy.iterdir()):
+                time.sleep(0.005)
+            with open(roomy / "filler", "wb") as f:
+                try:
+                    while True:
+                        f.write(b"\0" * (1 << 20))
+                except OSError:
+                    pass
+
+        filler = threading.Thread(target=fill, daemon=True)
+        filler.start()
+        with pytest.raises(StepError) as e:
+            chain.step("export", formats="bnb-4bit")
+        filler.join(5)
+        assert e.value.msg.key == "export.disk_full" and str(edir) in i18n.render(e.value.msg)
     finally:
         edir.unlink()
         if saved:

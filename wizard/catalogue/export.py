@@ -84,6 +84,11 @@ MESSAGES = {
     "export.stop_cause.quantization": {"en": "quantization moved the end of the turn (mean KL {kl} nats to the merged model)",
                                        "zh": "量化改变了结束一轮的位置（与合并模型的平均 KL 为 {kl} nats）"},
     "export.no_adapter": {"en": "No trained adapter at {path}: run the train step first.", "zh": "{path} 处没有训练好的适配器：请先完成训练步骤。"},
+    "export.disk_full": {"en": "The disk filled while the export was written in {path} ({free} free now): free some "
+                                "space (older sessions: yichui delete SESSION), then resume — the copies finished "
+                                "before are kept.",
+                         "zh": "导出写入 {path} 时磁盘已满（现在可用 {free}）：请释放空间（旧会话：yichui delete 会话），然后 "
+                               "resume——之前已完成的副本会保留。"},
     "export.no_space": {"en": "Not enough disk for the export in {path}: about {need} needed, {free} free. Free some "
                               "space (older sessions: yichui delete SESSION), or choose fewer formats.",
                         "zh": "{path} 的磁盘空间不足以导出：约需 {need}，可用 {free}。请释放空间（旧会话：yichui delete 会话），"
