@@ -21,7 +21,7 @@ from recipes.memory import model as memory
 from recipes.training import backup, plots
 from recipes.base import Choice, Ctx, Question, Record, StepError, msg
 from recipes.handoff import Download, ModelChoice, StrategyChoice, TrainingResult, trusted
-from recipes.training.spec import TrainerJob
+from recipes.training.spec import FULL_WEIGHTS, TrainerJob
 from recipes.training.runner import (REPO, CompileFailed, OutOfMemory, Stopped, checkpoints, follow, meet, node_hosts, recover,
                                      set_aside_damaged, set_aside_incomplete, trainer_env, with_backend,
                                      worker_argv)
@@ -51,7 +51,26 @@ def _spec(ctx: Ctx, answers: dict) -> TrainerJob:
     for change in ctx.result(TrainingResult).recoveries:
         spec = replace(spec, **change["to"])
     spec.check()  # a recorded strategy edited by hand is refused here in one line, not by the trainer it would start
+    _check_targets(spec)
     return with_backend(spec, ctx.home)
+
+
+def _check_targets(spec: TrainerJob) -> None:
+    """The LoRA targets name layers the model has (a recorded strategy edited by hand reached peft's raw
+    NoMatchingPeftModuleError in the trainer: the tester's N2, issue 46); choose_strategy is asked again on resume.
+
+    Raises:
+        StepError("memory.unknown_targets"): a name the model has no linear layer for."""
+    if spec.method in FULL_WEIGHTS or spec.lora_targets == "all-linear":
+        return
+    try:
+        shape = memory.shape_from_config(json.loads((Path(spec.model_dir) / "config.json").read_text()))
+    except Exception:  # a model the memory model cannot read (said at step 2): peft's own check stays
+        return
+    try:
+        shape.targeted(spec.lora_targets)
+    except memory.ConfigError as e:
+        raise StepError(e.key, **e.params).caused_by("choose_strategy") from None
 
 
 def _stale_result(result: Path) -> str | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from recipes import jobs
+from recipes.base import StepError
 from recipes.training import backup
 from wizard import demo
 from recipes.memory import model as memory
@@ -534,3 +535,18 @@ def test_galore_and_padding_free_packing(chain, variant):
     assert seen["true"] > 1.5 * seen["false"], seen
     exp = chain.step("export", formats="")
     assert Path(exp["merged_dir"], "model.safetensors").exists()
+
+
+def test_hand_edited_lora_targets_are_refused_before_the_trainer_starts(variant):
+    """The tester's N2 (issue 46): a done strategy hand-edited to LoRA targets the model does not have passed the
+    load check (any names are text) and reached peft's raw NoMatchingPeftModuleError in the trainer on every resume.
+    The train step checks them against the model's layers first: one line naming the known ones, and resume asks
+    choose_strategy again."""
+    c = variant
+    c.session.steps["choose_strategy"]["outputs"]["training"]["lora_targets"] = "q_proj,nonexistent_proj"
+    c.session.save()
+    with pytest.raises(StepError) as e:
+        c.step("train")
+    assert e.value.key == "memory.unknown_targets" and e.value.reask == "choose_strategy"
+    assert e.value.params["targets"] == "nonexistent_proj" and "q_proj" in e.value.params["known"]
+    assert not (c.session.run_dir / "train" / "trainer.pid.json").exists()
