@@ -245,3 +245,36 @@ def test_a_confirm_s_echo_is_in_the_user_s_language():
         i18n.set_lang("en")
         _confirm_words()
     assert (confirm.YES, confirm.NO) == ("yes", "no")
+
+
+def test_keys_typed_while_work_runs_do_not_answer_the_next_question():
+    """Issue 46's tryout (N1): an Enter pressed twice at one question — the second landed while the export merged —
+    answered deploy's "stop these servers first?" with its default, and another session's server was stopped. In a
+    real pseudo-terminal: keys typed while work runs between two questions are dropped when the next one is shown;
+    keys for questions that follow each other without work between are kept."""
+    import sys
+
+    import pexpect
+
+    script = (
+        "import time\n"
+        "from recipes.base import Question\n"
+        "from wizard.prompter import QuestionaryPrompter\n"
+        "p = QuestionaryPrompter()\n"
+        "a = p.ask(Question('name', 'text', 'answer.not_a_choice'), 'x', {})\n"
+        "print('working', flush=True)\n"
+        "time.sleep(2)\n"
+        "b = p.ask(Question('stop', 'confirm', 'deploy.stop_servers'), True, {})\n"
+        "print('answers', repr(a), repr(b), flush=True)\n")
+    p = pexpect.spawn(sys.executable, ["-c", script], encoding="utf-8", dimensions=(24, 80), timeout=30,
+                      cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    p.expect(r"\?")  # the first question
+    p.send("\r")
+    p.expect("working")
+    p.send("\r")  # a stray Enter while the work runs
+    p.expect(r"\(Y/n\)")  # the second question is shown and waits: the stray Enter did not answer it
+    assert p.expect([r"answers", pexpect.TIMEOUT], timeout=1.5) == 1  # still waiting after 1.5 s
+    p.send("n\r")
+    p.expect(r"answers '(.*)' (True|False)")
+    assert p.match.group(2) == "False", p.before
+    p.expect(pexpect.EOF)

@@ -52,8 +52,39 @@ def _confirm_words() -> None:
     confirm.YES, confirm.NO = i18n.t("ui.yes"), i18n.t("ui.no")
 
 
+WORK_GAP_S = 1.0  # a question shown this long after the last answer: work ran between, keys typed then are stale
+
+
+def _drop_typed_ahead() -> None:
+    """Discard keys typed while work ran (a merge, a download) before this question was shown: a stray Enter there
+    answered the next question with its default — it stopped another session's server (issue 46's tryout, N1). Keys
+    typed while questions follow each other without work between are kept (a fast typist's answers)."""
+    import sys
+
+    try:
+        if sys.stdin.isatty():
+            import termios
+
+            termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (OSError, ValueError, ImportError):  # not a terminal after all, or no termios (Windows)
+        pass
+
+
 class QuestionaryPrompter:
+    def __init__(self) -> None:
+        self._answered_at: float | None = None  # time.monotonic() of the last answer
+
     def ask(self, q: Question, prefill: Any, answers: dict) -> Any:
+        import time
+
+        if self._answered_at is None or time.monotonic() - self._answered_at > WORK_GAP_S:
+            _drop_typed_ahead()
+        try:
+            return self._ask(q, prefill, answers)
+        finally:
+            self._answered_at = time.monotonic()
+
+    def _ask(self, q: Question, prefill: Any, answers: dict) -> Any:
         import questionary
 
         text = i18n.render(q.message)
