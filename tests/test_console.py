@@ -277,4 +277,8 @@ def test_keys_typed_while_work_runs_do_not_answer_the_next_question():
     p.send("n\r")
     p.expect(r"answers '(.*)' (True|False)")
     assert p.match.group(2) == "False", p.before
+    import re
+
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", p.before)
+    assert "(Y/n) no" in shown, shown  # the echo: a space between the instruction and the answer (the tryout's N4)
     p.expect(pexpect.EOF)

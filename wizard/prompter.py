@@ -108,8 +108,10 @@ class QuestionaryPrompter:
         if q.kind == "confirm":
             yes = bool(prefill) if prefill is not None else True
             _confirm_words()
+            # questionary 2.1 writes the answer right after a given instruction: a space between ("(y/N) no", not
+            # "(y/N)no": issue 46's tryout, N4)
             return questionary.confirm(text, default=yes, instruction=i18n.t(
-                "ui.confirm_default_yes" if yes else "ui.confirm_default_no")).unsafe_ask()
+                "ui.confirm_default_yes" if yes else "ui.confirm_default_no") + " ").unsafe_ask()
         if q.kind == "password":
             return questionary.password(text).unsafe_ask()
         if q.kind == "path":
