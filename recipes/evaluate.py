@@ -398,7 +398,11 @@ def verdict(parts: dict) -> dict | None:
     # hacked: the demo's digits share up, accuracy down)
     fell = [f"{k} {f[k]} vs {b[k]}" for k in f if k.startswith("reward ") and isinstance(f[k], (int, float))
             and isinstance(b.get(k), (int, float)) and f[k] < b[k]] if rb and rf and checks.get("reward") else []
+    # better on one metric and worse on another: not a win, and not "does NOT beat" either (issue 46's tryout: loss
+    # 3.93 vs 6.37 and ROUGE-L 0.106 vs 0.123 on 2 held-out conversations was "does NOT beat the base")
+    mixed = {"better": [k for k, ok in checks.items() if ok], "worse": [k for k, ok in checks.items() if ok is False]}
     return {"beats": beats, "checks": checks, **({"fell": fell} if rb and rf else {}),
+            **({"mixed": mixed} if mixed["better"] and mixed["worse"] else {}),
             "figures": ", ".join(f"{k} {f[k]} vs {b[k]}" + (" (tie)" if checks[k] is None else "") for k in checks)}
 
 
@@ -645,7 +649,12 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
     if v and v["beats"] is not None:
         checks = ", ".join(f"{metric_words(k, t)}: {t('evaluate.report.tie' if ok is None else 'ui.yes' if ok else 'ui.no')}"
                            for k, ok in v["checks"].items())
-        lines += [t("evaluate.report.beats" if v["beats"] else "evaluate.report.not_beats", checks=checks), ""]
+        said = Evaluation(verdict=v).headline(t)
+        line = ctx.t(said[1]) if v.get("mixed") and said is not None else \
+            t("evaluate.report.beats" if v["beats"] else "evaluate.report.not_beats", checks=checks)
+        if heldout and heldout < FEW_HELDOUT:  # no bold verdict on a handful of conversations (issue 46's tryout)
+            line = t("evaluate.report.few_verdict", n=heldout, line=line.replace("**", ""))
+        lines += [line, ""]
         said = Evaluation(verdict=v).headline(t)
         if said is not None and v["beats"] and v.get("fell"):  # GRPO: a reward hacked — said here too
             lines += ["**" + t("evaluate.report.warning") + "** " + ctx.t(said[1]), ""]

@@ -552,8 +552,9 @@ class Evaluation(Handoff):
             else []
 
     def headline(self, t=None) -> tuple[bool, Msg] | None:
-        """The verdict in one line, and whether it is a warning: the fine-tuned model beats the base, does not, or
-        (GRPO) beats it on the summed reward while some rewards fell — a reward hacked. The evaluate step, `yichui
+        """The verdict in one line, and whether it is a warning: the fine-tuned model beats the base, does not, is
+        better on some metrics and worse on others, or (GRPO) beats it on the summed reward while some rewards fell —
+        a reward hacked. The evaluate step, `yichui
         show` and report.md say the same line. None without a verdict (nothing moved, or no held-out part)."""
         v = self.verdict or {}
         if v.get("beats") is None:
@@ -562,6 +563,9 @@ class Evaluation(Handoff):
         figures = words(v.get("figures", ""))
         if v["beats"] and v.get("fell"):
             return True, msg("evaluate.reward_fell", figures=figures, fell=", ".join(map(words, v["fell"])))
+        if v.get("mixed"):  # better on one metric, worse on another: said as such
+            return True, msg("evaluate.mixed", better=", ".join(map(words, v["mixed"]["better"])),
+                             worse=", ".join(map(words, v["mixed"]["worse"])), figures=figures)
         return (False, msg("evaluate.beats", figures=figures)) if v["beats"] else \
             (True, msg("evaluate.not_better", figures=figures))
 

@@ -214,7 +214,10 @@ def hub(home):
 def env_for(home: Path, **extra) -> dict:
     env = dict(os.environ)
     env.update({"YICHUI_HOME": str(home), "HF_HOME": str(home / "hf"), "MODELSCOPE_CACHE": str(home / "modelscope"),
-                "PYTHONUNBUFFERED": "1", "COLUMNS": "120"})
+                "PYTHONUNBUFFERED": "1", "COLUMNS": "120",
+                # yichui on PATH, as after install.sh's link: its hints say `yichui …` (without it they name the
+                # path it was started by: tests/test_cli.py)
+                "PATH": str(Path(YICHUI).parent) + os.pathsep + os.environ.get("PATH", "")})
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

@@ -337,7 +337,10 @@ CATALOGUE = [
     Case("unsloth-not-installed", "the unsloth training backend where its environment is not installed",
          "answer.set_not_asked", lambda e: ys(*LOCAL(e), "choose_strategy.training_backend=unsloth")),
     Case("engine-cannot-load", "an export the chosen engine cannot load", "export.engine_cannot_load",
-         lambda e: ys("export.serve_with=llama.cpp", "export.formats=bnb-8bit")),
+         lambda e: ys("export.serve_with=transformers", "export.formats=gguf-q8_0")),
+    Case("engine-not-deployed", "llama.cpp chosen at export in a session that deploys (the deploy step does not "
+         "start it: a KeyError there after training and export)", "export.engine_not_deployed",
+         lambda e: ys("export.serve_with=llama.cpp")),
     Case("too-few-calibration", "too few calibration samples", "export.too_few_calibration",
          lambda e: ys("export.formats=gptq-w4a16", "export.calibration_samples=3")),
     Case("no-tty", "the wizard without a terminal (stdin not a TTY)", "cli.no_tty", lambda e: ["run"]),

@@ -209,7 +209,10 @@ def test_set_mistakes_are_caught_before_any_work_and_leave_no_session(home):
                        (["choose_strategy.lora_rank=abc"], "not a whole number"),
                        (["choose_strategy.packing=maybe"], "yes/no"),
                        (["export.formats=gptq-w4a16,bogus"], "'bogus' is not one of"),
-                       (["export.serve_with=llama.cpp", "export.formats=bnb-8bit"], "llama.cpp does not load"),
+                       (["export.serve_with=transformers", "export.formats=gguf-q8_0"],
+                        "transformers does not load"),
+                       # llama.cpp in a session that deploys: the deploy step does not start it (the tester's N7)
+                       (["export.serve_with=llama.cpp"], "deploy step does not start llama.cpp"),
                        (["export.formats=gptq-w4a16", "export.calibration_samples=3"], "too few"),
                        # a question its step will not ask: its own reason where it has one (the tryout: DPO with
                        # packing was "asked only when the earlier answers … call for it"), else when it is asked
@@ -419,6 +422,15 @@ def test_install_puts_yichui_on_path_or_says_how(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0 and not (bin_ / "yichui").exists()
     assert f'export PATH="{root}/.venv/bin:$PATH"' in r.stdout
+    # … and, not linked, every hint it prints names the path it was started by, which works as printed (the README's
+    # first command is `.venv/bin/yichui demo`: the demo's `yichui chat …` was "command not found", the tryout's N3)
+    r = subprocess.run([".venv/bin/yichui", "show", "nothing-here"], env=env | {"PATH": "/usr/bin:/bin",
+                       "YICHUI_HOME": str(tmp_path / "h")}, cwd=root, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "(`.venv/bin/yichui show` lists the latest)" in r.stderr, r.stderr
+    r = subprocess.run(["yichui", "show", "nothing-here"],
+                       env=env | {"PATH": f"{root}/.venv/bin:/usr/bin:/bin", "YICHUI_HOME": str(tmp_path / "h")},
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and "(`yichui show` lists the latest)" in r.stderr, r.stderr
 
 
 def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
@@ -583,3 +595,32 @@ def test_commands_are_wired_in_one_place():
     names = {c.name for c in cli.app.registered_commands}
     assert names == {n for n, *_ in cli.COMMANDS} | {"chat"}
     assert {c.name for c in cli.serving.serve_app.registered_commands} == {n for n, *_ in cli.SERVE_COMMANDS}
+
+
+def test_show_at_80_columns_keeps_every_value_whole(home):
+    """Issue 46 item 14: `show` in an 80-column terminal folded values mid-token (`endpoint=http://127.0.0` /
+    `.1:35173`, `…/evaluate/repor` / `t.m…`). In a real pseudo-terminal of 80 columns: a paragraph per step, lines
+    broken between items, never inside one, and an item cut short only as a whole."""
+    import re
+
+    import pexpect
+
+    from conftest import YICHUI, env_for
+
+    s = Session.new("finetune", h=home)
+    long_dir = str(home / "runs" / s.id / "evaluate" / "a-rather-long-folder-name-for-the-report")
+    s.record("select_model").update(status="done", answers={"source": "hf", "endpoint": "http://127.0.0.1:35173",
+                                                            "model": "other", "model_id": "yichui/tiny-qwen2-chat"})
+    s.record("evaluate").update(status="done", answers={"heldout": "file"},
+                                outputs={"heldout_samples": 90, "report": long_dir + "/report.md",
+                                         "chart": long_dir + "/report.png"})
+    s.save()
+    env = env_for(home) | {"COLUMNS": "80", "LINES": "60"}
+    t = pexpect.spawn(YICHUI, ["show", s.id], env=env, encoding="utf-8", dimensions=(60, 80), timeout=60)
+    t.expect(pexpect.EOF)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", t.before).replace("\r", "")
+    lines = text.splitlines()
+    assert max(len(x) for x in lines) <= 80 or any(len(x) > 80 and " " not in x.strip() for x in lines), text
+    for value in ("endpoint=http://127.0.0.1:35173", "model_id=yichui/tiny-qwen2-chat", f"report={long_dir}/report.md"):
+        assert any(value in x for x in lines), (value, text)  # on one line, whole
+    assert "select_model · " in text and "    answers: " in text

@@ -60,16 +60,32 @@ def _value(v: Any) -> Any:
     return v
 
 
+_command: tuple[str, Any] | None = None  # (how `yichui` is typed here, the pattern of its commands in a message)
+
+
+def set_command(typed: str, commands: list[str]) -> None:
+    """Print the commands a message names (``yichui resume …``) as ``typed`` — the path that started this process
+    when ``yichui`` is not on PATH (``.venv/bin/yichui``): the hints then work as printed (issue 46 item 1: "command
+    not found"). ``commands``: the CLI's command names."""
+    import re
+
+    global _command
+    _command = (typed, re.compile(r"(?<![\w./-])yichui (?=(?:" + "|".join(map(re.escape, commands)) + r")\b)")) \
+        if typed != "yichui" else None
+
+
 def t(key: str, /, **args: Any) -> str:
-    """The text of ``key`` in the current language, formatted; an unknown key shows itself (tests catch it)."""
+    """The text of ``key`` in the current language, formatted; an unknown key shows itself (tests catch it). The
+    commands it names are spelled as they are typed here (:func:`set_command`)."""
     entry = CATALOG.get(key)
     if entry is None:
         return key + (f" {args}" if args else "")
     text = entry.get(_lang) or entry["en"]
     try:
-        return text.format(**{k: _value(v) for k, v in args.items()})
+        text = text.format(**{k: _value(v) for k, v in args.items()})
     except (KeyError, IndexError, ValueError):
-        return text
+        pass
+    return _command[1].sub(_command[0].replace("\\", "\\\\") + " ", text) if _command else text
 
 
 def render(m: Any, /, **args: Any) -> str:

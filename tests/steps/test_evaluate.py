@@ -25,6 +25,17 @@ def test_the_verdict_says_when_fine_tuning_did_not_help():
     assert evaluate.verdict(moved) == {"beats": True, "checks": {"loss": True, "rouge_l": None},
                                        "figures": "loss 2.0 vs 3.0, rouge_l 0.0 vs 0.0 (tie)"}
     assert evaluate.verdict({"heldout:finetuned": {"loss": 1.0}}) is None  # no base: nothing to compare
+    # issue 46's tryout: loss far better, ROUGE-L a little worse, on 2 held-out conversations, was a bold "does NOT
+    # beat the base": said as mixed (better on loss, worse on ROUGE-L), and the report gives no bold verdict on 2
+    from recipes.handoff import Evaluation
+    from wizard import i18n
+
+    split = {"heldout:base": {"loss": 6.3681, "rouge_l": 0.1227}, "heldout:finetuned": {"loss": 3.9289, "rouge_l": 0.1055}}
+    v = evaluate.verdict(split)
+    assert v["beats"] is False and v["mixed"] == {"better": ["loss"], "worse": ["rouge_l"]}
+    warn, line = Evaluation(verdict=v).headline(i18n.t)
+    text = i18n.render(line)
+    assert warn and "better than the base on loss and worse on rouge_l" in text and "NOT" not in text, text
 
 
 def test_the_report_keeps_a_multi_line_reply_apart_and_speaks_the_session_s_language(tmp_path):

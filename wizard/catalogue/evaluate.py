@@ -24,6 +24,10 @@ MESSAGES = {
                               "zh": "为基座模型启动第二个 {engine} 服务（127.0.0.1，评测后停止）…"},
     "evaluate.beats": {"en": "The fine-tuned model beats the base on the held-out set ({figures}).",
                        "zh": "微调后的模型在留出集上优于基座模型（{figures}）。"},
+    "evaluate.mixed": {"en": "The fine-tuned model is better than the base on {better} and worse on {worse} on the "
+                             "held-out set ({figures}): not a clear gain; look at the examples before using it.",
+                       "zh": "微调后的模型在留出集上 {better} 优于基座模型、{worse} 差于基座模型（{figures}）：并非明确提升；"
+                             "使用前请查看示例。"},
     "evaluate.not_better": {"en": "The fine-tuned model does NOT beat the base on the held-out set ({figures}): check the data, the learning rate and the number of steps before using it.",
                             "zh": "微调后的模型在留出集上并未优于基座模型（{figures}）：使用前请检查数据、学习率和训练步数。"},
     "evaluate.reward_fell": {"en": "The fine-tuned model's summed reward beats the base's ({figures}), but these "
@@ -108,6 +112,8 @@ MESSAGES = {
                               "zh": "**微调后的模型优于基座模型**（留出集：{checks}）。"},
     "evaluate.report.not_beats": {"en": "**The fine-tuned model does NOT beat the base** on the held-out set ({checks}).",
                                   "zh": "**微调后的模型没有优于基座模型**（留出集：{checks}）。"},
+    "evaluate.report.few_verdict": {"en": "On {n} held-out conversation(s), too few to judge: {line}",
+                                    "zh": "仅 {n} 条留出对话，不足以下结论：{line}"},
     "evaluate.report.examples": {"en": "## Examples (held-out)", "zh": "## 示例（留出集）"},
     "evaluate.report.prompt": {"en": "prompt", "zh": "提示"},
     "evaluate.report.reference": {"en": "reference", "zh": "参考答案"},

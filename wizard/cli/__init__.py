@@ -168,6 +168,21 @@ def _usage_error(e) -> None:
     new_ui().error(T("cli.usage.error", what=what, command=where))
 
 
+def typed_command(argv0: str | None = None, path: str | None = None) -> str:
+    """How to type this yichui in the user's shell: ``yichui`` when that name on PATH is this program, else the
+    path it was started by (``.venv/bin/yichui``, as typed; the README's first command), else ``yichui``."""
+    import os
+    import shutil
+
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    found = shutil.which("yichui", path=path)
+    if "/" not in argv0 or os.path.basename(argv0) != "yichui":  # python -m wizard.cli, a test's own launcher
+        return "yichui"
+    if found and os.path.realpath(found) == os.path.realpath(argv0):
+        return "yichui"
+    return argv0
+
+
 def main() -> None:
     import signal
 
@@ -181,6 +196,7 @@ def main() -> None:
     # leaves an inherited SIG_IGN in place, and Ctrl-C would then do nothing at all)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     command = typer.main.get_command(app)
+    i18n.set_command(typed_command(), list(getattr(command, "commands", {})))
     _tidy_help(command)
     _help_in_language()
     try:

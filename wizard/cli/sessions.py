@@ -232,20 +232,31 @@ def _question_keys() -> list[tuple[str, str, str]]:
 BRIEF = 90  # characters of a step's answers or outputs in the `show` table; `show --json` has them whole
 
 
+WIDE = 120  # terminal cells from which `show` lays a session out as a table (narrower: a paragraph per step)
+
+
 def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "gpus_detected", "strategy",
                           "losses", "components", "table", "columns", "examples", "parts", "args", "eval_losses",
-                          "recoveries", "approximate", "formats", "training")) -> str:
+                          "recoveries", "approximate", "formats", "training"), limit: int = 0) -> str:
+    limit = limit or BRIEF
     # a nested record worth a glance is shown by its fields (choose_strategy's data: path, format, counts)
     d = {k2: v2 for k, v in d.items() for k2, v2 in (v.items() if k == "data" and isinstance(v, dict) else [(k, v)])}
     items = [f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}" for k, v in d.items()
              if k not in skip and v not in (None, []) and not isinstance(v, dict)
              and not (isinstance(v, list) and len(v) > 8)]
     text = ", ".join(items)
-    if len(text) <= BRIEF:
+    if len(text) <= limit:
         return text
-    cut = text[:BRIEF - 1]
-    at = max(cut.rfind(", "), cut.rfind(" "))  # at a word's end, not mid-word (issue 46 item 14)
-    return (cut[:at] if at > BRIEF // 2 else cut).rstrip(", ") + "…"
+    kept: list[str] = []  # whole items, then "…": a value is never cut inside (a path, a URL: issue 46 item 14)
+    for item in items:
+        if len(", ".join(kept + [item])) > limit - 1:
+            break
+        kept.append(item)
+    if kept:
+        return ", ".join(kept) + "…"
+    cut = text[:limit - 1]
+    at = cut.rfind(" ")  # one item longer than the limit: at a word's end where it has one
+    return (cut[:at] if at > limit // 2 else cut).rstrip(", ") + "…"
 
 
 def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: bool = YesOpt):
@@ -362,11 +373,21 @@ def show(session: Optional[str] = SessionArg,
             ui.warn(T(e.key, **e.params))
         return
     s = read_session(session)
-    new_ui().table(T("cli.show.title", id=s.id, task=s.task, path=str(s.path)),
-                [T("cli.col.step"), T("cli.col.status"), T("cli.col.answers"), T("cli.col.outputs")],
-                [(n, T(f"status.{r.status}") + (f": {r.error}" if r.error else ""), _brief(r.answers),
-                  _brief(r.outputs)) for n, r in s.records()])
-    if any(_brief(r.answers).endswith("…") or _brief(r.outputs).endswith("…") for _, r in s.records()):
+    shown = new_ui()
+    limit = BRIEF if shown.out.width >= WIDE else 3 * BRIEF  # a paragraph per step has room for more
+    rows = [(n, T(f"status.{r.status}") + (f": {r.error}" if r.error else ""), _brief(r.answers, limit=limit),
+             _brief(r.outputs, limit=limit)) for n, r in s.records()]
+    if shown.out.width >= WIDE:
+        shown.table(T("cli.show.title", id=s.id, task=s.task, path=str(s.path)),
+                    [T("cli.col.step"), T("cli.col.status"), T("cli.col.answers"), T("cli.col.outputs")], rows)
+    else:  # four columns at 80 cells folded values mid-token (issue 46 item 14): a step per paragraph, words whole
+        shown.say(T("cli.show.title", id=s.id, task=s.task, path=str(s.path)))
+        for name, status, answers, outputs in rows:
+            shown.say(f"{name} · {status}")
+            for label, text in ((T("cli.col.answers"), answers), (T("cli.col.outputs"), outputs)):
+                if text:
+                    shown.say(f"    {label}: {text}")
+    if any(x.endswith("…") for row in rows for x in row[2:]):
         new_ui().say(T("cli.show.cut", id=s.id))
     from recipes.handoff import Evaluation, ExportResult, metric_words
 
