@@ -189,6 +189,11 @@ def main() -> None:
     import typer.main
 
     sys.argv[1:] = _lang_first(sys.argv[1:])
+    # the libraries' own tqdm bars (compressed-tensors' "Applying quantization config", transformers' weight loading)
+    # broke into yichui's lines (issue 46 item 14); yichui shows its own progress. Read by tqdm when it is imported
+    import os
+
+    os.environ.setdefault("TQDM_DISABLE", "1")
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _as_interrupt)
