@@ -11,6 +11,7 @@ import pytest
 from recipes.hub import client as hub_mod
 from recipes.base import StepError
 from recipes.demo.tiny_model import REPO_ID
+from wizard import i18n
 
 
 def sha256(p):
@@ -387,6 +388,7 @@ def test_lfs_put_checks_the_bytes_and_a_commit_needs_them(hub):
         assert r.read() == data
 
 
+@pytest.mark.slow  # the retries' backoff: ~40 s each
 @pytest.mark.parametrize("source", ["hf", "modelscope"])
 def test_a_hub_failing_now_and_then_lists_and_serves_the_config(hub, source, tiny_model):
     """Issue 46 item 16: a hub answering 500 to some requests made select_model say "answers, but not as a model hub
@@ -406,3 +408,10 @@ def test_a_hub_failing_now_and_then_lists_and_serves_the_config(hub, source, tin
     # a 404 is an answer, not a fault: asked once, not retried (counted, not timed: a busy machine is no failure)
     asked = [r for r in hub.hub.requests if "nobody/nothing" in r[1]]
     assert e.value.msg.key == "hub.no_such_model" and len(asked) == 1, asked
+    # a hub answering 429 to every API request, still after the retries: said as rate limiting, with what helps —
+    # not "answers, but not as a model hub does" (the tester's N9)
+    assert call(hub.url, "POST", "/_yichui/faults", [{"api": True, "status": 429, "times": 1000}])[0] == 200
+    with pytest.raises(StepError) as e:
+        hub_mod.list_files(source, REPO_ID, hub.url, "main")
+    assert e.value.msg.key == "hub.api_rate_limited", e.value.msg
+    assert ("HF_TOKEN" if source == "hf" else "MODELSCOPE_API_TOKEN") in i18n.render(e.value.msg)

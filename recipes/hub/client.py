@@ -101,11 +101,24 @@ def _local_disk(exc: Exception, source: str) -> StepError | None:
     return None
 
 
+def _rate_limited(exc: Exception, endpoint: str, source: str) -> StepError | None:
+    """HTTP 429 still after :func:`retrying`'s attempts: said as the hub limiting requests (with what helps), not as
+    "not a model hub" (the tester's N9, issue 46)."""
+    if _status(exc) == 429 or _status(getattr(exc, "__cause__", None)) == 429:
+        from recipes.hub.downloader import RETRIES
+
+        return StepError("hub.api_rate_limited", endpoint=endpoint, tries=RETRIES,
+                         var="HF_TOKEN" if source == "hf" else "MODELSCOPE_API_TOKEN")
+    return None
+
+
 def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_type: str = "model") -> StepError:
     from huggingface_hub import errors
 
     if (disk := _local_disk(exc, "hf")) is not None:
         return disk
+    if (limited := _rate_limited(exc, endpoint, "hf")) is not None:
+        return limited
     if isinstance(exc, errors.LocalEntryNotFoundError):  # no connection and nothing cached
         cause = exc.__cause__ or exc.__context__
         if type(cause) is errors.HfHubHTTPError:  # something answered, with an error no hub gives for a model
@@ -139,6 +152,8 @@ def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_
 
     if (disk := _local_disk(exc, "modelscope")) is not None:
         return disk
+    if (limited := _rate_limited(exc, endpoint, "modelscope")) is not None:
+        return limited
     text = str(exc)
     if isinstance(exc, (AuthenticationError, PermissionDeniedError)) or \
             re.search(r"\b(401|403)\b|unauthori[sz]ed|forbidden", text, re.I):  # the legacy client's text

@@ -33,6 +33,10 @@ MESSAGES = {
     "hub.empty_listing": {"en": "{endpoint} lists no files for this repository and revision: check the id and the "
                                 "revision on the hub, or use another endpoint.",
                           "zh": "{endpoint} 没有列出该仓库此版本的任何文件：请在 Hub 上核对 ID 和版本，或换一个端点。"},
+    "hub.api_rate_limited": {"en": "{endpoint} is limiting requests (HTTP 429 Too Many Requests, {tries} tries): wait a "
+                               "few minutes and resume, or set a token ({var}): logged-in requests get a higher limit.",
+                         "zh": "{endpoint} 正在限制请求频率（HTTP 429 Too Many Requests，已尝试 {tries} 次）：请等几分钟后 "
+                               "resume，或设置令牌（{var}）：登录后的请求限额更高。"},
     "hub.bad_answer": {"en": "{endpoint} answers, but not as a model hub does ({error}): check that it is a "
                              "hub or a mirror's base URL (e.g. https://hf-mirror.com).",
                        "zh": "{endpoint} 有应答，但不像模型仓库（{error}）：请确认它是模型仓库或镜像的根地址（例如 https://hf-mirror.com）。"},
