@@ -69,7 +69,7 @@ def questions(ctx: Ctx) -> list[Question]:
         return check_model(value, answers)
 
     def validate_endpoint(value, answers):
-        if not re.match(r"https?://[^\s/]+", value):
+        if not hub.is_url(value):
             return msg("select_model.bad_endpoint", value=value)
         down = hub.unreachable(answers["source"], value)  # blamed here, not on the model id asked next
         return down.msg if down else None

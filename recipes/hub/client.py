@@ -82,6 +82,20 @@ def _denied(source: str, repo_id: str, endpoint: str, fallback: str) -> StepErro
     return StepError(fallback, repo=repo_id, endpoint=endpoint, token=TOKEN_ENV[source])
 
 
+def is_url(value: str) -> bool:
+    """Whether ``value`` is an http(s) URL with a host and, if it names one, a port from 1 to 65535 (a port of 99999
+    reached the HTTP library and was called "cannot reach": the tester's N21, issue 46)."""
+    from urllib.parse import urlsplit
+
+    if not re.match(r"https?://[^\s/]+", value or ""):
+        return False
+    try:
+        parts = urlsplit(value)
+        return bool(parts.hostname) and parts.port != 0
+    except ValueError:  # "Port out of range 0-65535", a port that is not a number
+        return False
+
+
 def _missing(repo_id: str, endpoint: str, repo_type: str) -> StepError:
     return StepError("hub.no_such_dataset" if repo_type == "dataset" else "hub.no_such_model", repo=repo_id,
                      endpoint=endpoint)

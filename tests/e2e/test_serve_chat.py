@@ -104,6 +104,10 @@ def test_chat_with_an_unreachable_endpoint_is_one_line(home):
         port = sock.getsockname()[1]
     r = yichui(home, "chat", "--endpoint", f"http://127.0.0.1:{port}/v1")
     assert r.returncode == 1 and "Cannot reach" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    # a port no server can have is the URL's fault: exit 2, said as such (the tester's N21: "Cannot reach … InvalidURL")
+    for bad in ("http://127.0.0.1:99999/v1", "http://127.0.0.1:port/v1", "http:///v1"):
+        r = yichui(home, "chat", "--endpoint", bad)
+        assert r.returncode == 2 and "is not a valid http(s) URL" in r.stderr and "Cannot reach" not in r.stderr, bad
 
 
 def test_concurrent_replies_come_back_in_order(served):

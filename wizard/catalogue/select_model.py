@@ -33,7 +33,9 @@ MESSAGES = {
     "select_model.bad_revision": {"en": "{value!r} is not a revision: give a branch, tag or commit hash (e.g. main, "
                                         "v1.0, 4f3c2a1).",
                                   "zh": "{value!r} 不是有效的版本：请给出分支、标签或提交哈希（如 main、v1.0、4f3c2a1）。"},
-    "select_model.bad_endpoint": {"en": "{value!r} is not an http(s) URL.", "zh": "{value!r} 不是 http(s) 网址。"},
+    "select_model.bad_endpoint": {"en": "{value!r} is not a valid http(s) URL (a host, and a port from 1 to 65535 if one "
+                                        "is given).",
+                                  "zh": "{value!r} 不是有效的 http(s) 网址（需有主机名；若写端口须在 1 到 65535 之间）。"},
     "select_model.not_on_source": {"en": "{model} is not published on {source}.", "zh": "{model} 未在 {source} 上发布。"},
     "select_model.tag.vision": {"en": "(vision-language)", "zh": "（视觉语言）"},
     "select_model.tag.demo": {"en": "(demo model, local demo hub)", "zh": "（演示模型，本地演示 Hub）"},

@@ -166,7 +166,9 @@ def chat(session: Optional[str] = SessionArg,
             raise fail("cli.chat.bad_key", what=T("cli.chat.bad_key_newline") if any(c in key for c in "\r\n")
                        else T("cli.chat.bad_key_other"))
     ui = new_ui()
-    if not endpoint.startswith(("http://", "https://")):
+    from recipes.hub.client import is_url
+
+    if not is_url(endpoint):  # a scheme, a host, a port that exists (99999 was "cannot reach")
         raise fail("cli.chat.bad_endpoint", endpoint=endpoint)
     try:
         model = model or client.first_model(endpoint, api_key=key)

@@ -365,7 +365,7 @@ def download(repo_id: str = typer.Argument(..., help=T("cli.arg.repo")),
         raise fail("cli.bad_repo_type", value=repo_type)
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", repo_id) or any(x in (".", "..") for x in repo_id.split("/")):
         raise fail("select_model.bad_id", value=repo_id)
-    if endpoint and not re.match(r"https?://[^/\s]+", endpoint):
+    if endpoint and not hub.is_url(endpoint):
         raise fail("select_model.bad_endpoint", value=endpoint)
     ui = new_ui()
     target = local_dir or home() / ("datasets" if repo_type == "dataset" else "models") / source / repo_id
