@@ -16,7 +16,10 @@ from recipes.hub.snapshot import fetch
 
 # refusals of a download that another answer to select_model fixes (another id, revision, source or endpoint)
 ANSWER_FIXES = frozenset({"hub.no_such_model", "hub.no_such_revision", "hub.denied", "hub.missing_or_private",
-                          "hub.token_refused", "hub.gated", "hub.no_config", "hub.empty_listing"})
+                          "hub.token_refused", "hub.gated", "hub.no_config", "hub.empty_listing",
+                          # a weight file the listing named and the hub then refused or no longer has: another model,
+                          # revision or endpoint (the tryout's 403 and 404 on model.safetensors ended the wizard)
+                          "hub.not_found", "hub.download_denied", "hub.download_gated"})
 
 name = "download"
 requires = ("select_model",)

@@ -48,3 +48,22 @@ def test_a_refusal_another_model_answer_fixes_leads_back_to_select_model(chain):
         rec.outputs.clear()
         rec.outputs.update(kept)
         chain.session.save()
+    # the weights themselves refused (403) or gone (404) after the listing named them: the tryout's wizard ended
+    # there; another model, revision or endpoint fixes it, so it too leads back to select_model
+    import json
+    import urllib.request
+
+    def faults(method: str, rules=None) -> None:
+        req = urllib.request.Request(f"{chain.hub.url}/_yichui/faults", method=method,
+                                     data=json.dumps(rules).encode() if rules is not None else None,
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req).close()
+
+    for status, key in ((404, "hub.not_found"), (403, "hub.download_denied")):
+        faults("POST", [{"path": "model.safetensors", "status": status}])
+        try:
+            with pytest.raises(StepError) as e:
+                chain.step("download", local_dir=str(chain.home / f"models-refused-{status}"))
+            assert e.value.key == key and e.value.reask == "select_model", (status, e.value.key, e.value.reask)
+        finally:
+            faults("DELETE")
