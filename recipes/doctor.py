@@ -92,7 +92,9 @@ def gpu_checks() -> list[Check]:
 def disk_check(home: Path) -> Check:
     probe = home if home.exists() else next((p for p in home.parents if p.exists()), Path("/"))
     free = shutil.disk_usage(probe).free / GIB
-    writable = os.access(probe, os.W_OK)
+    # a file where a folder of the path must go is as unwritable as a read-only folder (the demo built its model for
+    # minutes, then failed: the tester's N24)
+    writable = probe.is_dir() and os.access(probe, os.W_OK)
     if not writable:
         return Check("disk", "fail", msg("cli.doctor.not_writable", path=probe), msg("cli.doctor.not_writable_fix"),
                      needed=True)

@@ -233,7 +233,11 @@ def test_unwritable_home_is_one_line(home, tmp_path):
     blocker = tmp_path / "file-not-folder"
     blocker.write_text("x")
     r = yichui(home, "run", "--yes", YICHUI_HOME=str(blocker / "home"))
-    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "Cannot write" in r.stderr
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "is not writable" in r.stderr
+    # the demo too, before minutes of building the tiny model (the tester's N24: 4 minutes, then the error)
+    r = yichui(home, "demo", YICHUI_HOME=str(blocker / "home"), timeout=60)
+    assert r.returncode == 2 and "is not writable" in r.stderr and "Building the tiny demo model" not in r.stdout, \
+        r.stdout + r.stderr
 
 
 def test_show_all_lists_sessions(home):

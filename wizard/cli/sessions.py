@@ -107,6 +107,8 @@ def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.demo_tas
         raise fail("cli.unknown_task", task=task, tasks=", ".join([*recipes.TASKS, *demos.TASKS]))
     t0 = time.time()
     overrides = parse_sets(set_)
+    # a read-only or full YICHUI_HOME is said now, not after minutes of building the tiny model (the tester's N24)
+    _preflight_machine()
     ui = new_ui()
     kind = demos.TASKS.get(task, True)  # the session's demo field
     with demo_hub(ui, overrides, kind) as defaults:
