@@ -93,6 +93,9 @@ def test_conversation_rules(tmp_path):
             else write(tmp_path / "d.jsonl", [row])
         at = "d.jsonl:2" if isinstance(row, list) else "d.jsonl:1"
         assert bad(data.read(path)) == [f"{at} ({why})"], row
+    # the key itself missing in an alpaca file was "format ? in a file of format alpaca" (the tester's 21-9)
+    path = write(tmp_path / "d.jsonl", [{"instruction": "ok", "output": "fine"}, {"instruction": "q", "input": ""}])
+    assert bad(data.read(path)) == ["d.jsonl:2 (a record of format alpaca without output)"]
 
 
 def test_sampling_and_validation_split_are_seeded(tmp_path):

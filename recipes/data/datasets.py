@@ -145,6 +145,11 @@ def _decode(v):
     return v
 
 
+# the fields each flat format's record must have (detect_format); a record with some of its file's and none of
+# another format's is named by the ones it lacks (the tester's 21-9: "format ? in a file of format alpaca")
+FORMAT_KEYS = {"alpaca": ("instruction", "output"), "prompt_completion": ("prompt", "completion")}
+
+
 def detect_format(row: object) -> str | None:
     if not isinstance(row, dict):
         return None
@@ -390,6 +395,9 @@ def read(ref: str | Path) -> Loaded:
             if not isinstance(row, dict):
                 raise BadRecord("data.why.not_object")
             if (found := detect_format(row)) != fmt:  # one format per file: the first record's
+                lacks = [k for k in FORMAT_KEYS.get(fmt, ()) if k not in row]
+                if found is None and lacks:  # the file's format, a field short (an alpaca row without "output")
+                    raise BadRecord("data.why.lacks", format=fmt, fields=", ".join(lacks))
                 raise BadRecord("data.why.other_format", found=found or "?", format=fmt, keys=", ".join(map(str, row))[:60])
             convs.append(_to_conversation(row, fmt, path.parent))
         except BadRecord as e:

@@ -43,6 +43,7 @@ MESSAGES = {
                                "zh": "GSM8K 答案缺少结尾的“#### N”"},
     "data.why.not_json": {"en": "not JSON", "zh": "不是 JSON"},
     "data.why.not_object": {"en": "not a JSON object", "zh": "不是 JSON 对象"},
+    "data.why.lacks": {"en": "a record of format {format} without {fields}", "zh": "缺少 {fields} 的 {format} 格式记录"},
     "data.why.other_format": {"en": "format {found} in a file of format {format} (keys {keys}): one format per file",
                               "zh": "{format} 文件中的 {found} 格式记录（字段 {keys}）：每个文件只能有一种格式"},
     "data.why.empty": {"en": "'{field}' is empty or missing", "zh": "“{field}”为空或缺失"},
