@@ -97,7 +97,7 @@ def run(ctx: Ctx, answers: dict) -> MemoryEvaluation:
     notes = sorted({a for e in estimates for a in e["approximate"]})
     ctx.info(msg("evaluate_memory.calibrated", params=f"{shape.n_params:,}"))
     if notes:
-        ctx.warn(msg("evaluate_memory.approximate", what=", ".join(notes)))
+        ctx.warn(msg("evaluate_memory.approximate", what=[memory.approximate_words(n) for n in notes]))
     return MemoryEvaluation(gpu=gpu, gpus_detected=gpus, shape=memory.shape_dict(shape), seq_len_assumed=seq,
                             micro_batch_assumed=1, estimates=estimates,
                             recommended={"method": chosen[0], "activation_checkpointing": chosen[1]},

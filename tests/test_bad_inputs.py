@@ -274,6 +274,11 @@ def no_weights_fetched(env: "Env") -> None:
     assert not list((env.home / "models").rglob("tiny-qwen2-chat"))
 
 
+def no_training(env: "Env") -> None:
+    """Refused before any step ran: no session saved with a step done, no trainer started."""
+    assert not list(env.home.glob("runs/*/train")), list(env.home.glob("runs/*/*"))
+
+
 def image_records(env: "Env", image: str, first_text: bool = False) -> str:
     """A dataset of two image-question records, the second's images column naming ``image`` (a red square is written
     as ok.png beside it); ``first_text``: the first record is a text one instead."""
@@ -517,6 +522,9 @@ CATALOGUE = [
              "q.jsonl", json.dumps({"messages": [{"role": "user", "content": "hi"}]})))[1:]]),
     Case("nothing-to-evaluate", "an evaluation with no held-out data and no benchmark", "evaluate.nothing_to_measure",
          lambda e: ["run", "--task", "evaluate", *ys(*LOCAL(e), "evaluate.heldout=none")[1:]]),
+    Case("nothing-to-evaluate-after-training", "no held-out data and no benchmark in a fine-tune (refused at step 8, "
+         "after training, export and deploy: the tester's N8)", "evaluate.nothing_to_measure",
+         lambda e: ys(*LOCAL(e), "evaluate.heldout=none"), after=lambda e: no_training(e)),
     Case("no-training-split", "the training split as held-out data where nothing was trained (or held out)",
          "evaluate.no_split_task", lambda e: ["run", "--task", "evaluate", *ys(*LOCAL(e), "evaluate.heldout=training")[1:]]),
     # disks and folders

@@ -93,3 +93,21 @@ def test_the_evaluation_s_metric_names_are_said_in_the_reader_s_language():
     assert metric_words("held-out preference accuracy (unpaired: AUC)", i18n.t) == \
         "held-out preference accuracy (unpaired: AUC)"  # English: as recorded
     assert figures in i18n.render(ev.headline(i18n.t)[1])
+
+
+def test_every_approximate_name_of_the_memory_model_is_said_in_both_languages():
+    """The estimate's "approximate" entries were shown as recorded in the zh UI ("llava without checkpointing,
+    vision": issue 46's tryout): each name the memory model can write has a catalogue entry, English as recorded."""
+    from recipes.memory import model as memory
+
+    names = [*memory.APPROXIMATE_NAMES, "llava" + memory.NO_CKPT_SUFFIX, "quantized:gptq", "something-new"]
+    for name in names:
+        m = memory.approximate_words(name)
+        assert m.key in i18n.CATALOG, name
+        assert i18n.render(m) == name  # English: as recorded
+    i18n.set_lang("zh")
+    try:
+        assert i18n.render(memory.approximate_words("llava" + memory.NO_CKPT_SUFFIX)) == "llava（不开检查点）"
+        assert i18n.render(memory.approximate_words("vision")) == "视觉部分"
+    finally:
+        i18n.set_lang("en")

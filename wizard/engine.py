@@ -463,14 +463,15 @@ class Engine:
                         continue
                     if q.key in sets and q.kind in CHECKED_EARLY:
                         answers[q.key], err = check(q, sets[q.key], answers)
-                    elif sets and self.prompter is None and q.key in given \
-                            and q.kind in CHECKED_EARLY \
+                    elif sets and self.prompter is None and q.kind in CHECKED_EARLY \
                             and not (q.choices and not q.resolve_choices(answers)):  # choices known at run time
-                        # a replayed or recorded answer the --set values make invalid (GRPO's groups with another
-                        # micro-batch): said now, not after the steps before it have run (the tryout)
-                        answers[q.key], err = check(q, given[q.key], answers)
+                        # a replayed or recorded answer — or the default — the --set values make invalid (GRPO's
+                        # groups with another micro-batch; heldout=none with no benchmark, refused only at step 8
+                        # before: the tester's N8): said now, not after the steps before it have run
+                        value = given[q.key] if q.key in given else q.resolve_default(answers)
+                        answers[q.key], err = check(q, value, answers)
                         if err is not None:
-                            raise _invalid(f"{name}.{q.key}", given[q.key], err)
+                            raise _invalid(f"{name}.{q.key}", value, err)
                     else:  # text answers are checked by the step (their validators may ask a hub)
                         answers[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
                             else q.resolve_default(answers)

@@ -88,6 +88,25 @@ NO_CKPT_FAMILY_MARGIN = 0.10
 NO_CKPT_SUFFIX = " without checkpointing"
 
 
+# the names an estimate's "approximate" list holds (estimate(), shape_from_config()), each said in the user's
+# language by approximate_words(); English keeps the name as recorded
+APPROXIMATE_NAMES = ("vision", "moe", "sharding", "offload", "grpo", "plain loop", "galore", "compile", "paged",
+                     "flash", "packing", "vision-trained", "unsloth", "loss-chunked", "nvme", "vllm-generation",
+                     "sequence-parallel", "loss-full")
+
+
+def approximate_words(name: str) -> Msg:
+    """An entry of an estimate's ``approximate`` list as a message (English: the name itself; the zh UI showed
+    "llava without checkpointing, vision": issue 46's tryout)."""
+    if name.endswith(NO_CKPT_SUFFIX):
+        return Msg("memory.approx.no_ckpt", {"family": name[:-len(NO_CKPT_SUFFIX)]})
+    if name.startswith("quantized:"):
+        return Msg("memory.approx.quantized", {"method": name.split(":", 1)[1]})
+    if name in APPROXIMATE_NAMES:
+        return Msg("memory.approx." + name.replace(" ", "_").replace("-", "_"), {})
+    return Msg("memory.approx.other", {"name": name})
+
+
 def extra_margin(approximate: str) -> float:
     """The margin beyond FIT_MARGIN an ``approximate`` entry of :func:`estimate` asks for (0 for most)."""
     return NO_CKPT_FAMILY_MARGIN if approximate.endswith(NO_CKPT_SUFFIX) else EXTRA_MARGIN.get(approximate, 0.0)

@@ -301,7 +301,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         wider = [a for a in e["approximate"] if memory.extra_margin(a)]
         ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / (1 - need):.2f}",
-                 pct=f"{need * 100:.0f}", why=T("cli.estimate.margin_why", what=", ".join(wider)) if wider else ""))
+                 pct=f"{need * 100:.0f}", why=T("cli.estimate.margin_why", what=[memory.approximate_words(n) for n in wider])
+                 if wider else ""))
     if tps:
         ui.say(T("cli.estimate.speed_dpo" if t.objective == "dpo" else "cli.estimate.speed", gpu=gpu_name,
                  tps=f"{tps:,.0f}", pairs=f"{tps / (2 * t.seq_len):,.2f}",
@@ -332,7 +333,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
                  gpu=gpu_name or f"{gib} GiB", weights=f"{v['weights_gib']:.1f}", kv=f"{v['kv_gib']:.1f}",
                  replies=t.micro_batch * t.grad_accum, seq=t.seq_len))
     if e["approximate"]:
-        ui.warn(T("evaluate_memory.approximate", what=", ".join(e["approximate"])))
+        ui.warn(T("evaluate_memory.approximate", what=[memory.approximate_words(n) for n in e["approximate"]]))
 
 
 def _breakdown(table: tuple) -> tuple[list[str], list[tuple]]:
