@@ -24,8 +24,8 @@ from recipes.data import datasets, preference, prompts
 from recipes.evaluation import harness
 from recipes.evaluation import preference as scores
 from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
-from recipes.handoff import (Deployment, Download, Evaluation, ExportResult, ModelChoice, StrategyChoice, metric_words,
-                             TrainingResult, trusted)
+from recipes.handoff import (Deployment, Download, Evaluation, ExportResult, ModelChoice, StrategyChoice,
+                             TrainingResult, column_words, metric_words, trusted)
 from recipes.serving import spec as specs
 
 name = "evaluate"
@@ -581,7 +581,7 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
         replies.stop()
 
     table = summary(parts, targets, answers.get("benchmarks", []))
-    ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *targets],
+    ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *(column_words(m, ctx.t) for m in targets)],
               [[metric_words(r[0], ctx.t)] + r[1:] for r in table])
     verdict_ = verdict(parts)
     if (said := Evaluation(verdict=verdict_).headline(ctx.t)) is not None:  # GRPO: a reward that fell is said here too
@@ -637,7 +637,8 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
     t = ctx.t
     rows = summary(parts, targets, benchmarks)
     lines = [t("evaluate.report.title", id=ctx.session_id), "", f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
-             "", f"| {t('evaluate.report.metric')} | " + " | ".join(targets) + " |", "|---|" + "---|" * len(targets)]
+             "", f"| {t('evaluate.report.metric')} | " + " | ".join(column_words(m, t) for m in targets) + " |",
+             "|---|" + "---|" * len(targets)]
     lines += ["| " + " | ".join([metric_words(str(r[0]), t)] + ["—" if v is None else str(v) for v in r[1:]]) + " |"
               for r in rows]
     lines += ["", t("evaluate.report.models", models=", ".join(f"{k} = `{v}`" for k, v in config["models"].items())), ""]

@@ -516,7 +516,15 @@ METRIC_TERMS = (("(unpaired: AUC)", "evaluate.term.unpaired_auc"), ("(unpaired: 
                 ("preference accuracy", "evaluate.term.preference_accuracy"),
                 ("preference margin", "evaluate.term.preference_margin"), ("held-out", "evaluate.term.heldout"),
                 ("perplexity", "evaluate.term.perplexity"), ("loss", "evaluate.term.loss"),
-                ("reward", "evaluate.term.reward"), ("(tie)", "evaluate.term.tie"), (" vs ", "evaluate.term.vs"))
+                ("reward", "evaluate.term.reward"), ("(tie)", "evaluate.term.tie"), (" vs ", "evaluate.term.vs"),
+                ("exact_match", "evaluate.term.exact_match"), ("rouge_l", "evaluate.term.rouge_l"))
+# the evaluation's columns (the models compared) in the user's language; English as recorded
+COLUMN_TERMS = {"base": "evaluate.term.base", "finetuned": "evaluate.term.finetuned"}
+
+
+def column_words(name: str, t) -> str:
+    """A column of the evaluation's table (base, finetuned, an endpoint's name) in the language ``t`` speaks."""
+    return t(COLUMN_TERMS[name]) if name in COLUMN_TERMS else name
 
 
 def metric_words(text: str, t) -> str:

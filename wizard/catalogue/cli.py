@@ -262,6 +262,8 @@ MESSAGES = {
                                     "is given): give the server's base, e.g. http://127.0.0.1:8000/v1.",
                               "zh": "{endpoint!r} 不是有效的 http(s) 网址（需有主机名；若写端口须在 1 到 65535 之间）：请给出服务地址，"
                                     "例如 http://127.0.0.1:8000/v1。"},
+    "cli.doctor.name.disk": {"en": "disk", "zh": "磁盘"},
+    "cli.doctor.name.host RAM": {"en": "host RAM", "zh": "主机内存"},
     "cli.chat.bad_key": {"en": "OPENAI_API_KEY {what}, and an HTTP header carries printable ASCII only: set it to "
                                "the server's key as given (export OPENAI_API_KEY=…), without quotes or line breaks.",
                          "zh": "OPENAI_API_KEY {what}，而 HTTP 头只能包含可打印的 ASCII 字符：请把它设为服务器给出的密钥"

@@ -391,7 +391,7 @@ def show(session: Optional[str] = SessionArg,
                     shown.say(f"    {label}: {text}")
     if any(x.endswith("…") for row in rows for x in row[2:]):
         new_ui().say(T("cli.show.cut", id=s.id))
-    from recipes.handoff import Evaluation, ExportResult, metric_words
+    from recipes.handoff import Evaluation, ExportResult, column_words, metric_words
 
     ui = new_ui()
     chosen = RunDir(s.run_dir).train.backup_choice
@@ -413,7 +413,7 @@ def show(session: Optional[str] = SessionArg,
                  [[i18n.render(v) if not isinstance(v, (str, int, float)) else v for v in r] for r in rows])
     evaluated = s.result(Evaluation)
     if evaluated.table:  # base vs fine-tuned, held-out and benchmarks
-        ui.table(T("evaluate.table"), [T("evaluate.col.metric"), *evaluated.columns],
+        ui.table(T("evaluate.table"), [T("evaluate.col.metric"), *(column_words(c, T) for c in evaluated.columns)],
                  [[metric_words(str(r[0]), T)] + ["—" if v is None else v for v in r[1:]] for r in evaluated.table])
         if (said := evaluated.headline(T)) is not None:  # the evaluate step's own line (a reward that fell too)
             (ui.warn if said[0] else ui.say)(i18n.render(said[1]))

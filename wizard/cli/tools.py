@@ -63,17 +63,19 @@ def doctor(session: Optional[str] = SessionArg):
         if sel.get("source") in endpoints and sel.get("endpoint"):
             endpoints = {sel["source"]: sel["endpoint"]}  # the hub this session downloads from
     checks = doc.run_all(home(), endpoints, needs)
+    # a check's name in the user's language where it is a word, not a package's name (the zh UI said disk, host RAM)
+    named = lambda c: T(f"cli.doctor.name.{c.name}") if f"cli.doctor.name.{c.name}" in i18n.CATALOG else c.name  # noqa
     ui = new_ui()
     fixes = [c for c in checks if c.fix]
     ui.table(T("cli.doctor.title"), [T("cli.doctor.col.check"), T("cli.doctor.col.verdict"), T("cli.doctor.col.found"),
                                      T("cli.doctor.col.fix")],
-             [(c.name + (" *" if c.needed else ""), T(f"cli.doctor.{c.verdict}"), render(c.found),
+             [(named(c) + (" *" if c.needed else ""), T(f"cli.doctor.{c.verdict}"), render(c.found),
                f"[{fixes.index(c) + 1}]" if c in fixes else "") for c in checks])
     if fixes:  # below the table, one line each: a command folded inside a cell cannot be copied (issue 20, item 13)
         ui.say(T("cli.doctor.fixes"))
         for i, c in enumerate(fixes, 1):
-            ui.say(f"  [{i}] {c.name}: {render(c.fix)}")
-    blocking = [c.name for c in checks if c.blocking]
+            ui.say(f"  [{i}] {named(c)}: {render(c.fix)}")
+    blocking = [named(c) for c in checks if c.blocking]
     if blocking:
         ui.error(T("cli.doctor.blocked", what=", ".join(blocking)))
         raise typer.Exit(1)
