@@ -76,7 +76,8 @@ def test_ctrl_c_stops_the_reply_not_the_chat(capsys):
         srv.shutdown()
     assert i18n.t("serving.chat.stopped") in said  # the stopped reply said so, in one line
     assert turns == 1  # the chat went on: the next question got its whole reply
-    assert "Chat ended after 1 turn(s)" in said[-1]  # and leaving it is said, not silent
+    # and leaving it is said, not silent — the stopped reply too (issue 46's tryout, N5: "1 turn(s)" and no word of it)
+    assert "Chat ended after 1 turn(s) and 1 reply(ies) stopped with Ctrl-C" in said[-1], said[-1]
     assert "Hello." in capsys.readouterr().out
 
 

@@ -168,6 +168,11 @@ def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 25
 COMMANDS = ("/help", "/reset", "/image", "/exit")
 
 
+def _bye(t, turns: int, stopped: int) -> str:
+    """The chat's last line: the turns taken, and the replies stopped (not counted: left out of the conversation)."""
+    return t("serving.chat.bye_stopped" if stopped else "serving.chat.bye", turns=turns, stopped=stopped)
+
+
 def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_tokens: int = 256,
          read=input, vision: bool | None = None) -> int:
     """A terminal chat: streamed replies, multi-turn, ``/reset``, ``/exit`` (Ctrl-D, or Ctrl-C at the prompt, too),
@@ -178,7 +183,7 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
     endpoint). ``/help`` lists the commands; another word after a slash is refused as an unknown command, not sent
     to the model (``//text`` sends ``/text``)."""
     history: list[dict] = []
-    turns = 0
+    turns = stopped = 0  # replies finished; replies stopped with Ctrl-C (left out, and said so at the end)
     image: str | None = None  # attached by /image, sent with the next question
     say(t("serving.chat.hello", endpoint=endpoint, model=model))
     while True:
@@ -186,10 +191,10 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
             line = read(t("serving.chat.you"))
         except (EOFError, KeyboardInterrupt):
             print()
-            say(t("serving.chat.bye", turns=turns))  # Ctrl-C / Ctrl-D at the prompt: said, not a silent exit
+            say(_bye(t, turns, stopped))  # Ctrl-C / Ctrl-D at the prompt: said, not a silent exit
             return turns
         if line.strip() == "/exit":
-            say(t("serving.chat.bye", turns=turns))
+            say(_bye(t, turns, stopped))
             return turns
         if line.strip() == "/reset":
             history.clear()
@@ -234,6 +239,7 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
             print()
             history.pop()
             say(t("serving.chat.stopped"))
+            stopped += 1
             continue
         print()
         history.append({"role": "assistant", "content": reply})

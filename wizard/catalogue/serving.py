@@ -7,6 +7,11 @@ MESSAGES = {
                        "zh": "正在与 {endpoint} 上的 {model} 对话。/help 列出命令；/exit（或 Ctrl-D）退出。"},
     "serving.chat.bye": {"en": "Chat ended after {turns} turn(s); the server keeps running (yichui serve stop to stop it).",
                      "zh": "对话结束（共 {turns} 轮）；服务仍在运行（停止它：yichui serve stop）。"},
+    "serving.chat.bye_stopped": {"en": "Chat ended after {turns} turn(s) and {stopped} reply(ies) stopped with Ctrl-C "
+                                       "(left out of the conversation); the server keeps running (yichui serve stop to "
+                                       "stop it).",
+                                 "zh": "对话结束（共 {turns} 轮，另有 {stopped} 条回答被 Ctrl-C 中止，未计入对话）；服务仍在运行（停止它："
+                                       "yichui serve stop）。"},
     "serving.chat.you": {"en": "you> ", "zh": "你> "},
     "serving.chat.model": {"en": "model> ", "zh": "模型> "},
     "serving.chat.image": {"en": "(image {path} goes with your next question)", "zh": "（图片 {path} 将随下一个问题发送）"},
