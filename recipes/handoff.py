@@ -341,6 +341,10 @@ class StrategyChoice(Handoff):
         data, backup = d.get("data"), d.get("backup")
         if isinstance(data, dict) and "source" in data and data["source"] not in DATA_SOURCES:
             return f"data.source is {shown(data['source'])}, not one of {', '.join(DATA_SOURCES)}"
+        ratio = data.get("val_ratio", 0.0) if isinstance(data, dict) else 0.0
+        if not (isinstance(ratio, (int, float)) and not isinstance(ratio, bool) and 0 <= ratio <= 0.5):
+            # the held-out share the trainer splits off (choose_strategy asks 0 … 0.5): 5 was loaded (the tester's N4)
+            return f"data.val_ratio is {shown(ratio)}, not within 0 … 0.5"
         if isinstance(backup, dict):
             if backup.get("hub") not in HUBS:
                 return f"backup.hub is {shown(backup.get('hub'))}, not one of {', '.join(HUBS)}"

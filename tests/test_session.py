@@ -129,6 +129,10 @@ def _strategy_done(answers: dict, strategy: dict):
      "steps.deploy is done but its outputs lack served_model"),
     (lambda d: d["steps"]["choose_strategy"].update(status="done", outputs={"training": {}}),
      "steps.choose_strategy is done but its outputs lack training"),
+    # a held-out share of 5 (the tester's N4): loaded, then the trainer's split
+    (lambda d: d["steps"]["choose_strategy"].update(status="done", outputs={
+        "training": {"method": "lora"}, "data": {"path": "d.jsonl", "val_ratio": 5}}),
+     "data.val_ratio is 5, not within 0 … 0.5"),
 ])
 def test_a_done_strategy_the_trainer_would_refuse_is_refused_at_load(tmp_path, edit, what):
     s = make(tmp_path)
