@@ -19,6 +19,15 @@ link() {
   fi
 }
 if [ "${1:-}" = "--link" ]; then link user; exit 0; fi
+quiet() {  # a pip phase, with a line every 20 s so a long one is not a silent minute (issue 46 item 13)
+  "$@" &
+  local pid=$! t0=$SECONDS
+  while kill -0 "$pid" 2>/dev/null; do
+    sleep 1
+    if (( (SECONDS - t0) % 20 == 0 )) && kill -0 "$pid" 2>/dev/null; then echo "  … $((SECONDS - t0)) s"; fi
+  done
+  wait "$pid"
+}
 extras=""
 [ "${1:-}" = "--dev" ] && extras="[dev]"
 PY=${PYTHON:-python3}
@@ -33,10 +42,10 @@ if [ -z "${TORCH_SPEC:-}" ]; then
     TORCH_SPEC="torch==2.13.0"       # the CPU build
   fi
 fi
-echo "install.sh: $TORCH_SPEC (about a minute; pip prints nothing meanwhile)"
-.venv/bin/python -m pip install -q --disable-pip-version-check "$TORCH_SPEC"
-echo "install.sh: yichui and its pinned stack${extras:+ with $extras} (one to two minutes, quietly)"
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".$extras"
+echo "install.sh: $TORCH_SPEC (about a minute)"
+quiet .venv/bin/python -m pip install -q --disable-pip-version-check "$TORCH_SPEC"
+echo "install.sh: yichui and its pinned stack${extras:+ with $extras} (one to two minutes)"
+quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e ".$extras"
 .venv/bin/yichui --help >/dev/null
 echo "install.sh: ready — .venv/bin/yichui demo"
 link "$([ -n "$extras" ] && echo dev || echo user)"

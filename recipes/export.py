@@ -362,7 +362,8 @@ def _export(ctx: Ctx, answers: dict) -> ExportResult:
     env = previous.quantizer_env
     if any(quantize.FORMATS[f].tool == "llmc" for f in todo):
         ctx.info(msg("export.env", name=quantize.LLMC_ENV))
-        env = quantize.ensure_env(ctx.home, lambda text: ctx.info(msg("export.env_building", path=text)))
+        env = quantize.ensure_env(ctx.home, lambda text: ctx.info(msg("export.env_building", path=text)),
+                                  lambda seconds: ctx.info(msg("quantization.env_still", seconds=seconds)))
         ctx.record(quantizer_env=env)
     calib, held, held_source = _texts(ctx, str(merged), answers.get("calibration_samples", 0)
                                       if any(quantize.FORMATS[f].calibrated for f in todo) else 0,

@@ -275,8 +275,12 @@ def no_weights_fetched(env: "Env") -> None:
 
 
 def no_training(env: "Env") -> None:
-    """Refused before any step ran: no session saved with a step done, no trainer started."""
-    assert not list(env.home.glob("runs/*/train")), list(env.home.glob("runs/*/*"))
+    """Refused before any step ran: no session of this run has its model downloaded or trained."""
+    import json
+
+    for path in env.home.glob("sessions/*.json"):
+        steps = json.loads(path.read_text()).get("steps", {})
+        assert all(steps.get(n, {}).get("status") != "done" for n in ("download", "train")), path
 
 
 def image_records(env: "Env", image: str, first_text: bool = False) -> str:

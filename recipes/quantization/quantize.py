@@ -126,7 +126,7 @@ def unsupported(fmt: str, config: dict, gpu: bool) -> tuple[str, dict] | None:
 
 # -- the quantizer's environment -----------------------------------------------------------------------------------
 
-def ensure_env(home: Path, info=lambda text: None) -> dict:
+def ensure_env(home: Path, info=lambda text: None, tick=lambda seconds: None) -> dict:
     """The llm-compressor environment, created on first use: a venv with the main environment's torch version and
     llm-compressor's pins. ``YICHUI_WHEELS=DIR[:DIR…]`` installs from the wheels in those folders only, for machines
     without a package registry; the venv then also sees the system's site-packages, since a CUDA torch is too large
@@ -155,10 +155,32 @@ def ensure_env(home: Path, info=lambda text: None) -> dict:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if record.exists():  # built by the other one meanwhile
             return json.loads(record.read_text())
-        return _build_env(env, record, info)
+        return _build_env(env, record, info, tick)
 
 
-def _build_env(env: Path, record: Path, info) -> dict:
+SAY_EVERY_S = 20  # a line this often while pip builds the environment: no silent minute (issue 46 item 13)
+
+
+def _run_saying(cmd: list[str], log, tick) -> int:
+    """Run ``cmd`` with its output to ``log``; every SAY_EVERY_S seconds ``tick(seconds)`` gets how long it has taken
+    (pip prints nothing to the terminal meanwhile). Returns its exit status."""
+    import time
+
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=_clean_env())
+    try:
+        while True:
+            try:
+                return proc.wait(timeout=SAY_EVERY_S)
+            except subprocess.TimeoutExpired:
+                tick(round(time.monotonic() - t0))
+    except BaseException:  # Ctrl-C: the build is not left running on its own
+        proc.kill()
+        proc.wait()
+        raise
+
+
+def _build_env(env: Path, record: Path, info, tick=lambda seconds: None) -> dict:
     """:func:`ensure_env`'s build, under its lock."""
     import torch
 
@@ -177,7 +199,7 @@ def _build_env(env: Path, record: Path, info) -> dict:
         if cmd is pip and wheels:
             _see_main_site(python)
         with open(log, "a") as f:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=_clean_env()).returncode
+            rc = _run_saying(cmd, f, tick)
         if rc:
             shutil.rmtree(env, ignore_errors=True)
             raise QuantizeError("quantization.env_failed", env=str(env), log=str(log), last=_last_line(log))

@@ -1,6 +1,7 @@
 """Messages of quantized copies and their tools (recipes/quantization/) (keys ``quantization.*``), English and Chinese."""
 
 MESSAGES = {
+    "quantization.env_still": {"en": "  … still building it ({seconds} s)", "zh": "  … 仍在构建（{seconds} 秒）"},
     "quantization.gguf_custom_code": {"en": "{format}: llama.cpp's converter cannot read a model that ships its own code (auto_map); choose another format.",
                                 "zh": "{format}：llama.cpp 的转换器无法读取自带代码（auto_map）的模型；请选择其他格式。"},
     "quantization.gguf_not_installed": {"en": "{format} needs the GGUF extra: .venv/bin/pip install -e '.[gguf]' (gguf, sentencepiece).",
