@@ -48,6 +48,8 @@ def questions(ctx: Ctx) -> list[Question]:
         try:
             config = hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
         except StepError as e:
+            if e.key == "hub.cache_unwritable":  # this machine's disk, not the answer: said as such, not "not valid"
+                raise                             # with "change it with --set …" (the tester's 21-6)
             return e.msg
         from recipes.memory.model import missing_fields
 

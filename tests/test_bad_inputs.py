@@ -374,7 +374,8 @@ CATALOGUE = [
     Case("no-local-folder", "a local model folder that does not exist", "hub.no_such_folder",
          lambda e: ys("select_model.source=local", f"select_model.path={e.tmp}/nowhere")),
     Case("hub-cache-unwritable", "the hub client's cache folder cannot be written (HF_HOME under a file; a "
-         "read-only home was called 'cannot reach the hub')", "hub.cache_unwritable", lambda e: hub_run(e),
+         "read-only home was called 'cannot reach the hub', then the model id 'not valid')", "hub.cache_unwritable",
+         lambda e: hub_run(e), code=1,  # the machine's disk, not an answer: the step fails (the tester's 21-6)
          setup=lambda e: (e.tmp / "a-file").write_text("x") and e.extra.update(HF_HOME=str(e.tmp / "a-file" / "hf"))),
     Case("revision-path-traversal", "a revision of ../../../etc (was called 'not a transformers model')",
          "select_model.bad_revision", lambda e: hub_run(e, "select_model.revision=../../../etc")),
