@@ -54,7 +54,25 @@ def questions(ctx: Ctx) -> list[Question]:
         from recipes.memory.model import missing_fields
 
         missing = missing_fields(config)  # transformers would fill them in with its defaults: another model
-        return msg("select_model.missing_fields", model=repo, fields=", ".join(missing)) if missing else None
+        if missing:
+            return msg("select_model.missing_fields", model=repo, fields=", ".join(missing))
+        return broken_config(config)
+
+    def broken_config(config: dict):
+        """What the memory model (step 2) would refuse in config.json itself — transformers' own checks (a
+        rope_scaling of "garbage"), a dimension out of range — said at this question, with its way to change the
+        answer, instead of failing step 2 (the tester's 21-13). A model it cannot read for another reason (custom
+        code not yet trusted) is left to step 2."""
+        from recipes.memory import model as memory
+
+        try:
+            memory.shape_from_config(config)
+        except memory.ConfigError as e:
+            return e.msg if e.key in ("memory.bad_config", "memory.bad_dimension", "memory.kv_heads",
+                                      "memory.experts_per_token", "memory.no_model_type") else None
+        except Exception:  # noqa: BLE001 - step 2 says it, with the model's code where it needs it
+            return None
+        return None
 
     def validate_model(value, answers):
         if value == "other":

@@ -421,6 +421,10 @@ CATALOGUE = [
          "\"garbage\"; was called encoder-only)", "memory.bad_config",
          lambda e: ["estimate", e.folder("bad-rope", {"config.json": json.dumps(
              json.loads((e.tiny / "config.json").read_text()) | {"rope_scaling": "garbage"})})]),
+    Case("config-field-refused-at-step-1", "the same config.json as the model folder in the wizard (accepted at step 1, "
+         "refused at step 2 with exit 1 and no --set: the tester's 21-13)", "memory.bad_config",
+         lambda e: ys("select_model.source=local", "select_model.path=" + e.folder("bad-rope-wizard", {
+             "config.json": json.dumps(json.loads((e.tiny / "config.json").read_text()) | {"rope_scaling": "garbage"})}))),
     Case("vlm-text-config-missing-field", "a vision-language model whose text_config lacks hidden_size (LLaVA 1.5 "
          "leaves out fields equal to the default; here the weights' width is not the default)",
          "memory.weights_disagree", vlm=True,
