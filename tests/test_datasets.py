@@ -320,3 +320,15 @@ def test_raw_line_separators_and_broken_unicode_in_records(tmp_path):
     with pytest.raises(data.DataError) as e:
         data.read(whole)
     assert e.value.key == "data.bad_json"
+
+
+def test_a_text_file_named_parquet_is_one_line(tmp_path, capfd):
+    """The tester's N17 (issue 46): a text file named .parquet printed the datasets library's "Failed to read schema
+    … ArrowInvalid" lines before yichui's own: only the one line, naming the file."""
+    path = tmp_path / "fake.parquet"
+    path.write_text("hello world\n")
+    with pytest.raises(data.DataError) as e:
+        data.load(str(path))
+    assert e.value.key == "data.bad_table" and "Parquet magic bytes" in e.value.params["error"]
+    out, err = capfd.readouterr()
+    assert "Failed to read schema" not in out + err, out + err
