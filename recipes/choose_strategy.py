@@ -77,7 +77,7 @@ class Draft:
             loaded = self.read(v, a.get("objective", "sft"), again=True)
         except datasets.DataError as e:
             return e.msg
-        if loaded.bad:
+        if loaded.bad and self.ctx.interactive:  # the question that follows; without a prompt the refusal says it
             self.ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
                               where=loaded.bad[:5]))
         if isinstance(loaded, prompts.Prompts):  # GRPO: the accuracy reward needs reference answers
@@ -117,6 +117,16 @@ class Draft:
             return bool(self.read(ref, a.get("objective", "sft")).bad)
         except datasets.DataError:
             return False
+
+    def abort_check(self, v, a):
+        """Without a prompt (--yes, demo), "abort" on a file with malformed records is the data's refusal, said as an
+        answer the run cannot go on with (exit 2, before any step: the precheck asks it) — it exited 1 after the
+        step started, its reason said twice (the tester's 21-8). Interactively "abort" stops there, as chosen."""
+        if v != "abort" or self.ctx.interactive or not self.has_bad(a):
+            return None
+        loaded = self.read(a["dataset_path"], a.get("objective", "sft"))
+        return msg("data.bad_records", path=str(datasets.split_sample(a["dataset_path"])[0]), count=len(loaded.bad),
+                   where=loaded.bad[:5])
 
     def first_image_question(self, a) -> str | None:
         """A vision-language model's sample question: the text of the first image record's first user turn (the
@@ -402,7 +412,7 @@ def _data_questions(d: Draft) -> list[Question]:
         Question("bad_records", "select", "choose_strategy.bad_records",
                  asked_if="choose_strategy.asked_if.bad_records", default="abort", when=d.has_bad,
                  choices=[Choice("abort", msg("choose_strategy.bad_records.abort")),
-                          Choice("skip", msg("choose_strategy.bad_records.skip"))]),
+                          Choice("skip", msg("choose_strategy.bad_records.skip"))], validate=d.abort_check),
         # a vision-language model: which of its vision side trains beside the language model (frozen by default)
         Question("freeze_vision_tower", "confirm", "choose_strategy.freeze_vision_tower",
                  asked_if="choose_strategy.asked_if.vision", default=True,
@@ -802,6 +812,9 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
         rejected = [r["prompt"] + r["rejected"] for r in units if "rejected" in r] + \
             [r["prompt"] + r["completion"] for r in units if "completion" in r and not r["label"]]
 
+    read = loaded if answers.get("objective", "sft") == "sft" else got if answers["objective"] == "grpo" else pairs
+    if read.bad and not ctx.interactive:  # skipped: which ones (asked interactively, after the file's question)
+        ctx.warn(msg("data.bad_records_found", count=len(read.bad), total=read.total, where=read.bad[:5]))
     n_images = sum(datasets.has_images(c) for c in convs)
     vlm = vision_model(ctx)
     if n_images and not vlm:  # read and checked; a text model cannot take them

@@ -451,11 +451,12 @@ CATALOGUE = [
          lambda e: data(e, e.file('data.txt', 'hello'))),
     Case("malformed-records", "malformed records, told to abort", "data.bad_records",
          lambda e: data(e, e.file(
-             "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n"), "choose_strategy.bad_records=abort"), code=1),
+             "some-bad.jsonl", json.dumps({"instruction": "hi", "output": "hello"}) + "\n{broken\n"), "choose_strategy.bad_records=abort"),
+         code=2),  # refused before any step, said once (the tester's 21-8: exit 1 after the step began, said twice)
     Case("missing-image", "an image-text record whose image file is missing (named with its line and reason)",
          "data.bad_records",
          lambda e: data(e, image_records(e, "missing.png", first_text=True), "choose_strategy.bad_records=abort"),
-         code=1),
+         code=2),
     Case("images-for-text-model", "image-text records for a text model (refused when the dataset is named)",
          "choose_strategy.images_need_vlm", lambda e: data(e, image_records(e, "ok.png"))),
     Case("hub-model-without-template", "a hub model with no chat template (a base model)",

@@ -87,7 +87,7 @@ def test_dpo_demo_refuses_unpaired_and_malformed_preference_data(dpo_home, tmp_p
     r = yichui(dpo_home, "demo", "--task", "finetune-dpo", "--set", "choose_strategy.dataset=local",
                "--set", f"choose_strategy.dataset_path={bad}", timeout=300)
     out = r.stdout + r.stderr
-    assert r.returncode == 1, out[-3000:]
+    assert r.returncode == 2, out[-3000:]  # before any step: the data's refusal without a prompt (issue 46, 21-8)
     assert "pairs.jsonl:4 (chosen and rejected are the same)" in out, out[-2000:]
     assert not list((dpo_home / "runs").glob("*/train/checkpoints"))
 
