@@ -98,8 +98,9 @@ def test_vlm_demo_survives_a_kill_serves_an_image_chat_and_beats_base_and_chance
 
 
 def test_vlm_demo_refuses_a_missing_image_by_line(vlm_home, tmp_path):
-    """A record whose image is missing is a bad record named by file and line (the demo aborts on bad records: exit 1,
-    as the rule for a step's failure in wizard/README.md); nothing is trained."""
+    """A record whose image is missing is a bad record named by file and line (the demo aborts on bad records,
+    without a prompt refused before any step as an answer the run cannot go on with: exit 2, issue 46's 21-8);
+    nothing is trained."""
     good = shapes.build(tmp_path / "d", 9)
     lines = good.read_text().splitlines()
     rec = json.loads(lines[3])
@@ -109,7 +110,8 @@ def test_vlm_demo_refuses_a_missing_image_by_line(vlm_home, tmp_path):
     # (the projector's training named before the model is known: accepted, the question is the VLM's)
     r = yichui(vlm_home, "demo", "--task", "finetune-vlm", "--set", f"choose_strategy.dataset_path={good}",
                "--set", "choose_strategy.freeze_projector=no", timeout=300)
-    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
+    assert r.returncode == 2, r.stdout[-3000:] + r.stderr[-2000:]
     out = r.stdout + r.stderr
-    assert "error: Dataset " in out and "shapes.jsonl:4 (image images/not-there.png not found)" in out, out[-2000:]
+    assert "bad_records='abort' is not valid: Dataset " in out and \
+        "shapes.jsonl:4 (image images/not-there.png not found)" in out, out[-2000:]
     assert not list((vlm_home / "runs").glob("*/train/checkpoints"))
