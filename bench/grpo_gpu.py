@@ -137,13 +137,14 @@ def run_row(row, work: Path, kind: str, device: str = "cuda", steps: int = 0) ->
     python = sys.executable
     if spec.get("generation") == "vllm":  # vLLM's share as choose_strategy sizes it; its environment runs the trainer
         from recipes.memory import model as memory
-        from recipes.training import backends, runner
+        from recipes.training import runner
+        from wizard.session import home  # YICHUI_HOME (serve_gpu.sh sets it): where vLLM's environment is looked for
 
         shape = memory.shape_from_config(json.loads((Path(spec["model_dir"]) / "config.json").read_text()))
         gpu_gib = memory.detect_gpus()[0]["memory_gib"]
         spec["vllm_memory_utilization"] = memory.vllm_generation(shape, TrainerJob.from_dict(spec),
                                                                  gpu_gib)["utilization"]
-        placed = runner.with_backend(TrainerJob.from_dict(spec), runner_home())
+        placed = runner.with_backend(TrainerJob.from_dict(spec), home())
         python, env = placed.interpreter, trainer_env(placed)
     else:
         env = trainer_env() | {"PYTHONPATH": str(REPO)}
@@ -172,11 +173,6 @@ def run_row(row, work: Path, kind: str, device: str = "cuda", steps: int = 0) ->
                                                                        add_generation_prompt=True),
                                                add_special_tokens=False)["input_ids"]) for r in recs)
     return out
-
-
-def runner_home() -> Path:
-    """YICHUI_HOME (bench/serve_gpu.sh sets it): where vLLM's training environment is looked for."""
-    return Path(os.environ.get("YICHUI_HOME") or Path.home() / ".yichui")
 
 
 def cmd_run(a) -> None:
