@@ -66,6 +66,12 @@ REWARD_ROWS = [
     ("tiny-reward-digits", "tiny", "lora", False, 16, 1, 24, {"learning_rate": 3e-3, "num_generations": 4}),
     ("qwen2.5-0.5b-smallvocab-reward-digits", "qwen2.5-0.5b-smallvocab", "lora", True, 16, 1, 32,
      {"learning_rate": 1e-3, "num_generations": 8}),
+    # the same curves with vLLM's replies; the tiny model's float32 config read as bf16 (what vLLM's attention
+    # kernels take; the trainer loads LoRA's frozen base in bf16 either way)
+    ("tiny-reward-digits-vllm", "tiny-bf16", "lora", False, 16, 1, 24,
+     VLLM | {"learning_rate": 3e-3, "num_generations": 4}),
+    ("qwen2.5-0.5b-smallvocab-reward-digits-vllm", "qwen2.5-0.5b-smallvocab", "lora", True, 16, 1, 32,
+     VLLM | {"learning_rate": 1e-3, "num_generations": 8}),
 ]
 STEPS = {"memory": 3, "reward": 60}
 TINY_FROM = ""  # --tiny
@@ -76,7 +82,8 @@ ORDER = ["qwen2.5-0.5b-lora-nockpt-b8-c256", "qwen2.5-0.5b-lora-ckpt-b8-c256-bet
          "qwen2.5-0.5b-smallvocab-reward-digits", "qwen2.5-1.5b-full-ckpt-b8-c512", "qwen2.5-7b-lora-ckpt-b8-c512",
          "qwen2.5-7b-lora-nockpt-b4x2-c512", "qwen2.5-7b-lora-ckpt-b8-c1024",
          "qwen2.5-0.5b-lora-ckpt-b8-c512-vllm", "qwen2.5-1.5b-full-ckpt-b8-c512-vllm",
-         "qwen2.5-7b-lora-ckpt-b8-c512-vllm"]
+         "qwen2.5-7b-lora-ckpt-b8-c512-vllm", "tiny-reward-digits-vllm",
+         "qwen2.5-0.5b-smallvocab-reward-digits-vllm"]
 
 
 def model_dir(shape: str, work: Path, weights: bool = False) -> Path:
@@ -94,6 +101,13 @@ def model_dir(shape: str, work: Path, weights: bool = False) -> Path:
             else:
                 tiny.build(d)
         return d
+    if shape == "tiny-bf16":
+        d = work / "tiny-bf16"
+        if not (d / "yichui_build.json").exists():
+            shutil.copytree(model_dir("tiny", work), d, dirs_exist_ok=True)
+            cfg = json.loads((d / "config.json").read_text())
+            (d / "config.json").write_text(json.dumps(cfg | {"dtype": "bfloat16", "torch_dtype": "bfloat16"}))
+        return d
     if shape.endswith("-smallvocab"):
         d = prepare_shape(shape.removesuffix("-smallvocab"), work / "small", False)
         from transformers import AutoTokenizer
@@ -103,18 +117,36 @@ def model_dir(shape: str, work: Path, weights: bool = False) -> Path:
         cfg["vocab_size"] = len(tok)
         cfg["tie_word_embeddings"] = True
         (d / "config.json").write_text(json.dumps(cfg))
+        if weights:
+            write_random_weights(d)
         return d
-    return prepare_shape(shape, work, weights)
+    d = prepare_shape(shape, work, False)
+    if weights:  # vLLM loads written weights: prepare_shape writes them for QLoRA only
+        write_random_weights(d)
+    return d
+
+
+def write_random_weights(d: Path) -> None:
+    """Random bf16 weights of the folder's config.json, written once (on the GPU when there is one)."""
+    import memory_accuracy
+
+    if memory_accuracy.DRY_RUN or any(d.glob("*.safetensors")):
+        return
+    code = ("import torch, transformers as T; cfg = T.AutoConfig.from_pretrained(%r); torch.manual_seed(0); "
+            "torch.set_default_dtype(torch.bfloat16)\nwith torch.device('cuda' if torch.cuda.is_available() else "
+            "'cpu'): m = T.AutoModelForCausalLM.from_config(cfg)\nm.save_pretrained(%r)" % (str(d), str(d)))
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def job(row, mdir: Path, steps: int, device: str = "cuda") -> dict:
     rid, shape, method, ckpt, mb, ga, completion, knobs = row
     from recipes.data import prompts
 
-    reward = shape in ("tiny", "qwen2.5-0.5b-smallvocab")
+    reward = shape in ("tiny", "tiny-bf16", "qwen2.5-0.5b-smallvocab")
+    written = shape.startswith("tiny") or method == "qlora" or knobs.get("generation") == "vllm"
     return {"objective": "grpo", "method": method, "lora_rank": 16, "lora_alpha": 32, "lora_targets": "all-linear",
-            "activation_checkpointing": ckpt, "model_dir": str(mdir), "init": "pretrained"
-            if shape == "tiny" or method == "qlora" else "random",  # QLoRA quantizes written weights as it loads
+            # QLoRA quantizes written weights as it loads; vLLM loads them before the trainer's first sync
+            "activation_checkpointing": ckpt, "model_dir": str(mdir), "init": "pretrained" if written else "random",
             "dataset_path": str(prompts.bundled_prompts_path()), "device": device,
             "seq_len": completion + 256, "micro_batch": mb, "grad_accum": ga, "num_generations": 8,
             "completion_length": completion, "rewards": ["accuracy", "file"] if reward else ["stops"],
@@ -133,7 +165,8 @@ def run_row(row, work: Path, kind: str, device: str = "cuda", steps: int = 0) ->
     tdir = work / "runs" / rid
     shutil.rmtree(tdir, ignore_errors=True)
     tdir.mkdir(parents=True)
-    spec = job(row, model_dir(row[1], work, weights=row[2] == "qlora"), steps or STEPS[kind], device)
+    spec = job(row, model_dir(row[1], work, weights=row[2] == "qlora" or row[7].get("generation") == "vllm"),
+               steps or STEPS[kind], device)
     python = sys.executable
     if spec.get("generation") == "vllm":  # vLLM's share as choose_strategy sizes it; its environment runs the trainer
         from recipes.memory import model as memory
@@ -182,8 +215,9 @@ def cmd_run(a) -> None:
     work.mkdir(parents=True, exist_ok=True)
     rows = sorted([(r, "memory") for r in MEMORY_ROWS] + [(r, "reward") for r in REWARD_ROWS],
                   key=lambda rk: ORDER.index(rk[0][0]))
-    if a.only:
-        rows = [(r, k) for r, k in rows if r[0] in a.only.split(",")]
+    if a.only:  # in the order given
+        only = a.only.split(",")
+        rows = sorted(((r, k) for r, k in rows if r[0] in only), key=lambda rk: only.index(rk[0][0]))
     end = time.time() + a.deadline if a.deadline else None
     for row, kind in rows:
         if end and time.time() > end:

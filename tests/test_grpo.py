@@ -242,7 +242,8 @@ def test_the_trainer_asks_trl_for_colocated_vllm_with_the_planned_share(tmp_path
     job = TrainerJob(objective="grpo", micro_batch=8, seq_len=1024, completion_length=512, generation="vllm",
                      vllm_memory_utilization=0.21)
     assert worker.vllm_args(job, "cuda") == {"use_vllm": True, "vllm_mode": "colocate",
-                                             "vllm_gpu_memory_utilization": 0.21, "vllm_max_model_length": 1024}
+                                             "vllm_gpu_memory_utilization": 0.21, "vllm_max_model_length": 1024,
+                                             "generation_kwargs": {"detokenize": False}}
     assert worker.vllm_args(replace(job, generation="transformers"), "cuda") == {}
     with pytest.raises(RuntimeError, match="CUDA GPU only"):
         worker.vllm_args(job, "cpu")

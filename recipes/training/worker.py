@@ -499,7 +499,10 @@ def vllm_args(spec: TrainerJob, device: str) -> dict:
         raise RuntimeError("vllm_memory_utilization is 0: the strategy step sizes vLLM's share of the GPU; "
                            "give one (0.05-0.95)")
     return {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": spec.vllm_memory_utilization,
-            "vllm_max_model_length": spec.seq_len}
+            "vllm_max_model_length": spec.seq_len,
+            # trl decodes the reply ids itself; vLLM's own decoding would only cost time (and fails on ids past
+            # the tokenizer's vocabulary, which a model with a padded vocabulary may sample)
+            "generation_kwargs": {"detokenize": False}}
 
 
 def backend_name(spec: TrainerJob) -> str:
