@@ -154,7 +154,12 @@ def test_the_memory_model_prices_grpo_s_generation_and_its_reply_logits():
     kv = 8 * 1024 * memory.kv_bytes_per_token(shape) / memory.GIB  # the generation batch's KV cache
     assert gen["kv_cache"] == pytest.approx(kv, rel=1e-3) and "layers" not in gen
     assert "grpo" not in e["approximate"] and e["needed_margin"] == pytest.approx(0.10)  # as measured (LoRA, ckpt)
-    for where in ({"activation_checkpointing": False}, {"grpo_beta": 0.04}, {"method": "qlora"}):
+    for where in ({"activation_checkpointing": False}, {"grpo_beta": 0.04}, {"method": "qlora"},
+                  {"method": "full", "grpo_beta": 0.04}):  # measured there too (2026-12-06)
+        e2 = memory.estimate(shape, TrainingSpec(**base | where), 139.8)
+        assert "grpo" not in e2["approximate"] and e2["needed_margin"] == pytest.approx(0.10), where
+    for where in ({"method": "dora"}, {"method": "full", "activation_checkpointing": False},
+                  {"method": "qlora", "activation_checkpointing": False}, {"processes": 2}):
         e2 = memory.estimate(shape, TrainingSpec(**base | where), 139.8)  # not measured there: said, wider margin
         assert "grpo" in e2["approximate"] and e2["needed_margin"] == pytest.approx(0.20), where
     # the training pass: trl's fused LM head over prompt + reply, as an SFT batch at dropout 0 with peft's input cast
@@ -218,13 +223,16 @@ def test_vllm_generation_is_grpo_s_only_refuses_qlora_and_is_priced_as_its_share
     e = memory.estimate(shape, t, 139.8)
     assert memory.PHASE_GENERATE not in e["phases"]  # vLLM generates: no transformers KV cache in the trainer
     for phase in e["phases"].values():
-        assert phase["components"]["vllm"] == pytest.approx(v["pool_gib"], rel=1e-3)
+        assert phase["components"]["vllm"] == pytest.approx(v["held_gib"], rel=1e-3)  # the profile pass freed
     plain = memory.estimate(shape, replace(t, generation="transformers"), 139.8)
     assert e["phases"][memory.PHASE_BACKWARD]["peak_gib"] > plain["phases"][memory.PHASE_BACKWARD]["peak_gib"] \
-        + v["pool_gib"]  # its allocator slack grows with it too
-    assert {"grpo", "vllm-generation"} <= set(e["approximate"]) and e["vllm"] == v
+        + v["held_gib"]  # its allocator slack grows with it too
+    # measured under LoRA with checkpointing (2026-12-06); DoRA's not
+    assert not {"grpo", "vllm-generation"} & set(e["approximate"]) and e["vllm"] == v
+    dora = memory.estimate(shape, replace(t, method="dora"), 139.8)
+    assert {"grpo", "vllm-generation"} <= set(dora["approximate"])
     given = memory.estimate(shape, replace(t, vllm_memory_utilization=0.3), 139.8)
-    assert given["components"]["vllm"] == pytest.approx(0.3 * total, rel=1e-3)
+    assert given["components"]["vllm"] == pytest.approx(0.3 * total - v["profile_gib"], rel=1e-3)
     with pytest.raises(Refusal) as err:  # a share too small for one sequence after its weights
         memory.estimate(shape, replace(t, vllm_memory_utilization=0.05), 139.8)
     assert err.value.key == "memory.vllm_share_too_small" and err.value.params["need"] > 0.05
@@ -280,7 +288,7 @@ def test_estimate_prices_vllm_generation_from_the_command_line():
                         "--json"], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
-    assert got["vllm"]["utilization"] > 0 and got["components"]["vllm"] == got["vllm"]["pool_gib"]
+    assert got["vllm"]["utilization"] > 0 and got["components"]["vllm"] == got["vllm"]["held_gib"]
     r = subprocess.run([yichui, "estimate", cfg, "--objective", "grpo", "--generation", "vllm", "--gpu", "h200-141g"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and f"vLLM takes {got['vllm']['utilization']} of the NVIDIA H200's memory" in r.stdout
@@ -326,15 +334,21 @@ def test_grpo_raises_the_reward_in_yichui_s_trainer_resumes_and_names_a_failing_
 
 
 def test_grpo_s_memory_holds_on_the_gpu_rows():
-    """The committed GPU rows (bench/results/2026-12-05-grpo-gpu/, measured with the prompt length each row's
-    tokenizer gives): the memory model as committed within 3 % of every device peak, or this fails."""
-    rows = [json.loads(x) for p in sorted((REPO / "bench/results/2026-12-05-grpo-gpu").glob("call*-grpo.jsonl"))
-            for x in p.read_text().splitlines()]
+    """The committed GPU rows (bench/results/2026-12-05-grpo-gpu/ on an H100, …-2026-12-06-grpo-vllm-h200/ on an
+    H200; measured with the prompt length each row's tokenizer gives): the memory model as committed within 3 % of
+    every device peak with transformers' replies, and with vLLM's never under and at most 4 % over (it prices the
+    share vLLM is given, of which vLLM fills a little less), or this fails."""
+    rows = [json.loads(x) for d in ("2026-12-05-grpo-gpu", "2026-12-06-grpo-vllm-h200")
+            for p in sorted((REPO / "bench/results" / d).glob("call*-grpo.jsonl")) for x in p.read_text().splitlines()]
     measured = [r for r in rows if r.get("kind") == "memory" and r.get("gpu_memory")]
-    assert len(measured) >= 4
+    assert len(measured) >= 14 and sum(r["spec"].get("generation") == "vllm" for r in measured) >= 3
     for r in measured:
         shape = memory.shape_from_config(json.loads((REPO / "bench/configs" / r["shape"] / "config.json").read_text()))
         prompt = r["longest_prompt_tokens"] if r["longest_prompt_tokens"] > 8 else 65  # grpo_gpu.cmd_table
         t = TrainingSpec.from_dict(r["spec"] | {"seq_len": prompt + r["spec"]["completion_length"]})
-        got, want = memory.estimate(shape, t)["peak_gib"], r["gpu_memory"]["device_peak_gib"]
-        assert abs(got - want) / want <= 0.03, (r["id"], got, want)
+        # the GPU's size sizes vLLM's share only: its rows ran on the H200 (139.8 GiB as CUDA reports it)
+        got, want = memory.estimate(shape, t, 139.8)["peak_gib"], r["gpu_memory"]["device_peak_gib"]
+        if t.generation == "vllm":
+            assert 0 <= (got - want) / want <= 0.04, (r["id"], got, want)
+        else:
+            assert abs(got - want) / want <= 0.03, (r["id"], got, want)

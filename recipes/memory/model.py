@@ -924,11 +924,18 @@ def preference_batch(t: TrainingSpec) -> TrainingSpec:
 
 
 def grpo_measured(t: TrainingSpec) -> bool:
-    """Whether a GRPO plan lies where the GPU rows were measured (bench/results/2026-12-05-grpo-gpu.md: four rows on
-    an H100, three shapes, −2.6…+2.2 %, none fitted): LoRA or a full fine-tune, with checkpointing, no KL term
-    (β 0: no reference), one process. Elsewhere the estimate is marked approximate, with EXTRA_MARGIN["grpo"]."""
-    return (t.method in ("lora", "full") and t.activation_checkpointing and not t.grpo_beta and t.gpus == 1
-            and t.distribution == "ddp" and t.generation == "transformers")
+    """Whether a GRPO plan lies where the GPU rows were measured, one process each: LoRA or a full fine-tune with
+    checkpointing and β 0 (bench/results/2026-12-05-grpo-gpu.md: four rows on an H100, three shapes, −2.6…+2.2 %,
+    none fitted); LoRA without checkpointing, β > 0 (the reference) under LoRA and a full fine-tune, QLoRA with
+    checkpointing, and vLLM's replies under LoRA and a full fine-tune (bench/results/2026-12-06-grpo-vllm-h200.md:
+    H200, −0.6…+2.9 % predicted before they ran; vLLM +2.2…+3.4 %). Elsewhere (DoRA, QLoRA without checkpointing or
+    with vLLM, a full fine-tune without checkpointing, several GPUs) the estimate is marked approximate, with
+    EXTRA_MARGIN["grpo"]."""
+    if t.gpus != 1 or t.distribution != "ddp" or t.method not in ("lora", "full", "qlora"):
+        return False
+    if t.method == "qlora":
+        return t.activation_checkpointing and t.generation == "transformers"
+    return t.activation_checkpointing or t.method == "lora"
 
 
 def generation_phase(shape: Shape, t: TrainingSpec, backward: dict) -> dict:
@@ -957,9 +964,14 @@ def vllm_generation(shape: Shape, t: TrainingSpec, gpu_gib: float) -> dict:
     generation batch at once — micro-batch × gradient accumulation replies of seq_len tokens in whole 16-token
     blocks — rounded up to the next 0.01 (one more for the rounding of vLLM's own sizing).
 
-    Returns ``{"utilization", "pool_gib", "weights_gib", "overhead_gib", "kv_gib", "kv_tokens_needed"}`` (GiB =
-    2^30 bytes). Derived from trl's and vLLM's code and the serving model's vLLM terms (measured for serving on an
-    H200, bench/results/2026-12-01-serve-h200.md); not yet measured colocated with a trainer (marked approximate).
+    Of the pool, the start-up profile's MLP pass (``profile_gib``) is freed once vLLM has sized its KV cache: it
+    returns to torch's caching allocator, which the trainer shares in this process, so the training pass and the
+    optimizer step see ``held_gib`` (the pool less that pass) beside them.
+
+    Returns ``{"utilization", "pool_gib", "weights_gib", "overhead_gib", "profile_gib", "held_gib", "kv_gib",
+    "kv_tokens_needed"}`` (GiB = 2^30 bytes). Derived from trl's and vLLM's code and the serving model's vLLM terms
+    (measured for serving on an H200, bench/results/2026-12-01-serve-h200.md); colocated with the trainer on an H200,
+    three shapes, +2.2…+3.4 % over (bench/results/2026-12-06-grpo-vllm-h200.md).
 
     Raises:
         ConfigError("memory.vllm_share_too_small"): a ``t.vllm_memory_utilization`` given that leaves no room for
@@ -976,6 +988,7 @@ def vllm_generation(shape: Shape, t: TrainingSpec, gpu_gib: float) -> dict:
         raise ConfigError("memory.vllm_share_too_small", util=util, need=round((weights + over + per_seq) / total, 3))
     return {"utilization": round(util, 2), "pool_gib": round(util * total / GIB, 4),
             "weights_gib": round(weights / GIB, 4), "overhead_gib": round(over / GIB, 4),
+            "profile_gib": round(act / GIB, 4), "held_gib": round((util * total - act) / GIB, 4),
             "kv_gib": round(kv / GIB, 4), "kv_tokens_needed": int(needed // max(1, kv_bytes_per_token(shape)))}
 
 
@@ -1100,8 +1113,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
         if gpu_gib is None:
             raise ConfigError("memory.vllm_needs_gpu")
         vllm = vllm_generation(shape, t, gpu_gib)
-        for comp in phases.values():
-            comp["vllm"] = vllm["pool_gib"] * GIB
+        for comp in phases.values():  # its profile pass freed, the trainer's to reuse (vllm_generation)
+            comp["vllm"] = vllm["held_gib"] * GIB
     elif t.objective == "grpo":
         phases[PHASE_GENERATE] = generation_phase(shape, t, phases[PHASE_BACKWARD])
     for comp in phases.values():
@@ -1145,8 +1158,9 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
                                      ("loss-chunked", t.loss == "chunked"),
                                      # GPU memory as with CPU offload; the disk's speed is not modelled
                                      ("nvme", t.nvme_offloaded),
-                                     # vLLM colocated for GRPO's replies: its pool from the serving terms, unmeasured
-                                     ("vllm-generation", vllm is not None),
+                                     # vLLM colocated for GRPO's replies: measured under LoRA and a full
+                                     # fine-tune (bench/results/2026-12-06-grpo-vllm-h200.md), not beyond
+                                     ("vllm-generation", vllm is not None and not grpo_measured(t)),
                                      # Ulysses' terms are derived, not yet measured on GPUs
                                      ("sequence-parallel", t.sequence_parallel > 1),
                                      # --loss full is calibrated on the plain loop's LoRA and bf16 full fine-tunes
