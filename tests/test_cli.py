@@ -628,3 +628,43 @@ def test_show_at_80_columns_keeps_every_value_whole(home):
     for value in ("endpoint=http://127.0.0.1:35173", "model_id=yichui/tiny-qwen2-chat", f"report={long_dir}/report.md"):
         assert any(value in x for x in lines), (value, text)  # on one line, whole
     assert "select_model · " in text and "    answers: " in text
+
+
+def test_replay_in_a_terminal_asks_once_whether_to_use_the_recorded_answers(home):
+    """Issue 46 item 8: `yichui replay SESSION` without --yes started at the first of ~40 questions again. In a real
+    pseudo-terminal it asks one question: its recorded answers, asking nothing (as --yes: here the recorded hub is
+    unreachable, so the replay stops at select_model without asking anything), or each question pre-filled (zh: the
+    first question comes, pre-filled; Ctrl-C there ends with 130)."""
+    import re
+
+    import pexpect
+
+    from conftest import YICHUI, env_for
+
+    s = Session.new("finetune", h=home)
+    s.record("select_model").update(status="done", answers={"source": "hf", "endpoint": "http://127.0.0.1:9",
+                                                            "model": "other", "model_id": "yichui/tiny-qwen2-chat"})
+    s.save()
+    env = env_for(home) | {"COLUMNS": "80", "LINES": "40", "TERM": "xterm-256color", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    t = pexpect.spawn(YICHUI, ["--lang", "en", "replay", s.id], env=env, encoding="utf-8", dimensions=(40, 80),
+                      timeout=120)
+    t.expect("Replay this session:")
+    t.expect("with its 4 recorded answers, asking nothing")
+    t.send("\r")
+    t.expect(pexpect.EOF)
+    t.close()
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", t.before)
+    assert t.exitstatus not in (0, 130), text
+    assert "Where does the model come from?" not in text and "127.0.0.1:9" in text, text
+
+    z = pexpect.spawn(YICHUI, ["--lang", "zh", "replay", s.id], env=env, encoding="utf-8", dimensions=(40, 80),
+                      timeout=120)
+    z.expect("重放此会话：")
+    z.expect("逐个回答问题")
+    z.send("\x1b[B")
+    z.send("\r")
+    z.expect("模型来自哪里？")  # the first question, asked (its recorded answer pre-filled)
+    z.send("\x03")
+    z.expect(pexpect.EOF)
+    z.close()
+    assert z.exitstatus == 130

@@ -282,3 +282,42 @@ def test_keys_typed_while_work_runs_do_not_answer_the_next_question():
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", p.before)
     assert "(Y/n) no" in shown, shown  # the echo: a space between the instruction and the answer (the tryout's N4)
     p.expect(pexpect.EOF)
+
+
+def test_a_checkbox_answer_is_said_in_the_user_s_language_with_the_choices():
+    """Issue 46 item 14: questionary echoes a checkbox answer as "done (2 selections)" — English in the zh wizard,
+    and not which ones. In a real pseudo-terminal, zh, two of three choices picked: after questionary's echo the
+    prompter moves the cursor back over it (CSI F), clears (CSI J) and writes the question again with the chosen
+    labels; nothing after that says "done"."""
+    import re
+    import sys
+
+    import pexpect
+
+    script = (
+        "from recipes.base import Choice, Question\n"
+        "from wizard import i18n\n"
+        "from wizard.prompter import QuestionaryPrompter\n"
+        "i18n.set_lang('zh')\n"
+        "q = Question('trackers', 'checkbox', 'choose_strategy.trackers',\n"
+        "             choices=[Choice('a', '甲 第一个'), Choice('b', '乙 第二个'), Choice('c', '丙')])\n"
+        "print('GOT', QuestionaryPrompter().ask(q, [], {}), flush=True)\n")
+    p = pexpect.spawn(sys.executable, ["-c", script], encoding="utf-8", dimensions=(24, 80), timeout=30,
+                      env=dict(__import__("os").environ, TERM="xterm-256color", PROMPT_TOOLKIT_NO_CPR="1"),
+                      cwd=str(__import__("pathlib").Path(__file__).resolve().parent.parent))
+    p.expect("丙")  # the choices are shown
+    p.send(" ")      # pick the first
+    p.send("\x1b[B")  # down
+    p.send(" ")      # pick the second
+    p.send("\r")
+    p.expect(r"GOT \['a', 'b'\]")
+    out = p.before
+    p.expect(pexpect.EOF)
+    echo = out.rindex("done (2 selections)")  # questionary's own, then replaced
+    after = out[echo:]
+    m = re.search(r"\x1b\[(\d+)F\x1b\[J\? (.*)", after)
+    assert m, repr(after)
+    assert int(m.group(1)) >= 2  # the question wraps at 80 columns: both lines of the echo are gone over
+    rewritten = m.group(2)
+    assert "同时记录到这些实验跟踪工具" in rewritten and rewritten.rstrip().endswith("甲 第一个; 乙 第二个")
+    assert "done" not in after[m.start():]

@@ -335,7 +335,8 @@ def test_ctrl_c_at_a_prompt_saves_answers_and_exits_130(tmp_path, capsys):
 def test_a_step_cut_short_while_running_resumes_with_its_answers_a_failed_one_asks_again(tmp_path, capsys):
     """Issue 46 item 9: resume asked again what the step had started running with (the download folder, "Train
     on:"). A step interrupted while running (Ctrl-C, kill -9: status running) carries on with its saved answers,
-    each said in a line; one that failed asks again, its answers pre-filled (the user may change what caused it)."""
+    each said in a line; one that failed says why and asks one question: run it again with the same answers (the
+    network came back) or answer its questions again, pre-filled (the user may change what caused it)."""
     state = {"interrupt": True, "fail": False}
 
     def run(ctx, a):
@@ -355,10 +356,16 @@ def test_a_step_cut_short_while_running_resumes_with_its_answers_a_failed_one_as
     p2 = Scripted([...])  # only b's question
     assert Engine(Session.load(s.path), UI(), p2, load=steps.__getitem__).run() == 1
     assert p2.asked == [] and "a.mode = full (as the step started with" in capsys.readouterr().out
+    p3 = Scripted(["same"])  # failed: why, said; the same answers chosen, nothing else asked — and it fails again
+    assert Engine(Session.load(s.path), UI(), p3, load=steps.__getitem__).run() == 1
+    assert p3.asked == [("retry_same", "same")]
+    out = capsys.readouterr()
+    assert "a failed last time:" in out.err + out.out and "x/y" in out.err + out.out
     state["fail"] = False
-    p3 = Scripted([..., "lora", ..., ...])  # failed: asked again, pre-filled; mode changed
-    assert Engine(Session.load(s.path), UI(), p3, load=steps.__getitem__).run() == 0
-    assert p3.asked[:2] == [("n", 4), ("mode", "full")] and saved(s)["steps"]["a"]["answers"]["mode"] == "lora"
+    p4 = Scripted(["change", ..., "lora", ..., ...])  # answered again, pre-filled; mode changed
+    assert Engine(Session.load(s.path), UI(), p4, load=steps.__getitem__).run() == 0
+    assert p4.asked[:3] == [("retry_same", "same"), ("n", 4), ("mode", "full")]
+    assert saved(s)["steps"]["a"]["answers"]["mode"] == "lora"
 
 
 def test_step_error_marks_failed_with_the_message(tmp_path, capsys):

@@ -362,6 +362,8 @@ class Engine:
         qs = step_mod.questions(ctx)
         if not qs and rec.answers:
             return dict(rec.answers)  # the step asks nothing now (e.g. re-attaching): its recorded answers stand
+        if rec.status == "failed" and rec.answers and self.prompter is not None and not self.overrides.get(name):
+            started = self._same_answers(name, rec)  # one question, not all of them again (issue 46 item 9)
         by_key = {q.key: q for q in qs}
         i = 0
         while i < len(qs):
@@ -634,6 +636,17 @@ class Engine:
         rec.update(status="pending", started_at=None, error=None)
         self.session.save()
         return True
+
+    def _same_answers(self, name: str, rec: StepRecord) -> bool:
+        """A step that failed last time (a download cut by the network, a trainer that raised), resumed in the
+        wizard: run it again with the answers it ran with (True), or answer its questions again, pre-filled
+        (False). Its error is said first."""
+        if rec.error:
+            self.ui.warn(i18n.t("engine.failed_before", step=name, error=_first_line(rec.error)))
+        same = self.prompter.ask(Question("retry_same", "select", "engine.retry_how",
+                                          choices=[Choice("same", msg("engine.retry_same", step=name)),
+                                                   Choice("change", msg("engine.retry_change"))]), "same", {})
+        return same == "same"
 
     def _yes_flag(self) -> str:
         """" --yes" for a run without a prompter (no terminal, --yes, demo): resume then needs it too (issue 46)."""

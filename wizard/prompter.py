@@ -52,6 +52,30 @@ def _confirm_words() -> None:
     confirm.YES, confirm.NO = i18n.t("ui.yes"), i18n.t("ui.no")
 
 
+def _checkbox_echo(text: str, labels: list[str], titles: list[str]) -> None:
+    """Say which choices a checkbox answer picked (``labels``; ``titles``: the same as the prompt showed them,
+    wrapped), in the user's language. questionary 2.1 echoes "done", "done (2 selections)" or "[title]" after the
+    question (prompts/checkbox.py: English, and not which ones — issue 46 item 14); on a terminal that echo is
+    replaced: the cursor goes back over its lines (their display width over the terminal's columns) and the question
+    is written again with the choices. Elsewhere a line follows it."""
+    import shutil
+    import sys
+
+    chosen = "; ".join(labels) or i18n.t("ui.checkbox_none")
+    if not sys.stdout.isatty():
+        print(i18n.t("ui.checkbox_chosen", chosen=chosen), flush=True)
+        return
+    from prompt_toolkit.utils import get_cwidth
+
+    n = len(titles)
+    echo = "done" if n == 0 else f"[{titles[0]}]" if n == 1 else f"done ({n} selections)"
+    cols = max(1, shutil.get_terminal_size().columns)
+    lines = sum(max(1, -(-get_cwidth(part) // cols)) for part in f"? {text} {echo}".split("\n"))
+    # CSI n F: to the start of the line n up; CSI J: clear to the end of the screen
+    sys.stdout.write(f"\x1b[{lines}F\x1b[J? {text} {chosen}\n")
+    sys.stdout.flush()
+
+
 WORK_GAP_S = 1.0  # a question shown this long after the last answer: work ran between, keys typed then are stale
 
 
@@ -101,9 +125,8 @@ class QuestionaryPrompter:
                                           checked=str(c.value) in chosen) for c in q.resolve_choices(answers)]
             picked = questionary.checkbox(text, choices=choices,
                                           instruction=i18n.t("ui.checkbox_instruction")).unsafe_ask()
-            # questionary's own echo is "done (2 selections)": which ones (issue 46 item 14)
             labels = [i18n.render(c.label) for c in q.resolve_choices(answers) if c.value in picked]
-            print(i18n.t("ui.checkbox_chosen", chosen="; ".join(labels) or i18n.t("ui.checkbox_none")), flush=True)
+            _checkbox_echo(text, labels, [_fit(x, 6) for x in labels])
             return picked
         if q.kind == "confirm":
             yes = bool(prefill) if prefill is not None else True

@@ -161,12 +161,30 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
         need_tty()
     old = read_session(session)
     ui = new_ui()
+    if not yes:  # one question, not every one of its ~40 again (issue 46 item 8): --yes without typing it
+        yes = _replay_recorded(old)
     s = Session.new(old.task, tuple(old.task_steps()), demo=old.demo, replay_of=str(old.path))
     ui.say(T("cli.replaying", path=str(old.path)))  # its id once it is saved (the --set values checked first)
     with demo_hub(ui, overrides, old.demo):
         code = run_engine(s, ui, not yes, overrides, replay={n: dict(r.answers) for n, r in old.records()},
                        new=True)
     raise typer.Exit(code)
+
+
+def _replay_recorded(old) -> bool:
+    """In a terminal: replay with the session's recorded answers, asking nothing (True, as --yes), or go through its
+    questions, each pre-filled (False). Ctrl-C here ends with 130, nothing written."""
+    from recipes.base import Choice, Question, msg
+    from wizard.prompter import QuestionaryPrompter
+
+    n = sum(len(r.answers) for _, r in old.records())
+    try:
+        how = QuestionaryPrompter().ask(Question("replay_how", "select", "cli.replay_how",
+                                                 choices=[Choice("recorded", msg("cli.replay_recorded", n=n)),
+                                                          Choice("each", msg("cli.replay_each"))]), "recorded", {})
+    except (KeyboardInterrupt, EOFError):
+        raise typer.Exit(130)
+    return how == "recorded"
 
 
 def steps(keys: bool = typer.Option(False, "--keys", help=T("cli.opt.keys"))):
