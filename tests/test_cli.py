@@ -668,3 +668,26 @@ def test_replay_in_a_terminal_asks_once_whether_to_use_the_recorded_answers(home
     z.expect(pexpect.EOF)
     z.close()
     assert z.exitstatus == 130
+
+
+def test_resume_refuses_a_run_folder_a_hand_edited_session_names_outside_its_own(home, tmp_path):
+    """The tester's N12 (issue 46): a session file whose run_dir was edited to a foreign folder was resumed and
+    training wrote logs/ and train/ there (delete already refused it). resume refuses it in one line, exit 2, and
+    writes nothing there; the file is untouched."""
+    import subprocess
+
+    from conftest import YICHUI, env_for
+
+    s = Session.new("finetune", h=home)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep.txt").write_text("mine")
+    s.data["run_dir"] = str(victim)
+    s.record("select_model").update(status="done", answers={"source": "local", "path": str(home)})
+    s.save()
+    before = s.path.read_bytes()
+    r = subprocess.run([YICHUI, "--lang", "en", "resume", s.id, "--yes"], env=env_for(home), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert f"names the run folder {victim}, not {(home / 'runs' / s.id).resolve()}: not resumed" in r.stderr
+    assert sorted(p.name for p in victim.iterdir()) == ["keep.txt"] and s.path.read_bytes() == before

@@ -257,6 +257,10 @@ MESSAGES = {
     "cli.delete.not_in_home": {"en": "{path} is not a session file of this YICHUI_HOME ({sessions}): delete only removes "
                                      "sessions there; remove a copy with rm.",
                                "zh": "{path} 不是当前 YICHUI_HOME 的会话文件（{sessions}）：delete 只删除那里的会话；副本请用 rm 删除。"},
+    "cli.resume.odd_run_dir": {"en": "{path} names the run folder {run}, not {expected}: not resumed (a hand-edited "
+                                     "file?). Set its run_dir to {expected}, or start a new session.",
+                               "zh": "{path} 指向的运行目录是 {run}，而不是 {expected}：未继续（文件被手动修改过？）。"
+                                     "请把其 run_dir 改为 {expected}，或开始新会话。"},
     "cli.delete.odd_run_dir": {"en": "{path} names the run folder {run}, not {expected}: nothing deleted (a hand-edited "
                                      "file?). Fix its run_dir, or remove the files yourself.",
                                "zh": "{path} 指向的运行目录是 {run}，而不是 {expected}：未删除任何内容（文件被手动修改过？）。"

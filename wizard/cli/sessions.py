@@ -125,6 +125,13 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
            set_: Optional[List[str]] = SetOpt):
     overrides = parse_sets(set_)
     s = load_locked(session, unfinished=session is None)
+    # a resume writes logs, checkpoints and exports into the run folder: only the session's own under YICHUI_HOME,
+    # never a folder a hand-edited run_dir names (the tester's N12: training wrote into /tmp/…/victim)
+    from wizard.session import home
+
+    expected = (home() / "runs" / s.id).resolve()
+    if s.run_dir.resolve() != expected:
+        raise fail("cli.resume.odd_run_dir", path=str(s.path), run=str(s.run_dir), expected=str(expected))
     given = (ctx.obj or {}).get("lang")
     if given:  # the latest explicit choice is the session's language from now on
         s.lang = given
