@@ -524,15 +524,16 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
                 continue
             # GRPO's held-out set: prompts with their reference answers, not conversations
             grpo = ctx.result(StrategyChoice).spec().objective == "grpo" and answers["heldout"] == "training"
-            ctx.info(msg("evaluate.heldout_running_prompts" if grpo else "evaluate.heldout_running", model=m,
-                         n=len(convs)))
+            ctx.info(msg("evaluate.heldout_running_prompts" if grpo else "evaluate.heldout_running",
+                         model=column_words(m, ctx.t), n=len(convs)))
             t0 = time.time()
             server = replies.heldout(m)
             res = {}
             if m != "endpoint":  # the loss from the weights on disk; the replies too, unless a server gives them
                 from recipes.evaluation import heldout
 
-                with ctx.progress(msg("evaluate.heldout_progress", model=m), total=len(convs)) as bar:
+                with ctx.progress(msg("evaluate.heldout_progress", model=column_words(m, ctx.t)),
+                                  total=len(convs)) as bar:
                     res = heldout.evaluate(found[m], convs, answers["max_new_tokens"], generate=server is None,
                                            progress=lambda i, n: bar.update(completed=i), trust_remote_code=code)
             if server is not None:
@@ -584,7 +585,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
     ctx.table(msg("evaluate.table"), [msg("evaluate.col.metric"), *(column_words(m, ctx.t) for m in targets)],
               [[metric_words(r[0], ctx.t)] + r[1:] for r in table])
     verdict_ = verdict(parts)
-    if (said := Evaluation(verdict=verdict_).headline(ctx.t)) is not None:  # GRPO: a reward that fell is said here too
+    if (said := Evaluation(verdict=verdict_, heldout_samples=len(convs) or None).headline(ctx.t)) is not None:
+        # GRPO: a reward that fell is said here too; too few held out: the figures without a verdict
         (ctx.warn if said[0] else ctx.info)(said[1])
     examples = []
     for i, c in enumerate(convs[:EXAMPLES]):
@@ -593,7 +595,7 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
             ex[m] = parts.get(f"heldout:{m}", {}).get("answers", [""] * (i + 1))[i]
         examples.append(ex)
         ctx.info(msg("evaluate.example", n=i + 1, prompt=_short(ex["prompt"]), reference=_short(ex["reference"]),
-                     answers="\n  ".join(f"{m}: {_short(ex[m])}" for m in targets)))
+                     answers="\n  ".join(f"{column_words(m, ctx.t)}: {_short(ex[m])}" for m in targets)))
     report, chart = write_report(ctx, edir, config, parts, targets, answers.get("benchmarks", []), examples,
                                  heldout=len(convs))
     ctx.info(msg("evaluate.report", path=str(report)))
@@ -641,7 +643,8 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
              "|---|" + "---|" * len(targets)]
     lines += ["| " + " | ".join([metric_words(str(r[0]), t)] + ["—" if v is None else str(v) for v in r[1:]]) + " |"
               for r in rows]
-    lines += ["", t("evaluate.report.models", models=", ".join(f"{k} = `{v}`" for k, v in config["models"].items())), ""]
+    lines += ["", t("evaluate.report.models", models=", ".join(f"{column_words(k, t)} = `{v}`"
+                                                            for k, v in config["models"].items())), ""]
     wheres = {m: parts.get(f"heldout:{m}", {}).get("where") for m in targets}
     if any(wheres.values()):
         lines += [t("evaluate.report.replies_from", where=", ".join(
@@ -671,7 +674,7 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
             lines += [f"### {i}", ""]
             for label, text in [(t("evaluate.report.prompt"), ex["prompt"]), (t("evaluate.report.reference"),
                                                                               ex["reference"])] \
-                    + [(m, ex.get(m, "")) for m in targets]:
+                    + [(column_words(m, t), ex.get(m, "")) for m in targets]:
                 lines += [f"**{label}**:", "", *quoted(text), ""]
     lines += [t("evaluate.report.footer_bench", limit=config.get("benchmark_limit")) if benchmarks
               else t("evaluate.report.footer"), ""]

@@ -575,6 +575,8 @@ class Evaluation(Handoff):
         figures = words(v.get("figures", ""))
         if v["beats"] and v.get("fell"):
             return True, msg("evaluate.reward_fell", figures=figures, fell=", ".join(map(words, v["fell"])))
+        if self.heldout_samples and self.heldout_samples < self.FEW_HELDOUT:  # too few to judge: the figures, no
+            return True, msg("evaluate.few_figures", n=self.heldout_samples, figures=figures)  # verdict (46 C)
         if v.get("mixed"):  # better on one metric, worse on another: said as such
             return True, msg("evaluate.mixed", better=", ".join(map(words, v["mixed"]["better"])),
                              worse=", ".join(map(words, v["mixed"]["worse"])), figures=figures)

@@ -147,7 +147,8 @@ def test_invalid_resumed_answer_stops_a_run_with_yes_and_is_asked_again_interact
     e, s = engine(tmp_path / "asked", p)
     s.steps["a"]["answers"] = {"n": 7}
     assert e.run() == 0
-    assert p.asked[0] == ("n", 8) and saved(s)["steps"]["a"]["answers"]["n"] == 8
+    # left part-answered: the wizard offers to go on from there (kept); the invalid one is asked all the same
+    assert p.asked[:2] == [("keep_answers", "keep"), ("n", 8)] and saved(s)["steps"]["a"]["answers"]["n"] == 8
     assert "The saved a.n=7 is no longer valid" in capsys.readouterr().err
     steps = dict(STEPS, b=make_step("b", [Question("x", "int", "deploy.port", default=8, validate=even,
                                                    volatile=True)]))
@@ -324,12 +325,19 @@ def test_ctrl_c_at_a_prompt_saves_answers_and_exits_130(tmp_path, capsys):
     data = saved(s)
     assert data["steps"]["a"]["answers"] == {"n": 4, "mode": "full"} and data["steps"]["a"]["status"] == "pending"
     assert f"yichui resume {s.id}" in capsys.readouterr().err
-    # resume: the saved answers pre-fill the prompts
-    p2 = Scripted([..., ..., "/data", ..., ...])
+    # resume (issue 46 item 9, the tryout C: ~20 Enters to get back): one question — go on from where it stopped,
+    # the answers given kept (said), the first missing one asked; or all again, pre-filled
+    p2 = Scripted(["keep", "/data", ..., ...])
     e2 = Engine(Session.load(s.path), UI(), p2, load=STEPS.__getitem__)
     assert e2.run() == 0
-    assert p2.asked[:2] == [("n", 4), ("mode", "full")]
-    assert saved(s)["steps"]["a"]["answers"]["path"] == "/data"
+    assert p2.asked[:2] == [("keep_answers", "keep"), ("path", None)]
+    assert saved(s)["steps"]["a"]["answers"] == {"n": 4, "mode": "full", "path": "/data", "flag": False}
+    assert "a.mode = full (" in capsys.readouterr().out
+    e3, s3 = engine(tmp_path / "again", Scripted(["4", "full", KeyboardInterrupt]))
+    assert e3.run() == 130
+    p3 = Scripted(["change", ..., ..., "/data", ..., ...])
+    assert Engine(Session.load(s3.path), UI(), p3, load=STEPS.__getitem__).run() == 0
+    assert p3.asked[:3] == [("keep_answers", "keep"), ("n", 4), ("mode", "full")]
 
 
 def test_a_step_cut_short_while_running_resumes_with_its_answers_a_failed_one_asks_again(tmp_path, capsys):

@@ -364,6 +364,11 @@ class Engine:
             return dict(rec.answers)  # the step asks nothing now (e.g. re-attaching): its recorded answers stand
         if rec.status == "failed" and rec.answers and self.prompter is not None and not self.overrides.get(name):
             started = self._same_answers(name, rec)  # one question, not all of them again (issue 46 item 9)
+        elif rec.status == "pending" and rec.answers and not started and not rec.data.get("finished_at") \
+                and self.prompter is not None and not self.overrides.get(name) and not self.replay.get(name) \
+                and _partly_answered(qs, rec.answers):
+            # stopped while its questions were answered (Ctrl-C, a closed terminal): carry on from there, or again
+            started = self._keep_answers(name, rec)  # (the 46 tryout C: ~20 Enters to get back)
         by_key = {q.key: q for q in qs}
         i = 0
         while i < len(qs):
@@ -648,6 +653,14 @@ class Engine:
                                                    Choice("change", msg("engine.retry_change"))]), "same", {})
         return same == "same"
 
+    def _keep_answers(self, name: str, rec: StepRecord) -> bool:
+        """A step left while its questions were being answered, resumed in the wizard: keep the answers given and
+        ask from the first one missing (True), or go through them all again, pre-filled (False)."""
+        how = self.prompter.ask(Question("keep_answers", "select", "engine.keep_how",
+                                         choices=[Choice("keep", msg("engine.keep_continue", n=len(rec.answers))),
+                                                  Choice("change", msg("engine.retry_change"))]), "keep", {})
+        return how == "keep"
+
     def _yes_flag(self) -> str:
         """" --yes" for a run without a prompter (no terminal, --yes, demo): resume then needs it too (issue 46)."""
         return "" if self.prompter is not None else " --yes"
@@ -664,6 +677,20 @@ class Engine:
             self.ui.say(i18n.t("engine.reask", step=reask))
         self.ui.say(self._resume_hint())
         return 1
+
+
+def _partly_answered(qs: list, answers: dict) -> bool:
+    """Whether ``answers`` stop short of the questions they lead to: one asked (its ``when`` holds for the answers
+    before it, or it has none), not secret, and not answered. A condition that cannot be judged counts as asked."""
+    for q in qs:
+        if q.secret or q.key in answers:
+            continue
+        try:
+            if q.when is None or q.when(answers):
+                return True
+        except Exception:  # noqa: BLE001 - a condition needing an answer not given yet: the question would come
+            return True
+    return False
 
 
 def _first_line(text: str, n: int = 160) -> str:

@@ -350,8 +350,10 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                 if stopped or job.stop_requested() or any(ours(e) and e["event"] == "stopped" for e in events):
                     ctx.info(msg("training.stopped", pid=job.pid, id=ctx.session_id))
                     raise Stopped
-                ctx.warn(job.log_tail(8))
-                raise StepError("training.died", pid=job.pid, log=job.log)
+                # its log's last lines go with the error, said after the live view has closed (printed while it
+                # was open they ran into its border: the 46 tryout C)
+                tail = "\n".join("  " + x for x in job.log_tail(8).splitlines()) or "  —"
+                raise StepError("training.died", pid=job.pid, log=job.log, tail=tail)
             time.sleep(POLL_S)
 
 

@@ -95,7 +95,8 @@ def test_english_every_prompt_non_default_with_reprompts(home, hub, messages_fil
         t.ask("Weights dtype of the merged model:", DOWN * 3)          # float32
         t.ask("Which engine will serve the model?")                    # transformers (no GPU here)
         t.ask("Quantized copies to make", " ")                         # untick bnb-4bit: the merged model only
-        t.expect("→ none")                                            # which ones, not "done (0 selections)"
+        t.expect("[J? Quantized copies to make")                      # questionary's "done" echo gone over
+        t.expect("none")                                              # and said again with which ones: none
         t.expect("deploy.backend = transformers (as export.serve_with")  # not asked twice (issue 20, item 13)
         t.ask("Which export to serve?")
         t.ask("Bind address:", "0.0.0.0", clear=True)
@@ -181,10 +182,9 @@ def test_chinese_ctrl_c_at_a_prompt_then_resume(home, hub):
         r = Term(home, "--lang", "zh", "resume", lang="zh", HF_ENDPOINT=hub.url)
         r.expect(f"继续会话 {s['id']}")
         r.expect("此前已完成")                                         # done steps are not asked again
-        r.ask("训练目标：")                                            # pre-filled: sft
-        r.ask("微调方法：")                                            # pre-filled: lora
-        r.ask("LoRA 秩 r：")                                           # pre-filled: 32, confirmed
-        r.ask("LoRA alpha：")                                          # default 2 × 32
+        r.ask("上次运行停止时正在回答它的问题")                         # go on from there: the 3 answers kept
+        r.expect("choose_strategy.lora_rank = 32")                     # kept, said
+        r.ask("LoRA alpha：")                                          # the first one missing: default 2 × 32
         r.ask("LoRA dropout：")
         r.ask("LoRA 目标模块")
         r.ask("训练数据：")

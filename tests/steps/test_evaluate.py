@@ -29,6 +29,7 @@ def test_the_verdict_says_when_fine_tuning_did_not_help():
     # beat the base": said as mixed (better on loss, worse on ROUGE-L), and the report gives no bold verdict on 2
     from recipes.handoff import Evaluation
     from wizard import i18n
+    from wizard import i18n
 
     split = {"heldout:base": {"loss": 6.3681, "rouge_l": 0.1227}, "heldout:finetuned": {"loss": 3.9289, "rouge_l": 0.1055}}
     v = evaluate.verdict(split)
@@ -50,8 +51,8 @@ def test_the_report_keeps_a_multi_line_reply_apart_and_speaks_the_session_s_lang
              "heldout:finetuned": {"loss": 2.0, "rouge_l": 0.4, "where": None}}
     examples = [{"prompt": "List two colours.", "reference": "red\nblue", "base": "green", "finetuned": "- red\n- blue"}]
     config = {"models": {"base": "/m/base", "finetuned": "/m/ft"}}
-    for lang, beats, label in (("en", "**The fine-tuned model beats the base**", "**reference**:"),
-                               ("zh", "**微调后的模型优于基座模型**", "**参考答案**:")):
+    for lang, beats, label, ft in (("en", "**The fine-tuned model beats the base**", "**reference**:", "finetuned"),
+                                   ("zh", "**微调后的模型优于基座模型**", "**参考答案**:", "微调后")):
         i18n.set_lang(lang)
         try:
             ctx = types.SimpleNamespace(t=i18n.t, session_id="s1")
@@ -61,4 +62,20 @@ def test_the_report_keeps_a_multi_line_reply_apart_and_speaks_the_session_s_lang
             i18n.set_lang("en")
         text = report.read_text()
         assert beats in text and label in text, text
-        assert "**finetuned**:\n\n> - red\n> - blue\n" in text and "> red\n> blue\n" in text, text
+        # the models named in the report's language (the 46 tryout C: "base"/"finetuned" in the zh report)
+        assert f"**{ft}**:\n\n> - red\n> - blue\n" in text and "> red\n> blue\n" in text, text
+
+
+def test_too_few_held_out_gives_the_figures_without_a_verdict():
+    """The 46 tryout C: with 2 held-out conversations the warning said "a verdict wants 10 or more" and the next line
+    gave one ("The fine-tuned model beats the base …"). Below Evaluation.FEW_HELDOUT the headline is the figures,
+    said as a warning, with no verdict; from it on, the verdict."""
+    from recipes.handoff import Evaluation
+    from wizard import i18n
+
+    v = {"beats": True, "checks": {"loss": True}, "figures": "loss 2.0 vs 3.0"}
+    warn, line = Evaluation(verdict=v, heldout_samples=2).headline()
+    assert warn and line.key == "evaluate.few_figures" and line.args == {"n": 2, "figures": "loss 2.0 vs 3.0"}
+    assert "too few to judge" in i18n.render(line) and "beats" not in i18n.render(line)
+    warn, line = Evaluation(verdict=v, heldout_samples=Evaluation.FEW_HELDOUT).headline()
+    assert not warn and line.key == "evaluate.beats"

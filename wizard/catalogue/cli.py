@@ -216,6 +216,10 @@ MESSAGES = {
                                "zh": "示例：\n\n  yichui serve stop\n\n  yichui serve stop 20261201-101500-ab12\n\n"
                                      "  yichui serve stop --all                 # 所有会话的服务"},
     "cli.stopped": {"en": "Stopped {job} (pid {pid}) of session {id}.", "zh": "已停止会话 {id} 的 {job}（pid {pid}）。"},
+    "cli.job.server": {"en": "server", "zh": "服务"},
+    "cli.job.trainer": {"en": "trainer", "zh": "训练进程"},
+    "cli.job.preflight": {"en": "smoke test", "zh": "冒烟测试"},
+    "cli.job.backup": {"en": "adapter backup", "zh": "适配器备份"},
     "cli.nothing_running": {"en": "Nothing is running for session {id}.", "zh": "会话 {id} 没有正在运行的任务。"},
     "cli.col.step": {"en": "step", "zh": "步骤"},
     "cli.col.status": {"en": "status", "zh": "状态"},

@@ -28,6 +28,8 @@ MESSAGES = {
                              "held-out set ({figures}): not a clear gain; look at the examples before using it.",
                        "zh": "微调后的模型在留出集上 {better} 优于基座模型、{worse} 差于基座模型（{figures}）：并非明确提升；"
                              "使用前请查看示例。"},
+    "evaluate.few_figures": {"en": "On {n} held-out conversation(s), too few to judge, fine-tuned vs base: {figures}.",
+                             "zh": "仅 {n} 条留出对话，数量太少，无法下结论；微调后 vs 基座：{figures}。"},
     "evaluate.not_better": {"en": "The fine-tuned model does NOT beat the base on the held-out set ({figures}): check the data, the learning rate and the number of steps before using it.",
                             "zh": "微调后的模型在留出集上并未优于基座模型（{figures}）：使用前请检查数据、学习率和训练步数。"},
     "evaluate.reward_fell": {"en": "The fine-tuned model's summed reward beats the base's ({figures}), but these "

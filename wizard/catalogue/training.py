@@ -149,8 +149,10 @@ MESSAGES = {
     "training.train_live_title": {"en": "Training (pid {pid}) — Ctrl-C detaches, training goes on",
                          "zh": "训练中（pid {pid}）——Ctrl-C 仅断开查看，训练继续"},
     "training.train_failed": {"en": "Training failed: {error}. Log: {log}", "zh": "训练失败：{error}。日志：{log}"},
-    "training.died": {"en": "The trainer (pid {pid}) stopped without finishing (its log: {log}); `yichui resume` restarts it from the last checkpoint.",
-                   "zh": "训练进程（pid {pid}）未完成就退出了（日志：{log}）；`yichui resume` 会从最近的检查点重启。"},
+    "training.died": {"en": "The trainer (pid {pid}) stopped without finishing — killed, or it crashed; `yichui resume` "
+                            "restarts it from the last checkpoint. The last lines of its log ({log}):\n{tail}",
+                      "zh": "训练进程（pid {pid}）未完成就退出了（被终止或崩溃）；`yichui resume` 会从最近的检查点重启。"
+                            "其日志（{log}）的最后几行：\n{tail}"},
     "training.eta.saving": {"en": "saving", "zh": "正在保存"},
     "training.stopped": {"en": "Training was stopped (pid {pid}); `yichui resume {id}` continues from the last checkpoint.",
                       "zh": "训练已被停止（pid {pid}）；`yichui resume {id}` 会从最近的检查点继续。"},

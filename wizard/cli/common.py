@@ -160,6 +160,11 @@ def demo_hub(ui, overrides: dict, demo=True, endpoint: str | None = None):
         hub.stop()
 
 
+def job_words(name: str) -> str:
+    """A job's name (trainer, server, …) in the user's language; a name without an entry as it is."""
+    return T(f"cli.job.{name}") if f"cli.job.{name}" in i18n.CATALOG else name
+
+
 def need_tty() -> None:
     if not sys.stdin.isatty():
         raise fail("cli.no_tty")

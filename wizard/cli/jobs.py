@@ -9,7 +9,7 @@ import typer
 
 from recipes.rundir import BACKUP, PREFLIGHT, SERVER, TRAINER, RunDir, TrainDir
 from wizard import i18n
-from wizard.cli.common import T, app, SessionArg, new_ui, fail, latest_that_ran, read_session, with_running_jobs
+from wizard.cli.common import T, app, job_words, SessionArg, new_ui, fail, latest_that_ran, read_session, with_running_jobs
 
 
 def _job_detail(s, job) -> str:
@@ -136,6 +136,6 @@ def stop(session: Optional[str] = SessionArg):
     ui = new_ui()
     stopped = [j for j in jobs.find(s.run_dir) if j.stop()]
     for j in stopped:
-        ui.say(T("cli.stopped", job=j.name, pid=j.pid, id=s.id))
+        ui.say(T("cli.stopped", job=job_words(j.name), pid=j.pid, id=s.id))
     if not stopped:
         ui.say(T("cli.nothing_running", id=s.id))

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from recipes.rundir import RunDir
-from wizard.cli.common import (T, app, SessionArg, new_ui, fail, run_engine, load_locked, demo_hub, read_session, with_running_jobs)
+from wizard.cli.common import (T, app, job_words, SessionArg, new_ui, fail, run_engine, load_locked, demo_hub, read_session, with_running_jobs)
 
 
 serve_app = typer.Typer(help=T("cli.serve"), epilog=T("cli.example.serve"), add_completion=False,
@@ -124,13 +124,13 @@ def serve_stop(session: Optional[str] = SessionArg,
             return
         for sid, job in running:
             if job.stop():
-                ui.say(T("cli.stopped", job=job.name, pid=job.pid, id=sid))
+                ui.say(T("cli.stopped", job=job_words(job.name), pid=job.pid, id=sid))
         return
     s, job = _server_session(session)
     if job is None or not job.stop():
         new_ui().say(T("cli.nothing_running", id=s.id))
         return
-    new_ui().say(T("cli.stopped", job=job.name, pid=job.pid, id=s.id))
+    new_ui().say(T("cli.stopped", job=job_words(job.name), pid=job.pid, id=s.id))
 
 
 def chat(session: Optional[str] = SessionArg,
