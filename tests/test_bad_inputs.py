@@ -503,6 +503,8 @@ CATALOGUE = [
     Case("session-strategy-edited", "a done strategy hand-edited to a method that does not exist", "session.invalid",
          lambda e: ["resume", e.edited(lambda d: d["steps"]["choose_strategy"].update(
              status="done", outputs={"training": {"method": "foo"}})), "--yes"]),
+    Case("session-foreign-run-dir", "a session whose run_dir was hand-edited to another folder, resumed",
+         "cli.resume.odd_run_dir", lambda e: ["resume", e.edited(lambda d: d.update(run_dir=str(e.tmp))), "--yes"]),
     Case("engine-needs-gpu", "vLLM chosen at export for a session that deploys on a machine without a GPU",
          "export.engine_needs_gpu", lambda e: ys("export.serve_with=vllm")),
     Case("moe-lora-dropout", "LoRA dropout on a MoE model's fused experts (peft cannot run it)",
