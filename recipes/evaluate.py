@@ -656,8 +656,8 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
         said = Evaluation(verdict=v).headline(t)
         line = ctx.t(said[1]) if v.get("mixed") and said is not None else \
             t("evaluate.report.beats" if v["beats"] else "evaluate.report.not_beats", checks=checks)
-        if heldout and heldout < FEW_HELDOUT:  # no bold verdict on a handful of conversations (issue 46's tryout)
-            line = t("evaluate.report.few_verdict", n=heldout, line=line.replace("**", ""))
+        if heldout and heldout < FEW_HELDOUT:  # no verdict on a handful of conversations: the figures (46 tryouts)
+            line = t("evaluate.few_figures", n=heldout, figures=metric_words(str(v.get("figures", "")), t))
         lines += [line, ""]
         said = Evaluation(verdict=v).headline(t)
         if said is not None and v["beats"] and v.get("fell"):  # GRPO: a reward hacked — said here too

@@ -355,6 +355,7 @@ class Engine:
         # the step ran with these answers and was cut short (Ctrl-C, kill -9, its outputs gone since): a resume
         # carries on with them, said, not asked again (issue 46 item 9); a failed step asks again, pre-filled
         started = rec.started_at is not None and rec.status != "failed"
+        kept = False  # answers given before the run stopped inside this step's questions, kept
         answers: dict = {}
         earlier: dict = {}  # answers given before going back to an earlier question
         self._unlocked = set()  # --set values given up interactively (refused, or gone back to)
@@ -368,7 +369,7 @@ class Engine:
                 and self.prompter is not None and not self.overrides.get(name) and not self.replay.get(name) \
                 and _partly_answered(qs, rec.answers):
             # stopped while its questions were answered (Ctrl-C, a closed terminal): carry on from there, or again
-            started = self._keep_answers(name, rec)  # (the 46 tryout C: ~20 Enters to get back)
+            started = kept = self._keep_answers(name, rec)  # (the 46 tryout C: ~20 Enters to get back)
         by_key = {q.key: q for q in qs}
         i = 0
         while i < len(qs):
@@ -410,7 +411,8 @@ class Engine:
                     self.ui.say(i18n.t("engine.preset", name=f"{name}.{q.key}", value=_shown(value)))
                 elif source == "resumed" and started:  # checked by _candidates
                     value = raw
-                    self.ui.say(i18n.t("engine.resumed_kept", name=f"{name}.{q.key}", value=_shown(value)))
+                    self.ui.say(i18n.t("engine.answered_kept" if kept else "engine.resumed_kept",
+                                       name=f"{name}.{q.key}", value=_shown(value)))
                 else:
                     if err is not None:
                         self.ui.warn(i18n.t("engine.preset_invalid", name=f"{name}.{q.key}", value=_clip(raw),

@@ -66,7 +66,7 @@ def test_the_report_keeps_a_multi_line_reply_apart_and_speaks_the_session_s_lang
         assert f"**{ft}**:\n\n> - red\n> - blue\n" in text and "> red\n> blue\n" in text, text
 
 
-def test_too_few_held_out_gives_the_figures_without_a_verdict():
+def test_too_few_held_out_gives_the_figures_without_a_verdict(tmp_path):
     """The 46 tryout C: with 2 held-out conversations the warning said "a verdict wants 10 or more" and the next line
     gave one ("The fine-tuned model beats the base …"). Below Evaluation.FEW_HELDOUT the headline is the figures,
     said as a warning, with no verdict; from it on, the verdict."""
@@ -79,3 +79,25 @@ def test_too_few_held_out_gives_the_figures_without_a_verdict():
     assert "too few to judge" in i18n.render(line) and "beats" not in i18n.render(line)
     warn, line = Evaluation(verdict=v, heldout_samples=Evaluation.FEW_HELDOUT).headline()
     assert not warn and line.key == "evaluate.beats"
+    # report.md says the same: the figures, no verdict (the 46 tryout D: "不足以下结论：微调后的模型优于基座模型")
+    import types
+
+    from recipes import evaluate
+
+    parts = {"heldout:base": {"loss": 3.0, "rouge_l": 0.1, "where": None},
+             "heldout:finetuned": {"loss": 2.0, "rouge_l": 0.4, "where": None}}
+    for lang, verdict_words in (("en", "beats"), ("zh", "优于")):
+        i18n.set_lang(lang)
+        try:
+            (tmp_path / lang).mkdir()
+            def t(x, **k):  # a step context's t: a catalogue key or a Msg
+                return i18n.t(x, **k) if isinstance(x, str) else i18n.render(x)
+
+            report, _ = evaluate.write_report(types.SimpleNamespace(t=t, session_id="s1"), tmp_path / lang,
+                                              {"models": {"base": "/m/b", "finetuned": "/m/f"}}, parts,
+                                              ["base", "finetuned"], [], [], heldout=2)
+            few = i18n.t("evaluate.few_figures", n=2, figures="").split("：")[0].split(":")[0]
+        finally:
+            i18n.set_lang("en")
+        text = report.read_text()
+        assert few in text and verdict_words not in text, text

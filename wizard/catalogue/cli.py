@@ -144,6 +144,7 @@ MESSAGES = {
                             "zh": "使用其记录的 {n} 个回答，不再询问（同 --yes）"},
     "cli.replay_each": {"en": "going through each question, pre-filled with its answer",
                         "zh": "逐个回答问题，已预填原来的回答"},
+    "cli.replaying_plain": {"en": "Replaying {path} (its answers)…", "zh": "重放 {path}（沿用其回答）…"},
     "cli.replaying": {"en": "Replaying {path} (its answers, with your --set values)…",
                       "zh": "重放 {path}（沿用其回答，并应用你的 --set 值）…"},
     "cli.new_session": {"en": "New session {id} — saved in {path}.", "zh": "新会话 {id}，保存在 {path}。"},
@@ -215,7 +216,7 @@ MESSAGES = {
                                      "  yichui serve stop --all                 # every session's server",
                                "zh": "示例：\n\n  yichui serve stop\n\n  yichui serve stop 20261201-101500-ab12\n\n"
                                      "  yichui serve stop --all                 # 所有会话的服务"},
-    "cli.stopped": {"en": "Stopped {job} (pid {pid}) of session {id}.", "zh": "已停止会话 {id} 的 {job}（pid {pid}）。"},
+    "cli.stopped": {"en": "Stopped {job} (pid {pid}) of session {id}.", "zh": "已停止会话 {id} 的{job}（pid {pid}）。"},
     "cli.job.server": {"en": "server", "zh": "服务"},
     "cli.job.trainer": {"en": "trainer", "zh": "训练进程"},
     "cli.job.preflight": {"en": "smoke test", "zh": "冒烟测试"},

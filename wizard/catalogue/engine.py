@@ -41,6 +41,8 @@ MESSAGES = {
     "engine.back_to_step": {"en": "Go back to {step} and answer again", "zh": "返回 {step} 重新回答"},
     "engine.stop_here": {"en": "Stop here (`yichui resume` asks it later)", "zh": "到此为止（之后 `yichui resume` 会再询问）"},
     "engine.go_back": {"en": "Go back: {question}", "zh": "返回：{question}"},
+    "engine.answered_kept": {"en": "{name} = {value} (answered before; resume --set {name}=… changes it)",
+                             "zh": "{name} = {value}（此前已回答；resume --set {name}=… 可更改）"},
     "engine.resumed_kept": {"en": "{name} = {value} (as the step started with; resume --set {name}=… changes it)",
                             "zh": "{name} = {value}（沿用该步骤开始时的回答；resume --set {name}=… 可更改）"},
     "engine.reopened": {"en": "--set changes {keys}, answered when {step} ran: {step} runs again, and the steps done "

@@ -81,7 +81,7 @@ MESSAGES = {
     "evaluate.no_heldout": {"en": "The held-out data is empty: choose another source or no held-out data.", "zh": "留出数据为空：请换一个来源或不用留出数据。"},
     "evaluate.heldout_running_prompts": {"en": "Held-out metrics of the {model} model on {n} prompts (their reference answers as the replies)…",
                                          "zh": "正在计算 {model} 模型在 {n} 条提示上的留出指标（以参考答案作为回答）…"},
-    "evaluate.heldout_running": {"en": "Held-out metrics of the {model} model on {n} conversations…", "zh": "正在计算 {model} 模型在 {n} 条对话上的留出指标…"},
+    "evaluate.heldout_running": {"en": "Held-out metrics of the {model} model on {n} conversations…", "zh": "正在计算{model}模型在 {n} 条对话上的留出指标…"},
     "evaluate.preference_running": {"en": "Preference of the {model} model on {n} held-out pairs (log p(chosen) "
                                           "against log p(rejected))…",
                                     "zh": "正在计算 {model} 模型在 {n} 个留出偏好对上的偏好（log p(chosen) 对比 log p(rejected)）…"},
@@ -118,8 +118,6 @@ MESSAGES = {
                               "zh": "**微调后的模型优于基座模型**（留出集：{checks}）。"},
     "evaluate.report.not_beats": {"en": "**The fine-tuned model does NOT beat the base** on the held-out set ({checks}).",
                                   "zh": "**微调后的模型没有优于基座模型**（留出集：{checks}）。"},
-    "evaluate.report.few_verdict": {"en": "On {n} held-out conversation(s), too few to judge: {line}",
-                                    "zh": "仅 {n} 条留出对话，不足以下结论：{line}"},
     "evaluate.report.examples": {"en": "## Examples (held-out)", "zh": "## 示例（留出集）"},
     "evaluate.report.prompt": {"en": "prompt", "zh": "提示"},
     "evaluate.report.reference": {"en": "reference", "zh": "参考答案"},
