@@ -365,7 +365,7 @@ class Engine:
             return dict(rec.answers)  # the step asks nothing now (e.g. re-attaching): its recorded answers stand
         if rec.status == "failed" and rec.answers and self.prompter is not None and not self.overrides.get(name):
             started = self._same_answers(name, rec)  # one question, not all of them again (issue 46 item 9)
-        elif rec.status == "pending" and rec.answers and not started and not rec.data.get("finished_at") \
+        elif rec.status == "pending" and rec.answers and not started and not rec.finished_at \
                 and self.prompter is not None and not self.overrides.get(name) and not self.replay.get(name) \
                 and _partly_answered(qs, rec.answers):
             # stopped while its questions were answered (Ctrl-C, a closed terminal): carry on from there, or again

@@ -213,6 +213,7 @@ class StepRecord:
     outputs = property(lambda self: self.data["outputs"], lambda self, v: self.data.__setitem__("outputs", v))
     error = property(lambda self: self.data.get("error"), lambda self, v: self.data.__setitem__("error", v))
     started_at = property(lambda self: self.data.get("started_at"))
+    finished_at = property(lambda self: self.data.get("finished_at"))
 
     @property
     def skipped(self) -> bool:
