@@ -93,7 +93,7 @@ MESSAGES = {
     "evaluate.bench_running": {"en": "{benchmark} on the {model} model ({where})…", "zh": "正在 {model} 模型上跑 {benchmark}（{where}）…"},
     "evaluate.table": {"en": "Evaluation", "zh": "评测结果"},
     "evaluate.col.metric": {"en": "metric", "zh": "指标"},
-    "evaluate.report.title": {"en": "# Evaluation — session {id}", "zh": "# 评估——会话 {id}"},
+    "evaluate.report.title": {"en": "# Evaluation — session {id}", "zh": "# 评测——会话 {id}"},
     "evaluate.report.metric": {"en": "metric", "zh": "指标"},
     "evaluate.report.models": {"en": "Models: {models}", "zh": "模型：{models}"},
     "evaluate.report.replies_from": {"en": "Held-out replies from: {where}", "zh": "留出集回复来自：{where}"},
