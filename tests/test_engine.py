@@ -387,7 +387,19 @@ def test_step_error_marks_failed_with_the_message(tmp_path, capsys):
     rec = saved(s)["steps"]["b"]
     assert rec["status"] == "failed" and "x/y" in rec["error"]
     # run without a prompter (--yes, demo, no terminal): the hint carries --yes, which resume then needs (issue 46)
-    assert f"continue with: yichui resume {s.id} --yes" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"continue with: yichui resume {s.id} --yes" in out and "Fix the cause" in out
+
+    def killed(ctx, a):  # the trainer killed from outside (the 46 tryouts C and D): nothing to fix first
+        raise StepError("training.died", pid=7, log="/r/train/trainer.log", tail="  {'loss': 3.0}")
+
+    steps = dict(STEPS, b=make_step("b", [], run=killed))
+    s = Session.new("test", ("a", "b"), tmp_path / "killed")
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 1
+    captured = capsys.readouterr()
+    assert f"Continue with: yichui resume {s.id} --yes" in captured.out and "Fix the cause" not in captured.out
+    assert "killed, or it crashed" in captured.err and "  {'loss': 3.0}" in captured.err
 
 
 def test_done_steps_are_skipped_on_resume(tmp_path):

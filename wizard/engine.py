@@ -558,7 +558,8 @@ class Engine:
                             s.record(earlier).update(status="pending", started_at=None)  # asked again
                     if reask and self._go_back(rec, i18n.render(e.msg), reask):
                         break  # from the top: the steps before it are done, that one is asked again (issue 46 item 4)
-                    return self._fail(rec, i18n.render(e.msg), reask, said=bool(reask) and self.prompter is not None)
+                    return self._fail(rec, i18n.render(e.msg), reask, said=bool(reask) and self.prompter is not None,
+                                      cause=e.key not in NO_CAUSE)
                 except Exception as e:  # a bug or an unexpected library error: keep the traceback in the log
                     log.error("step %s failed:\n%s", name, traceback.format_exc())
                     if isinstance(e, OSError) and e.filename is not None:  # the filesystem's answer (read-only, full,
@@ -667,18 +668,24 @@ class Engine:
         """" --yes" for a run without a prompter (no terminal, --yes, demo): resume then needs it too (issue 46)."""
         return "" if self.prompter is not None else " --yes"
 
-    def _resume_hint(self) -> str:
-        return i18n.t("engine.resume_hint", id=self.session.id, yes=self._yes_flag())
+    def _resume_hint(self, cause: bool = True) -> str:
+        return i18n.t("engine.resume_hint" if cause else "engine.resume_hint_plain", id=self.session.id,
+                      yes=self._yes_flag())
 
-    def _fail(self, rec: StepRecord, text: str, reask: str | None = None, said: bool = False) -> int:
+    def _fail(self, rec: StepRecord, text: str, reask: str | None = None, said: bool = False,
+              cause: bool = True) -> int:
         rec.update(status="failed", error=text, finished_at=now())
         self.session.save()
         if not said:  # _go_back said it already
             self.ui.error(text)
         if reask:
             self.ui.say(i18n.t("engine.reask", step=reask))
-        self.ui.say(self._resume_hint())
+        self.ui.say(self._resume_hint(cause))
         return 1
+
+
+# failures with nothing to fix first (a trainer killed from outside): the resume hint says only how to go on
+NO_CAUSE = frozenset({"training.died"})
 
 
 def _partly_answered(qs: list, answers: dict) -> bool:
