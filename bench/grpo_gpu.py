@@ -89,7 +89,7 @@ ORDER = ["qwen2.5-0.5b-lora-nockpt-b8-c256", "qwen2.5-0.5b-lora-ckpt-b8-c256-bet
 def model_dir(shape: str, work: Path, weights: bool = False) -> Path:
     """The shape's folder: the tiny model (built here), a bench config with the tiny tokenizer
     (memory_accuracy.prepare_shape), or the 0.5B config with the tiny tokenizer's vocabulary size."""
-    from memory_accuracy import prepare_shape
+    from memory_accuracy import prepare_shape, write_random_weights
 
     from recipes.demo import tiny_model as tiny
 
@@ -120,22 +120,7 @@ def model_dir(shape: str, work: Path, weights: bool = False) -> Path:
         if weights:
             write_random_weights(d)
         return d
-    d = prepare_shape(shape, work, False)
-    if weights:  # vLLM loads written weights: prepare_shape writes them for QLoRA only
-        write_random_weights(d)
-    return d
-
-
-def write_random_weights(d: Path) -> None:
-    """Random bf16 weights of the folder's config.json, written once (on the GPU when there is one)."""
-    import memory_accuracy
-
-    if memory_accuracy.DRY_RUN or any(d.glob("*.safetensors")):
-        return
-    code = ("import torch, transformers as T; cfg = T.AutoConfig.from_pretrained(%r); torch.manual_seed(0); "
-            "torch.set_default_dtype(torch.bfloat16)\nwith torch.device('cuda' if torch.cuda.is_available() else "
-            "'cpu'): m = T.AutoModelForCausalLM.from_config(cfg)\nm.save_pretrained(%r)" % (str(d), str(d)))
-    subprocess.run([sys.executable, "-c", code], check=True)
+    return prepare_shape(shape, work, weights)  # weights: QLoRA quantizes them, vLLM loads them
 
 
 def job(row, mdir: Path, steps: int, device: str = "cuda") -> dict:

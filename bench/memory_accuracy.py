@@ -139,13 +139,21 @@ def prepare_shape(shape: str, work: Path, weights: bool, gpu: str = "0") -> Path
     shutil.copy(CONFIGS / shape / "config.json", d / "config.json")
     if not (d / "tokenizer.json").exists():
         tiny._train_tokenizer(tiny._generic_corpus()[:20]).save_pretrained(d)
-    if weights and not DRY_RUN and not any(d.glob("*.safetensors")):
-        code = ("import torch, transformers as T; cfg = T.AutoConfig.from_pretrained(%r); torch.manual_seed(0); "
-                "torch.set_default_dtype(torch.bfloat16)\nwith torch.device('cuda'): m = T.AutoModelForCausalLM.from_config(cfg)\n"
-                "m.save_pretrained(%r)" % (str(d), str(d)))
-        # on the GPU of the queue asking for it: building on another queue's GPU would count in its measurements
-        subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
+    if weights:
+        write_random_weights(d, gpu)
     return d
+
+
+def write_random_weights(d: Path, gpu: str = "0") -> None:
+    """Random bf16 weights of the folder's config.json, written once, in their own process (on the GPU when there
+    is one, else the CPU)."""
+    if DRY_RUN or any(d.glob("*.safetensors")):
+        return
+    code = ("import torch, transformers as T; cfg = T.AutoConfig.from_pretrained(%r); torch.manual_seed(0); "
+            "torch.set_default_dtype(torch.bfloat16)\nwith torch.device('cuda' if torch.cuda.is_available() else "
+            "'cpu'): m = T.AutoModelForCausalLM.from_config(cfg)\nm.save_pretrained(%r)" % (str(d), str(d)))
+    # on the GPU of the queue asking for it: building on another queue's GPU would count in its measurements
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "CUDA_VISIBLE_DEVICES": gpu})
 
 
 def synthetic_dataset(path: Path, tokenizer_dir: Path, seq: int, n: int, numbered: bool = True) -> None:

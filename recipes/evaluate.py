@@ -659,7 +659,6 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
         if heldout and heldout < FEW_HELDOUT:  # no verdict on a handful of conversations: the figures (46 tryouts)
             line = t("evaluate.few_figures", n=heldout, figures=metric_words(str(v.get("figures", "")), t))
         lines += [line, ""]
-        said = Evaluation(verdict=v).headline(t)
         if said is not None and v["beats"] and v.get("fell"):  # GRPO: a reward hacked — said here too
             lines += ["**" + t("evaluate.report.warning") + "** " + ctx.t(said[1]), ""]
     for caveat in Evaluation(heldout_samples=heldout).caveats():  # too few held out: said in the report too

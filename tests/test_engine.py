@@ -364,15 +364,15 @@ def test_a_step_cut_short_while_running_resumes_with_its_answers_a_failed_one_as
     p2 = Scripted([...])  # only b's question
     assert Engine(Session.load(s.path), UI(), p2, load=steps.__getitem__).run() == 1
     assert p2.asked == [] and "a.mode = full (as the step started with" in capsys.readouterr().out
-    p3 = Scripted(["same"])  # failed: why, said; the same answers chosen, nothing else asked — and it fails again
+    p3 = Scripted(["keep"])  # failed: why, said; the same answers chosen, nothing else asked — and it fails again
     assert Engine(Session.load(s.path), UI(), p3, load=steps.__getitem__).run() == 1
-    assert p3.asked == [("retry_same", "same")]
+    assert p3.asked == [("keep_answers", "keep")]
     out = capsys.readouterr()
     assert "a failed last time:" in out.err + out.out and "x/y" in out.err + out.out
     state["fail"] = False
     p4 = Scripted(["change", ..., "lora", ..., ...])  # answered again, pre-filled; mode changed
     assert Engine(Session.load(s.path), UI(), p4, load=steps.__getitem__).run() == 0
-    assert p4.asked[:3] == [("retry_same", "same"), ("n", 4), ("mode", "full")]
+    assert p4.asked[:3] == [("keep_answers", "keep"), ("n", 4), ("mode", "full")]
     assert saved(s)["steps"]["a"]["answers"]["mode"] == "lora"
 
 

@@ -651,18 +651,18 @@ class Engine:
         (False). Its error is said first."""
         if rec.error:
             self.ui.warn(i18n.t("engine.failed_before", step=name, error=_first_line(rec.error)))
-        same = self.prompter.ask(Question("retry_same", "select", "engine.retry_how",
-                                          choices=[Choice("same", msg("engine.retry_same", step=name)),
-                                                   Choice("change", msg("engine.retry_change"))]), "same", {})
-        return same == "same"
+        return self._keep_or_change("engine.retry_how", msg("engine.retry_same", step=name))
 
     def _keep_answers(self, name: str, rec: StepRecord) -> bool:
         """A step left while its questions were being answered, resumed in the wizard: keep the answers given and
         ask from the first one missing (True), or go through them all again, pre-filled (False)."""
-        how = self.prompter.ask(Question("keep_answers", "select", "engine.keep_how",
-                                         choices=[Choice("keep", msg("engine.keep_continue", n=len(rec.answers))),
-                                                  Choice("change", msg("engine.retry_change"))]), "keep", {})
-        return how == "keep"
+        return self._keep_or_change("engine.keep_how", msg("engine.keep_continue", n=len(rec.answers)))
+
+    def _keep_or_change(self, question: str, keep: Msg) -> bool:
+        """One select: the recorded answers (``keep``, the default; True) or each question again, pre-filled."""
+        return self.prompter.ask(Question("keep_answers", "select", question,
+                                          choices=[Choice("keep", keep), Choice("change", msg("engine.retry_change"))]),
+                                 "keep", {}) == "keep"
 
     def _yes_flag(self) -> str:
         """" --yes" for a run without a prompter (no terminal, --yes, demo): resume then needs it too (issue 46)."""

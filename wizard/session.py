@@ -150,6 +150,12 @@ def home() -> Path:
     return Path(os.environ.get("YICHUI_HOME") or Path.home() / ".yichui").expanduser().resolve()
 
 
+def own_run_dir(sid: str) -> Path:
+    """The run folder session ``sid`` may write into and delete: YICHUI_HOME/runs/<sid>, resolved — never a folder
+    a hand-edited ``run_dir`` merely names."""
+    return (home() / "runs" / sid).resolve()
+
+
 def sessions_dir(h: Path | None = None) -> Path:
     return (h or home()) / "sessions"
 

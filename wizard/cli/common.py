@@ -114,10 +114,18 @@ def _cpu_deepspeed() -> None:
 
 
 def load_locked(ref: str | None, unfinished: bool = False):
-    from wizard.session import Session, SessionError, find
+    """The session a command will run (resume, serve start), locked. It writes logs, checkpoints and exports into its
+    run folder: only its own under YICHUI_HOME, never a folder a hand-edited run_dir names (the tester's N12:
+    training wrote into /tmp/…/victim) — refused in one line, exit 2, nothing written."""
+    from wizard.session import Session, SessionError, find, own_run_dir
 
     try:
         s = Session.load(find(ref, unfinished=unfinished))
+    except SessionError as e:
+        raise refused(e)
+    if s.run_dir.resolve() != own_run_dir(s.id):
+        raise fail("cli.resume.odd_run_dir", path=str(s.path), run=str(s.run_dir), expected=str(own_run_dir(s.id)))
+    try:
         s.lock()
     except SessionError as e:
         raise refused(e)

@@ -124,14 +124,7 @@ def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.demo_tas
 def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = YesOpt,
            set_: Optional[List[str]] = SetOpt):
     overrides = parse_sets(set_)
-    s = load_locked(session, unfinished=session is None)
-    # a resume writes logs, checkpoints and exports into the run folder: only the session's own under YICHUI_HOME,
-    # never a folder a hand-edited run_dir names (the tester's N12: training wrote into /tmp/…/victim)
-    from wizard.session import home
-
-    expected = (home() / "runs" / s.id).resolve()
-    if s.run_dir.resolve() != expected:
-        raise fail("cli.resume.odd_run_dir", path=str(s.path), run=str(s.run_dir), expected=str(expected))
+    s = load_locked(session, unfinished=session is None)  # its own run folder only (load_locked)
     given = (ctx.obj or {}).get("lang")
     if given:  # the latest explicit choice is the session's language from now on
         s.lang = given
@@ -294,7 +287,7 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     from recipes import jobs
     from wizard.session import Session, SessionError, find
 
-    from wizard.session import home, sessions_dir
+    from wizard.session import own_run_dir, sessions_dir
 
     if not session.strip():  # an empty SESSION ("$ID" unset) would mean the newest one: never for a deletion
         raise fail("cli.delete.no_session")
@@ -324,7 +317,7 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     # "" or YICHUI_HOME would have taken the current folder or every session with it)
     if path.resolve().parent != sessions_dir().resolve() or path.is_symlink():
         raise fail("cli.delete.not_in_home", path=str(path), sessions=str(sessions_dir()))
-    expected = (home() / "runs" / path.stem).resolve()
+    expected = own_run_dir(path.stem)
     run_dir = s.run_dir if s is not None else None
     if run_dir is not None and (not str(run_dir).strip() or run_dir.resolve() != expected):
         raise fail("cli.delete.odd_run_dir", path=str(path), run=str(run_dir), expected=str(expected))
