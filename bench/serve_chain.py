@@ -3,6 +3,7 @@
 
     python bench/serve_chain.py run --work /root/chain --results /root/results [--engine vllm]
     python bench/serve_chain.py report RESULTS_DIR --md bench/results/DATE-serve-h200.md
+    python bench/serve_chain.py warm --work W --results R [--session SID] [--targets merged,other-weights,bnb-4bit]
     python bench/serve_chain.py run --dry-run --work W --results R [...]   (CPU: each phase's `yichui` command, its
                                     --set keys checked as `yichui run` checks them; nothing built or started)
 
@@ -26,6 +27,11 @@ is recorded with its error and the next one still runs):
    serves them all at once beside its server; another engine serves them one at a time on a GPU of its own.
 6. ``holdout`` (``--holdout``): a model shape not used for the calibration (random weights, not trained) served alone
    with CUDA graphs: the engine's KV-cache size against the memory model's prediction.
+7. ``warm`` (``--warm merged,other-weights,bnb-4bit``, or the ``warm`` command in a later device call on the same
+   machine): issue 48's time to the first answer again, the chain's server stopped — the same merged model, the base
+   (other weights of the same shape) and an export, each deployed alone as the chain's server was (CUDA graphs with
+   ``--graphs``), with the engine's kernel caches the chain's first start left under YICHUI_HOME/cache/kernels; each
+   row has the deploy step's start phases, the parity gate's figures and the cache's size before and after.
 
 Environment: ``YICHUI_HOME`` (the sessions), ``YICHUI_ENVS`` (the engines' environments), and ``yichui`` beside
 ``sys.executable``.
@@ -289,7 +295,7 @@ def chain_sets(a, base_dir: Path, more: dict | None = None) -> dict:
             else "127.0.0.1", "deploy.port": a.port, "deploy.cuda_graphs": "yes" if a.graphs else "no",
             "deploy.gpu_memory_utilization": a.util, "deploy.engine_args": engine_args(a, a.engine),
             "evaluate.heldout": "training", "evaluate.heldout_samples": 16, "evaluate.max_new_tokens": 64,
-            "evaluate.generate_with": "engine"}
+            "evaluate.generate_with": a.eval_with}
     if a.engine == "transformers":
         for k in ("deploy.cuda_graphs", "deploy.gpu_memory_utilization", "deploy.engine_args"):
             sets.pop(k)
@@ -300,10 +306,12 @@ def chain_sets(a, base_dir: Path, more: dict | None = None) -> dict:
 
 def chain(a, base_dir: Path, results: Path, more: dict | None = None) -> dict:
     argv = run_argv("finetune", chain_sets(a, base_dir, more))
+    cache = kernel_cache_bytes()
     t0 = time.time()
     rc = sh(argv, results / "chain.log", timeout=3600)
     sid = newest_session(t0 - 1)
-    out = {"rc": rc, "wall_seconds": round(time.time() - t0, 1)}
+    out = {"rc": rc, "wall_seconds": round(time.time() - t0, 1), "kernel_cache_bytes_before": cache,
+           "kernel_cache_bytes_after": kernel_cache_bytes()}
     if sid:
         out |= summary(session(sid))
     return out
@@ -559,6 +567,82 @@ def holdout_sets(a, engine: str, port: int, model_dir: str) -> dict:
             "deploy.engine_args": engine_args(a, engine)}
 
 
+# ---- 7. time to serve again (issue 48) ---------------------------------------------------------------------
+
+WARM_TARGETS = "merged,other-weights,bnb-4bit"
+
+
+def kernel_cache_bytes() -> int:
+    """Bytes under YICHUI_HOME/cache/kernels (recipes/serving/engines.py kernel_cache_env): 0 before any engine's
+    first start on this machine."""
+    root = home() / "cache" / "kernels"
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+
+
+def warm_sets(a, target: str, port: int, base_dir: str) -> tuple[dict, tuple[str, ...]]:
+    """The answers of one warm deploy and the options before them: ``other-weights`` deploys the base folder (the
+    same shape, other weights) as a new session; the others (``merged``, an export, ``adapter``) ``--from`` the
+    chain's session (``CHAIN-SESSION``: filled in by the caller). Served as the chain's server was: bound beyond
+    loopback with a key, CUDA graphs as ``--graphs``, the same share of the GPU."""
+    common = {"deploy.backend": a.engine, "deploy.host": "0.0.0.0" if a.engine != "transformers" else "127.0.0.1",
+              "deploy.port": port, "deploy.cuda_graphs": "yes" if a.graphs else "no",
+              "deploy.gpu_memory_utilization": a.util, "deploy.engine_args": engine_args(a, a.engine)}
+    if a.engine == "transformers":
+        for k in ("deploy.cuda_graphs", "deploy.gpu_memory_utilization", "deploy.engine_args"):
+            common.pop(k)
+    if target == "other-weights":
+        return {"select_model.source": "local", "select_model.path": base_dir, "deploy.model": "merged"} | common, ()
+    return {"deploy.model": target} | common, ("--from", "CHAIN-SESSION")
+
+
+def warm(a, chain_sid: str, base_dir: str, results: Path, target: str, port: int) -> dict:
+    """One deploy after the chain's (its server stopped): the command's wall time to its end (the engine started,
+    a reply and a streamed one, the parity gate), the deploy step's outputs, the kernel cache before and after;
+    the server stopped after."""
+    sets, more = warm_sets(a, target, port, base_dir)
+    more = tuple(chain_sid if x == "CHAIN-SESSION" else x for x in more)
+    cache = kernel_cache_bytes()
+    t0 = time.time()
+    rc = sh(run_argv("deploy", sets, *more), results / f"warm-{target}.log", timeout=a.deploy_timeout)
+    out = {"target": target, "rc": rc, "wall_seconds": round(time.time() - t0, 1), "kernel_cache_bytes_before": cache,
+           "kernel_cache_bytes_after": kernel_cache_bytes()}
+    sid = newest_session(t0 - 1)
+    if sid and sid != chain_sid:
+        d = session(sid)
+        out |= summary(d)
+        if d["steps"]["deploy"]["status"] != "done":
+            keep_log(d, results, f"warm-{target}")
+        sh([YICHUI, "serve", "stop", sid], results / "stop.log", timeout=120)
+    return out
+
+
+def warm_all(a, chain_sid: str, base_dir: str, results: Path) -> None:
+    """Every ``--warm`` target in turn, each alone on the GPU (every server stopped before it)."""
+    for i, target in enumerate(t for t in a.warm.split(",") if t):
+        stop_servers(results)
+        phase(results, "warm", warm, a, chain_sid, base_dir, results, target, a.port + 70 + i)
+
+
+def cmd_warm(a) -> None:
+    """Phase 7 alone, in a later device call on the machine that ran the chain (its YICHUI_HOME, its kernel
+    caches): ``--session`` or the newest finetune session whose deploy step is done."""
+    results = Path(a.results)
+    results.mkdir(parents=True, exist_ok=True)
+    sid = a.session
+    if not sid:
+        done = [p for p in (home() / "sessions").glob("*.json")
+                if (d := json.loads(p.read_text())).get("task") == "finetune"
+                and d["steps"].get("deploy", {}).get("status") == "done"]
+        if not done:
+            raise SystemExit(f"no finetune session with its deploy step done under {home()}")
+        sid = max(done, key=lambda p: p.stat().st_mtime).stem
+    base_dir = session(sid)["steps"]["select_model"]["answers"]["path"]
+    a.warm = a.targets
+    warm_all(a, sid, base_dir, results)
+    stop_servers(results)
+    row(results, "done")
+
+
 def versions(a) -> dict:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -611,6 +695,9 @@ def dry_run(a, results: Path, work: Path) -> None:
     for i, engine in enumerate(e for e in (a.holdout_engines.split(",") if a.holdout else []) if e):
         dry_row(results, "holdout", "deploy", holdout_sets(a, engine, a.port + 50 + i,
                                                            str(work / Path(a.holdout).name)))
+    for i, target in enumerate(t for t in a.warm.split(",") if t):
+        sets, more = warm_sets(a, target, a.port + 70 + i, base)
+        dry_row(results, "warm", "deploy", sets, *more)
 
 
 def cmd_run(a) -> None:
@@ -634,6 +721,8 @@ def cmd_run(a) -> None:
         phase(results, "server:merged", check_server, sid, results, "merged")
         if a.load_requests:
             phase(results, "load", load, a, sid, results)
+        if a.warm:
+            warm_all(a, sid, str(base.get("dir") or work / Path(a.shape).name), results)
     for i, engine in enumerate(e for e in a.format_engines.split(",") if e):
         if engine != a.engine:
             stop_servers(results)  # another engine's servers start on a GPU of their own
@@ -711,6 +800,30 @@ def root_cause(results: Path, label: str) -> str | None:
         return None
     first = next((x for x in log.read_text(errors="replace").splitlines() if re.match(r"^[\w.]*(Error|Exception): ", x)), None)
     return f"`{first.strip()}` (engine log)" if first else None
+
+
+def time_to_serve(starts: list[tuple[str, dict]]) -> list[str]:
+    """The table of deploys: the kernel cache found (MiB), the engine's start phases as the deploy step saw them
+    (seconds after the engine's start), the deploy step's wall seconds and yichui's own share of them (the step less
+    the engine's start), the parity gate's prompt check and greedy match."""
+    out = ["| deploy | kernel cache found (MiB) | engine start phases (s) | engine ready (s) | deploy step (s) | "
+           "yichui's own (s) | prompt parity | greedy tokens |", "|---|---:|---|---:|---:|---:|---|---|"]
+    for name, r in starts:
+        d = r.get("deploy") or {}
+        phases = d.get("start_phases") or {}
+        ready, step = d.get("start_seconds"), (r.get("step_seconds") or {}).get("deploy")
+        own = round(step - ready, 1) if ready is not None and step is not None else None
+        par = d.get("parity") or {}
+        prompt = ("same" if par.get("prompt_ok") else "DIFFERS") + (" (ids)" if par.get("by_ids") else " (count)") \
+            if par else "—"
+        greedy = ("same" if par.get("greedy_match") else "differ") if par else "—"
+        failed = next(iter((r.get("errors") or {}).values()), f"rc {r.get('rc')}")
+        err = "" if d else f" (failed: {failed})"
+        found = r.get("kernel_cache_bytes_before")
+        out.append(f"| {name}{err[:200]} | {'—' if found is None else f'{found / 2**20:,.0f}'} | "
+                   + " → ".join(f"{k} {v}" for k, v in phases.items()) + f" | {ready if ready is not None else '—'} | "
+                   f"{step if step is not None else '—'} | {own if own is not None else '—'} | {prompt} | {greedy} |")
+    return out
 
 
 def cmd_report(a) -> None:
@@ -796,6 +909,10 @@ def cmd_report(a) -> None:
                 ratio = f"{e['requests_per_s'] / t['requests_per_s']:.1f}×" if label == "vLLM" else ""
                 lines.append(f"| {r['concurrency']} | {label} | {r['ok']}/{r['requests']} | {r['requests_per_s']} | "
                              f"{r['p50_s']} | {r['p99_s']} | {r['completion_tokens_per_s']} | {ratio} |")
+    starts = ([("chain's deploy", chain)] if chain.get("deploy") else []) + \
+        [(f"again: {w.get('target')}", w) for w in by.get("warm", [])]
+    if starts:
+        lines += ["", "### Time to the first answer, first start and again (issue 48)", ""] + time_to_serve(starts)
     if not chain.get("step_seconds"):
         print("\n".join(lines))
         return
@@ -839,6 +956,18 @@ def main() -> None:
     r.add_argument("--stagger", type=float, default=20.0, help="seconds between the format servers' starts")
     r.add_argument("--dry-run", action="store_true", help="each phase's command with its answers checked, to "
                    "rows.jsonl; nothing built or started")
+    r.add_argument("--eval-with", default="engine", help="evaluate.generate_with: engine (a second server for the "
+                   "base) or transformers (in-process)")
+    r.add_argument("--warm", default="", help=f"phase 7's deploys after the chain's (comma list, e.g. {WARM_TARGETS})")
+    w = sub.add_parser("warm", parents=[common], help="phase 7 alone, after a `run` on this machine")
+    w.add_argument("--session", default="", help="the chain's session (default: the newest finetune session "
+                   "whose deploy is done)")
+    w.add_argument("--targets", default=WARM_TARGETS)
+    w.add_argument("--engine", default="vllm")
+    w.add_argument("--port", type=int, default=8100)
+    w.add_argument("--util", type=float, default=0.5)
+    w.add_argument("--graphs", action="store_true")
+    w.add_argument("--deploy-timeout", type=float, default=480)
     o = sub.add_parser("one", parents=[common], help="one engine on a random-weight shape: deploy, server checks, "
                        "KV cache")
     o.add_argument("--serve", required=True, help="the engine")
@@ -849,7 +978,7 @@ def main() -> None:
     p.add_argument("results")
     p.add_argument("--md")
     a = ap.parse_args()
-    {"run": cmd_run, "report": cmd_report, "one": cmd_one}[a.cmd](a)
+    {"run": cmd_run, "report": cmd_report, "one": cmd_one, "warm": cmd_warm}[a.cmd](a)
 
 
 if __name__ == "__main__":

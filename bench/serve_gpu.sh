@@ -12,6 +12,8 @@
 #   bash bench/serve_gpu.sh vlm [RUN ARGS]        vlm_chain.py run (a vision-language model's chain), detached likewise
 #   bash bench/serve_gpu.sh chaos [RUN ARGS]      chaos_gpu.py run (mid-training OOM, kill -9 chaos), detached likewise
 #   bash bench/serve_gpu.sh wait SECONDS          follow it until done or SECONDS pass; results to $OUT
+#   bash bench/serve_gpu.sh warm [WARM ARGS]      serve_chain.py warm in the foreground (the deploys again, after a
+#                                                 `start` in an earlier call on this machine); results to $OUT
 set -uo pipefail
 R=${YG_ROOT:-/root/yichui-gpu}; PARTS=${YG_PARTS:-/root/parts-carry}
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +27,7 @@ site() { "$1" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 # not the image venv's torch, so each venv made here gets the image's site-packages through a .pth, after its own
 layer() { python3 -m venv --without-pip "$1" && python3 -c 'import site; print(site.getsitepackages()[0])' \
             > "$(site "$1/bin/python")/image-site.pth"; }
-case "${1:?setup|start|one|wait}" in
+case "${1:?setup|start|one|warm|wait}" in
   setup)
     t0=$(date +%s)
     mkdir -p $R && cat $PARTS/part-* | tar -x -C $R || exit 3   # → $R/carry/{stack,vllm,llmc}.tar.xz
@@ -68,6 +70,11 @@ case "${1:?setup|start|one|wait}" in
       > $RES/driver.log 2>&1 < /dev/null &
     echo $! > $RES/driver.pid
     echo "started pid $!" ;;
+  warm)
+    shift; mkdir -p $RES
+    (cd $R/src && $R/venv/bin/python bench/serve_chain.py warm --work $WORK --results $RES "$@" >> $RES/warm.log 2>&1)
+    tail -c 2000 $RES/warm.log
+    [ -n "${OUT:-}" ] && tar -czf "$OUT/$(basename $RES).tgz" -C "$(dirname $RES)" "$(basename $RES)" && ls -la "$OUT" ;;
   wait)
     end=$(( $(date +%s) + ${2:-60} ))
     # until the driver writes "done", dies (a crashed or never-started driver must not hold the GPU for SECONDS) or

@@ -463,7 +463,8 @@ GPU_ONLY = {"export.formats", "export.serve_with", "deploy.backend", "deploy.mod
 
 
 @script("serve_chain.py", lambda tmp, fx: ["run", "--dry-run", "--work", tmp / "work", "--results", tmp / "results",
-                         "--format-engines", "vllm,sglang", "--holdout-engines", "vllm,lmdeploy"])
+                         "--format-engines", "vllm,sglang", "--holdout-engines", "vllm,lmdeploy",
+                         "--warm", "merged,other-weights,bnb-4bit", "--graphs"])
 def test_serve_chain_dry_run(ran):
     _, tmp = ran
     rows = jsonl(tmp / "results" / "rows.jsonl")
@@ -478,6 +479,11 @@ def test_serve_chain_dry_run(ran):
     holdout = [r for r in rows if r["phase"] == "holdout"]
     assert [x for r in holdout for x in r["argv"] if x.startswith("deploy.backend=")] == \
         ["deploy.backend=vllm", "deploy.backend=lmdeploy"]
+    warm = [r for r in rows if r["phase"] == "warm"]  # issue 48: served again as the chain's server was
+    assert [r["argv"][5:7] for r in warm] == [["--from", "CHAIN-SESSION"], ["--set", "select_model.source=local"],
+                                              ["--from", "CHAIN-SESSION"]]
+    assert all("deploy.cuda_graphs=yes" in r["argv"] and "deploy.host=0.0.0.0" in r["argv"] for r in warm)
+    assert all(set(r["refused_here"]) <= GPU_ONLY for r in warm)
     assert not list((tmp / "work").glob("*/config.json"))  # no model built
 
 

@@ -45,12 +45,13 @@ FIT_GPU = "NVIDIA H200"
 # seconds per unit of each term on the H200, fitted by bench/fit_speed.py (non-negative, least absolute relative
 # error) on the shapes of bench/results/2026-12-04-speed-model-h200.md not held out; a term the fit set
 # to 0 is one the rows could not tell from the others
-SECONDS_PER = {"activation_bytes_compiled": 0, "activation_bytes_eager": 0, "adapter_bytes_compiled": 1.093e-12,
-               "adapter_bytes_eager": 0, "adapter_launches_compiled": 6.933e-05, "adapter_launches_eager": 0.0002636,
-               "attention_flop": 2.065e-15, "checkpointed_layers": 0.0007249, "dequant_bytes": 1.046e-12,
-               "dropout_bytes": 9.723e-14, "layer_launches_compiled": 0, "layer_launches_eager": 0.0004402,
-               "logits_bytes": 0, "master_cast_bytes": 1.037e-12, "matmul_flop": 1.495e-15, "optimizer_bytes": 0,
-               "optimizer_tensors": 0, "recompute_flop": 1.118e-15, "step": 0.058, "weight_bytes": 0}
+SECONDS_PER = {"activation_bytes_compiled": 0, "activation_bytes_eager": 0, "adapter_bytes_compiled": 1.089e-12,
+               "adapter_bytes_eager": 9.922e-15, "adapter_launches_compiled": 6.908e-05,
+               "adapter_launches_eager": 0.0002531, "attention_flop": 2.108e-15, "checkpointed_layers": 0.0006998,
+               "dequant_bytes": 0, "dropout_bytes": 1.34e-13, "layer_launches_compiled": 0,
+               "layer_launches_eager": 0.0004433, "logits_bytes": 0, "master_cast_bytes": 1.026e-12,
+               "matmul_flop": 1.494e-15, "optimizer_bytes": 0, "optimizer_tensors": 0, "quant_launches": 0.000204,
+               "recompute_flop": 1.132e-15, "step": 0.05806, "weight_bytes": 0}
 # the unsloth backend ÷ the eager trainer, medians of the same job (bench/results/2026-12-02-train-jobs-h200.md,
 # 2026-12-02-unsloth-backend-h200): 8B QLoRA r16 @4096 on the backend itself (five runs); 7B LoRA r16 @2048 and the
 # 1.5B full fine-tune @2048 mb4 from unsloth's own loop × 0.947 (the backend's speed over that loop's). Not in the
@@ -121,6 +122,9 @@ def speed_terms(shape: memory.Shape, t: TrainingSpec) -> tuple[dict[str, float],
         adapter_launches_*  adapted modules per pass: LoRA's extra kernels and peft's Python around them
         master_cast_bytes   fp32 master weights: cast to bf16 on every pass (6 bytes per parameter: read 4, write 2)
         dequant_bytes       QLoRA: NF4 → bf16 dequantization of N_lin on every pass (½ byte read, 2 written)
+        quant_launches      QLoRA: every 4-bit linear module per pass (adapted or not): bitsandbytes' Linear4bit
+                            runs its own Python and a dequantization kernel per call, whatever the module's size —
+                            what makes a small shape's QLoRA step host-bound
         checkpointed_layers activation checkpointing: L checkpointed layers (the RNG state saved and restored, the
                             forward's Python run again)
         recompute_flop      activation checkpointing: the recomputed forward's 2·N_lin·T priced on its own (it runs
@@ -160,6 +164,7 @@ def speed_terms(shape: memory.Shape, t: TrainingSpec) -> tuple[dict[str, float],
         "adapter_launches_compiled": modules * passes if compiled else 0,
         "master_cast_bytes": 6 * shape.n_params * passes if (full and t.master_weights == "fp32") else 0,
         "dequant_bytes": 2.5 * n_lin * passes if t.method == "qlora" else 0,
+        "quant_launches": sum(x.count for x in shape.linears.values()) * passes if t.method == "qlora" else 0,
         "checkpointed_layers": shape.layers if t.activation_checkpointing else 0,
         "recompute_flop": 2 * n_lin * T if t.activation_checkpointing else 0,
     }
