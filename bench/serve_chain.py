@@ -957,7 +957,7 @@ def main() -> None:
     r.add_argument("--dry-run", action="store_true", help="each phase's command with its answers checked, to "
                    "rows.jsonl; nothing built or started")
     r.add_argument("--eval-with", default="engine", help="evaluate.generate_with: engine (a second server for the "
-                   "base) or transformers (in-process)")
+                   "base) or local (in-process)")
     r.add_argument("--warm", default="", help=f"phase 7's deploys after the chain's (comma list, e.g. {WARM_TARGETS})")
     w = sub.add_parser("warm", parents=[common], help="phase 7 alone, after a `run` on this machine")
     w.add_argument("--session", default="", help="the chain's session (default: the newest finetune session "
