@@ -5,6 +5,7 @@ and report predicted beside measured tokens/s, the held-out shapes apart.
     python bench/fit_speed.py [--md PATH] [--print-constants] [ROWS.jsonl ...]
     python bench/fit_speed.py --families [--md PATH]     (the other families: speed and memory, all held out)
     python bench/fit_speed.py --unsloth ROWS.jsonl … [--gpu NAME]   (the unsloth set: each backend beside the other)
+    python bench/fit_speed.py --check ROWS.jsonl … [--gpu NAME]     (rows of another day or GPU against the model)
 
 Rows: bench/speed_grid.py's (default: bench/results/2026-12-04-speed-model-h200/). One measured figure per row id =
 the median of its runs (a run's figure is the median tokens/s of its steps after the first three). The model is linear
@@ -202,6 +203,33 @@ def unsloth_pairs(paths, gpu: str = planner.FIT_GPU) -> tuple[str, list[dict]]:
     return "\n".join(head + ["", *lines]), out
 
 
+def check(paths, gpu: str = planner.FIT_GPU, seconds_per: dict | None = None) -> tuple[str, list[dict]]:
+    """Rows of another day or GPU (speed_grid's, e.g. ``--set qlora``) against the planner's prediction for ``gpu``
+    (planner.tokens_per_s: the committed constants, or ``seconds_per``), each labelled by whether its shape is one
+    the constants were fitted on; per row every run and their median. Returns (markdown, rows)."""
+    rows = load(paths)
+    out = []
+    lines = ["| row | runs (tokens/s) | median | predicted | error | |", "|---|---|---:|---:|---:|---|"]
+    for rid, r in sorted(rows.items(), key=lambda kv: (kv[1]["shape"] in HELD_OUT, kv[0])):
+        sh, t = shape(r["shape"]), spec(r)
+        if seconds_per is None:
+            p = planner.tokens_per_s(sh, t, gpu)
+        else:
+            p = planner.sequences_per_record(t) * r["batch"] * r["seq"] / planner.step_seconds(sh, t, gpu, seconds_per)
+        d = {"id": rid, "shape": r["shape"], "held_out": r["shape"] in HELD_OUT, "error": p / r["tokens_per_s"] - 1,
+             "spread": max(r["runs"]) / min(r["runs"]) - 1}
+        out.append(d)
+        lines.append(f"| {rid} | {', '.join(f'{v:,.0f}' for v in r['runs'])} | {r['tokens_per_s']:,.0f} | {p:,.0f} | "
+                     f"{d['error']:+.1%} | {'held out' if d['held_out'] else 'fitted shape'} |")
+    head = [f"- held-out shapes: {summary([d['error'] for d in out if d['held_out']])}",
+            f"- fitted shapes: {summary([d['error'] for d in out if not d['held_out']])}"]
+    spread = [d["spread"] for d in out if d["spread"] > 0]
+    if spread:
+        head.append(f"- rows run twice ({len(spread)}): the faster run over the slower by "
+                    f"{statistics.median(spread):.0%} median, {max(spread):.0%} at most")
+    return "\n".join(head + ["", *lines]), out
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("rows", nargs="*")
@@ -210,8 +238,15 @@ def main() -> None:
     p.add_argument("--refit", action="store_true", help="report the fit made now instead of the planner's constants")
     p.add_argument("--families", action="store_true", help="the other families' rows (FAMILIES): speed and memory")
     p.add_argument("--unsloth", action="store_true", help="speed_grid's unsloth set: each backend beside the other")
-    p.add_argument("--gpu", default=planner.FIT_GPU, help="the GPU the rows ran on (--unsloth)")
+    p.add_argument("--check", action="store_true", help="ROWS of another day or GPU against the committed model")
+    p.add_argument("--gpu", default=planner.FIT_GPU, help="the GPU the rows ran on (--unsloth, --check)")
     a = p.parse_args()
+    if a.check:
+        text = check(a.rows, a.gpu)[0]
+        print(text)
+        if a.md:
+            Path(a.md).write_text(text + "\n")
+        return
     if a.unsloth:
         text = unsloth_pairs(a.rows, a.gpu)[0]
         print(text)

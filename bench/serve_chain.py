@@ -44,6 +44,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -743,6 +744,9 @@ def memory_rows(results: Path) -> list[dict]:
     rows = [json.loads(x) for x in (results / "rows.jsonl").read_text().splitlines() if x.strip()]
     env = next((r for r in rows if r["phase"] == "env"), {})
     format_util = (env.get("args") or {}).get("format_util", 0.1)  # runs before args were recorded: the default
+    # the GPU as nvidia-smi named it ("NAME, TOTAL MiB, DRIVER"); runs before it was recorded: the H200
+    gpu = [x.strip() for x in str(env.get("gpu") or "NVIDIA H200, 143771 MiB").split(",")]
+    gpu_name, total_gib = gpu[0].removesuffix(" HBM3"), float(gpu[1].split()[0]) / 1024
     shapes = {k: memory.shape_from_config(json.loads((CONFIGS / k / "config.json").read_text()))
               for k in ("qwen2.5-0.5b", "qwen2.5-1.5b")}
     fmt_key = {"gptq-w4a16": "gptq", "awq-w4a16": "awq", "fp8-dynamic": "fp8", "bnb-4bit": "bnb4"}
@@ -754,6 +758,9 @@ def memory_rows(results: Path) -> list[dict]:
             for f, o in r.get("formats", {}).items():
                 if (o.get("deploy") or {}).get("kv_cache"):
                     runs.append((f, "formats", "qwen2.5-0.5b", f, o["deploy"], o.get("deploy_args") or []))
+        elif r["phase"] == "warm" and (r.get("deploy") or {}).get("kv_cache"):  # served again (issue 48)
+            fmt = "merged" if r["target"] == "other-weights" else r["target"]
+            runs.append((f"{r['target']} again", "fit", "qwen2.5-0.5b", fmt, r["deploy"], r.get("deploy_args") or []))
         elif r["phase"] == "holdout" and (r.get("deploy") or {}).get("kv_cache"):
             shape = Path((r.get("model") or {}).get("shape") or "qwen2.5-1.5b").name
             runs.append(("merged", "held out" if shape != "qwen2.5-0.5b" else "fit", shape, "merged", r["deploy"],
@@ -767,8 +774,8 @@ def memory_rows(results: Path) -> list[dict]:
         eager = any(x in argv for x in ("--enforce-eager", "--disable-cuda-graph", "--eager-mode"))
         if shape not in shapes:
             continue
-        pred = memory.serving(shapes[shape], fmt_key.get(fmt, "bf16"), 143771 / 1024, util, cuda_graphs=not eager,
-                              gpu_name="NVIDIA H200", adapter_params=lora if fmt == "adapter" else 0, engine=engine)
+        pred = memory.serving(shapes[shape], fmt_key.get(fmt, "bf16"), total_gib, util, cuda_graphs=not eager,
+                              gpu_name=gpu_name, adapter_params=lora if fmt == "adapter" else 0, engine=engine)
         rep, then = dep["kv_cache"].get("reported_tokens"), dep["kv_cache"].get("predicted_tokens")
         out.append({"run": f"{engine} {name}", "kind": kind, "shape": shape, "format": fmt, "utilization": util,
                     "cuda_graphs": not eager, "reported_tokens": rep, "predicted_then": then,
@@ -824,6 +831,53 @@ def time_to_serve(starts: list[tuple[str, dict]]) -> list[str]:
                    + " → ".join(f"{k} {v}" for k, v in phases.items()) + f" | {ready if ready is not None else '—'} | "
                    f"{step if step is not None else '—'} | {own if own is not None else '—'} | {prompt} | {greedy} |")
     return out
+
+
+def tfevents_scalars(path: Path) -> dict[str, list[tuple[int, float, float]]]:
+    """Every scalar of a TensorBoard event file: tag → [(step, value, wall time)], read as the TFRecord framing
+    (8-byte length, its CRC, the record, its CRC) of tensorboardX's Event protos (the trainer's writer)."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    out: dict = {}
+    with open(path, "rb") as f:
+        while len(head := f.read(12)) == 12:
+            data = f.read(struct.unpack("<Q", head[:8])[0])
+            f.read(4)
+            e = event_pb2.Event()
+            e.ParseFromString(data)
+            for v in e.summary.value:
+                out.setdefault(v.tag, []).append((e.step, v.simple_value, e.wall_time))
+    return out
+
+
+def memory_curves(results: Path) -> list[str]:
+    """The training run's CUDA memory scalars as TensorBoard shows them (``*.tfevents`` copied into the results
+    folder from the run's train/tensorboard): each memory tag at the first steps, a tenth, half and the end, and its
+    largest value, in GiB."""
+    lines = []
+    for path in sorted(results.glob("*.tfevents")):
+        sc = {k: v for k, v in tfevents_scalars(path).items() if k.startswith("memory/")}
+        if not sc:
+            continue
+        steps = sorted({s for v in sc.values() for s, _, _ in v})
+        at = sorted({steps[0], steps[min(1, len(steps) - 1)], steps[len(steps) // 10], steps[len(steps) // 2],
+                     steps[-1]})
+        lines += ["", f"`{path.name}` ({len(steps)} steps):", "",
+                  "| GiB | " + " | ".join(f"step {s}" for s in at) + " | largest |", "|---" + "|---:" * (len(at) + 1) + "|"]
+        for tag, v in sc.items():
+            by = {s: x for s, x, _ in v}
+            lines.append(f"| {tag.split('/', 1)[1]} | " + " | ".join(f"{by[s]:.3f}" if s in by else "—" for s in at)
+                         + f" | {max(x for _, x, _ in v):.3f} |")
+        loss = tfevents_scalars(path).get("train/loss", [])
+        gaps = [(b[0], b[2] - a[2]) for a, b in zip(loss, loss[1:])]
+        if len(gaps) > 2:  # the logged steps' wall times: where the loop stalled
+            typical = statistics.median(g for _, g in gaps)
+            slow = [f"before step {st}: {g:.1f} s" for st, g in gaps if g > max(5 * typical, 1.0)]
+            lines += ["", f"Logged steps {loss[0][0]}–{loss[-1][0]}: {loss[-1][2] - loss[0][2]:.1f} s of wall time, a "
+                      f"median {typical:.2f} s between logged steps" + (f"; stalls {'; '.join(slow)}" if slow else "")]
+    return (["", "### The trainer's CUDA memory scalars in TensorBoard (GiB = 2^30 bytes)"] + lines) if lines else []
 
 
 def cmd_report(a) -> None:
@@ -913,6 +967,7 @@ def cmd_report(a) -> None:
         [(f"again: {w.get('target')}", w) for w in by.get("warm", [])]
     if starts:
         lines += ["", "### Time to the first answer, first start and again (issue 48)", ""] + time_to_serve(starts)
+    lines += memory_curves(results)
     if not chain.get("step_seconds"):
         print("\n".join(lines))
         return

@@ -457,6 +457,31 @@ def test_serve_chain_report(ran):
     assert "| 0.0 | 11.2 | 43.9 | 0.0 | 123.3 | 229.8 | 189.1 | 38.6 | 639.6 |" in out
 
 
+@script("serve_chain.py", lambda tmp, fx: ["report", RESULTS / "2026-12-06-time-to-serve-h100"])
+def test_serve_chain_reports_time_to_serve_again_and_the_memory_curves(ran):
+    """Issue 48's rows (an H100): the first start and the warm ones with their phases and parity, the KV cache
+    against the memory model on that GPU (its name and size read from the run), TensorBoard's memory scalars."""
+    out, _ = ran
+    first = table_row(out, "chain's deploy")
+    assert first[1] == "0" and first[3] == "152.8" and first[6:8] == ["same (ids)", "same"]
+    again = table_row(out, "again: merged")
+    assert float(again[1]) > 30 and float(again[3]) < 60 and again[6] == "same (ids)"
+    assert float(table_row(out, "again: bnb-4bit")[3]) < 60
+    kv = table_row(out, "vllm merged (fit)")
+    assert abs(pct(kv[9])) < 1.0  # the H100's 79.6 GiB, not an H200's
+    assert "| peak_reserved_gib | 2.982 | 3.275 | 3.777 | 3.801 | 3.801 | 3.801 |" in out  # the 200-step run
+    assert "stalls before step 2: 19.4 s" in out
+
+
+@script("fit_speed.py", lambda tmp, fx: ["--check", "--gpu", "NVIDIA H100 80GB",
+                                        *sorted((RESULTS / "2026-12-06-qlora-speed-h100").glob("*.jsonl"))])
+def test_fit_speed_checks_rows_of_another_gpu(ran):
+    out, _ = ran
+    cells = table_row(out, "mistral-7b-qlora-ckpt-s2048-b1")
+    assert cells[1] == "3,209, 3,647" and cells[2] == "3,428" and cells[5] == "held out"
+    assert re.search(r"^- held-out shapes: 6 rows: median \|error\| ", out, re.M)
+
+
 # the values this CPU machine refuses (no GPU engine, no AWQ): everything else of each command must be valid here
 GPU_ONLY = {"export.formats", "export.serve_with", "deploy.backend", "deploy.model", "deploy.gpu_memory_utilization",
             "deploy.cuda_graphs"}

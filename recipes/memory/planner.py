@@ -17,8 +17,11 @@ eager trainer is bound by launches and Python, not FLOP/s: what the single MFU c
 the FLOP terms scale by the dense bf16 peak, the byte terms by the memory bandwidth, launches and the loop stay (the
 host's; not measured beyond the H200). Liger: × LIGER_SPEEDUP; the unsloth backend: × UNSLOTH_SPEEDUP (measured on
 three jobs; on Llama-3.2-1B, held out, the backend gave 1.27–1.44× LoRA and 1.50–1.56× QLoRA against the factor's
-1.32× and 1.66×: bench/results/2026-12-06-unsloth-grid-h200.md). QLoRA on small shapes: on the same 1B rows the prediction
-was +63…+69 % over the measured tokens/s (the QLoRA terms come from two plans of 7–8B shapes) — not refitted on one shape.
+1.32× and 1.66×: bench/results/2026-12-06-unsloth-grid-h200.md). QLoRA: priced per 4-bit module and pass
+(``quant_launches``: bitsandbytes' Python and kernel launch, whatever the module's size), added after the 1B rows above
+came out +63…+69 % over; refitted on the 2026-12-04 grid alone, then on an H100 (bench/results/2026-12-06-qlora-speed-
+h100.md) three held-out shapes' QLoRA plans within −10.8 … +13.3 %, while Qwen2.5-0.5B's and 3B's (QLoRA plans not in the
+fit) stay +20 … +30 % over.
 Memory on the unsloth backend is yichui's trainer's prediction: unsloth measured at or below it on every job (8B QLoRA
 8.02 vs 8.63 GiB and the backend itself 7.88; 7B LoRA 16.39 vs 16.58 and 1.5B full 13.37 vs 13.81 with unsloth's own
 loop, not the backend), so a plan that fits is expected to keep fitting (marked approximate).
