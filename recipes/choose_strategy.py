@@ -933,9 +933,14 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                      gpus=t.data_parallel, n=n_trained))
     modelled = planner.speed_modelled(t, mem.model_shape())
     if modelled:
+        compiling = planner.compile_seconds(t)
         ctx.info(msg("choose_strategy.eta", tps=f"{per_gpu:,.0f}", gpu=gpu.name, n=t.gpus, seq=est_seq, steps=steps,
                      eta=planner.duration_text(steps * planner.sequences_per_record(t) * t.effective_batch
-                                                             * est_seq / tps)))
+                                               * est_seq / tps + compiling)))
+        if compiling:
+            ctx.info(msg("choose_strategy.eta_compile" if t.packing else "choose_strategy.eta_recompile",
+                         seconds=f"{compiling:.0f}", n=planner.RECOMPILES_UNPACKED,
+                         each=f"{planner.RECOMPILE_S:.0f}"))
     else:
         ctx.info(msg(f"choose_strategy.eta_unknown_{t.objective}" if t.objective in ("kto", "grpo") else
                      "choose_strategy.eta_unknown", steps=steps))

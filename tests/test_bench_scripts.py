@@ -310,6 +310,18 @@ def test_speed_grid_runs_its_rows_in_one_process_on_the_tiny_model(ran):
     assert full[-1] < full[0]
 
 
+@script("compile_shapes.py", lambda tmp, fx: [
+    "run", "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--variants", "eager", "--steps", 4,
+    "--work", tmp / "work", "--out", tmp / "rows.jsonl"])
+def test_compile_shapes_times_each_step_of_the_trainer_process(ran):
+    """The CPU path of issue 44/48's compile run: the trainer's own process on the bundled (unpacked) data, each
+    logged step's wall time and the stalls among them."""
+    _, tmp = ran
+    (r,) = jsonl(tmp / "rows.jsonl")
+    assert r["rc"] == 0 and r["steps"] == 4 and len(r["step_seconds"]) == 3 and r["first_step_after_start_s"] > 0
+    assert all(s > 1.0 for _, s in r["stalls"]) and r["losses"][0] is not None
+
+
 @script("speed_grid.py", lambda tmp, fx: [
     "measure", "--set", "dpo", "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--only",
     "qwen2.5-0.5b", "--rows", "qwen2.5-0.5b-lora-ckpt-s2048-b1-objectivedpo,"

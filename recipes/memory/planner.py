@@ -274,6 +274,25 @@ def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
             and t.method != "galore" and t.loss != "full")
 
 
+# compiled decoder layers' compilation on the host (bench/results/2026-12-06-compile-shapes-h100.md, one H100, Qwen2.5-
+# 0.5B's shape, LoRA): the first compile delayed the first step by 6.2 s; on unpacked data (micro-batches padded to
+# their own longest record) the layers recompiled at the 2nd and 3rd new lengths and at the first smaller micro-batch,
+# 16.6–19.3 s each (the chain's 200-step run: 18.6–20.3 s, at three steps too); fixed-length micro-batches (packing)
+# recompiled nothing after the first step (the 2026-12-04 grid's compiled rows)
+FIRST_COMPILE_S = 6.2
+RECOMPILE_S = 17.5
+RECOMPILES_UNPACKED = 3
+
+
+def compile_seconds(t: TrainingSpec) -> float:
+    """Seconds a run of ``t`` spends compiling its decoder layers, beyond its steps' time: 0 without compiled layers;
+    the first compile, and without packing RECOMPILES_UNPACKED recompilations (see the constants' source). Measured
+    on one host (an H100 machine's 16 cores): Inductor compiles on the CPU, so another host takes another time."""
+    if not t.compile_layers:
+        return 0.0
+    return FIRST_COMPILE_S + (0 if t.packing else RECOMPILES_UNPACKED * RECOMPILE_S)
+
+
 def duration_text(seconds: float) -> str:
     """``seconds`` as a person reads a duration: "45 s", "12 min", "3 h 05 min", "2 d 4 h"; under a second reads
     "1 s" (the catalogue's sentences say "about {eta}": "about < 1 s" read as a typo, issue 46)."""

@@ -7,7 +7,8 @@ an hour. The copy is the model's own config.json with ``num_hidden_layers`` (and
 ``layer_types``) cut to 2: hidden size, heads, vocabulary and embedding are the real ones. It is written as a normal
 checkpoint, so the trainer loads it through the same path as the real weights (bf16, NF4 for QLoRA), and the trainer
 is launched exactly as the train step launches it (one process, or torch.distributed.run with DeepSpeed / FSDP on
-this node), on the first records of the dataset (enough for 2 steps). Files live in ``<run>/preflight/``.
+this node), on the first records of the dataset (enough for 2 steps), except that compiled layers run eager (see
+:func:`smoke_spec`). Files live in ``<run>/preflight/``.
 """
 from __future__ import annotations
 
@@ -132,6 +133,17 @@ def _sample(dataset_path: str, n: int) -> str:
     return f"{path}#{min(n, have) if have else n}"
 
 
+def smoke_spec(plan: TrainerJob, pdir: Path, dataset_path: str) -> TrainerJob:
+    """The smoke run's job: ``plan`` on the copy in ``pdir/model`` and the sampled ``dataset_path``, STEPS steps on
+    this node, nothing kept but the last checkpoint — and eager layers even where the plan compiles them: compiling
+    cost the copy's two steps 6 + 17.5 s on an H100 (bench/results/2026-12-06-compile-shapes-h100.md), a compile
+    failure in training is recovered by the train step (it goes on eager), and eager layers hold more activation
+    memory than compiled ones, so the memory the smoke run reports does not flatter the plan."""
+    return replace(plan, model_dir=str(pdir / "model"), dataset_path=dataset_path, device="auto", max_steps=STEPS,
+                   compile_layers=False, save_steps=STEPS, save_total_limit=1, sample_question=None, save_final=False,
+                   logging_steps=1, nodes=1, hosts="", launch=secrets.token_hex(6))
+
+
 def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
     """Build the copy of the model whose small files (config, tokenizer) are in ``meta_dir``, run the trainer on it
     for STEPS steps as ``plan`` says (its trust_remote_code: the user's yes to the model's code), report. Returns the
@@ -149,10 +161,7 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
     shutil.rmtree(pdir, ignore_errors=True)  # a smoke run starts from nothing: no checkpoint to resume
     t0 = time.time()
     copy = build_copy(meta_dir, pdir / "model", plan.trust_remote_code)
-    spec = replace(plan, model_dir=str(pdir / "model"), dataset_path=_sample(plan.dataset_path, records_needed(plan)),
-                   device="auto", max_steps=STEPS,
-                   save_steps=STEPS, save_total_limit=1, sample_question=None, save_final=False, logging_steps=1,
-                   nodes=1, hosts="", launch=secrets.token_hex(6))
+    spec = smoke_spec(plan, pdir, _sample(plan.dataset_path, records_needed(plan)))
     spec = runner.with_backend(spec, ctx.home)  # the smoke run trains on the chosen backend too
     spec_path = TrainDir(pdir).spec
     spec.write(spec_path)

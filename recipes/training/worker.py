@@ -956,18 +956,23 @@ def compile_decoder_layers(model) -> int:
     (GradientCheckpointingLayer wraps the layer's forward) is traced into the compiled region. Returns the layers
     compiled.
 
+    ``YICHUI_COMPILE_DYNAMIC=1`` (bench/compile_shapes.py only): compiled for symbolic shapes from the first step
+    (``dynamic=True``) instead of torch's default, which compiles for the first shape and again, dynamic, at the
+    next one.
+
     Raises:
         RuntimeError: the model has no ``…DecoderLayer`` modules (GPT-2-style blocks): nothing would be compiled.
     """
     import torch
 
+    dynamic = True if os.environ.get("YICHUI_COMPILE_DYNAMIC") == "1" else None
     layers = [m for m in model.modules() if type(m).__name__.endswith("DecoderLayer")]
     if not layers:
         raise RuntimeError(f"compile_layers: {type(model).__name__} has no decoder layer named …DecoderLayer")
     # a graph per input shape the data brings (padded lengths) and per training/eval mode, per layer at worst
     torch._dynamo.config.recompile_limit = max(torch._dynamo.config.recompile_limit, 2 * len(layers) + 8)
     for m in layers:
-        m.compile()
+        m.compile(dynamic=dynamic)
     return len(layers)
 
 

@@ -322,6 +322,13 @@ MESSAGES = {
                                   "compares it with the measured rate).",
                             "zh": "在 {gpu} 上、每条序列 {seq} 个 token 时的预测速度：每个 GPU 约 {tps} token/秒 × {n} → "
                                   "{steps} 个优化器步约需 {eta}（速度模型的预测；在 GPU 上训练步骤会与实测速度比较）。"},
+    "choose_strategy.eta_compile": {"en": "That includes ~{seconds} s compiling the layers before the first step.",
+                                    "zh": "其中包括第一步之前编译各层的约 {seconds} 秒。"},
+    "choose_strategy.eta_recompile": {"en": "That includes ~{seconds} s compiling the layers: without packing each "
+                                            "micro-batch has its own length, and the layers compiled again {n} times "
+                                            "(~{each} s each, measured on an H100); packing avoids it.",
+                                      "zh": "其中包括编译各层的约 {seconds} 秒：不打包时每个微批长度各不相同，各层又重新编译了 {n} 次"
+                                            "（每次约 {each} 秒，在 H100 上实测）；打包可以避免。"},
     "choose_strategy.eta_unknown_kto": {"en": "{steps} optimizer steps planned; KTO's time is not predicted (its "
                                               "speed model undersold trl's measured rate by 11–52 % on the H200).",
                                         "zh": "计划 {steps} 个优化器步；不预测 KTO 的耗时（其速度模型在 H200 上比 trl 实测速度低 11–52%）。"},
