@@ -241,23 +241,12 @@ def main() -> None:
     p.add_argument("--check", action="store_true", help="ROWS of another day or GPU against the committed model")
     p.add_argument("--gpu", default=planner.FIT_GPU, help="the GPU the rows ran on (--unsloth, --check)")
     a = p.parse_args()
-    if a.check:
-        text = check(a.rows, a.gpu)[0]
-        print(text)
+    table = check(a.rows, a.gpu) if a.check else unsloth_pairs(a.rows, a.gpu) if a.unsloth else \
+        families(a.rows or FAMILIES) if a.families else None
+    if table is not None:  # one of the other reports: its table alone
+        print(table[0])
         if a.md:
-            Path(a.md).write_text(text + "\n")
-        return
-    if a.unsloth:
-        text = unsloth_pairs(a.rows, a.gpu)[0]
-        print(text)
-        if a.md:
-            Path(a.md).write_text(text + "\n")
-        return
-    if a.families:
-        text = families(a.rows or FAMILIES)[0]
-        print(text)
-        if a.md:
-            Path(a.md).write_text(text + "\n")
+            Path(a.md).write_text(table[0] + "\n")
         return
     rows = load(a.rows or DEFAULT)
     text, out = report(rows, None if a.refit else planner.SECONDS_PER)
