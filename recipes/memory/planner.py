@@ -12,7 +12,7 @@ optimizer, and the loop's fixed cost per step (:func:`speed_terms` says each one
 fitted on yichui's trainer on an H200 (SECONDS_PER: bench/fit_speed.py on
 bench/results/2026-12-04-speed-model-h200.md, ten shapes 0.5B–14B, LoRA/QLoRA/full, checkpointing on and off,
 micro-batch 1–8, 512–8192 tokens, eager and compiled; fitted on six shapes, the four others held out: median |error|
-7.1 %, worst 25.7 %, where the old curve was 1.00–2.66× optimistic, median 1.41×). At small micro-batches the
+7.5 %, worst 25.7 %, where the old curve was 1.00–2.66× optimistic, median 1.41×). At small micro-batches the
 eager trainer is bound by launches and Python, not FLOP/s: what the single MFU curve it replaces missed. Other GPUs:
 the FLOP terms scale by the dense bf16 peak, the byte terms by the memory bandwidth, launches and the loop stay (the
 host's; not measured beyond the H200). Liger: × LIGER_SPEEDUP; the unsloth backend: × UNSLOTH_SPEEDUP (measured on
