@@ -83,9 +83,9 @@ def questions(ctx: Ctx) -> list[Question]:
 
         deploys = "deploy" in recipes.TASKS.get(ctx.task, ())
         if v not in specs.SPECS and deploys:  # llama.cpp: a GGUF export target the deploy step does not launch
-            return msg("export.engine_not_deployed", engine=v, engines=", ".join(specs.ENGINES))
+            return msg("export.engine_not_deployed", engine=v, engines=", ".join(specs.ENGINES), session=ctx.session_id)
         if v in specs.GPU_ENGINES and not gpu and deploys:
-            return msg("export.engine_needs_gpu", engine=v)
+            return msg("export.engine_needs_gpu", engine=v, session=ctx.session_id)
         return None
 
     def check_data(v, a):

@@ -147,7 +147,7 @@ def run(ctx: Ctx, answers: dict) -> TrainingResult:
 
         viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
         ctx.info(msg("train.curve" if viewer else "train.curve_no_viewer", png=str(png),
-                     tb=str(TrainDir(tdir).tensorboard)))
+                     tb=str(TrainDir(tdir).tensorboard), python=sys.executable))  # the venv's, not PATH's
     from recipes.training import trackers
 
     for name in dict.fromkeys(ctx.result(StrategyChoice).job().trackers):  # where, and how to see it

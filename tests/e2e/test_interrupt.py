@@ -147,7 +147,9 @@ def test_attach_from_another_shell_follows_to_the_end(home, tmp_path):
         # the memory trend beside the loss (issue 23): one value per logging step, the process's peak on a CPU
         rss = [(step, v) for step, tag, v in scalars(events_file) if tag == "memory/cpu_peak_rss_gib"]
         assert len(rss) >= 100 and all(v > 0.05 for _, v in rss) and rss[-1][0] == 120, rss[-3:]
-        assert f"tensorboard --logdir {run_dir / 'train' / 'tensorboard'}" in yichui(home, "status", s["id"]).stdout
+        # the viewer as this environment runs it (its `tensorboard` script is not on PATH when yichui is not)
+        shown = " ".join(yichui(home, "status", s["id"]).stdout.split())
+        assert f"-m tensorboard.main --logdir {run_dir / 'train' / 'tensorboard'}" in shown, shown
         assert yichui(home, "attach").returncode == 1  # nothing is training now
     finally:
         stop_all(home)

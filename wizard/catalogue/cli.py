@@ -67,8 +67,9 @@ MESSAGES = {
     "cli.doctor.blocked": {"en": "Missing what is needed: {what}. Run the commands in the 'to fix' column, then `yichui doctor` again.",
                            "zh": "缺少必需项：{what}。请执行“修复方法”列中的命令，然后再运行 `yichui doctor`。"},
     "cli.status.tensorboard": {"en": "TensorBoard (loss, learning rate, memory/ allocated, reserved and peaks per step): "
-                                     "tensorboard --logdir {path}",
-                               "zh": "TensorBoard（损失、学习率、每步 memory/ 已分配、已保留及峰值显存）：tensorboard --logdir {path}"},
+                                     "{python} -m tensorboard.main --logdir {path}",
+                               "zh": "TensorBoard（损失、学习率、每步 memory/ 已分配、已保留及峰值显存）："
+                                     "{python} -m tensorboard.main --logdir {path}"},
     "cli.preflight": {"en": "Cannot start a session here — {what}: {fix}. (`yichui doctor` checks the whole machine.)",
                       "zh": "无法在此开始会话——{what}：{fix}。（`yichui doctor` 可检查整台机器。）"},
     "cli.doctor.torch_cpu": {"en": "{version} (CPU build)", "zh": "{version}（CPU 版本）"},
@@ -106,9 +107,10 @@ MESSAGES = {
                                    "zh": "TensorBoard 查看器，用于查看训练写出的损失与显存曲线"},
     "cli.status.tensorboard_missing": {"en": "TensorBoard events (loss, learning rate, memory/ per step): {path} — the "
                                              "viewer is not installed here: {python} -m pip install tensorboard, then "
-                                             "tensorboard --logdir {path} (or copy the folder to a machine that has it)",
+                                             "{python} -m tensorboard.main --logdir {path} (or copy the folder to a "
+                                             "machine that has it)",
                                        "zh": "TensorBoard 事件（每步损失、学习率、memory/）：{path}——此处未安装查看器："
-                                             "{python} -m pip install tensorboard，然后 tensorboard --logdir {path}"
+                                             "{python} -m pip install tensorboard，然后 {python} -m tensorboard.main --logdir {path}"
                                              "（或把目录复制到装有它的机器上）"},
     "cli.doctor.for_liger": {"en": "fused RMSNorm/RoPE/SwiGLU/cross-entropy", "zh": "融合的 RMSNorm/RoPE/SwiGLU/交叉熵"},
     "cli.doctor.for_bnb": {"en": "QLoRA (NF4), 8-bit optimizers, bnb exports", "zh": "QLoRA（NF4）、8 位优化器、bnb 导出"},

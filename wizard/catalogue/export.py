@@ -7,15 +7,15 @@ MESSAGES = {
                           "zh": "将用哪个引擎部署模型？（只提供它能加载的格式）"},
     "export.engine_not_deployed": {"en": "yichui's deploy step does not start {engine}, so this session could not "
                                          "serve that export: choose one it starts ({engines}), or export for {engine} "
-                                         "with `yichui run --task quantize --from SESSION` and serve the copy yourself.",
+                                         "with `yichui run --task quantize --from {session}` and serve the copy yourself.",
                                    "zh": "yichui 的部署步骤不会启动 {engine}，本会话无法服务该导出：请选择它能启动的引擎（{engines}），或用 "
-                                         "`yichui run --task quantize --from SESSION` 为 {engine} 导出后自行服务。"},
+                                         "`yichui run --task quantize --from {session}` 为 {engine} 导出后自行服务。"},
     "export.engine_needs_gpu": {"en": "{engine} serves on NVIDIA GPUs and this machine has none, so this session's "
                                       "deploy step could not start it: choose transformers (serves on the CPU), or "
-                                      "export for {engine} with `yichui run --task quantize --from SESSION` and "
+                                      "export for {engine} with `yichui run --task quantize --from {session}` and "
                                       "serve the copy on a GPU machine.",
                                 "zh": "{engine} 需要 NVIDIA GPU 才能服务，而本机没有，本会话的部署步骤无法启动它：请选择 transformers"
-                                      "（可在 CPU 上服务），或用 `yichui run --task quantize --from 会话` 为 {engine} 导出，"
+                                      "（可在 CPU 上服务），或用 `yichui run --task quantize --from {session}` 为 {engine} 导出，"
                                       "再在有 GPU 的机器上服务该副本。"},
     "export.engine.vllm": {"en": "vLLM", "zh": "vLLM"},
     "export.engine.sglang": {"en": "SGLang", "zh": "SGLang"},

@@ -57,10 +57,11 @@ MESSAGES = {
                                  "intact checkpoint (a finished run only saves its final adapter again).",
                            "zh": "训练结果指向的 {adapter} 已不存在：从最后一个完整的检查点重新训练（已完成的训练只会重新保存最终适配器）。"},
     "train.curve_no_viewer": {"en": "Loss curve: {png}; TensorBoard events: {tb} (the viewer is not installed: "
-                                    "pip install tensorboard — `yichui doctor` lists it)",
-                              "zh": "损失曲线：{png}；TensorBoard 事件：{tb}（未安装查看器：pip install tensorboard——"
-                                    "`yichui doctor` 会列出）"},
-    "train.curve": {"en": "Loss curve: {png}; TensorBoard: tensorboard --logdir {tb}", "zh": "损失曲线：{png}；TensorBoard：tensorboard --logdir {tb}"},
+                                    "{python} -m pip install tensorboard — `yichui doctor` lists it)",
+                              "zh": "损失曲线：{png}；TensorBoard 事件：{tb}（未安装查看器：{python} -m pip install "
+                                    "tensorboard——`yichui doctor` 会列出）"},
+    "train.curve": {"en": "Loss curve: {png}; TensorBoard: {python} -m tensorboard.main --logdir {tb}",
+                    "zh": "损失曲线：{png}；TensorBoard：{python} -m tensorboard.main --logdir {tb}"},
     "train.on_backend": {"en": "Training on the {backend} backend ({python}): its model and kernels, yichui's events and checkpoints.",
                          "zh": "使用 {backend} 后端训练（{python}）：它的模型与内核，yichui 的事件与检查点。"},
 }

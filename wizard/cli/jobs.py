@@ -120,7 +120,7 @@ def status(session: Optional[str] = SessionArg):
             import importlib.util
 
             viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
-            ui.say(T("cli.status.tensorboard", path=str(tb)) if viewer else
+            ui.say(T("cli.status.tensorboard", path=str(tb), python=sys.executable) if viewer else
                    T("cli.status.tensorboard_missing", path=str(tb), python=sys.executable))
 
 
