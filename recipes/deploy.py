@@ -198,15 +198,13 @@ def questions(ctx: Ctx) -> list[Question]:
         return None
 
     processes = ctx.result(StrategyChoice).spec().processes
-    # servers of earlier sessions (a demo run twice, a model trained again): offered to stop first, those that serve
-    # the same name ticked (issue 20, item 8)
+    # servers of earlier sessions (a demo run twice, a model trained again): offered to stop first (issue 20, item 8),
+    # none ticked — Enter stopped another session's good server when those serving the same name were (issue 46,
+    # trial E); without a prompt (--yes) nothing another session started is stopped unless --set names it (item 3)
     others = [(sid, job) for sid, job in rundir.servers(ctx.home) if sid != ctx.session_id]
-    same = _served_name(ctx)
     return [
         Question("stop_servers", "checkbox", "deploy.stop_servers", when=lambda a: bool(others), volatile=True,
-                 # asked: those serving the same name ticked; without a prompt (--yes) nothing another session started
-                 # is stopped unless --set deploy.stop_servers names it (issue 46 item 3)
-                 default=[sid for sid, job in others if server.served_name_of(job) == same] if ctx.interactive else [],
+                 default=[],
                  choices=[Choice(sid, msg("deploy.server_label", id=sid, port=server.port_of(job) or "?",
                                           model=server.served_name_of(job) or "?",
                                           gib=f"{jobs.resident_bytes(job) / 2**30:.2f}")) for sid, job in others]),

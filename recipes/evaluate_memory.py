@@ -17,7 +17,10 @@ PREFERENCE = (("lora", False), ("lora", True), ("qlora", True), ("full", True))
 
 
 def questions(ctx: Ctx) -> list[Question]:
+    from recipes.training.spec import limits
+
     gpus = memory.detect_gpus()
+    lo, hi = limits("processes")
     choices = []
     if gpus:
         choices.append(Choice("detected", f"{gpus[0]['name']} ({gpus[0]['memory_gib']} GiB) × {len(gpus)}"))
@@ -26,8 +29,9 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("target_gpu", "select", "evaluate_memory.target_gpu_serve" if ctx.task == "deploy"
                  else "evaluate_memory.target_gpu", choices=choices,
                  default="detected" if gpus else "a10-24g"),
+        # the trainer's range for processes on a node (TrainingSpec), so the strategy never refuses what this took
         Question("gpu_count", "int", "evaluate_memory.gpu_count", default=len(gpus) or 1,
-                 validate=lambda v, a: None if 1 <= v <= 1024 else msg("answer.out_of_range", lo=1, hi=1024)),
+                 validate=lambda v, a: None if lo <= v <= hi else msg("answer.out_of_range", lo=lo, hi=hi)),
     ]
 
 

@@ -321,3 +321,23 @@ def test_a_checkbox_answer_is_said_in_the_user_s_language_with_the_choices():
     rewritten = m.group(2)
     assert "同时记录到这些实验跟踪工具" in rewritten and rewritten.rstrip().endswith("甲 第一个; 乙 第二个")
     assert "done" not in after[m.start():]
+
+
+def test_commands_and_code_printed_to_copy_stay_on_one_line_at_80_columns():
+    """Issue 46, trial E: doctor's `… python -m` / `pip install tensorboard` came out on two lines (pasted, the second
+    ran the wrong pip) and deploy's Python example broke inside a string (a SyntaxError when pasted)."""
+    from wizard.console import wrap_words
+
+    py = "/tmp/trial46-E/yichui/.venv/bin/python"
+    doctor = f"  [3] tensorboard: {py} -m pip install tensorboard, then more words that need a wrap here"
+    assert any(line.strip().startswith(f"{py} -m pip install tensorboard") for line in wrap_words(doctor, 80).split("\n"))
+    logdir = "/tmp/x/home/runs/20261206-065927-ca74/train/tensorboard"
+    status = (f"TensorBoard events: {logdir} — the viewer is not installed here: {py} -m pip install tensorboard, "
+              f"then {py} -m tensorboard.main --logdir {logdir} (or copy the folder to a machine that has it)")
+    lines = wrap_words(status, 80).split("\n")
+    assert f"{py} -m tensorboard.main --logdir {logdir}" in lines  # whole, and the sentence after it wraps apart
+    code = ("From Python:\n  from openai import OpenAI\n  print(client.chat.completions.create(model='m', messages="
+            "[{'role': 'user', 'content': 'What is LoRA?'}]).choices[0].message.content)")
+    wrapped = wrap_words(code, 80).split("\n")
+    assert wrapped[2].strip().startswith("print(") and wrapped[2].endswith(".content)") and len(wrapped) == 3
+    compile(wrapped[2].strip(), "<copied>", "exec")  # pasted as printed, it is Python

@@ -340,6 +340,23 @@ def test_ctrl_c_at_a_prompt_saves_answers_and_exits_130(tmp_path, capsys):
     assert p3.asked[:3] == [("keep_answers", "keep"), ("n", 4), ("mode", "full")]
 
 
+def test_many_answers_kept_on_resume_are_said_in_one_line(tmp_path, capsys):
+    """Issue 46, trial E: "from where it stopped" printed 27 two-line notices, one per kept answer, before the next
+    question. More than three are said together: how many, their keys, where to see and change them."""
+    many = make_step("a", [Question(f"q{i}", "int", "choose_strategy.lora_rank", default=i) for i in range(6)])
+    steps = {"a": many, "b": STEP_B}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), Scripted([1, 2, 3, 4, 5, KeyboardInterrupt]), load=steps.__getitem__).run() == 130
+    capsys.readouterr()
+    p = Scripted(["keep", ..., ...])
+    assert Engine(Session.load(s.path), UI(), p, load=steps.__getitem__).run() == 0
+    out = capsys.readouterr().out
+    assert p.asked[:2] == [("keep_answers", "keep"), ("q5", 5)]
+    assert f"a: 5 answers kept as given before (q0, q1, q2, q3, q4); `yichui show {s.id}`" in " ".join(out.split())
+    assert "answered before" not in out
+
+
 def test_a_step_cut_short_while_running_resumes_with_its_answers_a_failed_one_asks_again(tmp_path, capsys):
     """Issue 46 item 9: resume asked again what the step had started running with (the download folder, "Train
     on:"). A step interrupted while running (Ctrl-C, kill -9: status running) carries on with its saved answers,
@@ -363,7 +380,8 @@ def test_a_step_cut_short_while_running_resumes_with_its_answers_a_failed_one_as
     state["interrupt"], state["fail"] = False, True
     p2 = Scripted([...])  # only b's question
     assert Engine(Session.load(s.path), UI(), p2, load=steps.__getitem__).run() == 1
-    assert p2.asked == [] and "a.mode = full (as the step started with" in capsys.readouterr().out
+    assert p2.asked == [] and "a: 4 answers kept as given before (n, mode, path, flag)" in \
+        " ".join(capsys.readouterr().out.split())
     p3 = Scripted(["keep"])  # failed: why, said; the same answers chosen, nothing else asked — and it fails again
     assert Engine(Session.load(s.path), UI(), p3, load=steps.__getitem__).run() == 1
     assert p3.asked == [("keep_answers", "keep")]

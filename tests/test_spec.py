@@ -50,3 +50,20 @@ def test_a_value_of_the_wrong_type_is_named_alone():
     with a number)."""
     t = TrainingSpec(micro_batch="lots", objective="grpo")  # type: ignore[arg-type]
     assert [(p.fields, p.refusal.key) for p in t.problems()] == [(("micro_batch",), "training.bad_number")]
+
+
+def test_the_gpu_count_question_takes_what_the_trainer_takes():
+    """Issue 46, trial E: "How many GPUs?" took 99, then the strategy step refused "processes = 99 … give 1 to 64" and
+    ended the run. The question now holds the trainer's own range, so a typo is asked again at once."""
+    import types
+
+    import recipes
+    from recipes.training.spec import limits
+    from wizard.engine import check
+
+    (q,) = [q for q in recipes.load("evaluate_memory").questions(types.SimpleNamespace(task="finetune"))
+            if q.key == "gpu_count"]
+    lo, hi = limits("processes")
+    assert check(q, str(hi), {})[1] is None and check(q, str(lo), {})[1] is None
+    refused = check(q, "99", {})[1]
+    assert refused.key == "answer.out_of_range" and refused.args["hi"] == hi == 64

@@ -103,6 +103,7 @@ def _command_starts(w: str, nxt: str) -> bool:
     base = w.rstrip("`").lstrip("(（“\"'`")
     return (base.endswith("yichui") and (nxt.strip("`),.") in _SUBCOMMANDS or nxt.startswith("-"))) \
         or (base.endswith("pip") and nxt == "install") or (base == "tensorboard" and nxt.startswith("--")) \
+        or (base.endswith(("/python", "/python3", "python")) and nxt == "-m") \
         or (w.startswith("`") and w.count("`") == 1)
 
 
@@ -115,7 +116,7 @@ def _words(line: str) -> list[str]:
     out: list[str] = []
     command = False
     for i, w in enumerate(words):
-        if command and not (w and _cjk(w[0])):
+        if command and not (w and (_cjk(w[0]) or w[0] in "(（")):  # "… --logdir PATH (or copy it …)": not the command
             out[-1] += " " + w
             command = not (any(c in w for c in "`)）。") or w.endswith((".", ",", ";", "，", "；")))
             continue
@@ -155,6 +156,10 @@ def _units(line: str) -> list[tuple[str, bool]]:
     return out
 
 
+# the indented lines of code the steps print to copy (deploy.curl, deploy.python): never broken
+_CODE = ("curl ", "from openai ", "client = ", "print(")
+
+
 def wrap_words(text: str, width: int) -> str:
     """``text`` wrapped at ``width`` terminal cells between words — and between the characters of Chinese text —
     (the terminal folded it mid-word: issue 46's tryout), each continuation indented as its line; a word or command
@@ -163,8 +168,8 @@ def wrap_words(text: str, width: int) -> str:
 
     out = []
     for line in text.split("\n"):
-        if cell_len(line) <= width:
-            out.append(line)
+        if cell_len(line) <= width or (line.startswith("  ") and line.lstrip(" ").startswith(_CODE)):
+            out.append(line)  # an indented line of code (deploy's curl and Python example) stays whole to copy
             continue
         indent = " " * (len(line) - len(line.lstrip(" ")))
         cur = indent

@@ -371,6 +371,18 @@ class Engine:
             # stopped while its questions were answered (Ctrl-C, a closed terminal): carry on from there, or again
             started = kept = self._keep_answers(name, rec)  # (the 46 tryout C: ~20 Enters to get back)
         by_key = {q.key: q for q in qs}
+        kept_now: list[tuple[str, object]] = []  # answers carried over, said together (27 lines each: trial 46-E)
+
+        def say_kept() -> None:
+            if len(kept_now) <= 3:
+                for key, v in kept_now:
+                    self.ui.say(i18n.t("engine.answered_kept" if kept else "engine.resumed_kept",
+                                       name=f"{name}.{key}", value=_shown(v)))
+            else:
+                self.ui.say(i18n.t("engine.kept_many", n=len(kept_now), step=name,
+                                   keys=", ".join(k for k, _ in kept_now), id=self.session.id))
+            kept_now.clear()
+
         i = 0
         while i < len(qs):
             q = qs[i]
@@ -408,12 +420,13 @@ class Engine:
             else:
                 value, err = check(q, raw, answers) if source == "set" else (None, None)
                 if source == "set" and err is None:  # --set wins over every source: not asked (item 11)
+                    say_kept()
                     self.ui.say(i18n.t("engine.preset", name=f"{name}.{q.key}", value=_shown(value)))
                 elif source == "resumed" and started:  # checked by _candidates
                     value = raw
-                    self.ui.say(i18n.t("engine.answered_kept" if kept else "engine.resumed_kept",
-                                       name=f"{name}.{q.key}", value=_shown(value)))
+                    kept_now.append((q.key, value))
                 else:
+                    say_kept()
                     if err is not None:
                         self.ui.warn(i18n.t("engine.preset_invalid", name=f"{name}.{q.key}", value=_clip(raw),
                                             reason=_clip(i18n.render(err), 4 * LONGEST)))
@@ -432,6 +445,7 @@ class Engine:
             earlier.pop(q.key, None)
             rec.answers[q.key] = value
             self.session.save()
+        say_kept()
         # exactly the answers used this time (stale keys of skipped questions go); secrets never reach the file
         secret = {q.key for q in qs if q.secret}
         rec.answers = {k: v for k, v in answers.items() if k not in secret}

@@ -331,3 +331,26 @@ def test_a_chat_template_changed_after_training_fails_the_parity_gate(chain):
     assert out["parity"]["prompt_served"] == out["parity"]["prompt_training"] > 10
     assert out["parity"]["greedy_match"], out["parity"]  # the same weights in the same library, on the same CPU
     jobs.read(ServeDir(chain.session.run_dir / "serve").job).stop()
+
+
+@pytest.mark.slow
+def test_another_sessions_server_is_offered_to_stop_never_ticked(chain, tmp_path):
+    """Issue 46, trial E: in a terminal the deploy step's "stop these first?" list came with the servers serving the
+    same model name ticked, and an Enter stopped another session's good server. Now it is offered, none ticked."""
+    import sys
+
+    chain.upto("deploy")
+    other = chain.session.run_dir.parent / "20990101-000000-aaaa" / "serve"
+    other.mkdir(parents=True)
+    # a server of another session answering to the same name as this session's would (transformers serve's argv)
+    job = jobs.spawn("server", [sys.executable, "-c", "import time; time.sleep(120)", "serve",
+                                "/elsewhere/tiny-qwen2-chat-lora"], other)
+    try:
+        chain.engine.prompter = object()  # in a terminal: the question is asked
+        q = chain.questions("deploy")["stop_servers"]
+        assert "20990101-000000-aaaa" in [c.value for c in q.choices]
+        assert (q.default(chain.engine.session.record("deploy").answers) if callable(q.default) else q.default) == []
+    finally:
+        chain.engine.prompter = None
+        job.stop(timeout=5)
+        shutil.rmtree(other.parent, ignore_errors=True)

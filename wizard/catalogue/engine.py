@@ -36,7 +36,11 @@ MESSAGES = {
     "engine.retry_same": {"en": "with the answers {step} ran with", "zh": "沿用 {step} 上次运行时的回答"},
     "engine.keep_how": {"en": "Its questions were being answered when the run stopped. Go on:",
                         "zh": "上次运行停止时正在回答它的问题。继续："},
-    "engine.keep_continue": {"en": "from where it stopped (the {n} answers given kept)",
+    "engine.kept_many": {"en": "{step}: {n} answers kept as given before ({keys}); `yichui show {id}` lists their "
+                               "values, `yichui resume {id} --set {step}.KEY=…` changes one.",
+                         "zh": "{step}：保留此前给出的 {n} 个回答（{keys}）；`yichui show {id}` 列出其值，"
+                               "`yichui resume {id} --set {step}.KEY=…` 可更改其中之一。"},
+    "engine.keep_continue": {"en": "from where it stopped (answers given so far kept: {n})",
                              "zh": "从停下的地方继续（保留已给出的 {n} 个回答）"},
     "engine.retry_change": {"en": "answering its questions again (pre-filled)", "zh": "重新回答它的问题（已预填）"},
     "engine.back_to_step": {"en": "Go back to {step} and answer again", "zh": "返回 {step} 重新回答"},
