@@ -730,3 +730,16 @@ def test_a_run_that_warned_does_not_end_with_all_steps_done_and_repeats_its_warn
     s2.save()
     assert Engine(s2, UI(), None, load=quiet.__getitem__).run() == 0
     assert "All steps done" in capsys.readouterr().out
+
+
+def test_a_value_the_demo_sets_itself_is_not_said_to_be_the_users_set(tmp_path, capsys):
+    """Issue 46, trial E: replaying a demo session question by question said `select_model.endpoint = http://…
+    (preset by --set)` with no --set given: the demo points the session at its own hub, new on every run."""
+    from wizard.engine import DemoSet
+
+    e, s = engine(tmp_path, Scripted([..., ..., ...]),
+                  overrides={"a": {"n": "6", "mode": "full", "path": DemoSet("http://h:1")}})
+    assert e.run() == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "a.path = http://h:1 (the demo's local hub" in out and "a.n = 6 (preset by --set)" in out
+    assert saved(s)["steps"]["a"]["answers"]["path"] == "http://h:1"

@@ -252,6 +252,11 @@ class StepContext:
         self._e.session.save()
 
 
+class DemoSet(str):
+    """A ``--set`` value the demo gives itself (its local hub's URL, new on every run), said as the demo's, not the
+    user's (a replay said "preset by --set" with no --set given: issue 46, trial E)."""
+
+
 class Engine:
     """Drives one session.
 
@@ -421,7 +426,8 @@ class Engine:
                 value, err = check(q, raw, answers) if source == "set" else (None, None)
                 if source == "set" and err is None:  # --set wins over every source: not asked (item 11)
                     say_kept()
-                    self.ui.say(i18n.t("engine.preset", name=f"{name}.{q.key}", value=_shown(value)))
+                    self.ui.say(i18n.t("engine.preset_demo" if isinstance(raw, DemoSet) else "engine.preset",
+                                       name=f"{name}.{q.key}", value=_shown(value)))
                 elif source == "resumed" and started:  # checked by _candidates
                     value = raw
                     kept_now.append((q.key, value))

@@ -59,6 +59,8 @@ MESSAGES = {
     "engine.reopened_alone": {"en": "--set changes {keys}, answered when {step} ran: {step} runs again.",
                               "zh": "--set 更改了 {keys}（{step} 运行时已回答）：{step} 将重新运行。"},
     "engine.preset": {"en": "{name} = {value} (preset by --set)", "zh": "{name} = {value}（由 --set 指定）"},
+    "engine.preset_demo": {"en": "{name} = {value} (the demo's local hub, started for this run)",
+                           "zh": "{name} = {value}（演示为本次运行启动的本地模型仓库）"},
     "engine.preset_invalid": {"en": "--set {name}={value!r} is not valid ({reason}): choose here.",
                               "zh": "--set {name}={value!r} 无效（{reason}）：请在此选择。"},
     "engine.reask": {"en": "This comes from the answers of {step}: resume asks them again.",

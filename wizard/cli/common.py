@@ -161,7 +161,9 @@ def demo_hub(ui, overrides: dict, demo=True, endpoint: str | None = None):
     demos.ensure_model(h, kind=kind)
     hub = demos.start_hub(h, endpoint)
     ui.say(T("cli.demo.hub", url=hub.url, repo=demos._builder(kind).REPO_ID))
-    overrides.setdefault("select_model", {}).setdefault("endpoint", hub.url)
+    from wizard.engine import DemoSet
+
+    overrides.setdefault("select_model", {}).setdefault("endpoint", DemoSet(hub.url))
     try:
         yield demos.answers(hub.url, demo, h)
     finally:
