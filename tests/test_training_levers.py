@@ -171,3 +171,19 @@ def test_the_smoke_run_trains_eager_layers_and_the_eta_counts_the_compilation(tm
     unpacked = planner.compile_seconds(replace(spec, packing=False))
     packed = planner.compile_seconds(replace(spec, packing=True))
     assert packed == planner.FIRST_COMPILE_S and unpacked == pytest.approx(packed + 3 * 17.5)
+
+
+def test_a_dead_trainers_log_is_said_without_its_screen_of_metric_dicts():
+    """Issue 46, trial E: after a kill -9 the error quoted ~20 of the Trainer's `{'loss': …}` lines (60 screen
+    lines). The lines that are not metrics stay (a traceback's last lines), and the last metrics line says where it
+    was."""
+    from recipes.training.runner import died_tail
+
+    log = "\n".join([f"{{'loss': '{9 - i / 10}', 'grad_norm': '1.0', 'epoch': '{i / 10}'}}" for i in range(20)]
+                    + ["Traceback (most recent call last):", "  File \"x.py\", line 1", "RuntimeError: boom"])
+    tail = died_tail(log).splitlines()
+    assert tail[:3] == ["  Traceback (most recent call last):", "    File \"x.py\", line 1", "  RuntimeError: boom"]
+    assert len(tail) == 4 and "'epoch': '1.9'" in tail[3]
+    only = died_tail("\n".join(f"{{'loss': '{i}'}}" for i in range(30))).splitlines()
+    assert only == ["  {'loss': '29'}"]
+    assert died_tail("") == "  —"

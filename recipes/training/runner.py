@@ -352,9 +352,18 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                     raise Stopped
                 # its log's last lines go with the error, said after the live view has closed (printed while it
                 # was open they ran into its border: the 46 tryout C)
-                tail = "\n".join("  " + x for x in job.log_tail(8).splitlines()) or "  —"
-                raise StepError("training.died", pid=job.pid, log=job.log, tail=tail)
+                raise StepError("training.died", pid=job.pid, log=job.log, tail=died_tail(job.log_tail(40)))
             time.sleep(POLL_S)
+
+
+def died_tail(text: str, keep: int = 8) -> str:
+    """The last lines of a dead trainer's log as said with ``training.died``, indented: its last ``keep`` lines that
+    are not the Trainer's per-step metric dicts (``{'loss': …}``: twenty of them filled a screen after a kill -9,
+    issue 46 trial E), then the last such dict — where training was when it stopped."""
+    lines = [x for x in text.splitlines() if x.strip()]
+    metrics = [x for x in lines if x.lstrip().startswith("{'")]
+    shown = [x for x in lines if not x.lstrip().startswith("{'")][-keep:] + metrics[-1:]
+    return "\n".join("  " + x for x in shown) or "  —"
 
 
 def speed_note(ctx, rates: list[float], predicted_tps: float | None) -> bool:
