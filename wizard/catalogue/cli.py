@@ -427,9 +427,11 @@ MESSAGES = {
                                "zh": "{path} 磁盘空间不足：需要 {need}，仅剩 {free}。请清理空间或换目录（--local-dir）。"},
     "cli.estimate.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, choose a mirror (--endpoint, "
                                        "or HF_ENDPOINT / MODELSCOPE_ENDPOINT), or give the model's config.json or its "
-                                       "folder: yichui estimate ./config.json.",
+                                       "folder: yichui estimate ./config.json — common models' are in {configs} "
+                                       "(e.g. yichui estimate {configs}/qwen2.5-7b).",
                                  "zh": "无法连接 {endpoint}（{error}）。请检查网络、选择镜像（--endpoint，或 HF_ENDPOINT / "
-                                       "MODELSCOPE_ENDPOINT），或直接给出模型的 config.json 或其文件夹：yichui estimate ./config.json。"},
+                                       "MODELSCOPE_ENDPOINT），或直接给出模型的 config.json 或其文件夹：yichui estimate ./config.json"
+                                       "——常见模型的配置在 {configs}（如 yichui estimate {configs}/qwen2.5-7b）。"},
     "cli.download.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, or choose a mirror "
                                        "(--endpoint, or HF_ENDPOINT / MODELSCOPE_ENDPOINT).",
                                  "zh": "无法连接 {endpoint}（{error}）。请检查网络，或选择镜像（--endpoint，或 HF_ENDPOINT / "
