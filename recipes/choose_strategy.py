@@ -935,8 +935,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     if modelled:
         compiling = planner.compile_seconds(t)
         ctx.info(msg("choose_strategy.eta", tps=f"{per_gpu:,.0f}", gpu=gpu.name, n=t.gpus, seq=est_seq, steps=steps,
-                     eta=planner.duration_text(steps * planner.sequences_per_record(t) * t.effective_batch
-                                               * est_seq / tps + compiling)))
+                     eta=planner.duration_msg(steps * planner.sequences_per_record(t) * t.effective_batch
+                                              * est_seq / tps + compiling)))
         if compiling:
             ctx.info(msg("choose_strategy.eta_compile" if t.packing else "choose_strategy.eta_recompile",
                          seconds=f"{compiling:.0f}", n=planner.RECOMPILES_UNPACKED,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass, replace
 
-from recipes.base import Refusal
+from recipes.base import Msg, Refusal, msg
 from recipes.memory import model as memory
 from recipes.training.spec import FULL_WEIGHTS, TrainingSpec
 
@@ -293,17 +293,18 @@ def compile_seconds(t: TrainingSpec) -> float:
     return FIRST_COMPILE_S + (0 if t.packing else RECOMPILES_UNPACKED * RECOMPILE_S)
 
 
-def duration_text(seconds: float) -> str:
-    """``seconds`` as a person reads a duration: "45 s", "12 min", "3 h 05 min", "2 d 4 h"; under a second reads
-    "1 s" (the catalogue's sentences say "about {eta}": "about < 1 s" read as a typo, issue 46)."""
+def duration_msg(seconds: float) -> Msg:
+    """``seconds`` as a person reads a duration, in the user's language (the catalogue's ``memory.duration.*``:
+    "约需 1 s" was left in English in the zh wizard, issue 46 trial E): "45 s", "12 min", "3 h 05 min", "2 d 4 h";
+    under a second reads "1 s" (the catalogue's sentences say "about {eta}": "about < 1 s" read as a typo)."""
     s = max(1, int(round(seconds)))
     if s < 90:
-        return f"{s} s"
+        return msg("memory.duration.s", n=s)
     if s < 90 * 60:
-        return f"{round(s / 60)} min"
+        return msg("memory.duration.min", n=round(s / 60))
     if s < 48 * 3600:
-        return f"{s // 3600} h {s % 3600 // 60:02d} min"
-    return f"{s // 86400} d {s % 86400 // 3600} h"
+        return msg("memory.duration.h_min", h=s // 3600, m=f"{s % 3600 // 60:02d}")
+    return msg("memory.duration.d_h", d=s // 86400, h=s % 86400 // 3600)
 
 
 def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: str, gpu_gib: float,

@@ -160,8 +160,15 @@ def test_the_plan_comes_with_its_speed_and_time_and_the_train_step_compares(chai
     said = capsys.readouterr().out
     assert out["planned_steps"] == 12 and out["predicted_tokens_per_s"] > 0
     assert f"{out['predicted_tokens_per_s']:,.0f} tokens/s per GPU × 1" in said and "12 optimizer steps in about" in said
-    assert planner.duration_text(45) == "45 s" and planner.duration_text(3 * 3600 + 300) == "3 h 05 min"
-    assert planner.duration_text(0.2) == "1 s" and planner.duration_text(0) == "1 s"
+    from wizard import i18n
+
+    text = lambda s: i18n.render(planner.duration_msg(s))  # noqa: E731
+    assert text(45) == "45 s" and text(3 * 3600 + 300) == "3 h 05 min" and text(0.2) == "1 s" and text(0) == "1 s"
+    i18n.set_lang("zh")
+    try:
+        assert text(45) == "45 秒" and text(3 * 3600 + 300) == "3 小时 05 分钟"
+    finally:
+        i18n.set_lang("en")
     ctx = chain.ctx("train")
     assert runner.speed_note(ctx, [900.0, 1000.0, 1100.0], 1150.0)  # 0.87×: within 20 %, nothing said
     assert "Measured" not in capsys.readouterr().out

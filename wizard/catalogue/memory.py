@@ -1,6 +1,10 @@
 """Messages of the memory model (keys ``memory.*``), English and Chinese."""
 
 MESSAGES = {
+    "memory.duration.s": {"en": "{n} s", "zh": "{n} 秒"},
+    "memory.duration.min": {"en": "{n} min", "zh": "{n} 分钟"},
+    "memory.duration.h_min": {"en": "{h} h {m} min", "zh": "{h} 小时 {m} 分钟"},
+    "memory.duration.d_h": {"en": "{d} d {h} h", "zh": "{d} 天 {h} 小时"},
     "memory.part.weights": {"en": "weights", "zh": "权重"},
     "memory.approx.vision": {"en": "vision", "zh": "视觉部分"},
     "memory.approx.moe": {"en": "moe", "zh": "MoE"},
