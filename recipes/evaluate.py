@@ -595,7 +595,8 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
             ex[m] = parts.get(f"heldout:{m}", {}).get("answers", [""] * (i + 1))[i]
         examples.append(ex)
         ctx.info(msg("evaluate.example", n=i + 1, prompt=_short(ex["prompt"]), reference=_short(ex["reference"]),
-                     answers="\n  ".join(f"{column_words(m, ctx.t)}: {_short(ex[m])}" for m in targets)))
+                     answers="\n  ".join(ctx.t("ui.label_value", label=column_words(m, ctx.t), value=_short(ex[m]))
+                                         for m in targets)))
     report, chart = write_report(ctx, edir, config, parts, targets, answers.get("benchmarks", []), examples,
                                  heldout=len(convs))
     ctx.info(msg("evaluate.report", path=str(report)))
@@ -651,7 +652,8 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
             f"{m} = {w or t('evaluate.report.in_process')}" for m, w in wheres.items())), ""]
     v = verdict(parts)
     if v and v["beats"] is not None:
-        checks = ", ".join(f"{metric_words(k, t)}: {t('evaluate.report.tie' if ok is None else 'ui.yes' if ok else 'ui.no')}"
+        checks = ", ".join(t("ui.label_value", label=metric_words(k, t),
+                             value=t('evaluate.report.tie' if ok is None else 'ui.yes' if ok else 'ui.no'))
                            for k, ok in v["checks"].items())
         said = Evaluation(verdict=v).headline(t)
         line = ctx.t(said[1]) if v.get("mixed") and said is not None else \

@@ -73,7 +73,7 @@ def show(session, ui, home: Path) -> None:
     ui.say("")
     ui.say(T("recap.title", id=session.id))
     for what, path in made(session):
-        ui.say(f"  {what}: {path}")
+        ui.say("  " + T("ui.label_value", label=what, value=path))
     running = servers(home)
     if running:
         ui.say(T("recap.running", n=len(running)))

@@ -26,7 +26,7 @@ MESSAGES = {
                        "zh": "微调后的模型在留出集上优于基座模型（{figures}）。"},
     "evaluate.mixed": {"en": "The fine-tuned model is better than the base on {better} and worse on {worse} on the "
                              "held-out set ({figures}): not a clear gain; look at the examples before using it.",
-                       "zh": "微调后的模型在留出集上 {better} 优于基座模型、{worse} 差于基座模型（{figures}）：并非明确提升；"
+                       "zh": "微调后的模型在留出集上{better}优于基座模型、{worse}差于基座模型（{figures}）：并非明确提升；"
                              "使用前请查看示例。"},
     "evaluate.few_figures": {"en": "On {n} held-out conversation(s), too few to judge, fine-tuned vs base: {figures}.",
                              "zh": "仅 {n} 条留出对话，数量太少，无法下结论；微调后 vs 基座：{figures}。"},

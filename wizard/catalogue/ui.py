@@ -20,6 +20,7 @@ MESSAGES = {
     "ui.on": {"en": "on", "zh": "开"},
     "ui.off": {"en": "off", "zh": "关"},
     "ui.yes": {"en": "yes", "zh": "是"},
+    "ui.label_value": {"en": "{label}: {value}", "zh": "{label}：{value}"},
     "ui.no": {"en": "no", "zh": "否"},
     "ui.col.endpoint": {"en": "endpoint", "zh": "地址"},
     "ui.help.help_option": {"en": "Show this message and exit.", "zh": "显示此帮助并退出。"},

@@ -406,7 +406,7 @@ def show(session: Optional[str] = SessionArg,
             shown.say(f"{name} · {status}")
             for label, text in ((T("cli.col.answers"), answers), (T("cli.col.outputs"), outputs)):
                 if text:
-                    shown.say(f"    {label}: {text}")
+                    shown.say("    " + T("ui.label_value", label=label, value=text))
     if any(x.endswith("…") for row in rows for x in row[2:]):
         new_ui().say(T("cli.show.cut", id=s.id))
     from recipes.handoff import Evaluation, ExportResult, column_words, metric_words
