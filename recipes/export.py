@@ -395,7 +395,8 @@ def _export(ctx: Ctx, answers: dict) -> ExportResult:
                     if (merged / name_).exists():
                         shutil.copy(merged / name_, tmp / name_)
             ctx.info(msg("export.checking" if adapter else "export.checking_downloaded", format=f, n=len(held)))
-            figures = _quality(merged, tmp, held, question, code)
+            with ctx.progress(msg("export.checking_progress", format=f)):  # 5-12 s with nothing shown (trial 46-E)
+                figures = _quality(merged, tmp, held, question, code)
             if merged_smoke["stopped"] and figures.get("smoke") and not figures["smoke"]["stopped"]:
                 key_, params = stop_cause(merged, tmp, question, figures, code)
                 raise StepError("export.never_stops", format=f, tokens=SMOKE_TOKENS, why=msg(key_, **params),

@@ -74,6 +74,7 @@ MESSAGES = {
                                   "zh": "下载的模型在 {limit} 个 token 内没有结束回复（“{reply}…”）：基座（非指令微调）模型不会结束对话轮次；若是指令模型，请检查其对话模板或 EOS id。各副本不再检查能否停止。"},
     "export.downloaded_stops": {"en": "The downloaded model ends its reply by itself ({tokens} tokens): “{reply}”",
                                 "zh": "下载的模型会自行结束回复（{tokens} 个 token）：“{reply}”"},
+    "export.checking_progress": {"en": "checking {format}", "zh": "正在检查 {format}"},
     "export.checking_downloaded": {"en": "Checking {format} against the downloaded model on {n} held-out samples",
                                    "zh": "正在用 {n} 个留出样本对比 {format} 与下载的模型"},
     "export.never_stops": {"en": "The {format} copy does not end its reply within {tokens} tokens where the merged model does: {why}. Drop the format (--set export.formats={formats}) or train longer.",
