@@ -116,7 +116,8 @@ def _words(line: str) -> list[str]:
     out: list[str] = []
     command = False
     for i, w in enumerate(words):
-        if command and not (w and (_cjk(w[0]) or w[0] in "(（")):  # "… --logdir PATH (or copy it …)": not the command
+        # "… --logdir PATH (or copy it …)", "… install X — `yichui doctor` …": what follows is not the command
+        if command and not (w and (_cjk(w[0]) or w[0] in "(（—–" or (w[0] == "`" and "`" not in out[-1]))):
             out[-1] += " " + w
             command = not (any(c in w for c in "`)）。") or w.endswith((".", ",", ";", "，", "；")))
             continue

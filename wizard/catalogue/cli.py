@@ -106,12 +106,13 @@ MESSAGES = {
     "cli.doctor.for_tensorboard": {"en": "TensorBoard's viewer, for the loss and memory curves training writes",
                                    "zh": "TensorBoard 查看器，用于查看训练写出的损失与显存曲线"},
     "cli.status.tensorboard_missing": {"en": "TensorBoard events (loss, learning rate, memory/ per step): {path} — the "
-                                             "viewer is not installed here: {python} -m pip install tensorboard, then "
-                                             "{python} -m tensorboard.main --logdir {path} (or copy the folder to a "
-                                             "machine that has it)",
-                                       "zh": "TensorBoard 事件（每步损失、学习率、memory/）：{path}——此处未安装查看器："
-                                             "{python} -m pip install tensorboard，然后 {python} -m tensorboard.main --logdir {path}"
-                                             "（或把目录复制到装有它的机器上）"},
+                                             "viewer is not installed here; to install it, then start it:\n"
+                                             "  {python} -m pip install tensorboard\n"
+                                             "  {python} -m tensorboard.main --logdir {path}\n"
+                                             "(or copy the folder to a machine that has it)",
+                                       "zh": "TensorBoard 事件（每步损失、学习率、memory/）：{path}——此处未安装查看器；"
+                                             "安装并启动：\n  {python} -m pip install tensorboard\n"
+                                             "  {python} -m tensorboard.main --logdir {path}\n（或把目录复制到装有它的机器上）"},
     "cli.doctor.for_liger": {"en": "fused RMSNorm/RoPE/SwiGLU/cross-entropy", "zh": "融合的 RMSNorm/RoPE/SwiGLU/交叉熵"},
     "cli.doctor.for_bnb": {"en": "QLoRA (NF4), 8-bit optimizers, bnb exports", "zh": "QLoRA（NF4）、8 位优化器、bnb 导出"},
     "cli.doctor.for_engine": {"en": "serving engine (GPU)", "zh": "推理服务引擎（GPU）"},

@@ -56,10 +56,10 @@ MESSAGES = {
     "train.result_stale": {"en": "The training's result names {adapter}, which is gone: training again from the last "
                                  "intact checkpoint (a finished run only saves its final adapter again).",
                            "zh": "训练结果指向的 {adapter} 已不存在：从最后一个完整的检查点重新训练（已完成的训练只会重新保存最终适配器）。"},
-    "train.curve_no_viewer": {"en": "Loss curve: {png}; TensorBoard events: {tb} (the viewer is not installed: "
-                                    "{python} -m pip install tensorboard — `yichui doctor` lists it)",
-                              "zh": "损失曲线：{png}；TensorBoard 事件：{tb}（未安装查看器：{python} -m pip install "
-                                    "tensorboard——`yichui doctor` 会列出）"},
+    "train.curve_no_viewer": {"en": "Loss curve: {png}; TensorBoard events: {tb}. The viewer is not installed "
+                                    "(`yichui doctor` lists it); to install it:\n  {python} -m pip install tensorboard",
+                              "zh": "损失曲线：{png}；TensorBoard 事件：{tb}。未安装查看器（`yichui doctor` 会列出）；"
+                                    "安装：\n  {python} -m pip install tensorboard"},
     "train.curve": {"en": "Loss curve: {png}; TensorBoard: {python} -m tensorboard.main --logdir {tb}",
                     "zh": "损失曲线：{png}；TensorBoard：{python} -m tensorboard.main --logdir {tb}"},
     "train.on_backend": {"en": "Training on the {backend} backend ({python}): its model and kernels, yichui's events and checkpoints.",
