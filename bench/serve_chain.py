@@ -833,32 +833,16 @@ def time_to_serve(starts: list[tuple[str, dict]]) -> list[str]:
     return out
 
 
-def tfevents_scalars(path: Path) -> dict[str, list[tuple[int, float, float]]]:
-    """Every scalar of a TensorBoard event file: tag → [(step, value, wall time)], read as the TFRecord framing
-    (8-byte length, its CRC, the record, its CRC) of tensorboardX's Event protos (the trainer's writer)."""
-    import struct
-
-    from tensorboardX.proto import event_pb2
-
-    out: dict = {}
-    with open(path, "rb") as f:
-        while len(head := f.read(12)) == 12:
-            data = f.read(struct.unpack("<Q", head[:8])[0])
-            f.read(4)
-            e = event_pb2.Event()
-            e.ParseFromString(data)
-            for v in e.summary.value:
-                out.setdefault(v.tag, []).append((e.step, v.simple_value, e.wall_time))
-    return out
-
-
 def memory_curves(results: Path) -> list[str]:
     """The training run's CUDA memory scalars as TensorBoard shows them (``*.tfevents`` copied into the results
     folder from the run's train/tensorboard): each memory tag at the first steps, a tenth, half and the end, and its
     largest value, in GiB."""
+    from recipes.training.trackers import tensorboard_scalars
+
     lines = []
     for path in sorted(results.glob("*.tfevents")):
-        sc = {k: v for k, v in tfevents_scalars(path).items() if k.startswith("memory/")}
+        every = tensorboard_scalars(path)
+        sc = {k: v for k, v in every.items() if k.startswith("memory/")}
         if not sc:
             continue
         steps = sorted({s for v in sc.values() for s, _, _ in v})
@@ -870,7 +854,7 @@ def memory_curves(results: Path) -> list[str]:
             by = {s: x for s, x, _ in v}
             lines.append(f"| {tag.split('/', 1)[1]} | " + " | ".join(f"{by[s]:.3f}" if s in by else "—" for s in at)
                          + f" | {max(x for _, x, _ in v):.3f} |")
-        loss = tfevents_scalars(path).get("train/loss", [])
+        loss = every.get("train/loss", [])
         gaps = [(b[0], b[2] - a[2]) for a, b in zip(loss, loss[1:])]
         if len(gaps) > 2:  # the logged steps' wall times: where the loop stalled
             typical = statistics.median(g for _, g in gaps)

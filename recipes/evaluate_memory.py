@@ -6,7 +6,7 @@ from __future__ import annotations
 from recipes.memory import model as memory
 from recipes.base import Choice, Ctx, Question, Record, msg
 from recipes.handoff import Gpu, MemoryEvaluation, ModelChoice, metadata_dir, trusted
-from recipes.training.spec import DISTRIBUTION_LABEL, TrainingSpec, default_seq_len
+from recipes.training.spec import DISTRIBUTION_LABEL, TrainingSpec, default_seq_len, limits
 
 name = "evaluate_memory"
 requires = ("select_model",)
@@ -17,8 +17,6 @@ PREFERENCE = (("lora", False), ("lora", True), ("qlora", True), ("full", True))
 
 
 def questions(ctx: Ctx) -> list[Question]:
-    from recipes.training.spec import limits
-
     gpus = memory.detect_gpus()
     lo, hi = limits("processes")
     choices = []

@@ -166,10 +166,9 @@ def test_the_smoke_run_trains_eager_layers_and_the_eta_counts_the_compilation(tm
     assert smoke.compile_layers is False and smoke.max_steps == preflight.STEPS
     assert (smoke.method, smoke.micro_batch, smoke.lora_rank) == ("lora", 4, 32)
     assert smoke.model_dir == str(tmp_path / "model") and smoke.dataset_path == "sample.jsonl"
-    spec = plan  # a TrainerJob is a TrainingSpec
-    assert planner.compile_seconds(replace(spec, compile_layers=False)) == 0
-    unpacked = planner.compile_seconds(replace(spec, packing=False))
-    packed = planner.compile_seconds(replace(spec, packing=True))
+    assert planner.compile_seconds(replace(plan, compile_layers=False)) == 0  # a TrainerJob is a TrainingSpec
+    unpacked = planner.compile_seconds(replace(plan, packing=False))
+    packed = planner.compile_seconds(replace(plan, packing=True))
     assert packed == planner.FIRST_COMPILE_S and unpacked == pytest.approx(packed + 3 * 17.5)
 
 

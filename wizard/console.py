@@ -103,7 +103,7 @@ def _command_starts(w: str, nxt: str) -> bool:
     base = w.rstrip("`").lstrip("(（“\"'`")
     return (base.endswith("yichui") and (nxt.strip("`),.") in _SUBCOMMANDS or nxt.startswith("-"))) \
         or (base.endswith("pip") and nxt == "install") or (base == "tensorboard" and nxt.startswith("--")) \
-        or (base.endswith(("/python", "/python3", "python")) and nxt == "-m") \
+        or (base.endswith(("python", "python3")) and nxt == "-m") \
         or (w.startswith("`") and w.count("`") == 1)
 
 

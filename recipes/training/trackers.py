@@ -79,3 +79,22 @@ def view_command(name: str, trackers_dir: Path) -> str:
     return {"wandb": f"{bin_ / 'wandb'} sync {where}/offline-run-*",
             "mlflow": f"MLFLOW_ALLOW_FILE_STORE=true {bin_ / 'mlflow'} ui --backend-store-uri {where.resolve().as_uri()}",
             "swanlab": f"{bin_ / 'swanlab'} sync {where}/run-*"}[name]
+
+
+def tensorboard_scalars(path: str | Path) -> dict[str, list[tuple[int, float, float]]]:
+    """Every scalar of one TensorBoard event file the trainer wrote: tag → [(step, value, wall time in s)], in order.
+    Read as TensorBoard reads it — TFRecords (8-byte length, its CRC, the Event proto, its CRC) of tensorboardX's own
+    Event messages — since the viewer's package (and its reader) is optional here."""
+    import struct
+
+    from tensorboardX.proto import event_pb2
+
+    data, at = Path(path).read_bytes(), 0
+    out: dict[str, list[tuple[int, float, float]]] = {}
+    while at + 12 <= len(data):
+        (n,) = struct.unpack("<Q", data[at:at + 8])
+        event = event_pb2.Event.FromString(data[at + 12:at + 12 + n])
+        at += 12 + n + 4
+        for v in event.summary.value:
+            out.setdefault(v.tag, []).append((event.step, v.simple_value, event.wall_time))
+    return out

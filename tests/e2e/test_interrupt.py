@@ -13,6 +13,7 @@ from conftest import YICHUI, env_for, kill9, sessions, stop_all, wait_for, yichu
 
 import recipes
 from recipes import jobs
+from recipes.training.trackers import tensorboard_scalars
 
 LONG = ["--set", "choose_strategy.max_steps=400", "--set", "choose_strategy.save_steps=20",
         "--set", "choose_strategy.save_total_limit=3"]
@@ -108,22 +109,6 @@ def _scenario(home, tmp_path):
     assert final["steps"]["deploy"]["outputs"]["reply"]
 
 
-def scalars(path):
-    """(step, tag, value) of every scalar in a TensorBoard event file, read as TensorBoard reads it: TFRecords (length,
-    its CRC, the Event proto, its CRC) of tensorboardX's own Event messages."""
-    import struct
-
-    from tensorboardX.proto import event_pb2
-
-    data, at, out = path.read_bytes(), 0, []
-    while at + 12 <= len(data):
-        (n,) = struct.unpack("<Q", data[at:at + 8])
-        event = event_pb2.Event.FromString(data[at + 12:at + 12 + n])
-        at += 12 + n + 4
-        out += [(event.step, v.tag, v.simple_value) for v in event.summary.value]
-    return out
-
-
 def test_attach_from_another_shell_follows_to_the_end(home, tmp_path):
     """`yichui attach` (no session given) finds the running trainer, shows its view and returns when it finishes;
     the loss curve PNG and TensorBoard events are in the run directory afterwards."""
@@ -145,7 +130,7 @@ def test_attach_from_another_shell_follows_to_the_end(home, tmp_path):
         assert (run_dir / "train" / "loss.png").stat().st_size > 5000
         (events_file,) = list((run_dir / "train" / "tensorboard").rglob("events.out.tfevents.*"))
         # the memory trend beside the loss (issue 23): one value per logging step, the process's peak on a CPU
-        rss = [(step, v) for step, tag, v in scalars(events_file) if tag == "memory/cpu_peak_rss_gib"]
+        rss = [(step, v) for step, v, _ in tensorboard_scalars(events_file)["memory/cpu_peak_rss_gib"]]
         assert len(rss) >= 100 and all(v > 0.05 for _, v in rss) and rss[-1][0] == 120, rss[-3:]
         # the viewer as this environment runs it (its `tensorboard` script is not on PATH when yichui is not)
         shown = " ".join(yichui(home, "status", s["id"]).stdout.split())

@@ -42,7 +42,9 @@ def _estimate_config(model: str, source: str | None, endpoint: str | None, revis
     except Refusal as e:
         # offline, estimate's own way on: the model's config.json on disk (issue 46 item 14)
         key = "cli.estimate.unreachable" if e.key == "hub.unreachable" else CLI_WORDING.get(e.key, e.key)
-        more = {"configs": str(Path(__file__).resolve().parents[2] / "bench" / "configs")} \
+        from recipes.training.runner import REPO
+
+        more = {"configs": str(REPO / "bench" / "configs")} \
             if key == "cli.estimate.unreachable" else {}  # the shapes the repository carries (README: estimate)
         raise fail(key, 2 if e.key in snapshot.BAD_INPUT or src == "local" else 1, **e.params, **more)
 
