@@ -30,7 +30,10 @@ BASE = {"lora_rank": 16, "lora_alpha": 32, "lora_dropout": 0.05, "lora_targets":
         "skip_bad_records": False, "master_weights": "bf16"}
 CASES = [("qwen2.5-7b", {"method": "lora"}), ("qwen2.5-7b", {"method": "qlora"}),
          ("llama3.1-8b", {"method": "lora"}), ("qwen2.5-7b", {"method": "full", "learning_rate": 1e-5}),
-         ("qwen2.5-7b", {"method": "lora", "seq_len": 16})]  # the last must fail: every record is cut away
+         ("qwen2.5-7b", {"method": "lora", "seq_len": 16}),  # must fail: every record is cut away
+         # the serving chain's plan (bench/serve_chain.py): compiled layers, no checkpointing — the smoke run's copy
+         # trains eager layers since 2026-12-06 (preflight.smoke_spec), where it compiled them before
+         ("qwen2.5-0.5b", {"method": "lora", "compile_layers": True, "activation_checkpointing": False})]
 
 
 class Ctx:
@@ -87,7 +90,8 @@ def main() -> None:
         config = json.loads((meta / "config.json").read_text())
         full_bytes = memory.shape_from_config(config).n_params * 2  # the bf16 checkpoint a download would fetch
         t0 = time.time()
-        row = {"case": i, "shape": shape, **{k: strategy[k] for k in ("method", "seq_len", "micro_batch", "grad_accum")},
+        knobs = ("method", "seq_len", "micro_batch", "grad_accum", "compile_layers", "activation_checkpointing")
+        row = {"case": i, "shape": shape, **{k: strategy.get(k) for k in knobs},
                "weights_download_gib": round(full_bytes / 2**30, 2)}
         try:
             out = preflight.smoke_run(Ctx(work, f"case-{i}"), trainer_job(strategy | {"dataset_path": str(data)}), meta)

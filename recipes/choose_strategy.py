@@ -149,11 +149,17 @@ class Draft:
     def save_steps(self, a) -> int:
         """A checkpoint about four times in the run it plans (at most every DEFAULTS.save_steps optimizer steps), so
         that the default interval fires before the end (issue 20, item 9)."""
+        steps = self.planned_steps(a)
+        return max(1, min(DEFAULTS.save_steps, steps // 4)) if steps else DEFAULTS.save_steps
+
+    def planned_steps(self, a) -> int:
+        """Optimizer steps the answers so far plan: max_steps, else the records less the held-out share × epochs ÷
+        records per step (the defaults where not asked yet); 0 when the data is not on this machine."""
         steps = a.get("max_steps") or 0
         n = self.records(a)
         if not steps and n:
             steps = math.ceil(n * (1 - a.get("val_ratio", 0.0)) / training(a).prompts_per_step * a.get("epochs", 1.0))
-        return max(1, min(DEFAULTS.save_steps, steps // 4)) if steps else DEFAULTS.save_steps
+        return steps
 
     def repo_ok(self, v, a):
         """An id, and one the hub lists now (checked here, not after 20 more questions: issue 20's trial)."""
@@ -171,21 +177,28 @@ class Draft:
 
     # -- the plan ---------------------------------------------------------------------------------------------------
     def plan_choices(self, a) -> list[Choice]:
-        """The planner's ranking for the answers so far; fitting plans first, fastest first. The unsloth backend is
+        """The planner's ranking for the answers so far; fitting plans first, then the soonest done (the planned steps
+        where the data is known, :meth:`planned_steps`; compiling counted). The unsloth backend is
         a candidate where it is installed and a CUDA GPU is here (its speed is measured on GPUs only)."""
         mem = self.mem
         shape = mem.model_shape()
         if shape is None or "seq_len" not in a or "batch_size" not in a:
             return []
         t = training(a | {"activation_checkpointing": True, **_least(a)})
+        modelled = planner.speed_modelled(t, shape)
         out = []
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0,
-                               unsloth=self.unsloth is not None and bool(memory.detect_gpus())):
-            label = msg("choose_strategy.plan.label", ckpt=msg("ui.on" if p.ckpt else "ui.off"), mb=p.micro_batch,
-                        ga=p.grad_accum, liger=msg("ui.on" if p.liger else "ui.off"), tps=f"{p.tokens_per_s:,.0f}",
-                        compiled=msg("ui.on" if p.compile_layers else "ui.off"),
-                        gib=f"{p.peak_gib:.1f}", fits=msg("choose_strategy.plan.fits" if p.fits else
-                                                          "choose_strategy.plan.too_big"))
+                               unsloth=self.unsloth is not None and bool(memory.detect_gpus()),
+                               planned_steps=self.planned_steps(a) if modelled else 0):
+            on = lambda x: msg("ui.on" if x else "ui.off")  # noqa: E731
+            knobs = dict(ckpt=on(p.ckpt), mb=p.micro_batch, ga=p.grad_accum, liger=on(p.liger),
+                         compiled=on(p.compile_layers), gib=f"{p.peak_gib:.1f}",
+                         fits=msg("choose_strategy.plan.fits" if p.fits else "choose_strategy.plan.too_big"))
+            # the speed only where the model covers the plan (planner.speed_modelled), the time where steps are known
+            label = msg("choose_strategy.plan.label_unmodelled", **knobs) if not modelled else \
+                msg("choose_strategy.plan.label", tps=f"{p.tokens_per_s:,.0f}", **knobs) if p.seconds is None else \
+                msg("choose_strategy.plan.label_eta", tps=f"{p.tokens_per_s:,.0f}",
+                    eta=planner.duration_msg(p.seconds), **knobs)
             if p.training_backend == "unsloth":
                 label = msg("choose_strategy.plan.on_unsloth", label=label)
             out.append(Choice(_plan_value(p), label))

@@ -563,6 +563,32 @@ def test_planner_proposes_compiled_layers_where_they_were_measured(qwen7b, monke
     assert not any(p.compile_layers for p in planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8))
 
 
+def test_planner_ranks_by_the_time_of_the_planned_steps_compiling_included(qwen7b):
+    """Compiled layers are faster per step, but on unpacked data they recompile (~58 s on an H100,
+    bench/results/2026-12-06-compile-shapes-h100.md): a run of a few steps finishes sooner eager, a long one
+    compiled; with packing only the first compile is paid. Unknown steps: ranked by tokens/s as before."""
+    from dataclasses import replace
+
+    from recipes.memory import planner
+
+    t = TrainingSpec(method="lora", seq_len=2048, lora_dropout=0.0, lora_rank=16, packing=False)
+    by_speed = planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8, liger=False, compile_layers=True)
+    assert by_speed[0].compile_layers and all(p.seconds is None for p in by_speed)
+    short = planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8, liger=False, compile_layers=True, planned_steps=20)
+    assert not short[0].compile_layers, "20 steps do not win back three recompilations"
+    first = next(p for p in short if p.compile_layers and (p.ckpt, p.micro_batch) == (short[0].ckpt, 1))
+    steps_s = 20 * 2048 / first.tokens_per_s
+    assert first.seconds == pytest.approx(steps_s + planner.compile_seconds(replace(t, compile_layers=True)))
+    assert planner.compile_seconds(replace(t, compile_layers=True)) > 50
+    long = planner.plans(qwen7b, t, 1, "NVIDIA H200", 139.8, liger=False, compile_layers=True, planned_steps=5000)
+    assert long[0].compile_layers and long[0].seconds < min(p.seconds for p in long if not p.compile_layers)
+    # packed: the first compile only, so even a short run may compile (6.2 s against its faster steps)
+    packed = planner.plans(qwen7b, replace(t, packing=True), 1, "NVIDIA H200", 139.8, liger=False,
+                           compile_layers=True, planned_steps=200)
+    assert packed[0].compile_layers
+    assert [p.fits for p in short] == sorted((p.fits for p in short), reverse=True)  # fitting ones still first
+
+
 def test_planner_offers_the_unsloth_backend_where_installed_and_only_what_it_runs(qwen7b):
     """unsloth is a candidate only when asked (installed, on a GPU: choose_strategy), ranked by its measured speed
     over the eager trainer, at the eager trainer's memory (unsloth measured at or below it), never with Liger or

@@ -1,8 +1,9 @@
 """The strategy planner: which activation checkpointing / micro-batch / gradient accumulation / kernels to train with.
 
 Every candidate with the user's method, rank, sequence length and effective batch is checked against the memory
-model (recipes/memory/model.py, a fit needs 10 % of the GPU free) and ranked by predicted throughput; the fastest is
-preselected and the user may change any knob.
+model (recipes/memory/model.py, a fit needs 10 % of the GPU free) and ranked by the predicted time of the planned
+steps (their tokens at its tokens/s, plus compiling the layers), or by tokens/s where the steps are not known yet;
+the first is preselected and the user may change any knob.
 
 Speed model (tokens/s = tokens of an optimizer step ÷ its predicted seconds, :func:`step_seconds`): the step is
 priced term by term — matmul and attention FLOPs, bytes moved by the memory-bound work (elementwise chains, LoRA's
@@ -77,6 +78,7 @@ class Plan:
     fits: bool
     compile_layers: bool = False
     training_backend: str = "transformers"
+    seconds: float | None = None  # the planned optimizer steps and the layers' compilation (plans' planned_steps)
 
 
 def liger_available() -> bool:
@@ -308,15 +310,20 @@ def duration_msg(seconds: float) -> Msg:
 
 
 def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: str, gpu_gib: float,
-          liger: bool | None = None, compile_layers: bool | None = None, unsloth: bool = False) -> list[Plan]:
+          liger: bool | None = None, compile_layers: bool | None = None, unsloth: bool = False,
+          planned_steps: int = 0) -> list[Plan]:
     """Every candidate (checkpointing on/off × micro-batches dividing the effective batch × Liger if available ×
     compiled layers if available × the unsloth backend if ``unsloth`` (installed: recipes/training/backends.py) —
-    only the combinations TrainingSpec.check accepts), fitting ones first, fastest first.
+    only the combinations TrainingSpec.check accepts), fitting ones first, then the soonest done.
 
     Args:
-        t: the user's training configuration (method, rank, targets, dropout, sequence length, processes…);
-            its ckpt and micro_batch are what the plans vary.
+        t: the user's training configuration (method, rank, targets, dropout, sequence length, packing,
+            processes…); its ckpt and micro_batch are what the plans vary.
         effective_batch: sequences per optimizer step per process (micro-batch × gradient accumulation).
+        planned_steps: optimizer steps the run will take (0: unknown). Given, each plan's ``seconds`` is their time
+            at its tokens/s plus its compilation (:func:`compile_seconds`), and plans are ranked by it: compiled
+            layers are faster per step but, on unpacked data, spend ~58 s recompiling (bench/results/2026-12-06-
+            compile-shapes-h100.md), which a short run does not win back. Unknown: ranked by tokens/s.
     """
     liger = liger_available() if liger is None else liger
     compiled = compile_available(t) if compile_layers is None else compile_layers
@@ -331,12 +338,13 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
             if mb > effective_batch or effective_batch % mb or mb < t.least_micro_batch:
                 continue
             for lg, cl, backend in kernels:
-                est = memory.estimate(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb,
-                                                     grad_accum=effective_batch // mb, liger=lg, compile_layers=cl,
-                                                     training_backend="transformers"), gpu_gib)
-                speed = tokens_per_s(shape, replace(t, activation_checkpointing=ckpt, micro_batch=mb,
-                                                    grad_accum=effective_batch // mb, liger=lg, compile_layers=cl,
-                                                    training_backend=backend), gpu_name)
+                pt = replace(t, activation_checkpointing=ckpt, micro_batch=mb, grad_accum=effective_batch // mb,
+                             liger=lg, compile_layers=cl, training_backend=backend)
+                est = memory.estimate(shape, replace(pt, training_backend="transformers"), gpu_gib)
+                speed = tokens_per_s(shape, pt, gpu_name)
+                seconds = planned_steps * sequences_per_record(pt) * effective_batch * t.seq_len / speed \
+                    + compile_seconds(pt) if planned_steps and speed > 0 else None
                 out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"], round(speed, 1), est["fits"],
-                                cl, backend))
-    return sorted(out, key=lambda p: (not p.fits, -p.tokens_per_s, p.peak_gib))
+                                cl, backend, seconds))
+    return sorted(out, key=lambda p: (not p.fits, p.seconds if p.seconds is not None else -p.tokens_per_s,
+                                      p.peak_gib))

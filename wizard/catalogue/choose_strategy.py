@@ -77,12 +77,17 @@ MESSAGES = {
     "choose_strategy.processes": {"en": "Training processes (one per GPU; data parallel):", "zh": "训练进程数（每块 GPU 一个；数据并行）："},
     "choose_strategy.batch_size": {"en": "Sequences per optimizer step per process (micro-batch × accumulation):",
                                    "zh": "每个进程每个优化步的序列数（微批 × 累积步数）："},
-    "choose_strategy.plan": {"en": "Plan (fitting ones first, fastest first; tokens/s per GPU on {gpu}; every knob "
-                                   "can still be changed):",
-                             "zh": "训练方案（可行的在前，最快的在前；速度为 {gpu} 上每个 GPU 的 token/秒；之后每项仍可修改）："},
+    "choose_strategy.plan": {"en": "Plan (fitting ones first, then the soonest done, compiling included; tokens/s "
+                                   "per GPU on {gpu}; every knob can still be changed):",
+                             "zh": "训练方案（可行的在前，其次是最早训完的，含编译时间；速度为 {gpu} 上每个 GPU 的 token/秒；之后每项仍可修改）："},
     # what decides first (fits, peak, speed), so that an 80-column list cuts only the knobs' tail (issue 20, item 4)
     "choose_strategy.plan.label": {"en": "{fits} {gib} GiB, ~{tps} tok/s: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
                                    "zh": "{fits} {gib} GiB，约 {tps} token/秒：微批 {mb} × {ga}，检查点{ckpt}，Liger {liger}，编译{compiled}"},
+    "choose_strategy.plan.label_eta": {"en": "{fits} {gib} GiB, ~{tps} tok/s, ~{eta}: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
+                                       "zh": "{fits} {gib} GiB，约 {tps} token/秒，约 {eta}：微批 {mb} × {ga}，检查点{ckpt}，Liger {liger}，编译{compiled}"},
+    # no speed model for the family or layout (planner.speed_modelled): no figure rather than a wrong one
+    "choose_strategy.plan.label_unmodelled": {"en": "{fits} {gib} GiB: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
+                                              "zh": "{fits} {gib} GiB：微批 {mb} × {ga}，检查点{ckpt}，Liger {liger}，编译{compiled}"},
     "choose_strategy.plan.fits": {"en": "fits", "zh": "可行"},
     "choose_strategy.plan.too_big": {"en": "TOO BIG", "zh": "放不下"},
     "choose_strategy.master_weights": {"en": "Master weights of the full fine-tune (what the optimizer updates)?",
