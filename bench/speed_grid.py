@@ -121,7 +121,14 @@ PAIRED_BACKENDS = ("transformers", "unsloth", "unsloth", "transformers")
 # rows: the same plans on another day or GPU); ``--set qlora --steps 33``
 QLORA_SET_SHAPES = {s: QLORA_ROWS for s in ("qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "qwen2.5-3b", "phi3-mini",
                                             "qwen2.5-7b", "mistral-7b")}
-SETS = {"dpo": DPO_SHAPES, "qlora": QLORA_SET_SHAPES, "kto": KTO_SHAPES, "liger": LIGER_SHAPES, "liger-pair": LIGER_PAIR_SHAPES,
+# issue 44: where a step's time goes on the shapes the speed model does not cover (Gemma-3: 1.26–1.94× optimistic;
+# the MoE: 2.3–3.0×), beside a covered shape of Gemma-3-1B's size: torch.profiler over optimizer steps 4–6
+# (recipes/training/worker.py profile_callback), each row's operator table beside the rows; ``--set profile --steps 8``
+_PROFILED = [("lora", True, 2048, 1, {}), ("lora", False, 2048, 1, {})]
+PROFILE_SHAPES = {"gemma3-1b": _PROFILED, "llama3.2-1b": _PROFILED,
+                  "qwen3-30b-a3b": [("lora", True, 2048, 1, {"lora_dropout": 0.0})]}
+PROFILE_STEPS = (4, 6)
+SETS = {"dpo": DPO_SHAPES, "profile": PROFILE_SHAPES, "qlora": QLORA_SET_SHAPES, "kto": KTO_SHAPES, "liger": LIGER_SHAPES, "liger-pair": LIGER_PAIR_SHAPES,
         "dpo-peer": {"qwen2.5-3b": DPO_PEER_ROWS}, "unsloth": UNSLOTH_SHAPES}
 # device calls: shapes in the order they run (small first: a call cut short keeps whole shapes)
 CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.5-3b"],
@@ -207,6 +214,8 @@ def run_shape(a) -> None:
         job = job_for(shape, row, model_dir, data, a.steps, a.device)
         if a.weights_from:  # a peer's written weights (bench/dpo_peer.py): the same model on both sides
             job = replace(job, init="pretrained")
+        if a.set == "profile":
+            job = replace(job, profile_steps=PROFILE_STEPS)
         job.write(tdir / "spec.json")
         if a.dry_run:
             print(json.dumps({"id": rid, "dry_run": True, "spec": job.to_dict()}), flush=True)
@@ -217,6 +226,9 @@ def run_shape(a) -> None:
             out = measure_row(worker, read_events, job, tdir, a.device)
         out = {"id": rid, "shape": shape, "method": row[0], "ckpt": row[1], "seq": seq, "batch": mb,
                "knobs": row[4], "steps": a.steps} | out
+        if (tdir / "profile.json").exists():  # the profile set: totals in the row, the operator table beside it
+            out["profile"] = json.loads((tdir / "profile.json").read_text())
+            shutil.copy(tdir / "profile.txt", Path(a.out).with_name(f"{rid}.profile.txt"))
         with open(a.out, "a") as f:
             f.write(json.dumps(out) + "\n")
         print(f"{rid}: {out.get('tokens_per_s')} tok/s {out.get('device_peak_gib')} GiB "

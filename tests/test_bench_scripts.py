@@ -310,6 +310,20 @@ def test_speed_grid_runs_its_rows_in_one_process_on_the_tiny_model(ran):
     assert full[-1] < full[0]
 
 
+@script("speed_grid.py", lambda tmp, fx: [
+    "measure", "--set", "profile", "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--only",
+    "gemma3-1b", "--rows", "gemma3-1b-lora-nockpt-s2048-b1", "--seq", 64, "--steps", 7, "--out", tmp / "rows.jsonl",
+    "--work", tmp / "work"])
+def test_speed_grid_profile_rows_carry_where_the_step_went(ran):
+    """Issue 44's profile set: torch.profiler over optimizer steps 4–6 of the trainer, its totals in the row and its
+    operator table beside the rows (on the GPU: the shapes the speed model does not cover, beside one it does)."""
+    _, tmp = ran
+    (r,) = jsonl(tmp / "rows.jsonl")
+    assert r["rc"] == 0 and r["profile"]["steps"] == 3 and r["profile"]["wall_s"] > 0, r.get("error")
+    table = (tmp / "gemma3-1b-lora-nockpt-s2048-b1.profile.txt").read_text()
+    assert "Self CPU" in table and "aten::" in table
+
+
 @script("compile_shapes.py", lambda tmp, fx: [
     "run", "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--variants", "eager", "--steps", 4,
     "--work", tmp / "work", "--out", tmp / "rows.jsonl"])
