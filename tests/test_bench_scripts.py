@@ -324,6 +324,21 @@ def test_speed_grid_profile_rows_carry_where_the_step_went(ran):
     assert "Self CPU" in table and "aten::" in table
 
 
+@script("layer_launches.py", lambda tmp, fx: ["--families", "llama,gemma3_text", "--out", tmp / "launches.json"])
+def test_layer_launches_recounts_the_committed_table(ran):
+    """Issue 44's launch counts (bench/results/2026-12-06-gemma-moe-profile-h100.md): recounted from the families'
+    config.json, they equal the committed table — a transformers or peft upgrade that changes them shows here — and
+    Gemma-3's layer launches about twice Llama's."""
+    _, tmp = ran
+    now = json.loads((tmp / "launches.json").read_text())
+    committed = json.loads((BENCH / "results" / "2026-12-06-gemma-moe-profile-h100" / "layer_launches.json")
+                           .read_text())
+    assert now["adapter"] == committed["adapter"]
+    for family in ("qwen2", "llama", "gemma3_text"):
+        assert now["layer"][family] == committed["layer"][family], family
+    assert now["layer"]["gemma3_text"][0] > 1.8 * now["layer"]["llama"][0]
+
+
 @script("compile_shapes.py", lambda tmp, fx: [
     "run", "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--variants", "eager", "--steps", 4,
     "--work", tmp / "work", "--out", tmp / "rows.jsonl"])
