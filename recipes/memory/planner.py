@@ -17,8 +17,9 @@ micro-batch 1–8, 512–8192 tokens, eager and compiled; fitted on six shapes, 
 eager trainer is bound by launches and Python, not FLOP/s: what the single MFU curve it replaces missed. Other GPUs:
 the FLOP terms scale by the dense bf16 peak, the byte terms by the memory bandwidth, launches and the loop stay (the
 host's; not measured beyond the H200). Liger: × LIGER_SPEEDUP; the unsloth backend: × UNSLOTH_SPEEDUP (measured on
-three jobs; on Llama-3.2-1B, held out, the backend gave 1.27–1.44× LoRA and 1.50–1.56× QLoRA against the factor's
-1.32× and 1.66×: bench/results/2026-12-06-unsloth-grid-h200.md). QLoRA: priced per 4-bit module and pass
+three jobs; on held-out shapes the backend gave 1.20–1.44× LoRA against the factor's 1.32×, and 1.17–1.56× QLoRA,
+whose factor is now the median of every QLoRA job measured, 1.47×: bench/results/2026-12-06-unsloth-grid-h200.md,
+2026-12-06-unsloth-grid-h100.md). QLoRA: priced per 4-bit module and pass
 (``quant_launches``: bitsandbytes' Python and kernel launch, whatever the module's size), added after the 1B rows above
 came out +63…+69 % over; refitted on the 2026-12-04 grid alone, then on an H100 (bench/results/2026-12-06-qlora-speed-
 h100.md) three held-out shapes' QLoRA plans within −10.8 … +13.3 %, while Qwen2.5-0.5B's and 3B's (QLoRA plans not in the
@@ -57,10 +58,12 @@ SECONDS_PER = {"activation_bytes_compiled": 0, "activation_bytes_eager": 0, "ada
                "matmul_flop": 1.494e-15, "optimizer_bytes": 0, "optimizer_tensors": 0, "quant_launches": 0.000204,
                "recompute_flop": 1.132e-15, "step": 0.05806, "weight_bytes": 0}
 # the unsloth backend ÷ the eager trainer, medians of the same job (bench/results/2026-12-02-train-jobs-h200.md,
-# 2026-12-02-unsloth-backend-h200): 8B QLoRA r16 @4096 on the backend itself (five runs); 7B LoRA r16 @2048 and the
-# 1.5B full fine-tune @2048 mb4 from unsloth's own loop × 0.947 (the backend's speed over that loop's). Not in the
-# 2026-12-04 grid: applied to the eager trainer's prediction
-UNSLOTH_SPEEDUP = {"lora": 1.32, "qlora": 1.66, "full": 1.38}
+# 2026-12-02-unsloth-backend-h200): 7B LoRA r16 @2048 and the 1.5B full fine-tune @2048 mb4 from unsloth's own loop ×
+# 0.947 (the backend's speed over that loop's). QLoRA: the median of the four jobs measured on the backend — 8B @4096
+# 1.66× (H200, five runs), Llama-3.2-1B 1.50–1.56× (H200), Qwen3-8B 1.40× and Mistral-7B 1.17× (H100:
+# bench/results/2026-12-06-unsloth-grid-h100.md, where 1.66× had priced both 38–42 % fast). Not in the 2026-12-04
+# grid: applied to the eager trainer's prediction
+UNSLOTH_SPEEDUP = {"lora": 1.32, "qlora": 1.47, "full": 1.38}
 # Liger's kernels: paired and interleaved beside the eager trainer on an H200, 1.03–1.23× per job (median 1.05×),
 # inside the run-to-run spread (bench/results/2026-12-05-liger-h200.md): no gain promised
 LIGER_SPEEDUP = 1.0
