@@ -3,6 +3,8 @@
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 from recipes.base import Ctx, Question, Record, StepError, msg
 from recipes.handoff import Chat, Deployment
 from recipes.serving import client, keys
@@ -27,7 +29,10 @@ def run(ctx: Ctx, answers: dict) -> Chat:
     except OSError:
         raise StepError("serving.chat.unreachable", endpoint=endpoint, error="no server") from None
     if ctx.interactive:
-        turns = client.repl(endpoint, model, key, lambda k, **a: ctx.t(msg(k, **a)), ctx.info, ctx.warn)
+        # the stop command names this session where its own run folder holds the server (not one of --from's)
+        ours = bool(out.log) and Path(out.log).resolve().is_relative_to(Path(ctx.run_dir).resolve())
+        turns = client.repl(endpoint, model, key, lambda k, **a: ctx.t(msg(k, **a)), ctx.info, ctx.warn,
+                            session=ctx.session_id if ours else None)
         return Chat(endpoint=endpoint, model=model, turns=turns)
     question = answers.get("question") or "What is LoRA?"
     try:

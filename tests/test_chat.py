@@ -67,7 +67,7 @@ def test_ctrl_c_stops_the_reply_not_the_chat(capsys):
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt, daemon=True).start()
     try:
-        turns = client.repl(url, "m", None, i18n.t, said.append, said.append, read=read)
+        turns = client.repl(url, "m", None, i18n.t, said.append, said.append, read=read, session="20261206-1-ab12")
     except KeyboardInterrupt:
         pytest.fail("Ctrl-C during a reply left the chat")
     finally:
@@ -78,6 +78,9 @@ def test_ctrl_c_stops_the_reply_not_the_chat(capsys):
     assert turns == 1  # the chat went on: the next question got its whole reply
     # and leaving it is said, not silent — the stopped reply too (issue 46's tryout, N5: "1 turn(s)" and no word of it)
     assert "Chat ended after 1 turn(s) and 1 reply(ies) stopped with Ctrl-C" in said[-1], said[-1]
+    # the stop command names the session whose server it is: a bare `serve stop` stopped the newest session's
+    # server, another one (issue 46 trial G)
+    assert said[-1].endswith("(to stop it: yichui serve stop 20261206-1-ab12)."), said[-1]
     assert "Hello." in capsys.readouterr().out
 
 

@@ -341,3 +341,25 @@ def test_commands_and_code_printed_to_copy_stay_on_one_line_at_80_columns():
     wrapped = wrap_words(code, 80).split("\n")
     assert wrapped[2].strip().startswith("print(") and wrapped[2].endswith(".content)") and len(wrapped) == 3
     compile(wrapped[2].strip(), "<copied>", "exec")  # pasted as printed, it is Python
+
+
+def test_a_chinese_plan_label_wraps_by_columns_not_characters(monkeypatch):
+    """Issue 46 trial G: in the zh UI each plan in the list was cut at 80 columns (its compiled-layers knob unseen)
+    while the English one wrapped: the label's width was counted in characters, a CJK character takes two columns.
+    Now every line of the choice fits the terminal and nothing of the label is lost."""
+    import os
+
+    from prompt_toolkit.utils import get_cwidth
+
+    from wizard import prompter
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda *a, **k: os.terminal_size((80, 24)))
+    label = ("可行 4.2 GiB，约 12,345 token/秒，约 12 分钟：微批 4 × 4，检查点关，Liger 关，编译开")
+    lines = prompter._fit(label).split("\n")
+    assert len(lines) == 2 and all(get_cwidth(x) <= 80 - 3 - 1 for x in lines), lines
+    assert "".join(x.strip() for x in lines).replace(" ", "") == label.replace(" ", "")
+    # broken where a line may break (after a space or CJK punctuation), not inside a word
+    assert lines[-1].strip().endswith("编译开") and label.startswith(lines[0]) and label[len(lines[0])] in " ，"
+    english = "fits 4.2 GiB, ~12,345 tok/s, ~12 min: micro-batch 4 × 4, checkpointing off, Liger off, compiled layers on"
+    assert all(not x.startswith("   ") or x[3] != " " for x in prompter._fit(english).split("\n"))
+    assert [x.strip() for x in prompter._fit(english).split("\n")][-1].endswith("compiled layers on")

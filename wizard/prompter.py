@@ -14,12 +14,44 @@ def _fit(label: str, indent: int = 3) -> str:
     """A choice's label wrapped to the terminal, later lines under the first one's text: prompt_toolkit cuts a long
     line at the edge (at 50 columns the model list lost its repository ids; issue 20, item 4)."""
     import shutil
-    import textwrap
+
+    from prompt_toolkit.utils import get_cwidth
 
     width = shutil.get_terminal_size().columns - indent - 1
-    if len(label) <= width or width < 20:
+    if get_cwidth(label) <= width or width < 20:
         return label
-    return ("\n" + " " * indent).join(textwrap.wrap(label, width, break_on_hyphens=False))
+    return ("\n" + " " * indent).join(_wrap_columns(label, width))
+
+
+# where a line may break: after a space, or after CJK punctuation (Chinese text has few spaces)
+_BREAK_AFTER = " ，；：、。）"
+
+
+def _wrap_columns(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` terminal columns (a CJK character takes two: the zh plan list was cut at
+    80 columns, its last knobs unseen — issue 46 trial G), broken after a space or CJK punctuation where one falls in
+    the line, else at the width."""
+    from prompt_toolkit.utils import get_cwidth
+
+    lines: list[str] = []
+    line, cols, cut = "", 0, -1  # cut: the index in ``line`` after its last break opportunity
+    for ch in text:
+        w = get_cwidth(ch)
+        if cols + w > width and line:
+            at = cut if cut > 0 else len(line)
+            lines.append(line[:at].rstrip())
+            line = line[at:].lstrip(" ")
+            cols, cut = get_cwidth(line), -1
+            for i, c in enumerate(line):
+                if c in _BREAK_AFTER:
+                    cut = i + 1
+        line += ch
+        cols += w
+        if ch in _BREAK_AFTER:
+            cut = len(line)
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines
 
 
 def _one_line_answers() -> None:

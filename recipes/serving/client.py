@@ -168,13 +168,15 @@ def stream(endpoint: str, model: str, messages: list[dict], max_tokens: int = 25
 COMMANDS = ("/help", "/reset", "/image", "/exit")
 
 
-def _bye(t, turns: int, stopped: int) -> str:
-    """The chat's last line: the turns taken, and the replies stopped (not counted: left out of the conversation)."""
-    return t("serving.chat.bye_stopped" if stopped else "serving.chat.bye", turns=turns, stopped=stopped)
+def _bye(t, turns: int, stopped: int, session: str | None) -> str:
+    """The chat's last line: the turns taken, the replies stopped (not counted: left out of the conversation), and
+    how to stop the server of yichui session ``session`` (None: another endpoint, not yichui's to stop)."""
+    return t("serving.chat.bye_stopped" if stopped else "serving.chat.bye", turns=turns, stopped=stopped,
+             stop=t("serving.chat.stop_hint", id=session) if session else "")
 
 
 def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_tokens: int = 256,
-         read=input, vision: bool | None = None) -> int:
+         read=input, vision: bool | None = None, session: str | None = None) -> int:
     """A terminal chat: streamed replies, multi-turn, ``/reset``, ``/exit`` (Ctrl-D, or Ctrl-C at the prompt, too),
     ``/image PATH`` (the image goes with the next question, inline; for a vision-language model).
     Ctrl-C while a reply streams stops that reply and comes back to the prompt (the question and the partial reply
@@ -191,10 +193,10 @@ def repl(endpoint: str, model: str, api_key: str | None, t, say, error, max_toke
             line = read(t("serving.chat.you"))
         except (EOFError, KeyboardInterrupt):
             print()
-            say(_bye(t, turns, stopped))  # Ctrl-C / Ctrl-D at the prompt: said, not a silent exit
+            say(_bye(t, turns, stopped, session))  # Ctrl-C / Ctrl-D at the prompt: said, not a silent exit
             return turns
         if line.strip() == "/exit":
-            say(_bye(t, turns, stopped))
+            say(_bye(t, turns, stopped, session))
             return turns
         if line.strip() == "/reset":
             history.clear()

@@ -214,6 +214,8 @@ MESSAGES = {
                                           "session's again (`yichui show --all` lists them), `yichui demo` makes one.",
                                     "zh": "没有正在运行的 yichui 服务：`yichui serve start 会话` 可重新启动已部署会话的服务"
                                           "（`yichui show --all` 列出会话），`yichui demo` 会新建一个。"},
+    "cli.serve.more_running": {"en": "{n} more running (other sessions'): yichui serve status --all",
+                               "zh": "另有 {n} 个服务在运行（其他会话的）：yichui serve status --all"},
     "cli.serve.none_running": {"en": "No yichui server is running.", "zh": "没有正在运行的 yichui 服务。"},
     "cli.example.serve_stop": {"en": "Examples:\n\n  yichui serve stop\n\n  yichui serve stop 20261201-101500-ab12\n\n"
                                      "  yichui serve stop --all                 # every session's server",

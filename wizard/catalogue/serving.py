@@ -5,13 +5,14 @@ MESSAGES = {
                              "zh": "无法连接 {endpoint}：{error}。推理服务在运行吗？（yichui serve status）"},
     "serving.chat.hello": {"en": "Chatting with {model} at {endpoint}. /help lists the commands; /exit (or Ctrl-D) leaves.",
                        "zh": "正在与 {endpoint} 上的 {model} 对话。/help 列出命令；/exit（或 Ctrl-D）退出。"},
-    "serving.chat.bye": {"en": "Chat ended after {turns} turn(s); the server keeps running (yichui serve stop to stop it).",
-                     "zh": "对话结束（共 {turns} 轮）；服务仍在运行（停止它：yichui serve stop）。"},
+    # {stop}: serving.chat.stop_hint for a yichui session's server (its id: a bare `serve stop` stopped the newest
+    # session's server, another one — issue 46 trial G), empty for another endpoint
+    "serving.chat.bye": {"en": "Chat ended after {turns} turn(s); the server keeps running{stop}.",
+                         "zh": "对话结束（共 {turns} 轮）；服务仍在运行{stop}。"},
     "serving.chat.bye_stopped": {"en": "Chat ended after {turns} turn(s) and {stopped} reply(ies) stopped with Ctrl-C "
-                                       "(left out of the conversation); the server keeps running (yichui serve stop to "
-                                       "stop it).",
-                                 "zh": "对话结束（共 {turns} 轮，另有 {stopped} 条回答被 Ctrl-C 中止，未计入对话）；服务仍在运行（停止它："
-                                       "yichui serve stop）。"},
+                                       "(left out of the conversation); the server keeps running{stop}.",
+                                 "zh": "对话结束（共 {turns} 轮，另有 {stopped} 条回答被 Ctrl-C 中止，未计入对话）；服务仍在运行{stop}。"},
+    "serving.chat.stop_hint": {"en": " (to stop it: yichui serve stop {id})", "zh": "（停止它：yichui serve stop {id}）"},
     "serving.chat.you": {"en": "you> ", "zh": "你> "},
     "serving.chat.model": {"en": "model> ", "zh": "模型> "},
     "serving.chat.image": {"en": "(image {path} goes with your next question)", "zh": "（图片 {path} 将随下一个问题发送）"},

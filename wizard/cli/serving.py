@@ -97,6 +97,13 @@ def serve_status(session: Optional[str] = SessionArg,
     new_ui().table(T("cli.serve.title", id=s.id), ["pid", T("cli.col.state"), "endpoint", "model", T("cli.col.log")],
                    [(job.pid, T("cli.state.running" if job.alive() else "cli.state.stopped"), out.endpoint or "",
                      out.served_model or "", job.log)])
+    if session is None:  # the newest session's server; say when others run too (issue 46: they went unseen)
+        from recipes import rundir
+        from wizard.session import home
+
+        others = [sid for sid, _ in rundir.servers(home()) if sid != s.id]
+        if others:
+            new_ui().say(T("cli.serve.more_running", n=len(others)))
     if not job.alive():
         raise typer.Exit(1)
 
@@ -143,6 +150,7 @@ def chat(session: Optional[str] = SessionArg,
     from recipes.handoff import Deployment
     from recipes.serving import client
 
+    served_here = endpoint is None  # a yichui session's server (its id in the last line's stop command)
     if endpoint is None:
         s, job = _server_session(session, running_only=True)
         out = s.result(Deployment)
@@ -181,4 +189,5 @@ def chat(session: Optional[str] = SessionArg,
     if sys.stdin.isatty():  # line editing and the Up arrow's history for input() (issue 46 item 10)
         import readline  # noqa: F401
 
-    client.repl(endpoint, model, key, T, ui.say, ui.error, max_tokens, vision=vision)
+    client.repl(endpoint, model, key, T, ui.say, ui.error, max_tokens, vision=vision,
+                session=s.id if served_here else None)
