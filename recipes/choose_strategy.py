@@ -55,6 +55,7 @@ class Draft:
                             "activation_checkpointing": DEFAULTS.activation_checkpointing} | self.mem.recommended
         self._read: dict[tuple[str, str], object] = {}  # (reference, objective) → what was read, or its DataError
         self._firsts: dict[str, str | None] = {}  # reference → the question of its first image record
+        self._longest: dict[str, int] = {}  # reference → tokens of its longest record through the chat template
 
     # -- the data ---------------------------------------------------------------------------------------------------
     def read(self, ref: str, objective: str, again: bool = False):
@@ -152,6 +153,26 @@ class Draft:
         steps = self.planned_steps(a)
         return max(1, min(DEFAULTS.save_steps, steps // 4)) if steps else DEFAULTS.save_steps
 
+    def speed_seq(self, a) -> int:
+        """Tokens per sequence the trainer will run, as the strategy's time is given at the end (:func:`finalize`'s
+        est_seq): seq_len with packing, else the data's longest record within it (micro-batches are padded to their
+        longest) — the plan list priced every plan at seq_len and promised ~3 s where the time said next was ~54 s
+        (issue 46 trial G). seq_len where the data is not on this machine, or not text conversations."""
+        t = training(a)
+        ref = _local_data(a)
+        if t.packing or ref is None or t.objective != "sft" or vision_model(self.ctx):
+            return t.seq_len
+        if ref not in self._longest:
+            try:
+                from transformers import AutoTokenizer
+
+                tok = AutoTokenizer.from_pretrained(metadata_dir(self.ctx), trust_remote_code=trusted(self.ctx))
+                convs = self.read(ref, "sft").conversations
+                self._longest[ref] = _longest_tokens(tok, _render_all(tok, convs)) if tok.chat_template else 0
+            except (datasets.DataError, StepError, OSError, ValueError):  # said where the step reads them
+                self._longest[ref] = 0
+        return min(t.seq_len, self._longest[ref]) if self._longest[ref] else t.seq_len
+
     def planned_steps(self, a) -> int:
         """Optimizer steps the answers so far plan: max_steps, else the records less the held-out share × epochs ÷
         records per step (the defaults where not asked yet); 0 when the data is not on this machine."""
@@ -189,7 +210,8 @@ class Draft:
         out = []
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0,
                                unsloth=self.unsloth is not None and bool(memory.detect_gpus()),
-                               planned_steps=self.planned_steps(a) if modelled else 0):
+                               planned_steps=self.planned_steps(a) if modelled else 0,
+                               speed_seq=self.speed_seq(a) if modelled else None):
             on = lambda x: msg("ui.on" if x else "ui.off")  # noqa: E731
             knobs = dict(ckpt=on(p.ckpt), mb=p.micro_batch, ga=p.grad_accum, liger=on(p.liger),
                          compiled=on(p.compile_layers), gib=f"{p.peak_gib:.1f}",

@@ -314,7 +314,7 @@ def duration_msg(seconds: float) -> Msg:
 
 def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: str, gpu_gib: float,
           liger: bool | None = None, compile_layers: bool | None = None, unsloth: bool = False,
-          planned_steps: int = 0) -> list[Plan]:
+          planned_steps: int = 0, speed_seq: int | None = None) -> list[Plan]:
     """Every candidate (checkpointing on/off × micro-batches dividing the effective batch × Liger if available ×
     compiled layers if available × the unsloth backend if ``unsloth`` (installed: recipes/training/backends.py) —
     only the combinations TrainingSpec.check accepts), fitting ones first, then the soonest done.
@@ -327,6 +327,8 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
             at its tokens/s plus its compilation (:func:`compile_seconds`), and plans are ranked by it: compiled
             layers are faster per step but, on unpacked data, spend ~58 s recompiling (bench/results/2026-12-06-
             compile-shapes-h100.md), which a short run does not win back. Unknown: ranked by tokens/s.
+        speed_seq: tokens per sequence the trainer will run, for the speed and time (unpacked data: its longest
+            record, when shorter than seq_len); the memory stays priced at seq_len. None: seq_len.
     """
     liger = liger_available() if liger is None else liger
     compiled = compile_available(t) if compile_layers is None else compile_layers
@@ -344,8 +346,9 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
                 pt = replace(t, activation_checkpointing=ckpt, micro_batch=mb, grad_accum=effective_batch // mb,
                              liger=lg, compile_layers=cl, training_backend=backend)
                 est = memory.estimate(shape, replace(pt, training_backend="transformers"), gpu_gib)
-                speed = tokens_per_s(shape, pt, gpu_name)
-                seconds = planned_steps * sequences_per_record(pt) * effective_batch * t.seq_len / speed \
+                run = replace(pt, seq_len=speed_seq or t.seq_len)  # the sequences the trainer will run
+                speed = tokens_per_s(shape, run, gpu_name)
+                seconds = planned_steps * sequences_per_record(pt) * effective_batch * run.seq_len / speed \
                     + compile_seconds(pt) if planned_steps and speed > 0 else None
                 out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"], round(speed, 1), est["fits"],
                                 cl, backend, seconds))
