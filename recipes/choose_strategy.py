@@ -122,12 +122,21 @@ class Draft:
     def abort_check(self, v, a):
         """Without a prompt (--yes, demo), "abort" on a file with malformed records is the data's refusal, said as an
         answer the run cannot go on with (exit 2, before any step: the precheck asks it) — it exited 1 after the
-        step started, its reason said twice (the tester's 21-8). Interactively "abort" stops there, as chosen."""
-        if v != "abort" or self.ctx.interactive or not self.has_bad(a):
+        step started, its reason said twice (the tester's 21-8). Interactively "stop, I will fix the file" stops
+        there and then: the step fails with the malformed records named (the answers so far kept for resume) — it
+        asked ~20 more questions and ran the smoke test first (issue 46 trial G).
+
+        Raises:
+            StepError: interactively, "abort" on a file with malformed records."""
+        if v != "abort" or not self.has_bad(a):
             return None
         loaded = self.read(a["dataset_path"], a.get("objective", "sft"))
-        return msg("data.bad_records", path=str(datasets.split_sample(a["dataset_path"])[0]), count=len(loaded.bad),
-                   where=loaded.bad[:5])
+        # none good: skipping leaves nothing, so the line does not offer it (issue 46 trial G followed it there)
+        refusal = msg("data.bad_records" if self.records(a) else "data.all_bad",
+                      path=str(datasets.split_sample(a["dataset_path"])[0]), count=len(loaded.bad), where=loaded.bad[:5])
+        if self.ctx.interactive:
+            raise StepError(refusal.key, **refusal.args)
+        return refusal
 
     def first_image_question(self, a) -> str | None:
         """A vision-language model's sample question: the text of the first image record's first user turn (the

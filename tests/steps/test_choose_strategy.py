@@ -53,6 +53,31 @@ def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
     assert check(q["lora_targets"], "q proj;", {})[1].key == "training.bad_targets"
 
 
+def test_stop_i_will_fix_the_file_stops_at_once_at_the_terminal(chain, tmp_path):
+    """Issue 46 trial G: "stop, I will fix the file" on a file with malformed records asked ~20 more questions and ran
+    the smoke test before the error. At a terminal the answer now fails the step there and then, the malformed
+    records named (the answers before it kept for resume); with --yes it stays the run's one-line refusal (exit 2)."""
+    import pytest
+
+    from recipes.base import StepError
+
+    chain.upto("choose_strategy")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instruction": "a", "output": "b"}\n{"instruction": "c"\n')
+    a = {"dataset": "local", "dataset_path": str(bad), "objective": "sft"}
+    q = chain.questions("choose_strategy")
+    assert check(q["bad_records"], "abort", a)[1].key == "data.bad_records"  # --yes: refused, said as the data's
+    chain.engine.prompter = object()  # as at a terminal: the step's context is interactive
+    try:
+        q = chain.questions("choose_strategy")
+        with pytest.raises(StepError) as e:
+            check(q["bad_records"], "abort", a)
+        assert e.value.key == "data.bad_records" and e.value.params["count"] == 1
+        assert check(q["bad_records"], "skip", a)[1] is None
+    finally:
+        chain.engine.prompter = None
+
+
 def test_distribution_choices_refused_with_a_reason(chain):
     chain.upto("choose_strategy")
     q = chain.questions("choose_strategy")
