@@ -140,8 +140,10 @@ def test_invalid_resumed_answer_stops_a_run_with_yes_and_is_asked_again_interact
     s.steps["a"]["answers"] = {"n": 7, "mode": "gone"}  # 7 fails validation, "gone" is no longer a choice
     s.save()
     assert e.run() == 2
-    err = capsys.readouterr().err
+    out, err = capsys.readouterr()
     assert "a.n=7 is not valid" in err and "--set a.n=VALUE" in err
+    # the command to go on carries another answer: a bare `resume --yes` refused the same one again (issue 46 G)
+    assert f"Continue with another answer: yichui resume {s.id} --yes --set a.n=VALUE" in out, out + err
     assert saved(s)["steps"]["a"]["answers"] == {"n": 7, "mode": "gone"} and saved(s)["steps"]["a"]["status"] == "pending"
     p = Scripted([...] * 10)  # Enter takes the pre-filled value each time
     e, s = engine(tmp_path / "asked", p)

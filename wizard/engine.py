@@ -576,7 +576,11 @@ class Engine:
                     rec.status = "pending"
                     s.save()
                     self.ui.error(i18n.render(e.msg))
-                    self.ui.say(self._resume_hint())
+                    # a refused answer: the command goes on with another one (a bare resume --yes refused the same
+                    # recorded --set again; issue 46 trial G)
+                    refused = e.msg.args.get("name") if e.msg.key == "answer.invalid" else None
+                    self.ui.say(i18n.t("engine.resume_hint_set", id=s.id, yes=self._yes_flag(), name=refused)
+                                if refused else self._resume_hint())
                     return 2
                 except Refusal as e:  # any of yichui's errors: one line that says what to do
                     reask = e.reask if e.reask in names[:i - 1] else None

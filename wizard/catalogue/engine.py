@@ -26,6 +26,8 @@ MESSAGES = {
     "engine.finished": {"en": "All steps done. Session {id} is saved in {path}.", "zh": "全部步骤完成。会话 {id} 保存在 {path}。"},
     "engine.resume_hint": {"en": "Fix the cause, then continue with: yichui resume {id}{yes}",
                            "zh": "排除原因后继续：yichui resume {id}{yes}"},
+    "engine.resume_hint_set": {"en": "Continue with another answer: yichui resume {id}{yes} --set {name}=VALUE",
+                               "zh": "换一个答案后继续：yichui resume {id}{yes} --set {name}=VALUE"},
     "engine.resume_hint_plain": {"en": "Continue with: yichui resume {id}{yes}", "zh": "继续：yichui resume {id}{yes}"},
     "engine.after_refusal": {"en": "What now?", "zh": "接下来？"},
     "engine.answer_again": {"en": "Answer again", "zh": "重新回答"},
