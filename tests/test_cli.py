@@ -584,6 +584,15 @@ def test_delete_removes_only_yichui_s_own_session_and_run_folder(home, tmp_path)
     r = yichui(home, "delete", odd.id, "--yes")
     assert r.returncode == 0 and "its run folder —" in r.stdout and not odd.path.exists(), r.stdout + r.stderr
     assert keep.path.exists() and (keep.run_dir / "train" / "checkpoint").exists()
+    # a session made --from this one names its adapter: deleting it says so first (issue 46 trial G: a later deploy
+    # of the other session trained again, unannounced)
+    child = Session.new("quantize", h=home)
+    child.data["from"] = keep.id
+    child.steps["train"]["outputs"] = {"adapter_dir": str(keep.run_dir / "train" / "checkpoint")}
+    child.save()
+    r = yichui(home, "delete", keep.id, "--yes")
+    assert r.returncode == 0 and not keep.path.exists(), r.stdout + r.stderr
+    assert f"Sessions made from it use files of its run folder {keep.run_dir}: {child.id}" in r.stdout + r.stderr
 
 
 def test_commands_are_wired_in_one_place():

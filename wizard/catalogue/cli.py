@@ -23,6 +23,9 @@ MESSAGES = {
                            "zh": "删除 {path} 及其运行目录 {run}（{gib} GiB：检查点、导出、日志）？"},
     "cli.delete.no_tty": {"en": "No terminal to ask on: to delete {id} without a question, yichui delete {id} --yes.",
                           "zh": "没有可以提问的终端：要不经确认删除 {id}，请用 yichui delete {id} --yes。"},
+    "cli.delete.used_by": {"en": "Sessions made from it use files of its run folder {run}: {ids} — their steps that "
+                                 "need them will run again.",
+                           "zh": "由它派生的会话使用其运行目录 {run} 中的文件：{ids}——它们需要这些文件的步骤将重新运行。"},
     "cli.delete.kept": {"en": "Nothing deleted: {path} is kept.", "zh": "未删除任何内容：{path} 保留。"},
     "cli.deleted": {"en": "Deleted {path} and its run folder {run} ({gib} GiB).",
                     "zh": "已删除 {path} 及其运行目录 {run}（{gib} GiB）。"},

@@ -1,6 +1,7 @@
 """Commands that start, resume, replay and show sessions: run (the default), demo, resume, replay, steps, show."""
 from __future__ import annotations
 
+import json
 import sys
 
 import time
@@ -323,6 +324,11 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
         raise fail("cli.delete.odd_run_dir", path=str(path), run=str(run_dir), expected=str(expected))
     size = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file()) if run_dir and run_dir.is_dir() else 0
     ui = new_ui()
+    # other sessions made with --from this one name files in its run folder (a quantize task's adapter): said before
+    # anything goes — deleting it silently made a later deploy of theirs train again (issue 46 trial G)
+    users = _sessions_using(run_dir, path) if run_dir is not None else []
+    if users:
+        ui.warn(T("cli.delete.used_by", run=str(run_dir), ids=", ".join(users[:5]) + (" …" if len(users) > 5 else "")))
     if not yes:
         if not sys.stdin.isatty():
             raise fail("cli.delete.no_tty", id=s.id if s is not None else str(path))
@@ -335,6 +341,24 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     path.unlink(missing_ok=True)
     path.with_name(path.name + ".lock").unlink(missing_ok=True)
     ui.say(T("cli.deleted", path=str(path), run=str(run_dir or "—"), gib=f"{size / 2**30:.2f}"))
+
+
+def _sessions_using(run_dir: Path, own: Path) -> list[str]:
+    """Ids of the other session files under YICHUI_HOME/sessions whose text names a path inside ``run_dir`` (their
+    answers or outputs point at its files), newest last; files too large or unreadable are passed over."""
+    from wizard.session import sessions_dir
+
+    inside = json.dumps(str(run_dir.resolve()) + "/")[1:-1]  # as the JSON file spells the path
+    found = []
+    for f in sorted(sessions_dir().glob("*.json")):
+        if f.resolve() == own.resolve():
+            continue
+        try:
+            if f.stat().st_size < 16 * 2**20 and inside in f.read_text(encoding="utf-8", errors="replace"):
+                found.append(f.stem)
+        except OSError:
+            continue
+    return found
 
 
 def show(session: Optional[str] = SessionArg,
