@@ -567,8 +567,9 @@ def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None,
     if got.prompt_served is None:
         ctx.warn(msg("deploy.parity_no_count", engine=backend))
     else:
-        ctx.info(msg("deploy.parity_ok", n=got.prompt_training,
-                     how=msg("deploy.parity_by_ids" if got.by_ids else "deploy.parity_by_count")))
+        # a count alone does not show the same rendering: said as what it is (issue 46 trial G)
+        ctx.info(msg("deploy.parity_ok", n=got.prompt_training, how=msg("deploy.parity_by_ids")) if got.by_ids else
+                 msg("deploy.parity_count_ok", n=got.prompt_training))
     if not got.greedy_match:
         ctx.warn(msg("deploy.parity_greedy", training=got.greedy_training, served=got.greedy_served))
     return got

@@ -24,8 +24,9 @@ def questions(ctx: Ctx) -> list[Question]:
         choices.append(Choice("detected", f"{gpus[0]['name']} ({gpus[0]['memory_gib']} GiB) × {len(gpus)}"))
     choices += [Choice(k, f"{n} ({g} GiB)") for k, (n, g) in memory.GPUS.items()]
     return [
-        Question("target_gpu", "select", "evaluate_memory.target_gpu_serve" if ctx.task == "deploy"
-                 else "evaluate_memory.target_gpu", choices=choices,
+        # with no GPU here the question says so itself: the line saying it came after the answer (issue 46 trial G)
+        Question("target_gpu", "select", ("evaluate_memory.target_gpu_serve" if ctx.task == "deploy"
+                                          else "evaluate_memory.target_gpu") + ("" if gpus else "_none"), choices=choices,
                  default="detected" if gpus else "a10-24g"),
         # the trainer's range for processes on a node (TrainingSpec), so the strategy never refuses what this took
         Question("gpu_count", "int", "evaluate_memory.gpu_count", default=len(gpus) or 1,

@@ -430,11 +430,11 @@ def test_install_puts_yichui_on_path_or_says_how(tmp_path):
     # first command is `.venv/bin/yichui demo`: the demo's `yichui chat …` was "command not found", the tryout's N3)
     r = subprocess.run([".venv/bin/yichui", "show", "nothing-here"], env=env | {"PATH": "/usr/bin:/bin",
                        "YICHUI_HOME": str(tmp_path / "h")}, cwd=root, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "(`.venv/bin/yichui show` lists the latest)" in r.stderr, r.stderr
+    assert r.returncode == 2 and "(`.venv/bin/yichui show --all` lists them)" in r.stderr, r.stderr
     r = subprocess.run(["yichui", "show", "nothing-here"],
                        env=env | {"PATH": f"{root}/.venv/bin:/usr/bin:/bin", "YICHUI_HOME": str(tmp_path / "h")},
                        capture_output=True, text=True, timeout=120)
-    assert r.returncode == 2 and "(`yichui show` lists the latest)" in r.stderr, r.stderr
+    assert r.returncode == 2 and "(`yichui show --all` lists them)" in r.stderr, r.stderr
 
 
 def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):

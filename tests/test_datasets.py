@@ -74,6 +74,13 @@ def test_malformed_records_are_listed_by_line_then_skipped_or_refused(tmp_path):
     finally:
         i18n.set_lang("en")
     assert len(data.load_records(path, skip_bad=True)) == 2
+    # issue 46 trial G: a turn with no role was "role 'None' is not one of …", a record of no format "format ?"
+    other = tmp_path / "m.jsonl"
+    other.write_text("\n".join(json.dumps(r) for r in (
+        {"messages": CONV}, {"messages": [{"content": "hi"}, CONV[-1]]}, {"foo": "bar"})) + "\n")
+    assert bad(data.read(other)) == ["m.jsonl:2 (a turn without 'role')",
+                                     "m.jsonl:3 (keys foo: not a record of format messages (nor of another format "
+                                     "yichui reads))"]
 
 
 def test_conversation_rules(tmp_path):

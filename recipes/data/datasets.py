@@ -201,6 +201,8 @@ def _turns(items, role_key: str, text_key: str, roles: dict, images: list | None
     for m in items:
         if not isinstance(m, dict):
             raise BadRecord("data.why.turn_not_object")
+        if m.get(role_key) is None:  # said as missing: "role 'None' is not one of …" read as a role named None
+            raise BadRecord("data.why.no_role", key=role_key)
         if not isinstance(m.get(role_key), str) or m.get(role_key) not in roles:  # a list is no role (unhashable)
             raise BadRecord("data.why.bad_role", key=role_key, role=str(m.get(role_key))[:40],
                             roles=", ".join(roles))
@@ -404,7 +406,9 @@ def read(ref: str | Path) -> Loaded:
                 lacks = [k for k in FORMAT_KEYS.get(fmt, ()) if k not in row]
                 if found is None and lacks:  # the file's format, a field short (an alpaca row without "output")
                     raise BadRecord("data.why.lacks", format=fmt, fields=", ".join(lacks))
-                raise BadRecord("data.why.other_format", found=found or "?", format=fmt, keys=", ".join(map(str, row))[:60])
+                if found is None:  # a record of no format ("format ? in a file of format messages" read as a bug)
+                    raise BadRecord("data.why.no_format", format=fmt, keys=", ".join(map(str, row))[:60])
+                raise BadRecord("data.why.other_format", found=found, format=fmt, keys=", ".join(map(str, row))[:60])
             convs.append(_to_conversation(row, fmt, path.parent))
         except BadRecord as e:
             bad.append(Msg("data.bad_at", {"at": at, "why": e.msg}))

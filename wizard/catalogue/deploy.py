@@ -96,8 +96,11 @@ MESSAGES = {
                                "({n} tokens, {how}).",
                          "zh": "训练→部署一致性：引擎对示例问题的渲染与训练时相同（{n} 个 token，{how}）。"},
     "deploy.parity_by_ids": {"en": "compared token by token", "zh": "逐个 token 比较"},
-    "deploy.parity_by_count": {"en": "compared by count: this engine has no tokenize endpoint",
-                               "zh": "按数量比较：此引擎没有 tokenize 接口"},
+    "deploy.parity_count_ok": {"en": "Train→serve parity, by count only: the engine's prompt for the sample question has "
+                                     "the {n} tokens training rendered (this engine has no tokenize endpoint to "
+                                     "compare them one by one).",
+                               "zh": "训练→部署一致性（仅按数量）：引擎对示例问题的提示与训练时同为 {n} 个 token（此引擎没有 tokenize "
+                                     "接口，无法逐个比较）。"},
     "deploy.parity_prompt": {"en": "{engine} renders the sample question as {served} tokens where training rendered "
                                    "{training}{where}: the served model would see other prompts than it was trained "
                                    "on. Likely fix: serve the folder the export wrote with its own chat template (no "

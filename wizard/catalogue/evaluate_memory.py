@@ -2,7 +2,14 @@
 
 MESSAGES = {
     "evaluate_memory.target_gpu_serve": {"en": "Which GPU will serve it?", "zh": "用哪种 GPU 部署？"},
+    "evaluate_memory.target_gpu_serve_none": {"en": "Which GPU will serve it? (No NVIDIA GPU here: the estimate is "
+                                                    "for the one you choose.)",
+                                              "zh": "用哪种 GPU 部署？（本机没有 NVIDIA GPU：按所选 GPU 估算。）"},
     "evaluate_memory.target_gpu": {"en": "Which GPU will train it?", "zh": "用哪种 GPU 训练？"},
+    "evaluate_memory.target_gpu_none": {"en": "Which GPU will train it? (No NVIDIA GPU here: memory, plans and speed "
+                                              "are for the one you choose; training on this machine runs on the CPU.)",
+                                        "zh": "用哪种 GPU 训练？（本机没有 NVIDIA GPU：显存、方案与速度均按所选 GPU "
+                                              "估算；在本机训练将使用 CPU。）"},
     "evaluate_memory.gpu_count": {"en": "How many GPUs?", "zh": "使用几块 GPU？"},
     "evaluate_memory.no_gpu_serving": {"en": "No NVIDIA GPU detected here; estimating serving on the GPU you choose.",
                                        "zh": "此处未检测到 NVIDIA GPU；按你选择的 GPU 估算部署。"},

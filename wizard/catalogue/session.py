@@ -7,8 +7,8 @@ MESSAGES = {
     "session.unreadable": {"en": "Cannot read the session file {path}: {error}. Check the path (a link that points "
                                  "at itself?) and its permissions.",
                            "zh": "无法读取会话文件 {path}：{error}。请检查路径（是否为指向自身的链接？）及其权限。"},
-    "session.not_found": {"en": "No session {path}: give a session id or a path (`yichui show` lists the latest).",
-                          "zh": "找不到会话 {path}：请给出会话 ID 或路径（`yichui show` 显示最近的会话）。"},
+    "session.not_found": {"en": "No session {path}: give a session id or a path (`yichui show --all` lists them).",
+                          "zh": "找不到会话 {path}：请给出会话 ID 或路径（`yichui show --all` 列出全部会话）。"},
     "session.not_json": {"en": "Session file {path} is not valid JSON (line {line}, column {col}: {error}). "
                                "It was left untouched; fix it by hand or start a new session.",
                          "zh": "会话文件 {path} 不是有效的 JSON（第 {line} 行第 {col} 列：{error}）。文件未被改动；请手动修复或开始新会话。"},
