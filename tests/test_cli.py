@@ -456,6 +456,11 @@ def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
         r = yichui(home, "delete", worked.id, "--yes")
         assert r.returncode == 2 and f"yichui stop {worked.id}" in r.stderr and worked.path.exists()
         assert yichui(home, "stop").returncode == 0 and not job.alive()  # the running one, not the newest
+        # nothing runs now: said of all, not of a session picked by age (issue 46 trial G)
+        again = yichui(home, "stop")
+        assert again.returncode == 0 and "No yichui job is running" in again.stdout and worked.id not in again.stdout
+        att = yichui(home, "attach")
+        assert att.returncode == 1 and "No training is running under this YICHUI_HOME" in att.stdout, att.stdout
         st = yichui(home, "status")
         assert st.returncode == 0 and worked.id in st.stdout and abandoned.id not in st.stdout, st.stdout
         shown = yichui(home, "show", "--all", COLUMNS="80")

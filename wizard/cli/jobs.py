@@ -78,7 +78,10 @@ def attach(session: Optional[str] = SessionArg):
     else:
         training = [x for x in all_sessions() if (j := jobs.read(RunDir(x.run_dir).train.job()))
                     and j.alive()]
-        s = training[-1] if training else latest_that_ran(lambda run: run.train.job())
+        if not training:  # none to pick: said of all, not of a session picked by age (issue 46 trial G)
+            new_ui().say(T("cli.attach.none_any"))
+            raise typer.Exit(1)
+        s = training[-1]
     job = jobs.read(RunDir(s.run_dir).train.job())
     ui = new_ui()
     if job is None or not job.alive():
@@ -132,7 +135,10 @@ def stop(session: Optional[str] = SessionArg):
         s = read_session(session)
     else:
         running = with_running_jobs()
-        s = running[-1] if running else latest_that_ran()
+        if not running:  # nothing anywhere: said of all, not of the session that ran last (issue 46 trial G)
+            new_ui().say(T("cli.nothing_running_any"))
+            return
+        s = running[-1]
     ui = new_ui()
     stopped = [j for j in jobs.find(s.run_dir) if j.stop()]
     for j in stopped:
