@@ -250,13 +250,16 @@ def _name_of(path: Path, name_or_path: object = None) -> str:
     return next((p.name for p in path.parents if p.name and not GENERIC.fullmatch(p.name)), path.name)
 
 
-def _served_name(ctx: Ctx) -> str:
-    """The short name clients ask for: the model's folder or repo name, and the method it was trained with
-    (``tiny-qwen2-chat-lora``); characters a file name or an option could trip on become ``-``."""
+def _served_name(ctx: Ctx, served: str = "merged") -> str:
+    """The short name clients ask for: the model's folder or repo name, the method it was trained with, and the
+    export served when it is a quantized copy (``tiny-qwen2-chat-lora``, ``tiny-qwen2-chat-lora-bnb-4bit``: the NF4
+    copy went by the merged model's name; issue 46 trial G); characters a file name or an option could trip on
+    become ``-``. ``served``: the deploy step's ``model`` answer (merged, adapter or an export's format)."""
     sel = ctx.result(ModelChoice)
     base = _name_of(Path(str(sel.name or "model")), (sel.config or {}).get("_name_or_path"))
     method = ctx.result(TrainingResult).method
-    name = re.sub(r"[^\w.-]+", "-", (f"{base}-{method}" if method else base).lower()).lstrip("-.")
+    parts = [base] + ([method] if method else []) + ([served] if served not in ("merged", "adapter") else [])
+    name = re.sub(r"[^\w.-]+", "-", "-".join(parts).lower()).lstrip("-.")
     return name or "model"
 
 
@@ -298,7 +301,7 @@ def plan(ctx: Ctx, answers: dict, inst: engines.Installed, tab: dict) -> tuple[e
     est = serving_budget(ctx, answers) if spec.gpu else None
     gib, _ = _gpu(ctx)
     launch = engines.command(
-        spec, tab, model_dir=model_dir, fmt=fmt, served_name=_served_name(ctx), host=answers["host"],
+        spec, tab, model_dir=model_dir, fmt=fmt, served_name=_served_name(ctx, answers["model"]), host=answers["host"],
         port=answers["port"], chat_template=str(template) if template.exists() else None,
         max_model_len=answers.get("max_model_len"), gpu_util=answers.get("gpu_memory_utilization"),
         tensor_parallel=answers.get("tensor_parallel", 1), adapter=adapter,
@@ -456,7 +459,7 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
         answers["port"] = ctx.answers(name)["port"] = port = moved  # the session's answer is the port served on
         launch, model_dir, adapter = plan(ctx, answers, inst, tab)
     if inst.spec.served_by_path:
-        launch = _by_short_name(launch, model_dir, sdir, _served_name(ctx))
+        launch = _by_short_name(launch, model_dir, sdir, _served_name(ctx, answers["model"]))
     t0 = time.monotonic()
     job = server.start(SERVER, inst, launch, sdir, port, key_file, cwd=sdir if inst.spec.served_by_path else None,
                        home=ctx.home)

@@ -305,7 +305,7 @@ class Engine:
                 yield "replay", raw
             else:  # e.g. the saved port is taken now (the replayed session's own server)
                 self.ui.warn(i18n.t("engine.replay_gives_way", name=f"{step}.{q.key}", value=_clip(raw),
-                                    reason=_clip(i18n.render(err), 4 * LONGEST)))
+                                    reason=_clip(i18n.render(err), 4 * LONGEST).rstrip(".。")))
         if q.key in resumed:
             value, err = check(q, resumed[q.key], answers)
             if err is None:

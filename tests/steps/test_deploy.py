@@ -57,6 +57,11 @@ def test_deploy_serves_openai_compatible_chat_and_streaming(chain, monkeypatch):
     assert out["served_model"] == out["args"][0] == "tiny-qwen2-chat-lora"
     link = chain.session.run_dir / "serve" / out["served_model"]
     assert link.resolve() == Path(out["model_dir"]).resolve()
+    # a quantized copy goes by its own name, not the merged model's (issue 46 trial G)
+    from recipes import deploy
+
+    assert deploy._served_name(chain.ctx("deploy"), "bnb-4bit") == "tiny-qwen2-chat-lora-bnb-4bit"
+    assert deploy._served_name(chain.ctx("deploy"), "adapter") == "tiny-qwen2-chat-lora"
     job = jobs.read(chain.session.run_dir / "serve" / "server.pid.json")
     environ = Path(f"/proc/{job.pid}/environ").read_bytes().split(b"\0")
     assert any(v.startswith(b"PATH=") for v in environ) and not any(v.startswith(b"HF_TOKEN=") for v in environ)

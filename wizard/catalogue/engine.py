@@ -5,9 +5,9 @@ MESSAGES = {
                            "zh": "此会话的服务未在运行；按记录的答案重新启动。"},
     "engine.redo": {"en": "The outputs of {step} are gone from disk; running it again.",
                     "zh": "{step} 的输出已不在磁盘上，重新运行该步骤。"},
-    "engine.replay_gives_way": {"en": "The saved {name}={value!r} does not fit this machine now ({reason}): the default "
-                                      "is used instead (--set {name}=VALUE to choose).",
-                                "zh": "已保存的 {name}={value!r} 此刻不适用于本机（{reason}）：改用默认值（可用 --set {name}=VALUE 指定）。"},
+    "engine.replay_gives_way": {"en": "The saved {name}={value!r} does not fit this machine now ({reason}); its default "
+                                      "here is used instead (--set {name}=VALUE to choose).",
+                                "zh": "已保存的 {name}={value!r} 此刻不适用于本机（{reason}）；改用本机的默认值（可用 --set {name}=VALUE 指定）。"},
     "engine.resumed_gives_way": {"en": "The saved {name}={value!r} is no longer valid ({reason}): the default is used "
                                        "instead (--set {name}=VALUE to choose).",
                                  "zh": "已保存的 {name}={value!r} 已不再有效（{reason}）：改用默认值（可用 --set {name}=VALUE 指定）。"},
