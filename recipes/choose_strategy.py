@@ -613,7 +613,8 @@ def _run_questions(d: Draft) -> list[Question]:
                           for n in trackers.TRACKERS],
                  validate=_trackers_check),
         Question("sample_question", "text", "choose_strategy.sample_question",
-                 default=lambda a: d.first_image_question(a) or "What is LoRA?"),
+                 # in the user's language (issue 46 trial G: English in the zh wizard)
+                 default=lambda a: d.first_image_question(a) or d.ctx.t(msg("choose_strategy.sample_question_default"))),
         Question("preflight", "confirm", "choose_strategy.preflight", default=True),
     ]
 

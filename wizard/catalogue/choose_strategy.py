@@ -88,6 +88,7 @@ MESSAGES = {
     # no speed model for the family or layout (planner.speed_modelled): no figure rather than a wrong one
     "choose_strategy.plan.label_unmodelled": {"en": "{fits} {gib} GiB: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
                                               "zh": "{fits} {gib} GiB：微批 {mb} × {ga}，检查点{ckpt}，Liger {liger}，编译{compiled}"},
+    "choose_strategy.sample_question_default": {"en": "What is LoRA?", "zh": "什么是 LoRA？"},
     "choose_strategy.plan.fits": {"en": "fits", "zh": "可行"},
     "choose_strategy.plan.too_big": {"en": "TOO BIG", "zh": "放不下"},
     "choose_strategy.master_weights": {"en": "Master weights of the full fine-tune (what the optimizer updates)?",
