@@ -396,7 +396,8 @@ def test_estimate_names_the_plan_it_priced(home):
     r = yichui(home, "estimate", m, "--method", "full", "--distribution", "zero3", "--processes", "2",
                "--offload-device", "nvme", "--gpu", "h100-80g", "--gpu-memory", "80", COLUMNS="200")
     assert r.returncode == 0, r.stderr
-    assert "full, 2048 tokens × micro-batch 1; ZeRO-3 over 2 GPUs; offload to NVMe" in r.stdout, r.stdout
+    assert "full, 2048 tokens × micro-batch 1, checkpointing on; ZeRO-3 over 2 GPUs; offload to NVMe" in r.stdout, \
+        r.stdout
     shape = memory.shape_from_config(config("qwen2.5-7b"))
     t = TrainingSpec(method="full", distribution="zero3", processes=2, offload="all", offload_device="nvme")
     assert f"DeepSpeed swaps {memory.nvme_bytes(shape, t) / GIB:.1f} GiB to disk" in r.stdout, r.stdout

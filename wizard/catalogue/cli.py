@@ -407,8 +407,9 @@ MESSAGES = {
     "cli.opt.json": {"en": "Print one JSON object.", "zh": "输出一个 JSON 对象。"},
     "cli.unknown_gpu": {"en": "Unknown GPU {gpu!r}; known: {gpus} (or give --gpu-memory GIB).",
                         "zh": "未知 GPU {gpu!r}；可选：{gpus}（或用 --gpu-memory 指定 GiB）。"},
-    "cli.estimate.title": {"en": "{model} ({n} parameters): {method}, {seq} tokens × micro-batch {batch}",
-                           "zh": "{model}（{n} 个参数）：{method}，{seq} 个 token × 微批 {batch}"},
+    "cli.estimate.title": {"en": "{model} ({n} parameters): {method}, {seq} tokens × micro-batch {batch}, "
+                                 "checkpointing {ckpt}",
+                           "zh": "{model}（{n} 个参数）：{method}，{seq} 个 token × 微批 {batch}，检查点{ckpt}"},
     "cli.estimate.with_images": {"en": "{seq} + {n} image", "zh": "{seq} + {n}（图像）"},
     "cli.estimate.fit": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare.", "zh": "可以放进 {gpu}（{gib} GiB），余量 {margin} GiB。"},
     "cli.estimate.nofit": {"en": "Does NOT fit on {gpu} ({gib} GiB): the predicted {peak} GiB needs {need} GiB with a {pct} % margin{why}.",

@@ -299,7 +299,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         + ([T("cli.estimate.sequence_parallel", sp=t.sequence_parallel)] if t.sequence_parallel > 1 else [])
     ui.table(T("cli.estimate.title", model=model, n=f"{shape.n_params:,}", method=t.method,
                seq=T("cli.estimate.with_images", seq=seq, n=f"{image_tokens:,}") if image_tokens else seq,
-               batch=t.micro_batch) + (T(f"cli.estimate.{t.objective}") if t.objective != "sft" else "")
+               batch=t.micro_batch, ckpt=T("ui.on" if t.activation_checkpointing else "ui.off"))
+             + (T(f"cli.estimate.{t.objective}") if t.objective != "sft" else "")
              + "".join(plan),
              *_breakdown(memory.breakdown(e)))
     if gib:
