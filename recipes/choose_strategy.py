@@ -219,7 +219,11 @@ class Draft:
         out = []
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0,
                                unsloth=self.unsloth is not None and bool(memory.detect_gpus()),
-                               planned_steps=self.planned_steps(a) if modelled else 0,
+                               # the steps at the batch answered (micro-batch and accumulation come after the plan:
+                               # their defaults made every record a step, 16× the time; issue 46 trial H)
+                               planned_steps=self.planned_steps(a | _least(a) | {
+                                   "grad_accum": max(1, a["batch_size"] // _least(a)["micro_batch"])})
+                               if modelled else 0,
                                speed_seq=self.speed_seq(a) if modelled else None):
             on = lambda x: msg("ui.on" if x else "ui.off")  # noqa: E731
             knobs = dict(ckpt=on(p.ckpt), mb=p.micro_batch, ga=p.grad_accum, liger=on(p.liger),
