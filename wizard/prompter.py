@@ -54,6 +54,16 @@ def _wrap_columns(text: str, width: int) -> list[str]:
     return lines
 
 
+def _unwrap(title: str) -> str:
+    """A label :func:`_fit` wrapped, on one line again: a space where the break took one, none after CJK punctuation
+    (the zh echo read "Liger 关， 编译关"; issue 46 trial H)."""
+    lines = [x.strip() for x in title.split("\n")]
+    out = lines[0]
+    for x in lines[1:]:
+        out += ("" if out.endswith(tuple(_BREAK_AFTER.strip())) else " ") + x
+    return out
+
+
 def _one_line_answers() -> None:
     """After a choice, questionary echoes its title: a wrapped one (see :func:`_fit`) would echo on two lines
     ("fits · 10.2 GiB …" then a stray "   off"). Its select prompt reads the chosen Choice through InquirerControl;
@@ -70,7 +80,7 @@ def _one_line_answers() -> None:
         def get_pointed_at(self):
             choice = super().get_pointed_at()
             if self.is_answered and isinstance(choice.title, str) and "\n" in choice.title:
-                return Choice(" ".join(x.strip() for x in choice.title.split("\n")), value=choice.value)
+                return Choice(_unwrap(choice.title), value=choice.value)
             return choice
 
     select.InquirerControl = OneLineAnswer
