@@ -30,7 +30,7 @@ def run(ctx: Ctx, answers: dict) -> Chat:
         raise StepError("serving.chat.unreachable", endpoint=endpoint, error="no server") from None
     if ctx.interactive:
         # the stop command names this session where its own run folder holds the server (not one of --from's)
-        ours = bool(out.log) and Path(out.log).resolve().is_relative_to(Path(ctx.run_dir).resolve())
+        ours = out.log is not None and Path(out.log).resolve().is_relative_to(Path(ctx.run_dir).resolve())
         turns = client.repl(endpoint, model, key, lambda k, **a: ctx.t(msg(k, **a)), ctx.info, ctx.warn,
                             session=ctx.session_id if ours else None)
         return Chat(endpoint=endpoint, model=model, turns=turns)
