@@ -318,8 +318,9 @@ def test_a_checkbox_answer_is_said_in_the_user_s_language_with_the_choices():
     m = re.search(r"\x1b\[(\d+)F\x1b\[J\? (.*)", after)
     assert m, repr(after)
     assert int(m.group(1)) >= 2  # the question wraps at 80 columns: both lines of the echo are gone over
-    rewritten = m.group(2)
-    assert "同时记录到这些实验跟踪工具" in rewritten and rewritten.rstrip().endswith("甲 第一个; 乙 第二个")
+    # the question wrapped between words since trial H: its lines joined back
+    rewritten = re.sub(r"\s*\r?\n\s*", "", after[m.start(2):].split("GOT")[0]).rstrip()
+    assert "同时记录到这些实验跟踪工具" in rewritten and rewritten.endswith("甲 第一个; 乙 第二个"), repr(rewritten)
     assert "done" not in after[m.start():]
 
 
@@ -365,3 +366,24 @@ def test_a_chinese_plan_label_wraps_by_columns_not_characters(monkeypatch):
     assert all(not x.startswith("   ") or x[3] != " " for x in prompter._fit(english).split("\n"))
     assert [x.strip() for x in prompter._fit(english).split("\n")][-1].endswith("compiled layers on")
     assert prompter._unwrap(prompter._fit(english)) == english
+
+
+def test_a_long_question_wraps_between_words(monkeypatch):
+    """Issue 46 trials G and H: questionary left long questions to the terminal, which folded them mid-word at 80
+    columns ("the fina|l one"). Now they wrap between words (or after CJK punctuation), nothing lost."""
+    import os
+
+    from prompt_toolkit.utils import get_cwidth
+
+    from wizard import prompter
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda *a, **k: os.terminal_size((80, 24)))
+    q = ("Plan (fitting ones first, then the soonest done, compiling included; tokens/s per GPU on NVIDIA A10; "
+         "every knob can still be changed):")
+    lines = prompter._wrap_question(q).split("\n")
+    assert len(lines) == 2 and all(get_cwidth(x) <= 77 for x in lines)
+    assert " ".join(x.strip() for x in lines) == q
+    zh = "训练方案（可行的在前，其次是最早训完的，含编译时间；速度为 NVIDIA A10 上每个 GPU 的 token/秒；之后每项仍可修改）："
+    assert all(get_cwidth(x) <= 77 for x in prompter._wrap_question(zh).split("\n"))
+    assert "".join(x.strip() for x in prompter._wrap_question(zh).split("\n")).replace(" ", "") == zh.replace(" ", "")
+    assert prompter._wrap_question("Short?") == "Short?"

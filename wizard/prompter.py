@@ -54,6 +54,19 @@ def _wrap_columns(text: str, width: int) -> list[str]:
     return lines
 
 
+def _wrap_question(text: str) -> str:
+    """A question wrapped between words to the terminal, later lines under the first one's text: the terminal folded
+    long ones mid-word ("the fina|l one", zh "每个 G|PU"; issue 46 trials G and H). Its own line breaks are kept."""
+    import shutil
+
+    from prompt_toolkit.utils import get_cwidth
+
+    width = shutil.get_terminal_size().columns - 3  # "? " before the first line, and the cursor's column
+    if width < 20 or all(get_cwidth(line) <= width for line in text.split("\n")):
+        return text
+    return "\n".join("\n  ".join(_wrap_columns(line, width) or [""]) for line in text.split("\n"))
+
+
 def _unwrap(title: str) -> str:
     """A label :func:`_fit` wrapped, on one line again: a space where the break took one, none after CJK punctuation
     (the zh echo read "Liger 关， 编译关"; issue 46 trial H)."""
@@ -153,7 +166,7 @@ class QuestionaryPrompter:
     def _ask(self, q: Question, prefill: Any, answers: dict) -> Any:
         import questionary
 
-        text = i18n.render(q.message)
+        text = _wrap_question(i18n.render(q.message))
         if q.kind == "select":
             _one_line_answers()
             choices = [questionary.Choice(title=_fit(i18n.render(c.label)), value=c.value)
