@@ -184,9 +184,13 @@ class Draft:
 
     def planned_steps(self, a) -> int:
         """Optimizer steps the answers so far plan: max_steps, else the records less the held-out share × epochs ÷
-        records per step (the defaults where not asked yet); 0 when the data is not on this machine."""
+        records per step (the defaults where not asked yet; before micro-batch and accumulation are, the batch answered:
+        their defaults made every record a step at the plan question, issue 46 trial H); 0 when the data is not on
+        this machine."""
         steps = a.get("max_steps") or 0
         n = self.records(a)
+        if "micro_batch" not in a and "batch_size" in a:
+            a = a | _least(a) | {"grad_accum": max(1, a["batch_size"] // _least(a)["micro_batch"])}
         if not steps and n:
             steps = math.ceil(n * (1 - a.get("val_ratio", 0.0)) / training(a).prompts_per_step * a.get("epochs", 1.0))
         return steps
@@ -219,11 +223,7 @@ class Draft:
         out = []
         for p in planner.plans(shape, t, a["batch_size"], mem.gpu.name or "", mem.gpu.memory_gib or 80.0,
                                unsloth=self.unsloth is not None and bool(memory.detect_gpus()),
-                               # the steps at the batch answered (micro-batch and accumulation come after the plan:
-                               # their defaults made every record a step, 16× the time; issue 46 trial H)
-                               planned_steps=self.planned_steps(a | _least(a) | {
-                                   "grad_accum": max(1, a["batch_size"] // _least(a)["micro_batch"])})
-                               if modelled else 0,
+                               planned_steps=self.planned_steps(a) if modelled else 0,
                                speed_seq=self.speed_seq(a) if modelled else None):
             on = lambda x: msg("ui.on" if x else "ui.off")  # noqa: E731
             knobs = dict(ckpt=on(p.ckpt), mb=p.micro_batch, ga=p.grad_accum, liger=on(p.liger),

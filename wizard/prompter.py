@@ -20,38 +20,9 @@ def _fit(label: str, indent: int = 3) -> str:
     width = shutil.get_terminal_size().columns - indent - 1
     if get_cwidth(label) <= width or width < 20:
         return label
-    return ("\n" + " " * indent).join(_wrap_columns(label, width))
+    from wizard.console import wrap_words  # the console's own wrapping: between words, and between CJK characters
 
-
-# where a line may break: after a space, or after CJK punctuation (Chinese text has few spaces)
-_BREAK_AFTER = " ，；：、。）"
-
-
-def _wrap_columns(text: str, width: int) -> list[str]:
-    """``text`` in lines of at most ``width`` terminal columns (a CJK character takes two: the zh plan list was cut at
-    80 columns, its last knobs unseen — issue 46 trial G), broken after a space or CJK punctuation where one falls in
-    the line, else at the width."""
-    from prompt_toolkit.utils import get_cwidth
-
-    lines: list[str] = []
-    line, cols, cut = "", 0, -1  # cut: the index in ``line`` after its last break opportunity
-    for ch in text:
-        w = get_cwidth(ch)
-        if cols + w > width and line:
-            at = cut if cut > 0 else len(line)
-            lines.append(line[:at].rstrip())
-            line = line[at:].lstrip(" ")
-            cols, cut = get_cwidth(line), -1
-            for i, c in enumerate(line):
-                if c in _BREAK_AFTER:
-                    cut = i + 1
-        line += ch
-        cols += w
-        if ch in _BREAK_AFTER:
-            cut = len(line)
-    if line.strip():
-        lines.append(line.rstrip())
-    return lines
+    return ("\n" + " " * indent).join(wrap_words(label, width).split("\n"))
 
 
 def _wrap_question(text: str) -> str:
@@ -64,17 +35,19 @@ def _wrap_question(text: str) -> str:
     width = shutil.get_terminal_size().columns - 3  # "? " before the first line, and the cursor's column
     if width < 20 or all(get_cwidth(line) <= width for line in text.split("\n")):
         return text
-    return "\n".join("\n  ".join(_wrap_columns(line, width) or [""]) for line in text.split("\n"))
+    from wizard.console import wrap_words
+
+    return "\n".join("\n  ".join(wrap_words(line, width).split("\n")) for line in text.split("\n"))
 
 
-def _unwrap(title: str) -> str:
-    """A label :func:`_fit` wrapped, on one line again: a space where the break took one, none after CJK punctuation
-    (the zh echo read "Liger 关， 编译关"; issue 46 trial H)."""
-    lines = [x.strip() for x in title.split("\n")]
-    out = lines[0]
-    for x in lines[1:]:
-        out += ("" if out.endswith(tuple(_BREAK_AFTER.strip())) else " ") + x
-    return out
+def _choice(label: str, value: Any, indent: int = 3, **kw: Any):
+    """A questionary Choice whose title is ``label`` wrapped to the terminal (:func:`_fit`), the label itself kept
+    for the one-line echo after the choice (:func:`_one_line_answers`)."""
+    import questionary
+
+    choice = questionary.Choice(title=_fit(label, indent), value=value, **kw)
+    choice.yichui_label = label
+    return choice
 
 
 def _one_line_answers() -> None:
@@ -92,8 +65,9 @@ def _one_line_answers() -> None:
 
         def get_pointed_at(self):
             choice = super().get_pointed_at()
-            if self.is_answered and isinstance(choice.title, str) and "\n" in choice.title:
-                return Choice(_unwrap(choice.title), value=choice.value)
+            label = getattr(choice, "yichui_label", None)  # the label before _fit wrapped it (:func:`_choice`)
+            if self.is_answered and label is not None and label != choice.title:
+                return Choice(label, value=choice.value)
             return choice
 
     select.InquirerControl = OneLineAnswer
@@ -169,7 +143,7 @@ class QuestionaryPrompter:
         text = _wrap_question(i18n.render(q.message))
         if q.kind == "select":
             _one_line_answers()
-            choices = [questionary.Choice(title=_fit(i18n.render(c.label)), value=c.value)
+            choices = [_choice(i18n.render(c.label), c.value)
                        for c in q.resolve_choices(answers)]
             default = next((c for c in choices if c.value == prefill or str(c.value) == str(prefill)), None)
             return questionary.select(text, choices=choices, default=default,
