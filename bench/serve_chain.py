@@ -307,12 +307,12 @@ def chain_sets(a, base_dir: Path, more: dict | None = None) -> dict:
 
 def chain(a, base_dir: Path, results: Path, more: dict | None = None) -> dict:
     argv = run_argv("finetune", chain_sets(a, base_dir, more))
-    cache = kernel_cache_bytes()
+    cache = kernel_cache_bytes(a.engine)
     t0 = time.time()
     rc = sh(argv, results / "chain.log", timeout=3600)
     sid = newest_session(t0 - 1)
     out = {"rc": rc, "wall_seconds": round(time.time() - t0, 1), "kernel_cache_bytes_before": cache,
-           "kernel_cache_bytes_after": kernel_cache_bytes()}
+           "kernel_cache_bytes_after": kernel_cache_bytes(a.engine)}
     if sid:
         out |= summary(session(sid))
     return out
@@ -573,11 +573,14 @@ def holdout_sets(a, engine: str, port: int, model_dir: str) -> dict:
 WARM_TARGETS = "merged,other-weights,bnb-4bit"
 
 
-def kernel_cache_bytes() -> int:
-    """Bytes under YICHUI_HOME/cache/kernels (recipes/serving/engines.py kernel_cache_env): 0 before any engine's
-    first start on this machine."""
+def kernel_cache_bytes(engine: str = "") -> int:
+    """Bytes under YICHUI_HOME/cache/kernels (recipes/serving/engines.py kernel_cache_env), of ``engine``'s folders
+    only when given (``<engine>-<version>``): 0 before that engine's first start on this machine."""
     root = home() / "cache" / "kernels"
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.is_dir() else 0
+    if not root.is_dir():
+        return 0
+    return sum(p.stat().st_size for d in root.glob(f"{engine}-*" if engine else "*") for p in d.rglob("*")
+               if p.is_file())
 
 
 def warm_sets(a, target: str, port: int, base_dir: str) -> tuple[dict, tuple[str, ...]]:
@@ -596,32 +599,35 @@ def warm_sets(a, target: str, port: int, base_dir: str) -> tuple[dict, tuple[str
     return {"deploy.model": target} | common, ("--from", "CHAIN-SESSION")
 
 
-def warm(a, chain_sid: str, base_dir: str, results: Path, target: str, port: int) -> dict:
+def warm(a, chain_sid: str, base_dir: str, results: Path, target: str, port: int, label: str = "") -> dict:
     """One deploy after the chain's (its server stopped): the command's wall time to its end (the engine started,
-    a reply and a streamed one, the parity gate), the deploy step's outputs, the kernel cache before and after;
-    the server stopped after."""
+    a reply and a streamed one, the parity gate), the deploy step's outputs, the engine's kernel cache before and
+    after (0 before: its first start on this machine); the server stopped after. ``label`` names its log."""
     sets, more = warm_sets(a, target, port, base_dir)
     more = tuple(chain_sid if x == "CHAIN-SESSION" else x for x in more)
-    cache = kernel_cache_bytes()
+    label = label or f"warm-{target}"
+    cache = kernel_cache_bytes(a.engine)
     t0 = time.time()
-    rc = sh(run_argv("deploy", sets, *more), results / f"warm-{target}.log", timeout=a.deploy_timeout)
-    out = {"target": target, "rc": rc, "wall_seconds": round(time.time() - t0, 1), "kernel_cache_bytes_before": cache,
-           "kernel_cache_bytes_after": kernel_cache_bytes()}
+    rc = sh(run_argv("deploy", sets, *more), results / f"{label}.log", timeout=a.deploy_timeout)
+    out = {"target": target, "engine": a.engine, "rc": rc, "wall_seconds": round(time.time() - t0, 1),
+           "kernel_cache_bytes_before": cache, "kernel_cache_bytes_after": kernel_cache_bytes(a.engine)}
     sid = newest_session(t0 - 1)
     if sid and sid != chain_sid:
         d = session(sid)
         out |= summary(d)
         if d["steps"]["deploy"]["status"] != "done":
-            keep_log(d, results, f"warm-{target}")
+            keep_log(d, results, label)
         sh([YICHUI, "serve", "stop", sid], results / "stop.log", timeout=120)
     return out
 
 
 def warm_all(a, chain_sid: str, base_dir: str, results: Path) -> None:
-    """Every ``--warm`` target in turn, each alone on the GPU (every server stopped before it)."""
+    """Every ``--warm`` target in turn (one may come twice: a first start, then again), each alone on the GPU
+    (every server stopped before it)."""
     for i, target in enumerate(t for t in a.warm.split(",") if t):
         stop_servers(results)
-        phase(results, "warm", warm, a, chain_sid, base_dir, results, target, a.port + 70 + i)
+        phase(results, "warm", warm, a, chain_sid, base_dir, results, target, a.port + 70 + i,
+              f"warm-{a.engine}-{i}-{target}")
 
 
 def cmd_warm(a) -> None:
@@ -947,8 +953,12 @@ def cmd_report(a) -> None:
                 ratio = f"{e['requests_per_s'] / t['requests_per_s']:.1f}×" if label == "vLLM" else ""
                 lines.append(f"| {r['concurrency']} | {label} | {r['ok']}/{r['requests']} | {r['requests_per_s']} | "
                              f"{r['p50_s']} | {r['p99_s']} | {r['completion_tokens_per_s']} | {ratio} |")
-    starts = ([("chain's deploy", chain)] if chain.get("deploy") else []) + \
-        [(f"again: {w.get('target')}", w) for w in by.get("warm", [])]
+    def start_name(w: dict) -> str:  # runs before the engine was recorded: the chain's vLLM
+        first = w.get("kernel_cache_bytes_before") == 0
+        return f"{w.get('engine') or 'vllm'} {'first start' if first else 'again'}: {w.get('target')}"
+
+    starts = ([(f"{(chain.get('deploy') or {}).get('backend') or 'vllm'} first start (chain's deploy)", chain)]
+              if chain.get("deploy") else []) + [(start_name(w), w) for w in by.get("warm", [])]
     if starts:
         lines += ["", "### Time to the first answer, first start and again (issue 48)", ""] + time_to_serve(starts)
     lines += memory_curves(results)

@@ -503,11 +503,11 @@ def test_serve_chain_reports_time_to_serve_again_and_the_memory_curves(ran):
     """Issue 48's rows (an H100): the first start and the warm ones with their phases and parity, the KV cache
     against the memory model on that GPU (its name and size read from the run), TensorBoard's memory scalars."""
     out, _ = ran
-    first = table_row(out, "chain's deploy")
+    first = table_row(out, "vllm first start (chain's deploy)")
     assert first[1] == "0" and first[3] == "152.8" and first[6:8] == ["same (ids)", "same"]
-    again = table_row(out, "again: merged")
+    again = table_row(out, "vllm again: merged")
     assert float(again[1]) > 30 and float(again[3]) < 60 and again[6] == "same (ids)"
-    assert float(table_row(out, "again: bnb-4bit")[3]) < 60
+    assert float(table_row(out, "vllm again: bnb-4bit")[3]) < 60
     kv = table_row(out, "vllm merged (fit)")
     assert abs(pct(kv[9])) < 1.0  # the H100's 79.6 GiB, not an H200's
     assert "| peak_reserved_gib | 2.982 | 3.275 | 3.777 | 3.801 | 3.801 | 3.801 |" in out  # the 200-step run
