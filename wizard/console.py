@@ -289,6 +289,8 @@ class UI:
         with Progress(*cols, console=self.out, transient=False) as p:
             task = p.add_task(description, total=total)
             yield _Bar(p, task)
+            if next(x for x in p.tasks if x.id == task).total is None:  # an open-ended one ended: shown full, not an empty bar left behind
+                p.update(task, total=1, completed=1)
 
     @contextlib.contextmanager
     def live(self, title: str):

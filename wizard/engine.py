@@ -610,7 +610,7 @@ class Engine:
             self.ui.say(i18n.t("engine.finished_with_warnings", id=s.id, path=str(s.path), n=len(self.warnings)))
             for step, text in self.warnings:
                 title = i18n.t(f"step.{step}.title") if f"step.{step}.title" in i18n.CATALOG else step
-                self.ui.say(f"  {title}: {_first_line(text)}")
+                self.ui.say(f"  {title}: {_first_line(text, 600)}")  # yichui's own lines: whole
         else:
             self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0

@@ -160,6 +160,8 @@ def test_demo_then_replay(finished_demo):
     new["steps"]["deploy"]["answers"].pop("stop_servers")
     listed = yichui(home, "serve", "status", "--all", COLUMNS="200")  # both, each with its session and endpoint
     assert listed.returncode == 0 and s["id"] in listed.stdout and new["id"] in listed.stdout, listed.stdout
+    none = yichui(home, "serve", "status", qs["id"])  # a session without a server still says the others run
+    assert none.returncode != 0 and "2 more running" in none.stdout + none.stderr, none.stdout + none.stderr
     stop_all_servers = yichui(home, "serve", "stop", "--all")
     assert stop_all_servers.returncode == 0 and f"of session {new['id']}" in stop_all_servers.stdout
     assert f"of session {s['id']}" in stop_all_servers.stdout

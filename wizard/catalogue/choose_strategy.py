@@ -324,7 +324,7 @@ MESSAGES = {
                                         "zh": "有效批量（{batch} = 微批 {mb} × 梯度累积 {ga} × {gpus} 个 GPU）大于 {n} 条训练记录："
                                               "每个优化器步都会重复其中一些记录。冒烟测试无妨；正式训练请减小批量或增加数据。"},
     "choose_strategy.eta": {"en": "Predicted speed on {gpu} at {seq} tokens per sequence: ~{tps} tokens/s per GPU × {n} "
-                                  "→ {steps} optimizer steps in about {eta} (the speed model's; on a GPU the train step "
+                                  "→ {steps} optimizer step(s) in about {eta} (the speed model's; on a GPU the train step "
                                   "compares it with the measured rate).",
                             "zh": "在 {gpu} 上、每条序列 {seq} 个 token 时的预测速度：每个 GPU 约 {tps} token/秒 × {n} → "
                                   "{steps} 个优化器步约需 {eta}（速度模型的预测；在 GPU 上训练步骤会与实测速度比较）。"},
@@ -335,15 +335,15 @@ MESSAGES = {
                                             "(~{each} s each, measured on an H100); packing avoids it.",
                                       "zh": "其中包括编译各层的约 {seconds} 秒：不打包时每个微批长度各不相同，各层又重新编译了 {n} 次"
                                             "（每次约 {each} 秒，在 H100 上实测）；打包可以避免。"},
-    "choose_strategy.eta_unknown_kto": {"en": "{steps} optimizer steps planned; KTO's time is not predicted (its "
+    "choose_strategy.eta_unknown_kto": {"en": "{steps} optimizer step(s) planned; KTO's time is not predicted (its "
                                               "speed model undersold trl's measured rate by 11–52 % on the H200).",
                                         "zh": "计划 {steps} 个优化器步；不预测 KTO 的耗时（其速度模型在 H200 上比 trl 实测速度低 11–52%）。"},
-    "choose_strategy.eta_unknown": {"en": "{steps} optimizer steps planned; their time is not predicted for this "
+    "choose_strategy.eta_unknown": {"en": "{steps} optimizer step(s) planned; their time is not predicted for this "
                                           "model family or plan (the speed model covers dense Qwen, Llama, Mistral, "
                                           "Phi-3 and GLM models on one GPU or plain data parallel).",
                                     "zh": "计划 {steps} 个优化器步；此模型系列或方案下不预测耗时（速度模型只覆盖单 GPU "
                                           "或普通数据并行上的稠密 Qwen、Llama、Mistral、Phi-3 与 GLM 模型）。"},
-    "choose_strategy.eta_unknown_grpo": {"en": "{steps} optimizer steps planned; GRPO's time is not predicted (most "
+    "choose_strategy.eta_unknown_grpo": {"en": "{steps} optimizer step(s) planned; GRPO's time is not predicted (most "
                                                "of it is generating the replies, token by token, which the speed "
                                                "model has no term for).",
                                          "zh": "计划 {steps} 个优化器步；GRPO 的耗时不做预测（大部分时间花在逐 token 生成回答上，"

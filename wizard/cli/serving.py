@@ -92,20 +92,27 @@ def serve_status(session: Optional[str] = SessionArg,
         return
     s, job = _server_session(session, running_only=True)
     if job is None:
+        _say_others(s.id)
         raise _no_server(s, "cli.serve.none")
     out = s.result(Deployment)
     new_ui().table(T("cli.serve.title", id=s.id), ["pid", T("cli.col.state"), "endpoint", "model", T("cli.col.log")],
                    [(job.pid, T("cli.state.running" if job.alive() else "cli.state.stopped"), out.endpoint or "",
                      out.served_model or "", job.log)])
-    if session is None:  # the newest session's server; say when others run too (issue 46: they went unseen)
-        from recipes import rundir
-        from wizard.session import home
-
-        others = [sid for sid, _ in rundir.servers(home()) if sid != s.id]
-        if others:
-            new_ui().say(T("cli.serve.more_running", n=len(others)))
+    if session is None or not job.alive():
+        _say_others(s.id)
     if not job.alive():
         raise typer.Exit(1)
+
+
+def _say_others(sid: str) -> None:
+    """One line when servers of other sessions run (issue 46: beside the newest session's, or a stopped one's, they
+    went unseen)."""
+    from recipes import rundir
+    from wizard.session import home
+
+    others = [x for x, _ in rundir.servers(home()) if x != sid]
+    if others:
+        new_ui().say(T("cli.serve.more_running", n=len(others)))
 
 
 def serve_logs(session: Optional[str] = SessionArg,
