@@ -645,6 +645,9 @@ def cmd_warm(a) -> None:
         sid = max(done, key=lambda p: p.stat().st_mtime).stem
     base_dir = session(sid)["steps"]["select_model"]["answers"]["path"]
     a.warm = a.targets
+    rows = results / "rows.jsonl"
+    if not rows.exists() or '"phase": "env"' not in rows.read_text():  # the GPU and versions these rows ran on
+        phase(results, "env", versions, a)
     warm_all(a, sid, base_dir, results)
     stop_servers(results)
     row(results, "done")
@@ -748,7 +751,11 @@ def memory_rows(results: Path) -> list[dict]:
     from recipes.memory import model as memory
 
     rows = [json.loads(x) for x in (results / "rows.jsonl").read_text().splitlines() if x.strip()]
-    env = next((r for r in rows if r["phase"] == "env"), {})
+    env = next((r for r in rows if r["phase"] == "env"), None)
+    parent = results.parent / "rows.jsonl"
+    if env is None and parent.exists():  # later rows of the same machine in a subfolder: the run's env row
+        env = next((json.loads(x) for x in parent.read_text().splitlines() if '"phase": "env"' in x), None)
+    env = env or {}
     format_util = (env.get("args") or {}).get("format_util", 0.1)  # runs before args were recorded: the default
     # the GPU as nvidia-smi named it ("NAME, TOTAL MiB, DRIVER"); runs before it was recorded: the H200
     gpu = [x.strip() for x in str(env.get("gpu") or "NVIDIA H200, 143771 MiB").split(",")]
@@ -965,9 +972,11 @@ def cmd_report(a) -> None:
     if not chain.get("step_seconds"):
         print("\n".join(lines))
         return
+    # resumed by hand: the first command's wall time is not the chain's; the steps' own times are
+    total = round(sum(chain["step_seconds"].values()), 1) if resumed.exists() else chain["wall_seconds"]
     lines += ["", "### Time to a served model (wall seconds per step, from the session file)", "",
               "| " + " | ".join(chain["step_seconds"]) + " | total |", "|" + "---:|" * (len(chain["step_seconds"]) + 1),
-              "| " + " | ".join(str(v) for v in chain["step_seconds"].values()) + f" | {chain['wall_seconds']} |"]
+              "| " + " | ".join(str(v) for v in chain["step_seconds"].values()) + f" | {total} |"]
     print("\n".join(lines))
 
 

@@ -258,9 +258,16 @@ def test_help_check_against_installed_gpu_engines(engine):
 PROBE = ("import json, subprocess, sys\n"
          "def main():\n"
          "    cmdline = open('/proc/self/cmdline', 'rb').read().split(b'\\0')\n"
-         "    json.dump({'argv': sys.argv, 'cmdline': [c.decode() for c in cmdline if c]}, open(sys.argv[-3], 'w'))\n"
+         "    json.dump({'argv': sys.argv, 'cmdline': [c.decode() for c in cmdline if c]}, open(sys.argv[-2], 'w'))\n"
          "    print('non-default args:', {'api_key': sys.argv[-1:]}, flush=True)  # as vLLM logs its arguments\n"
          "    subprocess.run([sys.executable, '-c', 'import sys; sys.stderr.write(\"child sees \" + %r)' % sys.argv[-1]])\n")
+# an engine that parses its options as vLLM's and SGLang's do (argparse)
+ARGPARSE_PROBE = ("import argparse, json, sys\n"
+                  "def main():\n"
+                  "    ap = argparse.ArgumentParser()\n"
+                  "    ap.add_argument('--out'); ap.add_argument('--api-key')\n"
+                  "    a = ap.parse_args()\n"
+                  "    json.dump({'api_key': a.api_key}, open(a.out, 'w'))\n")
 
 
 def test_the_key_reaches_the_engine_but_no_command_line_and_no_log(tmp_path):
@@ -280,11 +287,29 @@ def test_the_key_reaches_the_engine_but_no_command_line_and_no_log(tmp_path):
         subprocess.run(argv, check=True, timeout=60, stdout=out, stderr=subprocess.STDOUT,
                        env=dict(os.environ, PYTHONPATH=str(tmp_path)))
     seen = json.loads((tmp_path / "seen.json").read_text())
-    assert seen["argv"][-2:] == ["--api-key", key] and seen["argv"][1:3] == ["serve", "/m"]
+    assert seen["argv"][-1] == f"--api-key={key}" and seen["argv"][1:3] == ["serve", "/m"]
     assert key not in " ".join(seen["cmdline"]) and key not in " ".join(argv)
     text = log.read_text()
-    assert "non-default args" in text and "child sees <redacted>" in text  # the engine's and its child's lines
+    assert "non-default args" in text and "child sees --api-key=<redacted>" in text  # the engine's and its child's lines
     assert key not in text and text.count("<redacted>") == 2
+
+
+def test_a_key_that_begins_with_a_dash_reaches_an_argparse_engine(tmp_path):
+    """secrets.token_urlsafe begins a key with "-" once in 64: appended as two words, argparse read it as an option
+    and SGLang exited at start ("argument --api-key: expected one argument", an H100, 2026-12-06); as FLAG=KEY it is
+    the option's value."""
+    (tmp_path / "argparse_engine.py").write_text(ARGPARSE_PROBE)
+    key_file = tmp_path / "api_key"
+    key = "-" + "k" * 42
+    key_file.write_text(key + "\n")
+    key_file.chmod(0o600)
+    launch = engines.Launch("sglang", "0.5.17", ["--out", str(tmp_path / "seen.json")], "x", key_flag="--api-key")
+    inst = engines.Installed("sglang", sys.executable, "0.5.17", "main")
+    argv = engines.argv_for(inst, launch, key_file)
+    argv[argv.index("--entry") + 1] = "argparse_engine:main"
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=dict(os.environ, PYTHONPATH=str(tmp_path)))
+    assert r.returncode == 0, r.stderr
+    assert json.loads((tmp_path / "seen.json").read_text())["api_key"] == key
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 7, 4096])

@@ -56,8 +56,13 @@ def _value(v: Any) -> Any:
     if hasattr(v, "key") and hasattr(v, "args"):
         return render(v)
     if isinstance(v, list) and v and all(hasattr(x, "key") and hasattr(x, "args") for x in v):
-        return ", ".join(render(x) for x in v)
+        return join(render(x) for x in v)
     return v
+
+
+def join(items: Any) -> str:
+    """Items of a list as the current language writes them: "a, b" in English, "a、b" in Chinese."""
+    return ("、" if _lang == "zh" else ", ").join(str(x) for x in items)
 
 
 _command: tuple[str, Any] | None = None  # (how `yichui` is typed here, the pattern of its commands in a message)

@@ -102,7 +102,9 @@ def main(argv: list[str]) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         _start_redactor(key.encode())
-        rest = rest + [o["--key-flag"], key]
+        # one token, FLAG=KEY: a key that begins with "-" (secrets.token_urlsafe writes one in 64) read as an option
+        # failed SGLang's start ("argument --api-key: expected one argument", on an H100, 2026-12-06)
+        rest = rest + [f"{o['--key-flag']}={key}"]
     prog = target if kind == "runpy" else kind.split(".")[0]
     sys.argv = [prog, *rest]
     if kind == "runpy":
