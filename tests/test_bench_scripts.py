@@ -514,6 +514,27 @@ def test_serve_chain_reports_time_to_serve_again_and_the_memory_curves(ran):
     assert "stalls before step 2: 19.4 s" in out
 
 
+@script("serve_chain.py", lambda tmp, fx: ["report", RESULTS / "2026-12-06-time-to-serve-sglang-h100"])
+def test_serve_chain_reports_sglang_first_start_and_again(ran):
+    """Issue 48 on SGLang (an H100): the chain resumed by hand (its total is its steps'), the first start on an empty
+    kernel cache, the warm ones under 60 s with the parity gate passed."""
+    out, _ = ran
+    first = table_row(out, "sglang first start (chain's deploy)")
+    assert first[1] == "0" and first[3] == "83.1" and first[6:8] == ["same (ids)", "same"]
+    for target in ("merged", "other-weights", "fp8-dynamic"):
+        assert float(table_row(out, f"sglang again: {target}")[3]) < 60
+    assert "| 0.0 | 0.0 | 35.3 | 0.0 | 44.1 | 48.8 | 86.1 | 31.0 | 245.3 |" in out
+
+
+@script("serve_chain.py", lambda tmp, fx: ["report", RESULTS / "2026-12-06-time-to-serve-sglang-h100" / "key"])
+def test_serve_chain_reads_the_gpu_of_later_rows_from_their_run(ran):
+    """Rows of a later call on the same machine (a subfolder without its own env row) are priced on the run's GPU,
+    the H100, not the H200 assumed for rows that never said: the adapter's KV cache within 1 %, not +80 %."""
+    out, _ = ran
+    assert abs(pct(table_row(out, "sglang adapter again (fit)")[9])) < 1.0
+    assert table_row(out, "sglang again: adapter")[6:8] == ["same (ids)", "same"]
+
+
 @script("fit_speed.py", lambda tmp, fx: ["--check", "--gpu", "NVIDIA H100 80GB",
                                         *sorted((RESULTS / "2026-12-06-qlora-speed-h100").glob("*.jsonl"))])
 def test_fit_speed_checks_rows_of_another_gpu(ran):
