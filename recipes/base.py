@@ -21,6 +21,9 @@ class Msg:
 
     key: str
     args: dict = field(default_factory=dict)
+    # a validator's refusal of what the answer names (the data file's records), not of the answer: said alone, not
+    # as "KEY=VALUE is not valid: …" (which blamed a valid answer for the file's malformed records; issue 46 trial G)
+    alone: bool = False
 
 
 def msg(key: str, /, **args: Any) -> Msg:

@@ -20,7 +20,7 @@ from recipes.memory import planner, sharding
 from recipes.model import prequantized
 from recipes.hub import client as hub
 from recipes.training import backends, backup, nvme, trackers
-from recipes.base import Choice, Ctx, Question, Record, Refusal, StepError, in_range, msg
+from recipes.base import Choice, Ctx, Msg, Question, Record, Refusal, StepError, in_range, msg
 from recipes.handoff import DataChoice, MemoryEvaluation, ModelChoice, StrategyChoice, metadata_dir, trusted
 from recipes.training.spec import DEFAULTS, DISTRIBUTIONS, FULL_WEIGHTS, OFFLOAD_DEVICES, OFFLOADS, MASTER_WEIGHTS, \
     GENERATIONS, OBJECTIVES, OPTIMIZERS, REWARDS, TARGETS, \
@@ -132,8 +132,9 @@ class Draft:
             return None
         loaded = self.read(a["dataset_path"], a.get("objective", "sft"))
         # none good: skipping leaves nothing, so the line does not offer it (issue 46 trial G followed it there)
-        refusal = msg("data.bad_records" if self.records(a) else "data.all_bad",
-                      path=str(datasets.split_sample(a["dataset_path"])[0]), count=len(loaded.bad), where=loaded.bad[:5])
+        refusal = Msg("data.bad_records" if self.records(a) else "data.all_bad",
+                      {"path": str(datasets.split_sample(a["dataset_path"])[0]), "count": len(loaded.bad),
+                       "where": loaded.bad[:5]}, alone=True)
         if self.ctx.interactive:
             raise StepError(refusal.key, **refusal.args)
         return refusal

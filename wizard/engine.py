@@ -165,14 +165,9 @@ def _not_asked(step: str, q: Question, raw: Any = None, answers: dict | None = N
     return AnswerError(msg("answer.set_not_asked", name=f"{step}.{q.key}", why=why))
 
 
-# refusals of the data an answer names, not of the answer: said alone ("bad_records='abort' is not valid" blamed a
-# valid answer for the file's malformed records; issue 46 trial G)
-DATA_REFUSALS = ("data.bad_records", "data.all_bad")
-
-
 def _invalid(name: str, raw: Any, err: Msg) -> "AnswerError":
     """A --set value its question refuses, with the reason, ended as a sentence (the next one follows it)."""
-    if err.key in DATA_REFUSALS:
+    if err.alone:  # a refusal of what the answer names, not of the answer (recipes.base.Msg)
         return AnswerError(err)
     reason = _clip(i18n.render(err), 4 * LONGEST).rstrip()
     if not reason.endswith((".", "。", "!", "?", "！", "？", ")", "）")):
