@@ -75,7 +75,8 @@ def training(r: dict) -> TrainingSpec:
                         liger=r.get("liger", False), master_weights=r.get("master_weights", "bf16"),
                         packing=r.get("packing", False), compile_layers=r.get("compile_layers", False),
                         # rows measured before 2026-12-02 (no such key) ran peft's input cast before every adapter
-                        adapter_input_cast=r.get("adapter_input_cast", True))
+                        adapter_input_cast=r.get("adapter_input_cast", True),
+                        objective=r.get("objective", "sft"))
 
 
 def allocated(r: dict) -> float:
