@@ -12,7 +12,7 @@ import os
 import secrets
 import sys
 import time
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from recipes.rundir import BACKUP, TRAINER, RunDir, TrainDir
@@ -21,7 +21,7 @@ from recipes.memory import model as memory
 from recipes.training import backup, plots
 from recipes.base import Choice, Ctx, Question, Record, StepError, msg
 from recipes.handoff import Download, ModelChoice, StrategyChoice, TrainingResult, trusted
-from recipes.training.spec import FULL_WEIGHTS, TrainerJob
+from recipes.training.spec import FULL_WEIGHTS, TrainerJob, TrainingSpec
 from recipes.training.runner import (REPO, CompileFailed, OutOfMemory, Stopped, checkpoints, follow, meet, node_hosts, recover,
                                      set_aside_damaged, set_aside_incomplete, trainer_env, with_backend,
                                      worker_argv)
@@ -89,10 +89,77 @@ def _stale_result(result: Path) -> str | None:
     return None
 
 
+# what a run trains: the strategy (TrainingSpec's fields) and the data and model it reads; a run whose recorded
+# spec.json differs in any of them is another training, not one to finish or resume
+_RUN_FIELDS = tuple(f.name for f in fields(TrainingSpec)) + ("model_dir", "dataset_path", "val_ratio",
+                                                               "skip_bad_records")
+
+
+def _changed(recorded: Path, spec: TrainerJob) -> list[str]:
+    """``name old → new`` for each training-defining field where the run's spec.json differs from ``spec`` (an
+    unreadable spec.json: every field, as "?")."""
+    try:
+        old = json.loads(recorded.read_text())
+    except (OSError, ValueError):
+        return ["spec.json ?"]
+    new = spec.to_dict()
+    norm = lambda v: list(v) if isinstance(v, tuple) else v  # noqa: E731 (JSON reads tuples back as lists)
+    return [f"{k} {old.get(k)!r} → {new[k]!r}" for k in _RUN_FIELDS if k in new and norm(old.get(k)) != norm(new[k])]
+
+
+def _from_source(ctx: Ctx, tdir: Path) -> None:
+    """A training taken over from another session (``--from``) whose result is gone (issue 46 trial I: the adapter
+    moved away, the run trained 400 steps again from step 0 though the source's checkpoint-400 was intact): its
+    latest complete checkpoint and spec.json are copied here (hard links where the disk allows), so the trainer
+    resumes from it — and finishes at once when it is the last step."""
+    import shutil
+
+    prev = ctx.result(TrainingResult).train_dir
+    if not prev or Path(prev).resolve() == tdir.resolve() or checkpoints(tdir) or TrainDir(tdir).result.exists():
+        return
+    found = checkpoints(Path(prev))
+    if not found:
+        return
+    dst = TrainDir(tdir).checkpoints / found[-1].name
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        shutil.copytree(found[-1], dst, copy_function=os.link)
+    except OSError:  # another disk: copied
+        shutil.rmtree(dst, ignore_errors=True)
+        shutil.copytree(found[-1], dst)
+    if TrainDir(Path(prev)).spec.exists():
+        shutil.copy(TrainDir(Path(prev)).spec, TrainDir(tdir).spec)
+    ctx.info(msg("train.from_source_checkpoint", checkpoint=found[-1].name, path=str(found[-1])))
+
+
+def _set_aside_if_changed(ctx: Ctx, answers: dict, tdir: Path) -> None:
+    """A run of other answers (a --set that re-opened this step, issue 46 trial I: it said "train runs again", then
+    reported the old result and kept the old adapter under the new answers) is moved aside whole, kept, and the
+    training starts from step 0; one still running is refused instead.
+
+    Raises:
+        StepError("train.changed_while_running"): its trainer still runs."""
+    td = TrainDir(tdir)
+    if not td.spec.exists() or not (td.result.exists() or checkpoints(tdir)):
+        return
+    changed = _changed(td.spec, _spec(ctx, answers))
+    if not changed:
+        return
+    job = jobs.read(td.job())
+    if job is not None and job.alive():
+        raise StepError("train.changed_while_running", pid=job.pid, id=ctx.session_id)
+    aside = tdir.with_name(f"{tdir.name}.before-{time.strftime('%Y%m%d-%H%M%S')}")
+    tdir.rename(aside)
+    tdir.mkdir(parents=True)
+    ctx.warn(msg("train.answers_changed", changes="; ".join(changed)[:400], aside=str(aside)))
+
+
 def run(ctx: Ctx, answers: dict) -> TrainingResult:
     tdir = train_dir(ctx)
     tdir.mkdir(parents=True, exist_ok=True)
     result = TrainDir(tdir).result
+    _from_source(ctx, tdir)
+    _set_aside_if_changed(ctx, answers, tdir)
     if (gone := _stale_result(result)) is not None:  # a result whose adapter is gone: train again, not "finished"
         result.replace(TrainDir(tdir).stale_result)
         ctx.warn(msg("train.result_stale", adapter=gone))

@@ -79,6 +79,50 @@ def test_a_result_whose_adapter_is_gone_trains_again_from_the_last_checkpoint(ch
     assert "checkpoint-12 holds no optimizer state (optimizer.pt is missing)" in " ".join(err.split()), err
 
 
+@pytest.mark.slow
+def test_a_run_of_other_answers_is_set_aside_and_trained_again_from_step_0(chain, capsys):
+    """Issue 46 trial I (N1): `resume --set choose_strategy.learning_rate=…` on a finished session said train runs
+    again, then reported the old result and kept the adapter trained at the old rate under the new answer. A run
+    whose spec.json differs from what the answers now ask (here: trained at ten times the rate) is moved aside,
+    kept, and the training starts from step 0 with the answers as they are."""
+    chain.upto("train")
+    out = chain.step("train")
+    tdir = Path(out["train_dir"])
+    recorded = json.loads((tdir / "spec.json").read_text())
+    lr = recorded["learning_rate"]
+    (tdir / "spec.json").write_text(json.dumps(recorded | {"learning_rate": lr * 10}))
+    chain.step("train")
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"The training answers changed since this run trained (learning_rate {lr * 10!r} → {lr!r})" in err, err
+    aside = sorted(tdir.parent.glob("train.before-*"))
+    assert aside and (aside[-1] / "adapter" / "adapter_config.json").exists()  # the earlier run kept whole
+    starts = [e for e in jobs.read_events(tdir / "events.jsonl")[0] if e["event"] == "start"]
+    assert len(starts) == 1 and not starts[0].get("resumed_from")  # from step 0, not the old checkpoints
+    assert json.loads((tdir / "spec.json").read_text())["learning_rate"] == lr
+
+
+@pytest.mark.slow
+def test_a_result_taken_over_from_another_session_resumes_from_its_last_checkpoint(chain, capsys, tmp_path):
+    """Issue 46 trial I (N2): `run --task quantize --from SESSION` with the source's adapter moved away trained 400
+    steps again from step 0, though the source's checkpoint-400 was intact. The source's latest complete checkpoint
+    is taken over and the trainer resumes from it (at the last step: it only saves the final adapter)."""
+    chain.upto("train")
+    out = chain.step("train")
+    tdir = Path(out["train_dir"])
+    src = tmp_path / "source-session-train"
+    shutil.copytree(tdir, src)
+    shutil.move(src / "adapter", tmp_path / "moved-away")
+    chain.session.record("train").outputs.update(train_dir=str(src), adapter_dir=str(src / "adapter"))
+    shutil.rmtree(tdir)  # a session made --from another trains in its own folder, empty until then
+    again = chain.step("train")
+    said = capsys.readouterr()
+    assert "The source session's checkpoint-12 is intact" in " ".join((said.out + said.err).split())
+    starts = [e for e in jobs.read_events(tdir / "events.jsonl")[0] if e["event"] == "start"]
+    assert starts[-1].get("resumed_from") == "checkpoint-12", starts
+    assert again["train_dir"] == str(tdir) and Path(again["adapter_dir"], "adapter_config.json").exists()
+    assert (src / "checkpoints" / "checkpoint-12" / "trainer_state.json").exists()  # the source's left as it was
+
+
 def test_a_checkpoint_a_kill_cut_short_is_set_aside_and_the_last_complete_one_resumed(tmp_path):
     """A SIGKILL while the Trainer writes checkpoint-8 leaves a folder without trainer_state.json (written last);
     resuming from it fails (FileNotFoundError, seen on the unsloth backend's kill test). The train step sets it

@@ -56,6 +56,16 @@ MESSAGES = {
     "train.result_stale": {"en": "The training's result names {adapter}, which is gone: training again from the last "
                                  "intact checkpoint (a finished run only saves its final adapter again).",
                            "zh": "训练结果指向的 {adapter} 已不存在：从最后一个完整的检查点重新训练（已完成的训练只会重新保存最终适配器）。"},
+    "train.answers_changed": {"en": "The training answers changed since this run trained ({changes}): training again "
+                                    "from step 0; the earlier run is kept in {aside}.",
+                              "zh": "自上次训练以来训练答案已更改（{changes}）：从第 0 步重新训练；之前的训练保留在 {aside}。"},
+    "train.changed_while_running": {"en": "The training answers changed, but the trainer (pid {pid}) still runs with "
+                                          "the earlier ones: stop it first (`yichui stop {id}`), then resume.",
+                                    "zh": "训练答案已更改，但训练进程（pid {pid}）仍按之前的答案运行：请先停止它"
+                                          "（`yichui stop {id}`），再继续。"},
+    "train.from_source_checkpoint": {"en": "The source session's {checkpoint} is intact ({path}): training resumes "
+                                           "from it instead of from step 0.",
+                                     "zh": "源会话的 {checkpoint} 完好（{path}）：从它继续训练，而不是从第 0 步开始。"},
     "train.curve_no_viewer": {"en": "Loss curve: {png}; TensorBoard events: {tb}. The viewer is not installed "
                                     "(`yichui doctor` lists it); to install it:\n  {python} -m pip install tensorboard",
                               "zh": "损失曲线：{png}；TensorBoard 事件：{tb}。未安装查看器（`yichui doctor` 会列出）；"
