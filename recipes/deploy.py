@@ -147,10 +147,14 @@ def questions(ctx: Ctx) -> list[Question]:
         err = host_error(v)
         return msg("deploy.bad_host", host=v, error=err) if err else None
 
+    own = jobs.read(RunDir(ctx.run_dir).serve.job)  # this session's server: stopped before the new one starts
+
     def check_port(v, a):
         if not 1 <= v <= 65535:
             return msg("answer.out_of_range", lo=1, hi=65535)
-        if not port_free(a.get("host", "127.0.0.1"), v):
+        # its own server's port is free for it (issue 46 trial I: a resume moved its endpoint 8000 → 8004)
+        ours = own is not None and own.alive() and server.port_of(own) == v
+        if not ours and not port_free(a.get("host", "127.0.0.1"), v):
             return msg("deploy.port_in_use", port=v)
         other = claim_port(ctx.home, ctx.session_id, v)  # held from now on, as the default's port is
         return msg("deploy.port_reserved", port=v, session=other) if other else None
@@ -574,7 +578,8 @@ def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None,
         ctx.info(msg("deploy.parity_ok", n=got.prompt_training, how=msg("deploy.parity_by_ids")) if got.by_ids else
                  msg("deploy.parity_count_ok", n=got.prompt_training))
     if not got.greedy_match:
-        ctx.warn(msg("deploy.parity_greedy", training=got.greedy_training, served=got.greedy_served))
+        ctx.warn(msg("deploy.parity_greedy", training=got.greedy_training, served=got.greedy_served,
+                     id=ctx.session_id))
     return got
 
 

@@ -122,10 +122,10 @@ MESSAGES = {
                                 "zh": "未检查训练→部署一致性：导出步骤没有记录此问题在进程内的渲染（较早导出的会话；重新导出即可）。"},
     "deploy.parity_greedy": {"en": "The served greedy reply starts otherwise than the merged model's own in-process "
                                    "one ({training!r} vs {served!r}). The rendering matched, so this is the engine's "
-                                   "numerics breaking a near-tie (or a quantized copy): compare them with yichui "
-                                   "evaluate if it matters.",
+                                   "numerics breaking a near-tie (or a quantized copy): compare them with `yichui run "
+                                   "--task evaluate --from {id}` if it matters.",
                              "zh": "部署的贪心回答开头与合并模型在进程内的回答不同（{training!r} 与 {served!r}）。渲染一致，"
-                                   "因此这是引擎数值精度打破了近似平局（或量化副本所致）：如有必要，用 yichui evaluate 比较。"},
+                                   "因此这是引擎数值精度打破了近似平局（或量化副本所致）：如有必要，用 `yichui run --task evaluate --from {id}` 比较。"},
     "deploy.python": {"en": "From Python:\n  {code}", "zh": "在 Python 中：\n  {code}"},
     "deploy.key_file": {"en": "The API key is in {path} (mode 0600; not in the session).",
                         "zh": "API 密钥在 {path}（权限 0600；不在会话文件中）。"},
