@@ -78,6 +78,10 @@ class Draft:
             loaded = self.read(v, a.get("objective", "sft"), again=True)
         except datasets.DataError as e:
             return e.msg
+        good = len(loaded.conversations if isinstance(loaded, datasets.Loaded) else loaded.records)
+        if loaded.bad and not good:  # nothing to skip to: asked for another file here, not 20 questions later
+            return Msg("data.all_bad", {"path": str(datasets.split_sample(v)[0]), "count": len(loaded.bad),
+                                        "where": loaded.bad[:3]}, alone=True)
         if loaded.bad and self.ctx.interactive:  # the question that follows; without a prompt the refusal says it
             self.ctx.warn(msg("data.bad_records_found", count=len(loaded.bad), total=loaded.total,
                               where=loaded.bad[:5]))

@@ -37,6 +37,13 @@ def test_choose_strategy_renders_samples_and_checks_data(chain, tmp_path):
     assert check(q["dataset_path"], str(bad), {})[1] is None  # readable: the malformed line is listed, not fatal
     assert q["bad_records"].when({"dataset": "local", "dataset_path": str(bad)})
     assert not q["bad_records"].when({"dataset": "local", "dataset_path": str(good)})
+    # every record malformed: refused at the path, asked again there — not offered "skip" and refused 20 questions
+    # later at the smoke run (issue 46 trial I)
+    empty = tmp_path / "empty-content.jsonl"
+    empty.write_text("".join(json.dumps({"messages": [{"role": "user", "content": "hi"},
+                                                      {"role": "assistant", "content": ""}]}) + "\n" for _ in range(3)))
+    refused = check(q["dataset_path"], str(empty), {})[1]
+    assert refused.key == "data.all_bad" and refused.args["count"] == 3 and refused.alone
     binary = tmp_path / "bin.jsonl"
     binary.write_bytes(b"\xff\xfe\x00\x01")
     assert check(q["dataset_path"], str(binary), {})[1].key == "data.not_text_at"
