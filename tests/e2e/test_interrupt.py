@@ -80,6 +80,13 @@ def _scenario(home, tmp_path):
     ckpts = sorted(int(p.name.split("-")[1]) for p in (run_dir / "train" / "checkpoints").glob("checkpoint-*"))
     assert ckpts and ckpts[-1] > 0
 
+    # status (no SESSION) and attach say the trainer died and which command continues it (issue 46 trial I: the
+    # session dropped out of status, attach pointed at status)
+    for argv in (("status",), ("attach", s["id"])):
+        said = yichui(home, *argv)
+        text = " ".join((said.stdout + said.stderr).split())
+        assert f"The trainer of session {s['id']} ended before finishing" in text and \
+            f"resume {s['id']}` continues from it" in text, (argv, text)
     loop_before = json.loads((run_dir / "train" / "checkpoints" / f"checkpoint-{ckpts[-1]}" / "yichui_loop.json")
                              .read_text())["seconds"]  # read now: the resumed run rotates old checkpoints away
     r = yichui(home, "resume", s["id"], "--yes", timeout=600)

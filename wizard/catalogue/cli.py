@@ -464,6 +464,11 @@ MESSAGES = {
                    "zh": "查看正在进行的训练的实时视图（默认：最近一个正在训练的会话）。"},
     "cli.attach.none_any": {"en": "No training is running under this YICHUI_HOME; `yichui show --all` lists the sessions.",
                             "zh": "此 YICHUI_HOME 下没有正在运行的训练；`yichui show --all` 列出全部会话。"},
+    "cli.trainer_died": {"en": "The trainer of session {id} ended before finishing ({at}; last checkpoint: "
+                               "{checkpoint}): `yichui resume {id}` continues from it.",
+                         "zh": "会话 {id} 的训练进程在完成前结束了（{at}；最近的检查点：{checkpoint}）："
+                               "`yichui resume {id}` 从那里继续。"},
+    "cli.no_checkpoint": {"en": "none yet, so from step 0", "zh": "尚无，因此从第 0 步开始"},
     "cli.attach.none": {"en": "No training is running for session {id}; `yichui status` shows its jobs.",
                         "zh": "会话 {id} 没有正在运行的训练；`yichui status` 可查看其任务。"},
     "cli.attach.done": {"en": "Training of session {id} finished; `yichui resume {id}` goes on to export and deploy.",

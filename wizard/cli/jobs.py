@@ -85,7 +85,7 @@ def attach(session: Optional[str] = SessionArg):
     job = jobs.read(RunDir(s.run_dir).train.job())
     ui = new_ui()
     if job is None or not job.alive():
-        ui.say(T("cli.attach.none", id=s.id))
+        ui.say(_trainer_died(s) or T("cli.attach.none", id=s.id))
         raise typer.Exit(1)
     ctx = _ViewCtx(ui, s.id)
     try:
@@ -102,11 +102,35 @@ def attach(session: Optional[str] = SessionArg):
     ui.success(T("cli.attach.done", id=s.id))
 
 
-def status(session: Optional[str] = SessionArg):
-    """SESSION's jobs; without SESSION, every session's running jobs (or the latest session's, if none runs)."""
+def _trainer_died(s) -> str | None:
+    """A line for a session whose trainer ended before its run finished (killed, crashed: no result.json, the train
+    step not done) with where it stopped and the command that continues it; None otherwise (issue 46 trial I: after a
+    kill -9, status dropped the session and attach pointed at status, neither at resume)."""
     from recipes import jobs
+    from recipes.training.runner import checkpoints
 
-    chosen = [read_session(session)] if session else (with_running_jobs() or [latest_that_ran()])
+    tdir = RunDir(s.run_dir).train
+    job = jobs.read(tdir.job())
+    if job is None or job.alive() or tdir.result.exists() or ("train" in s.steps and s.record("train").status == "done"):
+        return None
+    last = checkpoints(tdir.root)
+    return T("cli.trainer_died", id=s.id, at=_job_detail(s, job) or "?",
+             checkpoint=last[-1].name if last else T("cli.no_checkpoint"))
+
+
+def status(session: Optional[str] = SessionArg):
+    """SESSION's jobs; without SESSION, every session's running jobs and those whose trainer died unfinished (or
+    the latest session's, if there are none)."""
+    from recipes import jobs
+    from wizard.session import all_sessions
+
+    if session:
+        chosen = [read_session(session)]
+    else:
+        running = with_running_jobs()
+        ids = {x.id for x in running}
+        died = [x for x in all_sessions() if x.id not in ids and _trainer_died(x)]
+        chosen = (died + running) or [latest_that_ran()]
     ui = new_ui()
     for s in chosen:
         found = jobs.find(s.run_dir)
@@ -118,6 +142,8 @@ def status(session: Optional[str] = SessionArg):
                  [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail_log")],
                  [(j.name, j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"),
                    "\n".join(x for x in (_job_detail(s, j), j.log) if x)) for j in found])
+        if died_line := _trainer_died(s):
+            ui.warn(died_line)
         tb = RunDir(s.run_dir).train.tensorboard
         if tb.is_dir():  # the loss, learning rate and memory/* scalars the trainer writes every logging step
             import importlib.util
