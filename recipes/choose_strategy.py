@@ -1010,7 +1010,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     if answers.get("preflight", True):
         from recipes.training import preflight
 
-        chosen.preflight = preflight.smoke_run(ctx, chosen.job(trust_remote_code=trusted(ctx)), meta)
+        chosen.preflight = preflight.smoke_run(ctx, chosen.job(trust_remote_code=trusted(ctx)), meta,
+                                               available=len(units))
     return chosen
 
 

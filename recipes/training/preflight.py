@@ -144,10 +144,11 @@ def smoke_spec(plan: TrainerJob, pdir: Path, dataset_path: str) -> TrainerJob:
                    logging_steps=1, nodes=1, hosts="", launch=secrets.token_hex(6))
 
 
-def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
+def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = None) -> dict:
     """Build the copy of the model whose small files (config, tokenizer) are in ``meta_dir``, run the trainer on it
     for STEPS steps as ``plan`` says (its trust_remote_code: the user's yes to the model's code), report. Returns the
-    outputs recorded under ``preflight``.
+    outputs recorded under ``preflight``. ``available``: the data's records, when fewer than it takes (said so: "the
+    first 128 records" of 38, issue 46 trial I).
 
     Raises:
         StepError: the smoke run failed (the trainer's error and its log), or ran out of memory.
@@ -166,7 +167,7 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path) -> dict:
     spec_path = TrainDir(pdir).spec
     spec.write(spec_path)
     ctx.info(msg("training.preflight_start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
-                 records=records_needed(plan)))
+                 records=min(records_needed(plan), available or records_needed(plan))))
     # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
     job = jobs.spawn(PREFLIGHT, runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(spec),
                      cwd=runner.REPO)

@@ -37,6 +37,7 @@ MESSAGES = {
                  "zh": "停止会话正在运行的任务（训练、服务）；不给会话时，停止最近一个有任务在运行的会话（停止时会写明）。"},
     "cli.opt.set": {"en": "Answer a question: step.key=value (repeatable). Wins over every other source.",
                     "zh": "回答一个问题：step.key=value（可重复），优先于其他来源。"},
+    "cli.opt.yes_delete": {"en": "Delete without asking first.", "zh": "不先询问，直接删除。"},
     "cli.opt.yes": {"en": "Ask nothing: use the saved answers, --set values and defaults.",
                     "zh": "不提问：使用已保存的答案、--set 的值与默认值。"},
     "cli.opt.task": {"en": "What to do: finetune | deploy | quantize | evaluate | chat (default: asked; finetune with --yes).",

@@ -38,10 +38,10 @@ MESSAGES = {
                                    "without doing the task gets hacked.",
                              "zh": "微调后模型的总奖励超过基座（{figures}），但总和上升的同时这些奖励下降了（{fell}）：训练拿它们"
                                    "换了其他奖励。相信它之前请先读下面的回答——不完成任务也能拿到的奖励会被钻空子。"},
-    "evaluate.few_heldout": {"en": "Only {n} held-out conversation(s): the comparison below is noise at that size (a "
+    "evaluate.few_heldout": {"en": "Only {n} held-out conversation(s): the comparison of base and fine-tuned is noise at that size (a "
                                    "verdict wants {min} or more). Hold out more when training (choose_strategy."
                                    "val_ratio), or give a held-out file (evaluate.heldout=file).",
-                             "zh": "只有 {n} 条留出对话：这么少的样本上下面的对比只是噪声（结论至少需要 {min} 条）。"
+                             "zh": "只有 {n} 条留出对话：这么少的样本上，基座与微调模型的对比只是噪声（结论至少需要 {min} 条）。"
                                    "训练时多留出一些（choose_strategy.val_ratio），或提供留出文件（evaluate.heldout=file）。"},
     "evaluate.compare_base": {"en": "Also evaluate the base model, side by side?", "zh": "同时评测基座模型并并列对比？"},
     "evaluate.benchmarks": {"en": "Standard benchmarks (lm-evaluation-harness):", "zh": "标准基准（lm-evaluation-harness）："},

@@ -280,7 +280,8 @@ def _brief(d: dict, skip=("config", "estimates", "files", "samples", "shape", "g
     return (cut[:at] if at > limit // 2 else cut).rstrip(", ") + "…"
 
 
-def delete(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: bool = YesOpt):
+def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
+           yes: bool = typer.Option(False, "--yes", "-y", help=T("cli.opt.yes_delete"))):
     """Delete SESSION: its session file and its run folder (checkpoints, exports, logs). Refused while one of its jobs
     runs or another yichui has it open; asks first unless --yes (issue 46 item 12)."""
     import shutil
