@@ -224,7 +224,7 @@ def test_the_plan_comes_with_its_speed_and_time_and_the_train_step_compares(chai
                             "grad_accum": answers["batch_size"] // knobs["mb"], "seq_len": seq})
     expected = planner.tokens_per_s(mem.model_shape(), t, mem.gpu.name or "")
     assert f"~{expected:,.0f} tok/s, ~" in i18n.render(plan.label), i18n.render(plan.label)
-    assert f"{out['predicted_tokens_per_s']:,.0f} tokens/s per GPU × 1" in said and "12 optimizer steps in about" in said
+    assert f"{out['predicted_tokens_per_s']:,.0f} tokens/s per GPU × 1" in said and "12 optimizer step(s) in about" in said
 
     text = lambda s: i18n.render(planner.duration_msg(s))  # noqa: E731
     assert text(45) == "45 s" and text(3 * 3600 + 300) == "3 h 05 min" and text(0.2) == "1 s" and text(0) == "1 s"
