@@ -111,3 +111,21 @@ def test_every_approximate_name_of_the_memory_model_is_said_in_both_languages():
         assert i18n.render(memory.approximate_words("vision")) == "视觉部分"
     finally:
         i18n.set_lang("en")
+
+
+def test_hints_name_yichui_as_it_was_typed():
+    """Issue 46 item 1 (trial I): with yichui not on PATH, every hint prints the path that started it — a command
+    (`yichui resume …`), the help option, and `yichui` alone — but not words that merely contain the name."""
+    from wizard import i18n
+
+    i18n.set_command(".venv/bin/yichui", ["resume", "show"])
+    try:
+        pat = i18n._command[1]
+        out = pat.sub(".venv/bin/yichui", "run `yichui resume X`; `yichui -h`; `yichui` starts one; "
+                                          "YICHUI_HOME, ~/.yichui`, yichui-serve, the yichui project")
+        assert out == ("run `.venv/bin/yichui resume X`; `.venv/bin/yichui -h`; `.venv/bin/yichui` starts one; "
+                       "YICHUI_HOME, ~/.yichui`, yichui-serve, the yichui project")
+        assert i18n.t("session.none_unfinished", home="/h") == \
+            "No unfinished session in /h: `.venv/bin/yichui` starts a new one."
+    finally:
+        i18n.set_command("yichui", [])

@@ -75,8 +75,9 @@ def set_command(typed: str, commands: list[str]) -> None:
     import re
 
     global _command
-    _command = (typed, re.compile(r"(?<![\w./-])yichui (?=(?:" + "|".join(map(re.escape, commands)) + r")\b)")) \
-        if typed != "yichui" else None
+    # `yichui COMMAND`, `yichui -h`, and `yichui` alone in backquotes ("`yichui` starts a new one")
+    _command = (typed, re.compile(r"(?<![\w./-])yichui(?= (?:" + "|".join(map(re.escape, commands))
+                                  + r")\b| -h\b| --help\b|`)")) if typed != "yichui" else None
 
 
 def t(key: str, /, **args: Any) -> str:
@@ -90,7 +91,7 @@ def t(key: str, /, **args: Any) -> str:
         text = text.format(**{k: _value(v) for k, v in args.items()})
     except (KeyError, IndexError, ValueError):
         pass
-    return _command[1].sub(_command[0].replace("\\", "\\\\") + " ", text) if _command else text
+    return _command[1].sub(_command[0].replace("\\", "\\\\"), text) if _command else text
 
 
 def render(m: Any, /, **args: Any) -> str:

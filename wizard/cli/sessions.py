@@ -133,6 +133,11 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
         i18n.set_lang(s.lang)
     ui = new_ui()
     ui.say(T("cli.resuming", id=s.id, path=str(s.path)))
+    if s.demo:  # the libraries' caches inside YICHUI_HOME from the first check on (issue 46 trial I: a resumed
+        from wizard import demo as demos  # demo's --set check wrote the user's HF cache)
+        from wizard.session import home
+
+        demos.keep_caches_inside(home())
     if s.is_finished():
         if overrides:  # checked, and a --set that changes a done step's answer runs it again (issue 46 item 20)
             from wizard.engine import AnswerError, Engine
