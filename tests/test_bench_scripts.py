@@ -218,6 +218,22 @@ def test_memory_accuracy_report_beside_the_peers(ran):
     assert re.search(r"^- yichui: 51 configurations, mean \|error\|", out, re.M)
 
 
+@script("memory_accuracy.py", lambda tmp, fx: ["measure", "--dry-run", "--grid", 6, "--steps", 1,
+                         "--work", tmp / "work"])
+def test_memory_accuracy_grid_6_builds_dpo_rows_on_preference_data(ran):
+    """Issue 47: DPO in a fresh process per plan beside its SFT twin — the DPO rows' data are preference pairs."""
+    out, tmp = ran
+    rows = {r["id"]: r for r in json_lines(out) if r.get("dry_run")}
+    assert len(rows) == 6
+    dpo = "qwen2.5-0.5b-lora-ckpt-s8192-b1-alpha32-rank16-objectivedpo"
+    assert json.loads(Path(rows[dpo]["argv"][-1]).read_text())["objective"] == "dpo"
+    first = json.loads((tmp / "work" / "runs" / dpo / "data.jsonl").read_text().splitlines()[0])
+    assert {"prompt", "chosen", "rejected"} <= set(first)
+    twin = json.loads((tmp / "work" / "runs" / dpo.replace("objectivedpo", "objectivesft") / "data.jsonl")
+                      .read_text().splitlines()[0])
+    assert "messages" in twin
+
+
 @script("memory_accuracy.py", lambda tmp, fx: ["measure", "--dry-run", "--grid", 2, "--steps", 1,
                          "--work", tmp / "work"])
 def test_memory_accuracy_dry_run_builds_every_row(ran):

@@ -350,7 +350,7 @@ def test_status_names_the_smoke_run_apart_from_the_training(home):
         job.stop(timeout=5)
     assert r.returncode == 0, r.stderr
     row = next(line for line in r.stdout.splitlines() if str(job.pid) in line)
-    assert "preflight" in row and "trainer" not in row and "1/2" in row
+    assert "smoke test" in row and "trainer" not in row and "1/2" in row  # the job named in words
 
 
 def test_commands_on_a_session_speak_its_language(home):

@@ -309,7 +309,9 @@ class Engine:
                 raise _invalid(f"{step}.{q.key}", resumed[q.key], err)
             else:  # never silently (issue 20, item 11): interactively it is asked again, the next source pre-filled
                 self.ui.warn(i18n.t("engine.resumed_invalid" if self.prompter else "engine.resumed_gives_way",
-                                    name=f"{step}.{q.key}", value=_clip(resumed[q.key]), reason=_clip(i18n.render(err), 4 * LONGEST)))
+                                    name=f"{step}.{q.key}", value=_clip(resumed[q.key]),
+                                    # inside parentheses: without its own end ("choose another.):", trial I)
+                                    reason=_clip(i18n.render(err), 4 * LONGEST).rstrip().rstrip(".。")))
         if q.key in self.defaults.get(step, {}):
             yield "default", self.defaults[step][q.key]
         default = q.resolve_default(answers)
@@ -604,8 +606,7 @@ class Engine:
         if self.warnings:  # "All steps done" is not the last word on a run that warned (a model that never stops)
             self.ui.say(i18n.t("engine.finished_with_warnings", id=s.id, path=str(s.path), n=len(self.warnings)))
             for step, text in self.warnings:
-                title = i18n.t(f"step.{step}.title") if f"step.{step}.title" in i18n.CATALOG else step
-                self.ui.say(f"  {title}: {_first_line(text, 600)}")  # yichui's own lines: whole
+                self.ui.say(f"  {_title(step)}: {_first_line(text, 600)}")  # yichui's own lines: whole
         else:
             self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0
@@ -676,8 +677,8 @@ class Engine:
         wizard: run it again with the answers it ran with (True), or answer its questions again, pre-filled
         (False). Its error is said first."""
         if rec.error:
-            self.ui.warn(i18n.t("engine.failed_before", step=name, error=_first_line(rec.error)))
-        return self._keep_or_change("engine.retry_how", msg("engine.retry_same", step=name))
+            self.ui.warn(i18n.t("engine.failed_before", step=_title(name), error=_first_line(rec.error)))
+        return self._keep_or_change("engine.retry_how", msg("engine.retry_same", step=_title(name)))
 
     def _keep_answers(self, name: str, rec: StepRecord) -> bool:
         """A step left while its questions were being answered, resumed in the wizard: keep the answers given and
@@ -726,6 +727,11 @@ def _partly_answered(qs: list, answers: dict) -> bool:
         except Exception:  # noqa: BLE001 - a condition needing an answer not given yet: the question would come
             return True
     return False
+
+
+def _title(step: str) -> str:
+    """A step's name as the user reads it (its header's title), not its key ("choose_strategy 上次失败", trial I)."""
+    return i18n.t(f"step.{step}.title") if f"step.{step}.title" in i18n.CATALOG else step
 
 
 def _first_line(text: str, n: int = 160) -> str:

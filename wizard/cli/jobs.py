@@ -140,7 +140,7 @@ def status(session: Optional[str] = SessionArg):
         # the log under the detail: as a fifth column its path squeezed the endpoint into pieces at 80 columns
         ui.table(T("cli.status.title", id=s.id),
                  [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail_log")],
-                 [(j.name, j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"),
+                 [(job_words(j.name), j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"),
                    "\n".join(x for x in (_job_detail(s, j), j.log) if x)) for j in found])
         if died_line := _trainer_died(s):
             ui.warn(died_line)
