@@ -135,10 +135,9 @@ class Draft:
         if v != "abort" or not self.has_bad(a):
             return None
         loaded = self.read(a["dataset_path"], a.get("objective", "sft"))
-        # none good: skipping leaves nothing, so the line does not offer it (issue 46 trial G followed it there)
-        refusal = Msg("data.bad_records" if self.records(a) else "data.all_bad",
-                      {"path": str(datasets.split_sample(a["dataset_path"])[0]), "count": len(loaded.bad),
-                       "where": loaded.bad[:5]}, alone=True)
+        # a file with no good record is refused at its path (dataset_ok): here some are good
+        refusal = Msg("data.bad_records", {"path": str(datasets.split_sample(a["dataset_path"])[0]),
+                                           "count": len(loaded.bad), "where": loaded.bad[:5]}, alone=True)
         if self.ctx.interactive:
             raise StepError(refusal.key, **refusal.args)
         return refusal

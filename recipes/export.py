@@ -426,22 +426,11 @@ def _source_id(adapter: Path) -> str:
 
 
 def _quality(reference: Path, artifact: Path, held: list[str], question: str | None, code: bool) -> dict:
-    import os
-
-    # the libraries' own tqdm bars while the copy loads ("Applying quantization config", "Dispatching model":
-    # compressed-tensors, accelerate) printed over the step's progress (issue 46 item 14): tqdm's own switch
-    before = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"
     try:
         return quality.compare(reference, artifact, held, question=question, trust_remote_code=code,
                                max_new_tokens=SMOKE_TOKENS)
     except ValueError:
         raise StepError("export.no_held_out") from None
-    finally:
-        if before is None:
-            os.environ.pop("TQDM_DISABLE", None)
-        else:
-            os.environ["TQDM_DISABLE"] = before
 
 
 def stop_cause(merged: Path, copy: Path, question: str, figures: dict, code: bool) -> tuple[str, dict]:

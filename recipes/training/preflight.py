@@ -167,7 +167,7 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = Non
     spec_path = TrainDir(pdir).spec
     spec.write(spec_path)
     ctx.info(msg("training.preflight_start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
-                 records=min(records_needed(plan), available or records_needed(plan))))
+                 records=min(records_needed(plan), available) if available else records_needed(plan)))
     # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
     job = jobs.spawn(PREFLIGHT, runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(spec),
                      cwd=runner.REPO)
