@@ -123,7 +123,8 @@ GRID5 = [("qwen2.5-7b", "lora", True, seq, 1, {}) for seq in (32768, 65536, 1310
 _PREF = {"objective": "dpo", "lora_rank": 16, "lora_alpha": 32}
 GRID6 = [("qwen2.5-0.5b", "lora", True, 2048, 1, _PREF), ("qwen2.5-0.5b", "lora", True, 2048, 4, _PREF),
          ("qwen2.5-0.5b", "lora", True, 8192, 1, _PREF), ("qwen2.5-0.5b", "lora", True, 8192, 1, _PREF | {"objective": "sft"}),
-         ("qwen2.5-3b", "lora", True, 2048, 4, _PREF), ("qwen2.5-3b", "lora", True, 2048, 4, _PREF | {"objective": "sft"})]
+         ("qwen2.5-3b", "lora", True, 2048, 4, _PREF), ("qwen2.5-3b", "lora", True, 2048, 4, _PREF | {"objective": "sft"}),
+         ("qwen2.5-3b", "qlora", True, 2048, 1, _PREF)]  # the widest DPO miss over (+5.9 %)
 GRIDS = {"1": GRID, "2": GRID2, "3": GRID3, "4": GRID4, "5": GRID5, "6": GRID6}
 # --dry-run (every bench script that trains through measure_one): prepare_shape writes no weights, measure_one builds
 # its run and returns the plan instead of starting the trainer

@@ -224,7 +224,7 @@ def test_memory_accuracy_grid_6_builds_dpo_rows_on_preference_data(ran):
     """Issue 47: DPO in a fresh process per plan beside its SFT twin — the DPO rows' data are preference pairs."""
     out, tmp = ran
     rows = {r["id"]: r for r in json_lines(out) if r.get("dry_run")}
-    assert len(rows) == 6
+    assert len(rows) == 7 and any("qlora" in k for k in rows)
     dpo = "qwen2.5-0.5b-lora-ckpt-s8192-b1-alpha32-rank16-objectivedpo"
     assert json.loads(Path(rows[dpo]["argv"][-1]).read_text())["objective"] == "dpo"
     first = json.loads((tmp / "work" / "runs" / dpo / "data.jsonl").read_text().splitlines()[0])
