@@ -374,6 +374,13 @@ def test_commands_on_a_session_speak_its_language(home):
     assert r.returncode == 1 and "No yichui server is running" in r.stderr and "从未" not in r.stderr, r.stderr
     r = yichui(home, "status", LANG="en_US.UTF-8")
     assert "没有" not in r.stdout + r.stderr, r.stdout
+    # issue 46 trial I (N7): a session found by what it runs (here its server) is the one the command acts on, as
+    # resume's unfinished one is: it speaks its language, as resume did and chat / attach's live view did not
+    from recipes import jobs
+
+    jobs.spawn("server", ["sleep", "60"], s.run_dir / "serve")
+    r = yichui(home, "serve", "stop", LANG="en_US.UTF-8")
+    assert r.returncode == 0 and f"已停止会话 {s.id} 的服务" in r.stdout, r.stdout + r.stderr
 
 
 def test_tables_at_80_columns_keep_words_and_urls_whole(home):

@@ -396,6 +396,41 @@ def test_a_step_cut_short_while_running_resumes_with_its_answers_a_failed_one_as
     assert saved(s)["steps"]["a"]["answers"]["mode"] == "lora"
 
 
+def test_a_saved_answer_is_checked_quietly_what_its_validator_says_comes_when_it_is_given(tmp_path, capsys):
+    """Issue 46 trial I (N9): answering a failed step's questions again printed the saved dataset's "40 of 40
+    records are malformed" block before the path prompt, as if the file about to be given had failed. The saved
+    answer is checked quietly; the validator's lines come when an answer is given at the prompt."""
+    seen = []
+
+    def questions(ctx):
+        def noisy(v, a):
+            seen.append(v)
+            ctx.warn(msg("answer.out_of_range", lo=f"<{v}>", hi=0))  # what a data check says of the file
+            return None
+        return [Question("path", "text", "select_model.model_id", validate=noisy)]
+
+    state = {"fail": True}
+
+    def run(ctx, a):
+        if state["fail"]:
+            raise StepError("hub.no_such_model", repo="x/y", endpoint="http://h")
+        return {"echo": dict(a)}
+
+    steps = dict(STEPS, a=types.SimpleNamespace(name="a", requires=(), questions=questions, run=run,
+                                                is_done=lambda ctx, rec: True))
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), Scripted(["/old"]), load=steps.__getitem__).run() == 1
+    capsys.readouterr()
+    state["fail"] = False
+    p = Scripted(["change", "/new", ...])
+    assert Engine(Session.load(s.path), UI(), p, load=steps.__getitem__).run() == 0
+    assert p.asked[:2] == [("keep_answers", "keep"), ("path", "/old")]  # pre-filled with the saved one
+    err = capsys.readouterr().err
+    assert "<" + "/new>" in err and "</old>" not in err, err  # checked (seen) but not said
+    assert seen[-2:] == ["/old", "/new"]
+
+
 def test_step_error_marks_failed_with_the_message(tmp_path, capsys):
     def fail(ctx, a):
         raise StepError("hub.no_such_model", repo="x/y", endpoint="http://h")

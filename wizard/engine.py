@@ -232,9 +232,12 @@ class StepContext:
             raise UndeclaredRead(f"step {self._step!r} reads {step!r}, which its `requires` does not name")
 
     def info(self, m: Msg | str, **args: Any) -> None:
-        self._e.ui.say(i18n.render(m, **args))
+        if not self._e._quiet:
+            self._e.ui.say(i18n.render(m, **args))
 
     def warn(self, m: Msg | str, **args: Any) -> None:
+        if self._e._quiet:  # a saved answer being checked (Engine._candidates)
+            return
         text = i18n.render(m, **args)
         self._e.warnings.append((self._step, text))  # said again when the run ends: warnings scroll away
         self._e.ui.warn(text)
@@ -284,6 +287,7 @@ class Engine:
         # the records a --set re-opened, as they were (_reopen_changed): put back when that --set is refused
         self._reopened: dict[str, dict] = {}
         self.sources: dict[str, dict[str, str]] = {}  # step → key → where this run's answer came from (source())
+        self._quiet = False  # the steps' info and warn lines are held back (a saved answer being checked)
 
     # -- answers -----------------------------------------------------------------------------------------------
     def _candidates(self, step: str, q: Question, resumed: dict, answers: dict, earlier: dict):
@@ -302,7 +306,13 @@ class Engine:
                 self.ui.warn(i18n.t("engine.replay_gives_way", name=f"{step}.{q.key}", value=_clip(raw),
                                     reason=_clip(i18n.render(err), 4 * LONGEST).rstrip(".。")))
         if q.key in resumed:
-            value, err = check(q, resumed[q.key], answers)
+            # checked quietly: what a validator says of the saved answer (a dataset's malformed records) read as
+            # if the file about to be asked for had failed (issue 46 trial I, N9); said again if it is given again
+            self._quiet = True
+            try:
+                value, err = check(q, resumed[q.key], answers)
+            finally:
+                self._quiet = False
             if err is None:
                 yield "resumed", value
             elif self.prompter is None and not q.volatile:  # a decision: --yes stops as a replay does (item 11)

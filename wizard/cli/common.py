@@ -182,8 +182,10 @@ def need_tty() -> None:
 
 def read_session(ref: str | None):
     """The session ``ref`` names (None: the most recent). A session named on the command line is answered in its
-    language from here on unless --lang says otherwise (issue 20); one chosen by default is not (the newest session
-    may be another user's habit, not this command's)."""
+    language from here on unless --lang says otherwise (issue 20); the newest one taken for want of a name is not
+    (it may be another user's habit, not this command's). A session a command finds by what it runs (attach: its
+    trainer; chat, serve stop: its server; resume: the unfinished one) speaks its language as a named one does
+    (issue 46 trial I, N7: resume spoke Chinese, attach's live view and chat English, for one session)."""
     from wizard.session import Session, SessionError, find
 
     try:

@@ -9,7 +9,8 @@ import typer
 
 from recipes.rundir import BACKUP, PREFLIGHT, SERVER, TRAINER, RunDir, TrainDir
 from wizard import i18n
-from wizard.cli.common import T, app, job_words, SessionArg, new_ui, fail, latest_that_ran, read_session, with_running_jobs
+from wizard.cli.common import (T, app, job_words, SessionArg, new_ui, fail, latest_that_ran, read_session, speak_session_language,
+                               with_running_jobs)
 
 
 def _job_detail(s, job) -> str:
@@ -82,6 +83,7 @@ def attach(session: Optional[str] = SessionArg):
             new_ui().say(T("cli.attach.none_any"))
             raise typer.Exit(1)
         s = training[-1]
+        speak_session_language(s)  # found by its running trainer, as resume finds its session: its language
     job = jobs.read(RunDir(s.run_dir).train.job())
     ui = new_ui()
     if job is None or not job.alive():

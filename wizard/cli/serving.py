@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from recipes.rundir import RunDir
-from wizard.cli.common import (T, app, job_words, SessionArg, new_ui, fail, run_engine, load_locked, demo_hub, read_session, with_running_jobs)
+from wizard.cli.common import (T, app, job_words, SessionArg, new_ui, fail, run_engine, load_locked, demo_hub, read_session, speak_session_language, with_running_jobs)
 
 
 serve_app = typer.Typer(help=T("cli.serve"), epilog=T("cli.example.serve"), add_completion=False,
@@ -30,7 +30,11 @@ def _server_session(session: str | None, running_only: bool = False):
         running = [x for x in with_running_jobs() if (j := server(x)) and j.alive()]
         if not running and running_only:  # chat, status, logs: the newest session may never have deployed
             raise fail("cli.serve.none_running_hint", code=1)
-        s = running[-1] if running else read_session(None)
+        if running:  # the session this command acts on, found by its running server: speak its language
+            s = running[-1]
+            speak_session_language(s)
+        else:  # nobody's pick (issue 20: a session nobody named answered in its language): the locale's
+            s = read_session(None)
     return s, server(s)
 
 
