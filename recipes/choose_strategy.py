@@ -925,10 +925,10 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
             from recipes.training import rewards
 
             names = rewards.check_file(spec.reward_file, units)
-            ctx.info(msg("choose_strategy.reward_file_ok", path=spec.reward_file, functions=", ".join(names)))
+            ctx.info(msg("choose_strategy.reward_file_ok", path=spec.reward_file, functions=list(names)))
         ctx.info(msg("choose_strategy.grpo_plan", answered=sum(r["answer"] is not None for r in units), n=len(units),
                      g=spec.num_generations, c=spec.completion_length, p=spec.prompts_per_step,
-                     rewards=", ".join(spec.rewards), beta=spec.grpo_beta))
+                     rewards=list(spec.rewards), beta=spec.grpo_beta))
     if rejected and answers["objective"] == "kto":  # what the trainer's loss will be, and the weights it takes
         ctx.info(msg("choose_strategy.kto_loss", beta=training(answers).kto_beta, desirable=n_good,
                      undesirable=len(trained) - n_good, wd=weights[0], wu=weights[1]))

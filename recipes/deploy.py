@@ -477,6 +477,15 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
         raise
 
 
+def curl_line(base: str, served: str, question: str, key_file: Path | str | None) -> str:
+    """The `curl` command the deploy step prints to try the endpoint ``base`` (no /v1): the key read from its file
+    at run time (never on the line), the request's JSON with the question's own characters — escaped (\\u4ec0…) it
+    was unreadable in Chinese (issue 46 trial I, N12)."""
+    auth = " -H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"" if key_file else ""
+    return (f"curl {base}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d "
+            + shlex.quote(json.dumps({"model": served, "messages": client.user_turn(question)}, ensure_ascii=False)))
+
+
 def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir, adapter, t0) -> Deployment:
     """The start-up check of a spawned server (see the module docstring) and the step's outputs."""
     backend, port = answers["backend"], answers["port"]
@@ -523,10 +532,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
     if kv["reported_tokens"] and kv["predicted_tokens"]:
         ctx.info(msg("deploy.kv_cache", reported=f"{kv['reported_tokens']:,}", predicted=f"{kv['predicted_tokens']:,}",
                       error=f"{(kv['predicted_tokens'] / kv['reported_tokens'] - 1) * 100:+.1f}"))
-    auth = " -H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"" if key_file else ""
-    curl = (f"curl {base}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d "
-            + shlex.quote(json.dumps({"model": served, "messages": client.user_turn(question)})))
-    ctx.info(msg("deploy.curl", curl=curl))
+    ctx.info(msg("deploy.curl", curl=curl_line(base, served, question, key_file)))
     key_expr = f"open({str(key_file)!r}).read().strip()" if key_file else '"none"'
     ctx.info(msg("deploy.python", code=f"from openai import OpenAI\n  client = OpenAI(base_url={base + '/v1'!r}, "
                  f"api_key={key_expr})\n  print(client.chat.completions.create(model={served!r}, messages=[{{'role': "

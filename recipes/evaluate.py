@@ -176,7 +176,7 @@ def questions(ctx: Ctx) -> list[Question]:
                             - {f.path for f in listed})
             if absent:
                 return msg("evaluate.data_unavailable", benchmark=b, endpoint=v,
-                           reason=ctx.t(msg("evaluate.files_absent", files=", ".join(absent[:3]))),
+                           reason=ctx.t(msg("evaluate.files_absent", files=list(absent[:3]))),
                            repo=harness.BENCHMARKS[b].repo, source=source, dir=str(data_dir(ctx, source, b)))
         return None
 

@@ -521,7 +521,8 @@ METRIC_TERMS = (("(unpaired: AUC)", "evaluate.term.unpaired_auc"), ("(unpaired: 
                 ("preference margin", "evaluate.term.preference_margin"), ("held-out", "evaluate.term.heldout"),
                 ("perplexity", "evaluate.term.perplexity"), ("loss", "evaluate.term.loss"),
                 ("reward", "evaluate.term.reward"), ("(tie)", "evaluate.term.tie"), (" vs ", "evaluate.term.vs"),
-                ("exact_match", "evaluate.term.exact_match"), ("rouge_l", "evaluate.term.rouge_l"))
+                ("exact_match", "evaluate.term.exact_match"), ("rouge_l", "evaluate.term.rouge_l"),
+                (", ", "evaluate.term.sep"))
 # the evaluation's columns (the models compared) in the user's language; English as recorded
 COLUMN_TERMS = {"base": "evaluate.term.base", "finetuned": "evaluate.term.finetuned"}
 
@@ -574,12 +575,12 @@ class Evaluation(Handoff):
         words = (lambda x: metric_words(str(x), t)) if t else str  # noqa: E731 - English as recorded, else t's
         figures = words(v.get("figures", ""))
         if v["beats"] and v.get("fell"):
-            return True, msg("evaluate.reward_fell", figures=figures, fell=", ".join(map(words, v["fell"])))
+            return True, msg("evaluate.reward_fell", figures=figures, fell=[words(x) for x in v["fell"]])
         if self.heldout_samples and self.heldout_samples < self.FEW_HELDOUT:  # too few to judge: the figures, no
             return True, msg("evaluate.few_figures", n=self.heldout_samples, figures=figures)  # verdict (46 C)
         if v.get("mixed"):  # better on one metric, worse on another: said as such
-            return True, msg("evaluate.mixed", better=", ".join(map(words, v["mixed"]["better"])),
-                             worse=", ".join(map(words, v["mixed"]["worse"])), figures=figures)
+            return True, msg("evaluate.mixed", better=[words(x) for x in v["mixed"]["better"]],
+                             worse=[words(x) for x in v["mixed"]["worse"]], figures=figures)
         return (False, msg("evaluate.beats", figures=figures)) if v["beats"] else \
             (True, msg("evaluate.not_better", figures=figures))
 

@@ -55,7 +55,7 @@ def questions(ctx: Ctx) -> list[Question]:
 
         missing = missing_fields(config)  # transformers would fill them in with its defaults: another model
         if missing:
-            return msg("select_model.missing_fields", model=repo, fields=", ".join(missing))
+            return msg("select_model.missing_fields", model=repo, fields=list(missing))
         return broken_config(config)
 
     def broken_config(config: dict):
@@ -100,7 +100,7 @@ def questions(ctx: Ctx) -> list[Question]:
         err = check_model(value, answers)
         missing = incomplete(Path(value).expanduser())
         if err or missing:
-            return err or msg("select_model.local_incomplete", path=value, missing=", ".join(missing))
+            return err or msg("select_model.local_incomplete", path=value, missing=list(missing))
         from recipes.memory.model import disagreement
 
         return disagreement(Path(value).expanduser(), value)
@@ -232,7 +232,7 @@ def run(ctx: Ctx, answers: dict) -> ModelChoice:
     if code:  # what the yes covers: these files at this commit (download refuses another commit)
         out.custom_code = {"classes": code, "commit": commit, "files": [
             {"path": p.name, "sha256": downloader.hash_file(p, "sha256")} for p in sorted(meta.glob("*.py"))]}
-        ctx.warn(msg("select_model.custom_code_trusted", repo=repo, files=", ".join(p.name for p in meta.glob("*.py")),
+        ctx.warn(msg("select_model.custom_code_trusted", repo=repo, files=[p.name for p in meta.glob("*.py")],
                      commit=(commit or revision)[:12]))
     return out
 

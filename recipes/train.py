@@ -306,7 +306,7 @@ def _report_backup(ctx: Ctx, tdir: Path) -> None:
     while not (done := backup.summary(tdir))["done"] and running() and time.monotonic() < end:
         time.sleep(1)
     ctx.info(msg("train.backup_summary", n=len(done["uploaded"]), hub=hub, repo=chosen.repo_id,
-                 paths=", ".join(map(shown, done["uploaded"])) or "—"))
+                 paths=[shown(x) for x in done["uploaded"]] or "—"))
     for path, error in done["gave_up"].items():
         ctx.warn(msg("train.backup_gave_up", path=shown(path), error=error, log=str(TrainDir(tdir).log(BACKUP))))
     for path, (attempt, attempts, error) in done["failing"].items():

@@ -245,6 +245,11 @@ def test_show_all_lists_sessions(home):
     a.save()
     r = yichui(home, "show", "--all")
     assert r.returncode == 0 and a.id in r.stdout and "1/8" in r.stdout  # where it stands
+    # in Chinese the task is named, its id (what --task takes) beside it (issue 46 trial I, N12: bare `finetune`)
+    r = yichui(home, "--lang", "zh", "show", "--all", COLUMNS="120")
+    assert "微调（finetune）" in r.stdout, r.stdout
+    r = yichui(home, "--lang", "zh", "show", a.id, COLUMNS="120")
+    assert "微调（finetune）" in r.stdout, r.stdout
     b = Session.new("finetune", h=home)
     b.save()
     b.path.write_text(b.path.read_text()[:40])  # truncated: listed as a warning, not silently left out
@@ -399,11 +404,19 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
         rec["status"] = "done"
     done.steps["choose_strategy"]["outputs"]["training"] = {"method": "lora"}  # what a done one always records
     done.steps["train"]["outputs"].update(adapter_dir=str(home / "a"), method="lora")
-    done.steps["deploy"]["outputs"]["served_model"] = "m"
+    done.steps["deploy"]["outputs"]["served_model"] = "tiny-qwen2-chat-lora"
     done.save()
     running = [jobs.spawn("server", ["sleep", "60"], x.run_dir / "serve") for x in (s, done)]  # in the servers' place
     try:
         r = yichui(home, "show", "--all", COLUMNS="80")
+        # serve status cut "http://127.0.0. / 0.1:8002/v1" and "tiny-qwen2-ch / at-lora" (issue 46 trial I): the
+        # model under its endpoint, the log on a line of its own
+        for args in (["--all"], [done.id]):
+            st = yichui(home, "serve", "status", *args, COLUMNS="80")
+            table = [x for x in st.stdout.splitlines() if not x.startswith("Log of")]  # a path: as long as it is
+            assert st.returncode == 0 and max(len(x) for x in table) <= 80, st.stdout
+            assert "http://127.0.0.1:8003/v1" in st.stdout and " tiny-qwen2-chat-lora " in st.stdout, st.stdout
+            assert f"Log of {done.id}: {running[1].log}" in st.stdout, st.stdout
     finally:
         for job in running:
             job.stop(timeout=5)

@@ -392,3 +392,27 @@ def test_a_long_question_wraps_between_words(monkeypatch):
     assert all(get_cwidth(x) <= 77 for x in prompter._wrap_question(zh).split("\n"))
     assert "".join(x.strip() for x in prompter._wrap_question(zh).split("\n")).replace(" ", "") == zh.replace(" ", "")
     assert prompter._wrap_question("Short?") == "Short?"
+
+
+def test_a_question_s_key_instruction_stays_whole_after_it(monkeypatch):
+    """Issue 46 trial I (N11): questionary writes the keys' instruction after the question's last line, and the
+    terminal folded it "(arrow keys, En|ter)" / "vLL|M". The wrap counts it: on the last line when it fits, else on
+    a line of its own under the text; in Chinese too."""
+    import os
+
+    from prompt_toolkit.utils import get_cwidth
+
+    from wizard import prompter
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda *a, **k: os.terminal_size((80, 24)))
+    tail = "(arrow keys, Enter)"
+    for n in range(40, 140, 3):  # every place the end of the question can fall
+        q = ("word " * 40)[:n].strip() + "?"
+        shown = (prompter._wrap_question(q, tail) + " " + tail).split("\n")
+        assert all(get_cwidth(x) <= 77 for x in shown), (n, shown)
+        assert shown[-1].endswith(tail) and " ".join(x.strip() for x in shown) == q + " " + tail, (n, shown)
+    zh_tail = "（方向键选择，回车确认）"
+    q = "用哪个推理引擎部署模型？（vLLM、SGLang、LMDeploy 需要 NVIDIA GPU；transformers 也可在 CPU 上运行）"
+    shown = (prompter._wrap_question(q, zh_tail) + " " + zh_tail).split("\n")
+    assert all(get_cwidth(x) <= 77 for x in shown) and shown[-1].endswith(zh_tail), shown
+    assert prompter._wrap_question("Short?", tail) == "Short?"

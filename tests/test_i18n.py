@@ -88,6 +88,8 @@ def test_the_evaluation_s_metric_names_are_said_in_the_reader_s_language():
         assert metric_words("held-out loss", i18n.t) == "留出集 损失"
         said = i18n.render(ev.headline(i18n.t)[1])
         assert "损失 2.0 对比 3.0" in said and "（持平）" in said and " vs " not in said, said
+        assert "3.0，" in said and ", " not in said, said  # no ASCII ", " between Chinese words (N12)
+        assert i18n.t("engine.reopened", keys=["a.x", "a.y"], step="a", later=["b", "c"]).count("、") == 2
     finally:
         i18n.set_lang("en")
     assert metric_words("held-out preference accuracy (unpaired: AUC)", i18n.t) == \

@@ -250,7 +250,11 @@ class UI:
             self.out.rule(Text(f"[{i}/{n}] {title}", style="bold cyan"), align="left")
 
     def table(self, title: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
-        t = Table(title=title, title_justify="left")
+        # the title as a line of its own, wrapped between words at the terminal's width: rich wraps a title at the
+        # table's width, and cut "(22.5 GiB" / ")," at 80 columns (issue 46 trial I, N11)
+        if title:
+            self.out.print(Text(self._fit(self.out, title), style="italic"))
+        t = Table(title_justify="left")
         cells = [["" if v is None else str(v) for v in r] for r in rows]
         # a column is no narrower than its longest word (up to 40) while the table fits the terminal: words wrap
         # whole, not "unfinish/ed" or a URL folded mid-port (issue 20, item 13)

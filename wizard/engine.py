@@ -399,7 +399,7 @@ class Engine:
                                        name=f"{name}.{key}", value=_shown(v)))
             else:
                 self.ui.say(i18n.t("engine.kept_many", n=len(kept_now), step=name,
-                                   keys=", ".join(k for k, _ in kept_now), id=self.session.id))
+                                   keys=[k for k, _ in kept_now], id=self.session.id))
             kept_now.clear()
 
         i = 0
@@ -646,8 +646,8 @@ class Engine:
         for n in [first, *later]:
             s.record(n).update(status="pending", started_at=None)
         s.save()
-        keys = ", ".join(f"{first}.{k}" for k in changed)
-        self.ui.warn(i18n.t("engine.reopened", keys=keys, step=first, later=", ".join(later)) if later else
+        keys = [f"{first}.{k}" for k in changed]
+        self.ui.warn(i18n.t("engine.reopened", keys=keys, step=first, later=list(later)) if later else
                      i18n.t("engine.reopened_alone", keys=keys, step=first))
 
     def _undo_reopen(self) -> None:

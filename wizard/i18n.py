@@ -52,10 +52,12 @@ def get_lang() -> str:
 
 
 def _value(v: Any) -> Any:
-    """A message's value as it formats: a Msg rendered, a list of Msgs rendered and joined (bad records' reasons)."""
+    """A message's value as it formats: a Msg rendered; a list (of Msgs, names, numbers) its items rendered and joined
+    as the language writes a list (:func:`join`) — a list joined with ", " before it reached the message read
+    "a, b" inside Chinese text (issue 46 trial I, N12)."""
     if hasattr(v, "key") and hasattr(v, "args"):
         return render(v)
-    if isinstance(v, list) and v and all(hasattr(x, "key") and hasattr(x, "args") for x in v):
+    if isinstance(v, (list, tuple)):
         return join(render(x) for x in v)
     return v
 

@@ -25,19 +25,29 @@ def _fit(label: str, indent: int = 3) -> str:
     return ("\n" + " " * indent).join(wrap_words(label, width).split("\n"))
 
 
-def _wrap_question(text: str) -> str:
+def _wrap_question(text: str, tail: str = "") -> str:
     """A question wrapped between words to the terminal, later lines under the first one's text: the terminal folded
-    long ones mid-word ("the fina|l one", zh "每个 G|PU"; issue 46 trials G and H). Its own line breaks are kept."""
+    long ones mid-word ("the fina|l one", zh "每个 G|PU"; issue 46 trials G and H). Its own line breaks are kept.
+    ``tail``: what questionary writes after it on its last line (the keys' instruction), kept whole there or moved
+    to a line of its own — it was folded "(arrow keys, En|ter)" (issue 46 trial I, N11)."""
     import shutil
 
     from prompt_toolkit.utils import get_cwidth
 
     width = shutil.get_terminal_size().columns - 3  # "? " before the first line, and the cursor's column
-    if width < 20 or all(get_cwidth(line) <= width for line in text.split("\n")):
+    lines = text.split("\n")
+    if width < 20 or (all(get_cwidth(x) <= width for x in lines)
+                      and get_cwidth(lines[-1]) + (1 + get_cwidth(tail) if tail else 0) <= width):
         return text
     from wizard.console import wrap_words
 
-    return "\n".join("\n  ".join(wrap_words(line, width).split("\n")) for line in text.split("\n"))
+    mark = "#" * max(1, get_cwidth(tail))  # the tail as one unbreakable word of its width
+    full = text + (" " + mark if tail else "")
+    wrapped = "\n".join("\n  ".join(wrap_words(line, width).split("\n")) for line in full.split("\n"))
+    if not tail:
+        return wrapped
+    # questionary adds " " + tail: the mark's own line keeps its indent so the tail stands under the text
+    return wrapped[:-len(mark) - 1] if wrapped.endswith(" " + mark) else wrapped[:-len(mark)]
 
 
 def _choice(label: str, value: Any, indent: int = 3, **kw: Any):
@@ -140,7 +150,10 @@ class QuestionaryPrompter:
     def _ask(self, q: Question, prefill: Any, answers: dict) -> Any:
         import questionary
 
-        text = _wrap_question(i18n.render(q.message))
+        tail = {"select": "ui.select_instruction", "checkbox": "ui.checkbox_instruction"}.get(q.kind) or (
+            ("ui.confirm_default_yes" if prefill is None or prefill else "ui.confirm_default_no")
+            if q.kind == "confirm" else None)
+        text = _wrap_question(i18n.render(q.message), i18n.t(tail) if tail else "")
         if q.kind == "select":
             _one_line_answers()
             choices = [_choice(i18n.render(c.label), c.value)

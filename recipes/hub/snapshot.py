@@ -77,7 +77,7 @@ def fetch(source: str, repo_id: str, endpoint: str, revision: str, local_dir: Pa
             f.size, f.sha256, f.git_sha1 = it.size, it.sha256, it.git_sha1
         unhashed = [f.path for f in unknown if not f.sha256 and not f.git_sha1]
         if unhashed:
-            say(msg("hub.size_only", n=len(unhashed), files=", ".join(unhashed[:3])))
+            say(msg("hub.size_only", n=len(unhashed), files=list(unhashed[:3])))
     files = [f for f in files if max_file_bytes is None or f.size <= max_file_bytes]
     if not files:
         raise StepError("hub.nothing_selected", repo=repo_id, n=len(listed))

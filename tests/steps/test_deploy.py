@@ -367,3 +367,45 @@ def test_another_sessions_server_is_offered_to_stop_never_ticked(chain, tmp_path
         chain.engine.prompter = None
         job.stop(timeout=5)
         shutil.rmtree(other.parent, ignore_errors=True)
+
+
+def test_the_printed_curl_line_sends_the_question_as_typed_and_the_key_from_its_file(tmp_path):
+    """The deploy step's "Try it" line, run by bash and curl against a real HTTP server on 127.0.0.1: the request's
+    JSON carries the question's own characters (the zh line showed "\\u4ec0\\u4e48…", issue 46 trial I, N12), quotes
+    in it survive the shell, and the key comes from its file at run time, never on the line."""
+    import http.server
+    import json
+    import subprocess
+    import threading
+
+    from recipes.deploy import curl_line
+
+    got: dict = {}
+
+    class Echo(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            got["path"], got["auth"] = self.path, self.headers.get("Authorization")
+            got["body"] = self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Echo)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    key = tmp_path / "api_key"
+    key.write_text("k-123\n")
+    question = "什么是 LoRA？它's \"good\"?"
+    line = curl_line(f"http://127.0.0.1:{server.server_port}", "m", question, key)
+    try:
+        assert "\\u" not in line and question.split()[0] in line and "k-123" not in line
+        r = subprocess.run(["bash", "-c", line + " -s -o /dev/null -w '%{http_code}'"], capture_output=True,
+                           text=True, timeout=30)
+    finally:
+        server.shutdown()
+    assert r.stdout == "200", r.stdout + r.stderr
+    body = json.loads(got["body"])
+    assert got["path"] == "/v1/chat/completions" and got["auth"] == "Bearer k-123"
+    assert body["model"] == "m" and body["messages"][-1]["content"] == question

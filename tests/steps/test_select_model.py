@@ -34,5 +34,5 @@ def test_a_local_folder_must_be_a_whole_model(chain, tmp_path):
     part.mkdir()
     shutil.copy(chain.tiny / "config.json", part / "config.json")
     err = check(q["path"], str(part), {"source": "local"})[1]
-    assert err.key == "select_model.local_incomplete" and err.args["missing"] == "tokenizer, chat template, weights"
+    assert err.key == "select_model.local_incomplete" and err.args["missing"] == ["tokenizer", "chat template", "weights"]
     assert check(q["path"], str(chain.tiny), {"source": "local"})[1] is None

@@ -242,6 +242,8 @@ MESSAGES = {
     "cli.col.state": {"en": "state", "zh": "状态"},
     "cli.col.detail": {"en": "detail", "zh": "详情"},
     "cli.col.log": {"en": "log", "zh": "日志"},
+    "cli.col.endpoint_model": {"en": "endpoint / model", "zh": "端点 / 模型"},
+    "cli.serve.log_of": {"en": "Log of {id}: {path}", "zh": "{id} 的日志：{path}"},
     "cli.col.detail_log": {"en": "detail, log", "zh": "详情、日志"},
     "cli.state.running": {"en": "running", "zh": "运行中"},
     "cli.state.stopped": {"en": "not running", "zh": "未运行"},

@@ -108,6 +108,7 @@ MESSAGES = {
     "evaluate.term.reward": {"en": "reward", "zh": "奖励"},
     "evaluate.term.tie": {"en": "(tie)", "zh": "（持平）"},
     "evaluate.term.vs": {"en": " vs ", "zh": " 对比 "},
+    "evaluate.term.sep": {"en": ", ", "zh": "，"},  # between a verdict's figures
     "evaluate.term.exact_match": {"en": "exact_match", "zh": "精确匹配"},
     "evaluate.term.rouge_l": {"en": "rouge_l", "zh": "ROUGE-L"},
     "evaluate.term.base": {"en": "base", "zh": "基座"},

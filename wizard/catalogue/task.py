@@ -6,4 +6,10 @@ MESSAGES = {
     "task.quantize": {"en": "quantize a model", "zh": "量化一个模型"},
     "task.evaluate": {"en": "evaluate a model or an endpoint", "zh": "评测一个模型或服务端点"},
     "task.chat": {"en": "chat with a model", "zh": "与模型对话"},
+    # a session's task where it is listed (show): the id `--task` takes, and in Chinese its name beside it
+    "task.name.finetune": {"en": "finetune", "zh": "微调（finetune）"},
+    "task.name.deploy": {"en": "deploy", "zh": "部署（deploy）"},
+    "task.name.quantize": {"en": "quantize", "zh": "量化（quantize）"},
+    "task.name.evaluate": {"en": "evaluate", "zh": "评测（evaluate）"},
+    "task.name.chat": {"en": "chat", "zh": "对话（chat）"},
 }

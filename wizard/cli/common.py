@@ -175,6 +175,12 @@ def job_words(name: str) -> str:
     return T(f"cli.job.{name}") if f"cli.job.{name}" in i18n.CATALOG else name
 
 
+def task_words(task: str) -> str:
+    """A session's task as listed (issue 46 trial I, N12: `finetune` in a Chinese table): the id `--task` takes, in
+    Chinese with its name before it; a task without an entry as it is."""
+    return T(f"task.name.{task}") if f"task.name.{task}" in i18n.CATALOG else task
+
+
 def need_tty() -> None:
     if not sys.stdin.isatty():
         raise fail("cli.no_tty")

@@ -90,18 +90,25 @@ def serve_status(session: Optional[str] = SessionArg,
                 endpoint, model = out.endpoint or "", out.served_model or ""
             except Exception:  # noqa: BLE001 - a session file gone or broken: its server is still listed
                 endpoint = model = "?"
-            rows.append((sid, job.pid, endpoint, model, job.log))
-        new_ui().table(T("cli.serve.title_all"), [T("cli.col.session"), "pid", "endpoint", "model", T("cli.col.log")],
-                       rows)
+            rows.append((sid, job.pid, f"{endpoint}\n{model}", job.log))
+        # the model under its endpoint and the logs below: five columns cut "http://127.0.0. / 0.1:8002/v1" and
+        # "tiny-qwen2-ch / at-lora" at 80 columns (issue 46 trial I, item 14)
+        ui = new_ui()
+        ui.table(T("cli.serve.title_all"), [T("cli.col.session"), "pid", T("cli.col.endpoint_model")],
+                 [r[:3] for r in rows])
+        for sid, _, _, log in rows:
+            ui.say(T("cli.serve.log_of", id=sid, path=log))
         return
     s, job = _server_session(session, running_only=True)
     if job is None:
         _say_others(s.id)
         raise _no_server(s, "cli.serve.none")
     out = s.result(Deployment)
-    new_ui().table(T("cli.serve.title", id=s.id), ["pid", T("cli.col.state"), "endpoint", "model", T("cli.col.log")],
-                   [(job.pid, T("cli.state.running" if job.alive() else "cli.state.stopped"), out.endpoint or "",
-                     out.served_model or "", job.log)])
+    ui = new_ui()  # the model under its endpoint, the log below (as with --all)
+    ui.table(T("cli.serve.title", id=s.id), ["pid", T("cli.col.state"), T("cli.col.endpoint_model")],
+             [(job.pid, T("cli.state.running" if job.alive() else "cli.state.stopped"),
+               f"{out.endpoint or ''}\n{out.served_model or ''}".strip())])
+    ui.say(T("cli.serve.log_of", id=s.id, path=job.log))
     if session is None or not job.alive():
         _say_others(s.id)
     if not job.alive():

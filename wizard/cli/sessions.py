@@ -13,7 +13,7 @@ from pathlib import Path
 from recipes.rundir import RunDir
 from wizard import i18n
 from wizard.cli.common import (T, app, SetOpt, YesOpt, SessionArg, new_ui, fail, parse_sets, run_engine, load_locked, demo_hub, need_tty,
-    read_session, refused)
+                               task_words, read_session, refused)
 
 
 def main_callback(ctx: typer.Context,
@@ -94,7 +94,7 @@ def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"
         task = "finetune" if yes else _ask_task()
     s = Session.new(task)
     if old is not None:
-        ui.say(T("cli.from_reused", old=old.id, steps=", ".join(_from_session(s, old)) or "—"))
+        ui.say(T("cli.from_reused", old=old.id, steps=list(_from_session(s, old)) or "—"))
     raise typer.Exit(run_engine(s, ui, not yes, overrides, new=True))
 
 
@@ -334,7 +334,7 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
     # anything goes — deleting it silently made a later deploy of theirs train again (issue 46 trial G)
     users = _sessions_using(run_dir, path) if run_dir is not None else []
     if users:
-        ui.warn(T("cli.delete.used_by", run=str(run_dir), ids=", ".join(users[:5]) + (" …" if len(users) > 5 else "")))
+        ui.warn(T("cli.delete.used_by", run=str(run_dir), ids=i18n.join(users[:5]) + (" …" if len(users) > 5 else "")))
     if not yes:
         if not sys.stdin.isatty():
             raise fail("cli.delete.no_tty", id=s.id if s is not None else str(path))
@@ -414,11 +414,11 @@ def show(session: Optional[str] = SessionArg,
         if narrow:  # 80 columns: the model on a second line under the id, so no address or word is cut
             ui.table(T("cli.show.all_title_utc"), [T("cli.col.id_model"), T("cli.col.task"), T("cli.col.step"),
                                                    T("cli.col.server"), T("cli.col.updated_short")],
-                     [(f"{x.id}\n{model(x)}", x.task, step(x), server(x), updated(x)) for x in found])
+                     [(f"{x.id}\n{model(x)}", task_words(x.task), step(x), server(x), updated(x)) for x in found])
         else:
             ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.model"), T("cli.col.step"),
                                                    T("cli.col.server"), T("cli.col.updated_short")],
-                     [(x.id, x.task, model(x), step(x), server(x), updated(x)) for x in found])
+                     [(x.id, task_words(x.task), model(x), step(x), server(x), updated(x)) for x in found])
         for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
             ui.warn(T(e.key, **e.params))
         return
@@ -428,10 +428,10 @@ def show(session: Optional[str] = SessionArg,
     rows = [(n, T(f"status.{r.status}") + (f": {r.error}" if r.error else ""), _brief(r.answers, limit=limit),
              _brief(r.outputs, limit=limit)) for n, r in s.records()]
     if shown.out.width >= WIDE:
-        shown.table(T("cli.show.title", id=s.id, task=s.task, path=str(s.path)),
+        shown.table(T("cli.show.title", id=s.id, task=task_words(s.task), path=str(s.path)),
                     [T("cli.col.step"), T("cli.col.status"), T("cli.col.answers"), T("cli.col.outputs")], rows)
     else:  # four columns at 80 cells folded values mid-token (issue 46 item 14): a step per paragraph, words whole
-        shown.say(T("cli.show.title", id=s.id, task=s.task, path=str(s.path)))
+        shown.say(T("cli.show.title", id=s.id, task=task_words(s.task), path=str(s.path)))
         for name, status, answers, outputs in rows:
             shown.say(f"{name} · {status}")
             for label, text in ((T("cli.col.answers"), answers), (T("cli.col.outputs"), outputs)):

@@ -81,7 +81,7 @@ def doctor(session: Optional[str] = SessionArg):
             ui.say(f"  [{i}] {named(c)}: {render(c.fix)}")
     blocking = [named(c) for c in checks if c.blocking]
     if blocking:
-        ui.error(T("cli.doctor.blocked", what=", ".join(blocking)))
+        ui.error(T("cli.doctor.blocked", what=list(blocking)))
         raise typer.Exit(1)
     ui.success(T("cli.doctor.ready"))
 
