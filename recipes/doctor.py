@@ -26,10 +26,11 @@ MIN_FREE_GIB = 20.0  # a 7B model in bf16 (15 GiB) plus a checkpoint's worth of 
 @dataclass
 class Check:
     name: str
-    verdict: str          # ok | warn | missing | fail
+    verdict: str          # ok | warn | missing | fail | gpu_only (absent, and runs on NVIDIA GPUs only: none here)
     found: str | Msg
     fix: str | Msg = ""
     needed: bool = False
+    fix_if_needed: str | Msg = ""  # a gpu_only check's install command, shown when a session needs it
 
     @property
     def blocking(self) -> bool:
@@ -158,17 +159,21 @@ def optional_checks(home: Path) -> list[Check]:
     from recipes.envs import envs_dir
 
     envs = envs_dir(home)
+
+    def absent(name: str, what: Msg, fix: str) -> Check:
+        # an engine of NVIDIA GPUs on a machine without one: said so, not "missing" with an install command that
+        # cannot help here (issue 46 trial I, N13); its command comes back when a session needs it
+        return Check(name, "missing", what, fix) if gpus else \
+            Check(name, "gpu_only", msg("cli.doctor.gpu_only_found", what=what), "", fix_if_needed=fix)
     for engine in spec.GPU_ENGINES:
         inst = engines.find(engine, envs)
-        out.append(Check(engine, "ok" if inst else "missing",
-                         f"{inst.version} ({inst.where}: {inst.python})" if inst else msg("cli.doctor.for_engine"),
-                         "" if inst else engines.install_hint(engine, envs)))
+        out.append(Check(engine, "ok", f"{inst.version} ({inst.where}: {inst.python})") if inst else
+                   absent(engine, msg("cli.doctor.for_engine"), engines.install_hint(engine, envs)))
     from recipes.training import backends
 
     found = backends.find_unsloth(home)
-    out.append(Check("unsloth", "ok" if found else "missing",
-                     f"{found.version} ({found.python})" if found else msg("cli.doctor.for_unsloth"),
-                     "" if found else backends.install_command(home)))
+    out.append(Check("unsloth", "ok", f"{found.version} ({found.python})") if found else
+               absent("unsloth", msg("cli.doctor.for_unsloth"), backends.install_command(home)))
     llmc = envs / quantize.LLMC_ENV / "yichui-env.json"
     out.append(Check("llm-compressor", "ok" if llmc.exists() else "missing",
                      str(llmc.parent) if llmc.exists() else msg("cli.doctor.for_llmc"),
@@ -208,6 +213,8 @@ def run_all(home: Path, endpoints: dict[str, str], needs: tuple[str, ...] = ()) 
     for c in checks:
         if c.name in needs:
             c.needed = True
+            if c.verdict == "gpu_only":  # a session that needs it here: missing, with its install command
+                c.verdict, c.fix = "missing", c.fix_if_needed
     return checks
 
 

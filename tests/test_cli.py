@@ -36,6 +36,7 @@ def test_help_in_chinese(home):
     # issue 20, item 13: typer's own words in Chinese too, and a line with no space wraps instead of being cut
     assert "显示此帮助并退出" in r.stdout and "Show this message" not in r.stdout and "命令" in r.stdout
     assert "…" not in r.stdout and "不提任何" in r.stdout.replace("│", "").replace(" ", "").replace("\n", "")
+    assert "用法：yichui" in r.stdout and "Usage" not in r.stdout  # click's prefix too (issue 46 trial I, N12)
 
 
 def test_no_help_shows_a_catalogue_key(home):
@@ -265,13 +266,17 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
         assert name in r.stdout, name
     # each install command on one line of its own below the table, whole, so it can be copied (issue 20, item 13)
     from recipes.serving import spec as specs
+    from recipes.memory import model as memory
 
-    assert any(line.endswith(f"'{specs.recommended('vllm').install}'") and line.lstrip().startswith("[")
-               for line in r.stdout.splitlines()), r.stdout
+    def vllm_fix(out: str) -> bool:
+        return any(line.endswith(f"'{specs.recommended('vllm').install}'") and line.lstrip().startswith("[")
+                   for line in out.splitlines())
+    # without an NVIDIA GPU the GPU engines are "not here", no install command (issue 46 trial I, N13)
+    assert vllm_fix(r.stdout) == bool(memory.detect_gpus()), r.stdout
+    if not memory.detect_gpus():
+        assert "runs on NVIDIA" in r.stdout and "not here" in r.stdout, r.stdout
     # issue 46 items 2 and 14: the events' viewer is named (status prints its command); GPU kernels only with a GPU
     import importlib.util
-
-    from recipes.memory import model as memory
 
     if importlib.util.find_spec("tensorboard") is None:
         assert "tensorboard: " in r.stdout and "-m pip install tensorboard" in r.stdout, r.stdout
@@ -284,6 +289,7 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
     s.save()
     r = yichui(home, "doctor", s.id)
     assert r.returncode == 1 and "Missing what is needed: vllm" in r.stderr
+    assert vllm_fix(r.stdout), r.stdout  # needed: its install command, GPU or not
     # in Chinese the findings and the fixes are Chinese too (only versions, paths and commands stay as they are);
     # an unreachable hub's fix names that hub's variable alone
     r = yichui(home, "--lang", "zh", "doctor", HF_ENDPOINT="http://127.0.0.1:9", MODELSCOPE_ENDPOINT="http://127.0.0.1:9")

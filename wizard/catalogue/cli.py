@@ -68,6 +68,8 @@ MESSAGES = {
     "cli.doctor.warn": {"en": "warning", "zh": "注意"},
     "cli.doctor.missing": {"en": "missing", "zh": "缺少"},
     "cli.doctor.fail": {"en": "FAIL", "zh": "失败"},
+    "cli.doctor.gpu_only": {"en": "not here", "zh": "不适用"},
+    "cli.doctor.gpu_only_found": {"en": "{what}: runs on NVIDIA GPUs, none here", "zh": "{what}：需 NVIDIA GPU，本机没有"},
     "cli.doctor.blocked": {"en": "Missing what is needed: {what}. Run the commands in the 'to fix' column, then `yichui doctor` again.",
                            "zh": "缺少必需项：{what}。请执行“修复方法”列中的命令，然后再运行 `yichui doctor`。"},
     "cli.status.tensorboard": {"en": "TensorBoard (loss, learning rate, memory/ allocated, reserved and peaks per step): "

@@ -29,5 +29,6 @@ MESSAGES = {
     "ui.help.options": {"en": "Options", "zh": "选项"},
     "ui.help.commands": {"en": "Commands", "zh": "命令"},
     "ui.help.default": {"en": "[default: {}]", "zh": "[默认：{}]"},
+    "ui.help.usage": {"en": "Usage: ", "zh": "用法："},
     "ui.help.required": {"en": "[required]", "zh": "[必填]"},
 }

@@ -146,6 +146,11 @@ def _help_in_language() -> None:
     ru.ARGUMENTS_PANEL_TITLE, ru.OPTIONS_PANEL_TITLE, ru.COMMANDS_PANEL_TITLE = (
         T("ui.help.arguments"), T("ui.help.options"), T("ui.help.commands"))
     ru.DEFAULT_STRING, ru.REQUIRED_LONG_STRING = T("ui.help.default"), T("ui.help.required")
+    import typer._click.formatting as cf  # the usage line's "Usage: " (issue 46 trial I, N12: English in zh help)
+
+    write_usage = cf.HelpFormatter.write_usage
+    cf.HelpFormatter.write_usage = lambda self, prog, args="", prefix=None: write_usage(
+        self, prog, args, T("ui.help.usage") if prefix is None else prefix)
 
 
 def _usage_error(e) -> None:
