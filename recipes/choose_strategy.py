@@ -622,9 +622,23 @@ def _run_questions(d: Draft) -> list[Question]:
                  validate=_trackers_check),
         Question("sample_question", "text", "choose_strategy.sample_question",
                  # in the user's language (issue 46 trial G: English in the zh wizard)
-                 default=lambda a: d.first_image_question(a) or d.ctx.t(msg("choose_strategy.sample_question_default"))),
+                 default=lambda a: d.first_image_question(a) or d.ctx.t(msg("choose_strategy.sample_question_default")),
+                 validate=_sample_question_check),
         Question("preflight", "confirm", "choose_strategy.preflight", default=True),
     ]
+
+
+SAMPLE_QUESTION_CHARS = 2000  # asked before and after training, at deploy and by chat: a question, not a document
+
+
+def _sample_question_check(v, a):
+    """A sample question of at most SAMPLE_QUESTION_CHARS characters with some text in it (issue 46 trial I: a
+    120 KB one was taken silently and asked of the model at every check)."""
+    if not str(v).strip():
+        return msg("choose_strategy.sample_question_empty")
+    if len(str(v)) > SAMPLE_QUESTION_CHARS:
+        return msg("choose_strategy.sample_question_long", n=f"{len(str(v)):,}", max=f"{SAMPLE_QUESTION_CHARS:,}")
+    return None
 
 
 ADAPTER_METHODS = ("lora", "qlora", "dora")

@@ -316,6 +316,8 @@ CATALOGUE = [
     Case("not-a-float", "a word where a number goes", "answer.not_float", lambda e: ys("choose_strategy.learning_rate=fast")),
     Case("targets-100k", "LoRA targets of 100,000 characters (the unknown-targets line repeated them whole)",
          "answer.invalid", lambda e: ys(*LOCAL(e), "choose_strategy.lora_targets=" + "x" * 100_000)),
+    Case("question-120k", "a sample question of 120,000 characters (was taken silently and asked at every check)",
+         "answer.invalid", lambda e: ys(*LOCAL(e), "choose_strategy.sample_question=" + "why " * 30_000)),
     Case("estimate-targets-commas", "yichui estimate --lora-targets ,,, (priced a LoRA of no module)",
          "training.bad_targets", lambda e: ["estimate", str(e.tiny), "--lora-targets", ",,,"]),
     Case("int-of-5000-digits", "a whole number of 5,000 digits (was called 'not a whole number')", "answer.int_too_long",
