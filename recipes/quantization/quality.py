@@ -11,7 +11,11 @@ Figures (per artifact):
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import math
+import re
+import sys
 
 
 def _gguf(path) -> dict:
@@ -22,6 +26,24 @@ def _gguf(path) -> dict:
     return {"gguf_file": files[0].name} if files and not (Path(path) / "config.json").exists() else {}
 
 
+_BAR = re.compile(r"^.*\d+%\|.*\|.*$")  # a tqdm line: "Applying quantization config: 100%|###| 14/14 [...]"
+
+
+@contextlib.contextmanager
+def _without_bars():
+    """stderr without progress bars while a copy loads: compressed-tensors draws "Applying quantization config" and
+    "Dispatching model" with an explicit ``disable=False``, which TQDM_DISABLE does not override, into the export
+    step's output (issue 46 trial I, item 14). What else is written there is passed on when the block ends."""
+    held = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(held):
+            yield
+    finally:
+        kept = [x for x in re.split(r"[\r\n]", held.getvalue()) if x.strip() and not _BAR.match(x)]
+        if kept:
+            sys.stderr.write("\n".join(kept) + "\n")
+
+
 def _load(path, device: str, code: bool = False):
     from recipes.model.vision import auto_model_class
 
@@ -29,7 +51,8 @@ def _load(path, device: str, code: bool = False):
     kw = {"dtype": "auto", "trust_remote_code": code} | _gguf(path)
     if device == "cuda":
         kw["device_map"] = {"": 0}
-    model = AutoModelForCausalLM.from_pretrained(path, **kw)
+    with _without_bars():
+        model = AutoModelForCausalLM.from_pretrained(path, **kw)
     if device == "cpu" and getattr(model, "hf_quantizer", None) is None:
         model = model.float()  # bf16 matmuls on a CPU are slow and noisier than the quantization measured
     return model.eval()
