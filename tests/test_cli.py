@@ -491,6 +491,8 @@ def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
         assert st.returncode == 0 and worked.id in st.stdout and abandoned.id not in st.stdout, st.stdout
         shown = yichui(home, "show", "--all", COLUMNS="80")
         assert "model" in shown.stdout and "tiny-qwen2-chat" in shown.stdout, shown.stdout
+        shown = yichui(home, "show")  # nor of show (issue 46 trial I)
+        assert shown.returncode == 0 and worked.id in shown.stdout and abandoned.id not in shown.stdout, shown.stdout
         asked = yichui(home, "delete", abandoned.id)  # no terminal to ask on: --yes is needed, nothing is deleted
         assert asked.returncode == 2 and abandoned.path.exists()
         gone = yichui(home, "delete", abandoned.id, "--yes")

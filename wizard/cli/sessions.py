@@ -422,7 +422,16 @@ def show(session: Optional[str] = SessionArg,
         for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
             ui.warn(T(e.key, **e.params))
         return
-    s = read_session(session)
+    if session is None:  # the newest session that got anywhere: one abandoned at its first question is no default
+        # (issue 46 item 12 for status and attach; trial I: `show` still showed it, all steps pending)
+        from recipes import jobs
+
+        begun = [x for x in all_sessions()
+                 if any(r.status in ("running", "done", "failed") or r.answers or r.outputs for _, r in x.records())
+                 or jobs.find(x.run_dir)]
+        s = begun[-1] if begun else read_session(None)
+    else:
+        s = read_session(session)
     shown = new_ui()
     limit = BRIEF if shown.out.width >= WIDE else 3 * BRIEF  # a paragraph per step has room for more
     rows = [(n, T(f"status.{r.status}") + (f": {r.error}" if r.error else ""), _brief(r.answers, limit=limit),
