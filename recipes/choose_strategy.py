@@ -35,7 +35,7 @@ def _targets_check(known: list[str]):
         if not TARGETS.fullmatch(v.replace(" ", "")):  # the spec's own rule
             return msg("training.bad_targets", value=v)
         unknown = [t.strip() for t in v.split(",") if known and v != "all-linear" and t.strip() not in known]
-        return msg("choose_strategy.unknown_targets", targets=", ".join(unknown), known=", ".join(known)) \
+        return msg("choose_strategy.unknown_targets", targets=list(unknown), known=list(known)) \
             if unknown else None
     return check
 
@@ -660,7 +660,7 @@ def _prequantized_check(sel: ModelChoice, method: str):
 def _trackers_check(v, a):
     """The trackers chosen: known ones, installed here (else the line that installs the first missing one)."""
     if not isinstance(v, list) or any(n not in trackers.TRACKERS for n in v):
-        return msg("answer.not_a_choice", value=str(v)[:80], choices=", ".join(trackers.TRACKERS))
+        return msg("answer.not_a_choice", value=str(v)[:80], choices=list(trackers.TRACKERS))
     missing = [n for n in v if not trackers.installed(n)]
     return msg("choose_strategy.tracker_missing", tracker=missing[0], command=trackers.install_command(missing[0])) \
         if missing else None
@@ -695,7 +695,7 @@ def _rewards(a: dict) -> list:
 def _rewards_check(v, a):
     """At least one, each a known reward function."""
     if not isinstance(v, list) or any(r not in REWARDS for r in v):
-        return msg("answer.not_a_choice", value=str(v)[:80], choices=", ".join(REWARDS))
+        return msg("answer.not_a_choice", value=str(v)[:80], choices=list(REWARDS))
     return msg("training.grpo_no_rewards") if not v else None
 
 

@@ -644,12 +644,12 @@ def write_report(ctx: Ctx, edir: Path, config: dict, parts: dict, targets: list[
              "|---|" + "---|" * len(targets)]
     lines += ["| " + " | ".join([metric_words(str(r[0]), t)] + ["—" if v is None else str(v) for v in r[1:]]) + " |"
               for r in rows]
-    lines += ["", t("evaluate.report.models", models=", ".join(f"{column_words(k, t)} = `{v}`"
-                                                            for k, v in config["models"].items())), ""]
+    lines += ["", t("evaluate.report.models", models=[f"{column_words(k, t)} = `{v}`"
+                                                            for k, v in config["models"].items()]), ""]
     wheres = {m: parts.get(f"heldout:{m}", {}).get("where") for m in targets}
     if any(wheres.values()):
-        lines += [t("evaluate.report.replies_from", where=", ".join(
-            f"{m} = {w or t('evaluate.report.in_process')}" for m, w in wheres.items())), ""]
+        lines += [t("evaluate.report.replies_from", where=[
+            f"{m} = {w or t('evaluate.report.in_process')}" for m, w in wheres.items()]), ""]
     v = verdict(parts)
     if v and v["beats"] is not None:
         checks = ", ".join(t("ui.label_value", label=metric_words(k, t),

@@ -65,7 +65,7 @@ def questions(ctx: Ctx) -> list[Question]:
                 continue  # the engine names it as not a choice
             if f not in loads(engine):
                 return msg("export.engine_cannot_load", engine=engine, format=f,
-                           engines=", ".join(e for e in quantize.engines() if f in loads(e)))
+                           engines=[e for e in quantize.engines() if f in loads(e)])
             why = quantize.unsupported(f, config, gpu)
             if why:
                 return msg(why[0], **why[1])
@@ -83,7 +83,7 @@ def questions(ctx: Ctx) -> list[Question]:
 
         deploys = "deploy" in recipes.TASKS.get(ctx.task, ())
         if v not in specs.SPECS and deploys:  # llama.cpp: a GGUF export target the deploy step does not launch
-            return msg("export.engine_not_deployed", engine=v, engines=", ".join(specs.ENGINES), session=ctx.session_id)
+            return msg("export.engine_not_deployed", engine=v, engines=list(specs.ENGINES), session=ctx.session_id)
         if v in specs.GPU_ENGINES and not gpu and deploys:
             return msg("export.engine_needs_gpu", engine=v, session=ctx.session_id)
         return None

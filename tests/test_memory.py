@@ -712,6 +712,32 @@ def test_qlora_speed_holds_on_held_out_shapes_run_after_the_term_was_committed()
     assert max(abs(r["error"]) for r in rows) <= 0.35
 
 
+def test_a_gpu_is_priced_by_the_name_its_driver_reports():
+    """The speed tables are keyed "NVIDIA H100 80GB"; the device says "NVIDIA H100 80GB HBM3" (nvidia-smi, torch), and
+    was priced as an unknown GPU (an A10): 5,373 tokens/s predicted where 21,948 ran on an H100
+    (bench/results/2026-12-06-dpo-fresh-h100.md). Every driver name of the table's GPUs finds its row; on the rows
+    measured there the prediction for the device's own name is the table name's, within 25 %."""
+    import statistics
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    import fit_speed
+    from recipes.memory import planner
+
+    named = {"NVIDIA H100 80GB HBM3": "NVIDIA H100 80GB", "NVIDIA H100 PCIe": "NVIDIA H100 80GB",
+             "NVIDIA A100-SXM4-80GB": "NVIDIA A100 80GB", "NVIDIA A100-PCIE-40GB": "NVIDIA A100 40GB",
+             "Tesla T4": "NVIDIA T4", "NVIDIA A10G": "NVIDIA A10", "NVIDIA L4": "NVIDIA L4", "NVIDIA L40S": "NVIDIA L40S",
+             "NVIDIA GeForce RTX 4090": "NVIDIA GeForce RTX 4090", "NVIDIA H200": "NVIDIA H200"}
+    assert {n: planner.gpu_key(n) for n in named} == named
+    assert planner.gpu_key("NVIDIA GeForce RTX 3090") is None and planner.gpu_key("") is None
+    paths = sorted((BENCH / "results" / "2026-12-06-dpo-fresh-h100").glob("speed-repeat*.jsonl"))
+    _, by_device = fit_speed.check(paths, "NVIDIA H100 80GB HBM3")
+    _, by_table = fit_speed.check(paths, "NVIDIA H100 80GB")
+    assert len(by_device) == 2 and [r["error"] for r in by_device] == [r["error"] for r in by_table]
+    assert max(abs(r["error"]) for r in by_device) <= 0.25 and statistics.median(
+        abs(r["error"]) for r in by_device) <= 0.15
+
+
 def test_unsloth_qlora_factor_is_the_median_of_every_qlora_job_measured():
     """planner.UNSLOTH_SPEEDUP["qlora"] against the backend's QLoRA gain over the eager trainer on every job measured:
     the 2026-12-02 8B job (1.66×, bench/results/2026-12-02-train-vs-unsloth-h200.md) and the speed grid's paired rows

@@ -72,7 +72,7 @@ def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
         for c in choices:
             if c.value == raw or str(c.value) == str(raw):
                 return c.value, None
-        return raw, msg("answer.not_a_choice", value=_clip(raw), choices=", ".join(str(c.value) for c in choices))
+        return raw, msg("answer.not_a_choice", value=_clip(raw), choices=[str(c.value) for c in choices])
     if q.kind == "checkbox":
         raw = [x.strip() for x in str(raw).split(",") if x.strip()] if not isinstance(raw, (list, tuple)) else raw
         by = {str(c.value): c.value for c in q.resolve_choices(answers)}
@@ -80,7 +80,7 @@ def coerce(q: Question, raw: Any, answers: dict) -> tuple[Any, Msg | None]:
             raw = []
         bad = [x for x in raw if str(x) not in by]
         if bad:
-            return raw, msg("answer.not_a_choice", value=bad[0], choices=", ".join(by)) if by else \
+            return raw, msg("answer.not_a_choice", value=bad[0], choices=list(by)) if by else \
                 msg("answer.no_choices", value=bad[0])
         return [by[str(x)] for x in raw], None
     if q.kind in ("text", "path", "password"):
@@ -489,7 +489,7 @@ class Engine:
             for key in sets:
                 if key not in qs:
                     raise AnswerError(msg("answer.unknown_key", name=f"{name}.{key}", step=name, key=key,
-                                          keys=", ".join(qs)))
+                                          keys=list(qs)))
                 if qs[key].secret:
                     raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=qs[key].env or "?"))
             # the answers so far, in question order (the --set values, else the defaults), so that choices and

@@ -205,7 +205,7 @@ def _turns(items, role_key: str, text_key: str, roles: dict, images: list | None
             raise BadRecord("data.why.no_role", key=role_key)
         if not isinstance(m.get(role_key), str) or m.get(role_key) not in roles:  # a list is no role (unhashable)
             raise BadRecord("data.why.bad_role", key=role_key, role=str(m.get(role_key))[:40],
-                            roles=", ".join(roles))
+                            roles=list(roles))
         role, value = roles[m[role_key]], m.get(text_key)
         if isinstance(value, list) or (images is not None and isinstance(value, str) and IMAGE in value):
             parts = _parts(value, images)
@@ -383,7 +383,7 @@ def read(ref: str | Path) -> Loaded:
             raise DataError("data.not_a_file", path=str(path))
         raise DataError("data.no_file", path=str(path))
     if path.suffix not in SUFFIXES:
-        raise DataError("data.bad_suffix", path=str(path), suffixes=", ".join(SUFFIXES))
+        raise DataError("data.bad_suffix", path=str(path), suffixes=list(SUFFIXES))
     rows = _read_rows(path)
     if folder:  # ImageFolder's file_name column (one file, or a list) is the record's images
         rows = [(n, {k: v for k, v in r.items() if k != "file_name"} | {"images": r["file_name"]})
@@ -392,7 +392,7 @@ def read(ref: str | Path) -> Loaded:
         raise DataError("data.empty", path=str(path))
     fmt = next(filter(None, (detect_format(r) for _, r in rows)), None)
     if fmt is None:
-        raise DataError("data.unknown_format", path=str(path), formats=", ".join(FORMATS))
+        raise DataError("data.unknown_format", path=str(path), formats=list(FORMATS))
     convs: list[list[dict]] = []
     bad: list[Msg] = []
     for n, row in rows:
@@ -405,7 +405,7 @@ def read(ref: str | Path) -> Loaded:
             if (found := detect_format(row)) != fmt:  # one format per file: the first record's
                 lacks = [k for k in FORMAT_KEYS.get(fmt, ()) if k not in row]
                 if found is None and lacks:  # the file's format, a field short (an alpaca row without "output")
-                    raise BadRecord("data.why.lacks", format=fmt, fields=", ".join(lacks))
+                    raise BadRecord("data.why.lacks", format=fmt, fields=list(lacks))
                 if found is None:  # a record of no format ("format ? in a file of format messages" read as a bug)
                     raise BadRecord("data.why.no_format", format=fmt, keys=", ".join(map(str, row))[:60])
                 raise BadRecord("data.why.other_format", found=found, format=fmt, keys=", ".join(map(str, row))[:60])
@@ -433,7 +433,7 @@ def file_rows(ref: str | Path) -> tuple[Path, int | None, list[tuple[int, object
     if not path.is_file():
         raise DataError("data.not_a_file" if path.exists() else "data.no_file", path=str(path))
     if path.suffix not in SUFFIXES:
-        raise DataError("data.bad_suffix", path=str(path), suffixes=", ".join(SUFFIXES))
+        raise DataError("data.bad_suffix", path=str(path), suffixes=list(SUFFIXES))
     rows = _read_rows(path)
     if not rows:
         raise DataError("data.empty", path=str(path))

@@ -67,7 +67,7 @@ def _turns(value: object, name: str, last: str | None) -> list[dict]:
             raise BadRecord("data.why.turn_not_object")
         if not isinstance(m.get("role"), str) or m.get("role") not in OPENAI_ROLES:
             raise BadRecord("data.why.bad_role", key="role", role=str(m.get("role"))[:40],
-                            roles=", ".join(OPENAI_ROLES))
+                            roles=list(OPENAI_ROLES))
         text = m.get("content")
         if not isinstance(text, str) or (not text.strip() and m["role"] != "system"):
             raise BadRecord("data.why.empty" if text in (None, "") or (isinstance(text, str) and not text.strip())

@@ -275,7 +275,7 @@ def fetch_config(source: str, ref: str, endpoint: str | None = None, revision: s
         except Exception as e:
             raise _ms_errors(e, ref, endpoint or "", revision) from None
     else:
-        raise StepError("hub.unknown_source", source=source, sources=", ".join(SOURCES))
+        raise StepError("hub.unknown_source", source=source, sources=list(SOURCES))
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:

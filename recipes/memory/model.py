@@ -311,7 +311,7 @@ class Shape:
         names = [t.strip() for t in targets.split(",") if t.strip()]
         unknown = [n for n in names if n not in self.linears]
         if unknown:
-            raise ConfigError("memory.unknown_targets", targets=", ".join(unknown), known=", ".join(self.linears))
+            raise ConfigError("memory.unknown_targets", targets=list(unknown), known=list(self.linears))
         return [self.linears[n] for n in names]
 
 
@@ -514,7 +514,7 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
     text = _text_config(cfg)
     missing = ([] if code_dir else missing_fields(config)) or [k for k in SHAPE_FIELDS if getattr(text, k, None) is None]
     if missing:
-        raise ConfigError("memory.missing_fields", fields=", ".join(missing))
+        raise ConfigError("memory.missing_fields", fields=list(missing))
     # a vision-language model transformers builds no causal LM of (Qwen2-VL, Qwen2.5-VL, LLaVA): image-text-to-text,
     # as the trainer loads it (recipes/training/worker.py; recipes/model/vision.py has_causal_lm)
     vlm = isinstance(config.get("vision_config"), dict) and config["model_type"] not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
@@ -1299,7 +1299,7 @@ def weight_bytes(shape: Shape, fmt: str) -> float:
            # a pre-quantized checkpoint served as it is (with an unmerged adapter): as its config.json says
            "prequantized": lin * (shape.prequantized_bytes or 2)}
     if fmt not in per:
-        raise ConfigError("memory.bad_choice", name="format", value=fmt, choices=", ".join(WEIGHT_FORMATS))
+        raise ConfigError("memory.bad_choice", name="format", value=fmt, choices=list(WEIGHT_FORMATS))
     return other + per[fmt]
 
 

@@ -182,13 +182,34 @@ def speed_terms(shape: memory.Shape, t: TrainingSpec) -> tuple[dict[str, float],
     return mb, step
 
 
+# a device's name as the driver reports it (torch.cuda.get_device_name, nvidia-smi) → the tables' name: "NVIDIA H100
+# 80GB HBM3", "NVIDIA A100-SXM4-80GB", "Tesla T4", "NVIDIA A10G" were not found and were priced as an A10 — 4.6× too
+# slow on a real H100 (bench/results/2026-12-06-dpo-fresh-h100.md). First match wins (L40S before L4, A100 before A10).
+_GPU_PATTERNS = ((r"H200", "NVIDIA H200"), (r"H100", "NVIDIA H100 80GB"), (r"A100\b.*80\s?GB?", "NVIDIA A100 80GB"),
+                 (r"A100", "NVIDIA A100 40GB"), (r"L40S", "NVIDIA L40S"), (r"\bL4\b", "NVIDIA L4"),
+                 (r"\bA10G?\b", "NVIDIA A10"), (r"\bT4\b", "NVIDIA T4"), (r"RTX 4090", "NVIDIA GeForce RTX 4090"))
+
+
+def gpu_key(gpu_name: str | None) -> str | None:
+    """The name of ``gpu_name``'s row in PEAK_TFLOPS / BANDWIDTH_TBS (a table name as it is, a driver's name by its
+    model: the H100's variants all as the SXM one); None for a GPU the tables do not know."""
+    import re
+
+    if not gpu_name or gpu_name in PEAK_TFLOPS:
+        return gpu_name or None
+    name = gpu_name.upper().replace("-", " ")
+    return next((key for pat, key in _GPU_PATTERNS if re.search(pat, name)), None)
+
+
 def _scale(term: str, gpu_name: str) -> float:
     """How much longer a term takes on ``gpu_name`` than on the H200 it was fitted on: FLOP terms by the dense bf16
-    peak, byte terms by the memory bandwidth, launches and the loop unchanged (the host's)."""
+    peak, byte terms by the memory bandwidth, launches and the loop unchanged (the host's). A GPU the tables do not
+    know is priced as an A10."""
+    key = gpu_key(gpu_name)
     if term.endswith("_flop"):
-        return PEAK_TFLOPS[FIT_GPU] / PEAK_TFLOPS.get(gpu_name, 100)
+        return PEAK_TFLOPS[FIT_GPU] / PEAK_TFLOPS.get(key or "", 100)
     if term.endswith("_bytes"):
-        return BANDWIDTH_TBS[FIT_GPU] / BANDWIDTH_TBS.get(gpu_name, 0.6)
+        return BANDWIDTH_TBS[FIT_GPU] / BANDWIDTH_TBS.get(key or "", 0.6)
     return 1.0
 
 

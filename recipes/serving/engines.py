@@ -424,7 +424,7 @@ def command(spec: EngineSpec, tab: dict, *, model_dir: str, fmt: str, served_nam
     engine = spec.engine
     loaded = loads(spec, tab)
     if fmt not in loaded:
-        raise EngineError("serving.format_unsupported", engine=engine, format=fmt, formats=", ".join(loaded))
+        raise EngineError("serving.format_unsupported", engine=engine, format=fmt, formats=list(loaded))
     if api_key and spec.loopback_only:
         raise EngineError("serving.loopback_only", host=host)
     if adapter and not spec.lora:

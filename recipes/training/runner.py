@@ -258,7 +258,7 @@ def meet(ctx, spec: TrainerJob, tdir: Path, spec_path: Path) -> None:
     if p.returncode != 0:
         raise StepError("training.rendezvous_failed", reason=(p.stderr.strip().splitlines() or ["?"])[-1],
                         script=str(launch_dir / "node-1.sh"))
-    ctx.info(msg("training.rendezvous_ok", nodes=len(hosts), hosts=", ".join(json.loads(p.stdout)["hosts"])))
+    ctx.info(msg("training.rendezvous_ok", nodes=len(hosts), hosts=list(json.loads(p.stdout)["hosts"])))
 
 
 SPEED_CHECK_S = 120.0  # the measured rate is compared with the plan's after this much training …

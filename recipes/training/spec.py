@@ -260,7 +260,7 @@ class TrainingSpec:
             if meta.get("choices") and value not in meta["choices"]:
                 typed = False
                 yield Problem((f.name,), Refusal("training.bad_choice", name=f.name, value=value,
-                                                 choices=", ".join(meta["choices"])))
+                                                 choices=list(meta["choices"])))
             lo, hi = meta.get("lo"), meta.get("hi")
             # not a number (a hand-edited session's "two", or true) is out of range too; False for nan
             if lo is not None and hi is not None and not (isinstance(value, (int, float))
@@ -278,11 +278,11 @@ class TrainingSpec:
             return
         if self.offload not in OFFLOADS:
             yield Problem(("offload",), Refusal("training.bad_choice", name="offload", value=self.offload,
-                                                choices=", ".join(OFFLOADS)))
+                                                choices=list(OFFLOADS)))
             return  # the rules below read it
         if self.offload_device not in OFFLOAD_DEVICES:
             yield Problem(("offload_device",), Refusal("training.bad_choice", name="offload_device",
-                                                       value=self.offload_device, choices=", ".join(OFFLOAD_DEVICES)))
+                                                       value=self.offload_device, choices=list(OFFLOAD_DEVICES)))
             return
         layout = ("method", "distribution")
         if self.method == "qlora" and self.distribution in ("zero3", "fsdp2"):  # 4-bit weights are not sharded
@@ -341,7 +341,7 @@ class TrainingSpec:
         for r in rewards:
             if r not in REWARDS:
                 yield Problem(("rewards",), Refusal("training.bad_choice", name="rewards", value=str(r)[:40],
-                                                    choices=", ".join(REWARDS)))
+                                                    choices=list(REWARDS)))
                 break
         if "file" in rewards and not (isinstance(self.reward_file, str) and self.reward_file.strip()):
             yield Problem(("reward_file", "rewards"), Refusal("training.reward_file_missing"))
@@ -486,7 +486,7 @@ class TrainerJob(TrainingSpec):
         bad = [n for n in self.trackers if n not in TRACKERS] if isinstance(self.trackers, (list, tuple)) \
             else [self.trackers]
         if bad:
-            raise Refusal("training.bad_choice", name="trackers", value=str(bad[0])[:40], choices=", ".join(TRACKERS))
+            raise Refusal("training.bad_choice", name="trackers", value=str(bad[0])[:40], choices=list(TRACKERS))
 
     def write(self, path) -> None:
         """Written whole or not at all (a temp file beside it, then os.replace): a reader — the trainer starting,

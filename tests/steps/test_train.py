@@ -594,5 +594,5 @@ def test_hand_edited_lora_targets_are_refused_before_the_trainer_starts(variant)
     with pytest.raises(StepError) as e:
         c.step("train")
     assert e.value.key == "memory.unknown_targets" and e.value.reask == "choose_strategy"
-    assert e.value.params["targets"] == "nonexistent_proj" and "q_proj" in e.value.params["known"]
+    assert e.value.params["targets"] == ["nonexistent_proj"] and "q_proj" in e.value.params["known"]
     assert not (c.session.run_dir / "train" / "trainer.pid.json").exists()

@@ -167,7 +167,7 @@ def _usage_error(e) -> None:
                  else "/".join(e.param.opts))
     elif isinstance(e, ce.NoSuchOption):
         what = T("cli.usage.no_such_option", name=e.option_name) + (
-            T("cli.usage.did_you_mean", names=", ".join(e.possibilities)) if e.possibilities else "")
+            T("cli.usage.did_you_mean", names=list(e.possibilities)) if e.possibilities else "")
     else:
         what = e.format_message().rstrip(".")
     new_ui().error(T("cli.usage.error", what=what, command=where))

@@ -53,7 +53,7 @@ def parse_sets(values: list[str] | None) -> dict:
         if not eq or not dot or not step or not name:
             raise fail("cli.bad_set", value=v)
         if step not in recipes.STEPS:
-            raise fail("cli.unknown_step", step=step, steps=", ".join(recipes.STEPS))
+            raise fail("cli.unknown_step", step=step, steps=list(recipes.STEPS))
         out.setdefault(step, {})[name] = raw
     return out
 

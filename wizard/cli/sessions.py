@@ -83,7 +83,7 @@ def run(task: Optional[str] = typer.Option(None, "--task", help=T("cli.opt.task"
     from wizard.session import Session
 
     if task is not None and task not in recipes.TASKS:
-        raise fail("cli.unknown_task", task=task, tasks=", ".join(recipes.TASKS))
+        raise fail("cli.unknown_task", task=task, tasks=list(recipes.TASKS))
     overrides = parse_sets(set_)
     old = read_session(from_) if from_ else None
     if not yes:
@@ -105,7 +105,7 @@ def demo(task: str = typer.Option("finetune", "--task", help=T("cli.opt.demo_tas
     from wizard.session import Session
 
     if task not in recipes.TASKS and task not in demos.TASKS:
-        raise fail("cli.unknown_task", task=task, tasks=", ".join([*recipes.TASKS, *demos.TASKS]))
+        raise fail("cli.unknown_task", task=task, tasks=[*recipes.TASKS, *demos.TASKS])
     t0 = time.time()
     overrides = parse_sets(set_)
     # a read-only or full YICHUI_HOME is said now, not after minutes of building the tiny model (the tester's N24)
@@ -236,7 +236,7 @@ def _question_keys() -> list[tuple[str, str, str]]:
                             T("cli.steps.keys_at_run")
                         refused = [str(c.value) for c in choices if c.refused]
                         if refused:  # offered only to say why not (issue 46, item 7)
-                            values += T("cli.steps.keys_refused", values=", ".join(refused))
+                            values += T("cli.steps.keys_refused", values=list(refused))
                         if q.kind == "checkbox":  # what it asks, and how several (or none) are given
                             values = T("cli.steps.keys_checkbox", what=i18n.render(q.message).rstrip(":：?？ "),
                                        values=values)

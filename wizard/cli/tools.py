@@ -155,7 +155,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
                                        least_micro_batch)
 
     if gpu is not None and gpu not in memory.GPUS:
-        raise fail("cli.unknown_gpu", gpu=gpu, gpus=", ".join(memory.GPUS))
+        raise fail("cli.unknown_gpu", gpu=gpu, gpus=list(memory.GPUS))
     flags = {f.name: f.metadata for f in dataclasses.fields(TrainingSpec)}
     for name in [n for n in spec if n.endswith(FLIP)]:  # a switch: its default unless a spelling of it is given
         field = name[:-len(FLIP)]
@@ -227,13 +227,13 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         # a rule across options: the options that set it, so that the user sees which to change
         flag_of = {f.name: str(f.metadata.get("flag") or "") for f in dataclasses.fields(TrainingSpec)}
         options = [flag_of[f] for f in found[0].fields if flag_of.get(f)]
-        raise fail("cli.estimate.rule_options", message=T(err.key, **err.params), options=", ".join(options)) \
+        raise fail("cli.estimate.rule_options", message=T(err.key, **err.params), options=list(options)) \
             if options else fail(err.key, **err.params)
     config = _estimate_config(model, source, endpoint, revision)
     from recipes.model import prequantized
 
     if missing := memory.missing_fields(config):  # as select_model says it (transformers would fill in defaults)
-        raise fail("select_model.missing_fields", model=model, fields=", ".join(missing))
+        raise fail("select_model.missing_fields", model=model, fields=list(missing))
     detected = memory.detect_gpus()
     gpu_name, gib = ((memory.GPUS[gpu][0], gpu_memory or memory.GPUS[gpu][1]) if gpu
                      else (T("cli.estimate.target_gpu"), gpu_memory) if gpu_memory
@@ -260,7 +260,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         serve = serve or ("prequantized" if shape.prequantized_bytes else "bf16")  # a checkpoint is served as stored
         if serve == "prequantized" and not shape.prequantized_bytes:  # nothing stored packed: it would be bf16
             raise fail("training.bad_choice", name="--serve-format", value=serve,
-                       choices=", ".join(f for f in memory.WEIGHT_FORMATS if f != "prequantized"))
+                       choices=[f for f in memory.WEIGHT_FORMATS if f != "prequantized"])
         pq = prequantized.read(config)
         if pq is not None and (not pq.trainable or t.method != "lora"):  # as choose_strategy refuses it
             raise fail("choose_strategy.prequantized_unsupported", model=model, what=pq.reason) if not pq.trainable \
@@ -277,7 +277,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     # the speed model's tokens/s per GPU for this plan, on a GPU it knows the peak of (none for a bare --gpu-memory)
     # and for a plan it models (planner.speed_modelled: a measured dense family; no ZeRO/FSDP, offload or sequence split)
     tps = round(planner.predicted(shape, t, gpu_name), 1) \
-        if gpu_name in planner.PEAK_TFLOPS and planner.speed_modelled(t, shape) else None
+        if planner.gpu_key(gpu_name) and planner.speed_modelled(t, shape) else None
     result = {"model": model, "peak_gib": e["peak_gib"], "phase": e["phase"], "components": e["components"],
               "tokens_per_s": tps, "speed_gpu": gpu_name if tps else None,
               "phases": e["phases"], "fits": e.get("fits"), "needed_margin": e.get("needed_margin"),
