@@ -45,7 +45,8 @@ fi
 echo "install.sh: $TORCH_SPEC (about a minute)"
 quiet .venv/bin/python -m pip install -q --disable-pip-version-check "$TORCH_SPEC"
 echo "install.sh: yichui and its pinned stack${extras:+ with $extras} (one to two minutes)"
-quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e ".$extras"
+# setuptools' 10-line "Editable installation … be careful with folders" notice is information only (issue 46 trial I)
+PYTHONWARNINGS="ignore:Editable installation" quiet .venv/bin/python -m pip install -q --disable-pip-version-check -e ".$extras"
 .venv/bin/yichui --help >/dev/null
 echo "install.sh: ready — .venv/bin/yichui demo"
 link "$([ -n "$extras" ] && echo dev || echo user)"

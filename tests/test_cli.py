@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -437,6 +438,23 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     assert "1/8 select_model" in wide
 
 
+def test_matplotlib_keeps_its_cache_under_yichui_home(tmp_path):
+    """Issue 46 trial J (J1): a fine-tune wrote ~/.cache/matplotlib and ~/.config/matplotlib when it drew loss.png.
+    After yichui's entry point has run, matplotlib's cache and config folder are under YICHUI_HOME (and the jobs it
+    starts inherit the setting); a user's own MPLCONFIGDIR is kept."""
+    code = ("import sys\nsys.argv = ['yichui', 'steps']\nfrom wizard import cli\ntry:\n    cli.main()\n"
+            "except SystemExit:\n    pass\nimport matplotlib\nprint('DIR', matplotlib.get_cachedir())")
+    env = {k: v for k, v in os.environ.items() if k != "MPLCONFIGDIR"} | {
+        "HOME": str(tmp_path / "user"), "YICHUI_HOME": str(tmp_path / "yh")}
+    (tmp_path / "user").mkdir()
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120).stdout
+    assert f"DIR {tmp_path / 'yh' / 'cache' / 'matplotlib'}" in out, out
+    assert not any((tmp_path / "user").iterdir())
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=env | {"MPLCONFIGDIR": str(tmp_path / "mine")}).stdout
+    assert f"DIR {tmp_path / 'mine'}" in out, out
+
+
 def test_install_puts_yichui_on_path_or_says_how(tmp_path):
     """Issue 46 item 1: after ./install.sh `yichui` was "command not found" while every hint says `yichui …`. With
     ~/.local/bin on PATH it is linked there (and runs from any folder); without, the line that puts it on PATH."""
@@ -499,6 +517,32 @@ def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
         assert gone.returncode == 0 and "Deleted" in gone.stdout
         assert not abandoned.path.exists() and not abandoned.run_dir.exists() and worked.path.exists()
         assert yichui(home, "show", abandoned.id).returncode == 2
+    finally:
+        job.stop()
+
+
+def test_a_session_file_that_no_longer_loads_can_still_stop_its_server_and_be_deleted(home):
+    """Issue 46 trial J (J2): after a hand edit broke a session file, `serve stop SESSION` and `delete SESSION`
+    said only the refusal and its server ran on (only `serve stop --all` stopped it). The server is found by the
+    session's id: stopped, the refusal said beside it; delete refuses while it runs and deletes once it is stopped."""
+    from recipes import jobs
+    from recipes.rundir import SERVER, RunDir
+
+    s = Session.new("finetune", h=home)
+    s.save()
+    job = jobs.spawn(SERVER, ["sleep", "60"], RunDir(s.run_dir).serve.root)
+    data = json.loads(s.path.read_text())
+    data["steps"]["train"] = 5  # no longer a session yichui can read
+    s.path.write_text(json.dumps(data))
+    try:
+        r = yichui(home, "delete", s.id, "--yes")
+        assert r.returncode == 2 and f"yichui stop {s.id}" in r.stderr and s.path.exists() and job.alive(), r.stderr
+        r = yichui(home, "stop", s.id)  # as the line says
+        assert r.returncode == 0 and f"(pid {job.pid})" in r.stdout and "not a valid yichui session" in r.stderr, \
+            r.stdout + r.stderr
+        assert not job.alive()
+        r = yichui(home, "delete", s.id, "--yes")
+        assert r.returncode == 0 and not s.path.exists() and not s.run_dir.exists(), r.stdout + r.stderr
     finally:
         job.stop()
 
@@ -611,11 +655,13 @@ def test_delete_removes_only_yichui_s_own_session_and_run_folder(home, tmp_path)
     r = yichui(home, "delete", odd.id, "--yes")
     assert r.returncode == 2 and "nothing deleted" in r.stderr, r.stderr
     assert odd.path.exists() and keep.path.exists() and (keep.run_dir / "train" / "checkpoint").exists()
-    odd.data["run_dir"] = ""  # the current folder: an invalid session now, whose file alone goes
+    odd.data["run_dir"] = ""  # the current folder: an invalid session now, whose file and own run folder go
     odd.save()
     assert "'run_dir' is empty" in yichui(home, "show", odd.id).stderr
     r = yichui(home, "delete", odd.id, "--yes")
-    assert r.returncode == 0 and "its run folder —" in r.stdout and not odd.path.exists(), r.stdout + r.stderr
+    assert r.returncode == 0 and not odd.path.exists(), r.stdout + r.stderr
+    assert f"its run folder {home / 'runs' / odd.id}" in r.stdout or "its run folder —" in r.stdout, r.stdout
+    assert keep.path.exists() and (keep.run_dir / "train" / "checkpoint").exists() and Path.cwd().exists()
     assert keep.path.exists() and (keep.run_dir / "train" / "checkpoint").exists()
     # a session made --from this one names its adapter: deleting it says so first (issue 46 trial G: a later deploy
     # of the other session trained again, unannounced)

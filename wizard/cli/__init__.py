@@ -199,6 +199,10 @@ def main() -> None:
     import os
 
     os.environ.setdefault("TQDM_DISABLE", "1")
+    # matplotlib (loss.png, the evaluation's chart) keeps its font cache under YICHUI_HOME, not the user's home
+    # (issue 46 trial J: ~/.cache/matplotlib and ~/.config/matplotlib after training); the jobs inherit it
+    os.environ.setdefault("MPLCONFIGDIR", os.path.join(os.path.expanduser(os.environ.get("YICHUI_HOME") or "~/.yichui"),
+                                                       "cache", "matplotlib"))
 
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _as_interrupt)

@@ -203,6 +203,36 @@ def read_session(ref: str | None):
     return s
 
 
+def stop_unreadable(session: str, only: str | None = None) -> None:
+    """The jobs of SESSION (``only``: the job of that name, e.g. its server) when its file cannot be read as a session
+    any more (a hand edit, a newer yichui): found by its id in YICHUI_HOME/runs, stopped, the reason the file was
+    refused said beside them — `stop` and `serve stop` said only the refusal and the server ran on (issue 46 trial J,
+    J2). Returns quietly for a readable session or one that runs nothing.
+
+    Raises:
+        typer.Exit: 0 once its jobs are stopped."""
+    from pathlib import Path
+
+    from recipes import jobs
+    from wizard.session import Session, SessionError, find, own_run_dir
+
+    try:
+        Session.load(find(session))
+        return
+    except SessionError as e:
+        if e.key in ("session.not_found", "session.is_folder", "session.not_a_file", "session.locked"):
+            return  # said as it is by the usual path
+        refusal = e
+    sid = Path(session).stem
+    stopped = [j for j in jobs.find(own_run_dir(sid)) if (only is None or j.name == only) and j.stop()]
+    if stopped:
+        ui = new_ui()
+        ui.warn(T(refusal.key, **refusal.params))
+        for j in stopped:
+            ui.say(T("cli.stopped", job=job_words(j.name), pid=j.pid, id=sid))
+        raise typer.Exit(0)
+
+
 def speak_session_language(s) -> None:
     """Speak the language the session was started in (its ``lang``), unless --lang was given."""
     if i18n.lang_from_argv(sys.argv[1:]) is None and s.lang in i18n.LANGS:

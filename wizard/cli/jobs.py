@@ -10,7 +10,7 @@ import typer
 from recipes.rundir import BACKUP, PREFLIGHT, SERVER, TRAINER, RunDir, TrainDir
 from wizard import i18n
 from wizard.cli.common import (T, app, job_words, SessionArg, new_ui, fail, latest_that_ran, read_session, speak_session_language,
-                               with_running_jobs)
+                               stop_unreadable, with_running_jobs)
 
 
 def _job_detail(s, job) -> str:
@@ -160,6 +160,7 @@ def stop(session: Optional[str] = SessionArg):
     from recipes import jobs
 
     if session:
+        stop_unreadable(session)
         s = read_session(session)
     else:
         running = with_running_jobs()

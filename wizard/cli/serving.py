@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from recipes.rundir import RunDir
-from wizard.cli.common import (T, app, job_words, SessionArg, new_ui, fail, run_engine, load_locked, demo_hub, read_session, speak_session_language, with_running_jobs)
+from wizard.cli.common import (T, app, job_words, SessionArg, new_ui, fail, run_engine, load_locked, demo_hub, read_session, speak_session_language, stop_unreadable,
+                               with_running_jobs)
 
 
 serve_app = typer.Typer(help=T("cli.serve"), epilog=T("cli.example.serve"), add_completion=False,
@@ -151,6 +152,8 @@ def serve_stop(session: Optional[str] = SessionArg,
             if job.stop():
                 ui.say(T("cli.stopped", job=job_words(job.name), pid=job.pid, id=sid))
         return
+    if session is not None:
+        stop_unreadable(session, only="server")
     s, job = _server_session(session)
     if job is None or not job.stop():
         new_ui().say(T("cli.nothing_running", id=s.id))

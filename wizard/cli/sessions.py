@@ -13,7 +13,7 @@ from pathlib import Path
 from recipes.rundir import RunDir
 from wizard import i18n
 from wizard.cli.common import (T, app, SetOpt, YesOpt, SessionArg, new_ui, fail, parse_sets, run_engine, load_locked, demo_hub, need_tty,
-                               task_words, read_session, refused)
+                               task_words, read_session, refused, speak_session_language)
 
 
 def main_callback(ctx: typer.Context,
@@ -302,6 +302,7 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
     try:
         path = find(session)
         s: Session | None = Session.load(path)
+        speak_session_language(s)  # as every command on a named session (issue 46 trial J: delete spoke English)
     except SessionError as e:
         # only a session file that cannot be read any more (show --all lists it) goes without loading: a regular
         # *.json under YICHUI_HOME/sessions — never another file, a folder, a device or a path that is not there
@@ -311,10 +312,11 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
                 and not p.is_symlink() and p.resolve().parent == sessions_dir().resolve()):
             raise refused(e)
         path, s = p, None
+    # an unreadable session's jobs too, by its id: its server was deleted from under it (issue 46 trial J, J2)
+    running = [j for j in jobs.find(s.run_dir if s is not None else own_run_dir(path.stem)) if j.alive()]
+    if running:
+        raise fail("cli.delete.running", id=path.stem, job=running[0].name, pid=running[0].pid)
     if s is not None:
-        running = [j for j in jobs.find(s.run_dir) if j.alive()]
-        if running:
-            raise fail("cli.delete.running", id=s.id, job=running[0].name, pid=running[0].pid)
         try:
             s.lock()
         except SessionError as e:
@@ -325,7 +327,8 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
     if path.resolve().parent != sessions_dir().resolve() or path.is_symlink():
         raise fail("cli.delete.not_in_home", path=str(path), sessions=str(sessions_dir()))
     expected = own_run_dir(path.stem)
-    run_dir = s.run_dir if s is not None else None
+    # an unreadable file's own run folder by its id: the file leaving it behind was a leak (issue 46 trial J, J2)
+    run_dir = s.run_dir if s is not None else (expected if expected.is_dir() else None)
     if run_dir is not None and (not str(run_dir).strip() or run_dir.resolve() != expected):
         raise fail("cli.delete.odd_run_dir", path=str(path), run=str(run_dir), expected=str(expected))
     size = sum(f.stat().st_size for f in run_dir.rglob("*") if f.is_file()) if run_dir and run_dir.is_dir() else 0
