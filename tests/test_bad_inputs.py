@@ -445,6 +445,8 @@ CATALOGUE = [
          lambda e: data(e, e.file('empty.jsonl', ''))),
     Case("unknown-data-format", "records of no known format", "data.unknown_format",
          lambda e: data(e, e.file('odd.jsonl', json.dumps({'foo': 1})))),
+    Case("no-json-lines", "a .jsonl file whose lines are not JSON (was 'unknown record format')", "data.no_json",
+         lambda e: data(e, e.file('garbage.jsonl', "{not json 0\n{not json 1\n"))),
     Case("not-utf8-data", "a dataset that is not UTF-8", "data.not_text_at",
          lambda e: data(e, e.file('bin.jsonl', bytes(range(128, 256))))),
     Case("bad-sample-size", "a dataset sample of -5 records (file.jsonl#-5)", "data.bad_sample",

@@ -90,6 +90,9 @@ def test_the_evaluation_s_metric_names_are_said_in_the_reader_s_language():
         assert "损失 2.0 对比 3.0" in said and "（持平）" in said and " vs " not in said, said
         assert "3.0，" in said and ", " not in said, said  # no ASCII ", " between Chinese words (N12)
         assert i18n.t("engine.reopened", keys=["a.x", "a.y"], step="a", later=["b", "c"]).count("、") == 2
+        # a name in a list that is also a catalogue key stays a name (trial J: the question's text was pasted in)
+        assert "choose_strategy.max_steps、" in i18n.t("engine.reopened", keys=["choose_strategy.max_steps", "a.y"],
+                                                      step="a", later=["b"])
     finally:
         i18n.set_lang("en")
     assert metric_words("held-out preference accuracy (unpaired: AUC)", i18n.t) == \

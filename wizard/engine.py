@@ -649,6 +649,8 @@ class Engine:
         keys = [f"{first}.{k}" for k in changed]
         self.ui.warn(i18n.t("engine.reopened", keys=keys, step=first, later=list(later)) if later else
                      i18n.t("engine.reopened_alone", keys=keys, step=first))
+        if self.prompter is not None:  # its questions come again, pre-filled: ~25 Enters to change one number (46 J)
+            self.ui.say(i18n.t("engine.reopened_asked", step=first))
 
     def _undo_reopen(self) -> None:
         """The records _reopen_changed re-opened, put back as they were (status, answers, outputs) and saved."""

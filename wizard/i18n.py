@@ -57,8 +57,8 @@ def _value(v: Any) -> Any:
     "a, b" inside Chinese text (issue 46 trial I, N12)."""
     if hasattr(v, "key") and hasattr(v, "args"):
         return render(v)
-    if isinstance(v, (list, tuple)):
-        return join(render(x) for x in v)
+    if isinstance(v, (list, tuple)):  # names as they are: "choose_strategy.max_steps" is a key, not a message here
+        return join(render(x) if hasattr(x, "key") and hasattr(x, "args") else x for x in v)
     return v
 
 

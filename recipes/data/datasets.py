@@ -390,6 +390,7 @@ def read(ref: str | Path) -> Loaded:
                 if isinstance(r, dict) and "file_name" in r else (n, r) for n, r in rows]
     if not rows:
         raise DataError("data.empty", path=str(path))
+    _some_json(path, rows)
     fmt = next(filter(None, (detect_format(r) for _, r in rows)), None)
     if fmt is None:
         raise DataError("data.unknown_format", path=str(path), formats=list(FORMATS))
@@ -437,7 +438,15 @@ def file_rows(ref: str | Path) -> tuple[Path, int | None, list[tuple[int, object
     rows = _read_rows(path)
     if not rows:
         raise DataError("data.empty", path=str(path))
+    _some_json(path, rows)
     return path, sample, rows
+
+
+def _some_json(path: Path, rows: list[tuple[int, object]]) -> None:
+    """Raises DataError ``data.no_json`` when no line of a JSON-lines file is JSON: said as the syntax it is, not as
+    "unknown record format" (issue 46 trial J, J7)."""
+    if rows and all(r is None for _, r in rows):
+        raise DataError("data.no_json", path=str(path), line=rows[0][0])
 
 
 def seeded_sample(records: list[_R], n: int | None, seed: int = SAMPLE_SEED) -> list[_R]:

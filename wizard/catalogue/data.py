@@ -14,6 +14,10 @@ MESSAGES = {
     "data.bad_json": {"en": "Dataset {path} is not valid JSON (line {line}: {error}).",
                       "zh": "数据集 {path} 不是有效的 JSON（第 {line} 行：{error}）。"},
     "data.not_a_list": {"en": "Dataset {path} must hold a JSON list of records.", "zh": "数据集 {path} 必须是 JSON 记录列表。"},
+    "data.no_json": {"en": "Dataset {path}: no line is valid JSON (line {line} is the first): a .jsonl file holds one "
+                           "JSON object per line, e.g. {{\"messages\": [...]}}.",
+                     "zh": "数据集 {path}：没有一行是合法的 JSON（第 {line} 行起）：.jsonl 文件每行一个 JSON 对象，"
+                           "例如 {{\"messages\": [...]}}。"},
     "data.unknown_format": {"en": "Dataset {path}: unknown record format; supported: {formats} "
                                   "(alpaca: instruction/input/output; sharegpt: conversations of from/value; "
                                   "messages: role/content; prompt/completion).",
