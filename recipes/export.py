@@ -116,7 +116,9 @@ def questions(ctx: Ctx) -> list[Question]:
         Question("calibration_seq_len", "int", "export.calibration_seq_len", when=calibrated,
                  default=min(512, ctx.result(StrategyChoice).spec().seq_len),
                  validate=in_range(16, 32768)),
-        Question("quality_samples", "int", "export.quality_samples", default=16, validate=in_range(1, 10000),
+        # at most the held-out conversations there are (16 asked of 2 warned on every run: issue 46 trial J, J8)
+        Question("quality_samples", "int", "export.quality_samples", validate=in_range(1, 10000),
+                 default=min(16, ctx.result(StrategyChoice).data.n_validation or 16),
                  when=lambda a: bool(a.get("formats"))),
         Question("calibration_data", "path", "export.calibration_data", validate=check_data,
                  default=lambda a: str(datasets.bundled_dataset_path()),
@@ -370,7 +372,7 @@ def _export(ctx: Ctx, answers: dict) -> ExportResult:
                                       answers.get("quality_samples", 0), code) if todo else ([], [], "")
     # too few to measure with (the evaluate step's bar, Evaluation.FEW_HELDOUT): said, not left to a count
     if todo and held and len(held) < min(answers.get("quality_samples", 0), Evaluation.FEW_HELDOUT):
-        ctx.warn(msg("export.few_quality_samples", n=len(held), asked=answers["quality_samples"]))
+        ctx.warn(msg("export.few_quality_samples", n=len(held)))
     for f in todo:
         fmt, out, t0 = quantize.FORMATS[f], edir / f, time.time()
         ctx.info(msg("export.quantizing", format=f, path=str(out)))

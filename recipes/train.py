@@ -315,6 +315,17 @@ def _report_backup(ctx: Ctx, tdir: Path) -> None:
         ctx.info(msg("train.backup_pending", id=ctx.session_id))
 
 
+def missing(ctx: Ctx, record: Record) -> str | None:
+    """The path a done training lacks now (the adapter or full model folder, or result.json), for the line that
+    says it runs again — it said only "gone from disk" (issue 46 trial J, N2); None when nothing is missing."""
+    adapter = record.outputs.get("adapter_dir")
+    taken = record.outputs.get("train_dir")
+    result = TrainDir(Path(taken) if taken else train_dir(ctx)).result
+    if isinstance(adapter, str) and adapter and not Path(adapter).is_dir():
+        return adapter
+    return None if result.exists() else str(result)
+
+
 def is_done(ctx: Ctx, record: Record) -> bool:
     adapter = record.outputs.get("adapter_dir")
     taken = record.outputs.get("train_dir")  # a result taken over (--from) lives there

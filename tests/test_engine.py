@@ -468,6 +468,21 @@ def test_done_steps_are_skipped_on_resume(tmp_path):
     assert calls == ["b"]
 
 
+def test_a_done_step_whose_outputs_are_gone_runs_again_and_names_what_is_missing(tmp_path, capsys):
+    """Issue 46 trial J (N2): "The outputs of train are gone from disk" named nothing; a step's optional `missing`
+    names the path, in the line that says the step runs again."""
+    calls = []
+    gone = types.SimpleNamespace(name="a", requires=(), questions=lambda ctx: [], is_done=lambda ctx, rec: False,
+                                 missing=lambda ctx, rec: "/runs/x/train/adapter",
+                                 run=lambda c, a: calls.append("a") or {})
+    steps = {"a": gone, "b": make_step("b", [], run=lambda c, a: calls.append("b") or {})}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.steps["a"]["status"] = "done"
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0 and calls == ["a", "b"]
+    assert "The outputs of a are gone from disk (/runs/x/train/adapter is missing)" in capsys.readouterr().err
+
+
 def test_a_set_that_changes_a_done_step_runs_it_again_and_the_steps_after(tmp_path, capsys):
     """Issue 46 item 20: `resume --set` on a done step was ignored ("done earlier, not asked again"), so an answer
     that caused a later failure could not be fixed through resume. A --set that changes it re-opens that step and

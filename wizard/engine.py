@@ -558,7 +558,9 @@ class Engine:
                         self.ui.step_header(i, len(names), name, done=True)
                         continue
                     key = f"engine.redo.{name}"
-                    self.ui.warn(i18n.t(key if key in i18n.CATALOG else "engine.redo", step=name))
+                    gone = getattr(step_mod, "missing", None) and step_mod.missing(ctx, rec)
+                    self.ui.warn(i18n.t(key if key in i18n.CATALOG else "engine.redo", step=name) if not gone else
+                                 i18n.t("engine.redo_missing", step=name, path=gone))
                 self.ui.step_header(i, len(names), name)
                 try:
                     answers = self.resolve(step_mod, ctx)

@@ -57,11 +57,14 @@ def _scenario(home, tmp_path):
     assert trainer.alive()
 
     # 2. `yichui stop` sends SIGTERM: the trainer ends its step, writes a checkpoint there and exits; nothing is lost
-    assert yichui(home, "stop", s["id"]).returncode == 0
+    stop = yichui(home, "stop", s["id"])
+    assert stop.returncode == 0
     assert resumed.wait(timeout=120) == 130  # the re-attached wizard saw the stop: resumable, not failed
     events, _ = jobs.read_events(run_dir / "train" / "events.jsonl")
     (stopped,) = [e for e in events if e["event"] == "stopped"]
     assert stopped["signal"] == "SIGTERM" and stopped["step"] == last_step(run_dir)
+    # the stop names the checkpoint it left (issue 46 trial J, J10)
+    assert f"Its last checkpoint is checkpoint-{stopped['step']}" in stop.stdout, stop.stdout
     assert (run_dir / "train" / "checkpoints" / f"checkpoint-{stopped['step']}").is_dir()
     resumed = spawn(home, tmp_path / "resume2.log", "resume", s["id"], "--yes")
     wait_for(lambda: f"Resuming training from checkpoint-{stopped['step']}" in (tmp_path / "resume2.log").read_text(),
@@ -82,7 +85,7 @@ def _scenario(home, tmp_path):
 
     # status (no SESSION) and attach say the trainer died and which command continues it (issue 46 trial I: the
     # session dropped out of status, attach pointed at status)
-    for argv in (("status",), ("attach", s["id"])):
+    for argv in (("status",), ("attach", s["id"]), ("attach",)):  # attach alone too (trial J)
         said = yichui(home, *argv)
         text = " ".join((said.stdout + said.stderr).split())
         assert f"The trainer of session {s['id']} ended before finishing" in text and \

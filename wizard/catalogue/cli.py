@@ -111,12 +111,12 @@ MESSAGES = {
     "cli.doctor.for_flash_attn": {"en": "FlashAttention-2 kernels", "zh": "FlashAttention-2 算子"},
     "cli.doctor.for_tensorboard": {"en": "TensorBoard's viewer, for the loss and memory curves training writes",
                                    "zh": "TensorBoard 查看器，用于查看训练写出的损失与显存曲线"},
-    "cli.status.tensorboard_missing": {"en": "TensorBoard events (loss, learning rate, memory/ per step): {path} — the "
+    "cli.status.tensorboard_missing": {"en": "TensorBoard events (loss, learning rate and the memory/* scalars, per step): {path} — the "
                                              "viewer is not installed here; to install it, then start it:\n"
                                              "  {python} -m pip install tensorboard\n"
                                              "  {python} -m tensorboard.main --logdir {path}\n"
                                              "(or copy the folder to a machine that has it)",
-                                       "zh": "TensorBoard 事件（每步损失、学习率、memory/）：{path}——此处未安装查看器；"
+                                       "zh": "TensorBoard 事件（每步的损失、学习率与 memory/* 显存指标）：{path}——此处未安装查看器；"
                                              "安装并启动：\n  {python} -m pip install tensorboard\n"
                                              "  {python} -m tensorboard.main --logdir {path}\n（或把目录复制到装有它的机器上）"},
     "cli.doctor.for_liger": {"en": "fused RMSNorm/RoPE/SwiGLU/cross-entropy", "zh": "融合的 RMSNorm/RoPE/SwiGLU/交叉熵"},
@@ -227,6 +227,8 @@ MESSAGES = {
                                      "  yichui serve stop --all                 # every session's server",
                                "zh": "示例：\n\n  yichui serve stop\n\n  yichui serve stop 20261201-101500-ab12\n\n"
                                      "  yichui serve stop --all                 # 所有会话的服务"},
+    "cli.stopped_checkpoint": {"en": "Its last checkpoint is {checkpoint}: `yichui resume {id}` continues from it.",
+                               "zh": "其最新检查点为 {checkpoint}：`yichui resume {id}` 会从这里继续。"},
     "cli.stopped": {"en": "Stopped {job} (pid {pid}) of session {id}.", "zh": "已停止会话 {id} 的{job}（pid {pid}）。"},
     "cli.job.server": {"en": "server", "zh": "服务"},
     "cli.job.trainer": {"en": "trainer", "zh": "训练进程"},

@@ -3,6 +3,8 @@
 MESSAGES = {
     "engine.redo.deploy": {"en": "The server of this session is not running; starting it again with the recorded answers.",
                            "zh": "此会话的服务未在运行；按记录的答案重新启动。"},
+    "engine.redo_missing": {"en": "The outputs of {step} are gone from disk ({path} is missing); running it again.",
+                            "zh": "{step} 的输出已不在磁盘上（缺少 {path}）；将重新运行。"},
     "engine.redo": {"en": "The outputs of {step} are gone from disk; running it again.",
                     "zh": "{step} 的输出已不在磁盘上，重新运行该步骤。"},
     "engine.replay_gives_way": {"en": "The saved {name}={value!r} does not fit this machine now ({reason}); its default "

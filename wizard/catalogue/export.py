@@ -48,10 +48,9 @@ MESSAGES = {
     "export.env": {"en": "llm-compressor runs in its own environment ({name}).", "zh": "llm-compressor 在独立环境中运行（{name}）。"},
     "export.env_building": {"en": "Building it once (about a minute): {path}", "zh": "首次创建（约一分钟）：{path}"},
     "export.quantizing": {"en": "Making {format} → {path}", "zh": "正在生成 {format} → {path}"},
-    "export.few_quality_samples": {"en": "Only {n} held-out sample(s) to check the quantized copies on (you asked for "
-                                         "{asked}): their KL and perplexity figures are noise at that size. Hold out "
+    "export.few_quality_samples": {"en": "Only {n} held-out sample(s) to check the quantized copies on: their KL and perplexity figures are noise at that size. Hold out "
                                          "more when training (choose_strategy.val_ratio).",
-                                   "zh": "只有 {n} 个留出样本可用于检查量化副本（你要求 {asked} 个）：这个规模下 KL 与困惑度"
+                                   "zh": "只有 {n} 个留出样本可用于检查量化副本：这个规模下 KL 与困惑度"
                                          "只是噪声。请在训练时留出更多（choose_strategy.val_ratio）。"},
     "export.checking": {"en": "Checking {format} against the merged model on {n} held-out samples", "zh": "正在用 {n} 个留出样本对比 {format} 与合并后的模型"},
     "export.merge_check": {"en": "Merge check: largest logit difference to the adapter model {diff} ({dtype}).",

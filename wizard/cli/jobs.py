@@ -80,7 +80,13 @@ def attach(session: Optional[str] = SessionArg):
         training = [x for x in all_sessions() if (j := jobs.read(RunDir(x.run_dir).train.job()))
                     and j.alive()]
         if not training:  # none to pick: said of all, not of a session picked by age (issue 46 trial G)
-            new_ui().say(T("cli.attach.none_any"))
+            ui = new_ui()
+            ui.say(T("cli.attach.none_any"))
+            # a trainer that died unfinished is what the user came for: where it stopped and how to go on (46 J)
+            died = [line for x in all_sessions() if (line := _trainer_died(x))]
+            if died:
+                speak_session_language(next(x for x in reversed(all_sessions()) if _trainer_died(x)))
+                ui.warn(died[-1])
             raise typer.Exit(1)
         s = training[-1]
         speak_session_language(s)  # found by its running trainer, as resume finds its session: its language
@@ -172,5 +178,11 @@ def stop(session: Optional[str] = SessionArg):
     stopped = [j for j in jobs.find(s.run_dir) if j.stop()]
     for j in stopped:
         ui.say(T("cli.stopped", job=job_words(j.name), pid=j.pid, id=s.id))
+        if j.name == "trainer":  # what it saved on the way out, and how to go on (issue 46 trial J, J10)
+            from recipes.training.runner import checkpoints
+
+            last = checkpoints(RunDir(s.run_dir).train.root)
+            if last:
+                ui.say(T("cli.stopped_checkpoint", checkpoint=last[-1].name, id=s.id))
     if not stopped:
         ui.say(T("cli.nothing_running", id=s.id))

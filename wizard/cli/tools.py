@@ -277,7 +277,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     # the speed model's tokens/s per GPU for this plan, on a GPU it knows the peak of (none for a bare --gpu-memory)
     # and for a plan it models (planner.speed_modelled: a measured dense family; no ZeRO/FSDP, offload or sequence split)
     tps = round(planner.predicted(shape, t, gpu_name), 1) \
-        if planner.gpu_key(gpu_name) and planner.speed_modelled(t, shape) else None
+        if gpu_name and planner.gpu_key(gpu_name) and planner.speed_modelled(t, shape) else None
     result = {"model": model, "peak_gib": e["peak_gib"], "phase": e["phase"], "components": e["components"],
               "tokens_per_s": tps, "speed_gpu": gpu_name if tps else None,
               "phases": e["phases"], "fits": e.get("fits"), "needed_margin": e.get("needed_margin"),
