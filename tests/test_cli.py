@@ -564,7 +564,11 @@ def test_status_at_80_columns_keeps_the_endpoint_whole_and_reads_the_trainer_s_e
         for lang, step in (("en", "step 7/30, loss 1.25"), ("zh", "第 7/30 步，损失 1.25")):
             r = yichui(home, "--lang", lang, "status", s.id, COLUMNS="80")
             assert r.returncode == 0, r.stderr
-            assert max(len(x) for x in r.stdout.splitlines()) <= 80, r.stdout
+            # the table within 80 columns; the logs' paths below it, each on its own line, whole (trial J)
+            table = [x for x in r.stdout.splitlines() if not x.startswith(("Log of", "服务的日志", "训练进程的日志"))]
+            assert max(len(x) for x in table) <= 80, r.stdout
+            assert any(x.endswith(f"：{run.train.log()}" if lang == "zh" else f": {run.train.log()}")
+                       for x in r.stdout.splitlines()), r.stdout
             assert "http://127.0.0.1:18023/v1" in r.stdout and step in r.stdout, r.stdout
             flat = "".join(c for c in r.stdout if not c.isspace() and c != "│")  # the cell's folded lines joined
             assert str(run.train.log()) in flat and str(run.serve.log) in flat, r.stdout

@@ -416,3 +416,22 @@ def test_a_question_s_key_instruction_stays_whole_after_it(monkeypatch):
     shown = (prompter._wrap_question(q, zh_tail) + " " + zh_tail).split("\n")
     assert all(get_cwidth(x) <= 77 for x in shown) and shown[-1].endswith(zh_tail), shown
     assert prompter._wrap_question("Short?", tail) == "Short?"
+
+
+def test_chinese_wraps_keep_commands_units_and_brackets_whole():
+    """Issue 46 trial J (J3): at 80 columns the zh Ctrl-C hint cut the session id ("…resume 20261206-170907-ce" /
+    "ab": Chinese text run into a command was one unbreakable piece), "token/" | "秒" and "留出文件（" | "evaluate…）"
+    broke apart. The text breaks, the command after it stays whole; a unit with its slash and an opening bracket
+    with what follows stay on one line."""
+    from rich.cells import cell_len
+
+    from wizard.console import wrap_words
+
+    cmd = ".venv/bin/yichui resume 20261206-170907-ceab"
+    lines = wrap_words("已中断，已保存目前的答案。继续请运行：" + cmd, 80).split("\n")
+    assert lines[-1].endswith(cmd) and all(cell_len(x) <= 80 for x in lines), lines
+    for width in range(30, 70):
+        lines = wrap_words("预测速度：每个 GPU 约 49,852 token/秒，另有留出文件（evaluate.heldout=file）可用。", width).split("\n")
+        assert not any(x.endswith(("token/", "（")) for x in lines), (width, lines)
+        assert "".join(x.strip() for x in lines).replace(" ", "") == \
+            "预测速度：每个GPU约49,852token/秒，另有留出文件（evaluate.heldout=file）可用。"

@@ -128,6 +128,7 @@ def _words(line: str) -> list[str]:
 
 # Chinese punctuation a line never starts with: it stays with the character before it
 _NO_BREAK_BEFORE = "，。、；：！？）」』》”’"
+_NO_BREAK_AFTER = tuple("（「『《“‘")  # opening marks a line never ends with
 
 
 def _units(line: str) -> list[tuple[str, bool]]:
@@ -136,12 +137,18 @@ def _units(line: str) -> list[tuple[str, bool]]:
     before it)."""
     out: list[tuple[str, bool]] = []
     for k, w in enumerate(_words(line)):
-        if " " in w or not any(_cjk(c) for c in w):
+        command = ""
+        if " " in w and any(_cjk(c) for c in w[:w.index(" ")]):
+            # Chinese text run into a command ("继续请运行：.venv/bin/yichui resume ID"): the text may break, the
+            # command after it stays whole — as one piece the line overran and the terminal cut the id (46 J)
+            cut = max(i for i, c in enumerate(w[:w.index(" ")]) if _cjk(c)) + 1
+            w, command = w[:cut], w[cut:]
+        if not command and (" " in w or not any(_cjk(c) for c in w)):
             out.append((w, k > 0))
             continue
         piece, first = "", True
         for c in w:
-            if not _cjk(c):
+            if not _cjk(c) or piece.endswith("/"):  # "token/秒" is one unit, not "token/" | "秒" (46 J)
                 piece += c
                 continue
             if piece:
@@ -154,7 +161,16 @@ def _units(line: str) -> list[tuple[str, bool]]:
             first = False
         if piece:
             out.append((piece, k > 0 and first))
-    return out
+        if command:
+            out.append((command, False))
+    # an opening bracket never ends a line ("或提供留出文件（" | "evaluate.heldout=file）"): it goes with what follows
+    merged: list[tuple[str, bool]] = []
+    for piece, space in out:
+        if merged and merged[-1][0].endswith(_NO_BREAK_AFTER) and not space:
+            merged[-1] = (merged[-1][0] + piece, merged[-1][1])
+        else:
+            merged.append((piece, space))
+    return merged
 
 
 # the indented lines of code the steps print to copy (deploy.curl, deploy.python): never broken

@@ -146,10 +146,13 @@ def status(session: Optional[str] = SessionArg):
             ui.say(T("cli.no_jobs", id=s.id))
             continue
         # the log under the detail: as a fifth column its path squeezed the endpoint into pieces at 80 columns
+        # and the logs below it, a line each: a path in a cell was folded mid-id at 80 columns (46 trial J)
         ui.table(T("cli.status.title", id=s.id),
-                 [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail_log")],
+                 [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail")],
                  [(job_words(j.name), j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"),
-                   "\n".join(x for x in (_job_detail(s, j), j.log) if x)) for j in found])
+                   _job_detail(s, j) or "—") for j in found])
+        for j in found:
+            ui.say(T("cli.status.log_of", job=job_words(j.name), path=j.log))
         if died_line := _trainer_died(s):
             ui.warn(died_line)
         tb = RunDir(s.run_dir).train.tensorboard
