@@ -361,13 +361,15 @@ def test_a_chinese_plan_label_wraps_by_columns_not_characters(monkeypatch):
     assert "".join(x.strip() for x in lines).replace(" ", "") == label.replace(" ", "")
     # broken where a line may break (after a space or CJK punctuation), not inside a word
     assert lines[-1].strip().endswith("编译开") and label.startswith(lines[0]) and label[len(lines[0])] in " ，"
-    # the echo after the choice: the label as it was, on one line
+    # the echo after the choice: the label as it was, wrapped from where the echo starts (trial J), not _fit's
     import questionary.prompts.select as select
 
     prompter._one_line_answers()
+    monkeypatch.setattr(prompter, "_echo_at", get_cwidth("? 训练方案： "))
     control = select.InquirerControl([prompter._choice(label, "v")])
     control.is_answered = True
-    assert control.get_pointed_at().title == label
+    echo = control.get_pointed_at().title
+    assert echo == prompter._echo_wrapped(label) and "".join(echo.split()) == "".join(label.split()), echo
     english = "fits 4.2 GiB, ~12,345 tok/s, ~12 min: micro-batch 4 × 4, checkpointing off, Liger off, compiled layers on"
     assert all(not x.startswith("   ") or x[3] != " " for x in prompter._fit(english).split("\n"))
     assert [x.strip() for x in prompter._fit(english).split("\n")][-1].endswith("compiled layers on")
@@ -435,3 +437,22 @@ def test_chinese_wraps_keep_commands_units_and_brackets_whole():
         assert not any(x.endswith(("token/", "（")) for x in lines), (width, lines)
         assert "".join(x.strip() for x in lines).replace(" ", "") == \
             "预测速度：每个GPU约49,852token/秒，另有留出文件（evaluate.heldout=file）可用。"
+
+
+def test_a_chosen_answer_s_echo_wraps_between_words(monkeypatch):
+    """Issue 46 trial J (J3): questionary echoes the chosen label after the question on one line, and the terminal
+    cut it mid-word at 80 columns ("(prompt → re" | "ply)"). The echo wraps between words from where it starts,
+    under itself; a short one stays as it is."""
+    import os
+
+    from prompt_toolkit.utils import get_cwidth
+
+    from wizard import prompter
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda *a, **k: os.terminal_size((80, 24)))
+    label = "SFT — supervised fine-tuning on conversations (prompt → reply)"
+    monkeypatch.setattr(prompter, "_echo_at", get_cwidth("? Training objective: "))
+    lines = prompter._echo_wrapped(label).split("\n")
+    assert len(lines) == 2 and prompter._echo_at + get_cwidth(lines[0]) <= 79 and get_cwidth(lines[1]) <= 79
+    assert " ".join(x.strip() for x in lines) == label and lines[1].strip() == "reply)"
+    assert prompter._echo_wrapped("LoRA") == "LoRA"

@@ -60,6 +60,24 @@ def _choice(label: str, value: Any, indent: int = 3, **kw: Any):
     return choice
 
 
+_echo_at = 0  # the cell where a select's echoed answer starts: "? " + the question's last line + " " (_ask sets it)
+
+
+def _echo_wrapped(label: str) -> str:
+    """The chosen label as echoed after its question, wrapped between words to the terminal: the terminal cut it
+    mid-word at 80 columns ("(prompt → re" | "ply)", issue 46 trial J); on one line where it fits."""
+    import shutil
+
+    from prompt_toolkit.utils import get_cwidth
+
+    from wizard.console import wrap_words
+
+    width = shutil.get_terminal_size().columns - 1
+    if _echo_at + get_cwidth(label) <= width or width - _echo_at < 20:
+        return label
+    return wrap_words(" " * _echo_at + label, width)[_echo_at:]
+
+
 def _one_line_answers() -> None:
     """After a choice, questionary echoes its title: a wrapped one (see :func:`_fit`) would echo on two lines
     ("fits · 10.2 GiB …" then a stray "   off"). Its select prompt reads the chosen Choice through InquirerControl;
@@ -76,8 +94,10 @@ def _one_line_answers() -> None:
         def get_pointed_at(self):
             choice = super().get_pointed_at()
             label = getattr(choice, "yichui_label", None)  # the label before _fit wrapped it (:func:`_choice`)
-            if self.is_answered and label is not None and label != choice.title:
-                return Choice(label, value=choice.value)
+            if self.is_answered and label is not None:
+                echo = _echo_wrapped(label)
+                if echo != choice.title:
+                    return Choice(echo, value=choice.value)
             return choice
 
     select.InquirerControl = OneLineAnswer
@@ -155,6 +175,10 @@ class QuestionaryPrompter:
             if q.kind == "confirm" else None)
         text = _wrap_question(i18n.render(q.message), i18n.t(tail) if tail else "")
         if q.kind == "select":
+            global _echo_at
+            from prompt_toolkit.utils import get_cwidth
+
+            _echo_at = get_cwidth("? " + text.split("\n")[-1] + " ")
             _one_line_answers()
             choices = [_choice(i18n.render(c.label), c.value)
                        for c in q.resolve_choices(answers)]
