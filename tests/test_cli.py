@@ -535,6 +535,9 @@ def test_a_session_file_that_no_longer_loads_can_still_stop_its_server_and_be_de
     data["steps"]["train"] = 5  # no longer a session yichui can read
     s.path.write_text(json.dumps(data))
     try:
+        listed = yichui(home, "show", "--all", COLUMNS="80")  # a row of its own, with its server (J4)
+        row = next((x for x in listed.stdout.splitlines() if s.id in x), "")
+        assert "unreadable" in row and f"pid {job.pid}" in row, listed.stdout
         r = yichui(home, "delete", s.id, "--yes")
         assert r.returncode == 2 and f"yichui stop {s.id}" in r.stderr and s.path.exists() and job.alive(), r.stderr
         r = yichui(home, "stop", s.id)  # as the line says

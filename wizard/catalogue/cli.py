@@ -244,6 +244,7 @@ MESSAGES = {
     "cli.col.description": {"en": "description", "zh": "说明"},
     "cli.col.job": {"en": "job", "zh": "任务"},
     "cli.col.state": {"en": "state", "zh": "状态"},
+    "cli.show.unreadable_row": {"en": "unreadable (below)", "zh": "无法读取（见下）"},
     "cli.col.detail": {"en": "detail", "zh": "详情"},
     "cli.status.log_of": {"en": "Log of the {job}: {path}", "zh": "{job}的日志：{path}"},
     "cli.col.log": {"en": "log", "zh": "日志"},

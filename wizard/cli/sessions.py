@@ -414,14 +414,26 @@ def show(session: Optional[str] = SessionArg,
         found = all_sessions(unreadable=unreadable)
         ui = new_ui()
         narrow = ui.out.width < 110  # one line per session at 80 columns, no word cut (issue 20, item 13)
+
+        def broken(e) -> tuple[str, str]:  # an unreadable file's id and its server's pid if one runs (its row)
+            from wizard.session import own_run_dir
+
+            sid = Path(str(e.params.get("path", "?"))).stem
+            job = jobs.read(RunDir(own_run_dir(sid)).serve.job) if sid != "?" else None
+            return sid, f"pid {job.pid}" if job is not None and job.alive() else ""
+        # a file that no longer loads has a row too, said unreadable (its reason below): it and its server looked
+        # gone when stderr was not read (issue 46 trial J, J4)
+        bad = [broken(e) for e in unreadable]
         if narrow:  # 80 columns: the model on a second line under the id, so no address or word is cut
             ui.table(T("cli.show.all_title_utc"), [T("cli.col.id_model"), T("cli.col.task"), T("cli.col.step"),
                                                    T("cli.col.server"), T("cli.col.updated_short")],
-                     [(f"{x.id}\n{model(x)}", task_words(x.task), step(x), server(x), updated(x)) for x in found])
+                     [(f"{x.id}\n{model(x)}", task_words(x.task), step(x), server(x), updated(x)) for x in found]
+                     + [(sid, "?", T("cli.show.unreadable_row"), srv, "") for sid, srv in bad])
         else:
             ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.model"), T("cli.col.step"),
                                                    T("cli.col.server"), T("cli.col.updated_short")],
-                     [(x.id, task_words(x.task), model(x), step(x), server(x), updated(x)) for x in found])
+                     [(x.id, task_words(x.task), model(x), step(x), server(x), updated(x)) for x in found]
+                     + [(sid, "?", "?", T("cli.show.unreadable_row"), srv, "") for sid, srv in bad])
         for e in unreadable:  # listed, not hidden: the user may want to mend or delete them
             ui.warn(T(e.key, **e.params))
         return
