@@ -618,7 +618,7 @@ class Engine:
         if self.warnings:  # "All steps done" is not the last word on a run that warned (a model that never stops)
             self.ui.say(i18n.t("engine.finished_with_warnings", id=s.id, path=str(s.path), n=len(self.warnings)))
             for step, text in self.warnings:
-                self.ui.say(f"  {_title(step)}: {_first_line(text, 600)}")  # yichui's own lines: whole
+                self.ui.say("  " + i18n.t("ui.label_value", label=_title(step), value=_first_line(text, 600)))
         else:
             self.ui.success(i18n.t("engine.finished", id=s.id, path=str(s.path)))
         return 0

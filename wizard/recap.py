@@ -53,7 +53,7 @@ def servers(home: Path) -> list[dict]:
             endpoint, model, port = None, None, None
         port = port or server.port_of(job)  # a session deployed before the port was recorded: read from its argv
         gpu = jobs.gpu_bytes(job)
-        out.append({"id": sid, "pid": job.pid, "endpoint": endpoint or (f"port {port}" if port else "?"),
+        out.append({"id": sid, "pid": job.pid, "endpoint": endpoint or (i18n.t("recap.port", port=port) if port else "?"),
                     "model": model or "?", "resident_gib": jobs.resident_bytes(job) / 2**30,
                     "gpu_gib": gpu / 2**30 if gpu is not None else None})
     return out

@@ -2,6 +2,7 @@
 
 MESSAGES = {
     "recap.title": {"en": "Recap of session {id}", "zh": "会话 {id} 小结"},
+    "recap.port": {"en": "port {port}", "zh": "端口 {port}"},
     "recap.model": {"en": "model", "zh": "模型"},
     "recap.adapter": {"en": "adapter", "zh": "适配器"},
     "recap.train_dir": {"en": "training run (checkpoints, logs)", "zh": "训练目录（检查点、日志）"},
