@@ -51,8 +51,7 @@ def _load(path, device: str, code: bool = False):
     kw = {"dtype": "auto", "trust_remote_code": code} | _gguf(path)
     if device == "cuda":
         kw["device_map"] = {"": 0}
-    with _without_bars():
-        model = AutoModelForCausalLM.from_pretrained(path, **kw)
+    model = AutoModelForCausalLM.from_pretrained(path, **kw)
     if device == "cpu" and getattr(model, "hf_quantizer", None) is None:
         model = model.float()  # bf16 matmuls on a CPU are slow and noisier than the quantization measured
     return model.eval()
@@ -60,6 +59,14 @@ def _load(path, device: str, code: bool = False):
 
 def compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256,
             question: str | None = None, max_new_tokens: int = 48, trust_remote_code: bool = False) -> dict:
+    """:func:`_compare` without the libraries' progress bars: compressed-tensors draws them on load and again on the
+    first forward, which decompresses the copy ("Dispatching model")."""
+    with _without_bars():
+        return _compare(reference_dir, artifact_dir, texts, max_tokens, question, max_new_tokens, trust_remote_code)
+
+
+def _compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 256,
+             question: str | None = None, max_new_tokens: int = 48, trust_remote_code: bool = False) -> dict:
     """Quality figures of ``artifact_dir`` against ``reference_dir`` (both loadable by transformers; a folder with a
     GGUF file is read through transformers' GGUF loader, dequantized).
 
