@@ -30,10 +30,15 @@ name = "choose_strategy"
 requires = ("select_model", "evaluate_memory")
 
 
+TARGETS_CHARS = 2000  # module names of any model fit in far fewer
+
+
 def _targets_check(known: list[str]):
     def check(v, a):
         # the value cut as the spec cuts it: 120 KB of targets was echoed until the reason itself was cut off
         # (issue 46 trial J, J5)
+        if len(v) > TARGETS_CHARS:  # the reason it is refused, not a rule it may well follow (46 trial K, K6)
+            return msg("choose_strategy.targets_long", n=f"{len(v):,}", max=f"{TARGETS_CHARS:,}")
         if not TARGETS.fullmatch(v.replace(" ", "")):  # the spec's own rule
             return msg("training.bad_targets", value=v[:80] + ("…" if len(v) > 80 else ""))
         unknown = list(dict.fromkeys(t.strip() for t in v.split(",")

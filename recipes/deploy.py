@@ -494,7 +494,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
     listed = _asked("/v1/models", lambda: client.models(base + "/v1", api_key=key), job.log)
     time.sleep(0.5)  # a server of ours that could not bind its port has exited by now
     if not job.alive():
-        raise StepError("serving.died", log=job.log, tail=job.log_tail(8))
+        raise StepError("serving.died", log=job.log, tail=job.log_tail(8, this_run=True))
     served = launch.served_model
     if launch.listed_name not in listed:  # whoever answers on this port, it is not the server we started
         raise StepError("deploy.not_ours", port=port, models=", ".join(map(str, listed))[:200] or "?")

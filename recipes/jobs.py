@@ -63,11 +63,17 @@ class Job:
         except OSError:
             return False
 
-    def log_tail(self, n: int = 15) -> str:
+    def log_tail(self, n: int = 15, this_run: bool = False) -> str:
+        """The log's last ``n`` lines; ``this_run``: only those written since this job's start (the line :func:`spawn`
+        writes) — a killed trainer's report quoted the run before it (issue 46 trial K, K2)."""
         try:
-            return "\n".join(Path(self.log).read_text(errors="replace").splitlines()[-n:])
+            lines = Path(self.log).read_text(errors="replace").splitlines()
         except OSError:
             return ""
+        if this_run:
+            starts = [i for i, x in enumerate(lines) if x.startswith(START_MARK)]
+            lines = lines[starts[-1] + 1:] if starts else lines
+        return "\n".join(lines[-n:])
 
 
 def _stat(pid: int) -> tuple[int | None, str | None]:
@@ -103,10 +109,16 @@ def log_path(directory: Path, name: str) -> Path:
     return Path(directory) / f"{name}.log"
 
 
+START_MARK = "── yichui: "  # the line spawn writes into a job's log before the job's own output (a log is appended)
+
+
 def spawn(name: str, argv: list[str], directory: Path, env: dict | None = None, cwd: Path | None = None) -> Job:
     directory.mkdir(parents=True, exist_ok=True)
     log = log_path(directory, name)
     with open(log, "ab") as out, open(os.devnull, "rb") as devnull:
+        stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())
+        out.write(f"{START_MARK}{name} started {stamp} UTC ──\n".encode())
+        out.flush()
         proc = subprocess.Popen(argv, stdin=devnull, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 close_fds=True, env=env, cwd=cwd)
     ticks, _ = _stat(proc.pid)

@@ -786,3 +786,24 @@ def test_resume_refuses_a_run_folder_a_hand_edited_session_names_outside_its_own
     assert r.returncode == 2, r.stdout + r.stderr
     assert f"names the run folder {victim}, not {(home / 'runs' / s.id).resolve()}: not resumed" in r.stderr
     assert sorted(p.name for p in victim.iterdir()) == ["keep.txt"] and s.path.read_bytes() == before
+
+
+def test_a_dead_job_s_log_lines_are_its_own_run_s(tmp_path):
+    """Issue 46 trial K (K2): a log is appended run after run, and a trainer killed before it wrote anything was
+    reported with the previous run's last lines (a "pip install kernels" warning read as the crash's cause). Each
+    start writes a line into the log; a dead job's lines are those after its own."""
+    from recipes import jobs
+    from recipes.training.runner import died_tail
+
+    first = jobs.spawn("trainer", [sys.executable, "-c", "print('Failed to load kernels: pip install kernels')"], tmp_path)
+    for _ in range(100):
+        if not first.alive():
+            break
+        import time
+
+        time.sleep(0.05)
+    second = jobs.spawn("trainer", ["sleep", "30"], tmp_path)
+    second.stop(timeout=5)
+    assert "pip install kernels" in second.log_tail(40)  # the whole log keeps both runs, each after its start line
+    assert second.log_tail(40, this_run=True) == "" and died_tail(second.log_tail(40, this_run=True)) == "  —"
+    assert Path(second.log).read_text().count(jobs.START_MARK) == 2

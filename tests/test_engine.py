@@ -503,6 +503,23 @@ def test_a_set_that_changes_a_done_step_runs_it_again_and_the_steps_after(tmp_pa
     assert saved(s)["steps"]["a"]["answers"]["n"] == 6
 
 
+def test_ctrl_c_at_a_reopened_step_s_questions_leaves_the_finished_session_as_it_was(tmp_path, capsys):
+    """Issue 46 trial K (K1): Ctrl-C at the first question `resume DONE --set …` asked again left the finished
+    session unfinished (every step from the re-opened one pending, its server running), so a plain resume picked
+    it. Nothing had run: the re-opened steps are put back as they were and the --set value is not kept."""
+    steps = {"a": make_step("a", STEP_A.questions(None)), "b": make_step("b", STEP_B.questions(None))}
+    s = Session.new("test", ("a", "b"), tmp_path)
+    s.save()
+    assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0
+    before = json.loads(s.path.read_text())["steps"]
+    p = Scripted([KeyboardInterrupt])
+    e = Engine(Session.load(s.path), UI(), p, overrides={"a": {"n": "6"}}, load=steps.__getitem__)
+    assert e.run() == 130 and len(p.asked) == 1
+    after = json.loads(s.path.read_text())["steps"]
+    assert [after[n]["status"] for n in ("a", "b")] == ["done", "done"] and after["a"]["answers"] == before["a"]["answers"]
+    assert "Nothing changed: the session stays as it was" in capsys.readouterr().out
+
+
 def test_a_refused_set_on_a_done_step_leaves_the_session_as_it_was(tmp_path, capsys):
     """The tester's N11: `resume --yes --set choose_strategy.lora_targets=bogus_proj` on a finished session exited 2
     but left six done steps pending and the refused value saved, so a plain resume then failed the same way. A text

@@ -568,6 +568,16 @@ class Engine:
                     s.save()
                     outputs = step_mod.run(ctx, answers)
                 except KeyboardInterrupt:
+                    if name in self._reopened and rec.status != "running":
+                        # Ctrl-C at a re-opened step's questions: nothing ran, so the finished session stays as it
+                        # was, its --set not kept — it became unfinished with its server running (46 trial K, K1)
+                        self._undo_reopen()
+                        try:
+                            self.ui.say("")
+                            self.ui.say(i18n.t("engine.reopen_undone", step=name))
+                        except OSError:
+                            pass
+                        return 130
                     rec.status = "pending"
                     s.save()
                     try:

@@ -143,7 +143,7 @@ def wait_healthy(job: jobs.Job, base: str, timeout: float = HEALTH_TIMEOUT_S,
         if on_poll is not None:
             on_poll()
         if not job.alive():
-            raise StepError("serving.died", log=job.log, tail=job.log_tail(8))
+            raise StepError("serving.died", log=job.log, tail=job.log_tail(8, this_run=True))
         try:
             client.request_json(base + "/health", timeout=2)
             return

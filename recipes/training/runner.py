@@ -352,7 +352,8 @@ def follow(ctx, job: jobs.Job, tdir: Path, title=None, predicted_tps: float | No
                     raise Stopped
                 # its log's last lines go with the error, said after the live view has closed (printed while it
                 # was open they ran into its border: the 46 tryout C)
-                raise StepError("training.died", pid=job.pid, log=job.log, tail=died_tail(job.log_tail(40)))
+                raise StepError("training.died", pid=job.pid, log=job.log,
+                                tail=died_tail(job.log_tail(40, this_run=True)))
             time.sleep(POLL_S)
 
 

@@ -89,6 +89,9 @@ MESSAGES = {
     "choose_strategy.plan.label_unmodelled": {"en": "{fits} {gib} GiB: micro-batch {mb} × {ga}, checkpointing {ckpt}, Liger {liger}, compiled layers {compiled}",
                                               "zh": "{fits} {gib} GiB：微批 {mb} × {ga}，检查点{ckpt}，Liger {liger}，编译{compiled}"},
     "choose_strategy.sample_question_default": {"en": "What is LoRA?", "zh": "什么是 LoRA？"},
+    "choose_strategy.targets_long": {"en": "The LoRA targets have {n} characters; at most {max}: name each module once "
+                                           "(e.g. q_proj,v_proj), or all-linear.",
+                                     "zh": "LoRA 目标模块有 {n} 个字符，最多 {max} 个：每个模块名写一次（如 q_proj,v_proj），或用 all-linear。"},
     "choose_strategy.sample_question_empty": {"en": "The sample question is empty: type a question to ask the model before and after training.", "zh": "示例问题为空：请输入一个在训练前后向模型提问的问题。"},
     "choose_strategy.sample_question_long": {"en": "The sample question has {n} characters; at most {max}: it is asked at every check, so keep it a question.", "zh": "示例问题有 {n} 个字符，最多 {max} 个：每次检查都会提问，请保持为一个问题。"},
     "choose_strategy.plan.fits": {"en": "fits", "zh": "可行"},

@@ -83,10 +83,10 @@ def attach(session: Optional[str] = SessionArg):
             ui = new_ui()
             ui.say(T("cli.attach.none_any"))
             # a trainer that died unfinished is what the user came for: where it stopped and how to go on (46 J)
-            died = [line for x in all_sessions() if (line := _trainer_died(x))]
-            if died:
-                speak_session_language(next(x for x in reversed(all_sessions()) if _trainer_died(x)))
-                ui.warn(died[-1])
+            died = [x for x in all_sessions() if _trainer_died(x)]
+            if died:  # in that session's language, as attach SESSION says it
+                speak_session_language(died[-1])
+                ui.warn(_trainer_died(died[-1]) or "")
             raise typer.Exit(1)
         s = training[-1]
         speak_session_language(s)  # found by its running trainer, as resume finds its session: its language
@@ -177,6 +177,7 @@ def stop(session: Optional[str] = SessionArg):
             new_ui().say(T("cli.nothing_running_any"))
             return
         s = running[-1]
+        speak_session_language(s)  # found by its running job: its language (46 trial K)
     ui = new_ui()
     stopped = [j for j in jobs.find(s.run_dir) if j.stop()]
     for j in stopped:
