@@ -624,7 +624,10 @@ def test_a_usage_mistake_is_one_line_in_the_user_s_language(home):
     for args, line in ((["delete"], "error: SESSION is missing — `yichui delete -h` shows its usage."),
                        (["show", "--jsn"], "error: there is no option --jsn (did you mean --json?) — `yichui show -h`"
                                            " shows its usage."),
-                       (["--lang", "zh", "delete"], "错误：缺少 SESSION——`yichui delete -h` 可查看用法。")):
+                       (["--lang", "zh", "delete"], "错误：缺少 SESSION——`yichui delete -h` 可查看用法。"),
+                       # bare `yichui` is the wizard, but --set belongs to run (issue 46 trial K, K3)
+                       (["--set", "a.b=1"], "error: there is no option --set; a new session takes it after run: "
+                                            "`yichui run --set …` — `yichui -h` shows its usage.")):
         r = yichui(home, *args)
         assert r.returncode == 2 and r.stderr.strip() == line and "╭" not in r.stderr, (args, r.stderr)
 

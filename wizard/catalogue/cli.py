@@ -201,6 +201,8 @@ MESSAGES = {
     "cli.usage.error": {"en": "{what} — `{command} -h` shows its usage.", "zh": "{what}——`{command} -h` 可查看用法。"},
     "cli.usage.did_you_mean": {"en": " (did you mean {names}?)", "zh": "（是不是 {names}？）"},
     "cli.usage.missing": {"en": "{name} is missing", "zh": "缺少 {name}"},
+    "cli.usage.run_option": {"en": "; a new session takes it after run: `yichui run {name} …`",
+                             "zh": "；新会话请把它放在 run 之后：`yichui run {name} …`"},
     "cli.usage.no_such_option": {"en": "there is no option {name}", "zh": "没有选项 {name}"},
     "cli.steps.keys_refused": {"en": " (listed to say why not: {values})", "zh": "（列出只为说明为何不支持：{values}）"},
     "cli.steps.keys_range": {"en": " · {lo} … {hi}", "zh": " · {lo} … {hi}"},

@@ -168,6 +168,9 @@ def _usage_error(e) -> None:
     elif isinstance(e, ce.NoSuchOption):
         what = T("cli.usage.no_such_option", name=e.option_name) + (
             T("cli.usage.did_you_mean", names=list(e.possibilities)) if e.possibilities else "")
+        if where == "yichui" and e.option_name in ("--set", "--yes", "--task", "--from", "-y"):
+            # bare `yichui` starts the wizard, but its options belong to `run` (issue 46 trial K, K3)
+            what += T("cli.usage.run_option", name=e.option_name)
     else:
         what = e.format_message().rstrip(".")
     new_ui().error(T("cli.usage.error", what=what, command=where))
