@@ -755,7 +755,7 @@ def _partly_answered(qs: list, answers: dict) -> bool:
 
 def _title(step: str) -> str:
     """A step's name as the user reads it (its header's title), not its key ("choose_strategy 上次失败", trial I)."""
-    return i18n.t(f"step.{step}.title") if f"step.{step}.title" in i18n.CATALOG else step
+    return i18n.named(f"step.{step}.title", step)
 
 
 def _first_line(text: str, n: int = 160) -> str:

@@ -96,6 +96,12 @@ def t(key: str, /, **args: Any) -> str:
     return _command[1].sub(_command[0].replace("\\", "\\\\"), text) if _command else text
 
 
+def named(key: str, fallback: str) -> str:
+    """The catalogue's word for a name (a step's title, a job's, a task's, a check's) where ``key`` has an entry,
+    else ``fallback`` — the name as it is (a package's name, a job of a later yichui)."""
+    return t(key) if key in CATALOG else fallback
+
+
 def render(m: Any, /, **args: Any) -> str:
     """A recipes.base.Msg (its args may be Msgs too), a catalogue key, or literal text."""
     if hasattr(m, "key") and hasattr(m, "args"):

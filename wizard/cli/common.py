@@ -172,13 +172,13 @@ def demo_hub(ui, overrides: dict, demo=True, endpoint: str | None = None):
 
 def job_words(name: str) -> str:
     """A job's name (trainer, server, …) in the user's language; a name without an entry as it is."""
-    return T(f"cli.job.{name}") if f"cli.job.{name}" in i18n.CATALOG else name
+    return i18n.named(f"cli.job.{name}", name)
 
 
 def task_words(task: str) -> str:
     """A session's task as listed (issue 46 trial I, N12: `finetune` in a Chinese table): the id `--task` takes, in
     Chinese with its name before it; a task without an entry as it is."""
-    return T(f"task.name.{task}") if f"task.name.{task}" in i18n.CATALOG else task
+    return i18n.named(f"task.name.{task}", task)
 
 
 def need_tty() -> None:

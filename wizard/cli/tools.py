@@ -68,7 +68,7 @@ def doctor(session: Optional[str] = SessionArg):
             endpoints = {sel["source"]: sel["endpoint"]}  # the hub this session downloads from
     checks = doc.run_all(home(), endpoints, needs)
     # a check's name in the user's language where it is a word, not a package's name (the zh UI said disk, host RAM)
-    named = lambda c: T(f"cli.doctor.name.{c.name}") if f"cli.doctor.name.{c.name}" in i18n.CATALOG else c.name  # noqa
+    named = lambda c: i18n.named(f"cli.doctor.name.{c.name}", c.name)  # noqa: E731
     ui = new_ui()
     fixes = [c for c in checks if c.fix]
     ui.table(T("cli.doctor.title"), [T("cli.doctor.col.check"), T("cli.doctor.col.verdict"), T("cli.doctor.col.found"),
