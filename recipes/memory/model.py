@@ -46,17 +46,18 @@ from recipes.training.spec import FULL_WEIGHTS, PREFERENCE_OBJECTIVES, TrainingS
 
 GIB = 2**30
 
-# -- fitted on the H200 measurements (bench/bench_fit.py; bench/results/2026-11-29-memory-h200.md) -------------------
-ACT_H = 12.89         # bytes per token per layer per hidden unit: norms (fp32 upcast), q/k/v/o activations, residual
-ACT_I = 5.66          # bytes per token per layer per MLP intermediate unit: gate, up, SiLU, product (bf16)
-ACT_FULL_H = 18.51    # extra per token per layer per hidden unit when every weight trains (norm weights' inputs, …)
-QLORA_CAST = 1.25     # bytes per token per adapted input element under QLoRA (bf16 adapters: cheaper than LoRA's 2)
-QLORA_DROPOUT = 2.81  # … and with LoRA dropout > 0 (the bf16 dropout output + its mask)
+# -- fitted on the H200 measurements (bench/bench_fit.py --split all; bench/results/2026-11-29-memory-h200.md), refitted
+# 2026-12-06 once peft's cast-gradient term came apart from them (LORA_CAST_GRAD; bench/results/2026-12-06-memory-refit.md)
+ACT_H = 12.70        # bytes per token per layer per hidden unit: norms (fp32 upcast), q/k/v/o activations, residual
+ACT_I = 6.01         # bytes per token per layer per MLP intermediate unit: gate, up, SiLU, product (bf16)
+ACT_FULL_H = 20.15   # extra per token per layer per hidden unit when every weight trains (norm weights' inputs, …)
+QLORA_CAST = 1.24     # bytes per token per adapted input element under QLoRA (bf16 adapters: cheaper than LoRA's 2)
+QLORA_DROPOUT = 3.01  # … and with LoRA dropout > 0 (the bf16 dropout output + its mask)
 HEAD_H = 24.0        # bytes per token per hidden unit around the fused LM head (final norm, gathered states, fp32 grad)
 CKPT_H = 2.0         # bytes per token per layer per hidden unit kept by activation checkpointing (the bf16 layer
                      # input, 2, and what the checkpointed LoRA layers keep besides)
-CKPT_FLOW_H = 5.16   # bytes per token per hidden unit alive beside the recomputed layer (the gradient flowing back,
-                     # the final norm's saved input)
+CKPT_FLOW_H = 0.0    # bytes per token per hidden unit alive beside the recomputed layer (the gradient flowing back,
+                     # the final norm's saved input): the fit's lower bound — ACT_H's recomputed layer covers it
 # the training issue's switches, bench/results/2026-11-29-memory-h200-raw-round3.jsonl: LIGER_* fitted on the two
 # Liger rows of the throughput bench and held out on five; FP32_CKPT_H and PACKED_H fitted on the rows they cover
 LIGER_H = 4.71       # Liger's RMSNorm saves the bf16 input and one fp32 rstd per row instead of the fp32 upcast chain
@@ -64,7 +65,7 @@ LIGER_FULL_H = 5.46  # … and, when the norm weights train, no normalized copy 
 FP32_CKPT_H = 3.5    # fp32 masters + checkpointing: kept per token per layer per hidden unit beyond the fp32 input
 PACKED_H = 8.3       # padding-free packing without checkpointing: per token per layer per hidden unit (position
                      # ids and per-document attention bookkeeping); one row
-BWD_I = 10.0          # bytes per token per MLP intermediate unit of the layer in backward (gradients of gate, up, SiLU)
+BWD_I = 3.01         # bytes per token per MLP intermediate unit of the layer in backward (gradients of gate, up, SiLU)
 FRAG_FRACTION = 0.0116  # reserved − allocated: the caching allocator's slack (expandable segments) …
 FRAG_GIB = 0.138         # … as a fraction of the peak plus a constant
 CONTEXT_GIB = 0.75     # outside the allocator: CUDA context + cuBLAS/cuDNN handles (H200, torch 2.11, CUDA 13: 0.749)
@@ -86,6 +87,11 @@ EXTRA_MARGIN = {"galore": 0.15, "grpo": 0.10}  # GRPO outside its measured plans
 # 0.10 + 0.10 (bench/results/2026-12-04-speed-model-h200.md)
 NO_CKPT_FAMILY_MARGIN = 0.10
 NO_CKPT_SUFFIX = " without checkpointing"
+# … and families whose checkpointed plans the 2026-12-06 refit under-predicts beyond 3 %: Gemma-3 (four norms a
+# layer, GeLU-tanh) −4.7 and −7.9 % at 8,192 tokens a micro-batch (bench/results/2026-12-06-memory-refit.md), so
+# its every plan is approximate, with NO_CKPT_FAMILY_MARGIN
+CKPT_APPROX_PREFIXES = ("gemma",)
+CKPT_SUFFIX = " with checkpointing"
 
 
 # the names an estimate's "approximate" list holds (estimate(), shape_from_config()), each said in the user's
@@ -100,6 +106,8 @@ def approximate_words(name: str) -> Msg:
     "llava without checkpointing, vision": issue 46's tryout)."""
     if name.endswith(NO_CKPT_SUFFIX):
         return Msg("memory.approx.no_ckpt", {"family": name[:-len(NO_CKPT_SUFFIX)]})
+    if name.endswith(CKPT_SUFFIX):
+        return Msg("memory.approx.ckpt", {"family": name[:-len(CKPT_SUFFIX)]})
     if name.startswith("quantized:"):
         return Msg("memory.approx.quantized", {"method": name.split(":", 1)[1]})
     if name in APPROXIMATE_NAMES:
@@ -109,7 +117,8 @@ def approximate_words(name: str) -> Msg:
 
 def extra_margin(approximate: str) -> float:
     """The margin beyond FIT_MARGIN an ``approximate`` entry of :func:`estimate` asks for (0 for most)."""
-    return NO_CKPT_FAMILY_MARGIN if approximate.endswith(NO_CKPT_SUFFIX) else EXTRA_MARGIN.get(approximate, 0.0)
+    return NO_CKPT_FAMILY_MARGIN if approximate.endswith((NO_CKPT_SUFFIX, CKPT_SUFFIX)) else \
+        EXTRA_MARGIN.get(approximate, 0.0)
 
 
 # -- exact, from the implementations --------------------------------------------------------------------------------
@@ -118,6 +127,12 @@ LORA_CAST = 2.0      # peft casts an adapted layer's input to the fp32 adapter d
                      # (DoRA, and LoRA with ``adapter_input_cast``; yichui's LoRA trainer skips the cast, so
                      # without dropout its adapters save nothing beyond the base layer's own input)
 DROPOUT_MASK = 1.0   # nn.Dropout keeps a bool mask per adapted input element
+LORA_CAST_GRAD = 4.0  # with peft's cast (DoRA, ``adapter_input_cast``), the layer in backward under checkpointing
+                      # holds an fp32 gradient per adapted input element of that layer (the cast's input is fp32):
+                      # the 2026-11-29 trainer's checkpointed LoRA rows peaked 4.1 bytes per token and adapted input
+                      # element of one layer above the same plans run without the cast on 2026-12-06 (0.5B: 0.30 GiB
+                      # at 8,192 tokens, 0.59 at 16,384; 1.5B: 0.55 at 8,192; bench/results/2026-12-06-dpo-fresh-h100.md
+                      # section 3); without checkpointing the head's backward peak hides it (identical allocations)
 # -- fitted on bench/results/2026-12-04-speed-model-h200 (the shapes not held out; bench/fit_speed.py --memory) -------
 # LoRA at dropout 0 in yichui's eager trainer, bytes per token per adapted input element: measured above what dropout
 # 0.05 keeps once its cast and mask are counted (autograd holds lora_A's input per adapted layer: every dropout-0 eager
@@ -125,6 +140,12 @@ DROPOUT_MASK = 1.0   # nn.Dropout keeps a bool mask per adapted input element
 # Llama-3.2 +1.3 %, Mistral −0.6 %, Qwen3 −6.8 %, Phi-3 −18.7 % (see NO_CKPT_FAMILIES). Measured without
 # checkpointing only (with it, 2026-12-02-train-levers-h200.md's dropout-0 rows held without this term)
 LORA_NO_DROPOUT = 1.0
+# … and with checkpointing, in the layer being recomputed: a bf16 copy per adapted input element, 2 bytes. Chosen
+# on the dropout-0 LoRA rows with checkpointing (DPO and KTO, whose trainers set dropout to 0: 18 rows of four shapes,
+# bench/results/2026-12-06-memory-refit.md; 0, 1, 1.5, 2, 2.5 scanned: mean |error| 4.1, 2.9, 2.2, 1.7, 1.4 %,
+# worst −10.4 … −5.0 %); the two supervised dropout-0 rows of 2026-12-02-train-levers-h200 +1.4 % (cast off),
+# +2.4 % (cast on)
+LORA_NO_DROPOUT_CKPT = 2.0
 # compiled decoder layers without checkpointing keep this fraction of the eager layer's activations (the fused
 # elementwise chains save fewer intermediates); fitted rows −5.6 … +10.0 %, held out −14.5 … +12.2 %
 COMPILED_ACT = 0.76
@@ -188,6 +209,7 @@ DEFAULT_IMAGE_SIZE = 448  # pixels per side assumed for a dynamic-resolution tow
 # start holds more than training does (FSDP2: recipes/memory/sharding.py)
 PHASE_BACKWARD, PHASE_STEP, PHASE_LOAD = "forward_backward", "optimizer_step", "load"
 PHASE_GENERATE = "generation"  # GRPO: the replies generated between optimizer steps
+PHASE_REFERENCE = "reference"  # DPO, KTO: the reference model's no-grad forward beside the policy's kept activations
 # transformers' generate: the sampled token's fp32 logits and probabilities per sequence (bytes per vocabulary entry)
 GENERATE_LOGIT_BYTES = 12.0
 ENCODER_ONLY = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert", "electra",
@@ -861,7 +883,8 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
         # none when yichui's LoRA trainer skips the cast and nothing drops out (lora_A shares the base's input)
         saved = (PLAIN_LORA_INPUT if t.loss == "full" else
                  LORA_CAST if t.method == "dora" or t.adapter_input_cast or dropout else
-                 0.0 if t.compile_layers or t.activation_checkpointing else LORA_NO_DROPOUT)
+                 LORA_NO_DROPOUT_CKPT if t.activation_checkpointing else
+                 0.0 if t.compile_layers else LORA_NO_DROPOUT)
         per_layer += (saved + (DROPOUT_MASK if dropout else 0.0)) * adapted
     elif t.method == "qlora":
         per_layer += (QLORA_DROPOUT if t.lora_dropout > 0 else QLORA_CAST) * adapted
@@ -890,6 +913,8 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
         kept = T * L * h * (2 * CKPT_H + FP32_CKPT_H if fp32 else CKPT_H)
         scores = (EAGER_SCORES + EAGER_BACKWARD) * n_scores
         layer = T * per_layer + BWD_I * T * shape.intermediate + CKPT_FLOW_H * T * h + dora_dense + padded
+        if t.method in ("lora", "dora") and t.loss != "full" and (t.method == "dora" or t.adapter_input_cast):
+            layer += LORA_CAST_GRAD * T * adapted
         if layer + scores >= head:
             return {"layers": kept + layer, "attention_scores": scores, "logits": 0.0}
         return {"layers": kept, "attention_scores": 0.0, "logits": head}
@@ -898,6 +923,27 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
         per_layer *= COMPILED_ACT
     return {"layers": T * L * per_layer + L * padded + BWD_I * T * shape.intermediate + casts + dora_dense,
             "attention_scores": scores, "logits": head}
+
+
+# the reference model's no-grad forward (DPO, KTO): per token and MLP intermediate unit, what one decoder layer holds
+# at once without autograd — act(gate(x)), up(x) and their product, bf16 (transformers' LlamaMLP/Qwen2MLP forward:
+# gate(x) is freed once act() returns); the attention half of the layer holds less
+REF_I = 6.0
+
+
+def reference_phase(shape: Shape, t: TrainingSpec, act: dict) -> dict:
+    """What the reference model's forward adds while the policy's graph waits for backward (trl 1.16: DPOTrainer
+    ``_compute_loss`` and KTOTrainer run it under ``torch.no_grad`` with checkpointing off, after the policy's
+    forward): the policy's kept activations (with checkpointing each layer's input, CKPT_H; without, every layer's
+    saved tensors, ``act`` less the layer in backward) and one layer's no-grad working set, REF_I bytes per token and
+    intermediate unit. ``t`` is the preference batch (:func:`preference_batch`), ``act`` its :func:`activations`.
+    Bytes by part: ``layers``, ``reference_forward``."""
+    T = t.micro_batch * t.seq_len
+    if t.activation_checkpointing:
+        kept = T * shape.layers * shape.hidden * (2 * CKPT_H + FP32_CKPT_H if masters_fp32(t) else CKPT_H)
+    else:
+        kept = act["layers"] - BWD_I * T * shape.intermediate
+    return {"layers": float(kept), "reference_forward": REF_I * T * shape.intermediate}
 
 
 def dpo_batch(t: TrainingSpec) -> TrainingSpec:
@@ -1081,7 +1127,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     # nothing of dropout is kept); the reference's log-probabilities come from a no-grad forward (LoRA: the base with
     # the adapter off, nothing more held; a full fine-tune: a frozen copy of the weights in the compute dtype, bf16 —
     # recipes/training/worker.py dpo_reference). Measured on three shapes (bench/results/2026-12-05-preference-h200.md)
-    act = activations(shape, preference_batch(t))
+    pref = preference_batch(t)
+    act = activations(shape, pref)
     # a frozen reference copy for a full fine-tune: DPO and KTO, and GRPO with a KL term (β > 0; trl's own), in bf16;
     # its own row in the breakdown, except where an engine shards it with the weights (priced with them there)
     engine = engine_of(t)
@@ -1106,6 +1153,10 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
     grads_in_backward = 0 if t.method in FULL_WEIGHTS and t.grad_accum == 1 else ms["gradients"]
     phases = {PHASE_BACKWARD: states | {"gradients": grads_in_backward} | act,
               PHASE_STEP: states | {"gradients": ms["gradients"], "step_temporaries": ms["step_extra"]}}
+    if t.objective in PREFERENCE_OBJECTIVES and engine in ("one", "ddp"):
+        phases[PHASE_REFERENCE] = states | {"gradients": grads_in_backward} | {k: v for k, v in act.items()
+                                            if k not in ("layers", "attention_scores", "logits")} | \
+            reference_phase(shape, pref, act)
     if engine in ("deepspeed", "fsdp2"):  # what the engine itself allocates (recipes/memory/sharding.py)
         phases = {k: v for k, v in sharding.phases(shape, t, ms, act, zero_sizes).items() if v}
     vllm = None
@@ -1144,6 +1195,8 @@ def estimate(shape: Shape, t: TrainingSpec, gpu_gib: float | None = None, zero_s
         approx.append("plain loop")
     if not t.activation_checkpointing and shape.model_type and shape.model_type not in NO_CKPT_FAMILIES:
         approx.append(f"{shape.model_type}{NO_CKPT_SUFFIX}")
+    if t.activation_checkpointing and (shape.model_type or "").startswith(CKPT_APPROX_PREFIXES):
+        approx.append(f"{shape.model_type}{CKPT_SUFFIX}")
     # switches not (yet) calibrated on a GPU: every one that is on
     # GaLore: within 0.1 % on the untied bf16-master rows it was read from, but reported 17 % under on a shape it
     # never saw (issue 44): approximate everywhere, and a plan fits only with EXTRA_MARGIN["galore"] more room
@@ -1184,7 +1237,7 @@ def breakdown(e: dict) -> tuple[list[str], list[tuple[str, ...]]]:
     row per part (a ``memory.part.*`` catalogue key) live in either moment, its GiB in the forward/backward pass and
     at the optimizer step, then the totals. Returns (column keys, rows); the peak's column key is the ``…_peak``
     variant, so the reader sees which moment decides the fit and what is live then."""
-    order = [k for k in (PHASE_BACKWARD, PHASE_STEP, PHASE_GENERATE, PHASE_LOAD) if k in e["phases"]]
+    order = [k for k in (PHASE_BACKWARD, PHASE_REFERENCE, PHASE_STEP, PHASE_GENERATE, PHASE_LOAD) if k in e["phases"]]
     comps = [e["phases"][k]["components"] for k in order]
     tail = ("allocator", "cuda_context", "compile")  # what every moment adds, last
     parts = [k for k in dict.fromkeys(n for c in comps for n in c) if k not in tail and any(c.get(k) for c in comps)]

@@ -25,6 +25,7 @@ MESSAGES = {
     "memory.approx.sequence_parallel": {"en": "sequence-parallel", "zh": "序列并行"},
     "memory.approx.loss_full": {"en": "loss-full", "zh": "完整 logits 损失"},
     "memory.approx.no_ckpt": {"en": "{family} without checkpointing", "zh": "{family}（不开检查点）"},
+    "memory.approx.ckpt": {"en": "{family} with checkpointing", "zh": "{family}（开检查点）"},
     "memory.approx.quantized": {"en": "quantized:{method}", "zh": "预量化：{method}"},
     "memory.approx.other": {"en": "{name}", "zh": "{name}"},
     "memory.part.reference": {"en": "reference model (frozen copy)", "zh": "参考模型（冻结副本）"},
