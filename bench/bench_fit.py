@@ -33,7 +33,7 @@ DEFAULT = sorted((Path(__file__).resolve().parent / "results").glob("2026-11-29-
 # constant → physically plausible range (bytes per element); the fit stays inside it, and a constant that no fitted
 # configuration exercises keeps the value written in recipes/memory/model.py
 FITTED = {"ACT_H": (4, 40), "ACT_I": (4, 12), "ACT_FULL_H": (0, 40), "QLORA_CAST": (0, 3), "QLORA_DROPOUT": (1, 4),
-          "CKPT_FLOW_H": (0, 30), "BWD_I": (0, 16)}
+          "CKPT_FLOW_H": (0, 30), "BWD_I": (0, 16), "QLORA_CKPT_GRAD": (0, 4)}
 PARENT_CONTEXT_GIB = 0.511
 GIB = memory.GIB
 

@@ -48,11 +48,16 @@ GIB = 2**30
 
 # -- fitted on the H200 measurements (bench/bench_fit.py --split all; bench/results/2026-11-29-memory-h200.md), refitted
 # 2026-12-06 once peft's cast-gradient term came apart from them (LORA_CAST_GRAD; bench/results/2026-12-06-memory-refit.md)
-ACT_H = 12.70        # bytes per token per layer per hidden unit: norms (fp32 upcast), q/k/v/o activations, residual
-ACT_I = 6.01         # bytes per token per layer per MLP intermediate unit: gate, up, SiLU, product (bf16)
-ACT_FULL_H = 20.15   # extra per token per layer per hidden unit when every weight trains (norm weights' inputs, …)
+ACT_H = 12.65        # bytes per token per layer per hidden unit: norms (fp32 upcast), q/k/v/o activations, residual
+ACT_I = 6.04         # bytes per token per layer per MLP intermediate unit: gate, up, SiLU, product (bf16)
+ACT_FULL_H = 20.13   # extra per token per layer per hidden unit when every weight trains (norm weights' inputs, …)
 QLORA_CAST = 1.24     # bytes per token per adapted input element under QLoRA (bf16 adapters: cheaper than LoRA's 2)
-QLORA_DROPOUT = 3.01  # … and with LoRA dropout > 0 (the bf16 dropout output + its mask)
+QLORA_DROPOUT = 2.96  # … and with LoRA dropout > 0 (the bf16 dropout output + its mask)
+# QLoRA with checkpointing, the layer being recomputed: bytes per token per adapted input element beyond QLORA_CAST,
+# fitted with the others once peft's cast gradient was out of the shared terms (the 2026-11-29 QLoRA rows alone read
+# 1.07 and 1.11 at 7B and 8B); checked on rows it was not fitted on — 1.5B QLoRA (grid 7, predicted before it ran at
+# −3.6 % without it), GRPO's 1.5B QLoRA row, DPO's QLoRA rows (bench/results/2026-12-06-memory-refit.md)
+QLORA_CKPT_GRAD = 0.79
 HEAD_H = 24.0        # bytes per token per hidden unit around the fused LM head (final norm, gathered states, fp32 grad)
 CKPT_H = 2.0         # bytes per token per layer per hidden unit kept by activation checkpointing (the bf16 layer
                      # input, 2, and what the checkpointed LoRA layers keep besides)
@@ -65,7 +70,7 @@ LIGER_FULL_H = 5.46  # … and, when the norm weights train, no normalized copy 
 FP32_CKPT_H = 3.5    # fp32 masters + checkpointing: kept per token per layer per hidden unit beyond the fp32 input
 PACKED_H = 8.3       # padding-free packing without checkpointing: per token per layer per hidden unit (position
                      # ids and per-document attention bookkeeping); one row
-BWD_I = 3.01         # bytes per token per MLP intermediate unit of the layer in backward (gradients of gate, up, SiLU)
+BWD_I = 2.77         # bytes per token per MLP intermediate unit of the layer in backward (gradients of gate, up, SiLU)
 FRAG_FRACTION = 0.0116  # reserved − allocated: the caching allocator's slack (expandable segments) …
 FRAG_GIB = 0.138         # … as a fraction of the peak plus a constant
 CONTEXT_GIB = 0.75     # outside the allocator: CUDA context + cuBLAS/cuDNN handles (H200, torch 2.11, CUDA 13: 0.749)
@@ -915,6 +920,8 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
         layer = T * per_layer + BWD_I * T * shape.intermediate + CKPT_FLOW_H * T * h + dora_dense + padded
         if t.method in ("lora", "dora") and t.loss != "full" and (t.method == "dora" or t.adapter_input_cast):
             layer += LORA_CAST_GRAD * T * adapted
+        elif t.method == "qlora":
+            layer += QLORA_CKPT_GRAD * T * adapted
         if layer + scores >= head:
             return {"layers": kept + layer, "attention_scores": scores, "logits": 0.0}
         return {"layers": kept, "attention_scores": 0.0, "logits": head}
