@@ -97,6 +97,12 @@ def test_subcommand_help_shows_placeholders_not_python_types(home):
         assert r.returncode == 0 and "Examples" in r.stdout, args
         assert "<bool>" not in r.stdout and "<str>" not in r.stdout and "<list" not in r.stdout, (args, r.stdout)
     assert "STEP.KEY=VALUE" in yichui(home, "run", "--help", COLUMNS="100").stdout
+    # a required argument bare, an optional one in brackets (typer writes "{SESSION}": issue 46 trial K)
+    for args, usage in ((["delete"], "yichui delete [OPTIONS] SESSION"), (["replay"], "yichui replay [OPTIONS] SESSION"),
+                        (["show"], "yichui show [OPTIONS] [SESSION]")):
+        out = yichui(home, *args, "--help", COLUMNS="100").stdout
+        line = next(x for x in out.splitlines() if "Usage:" in x)
+        assert usage in line and "{" not in line, (args, out)
 
 
 def test_wizard_without_a_terminal_points_to_replay_and_demo(home):

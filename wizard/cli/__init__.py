@@ -140,6 +140,10 @@ def _help_in_language() -> None:
     import typer.core
 
     typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # SESSION says what it is
+    # the usage line as man pages write it: a required argument bare, an optional one in brackets (typer 0.29 puts a
+    # required one in braces, "{SESSION}", read as a literal by a newcomer: issue 46 trial K)
+    typer.core.TyperArgument._usage_display_name = lambda self: (
+        self.display_name_raw if self.required else f"[{self.display_name_raw}]") + ("..." if self.nargs != 1 else "")
     ru.rich_format_error = _usage_error  # a usage mistake in one line, as yichui's own refusals (not typer's box)
     if i18n.get_lang() == "en":
         return
