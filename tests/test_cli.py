@@ -818,3 +818,25 @@ def test_a_dead_job_s_log_lines_are_its_own_run_s(tmp_path):
     assert "pip install kernels" in second.log_tail(40)  # the whole log keeps both runs, each after its start line
     assert second.log_tail(40, this_run=True) == "" and died_tail(second.log_tail(40, this_run=True)) == "  —"
     assert Path(second.log).read_text().count(jobs.START_MARK) == 2
+
+
+def test_a_session_is_found_by_its_last_four_characters_or_its_beginning(home):
+    """Issue 46 trial K (K8): 20261201-101500-ab12 is long to type; its unique end or beginning finds it, as git takes
+    a short hash, and a part that several ids share is refused, naming them."""
+    made = [Session.new("finetune", h=home) for _ in range(3)]
+    for s in made:
+        s.save()
+    first = made[0].data["id"]
+    r = yichui(home, "show", first[-4:])
+    assert r.returncode == 0 and f"Session {first}" in r.stdout, r.stderr
+    others = [s.data["id"] for s in made[1:]]
+    start = next(first[:n] for n in range(16, 21) if not any(o.startswith(first[:n]) for o in others))
+    r = yichui(home, "show", start)  # its beginning, as far as it is its own
+    assert r.returncode == 0 and f"Session {first}" in r.stdout, r.stderr
+    r = yichui(home, "show", first[:8])  # the date: every session of the day
+    assert r.returncode == 2 and "part of several session ids" in r.stderr
+    assert all(s.data["id"] in r.stderr for s in made)
+    r = yichui(home, "--lang", "zh", "delete", first[:8], "--yes")
+    assert r.returncode == 2 and "多个会话 ID" in r.stderr and all(s.path.exists() for s in made)
+    r = yichui(home, "show", "zzzz")
+    assert r.returncode == 2 and "No session zzzz" in r.stderr

@@ -442,10 +442,13 @@ class Session:
 
 
 def find(ref: str | None, h: Path | None = None, unfinished: bool = False) -> Path:
-    """Resolve a session reference: a path to a file, an id, or (None) the most recently updated session.
+    """Resolve a session reference: a path to a file, an id, a part of one id only (its last four characters, as
+    `ab12` of 20261201-101500-ab12, or its beginning — as git takes a short hash), or (None) the most recently
+    updated session.
 
     Raises:
-        SessionError: nothing matches.
+        SessionError: nothing matches (``session.not_found``), or the part matches several ids
+            (``session.ambiguous``, naming them).
     """
     h = h or home()
     if ref:
@@ -455,6 +458,14 @@ def find(ref: str | None, h: Path | None = None, unfinished: bool = False) -> Pa
         cand = sessions_dir(h) / f"{ref}.json"
         if cand.exists():
             return cand
+        if "/" not in ref and len(ref) >= 4:  # a short id: unique among the session files' names
+            hits = sorted(f for f in sessions_dir(h).glob("*.json")
+                          if f.stem.endswith(ref) or f.stem.startswith(ref))
+            if len(hits) == 1:
+                return hits[0]
+            if hits:
+                raise SessionError("session.ambiguous", path=ref,
+                                   ids=[f.stem for f in hits[:5]] + (["…"] if len(hits) > 5 else []))
         raise SessionError("session.not_found", path=ref)
     candidates = [s for s in all_sessions(h) if not (unfinished and s.is_finished())]
     if not candidates:

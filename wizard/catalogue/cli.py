@@ -136,7 +136,8 @@ MESSAGES = {
     "cli.doctor.python_fix": {"en": "Python ≥ 3.10", "zh": "需要 Python ≥ 3.10"},
     "cli.doctor.ready": {"en": "Ready: nothing needed is missing.", "zh": "就绪：没有缺少必需项。"},
     "cli.from_reused": {"en": "From session {old}: reusing {steps}.", "zh": "来自会话 {old}：复用 {steps}。"},
-    "cli.arg.session": {"en": "Session id or path to a session file.", "zh": "会话 ID 或会话文件路径。"},
+    "cli.arg.session": {"en": "Session id (or its last four characters) or path to a session file.",
+                        "zh": "会话 ID（或其末四位）或会话文件路径。"},
     "cli.no_tty": {"en": "No terminal here (stdin is not a TTY), so the wizard cannot ask questions. "
                          "Use `yichui resume SESSION --yes`, `yichui replay SESSION --yes`, `yichui run --yes` or "
                          "`yichui demo`.",

@@ -7,6 +7,8 @@ MESSAGES = {
     "session.unreadable": {"en": "Cannot read the session file {path}: {error}. Check the path (a link that points "
                                  "at itself?) and its permissions.",
                            "zh": "无法读取会话文件 {path}：{error}。请检查路径（是否为指向自身的链接？）及其权限。"},
+    "session.ambiguous": {"en": "{path} is part of several session ids ({ids}): give more of the one you mean.",
+                          "zh": "{path} 同时是多个会话 ID 的一部分（{ids}）：请多给出几位。"},
     "session.not_found": {"en": "No session {path}: give a session id or a path (`yichui show --all` lists them).",
                           "zh": "找不到会话 {path}：请给出会话 ID 或路径（`yichui show --all` 列出全部会话）。"},
     "session.not_json": {"en": "Session file {path} is not valid JSON (line {line}, column {col}: {error}). "
