@@ -849,13 +849,15 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     """Bytes of activations at the backward pass's peak, by part: ``layers``, ``attention_scores``, ``logits``.
 
     Per token and decoder layer [MegAct]: ACT_H·h + ACT_I·I (+ ACT_FULL_H·h for a full fine-tune), plus per adapted
-    input element LORA_CAST + DROPOUT_MASK for LoRA with dropout (without dropout nothing: yichui skips peft's input
-    cast, unless ``adapter_input_cast``; DoRA keeps it: LORA_CAST), QLORA_CAST or QLORA_DROPOUT for QLoRA; DoRA adds
+    input element LORA_CAST + DROPOUT_MASK for LoRA with dropout (without dropout LORA_NO_DROPOUT, or
+    LORA_NO_DROPOUT_CKPT in the layer being recomputed: yichui skips peft's input cast, unless
+    ``adapter_input_cast``; DoRA keeps it: LORA_CAST), QLORA_CAST or QLORA_DROPOUT for QLoRA; DoRA adds
     DORA_OUT per adapted output feature and its dense temporaries once (see DORA_OUT). Eager attention adds
     EAGER_SCORES bytes per score (b·heads·s²) and layer, and EAGER_BACKWARD once for the layer in backward;
     sdpa/flash store none. With activation checkpointing only each layer's input stays (CKPT_H·h
     per token and layer), and one layer is recomputed at a time, beside CKPT_FLOW_H·h bytes per token (the gradient
-    flowing back): its activations or the LM head's working set, whichever is larger.
+    flowing back) and, per adapted input element, the cast's fp32 gradient where peft casts (LORA_CAST_GRAD) or
+    QLORA_CKPT_GRAD under QLoRA: its activations or the LM head's working set, whichever is larger.
     The LM head [trl]: a 4096×32768 bf16 tile plus HEAD_H bytes per token and hidden unit. A full fine-tune also
     holds the head's fp32 weight gradient and its bf16 copy (6·V·h).
     ``loss == "full"`` is the plain transformers + PEFT loop instead: the (b, s, V) logits at FULL_LOGITS bytes
