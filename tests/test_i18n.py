@@ -134,3 +134,30 @@ def test_hints_name_yichui_as_it_was_typed():
             "No unfinished session in /h: `.venv/bin/yichui` starts a new one."
     finally:
         i18n.set_command("yichui", [])
+
+
+def test_every_breakdown_row_and_column_has_words():
+    """The memory breakdown's parts and moments are catalogue keys made at run time (``memory.part.<part>``,
+    ``memory.phase.<moment>[_peak]``): every one that a plan of each objective, method and engine produces is in the
+    catalogue (the DPO reference's moment once showed its key)."""
+    import json
+    from dataclasses import replace
+
+    from recipes.memory import model as memory
+    from recipes.training.spec import TrainingSpec
+
+    shape = memory.shape_from_config(json.loads((ROOT / "bench" / "configs" / "qwen2.5-0.5b" / "config.json")
+                                                .read_text()))
+    base = TrainingSpec(micro_batch=2)
+    plans = [base, replace(base, objective="dpo"), replace(base, objective="kto"), replace(base, objective="grpo", grad_accum=4),
+             replace(base, method="full", objective="dpo"), replace(base, method="qlora"), replace(base, method="dora"),
+             replace(base, method="full", distribution="zero3", processes=2), replace(base, method="full", distribution="fsdp2",
+                                                                                 processes=2),
+             replace(base, compile_layers=True), replace(base, activation_checkpointing=False)]
+    keys = set()
+    for t in plans:
+        cols, rows = memory.breakdown(memory.estimate(shape, t))
+        keys |= set(cols) | {r[0] for r in rows}
+    assert {"memory.part.reference_forward", "memory.phase.generation", "memory.part.gathered"} <= keys
+    missing = sorted(k for k in keys if k not in i18n.CATALOG)
+    assert not missing, missing

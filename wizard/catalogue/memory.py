@@ -63,6 +63,9 @@ MESSAGES = {
                                           "its copy of the weights: give at least {need}, or 0 to let yichui size it.",
                                     "zh": "vLLM 占 GPU 的 {util} 在放下它的权重副本后，连一条回答的 KV 缓存都放不下：请至少给 "
                                           "{need}，或给 0 由 yichui 计算。"},
+    "memory.phase.reference": {"en": "reference GiB", "zh": "参考前向 GiB"},
+    "memory.phase.reference_peak": {"en": "reference GiB (peak)", "zh": "参考前向 GiB（峰值）"},
+    "memory.part.reference_forward": {"en": "reference forward (one layer)", "zh": "参考模型前向（单层）"},
     "memory.phase.load": {"en": "load GiB", "zh": "加载 GiB"},
     "memory.phase.load_peak": {"en": "load GiB (peak)", "zh": "加载 GiB（峰值）"},
     "memory.phase.forward_backward": {"en": "fwd/bwd GiB", "zh": "前向/反向 GiB"},
