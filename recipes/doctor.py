@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -181,22 +182,51 @@ def optional_checks(home: Path) -> list[Check]:
     return out
 
 
+# a model id no hub holds: each hub's API answers it in its own words (Hugging Face: 401/404 with an X-Error-Code
+# header, RepoNotFound; ModelScope: a JSON body with Code and Success false) — a web server that is not a hub does not
+HUB_PROBE_REPO = "yichui-doctor/no-such-model"
+
+
+def speaks_as_hub(name: str, url: str, timeout: float) -> tuple[bool, str]:
+    """Whether ``url`` answers a model-info request for HUB_PROBE_REPO as the hub ``name`` ("hf" | "modelscope")
+    does (recipes/hub/server.py answers as both; ../shared/FACTS.md). Returns (speaks, what it answered: an HTTP
+    status and content type). Raises OSError/ValueError when nothing answers."""
+    path = f"/api/v1/models/{HUB_PROBE_REPO}" if name == "modelscope" else f"/api/models/{HUB_PROBE_REPO}"
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + path, timeout=timeout) as r:
+            status, headers, body = r.status, r.headers, r.read(65536)
+    except urllib.error.HTTPError as e:
+        status, headers, body = e.code, e.headers, e.read(65536)
+    kind = (headers.get("Content-Type") or "").split(";")[0] or "?"
+    try:
+        data = json.loads(body)
+    except ValueError:
+        data = None
+    if name == "modelscope":
+        speaks = isinstance(data, dict) and "Code" in data and "Success" in data
+    else:
+        speaks = bool(headers.get("X-Error-Code")) or (status == 200 and isinstance(data, dict) and "id" in data)
+    return speaks, f"HTTP {status}, {kind}"
+
+
 def hub_checks(endpoints: dict[str, str], timeout: float = 5.0) -> list[Check]:
-    """Each hub's endpoint answers a HEAD request (any HTTP status counts: the host is reachable); a hub that does not
-    is fixed by its own variable (recipes/hub/client.py ENDPOINT_ENV)."""
+    """Each hub's endpoint answers a model-info request as that hub's API does (:func:`speaks_as_hub`): reachable
+    but answering otherwise (a web page, a plain 404) is a warning, as is a host that does not answer; either is
+    fixed by the hub's own variable (recipes/hub/client.py ENDPOINT_ENV)."""
     from recipes.hub.client import ENDPOINT_ENV
 
     out = []
     for name, url in endpoints.items():
+        fix = msg("cli.doctor.hub_fix_hf") if name == "hf" else \
+            msg("cli.doctor.hub_fix", variable=ENDPOINT_ENV.get(name, "HF_ENDPOINT"))
         try:
-            urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout).close()
-            out.append(Check(f"hub {name}", "ok", msg("cli.doctor.hub_ok", url=url)))
-        except urllib.error.HTTPError as e:  # an HTTP answer, even 4xx, means the host is reachable
-            out.append(Check(f"hub {name}", "ok", msg("cli.doctor.hub_http", url=url, code=e.code)))
+            speaks, answer = speaks_as_hub(name, url, timeout)
         except (OSError, ValueError) as e:
             out.append(Check(f"hub {name}", "warn", msg("cli.doctor.hub_down", url=url, why=getattr(e, "reason", e)),
-                             msg("cli.doctor.hub_fix_hf") if name == "hf" else
-                             msg("cli.doctor.hub_fix", variable=ENDPOINT_ENV.get(name, "HF_ENDPOINT"))))
+                             fix))
+            continue
+        out.append(Check(f"hub {name}", "ok", msg("cli.doctor.hub_ok", url=url)) if speaks else
+                   Check(f"hub {name}", "warn", msg("cli.doctor.hub_not_hub", url=url, answer=answer), fix))
     return out
 
 

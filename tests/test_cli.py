@@ -308,6 +308,33 @@ def test_doctor_lists_the_machine_and_fails_on_what_a_session_needs(home):
     assert "hub modelscope: 把 MODELSCOPE_ENDPOINT 设为" in r.stdout, r.stdout
 
 
+def test_doctor_tells_a_hub_from_a_web_server_that_is_not_one(home, hub, tmp_path):
+    """Issue 46 item 7 (trial L): a plain web server answering 404 was "ok … answers (HTTP 404)". doctor asks each
+    endpoint for a model as its hub's API would be asked: the local hub (answering as both hubs) is ok, a plain
+    http.server is a warning that says what it answered and how to fix it."""
+    import http.server
+    import threading
+
+    (tmp_path / "www").mkdir()
+    handler = lambda *a, **k: http.server.SimpleHTTPRequestHandler(*a, directory=str(tmp_path / "www"), **k)  # noqa
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    try:
+        plain = f"http://127.0.0.1:{web.server_port}"
+        r = yichui(home, "doctor", HF_ENDPOINT=hub.url, MODELSCOPE_ENDPOINT=plain, COLUMNS="200")
+        assert r.returncode == 0, r.stdout + r.stderr
+        hf_line = next(x for x in r.stdout.splitlines() if "hub hf" in x)
+        ms_line = next(x for x in r.stdout.splitlines() if "hub modelscope" in x)
+        assert "ok" in hf_line and "not as a model hub" not in hf_line, r.stdout
+        assert "not as a model hub's API does" in ms_line and "HTTP 404" in ms_line, r.stdout
+        assert "MODELSCOPE_ENDPOINT" in r.stdout  # the fix names the variable
+        r = yichui(home, "doctor", HF_ENDPOINT=plain, MODELSCOPE_ENDPOINT=hub.url, COLUMNS="200")
+        assert "not as a model hub's API does" in next(x for x in r.stdout.splitlines() if "hub hf" in x), r.stdout
+        assert "not as a model hub" not in next(x for x in r.stdout.splitlines() if "hub modelscope" in x), r.stdout
+    finally:
+        web.shutdown()
+
+
 def test_resume_speaks_the_sessions_language(home, hub):
     r = yichui(home, "--lang", "zh", "run", "--yes", "--set", f"select_model.endpoint={hub.url}",
                "--set", "select_model.model=other")

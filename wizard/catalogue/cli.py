@@ -128,7 +128,9 @@ MESSAGES = {
     "cli.doctor.llmc_fix": {"en": "built by the export step on first use (about a minute)",
                             "zh": "导出步骤首次使用时自动构建（约一分钟）"},
     "cli.doctor.hub_ok": {"en": "{url} answers", "zh": "{url} 可访问"},
-    "cli.doctor.hub_http": {"en": "{url} answers (HTTP {code})", "zh": "{url} 可访问（HTTP {code}）"},
+    "cli.doctor.hub_not_hub": {"en": "{url} answers ({answer}), but not as a model hub's API does: check the address "
+                                      "(a hub or a mirror's base URL)",
+                               "zh": "{url} 有应答（{answer}），但不像模型仓库的 API：请检查地址（应为仓库或镜像的根地址）"},
     "cli.doctor.hub_down": {"en": "{url} unreachable ({why})", "zh": "{url} 无法访问（{why}）"},
     "cli.doctor.hub_fix_hf": {"en": "export HF_ENDPOINT=https://hf-mirror.com (or another mirror you can reach)",
                               "zh": "export HF_ENDPOINT=https://hf-mirror.com（或其他你能访问的镜像）"},
