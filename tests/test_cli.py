@@ -867,3 +867,14 @@ def test_a_session_is_found_by_its_last_four_characters_or_its_beginning(home):
     assert r.returncode == 2 and "多个会话 ID" in r.stderr and all(s.path.exists() for s in made)
     r = yichui(home, "show", "zzzz")
     assert r.returncode == 2 and "No session zzzz" in r.stderr
+
+
+def test_replay_with_a_key_no_step_asks_says_nothing_of_replaying(home):
+    """Issue 46 item 21 (trial L): `replay S --set choose_strategy.nokey=1` printed "Replaying …" before the key was
+    refused; the refusal now comes first and alone (exit 2, no session written), and a good --set still says it."""
+    s = Session.new("finetune", h=home)
+    s.save()
+    r = yichui(home, "replay", s.id, "--yes", "--set", "choose_strategy.nokey=1")
+    assert r.returncode == 2 and "choose_strategy.nokey" in r.stderr, r.stdout + r.stderr
+    assert "Replaying" not in r.stdout + r.stderr
+    assert len(sessions(home)) == 1

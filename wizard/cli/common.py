@@ -72,9 +72,10 @@ def _log_to(session) -> None:
 
 
 def run_engine(session, ui, interactive: bool, overrides: dict, replay: dict | None = None,
-            defaults: dict | None = None, new: bool = False) -> int:
+            defaults: dict | None = None, new: bool = False, announce: str | None = None) -> int:
     """Run the session. A new session is checked first (every --set key and typed value) and only then saved and
-    locked, so a mistyped --set costs nothing and leaves no session behind."""
+    locked, so a mistyped --set costs nothing and leaves no session behind; ``announce`` (a line: "Replaying …") is
+    said once the check has passed, never for a run that does not start."""
     from wizard.engine import AnswerError, Engine
     from wizard.prompter import QuestionaryPrompter
 
@@ -89,6 +90,8 @@ def run_engine(session, ui, interactive: bool, overrides: dict, replay: dict | N
             shutil.rmtree(session.run_dir, ignore_errors=True)
         ui.error(i18n.render(e.msg))
         return 2
+    if announce:
+        ui.say(announce)
     if new:
         session.save()
         session.lock()

@@ -170,10 +170,10 @@ def replay(session: str = typer.Argument(..., help=T("cli.arg.session")), yes: b
     if not yes:  # one question, not every one of its ~40 again (issue 46 item 8): --yes without typing it
         yes = _replay_recorded(old)
     s = Session.new(old.task, tuple(old.task_steps()), demo=old.demo, replay_of=str(old.path))
-    ui.say(T("cli.replaying" if overrides else "cli.replaying_plain", path=str(old.path)))  # its id once it is saved (the --set values checked first)
-    with demo_hub(ui, overrides, old.demo):
+    with demo_hub(ui, overrides, old.demo):  # "Replaying …" once every --set key and value has passed the check
         code = run_engine(s, ui, not yes, overrides, replay={n: dict(r.answers) for n, r in old.records()},
-                       new=True)
+                          new=True, announce=T("cli.replaying" if overrides else "cli.replaying_plain",
+                                               path=str(old.path)))
     raise typer.Exit(code)
 
 
