@@ -680,6 +680,7 @@ def test_bad_input(case, lang, home, hub, tmp_path, tiny_model, tmpfs, request):
     assert len(errors) == 1 and lines[-1] == errors[0], r.stderr  # one error line (after at most a warning)
     assert len(lines) <= 2, r.stderr
     assert len(r.stderr) < 2_000, r.stderr[:500]  # no value echoed whole (a 100,000-character --set was)
+    assert r.stderr.count("x" * 100) <= 1, r.stderr  # … nor shown twice (its reason quoting it: trial L)
     assert line_pattern(case.key, lang).search(errors[0][len(prefix):]), (i18n.CATALOG[case.key][lang], errors[0])
     assert "Traceback" not in r.stdout + r.stderr
     from wizard.session import Session

@@ -125,7 +125,7 @@ LONGEST = 240  # characters of a value an error line echoes: a 100,000-character
 def _clip(value: Any, longest: int = LONGEST) -> Any:
     """A value as an error line echoes it: whole up to ``longest`` characters, else its start and its length."""
     if isinstance(value, str) and len(value) > longest:
-        return f"{value[:longest // 2]}…({len(value):,} characters)"
+        return value[:longest // 2] + i18n.t("answer.clipped", n=f"{len(value):,}")
     return value
 
 
@@ -169,7 +169,11 @@ def _invalid(name: str, raw: Any, err: Msg) -> "AnswerError":
     """A --set value its question refuses, with the reason, ended as a sentence (the next one follows it)."""
     if err.alone:  # a refusal of what the answer names, not of the answer (recipes.base.Msg)
         return AnswerError(err)
-    reason = _clip(i18n.render(err), 4 * LONGEST).rstrip()
+    reason = i18n.render(err)
+    if isinstance(raw, str) and len(raw) > LONGEST:  # the line shows the value once (trial L: 100,000 characters twice)
+        for shown in (raw, repr(_clip(raw)), _clip(raw)):  # whole, or clipped by the check's own message
+            reason = reason.replace(shown, i18n.t("answer.the_value"))
+    reason = _clip(reason, 4 * LONGEST).rstrip()
     if not reason.endswith((".", "。", "!", "?", "！", "？", ")", "）")):
         reason += "。" if i18n.get_lang() == "zh" else "."
     return AnswerError(msg("answer.invalid", name=name, value=_clip(raw), reason=reason))

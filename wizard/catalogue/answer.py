@@ -16,6 +16,8 @@ MESSAGES = {
                               "zh": "机密项 {name} 没有值：请设置环境变量 {env}（机密不经过 --set，也不写入会话文件）。"},
     "answer.secret_via_set": {"en": "{name} is a secret and cannot be given with --set: set the environment variable {env}.",
                               "zh": "{name} 是机密项，不能用 --set 提供：请设置环境变量 {env}。"},
+    "answer.clipped": {"en": "…({n} characters)", "zh": "…（共 {n} 个字符）"},
+    "answer.the_value": {"en": "the value", "zh": "该值"},
     "answer.invalid": {"en": "{name}={value!r} is not valid: {reason} Change it with --set {name}=VALUE.",
                        "zh": "{name}={value!r} 无效：{reason} 请用 --set {name}=VALUE 修改。"},
     "answer.step_not_in_task": {"en": "--set {name}: step {step} is not part of task {task}; drop it or choose another --task.",
