@@ -146,10 +146,9 @@ LORA_CAST_GRAD = 4.0  # with peft's cast (DoRA, ``adapter_input_cast``), the lay
 # checkpointing only (with it, 2026-12-02-train-levers-h200.md's dropout-0 rows held without this term)
 LORA_NO_DROPOUT = 1.0
 # … and with checkpointing, in the layer being recomputed: a bf16 copy per adapted input element, 2 bytes. Chosen
-# on the dropout-0 LoRA rows with checkpointing (DPO and KTO, whose trainers set dropout to 0: 18 rows of four shapes,
-# bench/results/2026-12-06-memory-refit.md; 0, 1, 1.5, 2, 2.5 scanned: mean |error| 4.1, 2.9, 2.2, 1.7, 1.4 %,
-# worst −10.4 … −5.0 %); the two supervised dropout-0 rows of 2026-12-02-train-levers-h200 +1.4 % (cast off),
-# +2.4 % (cast on)
+# on the dropout-0 LoRA rows with checkpointing (DPO and KTO, whose trainers set dropout to 0: 17 rows of four shapes
+# and the supervised dropout-0 row of 2026-12-02-train-levers-h200, bench/results/2026-12-06-memory-refit.md; 0, 1,
+# 1.5, 2, 2.5 scanned: mean |error| 4.3, 3.0, 2.4, 1.8, 1.4 %, worst −10.8 … −5.0 %; 2.5 fits best, 2 is the copy)
 LORA_NO_DROPOUT_CKPT = 2.0
 # compiled decoder layers without checkpointing keep this fraction of the eager layer's activations (the fused
 # elementwise chains save fewer intermediates); fitted rows −5.6 … +10.0 %, held out −14.5 … +12.2 %
@@ -887,7 +886,7 @@ def activations(shape: Shape, t: TrainingSpec) -> dict:
     if t.method in ("lora", "dora"):
         dropout = t.lora_dropout > 0
         # the copy lora_A saves: fp32 in the plain loop (no autocast), bf16 from peft's cast or dropout's output,
-        # none when yichui's LoRA trainer skips the cast and nothing drops out (lora_A shares the base's input)
+        # without the cast and dropout: LORA_NO_DROPOUT (LORA_NO_DROPOUT_CKPT in a recomputed layer), none compiled
         saved = (PLAIN_LORA_INPUT if t.loss == "full" else
                  LORA_CAST if t.method == "dora" or t.adapter_input_cast or dropout else
                  LORA_NO_DROPOUT_CKPT if t.activation_checkpointing else
