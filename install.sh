@@ -19,12 +19,12 @@ link() {
   fi
 }
 if [ "${1:-}" = "--link" ]; then link user; exit 0; fi
-quiet() {  # a pip phase, with a line every 20 s so a long one is not a silent minute (issue 46 item 13)
+quiet() {  # a pip phase, with a line every 10 s so none is silent past 10 s (issue 46 item 13)
   "$@" &
   local pid=$! t0=$SECONDS
   while kill -0 "$pid" 2>/dev/null; do
     sleep 1
-    if (( (SECONDS - t0) % 20 == 0 )) && kill -0 "$pid" 2>/dev/null; then echo "  … $((SECONDS - t0)) s"; fi
+    if (( (SECONDS - t0) % 10 == 0 )) && kill -0 "$pid" 2>/dev/null; then echo "  … $((SECONDS - t0)) s"; fi
   done
   wait "$pid"
 }

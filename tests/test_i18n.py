@@ -161,3 +161,12 @@ def test_every_breakdown_row_and_column_has_words():
     assert {"memory.part.reference_forward", "memory.phase.generation", "memory.part.gathered"} <= keys
     missing = sorted(k for k in keys if k not in i18n.CATALOG)
     assert not missing, missing
+
+
+def test_commands_in_chinese_text_keep_their_placeholders():
+    """Issue 46 trial L (L2): `yichui chat 会话` — a command's placeholder translated reads as text to type; commands
+    stay as the shell takes them (SESSION, PATH, …) in every language."""
+    import re
+
+    bad = {k: v["zh"] for k, v in i18n.CATALOG.items() if re.search(r"yichui [a-z][a-z -]* (会话|路径|步骤)", v["zh"])}
+    assert not bad, bad

@@ -158,7 +158,7 @@ def ensure_env(home: Path, info=lambda text: None, tick=lambda seconds: None) ->
         return _build_env(env, record, info, tick)
 
 
-SAY_EVERY_S = 20  # a line this often while pip builds the environment: no silent minute (issue 46 item 13)
+SAY_EVERY_S = 10  # a line this often while pip builds the environment: nothing silent past 10 s (issue 46 item 13)
 
 
 def _run_saying(cmd: list[str], log, tick) -> int:

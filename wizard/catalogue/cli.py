@@ -193,14 +193,14 @@ MESSAGES = {
     "cli.chat.no_server": {"en": "Session {id} has no running server: `yichui serve start {id}` starts it again (a session that never deployed: `yichui run --task chat`), or pass --endpoint.",
                            "zh": "会话 {id} 没有运行中的服务：`yichui serve start {id}` 可重新启动（从未部署过的会话：`yichui run --task chat`），或使用 --endpoint。"},
     "cli.chat.session": {"en": "The server of session {id} (the newest running; `yichui chat SESSION` picks another).",
-                         "zh": "会话 {id} 的服务（正在运行的最新一个；`yichui chat 会话` 可选择其他会话）。"},
+                         "zh": "会话 {id} 的服务（正在运行的最新一个；`yichui chat SESSION` 可选择其他会话）。"},
     "cli.opt.keys": {"en": "also list every question's key (step.key, for --set), its kind and allowed values",
                      "zh": "同时列出每个问题的键（step.key，供 --set 使用）、类型和可选值"},
     "cli.steps.keys_title": {"en": "Question keys (--set step.key=VALUE)", "zh": "问题键（--set step.key=值）"},
     "cli.steps.keys_hint": {"en": "Checkboxes take a comma-separated list (--set evaluate.benchmarks=gsm8k,mmlu, or "
                                   "empty for none); `yichui show SESSION` lists a session's own answers.",
                             "zh": "多选题取逗号分隔的列表（--set evaluate.benchmarks=gsm8k,mmlu，留空表示不选）；"
-                                  "`yichui show 会话` 列出某个会话自己的回答。"},
+                                  "`yichui show SESSION` 列出某个会话自己的回答。"},
     "cli.usage.error": {"en": "{what} — `{command} -h` shows its usage.", "zh": "{what}——`{command} -h` 可查看用法。"},
     "cli.usage.did_you_mean": {"en": " (did you mean {names}?)", "zh": "（是不是 {names}？）"},
     "cli.usage.missing": {"en": "{name} is missing", "zh": "缺少 {name}"},
@@ -223,7 +223,7 @@ MESSAGES = {
                                   "zh": "--all 会停止所有服务：请不要同时指定会话（{session}）。"},
     "cli.serve.none_running_hint": {"en": "No yichui server is running: `yichui serve start SESSION` starts a deployed "
                                           "session's again (`yichui show --all` lists them), `yichui demo` makes one.",
-                                    "zh": "没有正在运行的 yichui 服务：`yichui serve start 会话` 可重新启动已部署会话的服务"
+                                    "zh": "没有正在运行的 yichui 服务：`yichui serve start SESSION` 可重新启动已部署会话的服务"
                                           "（`yichui show --all` 列出会话），`yichui demo` 会新建一个。"},
     "cli.serve.more_running": {"en": "{n} more running (other sessions'): yichui serve status --all",
                                "zh": "另有 {n} 个服务在运行（其他会话的）：yichui serve status --all"},

@@ -87,11 +87,11 @@ MESSAGES = {
     "export.disk_full": {"en": "The disk filled while the export was written in {path} ({free} free now): free some "
                                 "space (older sessions: yichui delete SESSION), then resume — the copies finished "
                                 "before are kept.",
-                         "zh": "导出写入 {path} 时磁盘已满（现在可用 {free}）：请释放空间（旧会话：yichui delete 会话），然后 "
+                         "zh": "导出写入 {path} 时磁盘已满（现在可用 {free}）：请释放空间（旧会话：yichui delete SESSION），然后 "
                                "resume——之前已完成的副本会保留。"},
     "export.no_space": {"en": "Not enough disk for the export in {path}: about {need} needed, {free} free. Free some "
                               "space (older sessions: yichui delete SESSION), or choose fewer formats.",
-                        "zh": "{path} 的磁盘空间不足以导出：约需 {need}，可用 {free}。请释放空间（旧会话：yichui delete 会话），"
+                        "zh": "{path} 的磁盘空间不足以导出：约需 {need}，可用 {free}。请释放空间（旧会话：yichui delete SESSION），"
                               "或少选几种格式。"},
     "export.merging": {"en": "Merging the {method} result into the base model → {path}", "zh": "正在把 {method} 结果合并进基座模型 → {path}"},
     "export.as_is": {"en": "Saving the downloaded model as it is → {path}", "zh": "按原样保存下载的模型 → {path}"},
