@@ -577,8 +577,8 @@ class Engine:
                         # was, its --set not kept — it became unfinished with its server running (46 trial K, K1)
                         self._undo_reopen()
                         try:
-                            self.ui.say("")
-                            self.ui.say(i18n.t("engine.reopen_undone", step=name))
+                            self.ui.say("")  # the value was fine: the user stopped (46 trial L, L3)
+                            self.ui.say(i18n.t("engine.reopen_interrupted", step=name))
                         except OSError:
                             pass
                         return 130

@@ -60,6 +60,10 @@ MESSAGES = {
     "engine.reopen_undone": {"en": "Nothing changed: the session stays as it was ({step} and the steps after it done). "
                                    "Give a valid value with --set to run them again.",
                              "zh": "未做任何更改：会话保持原样（{step} 及其后的步骤仍为已完成）。请用 --set 给出有效值以重新运行它们。"},
+    "engine.reopen_interrupted": {"en": "Interrupted: nothing changed, the session stays as it was ({step} and the "
+                                        "steps after it done); the same resume with its --set runs them again.",
+                                  "zh": "已中断：未做任何更改，会话保持原样（{step} 及其后的步骤仍为已完成）；再次执行同样的 "
+                                        "resume 和 --set 即可重新运行它们。"},
     "engine.reopened_asked": {"en": "{step}'s other questions come again, each pre-filled with its answer (Enter keeps "
                                     "it); with --yes they are kept without asking.",
                               "zh": "{step} 的其他问题会再次询问，均已预填原答案（回车保留）；加 --yes 则不询问直接保留。"},
