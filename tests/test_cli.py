@@ -366,11 +366,12 @@ def test_attach_says_stopped_not_detached_when_the_trainer_is_stopped_elsewhere(
                "'checkpoint': 'checkpoints/checkpoint-3'}) + '\\n')")
     job = jobs.spawn("trainer", [sys.executable, "-c", trainer], tdir)
     try:
-        r = yichui(home, "attach", s.id, timeout=60)
+        r = yichui(home, "attach", timeout=60)  # no SESSION: the newest training, named (46 trial L, L6)
     finally:
         job.stop(timeout=5)
     out = r.stdout + r.stderr
     assert r.returncode == 130, out
+    assert f"Following the training of session {s.id} (the newest training now" in " ".join(out.split()), out
     assert i18n.t("training.stopped", pid=job.pid, id=s.id).split(";")[0] in " ".join(out.split())
     assert "Detached" not in out
 

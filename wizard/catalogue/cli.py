@@ -192,6 +192,10 @@ MESSAGES = {
                            "zh": "请求的模型名（默认：该地址列出的第一个）。"},
     "cli.chat.no_server": {"en": "Session {id} has no running server: `yichui serve start {id}` starts it again (a session that never deployed: `yichui run --task chat`), or pass --endpoint.",
                            "zh": "会话 {id} 没有运行中的服务：`yichui serve start {id}` 可重新启动（从未部署过的会话：`yichui run --task chat`），或使用 --endpoint。"},
+    "cli.attach.session": {"en": "Following the training of session {id}.", "zh": "正在跟随会话 {id} 的训练。"},
+    "cli.attach.session_newest": {"en": "Following the training of session {id} (the newest training now; `yichui "
+                                        "attach SESSION` picks another).",
+                                  "zh": "正在跟随会话 {id} 的训练（当前最新的训练；`yichui attach SESSION` 可选择其他会话）。"},
     "cli.chat.session": {"en": "The server of session {id} (the newest running; `yichui chat SESSION` picks another).",
                          "zh": "会话 {id} 的服务（正在运行的最新一个；`yichui chat SESSION` 可选择其他会话）。"},
     "cli.opt.keys": {"en": "also list every question's key (step.key, for --set), its kind and allowed values",

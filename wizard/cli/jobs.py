@@ -95,6 +95,9 @@ def attach(session: Optional[str] = SessionArg):
     if job is None or not job.alive():
         ui.say(_trainer_died(s) or T("cli.attach.none", id=s.id))
         raise typer.Exit(1)
+    # which session is followed (46 trial L, L6: the live view began with the trainer's pid alone); picked by age, so
+    # said whether or not SESSION was given
+    ui.say(T("cli.attach.session" if session else "cli.attach.session_newest", id=s.id))
     ctx = _ViewCtx(ui, s.id)
     try:
         train_runner.follow(ctx, job, RunDir(s.run_dir).train.root)
