@@ -14,7 +14,7 @@ from pathlib import Path
 from recipes.hub import models
 from recipes.hub import client as hub
 from recipes.hub import downloader, snapshot
-from recipes.base import Choice, Ctx, Question, Record, StepError, msg
+from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, msg
 from recipes.handoff import ModelChoice
 
 name = "select_model"
@@ -79,6 +79,8 @@ def questions(ctx: Ctx) -> list[Question]:
             return None
         entry = models.by_key(value)
         repo = models.repo_id(entry, answers["source"]) if entry else None
+        if entry is None and hub.is_repo_id(value):  # a hub id where a catalogue name goes (46 trial L, M1)
+            return Msg("select_model.id_as_model", {"model": value}, alone=True)
         if repo is None:
             return msg("select_model.not_on_source", model=value, source=answers["source"])
         return check_model(repo, answers)
@@ -146,7 +148,8 @@ def questions(ctx: Ctx) -> list[Question]:
                                     for e in models.CATALOGUE] + [Choice("other", msg("select_model.model.other"))],
                  validate=validate_model, way_back=("endpoint", "source")),
         Question("model_id", "text", "select_model.model_id", when=lambda a: remote(a) and a.get("model") == "other",
-                 validate=validate_model_id, way_back=("model", "endpoint", "source")),
+                 validate=validate_model_id, way_back=("model", "endpoint", "source"),
+                 asked_if="select_model.asked_if.other"),
         Question("path", "path", "select_model.path", when=lambda a: a.get("source") == "local",
                  validate=validate_path, way_back=("source",)),
         Question("revision", "text", "select_model.revision", when=remote, default="main",

@@ -879,3 +879,18 @@ def test_replay_with_a_key_no_step_asks_says_nothing_of_replaying(home):
     assert r.returncode == 2 and "choose_strategy.nokey" in r.stderr, r.stdout + r.stderr
     assert "Replaying" not in r.stdout + r.stderr
     assert len(sessions(home)) == 1
+
+
+def test_a_model_id_without_model_other_is_refused_before_any_hub_is_asked(home, hub):
+    """Issue 46 trial L (M2): `--set select_model.model_id=ORG/NAME` alone was refused with the default catalogue
+    model's error (a run with that model where the hub has it); it is refused as not asked, naming the answer it
+    needs, before anything reads a hub. With model=other it runs."""
+    from recipes.demo.tiny_model import REPO_ID
+
+    r = yichui(home, "run", "--task", "deploy", "--yes", "--set", f"select_model.endpoint={hub.url}",
+               "--set", f"select_model.model_id={REPO_ID}")
+    assert r.returncode == 2 and "select_model.model=other" in r.stderr, r.stdout + r.stderr
+    assert "Reading config.json" not in r.stdout + r.stderr and sessions(home) == []
+    r = yichui(home, "run", "--task", "deploy", "--yes", "--set", f"select_model.endpoint={hub.url}",
+               "--set", f"select_model.model={REPO_ID}")
+    assert r.returncode == 2 and f"--set select_model.model=other --set select_model.model_id={REPO_ID}" in r.stderr

@@ -137,8 +137,8 @@ def _shown(value: Any) -> str:
 def names_default(q: Question, raw: Any, answers: dict) -> bool:
     """Whether a --set for ``q``, which its step will not ask, only names the question's default: it changes nothing,
     so it stands (a script naming ``choose_strategy.training_backend=transformers`` works where unsloth is absent)."""
-    try:
-        value, err = check(q, raw, answers)
+    try:  # a text's or path's validator may ask a hub: such a value is compared as given
+        value, err = check(q, raw, answers) if q.kind in CHECKED_EARLY else (raw, None)
         default = q.default(answers) if callable(q.default) else q.default
     except Exception:  # noqa: BLE001 - a default that cannot be worked out here: not the default
         return False
@@ -496,11 +496,27 @@ class Engine:
                                           keys=list(qs)))
                 if qs[key].secret:
                     raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=qs[key].env or "?"))
+            given = {**self.defaults.get(name, {}), **self.session.record(name).answers,
+                     **self.replay.get(name, {})}
+            # first, without checking any value (no hub asked): a --set whose question the other answers leave
+            # unasked is refused before an earlier default is checked — `--set select_model.model_id=…` alone was
+            # refused as the default catalogue model's error, as if it had been read (46 trial L, M2)
+            dry: dict = {}
+            for q in questions:
+                try:
+                    if q.when is not None and not q.when(dry):
+                        if q.key in sets and not names_default(q, sets[q.key], dry):
+                            raise _not_asked(name, q)
+                        continue
+                    dry[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
+                        else q.resolve_default(dry)
+                except AnswerError:
+                    raise
+                except Exception:  # noqa: BLE001 - a default only the run knows: the pass below decides
+                    continue
             # the answers so far, in question order (the --set values, else the defaults), so that choices and
             # validators that depend on earlier answers check each --set value before any step runs
             answers: dict = {}
-            given = {**self.defaults.get(name, {}), **self.session.record(name).answers,
-                     **self.replay.get(name, {})}
             for q in questions:
                 err = None
                 try:

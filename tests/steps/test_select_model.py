@@ -20,6 +20,9 @@ def test_select_model(chain):
     assert check(q["model_id"], "nobody/nothing", answers)[1].key == "hub.no_such_model"
     assert check(q["model_id"], "not an id", answers)[1].key == "select_model.bad_id"
     assert check(q["model_id"], REPO_ID, answers)[1] is None
+    # a hub id where a catalogue name goes is told how to give it (46 trial L, M1: "is not published on hf")
+    err = check(q["model"], REPO_ID, answers | {"model": None})[1]
+    assert err.key == "select_model.id_as_model" and err.alone and err.args["model"] == REPO_ID
     assert check(q["endpoint"], "ftp://x", answers)[1].key == "select_model.bad_endpoint"
     assert check(q["path"], str(chain.tiny), {"source": "local"})[1] is None
     assert check(q["path"], str(chain.home), {"source": "local"})[1].key == "hub.no_local_model"

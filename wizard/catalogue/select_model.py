@@ -41,5 +41,11 @@ MESSAGES = {
     "select_model.tag.demo": {"en": "(demo model, local demo hub)", "zh": "（演示模型，本地演示 Hub）"},
     "select_model.tag.demo_vision": {"en": "(vision-language demo model, local demo hub)",
                                      "zh": "（视觉语言演示模型，本地演示 Hub）"},
+    "select_model.asked_if.other": {"en": "with select_model.model=other (then select_model.model_id is the hub id)",
+                                    "zh": "select_model.model=other（此时 select_model.model_id 为仓库 ID）"},
+    "select_model.id_as_model": {"en": "{model} is a hub id, not a name of the catalogue: give it as "
+                                       "--set select_model.model=other --set select_model.model_id={model}",
+                                 "zh": "{model} 是仓库 ID，不是目录中的名称：请写作 "
+                                       "--set select_model.model=other --set select_model.model_id={model}"},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
 }
