@@ -24,9 +24,9 @@ MESSAGES = {
                             "zh": "数据集 {path}：无法识别的记录格式；支持：{formats}"
                                   "（alpaca：instruction/input/output；sharegpt：from/value 对话；messages：role/content；prompt/completion）。"},
     "data.bad_records": {"en": "Dataset {path}: {count} malformed record(s), e.g. {where}. Fix them, or train on the "
-                               "others: --set choose_strategy.bad_records=skip.",
+                               "others: run the same command again with --set choose_strategy.bad_records=skip added.",
                          "zh": "数据集 {path}：{count} 条记录格式有误，例如 {where}。请修正它们，或只用其余记录训练："
-                               "--set choose_strategy.bad_records=skip。"},
+                               "在同一条命令后加上 --set choose_strategy.bad_records=skip 再运行一次。"},
     "data.bad_at": {"en": "{at} ({why})", "zh": "{at}（{why}）"},
     "data.all_bad": {"en": "Dataset {path}: all {count} record(s) are malformed, so skipping them leaves none, e.g. "
                            "{where}. Fix the records.",
