@@ -448,8 +448,16 @@ def test_tables_at_80_columns_keep_words_and_urls_whole(home):
     done.steps["deploy"]["outputs"]["served_model"] = "tiny-qwen2-chat-lora"
     done.save()
     running = [jobs.spawn("server", ["sleep", "60"], x.run_dir / "serve") for x in (s, done)]  # in the servers' place
+    training = Session.new("finetune", h=home)  # a trainer running now is said in its row (46 trial L, L7)
+    training.save()
+    running.append(jobs.spawn("trainer", ["sleep", "60"], training.run_dir / "train"))
     try:
         r = yichui(home, "show", "--all", COLUMNS="80")
+        out = r.stdout.splitlines()
+        at = next(i for i, x in enumerate(out) if training.id in x)
+        assert "(training)" in out[at + 2] and "(training)" not in "".join(out[:at]), r.stdout  # under its model
+        wide = yichui(home, "show", "--all", COLUMNS="160").stdout
+        assert "1/8 select_model (training)" in next(x for x in wide.splitlines() if training.id in x), wide
         # serve status cut "http://127.0.0. / 0.1:8002/v1" and "tiny-qwen2-ch / at-lora" (issue 46 trial I): the
         # model under its endpoint, the log on a line of its own
         for args in (["--all"], [done.id]):

@@ -192,6 +192,7 @@ MESSAGES = {
                            "zh": "请求的模型名（默认：该地址列出的第一个）。"},
     "cli.chat.no_server": {"en": "Session {id} has no running server: `yichui serve start {id}` starts it again (a session that never deployed: `yichui run --task chat`), or pass --endpoint.",
                            "zh": "会话 {id} 没有运行中的服务：`yichui serve start {id}` 可重新启动（从未部署过的会话：`yichui run --task chat`），或使用 --endpoint。"},
+    "cli.show.training_now": {"en": "(training)", "zh": "（训练中）"},
     "cli.attach.session": {"en": "Following the training of session {id}.", "zh": "正在跟随会话 {id} 的训练。"},
     "cli.attach.session_newest": {"en": "Following the training of session {id} (the newest training now; `yichui "
                                         "attach SESSION` picks another).",
