@@ -308,6 +308,8 @@ CATALOGUE = [
     # the command line
     Case("unknown-task", "an unknown task", "cli.unknown_task", lambda e: ["run", "--task", "bake", "--yes"]),
     Case("unknown-set-key", "a --set key the step does not have", "answer.unknown_key", lambda e: ys("deploy.prot=9000")),
+    Case("unknown-set-key-many", "a --set key misspelt in a step of ~60 questions (all listed on one line before)",
+         "answer.unknown_key_many", lambda e: ys("choose_strategy.learning_rat=1e-4")),
     Case("set-not-key-value", "a --set without '='", "cli.bad_set", lambda e: ["run", "--yes", "--set", "deploy"]),
     Case("set-unknown-step", "a --set for a step that does not exist", "cli.unknown_step", lambda e: ys("bake.x=1")),
     Case("set-outside-task", "a --set for a step outside the task", "answer.step_not_in_task",

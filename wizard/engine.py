@@ -492,8 +492,14 @@ class Engine:
             qs = {q.key: q for q in questions}
             for key in sets:
                 if key not in qs:
-                    raise AnswerError(msg("answer.unknown_key", name=f"{name}.{key}", step=name, key=key,
-                                          keys=list(qs)))
+                    if len(qs) <= 12:
+                        raise AnswerError(msg("answer.unknown_key", name=f"{name}.{key}", step=name, key=key,
+                                              keys=list(qs)))
+                    import difflib  # a step of ~60 questions: the near ones, not all on one line (46 trial L, L4)
+
+                    near = difflib.get_close_matches(key, list(qs), n=3)
+                    raise AnswerError(msg("answer.unknown_key_many", name=f"{name}.{key}", step=name, key=key,
+                                          count=len(qs), close=msg("answer.did_you_mean", keys=near) if near else ""))
                 if qs[key].secret:
                     raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=qs[key].env or "?"))
             given = {**self.defaults.get(name, {}), **self.session.record(name).answers,

@@ -24,6 +24,11 @@ MESSAGES = {
                                 "zh": "--set {name}：步骤 {step} 不属于任务 {task}；请去掉它或换一个 --task。"},
     "answer.unknown_key": {"en": "--set {name}: step {step} has no question {key!r}; its questions are: {keys}.",
                            "zh": "--set {name}：步骤 {step} 没有问题 {key!r}；它的问题有：{keys}。"},
+    "answer.unknown_key_many": {"en": "--set {name}: step {step} has no question {key!r}{close}; `yichui steps --keys` "
+                                      "lists its {count} questions.",
+                                "zh": "--set {name}：步骤 {step} 没有问题 {key!r}{close}；`yichui steps --keys` 列出它的 "
+                                      "{count} 个问题。"},
+    "answer.did_you_mean": {"en": " (did you mean {keys}?)", "zh": "（是否想写 {keys}？）"},
     "answer.no_choices": {"en": "There is nothing to choose here ('{value}' given): leave it empty.", "zh": "这里没有可选项（给出了 '{value}'）：请留空。"},
     "answer.set_not_asked": {"en": "--set {name} is not used: that question is asked only {why}. Drop it, or change "
                                    "the answer it depends on.",
