@@ -901,11 +901,15 @@ class HubServer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(prog="python -m recipes.hub.server", description=__doc__.splitlines()[0])
-    ap.add_argument("root")
+    # the module's first paragraph whole (its first line alone stopped mid-sentence: 46 trial L, L9)
+    ap = argparse.ArgumentParser(prog="python -m recipes.hub.server",
+                                 description=" ".join((__doc__ or "").split("\n\n")[0].split()),
+                                 epilog="Fault rules and modes: the module's docstring "
+                                        "(python -c 'import recipes.hub.server as s; help(s)').")
+    ap.add_argument("root", help="folder of <org>/<name>/<files>, one model repository each")
     ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--faults", default=None, help="a JSON file with fault rules")
+    ap.add_argument("--port", type=int, default=0, help="0: a free port (the URL is printed first)")
+    ap.add_argument("--faults", default=None, help="a JSON file with fault rules (a list: see the epilog)")
     a = ap.parse_args(argv)
     faults = json.loads(Path(a.faults).read_text()) if a.faults else None
     server = HubServer(a.root, a.host, a.port, faults)
