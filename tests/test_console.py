@@ -456,3 +456,36 @@ def test_a_chosen_answer_s_echo_wraps_between_words(monkeypatch):
     assert len(lines) == 2 and prompter._echo_at + get_cwidth(lines[0]) <= 79 and get_cwidth(lines[1]) <= 79
     assert " ".join(x.strip() for x in lines) == label and lines[1].strip() == "reply)"
     assert prompter._echo_wrapped("LoRA") == "LoRA"
+
+
+def test_a_text_question_leaves_room_for_its_prefilled_answer(monkeypatch):
+    """Issue 46 trial L (L1): a text question's pre-filled answer is echoed after its last line, and the terminal
+    folded it "…, or none): no" | "ne" at 80 columns. The wrap counts it as it counts a select's instruction."""
+    import os
+
+    import questionary
+    from prompt_toolkit.utils import get_cwidth
+
+    from recipes.base import Question
+    from wizard import prompter
+
+    monkeypatch.setattr("shutil.get_terminal_size", lambda *a, **k: os.terminal_size((80, 24)))
+    seen = {}
+
+    class Asked:
+        def __init__(self, message, default=""):
+            seen["message"], seen["default"] = message, default
+
+        def unsafe_ask(self):
+            return seen["default"]
+
+    monkeypatch.setattr(questionary, "text", lambda message, default="", **kw: Asked(message, default))
+    key = "deploy.compare_endpoints"
+    long = "Compare the speed of other endpoints first (comma-separated URLs, or none):"
+    from wizard import i18n
+
+    for n in range(0, 30):  # every place the question's end can fall
+        monkeypatch.setitem(i18n.CATALOG, key, {"en": "x " * n + long, "zh": long})
+        got = prompter.QuestionaryPrompter()._ask(Question("compare", "text", key), "none", {})
+        shown = ("? " + seen["message"] + " " + got).split("\n")
+        assert got == "none" and all(get_cwidth(x) <= 79 for x in shown), (n, shown)

@@ -173,7 +173,10 @@ class QuestionaryPrompter:
         tail = {"select": "ui.select_instruction", "checkbox": "ui.checkbox_instruction"}.get(q.kind) or (
             ("ui.confirm_default_yes" if prefill is None or prefill else "ui.confirm_default_no")
             if q.kind == "confirm" else None)
-        text = _wrap_question(i18n.render(q.message), i18n.t(tail) if tail else "")
+        # a text's pre-filled answer is echoed after the question like a select's instruction: room for it on the
+        # last line, or a line of its own ("…, or none): no" | "ne" at 80 columns: 46 trial L, L1)
+        echoed = str(prefill) if q.kind in ("text", "path") and prefill not in (None, "") else ""
+        text = _wrap_question(i18n.render(q.message), i18n.t(tail) if tail else echoed[:60])
         if q.kind == "select":
             global _echo_at
             from prompt_toolkit.utils import get_cwidth
