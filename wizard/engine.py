@@ -512,10 +512,14 @@ class Engine:
                 try:
                     if q.when is not None and not q.when(dry):
                         if q.key in sets and not names_default(q, sets[q.key], dry):
-                            raise _not_asked(name, q)
+                            raise _not_asked(name, q, sets[q.key], dry)  # its own reason where a typed check has one
                         continue
-                    dry[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
-                        else q.resolve_default(dry)
+                    if q.key in sets and q.kind in CHECKED_EARLY:  # typed as the step would read it (no hub asked)
+                        value, err = check(q, sets[q.key], dry)
+                        dry[q.key] = sets[q.key] if err is not None else value  # a bad value: the pass below says it
+                    else:
+                        dry[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
+                            else q.resolve_default(dry)
                 except AnswerError:
                     raise
                 except Exception:  # noqa: BLE001 - a default only the run knows: the pass below decides
