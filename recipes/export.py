@@ -389,7 +389,9 @@ def _export(ctx: Ctx, answers: dict) -> ExportResult:
                         "modifier": fmt.modifier, "calibration": calib if fmt.calibrated else [],
                         "max_seq_length": answers.get("calibration_seq_len", 512), "trust_remote_code": code}
                 assert env is not None  # ensured above for every llm-compressor format
-                quantize.run_llmc(env, spec, edir / f".work-{f}")
+                quantize.run_llmc(env, spec, edir / f".work-{f}",
+                                  lambda seconds, f=f: ctx.info(msg("export.quantizing_still", format=f,
+                                                                    seconds=seconds)))
                 tool = "llm-compressor " + env["packages"]["llmcompressor"]
             seconds = round(time.time() - t0, 2)
             if fmt.tool != "gguf":  # one end-of-turn for every copy: the merged model's (GGUF carries its own)

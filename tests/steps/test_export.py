@@ -237,3 +237,22 @@ def test_why_an_exported_copy_runs_past_the_end_of_turn(tiny_model, tmp_path):
     (copy / "generation_config.json").write_text(json.dumps(gen))
     assert export.stop_cause(merged, copy, "What is LoRA?", quality, False) == (
         "export.stop_cause.eos", {"ids": [dropped]})
+
+
+def test_the_quantizer_s_run_says_it_is_still_working(tmp_path, monkeypatch):
+    """Issue 46 item 13 (trial M): "Making gptq-w4a16 → …" was followed by 26 s of nothing while llm-compressor ran
+    in its own environment; run_llmc now says how long it has taken every SAY_EVERY_S seconds (a real process here:
+    a stand-in interpreter that takes 2.5 s), and its exit status still decides."""
+    from recipes.quantization import quantize
+
+    monkeypatch.setattr(quantize, "SAY_EVERY_S", 1)
+    slow = tmp_path / "python"
+    slow.write_text("#!/bin/sh\nsleep 2.5\nexit 0\n")
+    slow.chmod(0o755)
+    ticks: list = []
+    quantize.run_llmc({"python": str(slow)}, {"format": "gptq-w4a16"}, tmp_path / "work", ticks.append)
+    assert len(ticks) >= 2 and ticks == sorted(ticks) and ticks[0] >= 1, ticks
+    slow.write_text("#!/bin/sh\necho 'ValueError: no calibration data'\nexit 3\n")
+    with pytest.raises(quantize.QuantizeError) as e:
+        quantize.run_llmc({"python": str(slow)}, {"format": "gptq-w4a16"}, tmp_path / "work", ticks.append)
+    assert e.value.key == "quantization.quantize_failed" and "no calibration data" in e.value.params["last"]

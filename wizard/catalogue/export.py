@@ -48,6 +48,7 @@ MESSAGES = {
     "export.env": {"en": "llm-compressor runs in its own environment ({name}).", "zh": "llm-compressor 在独立环境中运行（{name}）。"},
     "export.env_building": {"en": "Building it once (about a minute): {path}", "zh": "首次创建（约一分钟）：{path}"},
     "export.quantizing": {"en": "Making {format} → {path}", "zh": "正在生成 {format} → {path}"},
+    "export.quantizing_still": {"en": "  … still making {format} ({seconds} s)", "zh": "  … 仍在生成 {format}（{seconds} 秒）"},
     "export.few_quality_samples": {"en": "Only {n} held-out sample(s) to check the quantized copies on: their KL and perplexity figures are noise at that size. Hold out "
                                          "more when training (choose_strategy.val_ratio).",
                                    "zh": "只有 {n} 个留出样本可用于检查量化副本：这个规模下 KL 与困惑度"
