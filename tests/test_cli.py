@@ -258,6 +258,10 @@ def test_show_all_lists_sessions(home):
     assert "微调（finetune）" in r.stdout, r.stdout
     r = yichui(home, "--lang", "zh", "show", a.id, COLUMNS="120")
     assert "微调（finetune）" in r.stdout, r.stdout
+    r = yichui(home, "--lang", "zh", "show", "--all", COLUMNS="80")  # the id under the name, never "…（finetune" | "）"
+    rows = r.stdout.splitlines()
+    at = next(i for i, x in enumerate(rows) if a.id in x)
+    assert "│ 微调 " in rows[at] and "（finetune）" in rows[at + 1], r.stdout
     b = Session.new("finetune", h=home)
     b.save()
     b.path.write_text(b.path.read_text()[:40])  # truncated: listed as a warning, not silently left out

@@ -431,8 +431,8 @@ def show(session: Optional[str] = SessionArg,
         if narrow:  # 80 columns: the model on a second line under the id, so no address or word is cut
             ui.table(T("cli.show.all_title_utc"), [T("cli.col.id_model"), T("cli.col.task"), T("cli.col.step"),
                                                    T("cli.col.server"), T("cli.col.updated_short")],
-                     [(f"{x.id}\n{model(x)}{training(x, chr(10))}", task_words(x.task), step(x), server(x), updated(x))
-                      for x in found]
+                     [(f"{x.id}\n{model(x)}{training(x, chr(10))}", task_words(x.task).replace("（", "\n（"), step(x),
+                       server(x), updated(x)) for x in found]  # zh: the task's id under its name, not cut
                      + [(sid, "?", T("cli.show.unreadable_row"), srv, "") for sid, srv in bad])
         else:
             ui.table(T("cli.show.all_title_utc"), ["id", T("cli.col.task"), T("cli.col.model"), T("cli.col.step"),
