@@ -161,17 +161,18 @@ def ensure_env(home: Path, info=lambda text: None, tick=lambda seconds: None) ->
 SAY_EVERY_S = 10  # a line this often while pip builds the environment: nothing silent past 10 s (issue 46 item 13)
 
 
-def _run_saying(cmd: list[str], log, tick, env: dict | None = None, **popen) -> int:
-    """Run ``cmd`` with its output to ``log``; every SAY_EVERY_S seconds ``tick(seconds)`` gets how long it has taken
-    (pip, or the quantizer, prints nothing to the terminal meanwhile). Returns its exit status."""
+def _run_saying(cmd: list[str], log, tick, env: dict | None = None, t0: float | None = None, **popen) -> int:
+    """Run ``cmd`` with its output to ``log``; every SAY_EVERY_S seconds counted from ``t0`` (time.monotonic(); the
+    command's start by default, a whole build's start when it runs several) ``tick(seconds)`` gets how long it has
+    been (pip, or the quantizer, prints nothing to the terminal meanwhile). Returns its exit status."""
     import time
 
-    t0 = time.monotonic()
+    t0 = time.monotonic() if t0 is None else t0
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env or _clean_env(), **popen)
     try:
         while True:
             try:
-                return proc.wait(timeout=SAY_EVERY_S)
+                return proc.wait(timeout=SAY_EVERY_S - (time.monotonic() - t0) % SAY_EVERY_S)
             except subprocess.TimeoutExpired:
                 tick(round(time.monotonic() - t0))
     except BaseException:  # Ctrl-C: the build is not left running on its own
@@ -195,11 +196,14 @@ def _build_env(env: Path, record: Path, info, tick=lambda seconds: None) -> dict
     if wheels:
         venv.append("--without-pip")  # the main interpreter's pip serves (images often lack ensurepip)
     log = env.parent / f"{LLMC_ENV}.pip.log"
+    import time
+
+    t0 = time.monotonic()  # one count over the venv and pip (a 15 s gap when each began its own: 46 trial M)
     for cmd in (venv, pip):
         if cmd is pip and wheels:
             _see_main_site(python)
         with open(log, "a") as f:
-            rc = _run_saying(cmd, f, tick)
+            rc = _run_saying(cmd, f, tick, t0=t0)
         if rc:
             shutil.rmtree(env, ignore_errors=True)
             raise QuantizeError("quantization.env_failed", env=str(env), log=str(log), last=_last_line(log))
