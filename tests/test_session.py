@@ -58,6 +58,28 @@ def test_lock_refuses_a_second_process(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_holder_names_the_other_yichui_that_runs_a_session(tmp_path):
+    """attach's closing hint (46 trial M): while the wizard or a demo holds the session, `resume` would be refused,
+    so attach says that yichui goes on by itself; holder() finds it without disturbing it."""
+    s = make(tmp_path)
+    assert Session.load(s.path).holder() is None  # no lock file yet
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from wizard.session import Session\n"
+                               f"s = Session.load({str(s.path)!r}); s.lock(); print('locked', flush=True); "
+                               "time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert Session.load(s.path).holder() == str(holder.pid)
+        assert Session.load(s.path).holder() == str(holder.pid)  # the probe left the holder's lock as it was
+    finally:
+        holder.kill()
+        holder.wait()
+    assert Session.load(s.path).holder() is None  # its lock went with it (kill -9)
+    mine = Session.load(s.path)
+    mine.lock()
+    assert mine.holder() is None  # our own lock is no other yichui
+    mine.unlock()
+
+
 def test_binary_file_and_folder_are_refused(tmp_path):
     s = make(tmp_path)
     s.path.write_bytes(b"\xff\xfe\x00garbage")

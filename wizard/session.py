@@ -435,6 +435,22 @@ class Session:
         for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):  # saves cut short by kill -9: only we write
             stale.unlink(missing_ok=True)
 
+    def holder(self) -> str | None:
+        """The pid of another live yichui holding this session's lock (see :meth:`lock`), or None. A probe: a shared
+        lock taken and dropped at once (it fails against the holder's exclusive one)."""
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        if self._lock_fd is not None or not lock_path.exists():
+            return None
+        fd = os.open(lock_path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        except BlockingIOError:
+            return os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+        finally:
+            os.close(fd)
+
     def unlock(self) -> None:
         if self._lock_fd is not None:
             os.close(self._lock_fd)

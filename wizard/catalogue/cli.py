@@ -491,6 +491,12 @@ MESSAGES = {
                         "zh": "会话 {id} 没有正在运行的训练；`yichui status` 可查看其任务。"},
     "cli.attach.done": {"en": "Training of session {id} finished; `yichui resume {id}` goes on to export and deploy.",
                         "zh": "会话 {id} 的训练已完成；`yichui resume {id}` 继续导出与部署。"},
+    "cli.attach.done_held": {"en": "Training of session {id} finished; the yichui that runs it (pid {pid}) goes on to "
+                                   "export and deploy by itself.",
+                             "zh": "会话 {id} 的训练已完成；运行它的 yichui（pid {pid}）会自行继续导出与部署。"},
+    "cli.attach.oom_held": {"en": "The trainer of session {id} ran out of GPU memory; the yichui that runs it (pid "
+                                  "{pid}) recovers (smaller micro-batch, checkpointing) and goes on by itself.",
+                            "zh": "会话 {id} 的训练显存不足；运行它的 yichui（pid {pid}）会自行调整（更小的微批、激活检查点）后继续。"},
     "cli.attach.oom": {"en": "The trainer of session {id} ran out of GPU memory; `yichui resume {id}` recovers (smaller micro-batch, checkpointing) and goes on.",
                        "zh": "会话 {id} 的训练显存不足；`yichui resume {id}` 会自动调整（更小的微批、激活检查点）后继续。"},
     "cli.example.run": {"en": "Examples:\n\n  yichui                                  # the wizard, asking each question\n\n  yichui run --task deploy                # serve a model as it is\n\n  yichui run --yes --set select_model.model=qwen2.5-0.5b-instruct\n\n  yichui run --task deploy --from 20261201-101500-ab12   # its training",

@@ -109,8 +109,12 @@ def attach(session: Optional[str] = SessionArg):
     except StepError as e:
         raise fail(e.msg.key, code=1, **e.msg.args)
     except train_runner.OutOfMemory:  # the wizard (resume) recovers from it
-        raise fail("cli.attach.oom", code=1, id=s.id)
-    ui.success(T("cli.attach.done", id=s.id))
+        held = s.holder()
+        raise fail("cli.attach.oom_held" if held else "cli.attach.oom", code=1, id=s.id, pid=held or "")
+    # the yichui that runs the session (the wizard, a demo) goes on by itself; `resume` is refused while it holds
+    # the session (46 trial M: the hint pointed to a command that failed)
+    held = s.holder()
+    ui.success(T("cli.attach.done_held", id=s.id, pid=held) if held else T("cli.attach.done", id=s.id))
 
 
 def _trainer_died(s) -> str | None:
