@@ -511,10 +511,15 @@ def test_ctrl_c_at_a_reopened_step_s_questions_leaves_the_finished_session_as_it
     s = Session.new("test", ("a", "b"), tmp_path)
     s.save()
     assert Engine(s, UI(), None, load=steps.__getitem__).run() == 0
-    before = json.loads(s.path.read_text())["steps"]
+    whole = json.loads(s.path.read_text())
+    before = whole["steps"]
+    import time
+
+    time.sleep(0.01)  # a save now would record another time (milliseconds)
     p = Scripted([KeyboardInterrupt])
     e = Engine(Session.load(s.path), UI(), p, overrides={"a": {"n": "6"}}, load=steps.__getitem__)
     assert e.run() == 130 and len(p.asked) == 1
+    assert json.loads(s.path.read_text())["updated_at"] == whole["updated_at"]  # its time too (46 trial M)
     after = json.loads(s.path.read_text())["steps"]
     assert [after[n]["status"] for n in ("a", "b")] == ["done", "done"] and after["a"]["answers"] == before["a"]["answers"]
     out = capsys.readouterr().out

@@ -290,6 +290,7 @@ class Engine:
         self._unlocked: set[str] = set()
         # the records a --set re-opened, as they were (_reopen_changed): put back when that --set is refused
         self._reopened: dict[str, dict] = {}
+        self._reopened_at: str | None = None  # the session's updated_at before the re-open
         self.sources: dict[str, dict[str, str]] = {}  # step → key → where this run's answer came from (source())
         self._quiet = False  # the steps' info and warn lines are held back (a saved answer being checked)
 
@@ -685,6 +686,7 @@ class Engine:
         s, names = self.session, self.session.task_steps()
         later = [n for n in names[names.index(first) + 1:] if s.record(n).status == "done"]
         self._reopened = {n: copy.deepcopy(s.record(n).data) for n in [first, *later]}
+        self._reopened_at = s.data.get("updated_at")
         for n in [first, *later]:
             s.record(n).update(status="pending", started_at=None)
         s.save()
@@ -701,7 +703,7 @@ class Engine:
             rec.data.clear()
             rec.data.update(data)
         self._reopened = {}
-        self.session.save()
+        self.session.save(updated_at=self._reopened_at)  # "nothing changed": its time neither (46 trial M)
 
     def _go_back(self, rec: StepRecord, text: str, reask: str) -> bool:
         """In the wizard, after a refusal an earlier step's answer caused (a model the hub refuses at download): say

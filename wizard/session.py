@@ -385,9 +385,10 @@ class Session:
         return next((n for n, r in self.records() if r.status not in ("done", "skipped")), None)
 
     # -- writing -----------------------------------------------------------------------------------------------
-    def save(self) -> None:
-        """Atomic write: temp file in the same folder, flush, fsync, os.replace, fsync the folder."""
-        self.data["updated_at"] = now()
+    def save(self, updated_at: str | None = None) -> None:
+        """Atomic write: temp file in the same folder, flush, fsync, os.replace, fsync the folder. ``updated_at``: the
+        time to record instead of now (a change undone puts the session back as it was, its time too)."""
+        self.data["updated_at"] = updated_at or now()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         try:
