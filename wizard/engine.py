@@ -686,7 +686,7 @@ class Engine:
         s, names = self.session, self.session.task_steps()
         later = [n for n in names[names.index(first) + 1:] if s.record(n).status == "done"]
         self._reopened = {n: copy.deepcopy(s.record(n).data) for n in [first, *later]}
-        self._reopened_at = s.data.get("updated_at")
+        self._reopened_at = s.updated_at or None
         for n in [first, *later]:
             s.record(n).update(status="pending", started_at=None)
         s.save()
