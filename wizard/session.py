@@ -415,7 +415,7 @@ class Session:
         Raises:
             SessionError: another live process holds it (its pid is named).
         """
-        lock_path = self.path.with_name(self.path.name + ".lock")
+        lock_path = self._lock_path()
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -436,10 +436,13 @@ class Session:
         for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):  # saves cut short by kill -9: only we write
             stale.unlink(missing_ok=True)
 
+    def _lock_path(self) -> Path:
+        return self.path.with_name(self.path.name + ".lock")
+
     def holder(self) -> str | None:
         """The pid of another live yichui holding this session's lock (see :meth:`lock`), or None. A probe: a shared
         lock taken and dropped at once (it fails against the holder's exclusive one)."""
-        lock_path = self.path.with_name(self.path.name + ".lock")
+        lock_path = self._lock_path()
         if self._lock_fd is not None or not lock_path.exists():
             return None
         fd = os.open(lock_path, os.O_RDONLY)

@@ -30,6 +30,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from recipes.base import Refusal
@@ -165,8 +166,6 @@ def _run_saying(cmd: list[str], log, tick, env: dict | None = None, t0: float | 
     """Run ``cmd`` with its output to ``log``; every SAY_EVERY_S seconds counted from ``t0`` (time.monotonic(); the
     command's start by default, a whole build's start when it runs several) ``tick(seconds)`` gets how long it has
     been (pip, or the quantizer, prints nothing to the terminal meanwhile). Returns its exit status."""
-    import time
-
     t0 = time.monotonic() if t0 is None else t0
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env or _clean_env(), **popen)
     try:
@@ -196,8 +195,6 @@ def _build_env(env: Path, record: Path, info, tick=lambda seconds: None) -> dict
     if wheels:
         venv.append("--without-pip")  # the main interpreter's pip serves (images often lack ensurepip)
     log = env.parent / f"{LLMC_ENV}.pip.log"
-    import time
-
     t0 = time.monotonic()  # one count over the venv and pip (a 15 s gap when each began its own: 46 trial M)
     for cmd in (venv, pip):
         if cmd is pip and wheels:

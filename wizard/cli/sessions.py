@@ -396,11 +396,11 @@ def show(session: Optional[str] = SessionArg,
             names = x.task_steps()
             at = x.current_step()
             where = f"{names.index(at) + 1}/{len(names)}" if at in names else "?"
-            return where if narrow else f"{where} {at}{training(x, ' ')}"
+            return where if narrow else f"{where} {at}{training(x)}"
 
-        def training(x, sep: str) -> str:  # a trainer running now is said (46 trial L, L7): under the model at 80
-            job = jobs.read(RunDir(x.run_dir).train.job())  # columns, after the step on a wide terminal
-            return f"{sep}{T('cli.show.training_now')}" if job is not None and job.alive() else ""
+        def training(x) -> str:  # a trainer running now is said (46 trial L, L7): under the model at 80 columns,
+            job = jobs.read(RunDir(x.run_dir).train.job())  # after the step on a wide terminal
+            return ("\n" if narrow else " ") + T("cli.show.training_now") if job is not None and job.alive() else ""
 
         def model(x) -> str:  # the model chosen (its name without the organisation at 80 columns), or "—"
             from recipes.handoff import ModelChoice
@@ -431,7 +431,7 @@ def show(session: Optional[str] = SessionArg,
         if narrow:  # 80 columns: the model on a second line under the id, so no address or word is cut
             ui.table(T("cli.show.all_title_utc"), [T("cli.col.id_model"), T("cli.col.task"), T("cli.col.step"),
                                                    T("cli.col.server"), T("cli.col.updated_short")],
-                     [(f"{x.id}\n{model(x)}{training(x, chr(10))}", task_words(x.task).replace("（", "\n（"), step(x),
+                     [(f"{x.id}\n{model(x)}" + training(x), task_words(x.task).replace("（", "\n（"), step(x),
                        server(x), updated(x)) for x in found]  # zh: the task's id under its name, not cut
                      + [(sid, "?", T("cli.show.unreadable_row"), srv, "") for sid, srv in bad])
         else:
