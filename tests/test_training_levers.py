@@ -186,3 +186,63 @@ def test_a_dead_trainers_log_is_said_without_its_screen_of_metric_dicts():
     only = died_tail("\n".join(f"{{'loss': '{i}'}}" for i in range(30))).splitlines()
     assert only == ["  {'loss': '29'}"]
     assert died_tail("") == "  —"
+
+
+def _wait_for(predicate, seconds: float, what: str):
+    import time
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"not within {seconds} s: {what}")
+
+
+def test_a_preloaded_trainer_waits_for_its_spec_then_trains_it(tiny_model, tmp_path):
+    """The smoke run's trainer (`--wait-for-spec`, recipes/training/preflight.py) is started before the copy is
+    built: it imports its libraries, trains nothing while the spec is missing, then trains the spec once it is
+    written — the losses of a trainer started cold on the same spec."""
+    from recipes import jobs
+
+    warm, cold = tmp_path / "warm", tmp_path / "cold"
+    warm.mkdir()
+    job = jobs.spawn("preflight", [sys.executable, "-m", "recipes.training.worker", str(warm / "spec.json"),
+                                   "--wait-for-spec"], warm, cwd=REPO)
+    _wait_for(lambda: "trainer libraries loaded" in Path(job.log).read_text(), 120, "the libraries loaded")
+    assert job.alive() and not (warm / "events.jsonl").exists()
+    cold_events = _train(cold, tiny_model, 2)  # the same spec, meanwhile, in a process of its own
+    (warm / "spec.json.tmp").write_text((cold / "spec.json").read_text())
+    os.replace(warm / "spec.json.tmp", warm / "spec.json")
+    _wait_for(lambda: not job.alive(), 300, "the preloaded trainer done")
+    events = [json.loads(x) for x in (warm / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in events if e["event"] in ("start", "done")] == ["start", "done"], job.log_tail(30)
+    assert {e["pid"] for e in events} == {job.pid}
+    losses = lambda evs: [e["loss"] for e in evs if e["event"] == "step"]  # noqa: E731
+    assert losses(events) == pytest.approx(losses(cold_events), rel=1e-5) and len(losses(events)) == 2
+
+
+def test_a_preloaded_trainer_leaves_when_the_wizard_that_started_it_dies(tmp_path):
+    """A wizard killed -9 while it builds the copy: its waiting trainer sees its parent gone and exits without
+    training (nothing left holding memory for a spec that never comes)."""
+    import signal
+
+    code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-m', 'recipes.training.worker', "
+            f"{str(tmp_path / 'spec.json')!r}, '--wait-for-spec'], stdout=open({str(tmp_path / 'log')!r}, 'w'), "
+            "stderr=subprocess.STDOUT, start_new_session=True); print(p.pid, flush=True); time.sleep(600)")
+    wizard = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    pid = int(wizard.stdout.readline())
+    log = tmp_path / "log"
+    _wait_for(lambda: log.is_file() and "trainer libraries loaded" in log.read_text(), 120, "the libraries loaded")
+    os.kill(wizard.pid, signal.SIGKILL)
+    wizard.wait()
+
+    def gone() -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"  # exited, not yet reaped
+
+    _wait_for(gone, 30, "the waiting trainer gone")
+    assert "no spec came" in log.read_text() and not (tmp_path / "events.jsonl").exists()

@@ -8,7 +8,8 @@ an hour. The copy is the model's own config.json with ``num_hidden_layers`` (and
 checkpoint, so the trainer loads it through the same path as the real weights (bf16, NF4 for QLoRA), and the trainer
 is launched exactly as the train step launches it (one process, or torch.distributed.run with DeepSpeed / FSDP on
 this node), on the first records of the dataset (enough for 2 steps), except that compiled layers run eager (see
-:func:`smoke_spec`). Files live in ``<run>/preflight/``.
+:func:`smoke_spec`). A one-process trainer is started before the copy is built and imports its libraries meanwhile
+(recipes/training/worker.py ``--wait-for-spec``). Files live in ``<run>/preflight/``.
 """
 from __future__ import annotations
 
@@ -161,16 +162,27 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = Non
             old.stop(timeout=5)
     shutil.rmtree(pdir, ignore_errors=True)  # a smoke run starts from nothing: no checkpoint to resume
     t0 = time.time()
-    copy = build_copy(meta_dir, pdir / "model", plan.trust_remote_code)
     spec = smoke_spec(plan, pdir, _sample(plan.dataset_path, records_needed(plan)))
     spec = runner.with_backend(spec, ctx.home)  # the smoke run trains on the chosen backend too
     spec_path = TrainDir(pdir).spec
+    argv = runner.worker_argv(spec, spec_path)
+    # one process: the trainer starts now and imports its libraries while the copy is built here (it waits for the
+    # spec); unsloth must be imported before transformers, and torch.distributed.run starts the ranks itself
+    warm = argv[1:3] == ["-m", "recipes.training.worker"] and spec.training_backend != "unsloth"
+    # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
+    job = jobs.spawn(PREFLIGHT, argv + ["--wait-for-spec"], pdir, env=runner.trainer_env(spec),
+                     cwd=runner.REPO) if warm else None
+    try:
+        copy = build_copy(meta_dir, pdir / "model", plan.trust_remote_code)
+    except BaseException:  # the copy failed or Ctrl-C: the waiting trainer goes too
+        if job is not None:
+            job.stop(timeout=5)
+        raise
     spec.write(spec_path)
     ctx.info(msg("training.preflight_start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
                  records=min(records_needed(plan), available) if available else records_needed(plan)))
-    # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
-    job = jobs.spawn(PREFLIGHT, runner.worker_argv(spec, spec_path), pdir, env=runner.trainer_env(spec),
-                     cwd=runner.REPO)
+    if job is None:
+        job = jobs.spawn(PREFLIGHT, argv, pdir, env=runner.trainer_env(spec), cwd=runner.REPO)
     try:  # the train step's own view of the trainer's events
         runner.follow(ctx, job, pdir, title=msg("training.preflight_live_title", pid=job.pid))
     except KeyboardInterrupt:

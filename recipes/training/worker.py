@@ -1,4 +1,6 @@
 """Entry point of the trainer process: ``python -m recipes.training.worker SPEC.json`` (the train step starts it).
+``… SPEC.json --wait-for-spec`` (the preflight smoke run): import the trainer's libraries first, then wait for
+SPEC.json to be written (:func:`wait_for_spec`), so the imports overlap the copy's build in the wizard.
 
 trl's SFTTrainer + peft + accelerate on the chosen device. Writes JSON-lines events (format v1, wizard/README.md) to
 ``events.jsonl`` beside the spec, checkpoints to ``checkpoints/checkpoint-N`` (every ``save_steps``, the last
@@ -1043,7 +1045,43 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
+WARM_WAIT_S = 900  # the longest a preloaded trainer waits for its spec (a VLM copy's build takes ~1 min)
+
+
+def _preload() -> None:
+    """Import what :func:`train` imports first (torch, datasets, peft, transformers' Trainer, trl) and set up CUDA
+    where there is a GPU: 6–8 s of a trainer's start on a 2-core CPU (bench/results/2026-12-06-preflight-warm-cpu.md;
+    not yet measured on a GPU machine)."""
+    import torch
+    import datasets  # noqa: F401
+    import peft  # noqa: F401
+    import trl  # noqa: F401
+    from transformers import AutoModelForCausalLM  # noqa: F401
+    from transformers.trainer_utils import get_last_checkpoint  # noqa: F401
+    from trl import SFTTrainer  # noqa: F401
+
+    if torch.cuda.is_available():  # its environment (visible devices, allocator settings) was set at spawn
+        torch.cuda.init()
+
+
+def wait_for_spec(spec_path: str, limit_s: float = WARM_WAIT_S) -> bool:
+    """Preload the libraries, then wait until ``spec_path`` exists (written whole, TrainerJob.write). Returns False
+    without training when the process that started this one is gone (its parent changed: a wizard killed while it
+    built the copy) or after ``limit_s`` seconds: nothing is left running for a spec that never comes."""
+    parent, t0 = os.getppid(), time.monotonic()
+    _preload()
+    print(f"yichui: trainer libraries loaded in {time.monotonic() - t0:.1f} s; waiting for {spec_path}", flush=True)
+    while not Path(spec_path).exists():
+        if os.getppid() != parent or time.monotonic() - t0 > limit_s:
+            print("yichui: no spec came (the wizard stopped); exiting", flush=True)
+            return False
+        time.sleep(0.05)
+    return True
+
+
 if __name__ == "__main__":
+    if "--wait-for-spec" in sys.argv[2:] and not wait_for_spec(sys.argv[1]):
+        sys.exit(0)
     rc = main(sys.argv[1])
     if WORLD > 1:
         _exit_now(rc)
