@@ -67,43 +67,57 @@ def main() -> None:
     ap.add_argument("--config", default=None, help="a config.json for every case instead of its shape's (the tiny "
                     "model's on a CPU)")
     ap.add_argument("--cases", default=None, help="comma list of case numbers (default: all)")
+    ap.add_argument("--start", default="warm", help="warm: the trainer imports its libraries while the copy is built "
+                    "(as the wizard does); cold: it starts after the build (before 2026-12-06); a comma list runs "
+                    "each case once per entry, in that order, the order turned round on every other case")
     a = ap.parse_args()
 
-    from memory_accuracy import environment, prepare_shape, synthetic_dataset, trainer_job
-
-    from recipes.memory import model as memory
-    from recipes.training import preflight
-    from recipes.base import StepError
+    from memory_accuracy import environment
 
     env = environment()
     work = Path(a.work or tempfile.mkdtemp(prefix="yichui-preflight-"))
+    starts, n = a.start.split(","), 0
     for i, (shape, over) in enumerate(CASES):
         if a.cases and str(i) not in a.cases.split(","):
             continue
-        meta = prepare_shape(shape, work, weights=False)
-        if a.config:
-            shutil.copy(a.config, meta / "config.json")
-        data = work / f"{shape}.jsonl"
-        if not data.exists():
-            synthetic_dataset(data, meta, 1024, 256)
-        strategy = BASE | over
-        config = json.loads((meta / "config.json").read_text())
-        full_bytes = memory.shape_from_config(config).n_params * 2  # the bf16 checkpoint a download would fetch
-        t0 = time.time()
-        knobs = ("method", "seq_len", "micro_batch", "grad_accum", "compile_layers", "activation_checkpointing")
-        row = {"case": i, "shape": shape, **{k: strategy.get(k) for k in knobs},
-               "weights_download_gib": round(full_bytes / 2**30, 2)}
-        try:
-            out = preflight.smoke_run(Ctx(work, f"case-{i}"), trainer_job(strategy | {"dataset_path": str(data)}), meta)
-            row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
-                    "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
-        except StepError as e:
-            row |= {"ok": False, "error_key": e.msg.key, "error": str(e.msg.args.get("error", ""))[:300]}
-        row["seconds"] = round(time.time() - t0, 1)
-        row |= env
-        print(json.dumps(row), flush=True)
-        with open(a.out, "a") as f:
-            f.write(json.dumps(row) + "\n")
+        n += 1
+        for start in starts if n % 2 else starts[::-1]:
+            case(a, i, shape, over, start, work, env)
+
+
+def case(a, i: int, shape: str, over: dict, start: str, work: Path, env: dict) -> None:
+    """One smoke run of case ``i``, its trainer started ``start`` (warm | cold); its row appended to ``a.out``."""
+    from memory_accuracy import prepare_shape, synthetic_dataset, trainer_job
+
+    from recipes.base import StepError
+    from recipes.memory import model as memory
+    from recipes.training import preflight
+
+    preflight.WARM_START = start == "warm"
+    meta = prepare_shape(shape, work, weights=False)
+    if a.config:
+        shutil.copy(a.config, meta / "config.json")
+    data = work / f"{shape}.jsonl"
+    if not data.exists():
+        synthetic_dataset(data, meta, 1024, 256)
+    strategy = BASE | over
+    config = json.loads((meta / "config.json").read_text())
+    full_bytes = memory.shape_from_config(config).n_params * 2  # the bf16 checkpoint a download would fetch
+    t0 = time.time()
+    knobs = ("method", "seq_len", "micro_batch", "grad_accum", "compile_layers", "activation_checkpointing")
+    row = {"case": i, "shape": shape, "start": start, **{k: strategy.get(k) for k in knobs},
+           "weights_download_gib": round(full_bytes / 2**30, 2)}
+    try:
+        out = preflight.smoke_run(Ctx(work, f"case-{i}"), trainer_job(strategy | {"dataset_path": str(data)}), meta)
+        row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
+                "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
+    except StepError as e:
+        row |= {"ok": False, "error_key": e.msg.key, "error": str(e.msg.args.get("error", ""))[:300]}
+    row["seconds"] = round(time.time() - t0, 1)
+    row |= env
+    print(json.dumps(row), flush=True)
+    with open(a.out, "a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 if __name__ == "__main__":

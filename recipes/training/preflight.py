@@ -29,6 +29,7 @@ from recipes.training.spec import TrainerJob, TrainingSpec
 
 LAYERS = 2
 STEPS = 2
+WARM_START = True  # False: the trainer starts after the copy is built (bench/preflight_cost.py --start, the peer)
 
 
 def two_layer_config(config: dict, layers: int = LAYERS) -> dict:
@@ -168,7 +169,7 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = Non
     argv = runner.worker_argv(spec, spec_path)
     # one process: the trainer starts now and imports its libraries while the copy is built here (it waits for the
     # spec); unsloth must be imported before transformers, and torch.distributed.run starts the ranks itself
-    warm = argv[1:3] == ["-m", "recipes.training.worker"] and spec.training_backend != "unsloth"
+    warm = WARM_START and argv[1:3] == ["-m", "recipes.training.worker"] and spec.training_backend != "unsloth"
     # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
     job = jobs.spawn(PREFLIGHT, argv + ["--wait-for-spec"], pdir, env=runner.trainer_env(spec),
                      cwd=runner.REPO) if warm else None
