@@ -505,56 +505,52 @@ class Engine:
                     raise AnswerError(msg("answer.secret_via_set", name=f"{name}.{key}", env=qs[key].env or "?"))
             given = {**self.defaults.get(name, {}), **self.session.record(name).answers,
                      **self.replay.get(name, {})}
-            # first, without checking any value (no hub asked): a --set whose question the other answers leave
-            # unasked is refused before an earlier default is checked — `--set select_model.model_id=…` alone was
-            # refused as the default catalogue model's error, as if it had been read (46 trial L, M2)
-            dry: dict = {}
-            for q in questions:
-                try:
-                    if q.when is not None and not q.when(dry):
-                        if q.key in sets and not names_default(q, sets[q.key], dry):
-                            raise _not_asked(name, q, sets[q.key], dry)  # its own reason where a typed check has one
-                        continue
-                    if q.key in sets and q.kind in CHECKED_EARLY:  # typed as the step would read it (no hub asked)
-                        value, err = check(q, sets[q.key], dry)
-                        dry[q.key] = sets[q.key] if err is not None else value  # a bad value: the pass below says it
-                    else:
-                        dry[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
-                            else q.resolve_default(dry)
-                except AnswerError:
-                    raise
-                except Exception:  # noqa: BLE001 - a default only the run knows: the pass below decides
+            # first without checking any value but the typed --set ones (no hub asked): a --set whose question the
+            # other answers leave unasked is refused before an earlier default is checked — `--set
+            # select_model.model_id=…` alone was refused as the default catalogue model's error (46 trial L, M2)
+            self._walk(name, questions, sets, given, strict=False)
+            self._walk(name, questions, sets, given, strict=True)
+
+    def _walk(self, name: str, questions: list, sets: dict, given: dict, strict: bool) -> None:
+        """Answer a step's ``questions`` in order — the ``--set`` values, else ``given`` (defaults, recorded and
+        replayed answers), else each question's default — so that choices and validators that depend on earlier
+        answers check each ``--set`` value before any step runs. A ``--set`` for a question the answers leave unasked
+        is refused. ``strict``: a typed value that fails its check is refused, and so is a given or default one that
+        the ``--set`` values make invalid (checked only without a prompter, where nobody could answer again).
+        Defaults and validators that need what only the run knows are left to the step.
+
+        Raises:
+            AnswerError: naming ``step.key`` and what to do.
+        """
+        answers: dict = {}
+        for q in questions:
+            err = None
+            try:
+                if q.when is not None and not q.when(answers):
+                    if q.key in sets and not names_default(q, sets[q.key], answers):
+                        raise _not_asked(name, q, sets[q.key], answers)  # refused now, not after the questions before
                     continue
-            # the answers so far, in question order (the --set values, else the defaults), so that choices and
-            # validators that depend on earlier answers check each --set value before any step runs
-            answers: dict = {}
-            for q in questions:
-                err = None
-                try:
-                    if q.when is not None and not q.when(answers):
-                        if q.key in sets and not names_default(q, sets[q.key], answers):
-                            raise _not_asked(name, q, sets[q.key], answers)  # refused now, not after the questions before
-                        continue
-                    if q.key in sets and q.kind in CHECKED_EARLY:
-                        answers[q.key], err = check(q, sets[q.key], answers)
-                    elif sets and self.prompter is None and q.kind in CHECKED_EARLY \
-                            and not (q.choices and not q.resolve_choices(answers)):  # choices known at run time
-                        # a replayed or recorded answer — or the default — the --set values make invalid (GRPO's
-                        # groups with another micro-batch; heldout=none with no benchmark, refused only at step 8
-                        # before: the tester's N8): said now, not after the steps before it have run
-                        value = given[q.key] if q.key in given else q.resolve_default(answers)
-                        answers[q.key], err = check(q, value, answers)
-                        if err is not None:
-                            raise _invalid(f"{name}.{q.key}", value, err)
-                    else:  # text answers are checked by the step (their validators may ask a hub)
-                        answers[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
-                            else q.resolve_default(answers)
-                except AnswerError:
-                    raise
-                except Exception:  # a default or validator that needs what only the run knows: the step checks it
-                    continue
-                if err is not None:
-                    raise _invalid(f"{name}.{q.key}", sets[q.key], err)
+                if q.key in sets and q.kind in CHECKED_EARLY:  # typed as the step would read it
+                    value, err = check(q, sets[q.key], answers)
+                    answers[q.key] = value if err is None else sets[q.key]
+                elif strict and sets and self.prompter is None and q.kind in CHECKED_EARLY \
+                        and not (q.choices and not q.resolve_choices(answers)):  # choices known at run time
+                    # a replayed or recorded answer — or the default — the --set values make invalid (GRPO's
+                    # groups with another micro-batch; heldout=none with no benchmark, refused only at step 8
+                    # before: the tester's N8): said now, not after the steps before it have run
+                    value = given[q.key] if q.key in given else q.resolve_default(answers)
+                    answers[q.key], bad = check(q, value, answers)
+                    if bad is not None:
+                        raise _invalid(f"{name}.{q.key}", value, bad)
+                else:  # text answers are checked by the step (their validators may ask a hub)
+                    answers[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
+                        else q.resolve_default(answers)
+            except AnswerError:
+                raise
+            except Exception:  # noqa: BLE001 - a default or validator that needs what only the run knows
+                continue
+            if err is not None and strict:
+                raise _invalid(f"{name}.{q.key}", sets[q.key], err)
 
     # -- running -----------------------------------------------------------------------------------------------
     def run(self) -> int:
