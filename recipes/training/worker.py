@@ -1050,8 +1050,8 @@ WARM_WAIT_S = 900  # the longest a preloaded trainer waits for its spec (a VLM c
 
 def _preload() -> None:
     """Import what :func:`train` imports first (torch, datasets, peft, transformers' Trainer, trl) and set up CUDA
-    where there is a GPU: 6–8 s of a trainer's start on a 2-core CPU (bench/results/2026-12-06-preflight-warm-cpu.md;
-    not yet measured on a GPU machine)."""
+    where there is a GPU: 18–25 s of a trainer's start on an H100 machine, 6–8 s on a 2-core CPU
+    (bench/results/2026-12-07-preflight-warm-h100.md, 2026-12-06-preflight-warm-cpu.md)."""
     import torch
     import datasets  # noqa: F401
     import peft  # noqa: F401
