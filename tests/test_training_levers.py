@@ -246,3 +246,55 @@ def test_a_preloaded_trainer_leaves_when_the_wizard_that_started_it_dies(tmp_pat
 
     _wait_for(gone, 30, "the waiting trainer gone")
     assert "no spec came" in log.read_text() and not (tmp_path / "events.jsonl").exists()
+
+
+@pytest.mark.parametrize("shape", ["qwen2.5-0.5b", "gemma3-1b", "phi3-mini"])
+def test_the_smoke_copy_is_initialized_once_as_transformers_initializes_it(shape, tiny_model, tmp_path, monkeypatch):
+    """The 2-layer copy is built under transformers' no_init_weights, then init_weights runs once (preflight.
+    _random_model): no layer gets torch's own init first (no uniform_ draw: it cost a 7B copy ~5 of 17 s), and the
+    same tensors (names, shapes, dtypes) as a plain from_config build, each drawn as transformers draws it — finite,
+    the same spread, norms and biases the same constants — tied weights saved once. The vocabulary is cut to 8,192
+    rows to keep it quick."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from recipes.training import preflight
+
+    meta = tmp_path / "meta"
+    meta.mkdir()
+    config = json.loads((REPO / "bench" / "configs" / shape / "config.json").read_text())
+    small = {"torch_dtype": "bfloat16", "vocab_size": 8192}
+    if config.get("pad_token_id") is not None:  # an embedding's padding row must be one of its rows
+        small["pad_token_id"] = min(config["pad_token_id"], 8191)
+    (meta / "config.json").write_text(json.dumps(config | small))
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(tiny_model / name, meta / name)
+    draws = []
+    uniform = torch.Tensor.uniform_
+    monkeypatch.setattr(torch.Tensor, "uniform_", lambda t, *a, **k: draws.append(t.shape) or uniform(t, *a, **k))
+    preflight.build_copy(meta, tmp_path / "copy")
+    assert draws == []
+    monkeypatch.undo()
+    copy = load_file(tmp_path / "copy" / "model.safetensors")
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        torch.manual_seed(0)
+        plain = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(tmp_path / "copy"))
+        plain.save_pretrained(tmp_path / "plain")
+    finally:
+        torch.set_default_dtype(previous)
+    reference = load_file(tmp_path / "plain" / "model.safetensors")
+    assert copy.keys() == reference.keys() and copy
+    for name, t in copy.items():
+        r = reference[name]
+        assert (t.shape, t.dtype) == (r.shape, r.dtype), name
+        t, r = t.float(), r.float()
+        assert torch.isfinite(t).all(), name
+        if r.std() == 0 or r.numel() == 1:  # a constant (norm weights, biases): the same constant
+            assert torch.equal(t, r), name
+        else:
+            assert abs(t.std() / r.std() - 1) < 0.05 and abs(t.mean() - r.mean()) < 0.01, name
