@@ -208,7 +208,7 @@ def test_a_preloaded_trainer_waits_for_its_spec_then_trains_it(tiny_model, tmp_p
     warm, cold = tmp_path / "warm", tmp_path / "cold"
     warm.mkdir()
     job = jobs.spawn("preflight", [sys.executable, "-m", "recipes.training.worker", str(warm / "spec.json"),
-                                   "--wait-for-spec"], warm, cwd=REPO)
+                                   "--wait-for-spec", str(os.getpid())], warm, cwd=REPO)
     _wait_for(lambda: "trainer libraries loaded" in Path(job.log).read_text(), 120, "the libraries loaded")
     assert job.alive() and not (warm / "events.jsonl").exists()
     cold_events = _train(cold, tiny_model, 2)  # the same spec, meanwhile, in a process of its own
@@ -228,7 +228,7 @@ def test_a_preloaded_trainer_leaves_when_the_wizard_that_started_it_dies(tmp_pat
     import signal
 
     code = ("import subprocess, sys, time; p = subprocess.Popen([sys.executable, '-m', 'recipes.training.worker', "
-            f"{str(tmp_path / 'spec.json')!r}, '--wait-for-spec'], stdout=open({str(tmp_path / 'log')!r}, 'w'), "
+            f"{str(tmp_path / 'spec.json')!r}, '--wait-for-spec', str(__import__('os').getpid())], stdout=open({str(tmp_path / 'log')!r}, 'w'), "
             "stderr=subprocess.STDOUT, start_new_session=True); print(p.pid, flush=True); time.sleep(600)")
     wizard = subprocess.Popen([sys.executable, "-c", code], cwd=REPO, stdout=subprocess.PIPE, text=True)
     pid = int(wizard.stdout.readline())
@@ -298,3 +298,14 @@ def test_the_smoke_copy_is_initialized_once_as_transformers_initializes_it(shape
             assert torch.equal(t, r), name
         else:
             assert abs(t.std() / r.std() - 1) < 0.05 and abs(t.mean() - r.mean()) < 0.01, name
+
+
+def test_a_preloaded_trainer_whose_wizard_died_before_it_started_leaves_too(tmp_path):
+    """Issue 48 trial P: the wizard killed -9 within ~0.1 s of starting the trainer — before the trainer could read
+    its parent, which was then already init — left it waiting 15 minutes. The wizard gives its pid; a trainer whose
+    parent is not that process leaves once its libraries are loaded."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    r = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(tmp_path / "spec.json"), "--wait-for-spec",
+                        gone.stdout.strip()], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and "no spec came" in r.stdout, r.stdout + r.stderr[-2000:]
+    assert not (tmp_path / "events.jsonl").exists()

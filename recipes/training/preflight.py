@@ -14,6 +14,7 @@ this node), on the first records of the dataset (enough for 2 steps), except tha
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import shutil
 import time
@@ -191,7 +192,7 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = Non
     # spec); unsloth must be imported before transformers, and torch.distributed.run starts the ranks itself
     warm = WARM_START and argv[1:3] == ["-m", "recipes.training.worker"] and spec.training_backend != "unsloth"
     # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
-    job = jobs.spawn(PREFLIGHT, argv + ["--wait-for-spec"], pdir, env=runner.trainer_env(spec),
+    job = jobs.spawn(PREFLIGHT, argv + ["--wait-for-spec", str(os.getpid())], pdir, env=runner.trainer_env(spec),
                      cwd=runner.REPO) if warm else None
     try:
         copy = build_copy(meta_dir, pdir / "model", plan.trust_remote_code)

@@ -1,5 +1,5 @@
 """Entry point of the trainer process: ``python -m recipes.training.worker SPEC.json`` (the train step starts it).
-``… SPEC.json --wait-for-spec`` (the preflight smoke run): import the trainer's libraries first, then wait for
+``… SPEC.json --wait-for-spec WIZARD_PID`` (the preflight smoke run): import the trainer's libraries first, then wait for
 SPEC.json to be written (:func:`wait_for_spec`), so the imports overlap the copy's build in the wizard.
 
 trl's SFTTrainer + peft + accelerate on the chosen device. Writes JSON-lines events (format v1, wizard/README.md) to
@@ -1064,11 +1064,12 @@ def _preload() -> None:
         torch.cuda.init()
 
 
-def wait_for_spec(spec_path: str, limit_s: float = WARM_WAIT_S) -> bool:
+def wait_for_spec(spec_path: str, parent: int, limit_s: float = WARM_WAIT_S) -> bool:
     """Preload the libraries, then wait until ``spec_path`` exists (written whole, TrainerJob.write). Returns False
-    without training when the process that started this one is gone (its parent changed: a wizard killed while it
-    built the copy) or after ``limit_s`` seconds: nothing is left running for a spec that never comes."""
-    parent, t0 = os.getppid(), time.monotonic()
+    without training when ``parent`` (the wizard's pid, given by it) is no longer this process's parent — a wizard
+    killed while it built the copy, even before this process started (issue 48 trial P: read at start, the
+    parent was already init) — or after ``limit_s`` seconds: nothing is left running for a spec that never comes."""
+    t0 = time.monotonic()
     _preload()
     print(f"yichui: trainer libraries loaded in {time.monotonic() - t0:.1f} s; waiting for {spec_path}", flush=True)
     while not Path(spec_path).exists():
@@ -1080,8 +1081,10 @@ def wait_for_spec(spec_path: str, limit_s: float = WARM_WAIT_S) -> bool:
 
 
 if __name__ == "__main__":
-    if "--wait-for-spec" in sys.argv[2:] and not wait_for_spec(sys.argv[1]):
-        sys.exit(0)
+    if "--wait-for-spec" in sys.argv[2:]:
+        wizard = sys.argv[sys.argv.index("--wait-for-spec") + 1:][:1]
+        if not wait_for_spec(sys.argv[1], int(wizard[0]) if wizard else os.getppid()):
+            sys.exit(0)
     rc = main(sys.argv[1])
     if WORLD > 1:
         _exit_now(rc)
