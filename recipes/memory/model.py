@@ -553,8 +553,12 @@ def shape_from_config(config: dict, code_dir: str | None = None) -> Shape:
         with torch.device("meta"):
             model = auto.from_config(cfg, trust_remote_code=bool(code_dir))
     except (ValueError, KeyError, TypeError, AttributeError) as e:  # a field of the wrong type transformers trips on
-        key = "memory.bad_config" if isinstance(e, AttributeError) else "memory.unknown_architecture"
-        raise ConfigError(key, model_type=config.get("model_type"), error=str(e).splitlines()[0][:120]) from None
+        # no causal LM class for this configuration: an architecture yichui cannot train; anything else is a field
+        # of the file ("hidden_act": "zorblax" → KeyError, was called "encoder-only": issue 48 trial P)
+        unknown = isinstance(e, ValueError) and "Unrecognized configuration class" in str(e)
+        raise ConfigError("memory.unknown_architecture" if unknown else "memory.bad_config",
+                          model_type=config.get("model_type"),
+                          error=f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:120]) from None
     params = list(model.parameters())
     n_params = sum(p.numel() for p in params)
     linears: dict[str, list[int]] = {}
