@@ -89,7 +89,7 @@ def _scenario(home, tmp_path):
         said = yichui(home, *argv)
         text = " ".join((said.stdout + said.stderr).split())
         assert f"The trainer of session {s['id']} ended before finishing" in text and \
-            f"resume {s['id']}` continues from it" in text, (argv, text)
+            f"resume {s['id']}` continues from it" in text and "(step " in text, (argv, text)
     loop_before = json.loads((run_dir / "train" / "checkpoints" / f"checkpoint-{ckpts[-1]}" / "yichui_loop.json")
                              .read_text())["seconds"]  # read now: the resumed run rotates old checkpoints away
     r = yichui(home, "resume", s["id"], "--yes", timeout=600)

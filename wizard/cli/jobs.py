@@ -129,7 +129,10 @@ def _trainer_died(s) -> str | None:
     if job is None or job.alive() or tdir.result.exists() or ("train" in s.steps and s.record("train").status == "done"):
         return None
     last = checkpoints(tdir.root)
-    return T("cli.trainer_died", id=s.id, at=_job_detail(s, job) or "?",
+    # `yichui stop` or a step before the first: said as such, not as a bare "?" (issue 48 trial P)
+    detail = _job_detail(s, job) or T("cli.detail.before_first_step")
+    at = T("cli.detail.stopped") + ", " + detail if job.stop_requested() else detail
+    return T("cli.trainer_died", id=s.id, at=at,
              checkpoint=last[-1].name if last else T("cli.no_checkpoint"))
 
 
