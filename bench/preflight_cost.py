@@ -93,7 +93,6 @@ def case(a, i: int, shape: str, over: dict, start: str, work: Path, env: dict) -
     from recipes.memory import model as memory
     from recipes.training import preflight
 
-    preflight.WARM_START = start == "warm"
     meta = prepare_shape(shape, work, weights=False)
     if a.config:
         shutil.copy(a.config, meta / "config.json")
@@ -108,7 +107,8 @@ def case(a, i: int, shape: str, over: dict, start: str, work: Path, env: dict) -
     row = {"case": i, "shape": shape, "start": start, **{k: strategy.get(k) for k in knobs},
            "weights_download_gib": round(full_bytes / 2**30, 2)}
     try:
-        out = preflight.smoke_run(Ctx(work, f"case-{i}"), trainer_job(strategy | {"dataset_path": str(data)}), meta)
+        out = preflight.smoke_run(Ctx(work, f"case-{i}"), trainer_job(strategy | {"dataset_path": str(data)}), meta,
+                                  warm_start=start == "warm")
         row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
                 "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
     except StepError as e:

@@ -30,7 +30,6 @@ from recipes.training.spec import TrainerJob, TrainingSpec
 
 LAYERS = 2
 STEPS = 2
-WARM_START = True  # False: the trainer starts after the copy is built (bench/preflight_cost.py --start, the peer)
 
 
 def two_layer_config(config: dict, layers: int = LAYERS) -> dict:
@@ -132,17 +131,14 @@ def _random_model(cls, cfg, trust_remote_code: bool):
     ``from_pretrained`` does for weights a checkpoint lacks. A Qwen2.5-7B shape's 2-layer copy (1.6 B parameters,
     bf16): 11.6–12.1 s against 17.0–17.9 s on a 2-core CPU (bench/results/2026-12-06-preflight-warm-cpu.md). A
     model's own code (its init is its own) is built as it is."""
-    if not trust_remote_code:
-        try:
-            from transformers.initialization import no_init_weights
+    from transformers.initialization import no_init_weights
 
-            with no_init_weights():
-                model = cls.from_config(cfg)
-            model.init_weights()
-            return model
-        except ImportError:  # a transformers without it (it is in 5.x)
-            pass
-    return cls.from_config(cfg, trust_remote_code=trust_remote_code)
+    if trust_remote_code:
+        return cls.from_config(cfg, trust_remote_code=True)
+    with no_init_weights():
+        model = cls.from_config(cfg)
+    model.init_weights()
+    return model
 
 
 def records_needed(spec: TrainingSpec) -> int:
@@ -167,11 +163,12 @@ def smoke_spec(plan: TrainerJob, pdir: Path, dataset_path: str) -> TrainerJob:
                    logging_steps=1, nodes=1, hosts="", launch=secrets.token_hex(6))
 
 
-def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = None) -> dict:
+def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = None, warm_start: bool = True) -> dict:
     """Build the copy of the model whose small files (config, tokenizer) are in ``meta_dir``, run the trainer on it
     for STEPS steps as ``plan`` says (its trust_remote_code: the user's yes to the model's code), report. Returns the
     outputs recorded under ``preflight``. ``available``: the data's records, when fewer than it takes (said so: "the
-    first 128 records" of 38, issue 46 trial I).
+    first 128 records" of 38, issue 46 trial I). ``warm_start`` False: the trainer starts after the copy is built
+    (the peer bench/preflight_cost.py --start cold measures).
 
     Raises:
         StepError: the smoke run failed (the trainer's error and its log), or ran out of memory.
@@ -188,12 +185,14 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = Non
     spec = runner.with_backend(spec, ctx.home)  # the smoke run trains on the chosen backend too
     spec_path = TrainDir(pdir).spec
     argv = runner.worker_argv(spec, spec_path)
+
+    def spawn_trainer(*extra: str) -> jobs.Job:  # PREFLIGHT: `yichui status` lists it apart from the training
+        return jobs.spawn(PREFLIGHT, argv + list(extra), pdir, env=runner.trainer_env(spec), cwd=runner.REPO)
+
     # one process: the trainer starts now and imports its libraries while the copy is built here (it waits for the
     # spec); unsloth must be imported before transformers, and torch.distributed.run starts the ranks itself
-    warm = WARM_START and argv[1:3] == ["-m", "recipes.training.worker"] and spec.training_backend != "unsloth"
-    # named as what it is: `yichui status` lists it apart from the training (issue 20, item 6)
-    job = jobs.spawn(PREFLIGHT, argv + ["--wait-for-spec", str(os.getpid())], pdir, env=runner.trainer_env(spec),
-                     cwd=runner.REPO) if warm else None
+    warm = warm_start and argv[1:3] == ["-m", "recipes.training.worker"] and spec.training_backend != "unsloth"
+    job = spawn_trainer("--wait-for-spec", str(os.getpid())) if warm else None
     try:
         copy = build_copy(meta_dir, pdir / "model", plan.trust_remote_code)
     except BaseException:  # the copy failed or Ctrl-C: the waiting trainer goes too
@@ -203,8 +202,7 @@ def smoke_run(ctx, plan: TrainerJob, meta_dir: Path, available: int | None = Non
     spec.write(spec_path)
     ctx.info(msg("training.preflight_start", steps=STEPS, layers=LAYERS, params=f"{copy['params'] / 1e6:,.1f}",
                  records=min(records_needed(plan), available) if available else records_needed(plan)))
-    if job is None:
-        job = jobs.spawn(PREFLIGHT, argv, pdir, env=runner.trainer_env(spec), cwd=runner.REPO)
+    job = job or spawn_trainer()
     try:  # the train step's own view of the trainer's events
         runner.follow(ctx, job, pdir, title=msg("training.preflight_live_title", pid=job.pid))
     except KeyboardInterrupt:

@@ -1,6 +1,6 @@
 """Entry point of the trainer process: ``python -m recipes.training.worker SPEC.json`` (the train step starts it).
-``… SPEC.json --wait-for-spec WIZARD_PID`` (the preflight smoke run): import the trainer's libraries first, then wait for
-SPEC.json to be written (:func:`wait_for_spec`), so the imports overlap the copy's build in the wizard.
+``… SPEC.json --wait-for-spec WIZARD_PID`` (the preflight smoke run): import the trainer's libraries first, then wait
+for SPEC.json to be written (:func:`wait_for_spec`), so the imports overlap the copy's build in the wizard.
 
 trl's SFTTrainer + peft + accelerate on the chosen device. Writes JSON-lines events (format v1, wizard/README.md) to
 ``events.jsonl`` beside the spec, checkpoints to ``checkpoints/checkpoint-N`` (every ``save_steps``, the last
@@ -1053,10 +1053,9 @@ def _preload() -> None:
     where there is a GPU: 18–25 s of a trainer's start on an H100 machine, 6–8 s on a 2-core CPU
     (bench/results/2026-12-07-preflight-warm-h100.md, 2026-12-06-preflight-warm-cpu.md)."""
     import torch
-    import datasets  # noqa: F401
-    import peft  # noqa: F401
-    import trl  # noqa: F401
-    from transformers import AutoModelForCausalLM  # noqa: F401
+    from datasets import Dataset  # noqa: F401
+    from peft import LoraConfig  # noqa: F401
+    from transformers import AutoModelForCausalLM  # noqa: F401  (how the model is loaded)
     from transformers.trainer_utils import get_last_checkpoint  # noqa: F401
     from trl import SFTTrainer  # noqa: F401
 
@@ -1081,10 +1080,8 @@ def wait_for_spec(spec_path: str, parent: int, limit_s: float = WARM_WAIT_S) -> 
 
 
 if __name__ == "__main__":
-    if "--wait-for-spec" in sys.argv[2:]:
-        wizard = sys.argv[sys.argv.index("--wait-for-spec") + 1:][:1]
-        if not wait_for_spec(sys.argv[1], int(wizard[0]) if wizard else os.getppid()):
-            sys.exit(0)
+    if "--wait-for-spec" in sys.argv[2:] and not wait_for_spec(sys.argv[1], int(sys.argv[3])):
+        sys.exit(0)
     rc = main(sys.argv[1])
     if WORLD > 1:
         _exit_now(rc)

@@ -336,7 +336,7 @@ MESSAGES = {
     "cli.detail.step": {"en": "step {step}/{total}, loss {loss}", "zh": "第 {step}/{total} 步，损失 {loss}"},
     "cli.detail.done": {"en": "finished", "zh": "已完成"},
     "cli.detail.before_first_step": {"en": "before its first step", "zh": "在第一步之前"},
-    "cli.detail.stopped": {"en": "stopped on request", "zh": "按要求停止"},
+    "cli.detail.stopped": {"en": "stopped on request, {detail}", "zh": "按要求停止，{detail}"},
     "cli.detail.reward": {"en": ", reward {reward}", "zh": "，奖励 {reward}"},
     "cli.show.backup": {"en": "{detail} → {hub} {repo}", "zh": "{detail} → {hub} {repo}"},
     "cli.detail.backup": {"en": "adapter backup: {n} uploaded (last: {last})", "zh": "适配器备份：已上传 {n} 次（最近：{last}）"},

@@ -131,7 +131,7 @@ def _trainer_died(s) -> str | None:
     last = checkpoints(tdir.root)
     # `yichui stop` or a step before the first: said as such, not as a bare "?" (issue 48 trial P)
     detail = _job_detail(s, job) or T("cli.detail.before_first_step")
-    at = T("cli.detail.stopped") + ", " + detail if job.stop_requested() else detail
+    at = T("cli.detail.stopped", detail=detail) if job.stop_requested() else detail
     return T("cli.trainer_died", id=s.id, at=at,
              checkpoint=last[-1].name if last else T("cli.no_checkpoint"))
 
