@@ -524,7 +524,6 @@ class Engine:
         """
         answers: dict = {}
         for q in questions:
-            err = None
             try:
                 if q.when is not None and not q.when(answers):
                     if q.key in sets and not names_default(q, sets[q.key], answers):
@@ -532,6 +531,8 @@ class Engine:
                     continue
                 if q.key in sets and q.kind in CHECKED_EARLY:  # typed as the step would read it
                     value, err = check(q, sets[q.key], answers)
+                    if err is not None and strict:
+                        raise _invalid(f"{name}.{q.key}", sets[q.key], err)
                     answers[q.key] = value if err is None else sets[q.key]
                 elif strict and sets and self.prompter is None and q.kind in CHECKED_EARLY \
                         and not (q.choices and not q.resolve_choices(answers)):  # choices known at run time
@@ -539,9 +540,9 @@ class Engine:
                     # groups with another micro-batch; heldout=none with no benchmark, refused only at step 8
                     # before: the tester's N8): said now, not after the steps before it have run
                     value = given[q.key] if q.key in given else q.resolve_default(answers)
-                    answers[q.key], bad = check(q, value, answers)
-                    if bad is not None:
-                        raise _invalid(f"{name}.{q.key}", value, bad)
+                    answers[q.key], err = check(q, value, answers)
+                    if err is not None:
+                        raise _invalid(f"{name}.{q.key}", value, err)
                 else:  # text answers are checked by the step (their validators may ask a hub)
                     answers[q.key] = sets[q.key] if q.key in sets else given[q.key] if q.key in given \
                         else q.resolve_default(answers)
@@ -549,8 +550,6 @@ class Engine:
                 raise
             except Exception:  # noqa: BLE001 - a default or validator that needs what only the run knows
                 continue
-            if err is not None and strict:
-                raise _invalid(f"{name}.{q.key}", sets[q.key], err)
 
     # -- running -----------------------------------------------------------------------------------------------
     def run(self) -> int:
