@@ -2,7 +2,8 @@
 """What the preflight smoke run costs on a GPU, and what it saves: recipes.training.preflight.smoke_run (the
 choose_strategy step's code) on real model shapes — config.json of Qwen2.5-7B / Llama-3.1-8B, the tiny tokenizer (its ids fit any vocab) —
 for LoRA, QLoRA (NF4) and a full fine-tune, plus one strategy that must fail (sequence length 16: no record fits).
-Each row: seconds from nothing to the verdict (building the 2-layer random copy included), peak reserved GPU memory
+Each row: seconds from nothing to the verdict (building the 2-layer random copy included; ``copy_built_s``: until
+the copy is built and the spec written), peak reserved GPU memory
 of the smoke run, the copy's parameters, and the bytes of the real weights that would have been downloaded first.
 
     python bench/preflight_cost.py --out $OUT/preflight.jsonl        (GPU machine: bash bench/gpu_run.sh preflight)
@@ -91,6 +92,7 @@ def case(a, i: int, shape: str, over: dict, start: str, work: Path, env: dict) -
 
     from recipes.base import StepError
     from recipes.memory import model as memory
+    from recipes.rundir import RunDir, TrainDir
     from recipes.training import preflight
 
     meta = prepare_shape(shape, work, weights=False)
@@ -106,13 +108,17 @@ def case(a, i: int, shape: str, over: dict, start: str, work: Path, env: dict) -
     knobs = ("method", "seq_len", "micro_batch", "grad_accum", "compile_layers", "activation_checkpointing")
     row = {"case": i, "shape": shape, "start": start, **{k: strategy.get(k) for k in knobs},
            "weights_download_gib": round(full_bytes / 2**30, 2)}
+    ctx = Ctx(work, f"case-{i}")
     try:
-        out = preflight.smoke_run(Ctx(work, f"case-{i}"), trainer_job(strategy | {"dataset_path": str(data)}), meta,
+        out = preflight.smoke_run(ctx, trainer_job(strategy | {"dataset_path": str(data)}), meta,
                                   warm_start=start == "warm")
         row |= {"ok": True, "params_m": round(out["params"] / 1e6, 1), "losses": out["losses"],
                 "peak_mem_gib": out["peak_mem_gib"], "mem_kind": out["mem_kind"], "device": out["device"]}
     except StepError as e:
         row |= {"ok": False, "error_key": e.msg.key, "error": str(e.msg.args.get("error", ""))[:300]}
+    spec = TrainDir(RunDir(ctx.run_dir).preflight.root).spec
+    if spec.exists():  # the copy built and the spec written (the trainer waits for it): the wizard's own part, in s
+        row["copy_built_s"] = round(spec.stat().st_mtime - t0, 1)
     row["seconds"] = round(time.time() - t0, 1)
     row |= env
     print(json.dumps(row), flush=True)

@@ -316,8 +316,9 @@ def cmd_measure(a) -> None:
             for flag, v in (("--config", a.config), ("--rows", a.rows), ("--seq", a.seq), ("--backend", backend)):
                 if v:
                     argv += [flag, str(v)]
-            if a.dry_run:
-                argv.append("--dry-run")
+            if a.dry_run:  # the child's own code, in this process: one interpreter's imports, not one per shape
+                run_shape(parser().parse_args([*argv[2:], "--dry-run"]))
+                continue
             rc = subprocess.run(argv, env=env, cwd=ROOT).returncode
             if rc:
                 print(f"{shape}: the shape's process ({backend or 'all rows'}) exited {rc}", flush=True)
@@ -334,7 +335,7 @@ def unsloth_python() -> str:
     return found.python
 
 
-def main() -> None:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
     for name in ("measure", "shape"):
@@ -358,7 +359,11 @@ def main() -> None:
             m.add_argument("--shape", required=True)
             m.add_argument("--weights-from", help="a model folder with written weights, loaded (init pretrained)")
             m.add_argument("--until", default="0")
-    a = p.parse_args()
+    return p
+
+
+def main() -> None:
+    a = parser().parse_args()
     if a.cmd == "measure":
         cmd_measure(a)
     else:

@@ -167,6 +167,23 @@ def libaio() -> dict:
 # modules without module-scoped fixtures whose many tests spread over both workers (the bad-input catalogue's ~100
 # runs on one worker were its last ten minutes)
 SPREAD = {"test_bad_inputs.py"}
+# seconds each group took (summed over its tests) in a two-worker run on the 2-core box, 2026-12-07: the groups are
+# handed out longest first. xdist's own order (--loadscope-reorder, off in addopts) counts tests per group, which put
+# the one-test chaos module (~400 s) among the last and left one worker alone for minutes at the end.
+GROUP_SECONDS = {"steps-chain": 730, "test_bench_scripts.py": 452, "test_chaos.py": 394, "test_dpo_demo.py": 314,
+                 "test_interrupt.py": 213, "test_demo.py": 187, "test_training_levers.py": 185,
+                 "test_wizard_pty.py": 137, "test_memory.py": 137, "test_cli.py": 107, "test_preference.py": 97,
+                 "test_hubserver.py": 85, "test_tasks.py": 84, "test_custom_code.py": 82, "test_vlm_demo.py": 80,
+                 "test_grpo_demo.py": 77, "test_vlm.py": 71, "test_grpo.py": 71, "test_downloader.py": 67,
+                 "test_bench_peers.py": 44, "test_serve_chat.py": 29, "test_engines.py": 28, "test_offline.py": 22,
+                 "test_trackers.py": 19, "test_session.py": 12, "test_console.py": 12, "test_demo_build.py": 8}
+UNLISTED_SECONDS = 1  # a group not listed above, per test (the rest took < 2 s each); a SPREAD test is its own group
+
+
+def _group(item) -> str | None:
+    parts = Path(str(item.fspath)).parts
+    name = parts[-1]
+    return None if name in SPREAD else "steps-chain" if "steps" in parts else name
 
 
 def pytest_collection_modifyitems(config, items):
@@ -174,14 +191,17 @@ def pytest_collection_modifyitems(config, items):
     still runs them. Under pytest-xdist (addopts: two workers, --dist loadgroup) a module's tests run on one worker
     (its module fixtures are made once), and every test under tests/steps/ on one worker: they share one session
     (tests/steps/conftest.py ``chain``)."""
+    groups = [_group(item) for item in items]
+    size = {g: groups.count(g) for g in set(groups)}
+    weight = {g: GROUP_SECONDS.get(g, UNLISTED_SECONDS * size[g]) if g else 10 for g in size}  # bad inputs: ~10 s
+    order = sorted(range(len(items)), key=lambda i: -weight[groups[i]])  # stable: a group's tests keep their order
+    items[:] = [items[i] for i in order]
     for item in items:
-        parts = Path(str(item.fspath)).parts
-        if "e2e" in parts:
+        if "e2e" in Path(str(item.fspath)).parts:
             item.add_marker(pytest.mark.slow)
-        name = Path(str(item.fspath)).name
-        if name in SPREAD:
+        group = _group(item)
+        if group is None:
             continue
-        group = "steps-chain" if "steps" in parts else name
         item.add_marker(pytest.mark.xdist_group(group))
         if os.environ.get("PYTEST_XDIST_WORKER") and config.getvalue("loadgroup") and "@" not in item.nodeid:
             # what xdist's own loadgroup hook means to do: the group as the node id's suffix, which its scheduler

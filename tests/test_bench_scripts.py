@@ -105,6 +105,8 @@ def pct(cell: str) -> float:
 def test_preflight_cost_smoke_run_refuses_what_cannot_train(ran):
     out, tmp = ran
     (row,) = jsonl(tmp / "rows.jsonl")
+    # the wizard's own part (the copy built, the spec written) is timed apart, within the whole
+    assert 0 < row["copy_built_s"] < row["seconds"], row
     # case 4 (sequence length 16: no record fits) fails at the smoke run, as on the H200, through the bench's own Ctx
     assert row["case"] == 4 and row["seq_len"] == 16
     assert row["ok"] is False and row["error_key"] == "training.preflight_no_records_fit", row
@@ -691,16 +693,16 @@ def distributed_results() -> list:
 
 
 @pytest.mark.slow
-@script("distributed.py", lambda tmp, fx: ["measure", "--grid", "one-gpu", "--only", "1.5b-full-zero2,1.5b-full-zero3",
+@script("distributed.py", lambda tmp, fx: ["measure", "--grid", "one-gpu", "--only", "1.5b-full-zero3",
                                           "--device", "cpu", "--config", fx("tiny_model") / "config.json", "--seq", 64,
                                           "--steps", 2, "--out", tmp / "rows.jsonl", "--work", tmp / "work"])
-def test_distributed_trains_zero2_and_zero3_on_the_tiny_model(ran):
+def test_distributed_trains_a_zero3_row_on_the_tiny_model(ran):
+    """The measure path end to end on one row (ZeRO-3: the launcher, DeepSpeed's config, the row written); ZeRO-2
+    through the same launcher is trained in tests/steps/test_train.py (one DeepSpeed start is ~50 s here)."""
     out, tmp = ran
-    rows = {r["name"]: r for r in jsonl(tmp / "rows.jsonl")}
-    for name, sharding in (("1.5b-full-zero2", "deepspeed-zero2"), ("1.5b-full-zero3", "deepspeed-zero3")):
-        r = rows[name]
-        assert r["rc"] == 0 and r["sharding"] == sharding, r.get("error")
-        assert len(r["losses"]) == 4 and r["losses"][-1] < r["losses"][0]  # the row's own 4 steps
+    (r,) = jsonl(tmp / "rows.jsonl")
+    assert r["name"] == "1.5b-full-zero3" and r["rc"] == 0 and r["sharding"] == "deepspeed-zero3", r.get("error")
+    assert len(r["losses"]) == 4 and r["losses"][-1] < r["losses"][0]  # the row's own 4 steps
 
 
 def grade_school_math(tmp: Path, fx) -> list:

@@ -211,10 +211,16 @@ def test_a_preloaded_trainer_waits_for_its_spec_then_trains_it(tiny_model, tmp_p
                                    "--wait-for-spec", str(os.getpid())], warm, cwd=REPO)
     _wait_for(lambda: "trainer libraries loaded" in Path(job.log).read_text(), 120, "the libraries loaded")
     assert job.alive() and not (warm / "events.jsonl").exists()
+    from wizard import i18n
+    from wizard.cli.jobs import _job_detail
+
+    # `yichui status` says what it waits for (it said "—": issue 48 trial P)
+    assert _job_detail(None, job) == i18n.t("cli.detail.waiting_for_copy")
     cold_events = _train(cold, tiny_model, 2)  # the same spec, meanwhile, in a process of its own
     (warm / "spec.json.tmp").write_text((cold / "spec.json").read_text())
     os.replace(warm / "spec.json.tmp", warm / "spec.json")
     _wait_for(lambda: not job.alive(), 300, "the preloaded trainer done")
+    assert _job_detail(None, job) == i18n.t("cli.detail.done")
     events = [json.loads(x) for x in (warm / "events.jsonl").read_text().splitlines()]
     assert [e["event"] for e in events if e["event"] in ("start", "done")] == ["start", "done"], job.log_tail(30)
     assert {e["pid"] for e in events} == {job.pid}

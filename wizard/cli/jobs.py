@@ -19,8 +19,11 @@ def _job_detail(s, job) -> str:
     if job.name in (TRAINER, PREFLIGHT):  # the training, or the smoke run before the download
         events, _ = jobs_mod.read_events(TrainDir(Path(job.pid_file).parent).events)
         last = next((e for e in reversed(events) if e["event"] in ("step", "done", "error")), None)
-        if last is None:
-            return ""
+        if last is None:  # no step yet: a smoke run's trainer started early waits for its copy's spec
+            if not job.alive():
+                return ""
+            waiting = job.name == PREFLIGHT and not TrainDir(Path(job.pid_file).parent).spec.exists()
+            return T("cli.detail.waiting_for_copy" if waiting else "cli.detail.starting")
         if last["event"] == "step":
             detail = T("cli.detail.step", step=last["step"], total=last.get("total_steps"), loss=last.get("loss"))
             # GRPO: its reward, which its loss (around 0) does not show
