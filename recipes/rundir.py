@@ -18,6 +18,9 @@ TRAINER = "trainer"          # train/ and, for a smoke run of a yichui before 20
 PREFLIGHT = "preflight"      # the smoke run, in preflight/
 BACKUP = "backup"            # the adapter backup beside the trainer, in train/
 SERVER = "server"            # the deployed server, in serve/
+# the line a smoke run's early-started trainer writes to its log once its libraries are loaded
+# (recipes/training/worker.py wait_for_spec); `yichui status` reads it
+LIBRARIES_LOADED = "yichui: trainer libraries loaded"
 BASE_SERVER = "base-server"  # the evaluation's second server (the base model), in evaluate/
 
 

@@ -209,12 +209,15 @@ def test_a_preloaded_trainer_waits_for_its_spec_then_trains_it(tiny_model, tmp_p
     warm.mkdir()
     job = jobs.spawn("preflight", [sys.executable, "-m", "recipes.training.worker", str(warm / "spec.json"),
                                    "--wait-for-spec", str(os.getpid())], warm, cwd=REPO)
-    _wait_for(lambda: "trainer libraries loaded" in Path(job.log).read_text(), 120, "the libraries loaded")
-    assert job.alive() and not (warm / "events.jsonl").exists()
+    from recipes.rundir import LIBRARIES_LOADED
     from wizard import i18n
     from wizard.cli.jobs import _job_detail
 
-    # `yichui status` says what it waits for (it said "—": issue 48 trial P)
+    # `yichui status` says what it does: loading (its imports take seconds), then waiting for the spec (it said "—":
+    # issue 48 trial P; and "waiting" while it still loaded: trial Q)
+    assert _job_detail(None, job) == i18n.t("cli.detail.starting")
+    _wait_for(lambda: LIBRARIES_LOADED in Path(job.log).read_text(), 120, "the libraries loaded")
+    assert job.alive() and not (warm / "events.jsonl").exists()
     assert _job_detail(None, job) == i18n.t("cli.detail.waiting_for_copy")
     cold_events = _train(cold, tiny_model, 2)  # the same spec, meanwhile, in a process of its own
     (warm / "spec.json.tmp").write_text((cold / "spec.json").read_text())

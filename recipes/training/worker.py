@@ -1070,7 +1070,9 @@ def wait_for_spec(spec_path: str, parent: int, limit_s: float = WARM_WAIT_S) -> 
     parent was already init) — or after ``limit_s`` seconds: nothing is left running for a spec that never comes."""
     t0 = time.monotonic()
     _preload()
-    print(f"yichui: trainer libraries loaded in {time.monotonic() - t0:.1f} s; waiting for {spec_path}", flush=True)
+    from recipes.rundir import LIBRARIES_LOADED
+
+    print(f"{LIBRARIES_LOADED} in {time.monotonic() - t0:.1f} s; waiting for {spec_path}", flush=True)
     while not Path(spec_path).exists():
         if os.getppid() != parent or time.monotonic() - t0 > limit_s:
             print("yichui: no spec came (the wizard stopped); exiting", flush=True)

@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from recipes.rundir import BACKUP, PREFLIGHT, SERVER, TRAINER, RunDir, TrainDir
+from recipes.rundir import BACKUP, LIBRARIES_LOADED, PREFLIGHT, SERVER, TRAINER, RunDir, TrainDir
 from wizard import i18n
 from wizard.cli.common import (T, app, job_words, SessionArg, new_ui, fail, latest_that_ran, read_session, speak_session_language,
                                stop_unreadable, with_running_jobs)
@@ -19,10 +19,11 @@ def _job_detail(s, job) -> str:
     if job.name in (TRAINER, PREFLIGHT):  # the training, or the smoke run before the download
         events, _ = jobs_mod.read_events(TrainDir(Path(job.pid_file).parent).events)
         last = next((e for e in reversed(events) if e["event"] in ("step", "done", "error")), None)
-        if last is None:  # no step yet: a smoke run's trainer started early waits for its copy's spec
-            if not job.alive():
+        if last is None:  # no step yet: a smoke run's trainer started early loads its libraries, then waits for
+            if not job.alive():  # its copy's spec — said only once its log says the libraries are loaded (trial Q)
                 return ""
-            waiting = job.name == PREFLIGHT and not TrainDir(Path(job.pid_file).parent).spec.exists()
+            waiting = job.name == PREFLIGHT and not TrainDir(Path(job.pid_file).parent).spec.exists() \
+                and LIBRARIES_LOADED in _read(job.log)
             return T("cli.detail.waiting_for_copy" if waiting else "cli.detail.starting")
         if last["event"] == "step":
             detail = T("cli.detail.step", step=last["step"], total=last.get("total_steps"), loss=last.get("loss"))
@@ -39,6 +40,13 @@ def _job_detail(s, job) -> str:
 
         return s.result(Deployment).endpoint or ""
     return ""
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
 
 
 def backup_detail(train_dir: Path) -> str:
