@@ -194,8 +194,7 @@ def pytest_collection_modifyitems(config, items):
     groups = [_group(item) for item in items]
     size = {g: groups.count(g) for g in set(groups)}
     weight = {g: GROUP_SECONDS.get(g, UNLISTED_SECONDS * size[g]) if g else 10 for g in size}  # bad inputs: ~10 s
-    order = sorted(range(len(items)), key=lambda i: -weight[groups[i]])  # stable: a group's tests keep their order
-    items[:] = [items[i] for i in order]
+    items.sort(key=lambda item: -weight[_group(item)])  # stable: a group's tests keep their order
     for item in items:
         if "e2e" in Path(str(item.fspath)).parts:
             item.add_marker(pytest.mark.slow)

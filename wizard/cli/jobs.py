@@ -23,7 +23,7 @@ def _job_detail(s, job) -> str:
             if not job.alive():  # its copy's spec — said only once its log says the libraries are loaded (trial Q)
                 return ""
             waiting = job.name == PREFLIGHT and not TrainDir(Path(job.pid_file).parent).spec.exists() \
-                and LIBRARIES_LOADED in _read(job.log)
+                and LIBRARIES_LOADED in job.log_tail(30, this_run=True)  # a waiting trainer logs a few lines
             return T("cli.detail.waiting_for_copy" if waiting else "cli.detail.starting")
         if last["event"] == "step":
             detail = T("cli.detail.step", step=last["step"], total=last.get("total_steps"), loss=last.get("loss"))
@@ -40,13 +40,6 @@ def _job_detail(s, job) -> str:
 
         return s.result(Deployment).endpoint or ""
     return ""
-
-
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(errors="replace")
-    except OSError:
-        return ""
 
 
 def backup_detail(train_dir: Path) -> str:
