@@ -5,6 +5,12 @@ Importing this package is cheap: step modules import torch / transformers inside
 from __future__ import annotations
 
 import importlib
+import logging
+
+# bitsandbytes (0.50) on a CPU with AVX512-BF16 — the GPU hosts' Xeons too — fetches a CPU kernel through `kernels`
+# at import and, when it cannot, logs "Failed to load CPU gemm_4bit_forward … pip install kernels", then falls back
+# by itself (bitsandbytes/backends/cpu/ops.py): nothing for the user to do, so kept out of the trainer's log
+logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(lambda r: "gemm_4bit_forward" not in r.getMessage())
 
 __version__ = "0.1.0"  # pyproject.toml's; the session file and the model cards record it
 

@@ -480,10 +480,28 @@ def run(ctx: Ctx, answers: dict) -> Deployment:
 def curl_line(base: str, served: str, question: str, key_file: Path | str | None) -> str:
     """The `curl` command the deploy step prints to try the endpoint ``base`` (no /v1): the key read from its file
     at run time (never on the line), the request's JSON with the question's own characters — escaped (\\u4ec0…) it
-    was unreadable in Chinese (issue 46 trial I, N12)."""
-    auth = " -H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"" if key_file else ""
-    return (f"curl {base}/v1/chat/completions -H 'Content-Type: application/json'{auth} -d "
-            + shlex.quote(json.dumps({"model": served, "messages": client.user_turn(question)}, ensure_ascii=False)))
+    was unreadable in Chinese (issue 46 trial I, N12). An option a line, joined by `` \\`` continuations: on one line
+    the terminal folded it mid-word at 80 columns (trial Q); pasted as printed, the shell reads one command."""
+    parts = [f"curl {base}/v1/chat/completions", "-H 'Content-Type: application/json'"]
+    if key_file:
+        parts.append("-H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"")
+    parts.append("-d " + shlex.quote(json.dumps({"model": served, "messages": client.user_turn(question)},
+                                                ensure_ascii=False)))
+    return " \\\n    ".join(parts)
+
+
+def python_example(base: str, served: str, question: str, key_file: Path | str | None) -> str:
+    """The OpenAI-client example the deploy step prints (lines after the first indented by two: the catalogue's
+    layout), each statement's arguments on lines of their own so that it reads at 80 columns (trial Q); a line is
+    never broken inside a string (pasted, a SyntaxError: issue 46 trial E)."""
+    key_expr = f"open({str(key_file)!r}).read().strip()" if key_file else '"none"'
+    return (f"from openai import OpenAI\n"
+            f"  client = OpenAI(base_url={base + '/v1'!r},\n"
+            f"                  api_key={key_expr})\n"
+            f"  reply = client.chat.completions.create(\n"
+            f"      model={served!r},\n"
+            f"      messages=[{{'role': 'user', 'content': {question!r}}}])\n"
+            f"  print(reply.choices[0].message.content)")
 
 
 def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir, adapter, t0) -> Deployment:
@@ -533,10 +551,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
         ctx.info(msg("deploy.kv_cache", reported=f"{kv['reported_tokens']:,}", predicted=f"{kv['predicted_tokens']:,}",
                       error=f"{(kv['predicted_tokens'] / kv['reported_tokens'] - 1) * 100:+.1f}"))
     ctx.info(msg("deploy.curl", curl=curl_line(base, served, question, key_file)))
-    key_expr = f"open({str(key_file)!r}).read().strip()" if key_file else '"none"'
-    ctx.info(msg("deploy.python", code=f"from openai import OpenAI\n  client = OpenAI(base_url={base + '/v1'!r}, "
-                 f"api_key={key_expr})\n  print(client.chat.completions.create(model={served!r}, messages=[{{'role': "
-                 f"'user', 'content': {question!r}}}]).choices[0].message.content)"))
+    ctx.info(msg("deploy.python", code=python_example(base, served, question, key_file)))
     if key_file:
         ctx.info(msg("deploy.key_file", path=str(key_file)))
     ctx.info(msg("deploy.stop_hint", id=ctx.session_id))

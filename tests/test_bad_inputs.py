@@ -371,6 +371,11 @@ CATALOGUE = [
     Case("unreachable-hub", "an unreachable hub endpoint", "hub.unreachable",
          lambda e: ys("select_model.endpoint=http://127.0.0.1:9", "select_model.model=other",
                       "select_model.model_id=org/model")),
+    Case("hub-offline-mode", "a hub model not on the machine while HF_HUB_OFFLINE=1 is set (was 'cannot reach "
+         "the hub … check the network')", "hub.offline",
+         lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
+                      "select_model.model_id=yichui/tiny-qwen2-chat"),
+         setup=lambda e: e.extra.update(HF_HUB_OFFLINE="1")),
     Case("endpoint-not-a-hub", "a hub endpoint that is a web server, not a hub", "hub.bad_answer",
          lambda e: ys(f"select_model.endpoint={e.web()}", "select_model.model=other", "select_model.model_id=org/model")),
     Case("bad-endpoint-url", "a hub endpoint that is not a URL", "select_model.bad_endpoint",

@@ -535,12 +535,18 @@ def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
     from recipes import jobs
     from wizard.session import Session
 
+    empty = yichui(home, "status")  # nothing ever ran: a state, as `stop` says it, not an error (trial Q)
+    assert empty.returncode == 0 and "No sessions in" in empty.stdout and not empty.stderr, (empty.stdout, empty.stderr)
     worked = Session.new("finetune", h=home)
     worked.record("select_model").outputs.update(repo_id="yichui/tiny-qwen2-chat", source="hf")
     worked.save()
     job = jobs.spawn("trainer", ["sleep", "30"], worked.run_dir / "train")
     try:
         time.sleep(0.05)
+        # its last event says training ended while the process still runs: "finished", not yet gone (trial Q)
+        (worked.run_dir / "train" / "events.jsonl").write_text(json.dumps({"v": 1, "event": "done", "step": 3}) + "\n")
+        live = yichui(home, "status")
+        assert live.returncode == 0 and "the process is exiting" in live.stdout, live.stdout
         abandoned = Session.new("finetune", h=home)
         abandoned.save()  # the newest session, which never started anything
         r = yichui(home, "delete", worked.id, "--yes")
@@ -553,6 +559,7 @@ def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
         assert att.returncode == 1 and "No training is running under this YICHUI_HOME" in att.stdout, att.stdout
         st = yichui(home, "status")
         assert st.returncode == 0 and worked.id in st.stdout and abandoned.id not in st.stdout, st.stdout
+        assert "finished" in st.stdout and "exiting" not in st.stdout, st.stdout  # stopped: finished, gone
         shown = yichui(home, "show", "--all", COLUMNS="80")
         assert "model" in shown.stdout and "tiny-qwen2-chat" in shown.stdout, shown.stdout
         shown = yichui(home, "show")  # nor of show (issue 46 trial I)

@@ -337,11 +337,28 @@ def test_commands_and_code_printed_to_copy_stay_on_one_line_at_80_columns():
               f"then {py} -m tensorboard.main --logdir {logdir} (or copy the folder to a machine that has it)")
     lines = wrap_words(status, 80).split("\n")
     assert f"{py} -m tensorboard.main --logdir {logdir}" in lines  # whole, and the sentence after it wraps apart
-    code = ("From Python:\n  from openai import OpenAI\n  print(client.chat.completions.create(model='m', messages="
-            "[{'role': 'user', 'content': 'What is LoRA?'}]).choices[0].message.content)")
-    wrapped = wrap_words(code, 80).split("\n")
-    assert wrapped[2].strip().startswith("print(") and wrapped[2].endswith(".content)") and len(wrapped) == 3
-    compile(wrapped[2].strip(), "<copied>", "exec")  # pasted as printed, it is Python
+    # deploy's examples, an argument a line since trial Q (on one line the terminal folded them mid-word): no line of
+    # them is broken at 80 columns, pasted as printed they are Python and one shell command, and only a line holding
+    # the long key path or the request's JSON is wider than 80
+    import shlex
+    import textwrap
+
+    from recipes.deploy import curl_line, python_example
+    from wizard import i18n
+
+    key = "/tmp/trial-q/yichui-home/runs/20261207-065036-fd84/deploy/api_key"
+    for lang in ("en", "zh"):
+        i18n.set_lang(lang)
+        code = i18n.t("deploy.python", code=python_example("http://127.0.0.1:8000", "m", "什么是 LoRA？", key))
+        curl = i18n.t("deploy.curl", curl=curl_line("http://127.0.0.1:8000", "m", "What's 'LoRA'?", key))
+        for text in (code, curl):
+            lines = text.split("\n")
+            assert wrap_words(text, 80).split("\n") == lines and len(lines) >= 5, text
+            assert all(len(x) <= 80 for x in lines if key not in x and "-d '" not in x), text
+        compile(textwrap.dedent("\n".join(code.split("\n")[1:])), "<copied>", "exec")
+        words = shlex.split("\n".join(curl.split("\n")[1:]).replace("\\\n", " "))
+        assert words[0] == "curl" and words[-2] == "-d" and "What's 'LoRA'?" in words[-1], words
+    i18n.set_lang("en")
 
 
 def test_a_chinese_plan_label_wraps_by_columns_not_characters(monkeypatch):

@@ -318,3 +318,17 @@ def test_a_preloaded_trainer_whose_wizard_died_before_it_started_leaves_too(tmp_
                         gone.stdout.strip()], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "no spec came" in r.stdout, r.stdout + r.stderr[-2000:]
     assert not (tmp_path / "events.jsonl").exists()
+
+
+def test_the_trainer_s_log_has_no_bitsandbytes_kernel_advice():
+    """bitsandbytes 0.50 on an AVX512-BF16 CPU logs at import "Failed to load CPU gemm_4bit_forward … pip install
+    kernels" and falls back by itself: the trainer's log kept it (trial Q); importing yichui's recipes first keeps
+    it out. Skipped on a CPU where bitsandbytes does not say it (nothing to keep out there)."""
+    said = subprocess.run([sys.executable, "-c", "import bitsandbytes"], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    if "gemm_4bit_forward" not in said.stdout + said.stderr:
+        pytest.skip("bitsandbytes does not log the kernel advice on this CPU (no AVX512-BF16)")
+    quiet = subprocess.run([sys.executable, "-c", "import recipes.training.worker, peft, bitsandbytes"],
+                           capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "gemm_4bit_forward" not in quiet.stdout + quiet.stderr, quiet.stderr

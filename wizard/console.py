@@ -173,8 +173,9 @@ def _units(line: str) -> list[tuple[str, bool]]:
     return merged
 
 
-# the indented lines of code the steps print to copy (deploy.curl, deploy.python): never broken
-_CODE = ("curl ", "from openai ", "client = ", "print(")
+# the indented lines of code the steps print to copy (deploy.curl, deploy.python): never broken, nor the lines
+# indented deeper that follow one (a command's `\` continuations, a call's arguments)
+_CODE = ("curl ", "from openai ", "client = ", "reply = ", "print(")
 
 
 def wrap_words(text: str, width: int) -> str:
@@ -184,11 +185,17 @@ def wrap_words(text: str, width: int) -> str:
     from rich.cells import cell_len
 
     out = []
+    code = 0  # the indentation of the line of code above, 0 outside code
     for line in text.split("\n"):
-        if cell_len(line) <= width or (line.startswith("  ") and line.lstrip(" ").startswith(_CODE)):
+        depth = len(line) - len(line.lstrip(" "))
+        if depth >= 2 and line.lstrip(" ").startswith(_CODE):
+            code = depth
+        elif not 0 < code < depth:
+            code = 0
+        if code or cell_len(line) <= width:
             out.append(line)  # an indented line of code (deploy's curl and Python example) stays whole to copy
             continue
-        indent = " " * (len(line) - len(line.lstrip(" ")))
+        indent = " " * depth
         cur = indent
         for piece, space in _units(line.lstrip(" ")):
             candidate = cur + (" " if space and cur.strip() else "") + piece

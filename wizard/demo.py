@@ -42,14 +42,18 @@ def _builder(kind: str):
     return tiny_vlm if kind == VLM else tiny
 
 
-def keep_caches_inside(home: Path) -> None:
+def isolate(home: Path) -> None:
     """A demo writes nothing outside YICHUI_HOME (issue 46 item 4: it left huggingface_hub's cache folder and
     matplotlib's font cache under the user's home, and a later session read its cache): the libraries' caches of
-    this process and the jobs it starts go under ``home/cache/demo/``. It talks to its own local hub only, so the
-    user's Hugging Face cache is not needed."""
+    this process and the jobs it starts go under ``home/cache/demo/``. It talks to its own hub on 127.0.0.1 only, so
+    the user's Hugging Face cache is not needed, and the clients' offline switches (HF_HUB_OFFLINE, set on boxes
+    without internet, refuses loopback too) are turned off for it. Called before huggingface_hub is imported: it
+    reads them at import."""
     root = home / "cache" / "demo"
     for var, sub in (("HF_HOME", "hf"), ("MPLCONFIGDIR", "matplotlib"), ("XDG_CACHE_HOME", "xdg")):
         os.environ[var] = str(root / sub)
+    for var in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ[var] = "0"
 
 
 def model_ready(home: Path, kind: str = "text") -> bool:

@@ -133,6 +133,8 @@ def _hf_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_
         return disk
     if (limited := _rate_limited(exc, endpoint, "hf")) is not None:
         return limited
+    if any(isinstance(e, errors.OfflineModeIsEnabled) for e in (exc, exc.__cause__, exc.__context__)):
+        return StepError("hub.offline", repo=repo_id)  # said as the switch it is, not as a network down
     if isinstance(exc, errors.LocalEntryNotFoundError):  # no connection and nothing cached
         cause = exc.__cause__ or exc.__context__
         if type(cause) is errors.HfHubHTTPError:  # something answered, with an error no hub gives for a model

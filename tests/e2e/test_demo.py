@@ -29,7 +29,9 @@ def finished_demo(home, tmp_path):
     # item 4: it left huggingface_hub's and matplotlib's caches in the user's home)
     user = tmp_path / "user-home"
     user.mkdir()
-    env = env_for(home, HF_TOKEN=SECRET, HOME=str(user))
+    # and on a box without internet, HF_HUB_OFFLINE=1 set: the demo talks to its own hub on 127.0.0.1, which offline
+    # mode refused too (found 2026-12-07: "Cannot reach http://127.0.0.1:…: offline mode is enabled")
+    env = env_for(home, HF_TOKEN=SECRET, HOME=str(user), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1")
     for var in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "MPLCONFIGDIR", "TRANSFORMERS_CACHE"):
         env.pop(var, None)
     r = subprocess.run([YICHUI, "demo", *BENCH], env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,

@@ -335,6 +335,8 @@ MESSAGES = {
     "cli.unfinished": {"en": "unfinished", "zh": "未完成"},
     "cli.detail.step": {"en": "step {step}/{total}, loss {loss}", "zh": "第 {step}/{total} 步，损失 {loss}"},
     "cli.detail.done": {"en": "finished", "zh": "已完成"},
+    "cli.detail.done_exiting": {"en": "finished, result written; the process is exiting",
+                                "zh": "已完成，结果已写入；进程正在退出"},
     "cli.detail.before_first_step": {"en": "before its first step", "zh": "在第一步之前"},
     "cli.detail.waiting_for_copy": {"en": "libraries loaded, waiting for the model's 2-layer copy",
                                     "zh": "库已加载，正在等待模型的两层副本"},

@@ -25,6 +25,10 @@ MESSAGES = {
     "hub.cache_unwritable": {"en": "The hub client cannot write its cache: {path} ({error}). Make that folder "
                                    "writable, or point {var} at one that is.",
                              "zh": "hub 客户端无法写入其缓存：{path}（{error}）。请让该文件夹可写，或把 {var} 指向可写的文件夹。"},
+    "hub.offline": {"en": "{repo} is not on this machine and offline mode is on (HF_HUB_OFFLINE=1): unset "
+                          "HF_HUB_OFFLINE to download it, or give a local model folder.",
+                    "zh": "{repo} 不在本机，且已开启离线模式（HF_HUB_OFFLINE=1）：取消 HF_HUB_OFFLINE 以下载，"
+                          "或指定本地模型文件夹。"},
     "hub.unreachable": {"en": "Cannot reach {endpoint} ({error}). Check the network, use a mirror (e.g. "
                               "https://hf-mirror.com; HF_ENDPOINT / MODELSCOPE_ENDPOINT set the default), or files "
                               "already on disk (a local model folder or dataset file).",

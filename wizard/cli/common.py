@@ -150,7 +150,7 @@ def demo_hub(ui, overrides: dict, demo=True, endpoint: str | None = None):
     from wizard.session import home
 
     h = home()
-    demos.keep_caches_inside(h)
+    demos.isolate(h)
     _cpu_deepspeed()
     if not demos.model_ready(h, kind):  # ~30 s on 2 idle cores, many minutes on a busy box: a bar with an ETA (item 5)
         ui.say(T("cli.demo.building", path=str(demos.hub_root(h))))

@@ -30,8 +30,8 @@ def _job_detail(s, job) -> str:
             # GRPO: its reward, which its loss (around 0) does not show
             return detail + (T("cli.detail.reward", reward=f"{last['reward']:.3f}")
                              if isinstance(last.get("reward"), (int, float)) else "")
-        if last["event"] == "done":
-            return T("cli.detail.done")
+        if last["event"] == "done":  # its result is written; alive, it is still exiting (~2 s: trial Q)
+            return T("cli.detail.done_exiting" if job.alive() else "cli.detail.done")
         return T("cli.detail.error", message=last.get("message"))
     if job.name == BACKUP:  # the adapter backup beside the trainer (recipes/training/backup.py)
         return backup_detail(Path(job.pid_file).parent)
@@ -151,7 +151,13 @@ def status(session: Optional[str] = SessionArg):
     else:
         running = with_running_jobs()
         ids = {x.id for x in running}
-        died = [x for x in all_sessions() if x.id not in ids and _trainer_died(x)]
+        every = all_sessions()
+        if not every:  # nothing has run: a state to report, as `stop` does, not an error (trial Q)
+            from wizard.session import home
+
+            new_ui().say(T("session.none", home=str(home())))
+            return
+        died = [x for x in every if x.id not in ids and _trainer_died(x)]
         chosen = (died + running) or [latest_that_ran()]
     ui = new_ui()
     for s in chosen:

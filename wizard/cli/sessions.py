@@ -137,7 +137,7 @@ def resume(ctx: typer.Context, session: Optional[str] = SessionArg, yes: bool = 
         from wizard import demo as demos  # demo's --set check wrote the user's HF cache)
         from wizard.session import home
 
-        demos.keep_caches_inside(home())
+        demos.isolate(home())
     if s.is_finished():
         if overrides:  # checked, and a --set that changes a done step's answer runs it again (issue 46 item 20)
             from wizard.engine import AnswerError, Engine
