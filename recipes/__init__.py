@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import importlib
 import logging
+import warnings
 
 # bitsandbytes (0.50) on a CPU with AVX512-BF16 — the GPU hosts' Xeons too — fetches a CPU kernel through `kernels`
 # at import and, when it cannot, logs "Failed to load CPU gemm_4bit_forward … pip install kernels", then falls back
 # by itself (bitsandbytes/backends/cpu/ops.py): nothing for the user to do, so kept out of the trainer's log
 logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(lambda r: "gemm_4bit_forward" not in r.getMessage())
+# transformers 5 deprecates the property peft and trl read on every model they wrap: the trainer's log opened with
+# the FutureWarning (trial R), about code that is not the user's
+warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
 
 __version__ = "0.1.0"  # pyproject.toml's; the session file and the model cards record it
 

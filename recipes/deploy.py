@@ -487,21 +487,21 @@ def curl_line(base: str, served: str, question: str, key_file: Path | str | None
         parts.append("-H \"Authorization: Bearer $(cat " + shlex.quote(str(key_file)) + ")\"")
     parts.append("-d " + shlex.quote(json.dumps({"model": served, "messages": client.user_turn(question)},
                                                 ensure_ascii=False)))
-    return " \\\n    ".join(parts)
+    return " \\\n  ".join(parts)
 
 
 def python_example(base: str, served: str, question: str, key_file: Path | str | None) -> str:
-    """The OpenAI-client example the deploy step prints (lines after the first indented by two: the catalogue's
-    layout), each statement's arguments on lines of their own so that it reads at 80 columns (trial Q); a line is
-    never broken inside a string (pasted, a SyntaxError: issue 46 trial E)."""
-    key_expr = f"open({str(key_file)!r}).read().strip()" if key_file else '"none"'
+    """The OpenAI-client example the deploy step prints, flush left (indented, pasted into a file it was an
+    IndentationError: trial R), each statement's arguments on lines of their own so that it reads at 80 columns
+    (trial Q); a line is never broken inside a string (pasted, a SyntaxError: issue 46 trial E)."""
+    key_expr = f"open({str(key_file)!r}).read().strip()" if key_file else "'none'"
     return (f"from openai import OpenAI\n"
-            f"  client = OpenAI(base_url={base + '/v1'!r},\n"
-            f"                  api_key={key_expr})\n"
-            f"  reply = client.chat.completions.create(\n"
-            f"      model={served!r},\n"
-            f"      messages=[{{'role': 'user', 'content': {question!r}}}])\n"
-            f"  print(reply.choices[0].message.content)")
+            f"client = OpenAI(base_url={base + '/v1'!r},\n"
+            f"                api_key={key_expr})\n"
+            f"reply = client.chat.completions.create(\n"
+            f"    model={served!r},\n"
+            f"    messages=[{{'role': 'user', 'content': {question!r}}}])\n"
+            f"print(reply.choices[0].message.content)")
 
 
 def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model_dir, adapter, t0) -> Deployment:

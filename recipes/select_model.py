@@ -44,12 +44,16 @@ def questions(ctx: Ctx) -> list[Question]:
         said = (answers["source"], repo, answers.get("endpoint"), revision)
         if answers["source"] != "local" and said not in _ANNOUNCED:  # once: the check runs for --set and the question
             _ANNOUNCED.add(said)
-            ctx.info(msg("select_model.fetching", repo=repo, endpoint=answers.get("endpoint")))
+            offline = answers["source"] == "hf" and hub.offline()  # the client reads its cache only (trial R)
+            ctx.info(msg("select_model.fetching_offline" if offline else "select_model.fetching", repo=repo,
+                         endpoint=answers.get("endpoint")))
         try:
             config = hub.fetch_config(answers["source"], repo, answers.get("endpoint"), revision)
         except StepError as e:
-            if e.key == "hub.cache_unwritable":  # this machine's disk, not the answer: said as such, not "not valid"
-                raise                             # with "change it with --set …" (the tester's 21-6)
+            # this machine's disk or its offline switch, not the answer: said as such, not "not valid" with
+            # "change it with --set …" (the tester's 21-6; trial R)
+            if e.key in ("hub.cache_unwritable", "hub.offline"):
+                raise
             return e.msg
         from recipes.memory.model import missing_fields
 

@@ -375,7 +375,7 @@ CATALOGUE = [
          "the hub … check the network')", "hub.offline",
          lambda e: ys(f"select_model.endpoint={e.hub.url}", "select_model.model=other",
                       "select_model.model_id=yichui/tiny-qwen2-chat"),
-         setup=lambda e: e.extra.update(HF_HUB_OFFLINE="1")),
+         code=1, setup=lambda e: e.extra.update(HF_HUB_OFFLINE="1")),  # the machine's switch, not the answer
     Case("endpoint-not-a-hub", "a hub endpoint that is a web server, not a hub", "hub.bad_answer",
          lambda e: ys(f"select_model.endpoint={e.web()}", "select_model.model=other", "select_model.model_id=org/model")),
     Case("bad-endpoint-url", "a hub endpoint that is not a URL", "select_model.bad_endpoint",

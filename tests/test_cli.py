@@ -527,6 +527,48 @@ def test_install_puts_yichui_on_path_or_says_how(tmp_path):
     assert r.returncode == 2 and "(`yichui show --all` lists them)" in r.stderr, r.stderr
 
 
+def test_status_lists_a_wizard_between_jobs_and_stop_names_the_sessions_left(home):
+    """Trial R: while a wizard exported (no job of its own: the trainer gone, no server yet) its session dropped out
+    of `yichui status`; `yichui stop` stopped one session's jobs without a word of the others still running; a
+    stopped server kept its endpoint in the detail column."""
+    from recipes import jobs
+    from wizard.session import Session
+
+    busy = Session.new("finetune", h=home)
+    busy.record("export").update(status="running")
+    busy.save()
+    wizard = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom wizard.session import Session\n"
+                               "Session.load(sys.argv[1]).lock()\nprint('locked', flush=True)\ntime.sleep(60)",
+                               str(busy.path)], cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE,
+                              text=True)
+    served = Session.new("finetune", h=home)
+    served.save()
+    server = jobs.spawn("server", ["sleep", "60"], served.run_dir / "deploy")
+    other = Session.new("finetune", h=home)
+    other.record("deploy").outputs.update(endpoint="http://127.0.0.1:9/v1")
+    other.save()
+    second = jobs.spawn("server", ["sleep", "60"], other.run_dir / "deploy")
+    try:
+        assert wizard.stdout.readline().strip() == "locked"
+        st = yichui(home, "status", COLUMNS="80")
+        assert st.returncode == 0 and busy.id in st.stdout, st.stdout
+        row = next(x for x in st.stdout.splitlines() if "wizard" in x)
+        assert str(wizard.pid) in row and "step 6/8: Export" in row and "running" in row, st.stdout
+        assert st.stdout.index(busy.id) < st.stdout.index(served.id) < st.stdout.index(other.id)  # oldest first
+        assert "http://127.0.0.1:9/v1" in st.stdout, st.stdout  # a running server: where it answers
+        r = yichui(home, "stop")  # the newest session's server; the other one named
+        assert r.returncode == 0 and f"of session {other.id}" in r.stdout, r.stdout
+        assert f"1 other session(s) still run jobs: {served.id}" in r.stdout, r.stdout
+        shown = yichui(home, "status", other.id, COLUMNS="80").stdout
+        assert "not running" in shown and "127.0.0.1:9" not in shown, shown
+        assert server.alive() and not second.alive()
+    finally:
+        wizard.kill()
+        wizard.wait()
+        server.stop(timeout=5)
+        second.stop(timeout=5)
+
+
 def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
     """Issue 46 item 12: a session left at its first question became the default of status/attach/stop; no command
     deleted a session; show --all had no model column."""
@@ -546,7 +588,7 @@ def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
         # its last event says training ended while the process still runs: "finished", not yet gone (trial Q)
         (worked.run_dir / "train" / "events.jsonl").write_text(json.dumps({"v": 1, "event": "done", "step": 3}) + "\n")
         live = yichui(home, "status")
-        assert live.returncode == 0 and "the process is exiting" in live.stdout, live.stdout
+        assert live.returncode == 0 and "finished (exiting)" in live.stdout, live.stdout
         abandoned = Session.new("finetune", h=home)
         abandoned.save()  # the newest session, which never started anything
         r = yichui(home, "delete", worked.id, "--yes")

@@ -341,7 +341,6 @@ def test_commands_and_code_printed_to_copy_stay_on_one_line_at_80_columns():
     # them is broken at 80 columns, pasted as printed they are Python and one shell command, and only a line holding
     # the long key path or the request's JSON is wider than 80
     import shlex
-    import textwrap
 
     from recipes.deploy import curl_line, python_example
     from wizard import i18n
@@ -355,7 +354,7 @@ def test_commands_and_code_printed_to_copy_stay_on_one_line_at_80_columns():
             lines = text.split("\n")
             assert wrap_words(text, 80).split("\n") == lines and len(lines) >= 5, text
             assert all(len(x) <= 80 for x in lines if key not in x and "-d '" not in x), text
-        compile(textwrap.dedent("\n".join(code.split("\n")[1:])), "<copied>", "exec")
+        compile("\n".join(code.split("\n")[1:]), "<copied>", "exec")  # as printed: indented, trial R's IndentationError
         words = shlex.split("\n".join(curl.split("\n")[1:]).replace("\\\n", " "))
         assert words[0] == "curl" and words[-2] == "-d" and "What's 'LoRA'?" in words[-1], words
     i18n.set_lang("en")

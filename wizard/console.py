@@ -173,8 +173,8 @@ def _units(line: str) -> list[tuple[str, bool]]:
     return merged
 
 
-# the indented lines of code the steps print to copy (deploy.curl, deploy.python): never broken, nor the lines
-# indented deeper that follow one (a command's `\` continuations, a call's arguments)
+# the lines of code the steps print to copy (deploy.curl, deploy.python): never broken, nor the lines indented
+# deeper that follow one (a command's `\` continuations, a call's arguments)
 _CODE = ("curl ", "from openai ", "client = ", "reply = ", "print(")
 
 
@@ -185,14 +185,14 @@ def wrap_words(text: str, width: int) -> str:
     from rich.cells import cell_len
 
     out = []
-    code = 0  # the indentation of the line of code above, 0 outside code
+    code = None  # the indentation of the statement of code above, None outside code
     for line in text.split("\n"):
         depth = len(line) - len(line.lstrip(" "))
-        if depth >= 2 and line.lstrip(" ").startswith(_CODE):
+        if line.lstrip(" ").startswith(_CODE):
             code = depth
-        elif not 0 < code < depth:
-            code = 0
-        if code or cell_len(line) <= width:
+        elif code is None or depth <= code:
+            code = None
+        if code is not None or cell_len(line) <= width:
             out.append(line)  # an indented line of code (deploy's curl and Python example) stays whole to copy
             continue
         indent = " " * depth

@@ -183,6 +183,11 @@ def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_
     return StepError("hub.unreachable", endpoint=endpoint, error=f"{type(exc).__name__}: {_first_line(exc)}")
 
 
+def offline() -> bool:
+    """Whether huggingface_hub's offline mode is on (HF_HUB_OFFLINE, the values its constants module accepts)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+
+
 def unreachable(source: str, endpoint: str | None) -> StepError | None:
     """One HEAD to the endpoint (5 s to connect, proxies from the environment as the hub clients use them): the
     hub.unreachable error when nothing answers there, else None. The clients retry a refused connection for ~23 s
@@ -192,7 +197,7 @@ def unreachable(source: str, endpoint: str | None) -> StepError | None:
     reads its cache."""
     import requests
 
-    if source not in ENDPOINT_ENV or os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+    if source not in ENDPOINT_ENV or offline():
         return None
     endpoint = endpoint or default_endpoint(source) or ""
     try:

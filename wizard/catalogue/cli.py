@@ -111,6 +111,16 @@ MESSAGES = {
     "cli.doctor.for_flash_attn": {"en": "FlashAttention-2 kernels", "zh": "FlashAttention-2 算子"},
     "cli.doctor.for_tensorboard": {"en": "TensorBoard's viewer, for the loss and memory curves training writes",
                                    "zh": "TensorBoard 查看器，用于查看训练写出的损失与显存曲线"},
+    "cli.status.tensorboard_events": {"en": "TensorBoard events (loss, learning rate, memory/* per step): {path}",
+                                      "zh": "TensorBoard 事件（每步损失、学习率、memory/*）：{path}"},
+    "cli.status.tensorboard_install": {"en": "The TensorBoard viewer is not installed here; to install it, then start "
+                                             "it on a folder above:\n  {python} -m pip install tensorboard\n"
+                                             "  {python} -m tensorboard.main --logdir FOLDER\n"
+                                             "(or copy the folder to a machine that has it)",
+                                       "zh": "此处未安装 TensorBoard 查看器；安装后对上面的文件夹启动：\n"
+                                             "  {python} -m pip install tensorboard\n"
+                                             "  {python} -m tensorboard.main --logdir 文件夹\n"
+                                             "（或把该文件夹复制到装有它的机器上）"},
     "cli.status.tensorboard_missing": {"en": "TensorBoard events (loss, learning rate and the memory/* scalars, per step): {path} — the "
                                              "viewer is not installed here; to install it, then start it:\n"
                                              "  {python} -m pip install tensorboard\n"
@@ -242,6 +252,11 @@ MESSAGES = {
     "cli.stopped": {"en": "Stopped {job} (pid {pid}) of session {id}.", "zh": "已停止会话 {id} 的{job}（pid {pid}）。"},
     "cli.job.server": {"en": "server", "zh": "服务"},
     "cli.job.trainer": {"en": "trainer", "zh": "训练进程"},
+    "cli.job.wizard": {"en": "wizard", "zh": "向导"},
+    "cli.others_running": {"en": "{n} other session(s) still run jobs: {ids} (`yichui status` lists them, "
+                                 "`yichui stop SESSION` stops one).",
+                           "zh": "另有 {n} 个会话仍在运行任务：{ids}（`yichui status` 列出它们，"
+                                 "`yichui stop 会话` 逐个停止）。"},
     "cli.job.preflight": {"en": "smoke test", "zh": "冒烟测试"},
     "cli.job.backup": {"en": "adapter backup", "zh": "适配器备份"},
     "cli.nothing_running_any": {"en": "No yichui job is running (trainer, server or other) under this YICHUI_HOME.",
@@ -335,8 +350,9 @@ MESSAGES = {
     "cli.unfinished": {"en": "unfinished", "zh": "未完成"},
     "cli.detail.step": {"en": "step {step}/{total}, loss {loss}", "zh": "第 {step}/{total} 步，损失 {loss}"},
     "cli.detail.done": {"en": "finished", "zh": "已完成"},
-    "cli.detail.done_exiting": {"en": "finished, result written; the process is exiting",
-                                "zh": "已完成，结果已写入；进程正在退出"},
+    "cli.detail.done_exiting": {"en": "finished (exiting)", "zh": "已完成（正在退出）"},
+    "cli.detail.wizard_step": {"en": "step {i}/{n}: {step}", "zh": "第 {i}/{n} 步：{step}"},
+    "cli.detail.wizard_asking": {"en": "waiting for an answer", "zh": "等待回答"},
     "cli.detail.before_first_step": {"en": "before its first step", "zh": "在第一步之前"},
     "cli.detail.waiting_for_copy": {"en": "libraries loaded, waiting for the model's 2-layer copy",
                                     "zh": "库已加载，正在等待模型的两层副本"},

@@ -50,7 +50,7 @@ MESSAGES = {
     "deploy.before": {"en": "Before fine-tuning — {question}\n  {answer}", "zh": "微调前——{question}\n  {answer}"},
     "deploy.after": {"en": "After fine-tuning (from the server) — {question}\n  {answer}",
                      "zh": "微调后（来自服务）——{question}\n  {answer}"},
-    "deploy.curl": {"en": "Try it:\n  {curl}", "zh": "试一试：\n  {curl}"},
+    "deploy.curl": {"en": "Try it:\n{curl}", "zh": "试一试：\n{curl}"},
     "deploy.model.adapter": {"en": "the LoRA adapter, unmerged, on the base model", "zh": "未合并的 LoRA 适配器（加载在基座模型上）"},
     "deploy.tensor_parallel": {"en": "Tensor-parallel size (GPUs per replica):", "zh": "张量并行数（每个副本的 GPU 数）："},
     "deploy.gpu_memory_utilization": {"en": "GPU memory utilization (fraction for weights + KV cache):",
@@ -126,7 +126,7 @@ MESSAGES = {
                                    "--task evaluate --from {id}` if it matters.",
                              "zh": "部署的贪心回答开头与合并模型在进程内的回答不同（{training!r} 与 {served!r}）。渲染一致，"
                                    "因此这是引擎数值精度打破了近似平局（或量化副本所致）：如有必要，用 `yichui run --task evaluate --from {id}` 比较。"},
-    "deploy.python": {"en": "From Python:\n  {code}", "zh": "在 Python 中：\n  {code}"},
+    "deploy.python": {"en": "From Python:\n{code}", "zh": "在 Python 中：\n{code}"},
     "deploy.key_file": {"en": "The API key is in {path} (mode 0600; not in the session).",
                         "zh": "API 密钥在 {path}（权限 0600；不在会话文件中）。"},
     "deploy.stop_hint": {"en": "The server keeps running: `yichui chat {id}` talks to it, `yichui serve stop {id}` stops it.",

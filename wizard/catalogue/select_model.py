@@ -47,5 +47,8 @@ MESSAGES = {
                                        "--set select_model.model=other --set select_model.model_id={model}",
                                  "zh": "{model} 是仓库 ID，不是目录中的名称：请写作 "
                                        "--set select_model.model=other --set select_model.model_id={model}"},
+    "select_model.fetching_offline": {"en": "Looking for config.json of {repo} in the local cache (HF_HUB_OFFLINE is "
+                                            "set) …",
+                                      "zh": "正在本地缓存中查找 {repo} 的 config.json（已设置 HF_HUB_OFFLINE）……"},
     "select_model.fetching": {"en": "Reading config.json of {repo} from {endpoint} …", "zh": "正在从 {endpoint} 读取 {repo} 的 config.json……"},
 }

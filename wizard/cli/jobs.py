@@ -1,6 +1,7 @@
 """Commands on a session's background jobs (the trainer, the server): attach, status, stop."""
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Optional
@@ -35,10 +36,10 @@ def _job_detail(s, job) -> str:
         return T("cli.detail.error", message=last.get("message"))
     if job.name == BACKUP:  # the adapter backup beside the trainer (recipes/training/backup.py)
         return backup_detail(Path(job.pid_file).parent)
-    if job.name == SERVER:
+    if job.name == SERVER:  # where it answers; a stopped one answers nowhere (trial R)
         from recipes.handoff import Deployment
 
-        return s.result(Deployment).endpoint or ""
+        return (s.result(Deployment).endpoint or "") if job.alive() else ""
     return ""
 
 
@@ -141,8 +142,8 @@ def _trainer_died(s) -> str | None:
 
 
 def status(session: Optional[str] = SessionArg):
-    """SESSION's jobs; without SESSION, every session's running jobs and those whose trainer died unfinished (or
-    the latest session's, if there are none)."""
+    """SESSION's jobs; without SESSION, every session with a running job or a wizard running one of its steps, and
+    those whose trainer died unfinished (or the latest session's, if there are none), oldest first."""
     from recipes import jobs
     from wizard.session import all_sessions
 
@@ -157,31 +158,50 @@ def status(session: Optional[str] = SessionArg):
 
             new_ui().say(T("session.none", home=str(home())))
             return
-        died = [x for x in every if x.id not in ids and _trainer_died(x)]
-        chosen = (died + running) or [latest_that_ran()]
+        # a wizard between jobs (exporting, evaluating) runs no job: the session dropped out of status (trial R)
+        chosen = [x for x in every if x.id in ids or x.holder() or _trainer_died(x)] or [latest_that_ran()]
     ui = new_ui()
+    viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
+    # the loss, learning rate and memory/* scalars the trainer writes every logging step: for a session asked for,
+    # or one training now — with three servers up, three blocks of it filled the screen (trial R)
+    boards = {s.id: tb for s in chosen if (tb := RunDir(s.run_dir).train.tensorboard).is_dir() and (
+        session or len(chosen) == 1 or any(j.name == TRAINER and j.alive() for j in jobs.find(s.run_dir)))}
     for s in chosen:
         found = jobs.find(s.run_dir)
-        if not found:
+        rows = [(job_words(j.name), j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"),
+                 _job_detail(s, j) or "—") for j in found]
+        if wizard := s.holder():  # the wizard (or a resume, replay) holding the session's lock
+            rows.append((job_words("wizard"), wizard, T("cli.state.running"), _wizard_detail(s)))
+        if not rows:
             ui.say(T("cli.no_jobs", id=s.id))
             continue
         # the log under the detail: as a fifth column its path squeezed the endpoint into pieces at 80 columns
         # and the logs below it, a line each: a path in a cell was folded mid-id at 80 columns (46 trial J)
-        ui.table(T("cli.status.title", id=s.id),
-                 [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail")],
-                 [(job_words(j.name), j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"),
-                   _job_detail(s, j) or "—") for j in found])
+        ui.table(T("cli.status.title", id=s.id), [T("cli.col.job"), "pid", T("cli.col.state"), T("cli.col.detail")],
+                 rows)
         for j in found:
             ui.say(T("cli.status.log_of", job=job_words(j.name), path=j.log))
         if died_line := _trainer_died(s):
             ui.warn(died_line)
-        tb = RunDir(s.run_dir).train.tensorboard
-        if tb.is_dir():  # the loss, learning rate and memory/* scalars the trainer writes every logging step
-            import importlib.util
+        if (board := boards.get(s.id)) is None:
+            continue
+        if viewer:
+            ui.say(T("cli.status.tensorboard", path=str(board), python=sys.executable))
+        else:  # how to install it: with its folder when there is one, once under them all otherwise
+            ui.say(T("cli.status.tensorboard_missing" if len(boards) == 1 else "cli.status.tensorboard_events",
+                     path=str(board), python=sys.executable))
+    if not viewer and len(boards) > 1:
+        ui.say(T("cli.status.tensorboard_install", python=sys.executable))
 
-            viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
-            ui.say(T("cli.status.tensorboard", path=str(tb), python=sys.executable) if viewer else
-                   T("cli.status.tensorboard_missing", path=str(tb), python=sys.executable))
+
+def _wizard_detail(s) -> str:
+    """What a wizard holding session ``s`` is doing: the step its record says is running, else at a question."""
+    name = next((n for n, r in s.records() if r.status == "running"), None)
+    if name is None:
+        return T("cli.detail.wizard_asking")
+    names = s.task_steps()
+    return T("cli.detail.wizard_step", i=names.index(name) + 1 if name in names else "?", n=len(names),
+             step=i18n.t(f"step.{name}.title"))
 
 
 def stop(session: Optional[str] = SessionArg):
@@ -210,3 +230,5 @@ def stop(session: Optional[str] = SessionArg):
                 ui.say(T("cli.stopped_checkpoint", checkpoint=last[-1].name, id=s.id))
     if not stopped:
         ui.say(T("cli.nothing_running", id=s.id))
+    if not session and (others := [x for x in with_running_jobs() if x.id != s.id]):  # one at a time (trial R)
+        ui.say(T("cli.others_running", n=len(others), ids=", ".join(x.id for x in others)))
