@@ -569,6 +569,32 @@ def test_status_lists_a_wizard_between_jobs_and_stop_names_the_sessions_left(hom
         second.stop(timeout=5)
 
 
+def test_status_of_several_training_sessions_says_how_to_get_tensorboard_once(home):
+    """Trial R: every session's block in `yichui status` carried a five-line TensorBoard install hint (55 lines for
+    three sessions): each training session names its events folder, the hint comes once under them all."""
+    import importlib.util
+
+    from recipes import jobs
+
+    started = []
+    for _ in range(2):
+        s = Session.new("finetune", h=home)
+        s.save()
+        (s.run_dir / "train" / "tensorboard").mkdir(parents=True)
+        started.append((s, jobs.spawn("trainer", ["sleep", "60"], s.run_dir / "train")))
+    try:
+        out = yichui(home, "status", COLUMNS="80").stdout
+        for s, _ in started:
+            assert str(s.run_dir / "train" / "tensorboard") in " ".join(out.split()), out
+        if importlib.util.find_spec("tensorboard") is None:
+            assert out.count("pip install tensorboard") == 1 and out.count("TensorBoard events") == 2, out
+        else:
+            assert "pip install tensorboard" not in out and out.count("-m tensorboard.main") == 2, out
+    finally:
+        for _, job in started:
+            job.stop(timeout=5)
+
+
 def test_abandoned_sessions_are_no_default_and_can_be_deleted(home):
     """Issue 46 item 12: a session left at its first question became the default of status/attach/stop; no command
     deleted a session; show --all had no model column."""
