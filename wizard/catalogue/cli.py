@@ -119,7 +119,7 @@ MESSAGES = {
                                              "(or copy the folder to a machine that has it)",
                                        "zh": "此处未安装 TensorBoard 查看器；安装后对上面的文件夹启动：\n"
                                              "  {python} -m pip install tensorboard\n"
-                                             "  {python} -m tensorboard.main --logdir 文件夹\n"
+                                             "  {python} -m tensorboard.main --logdir FOLDER\n"
                                              "（或把该文件夹复制到装有它的机器上）"},
     "cli.status.tensorboard_missing": {"en": "TensorBoard events (loss, learning rate and the memory/* scalars, per step): {path} — the "
                                              "viewer is not installed here; to install it, then start it:\n"
@@ -256,7 +256,7 @@ MESSAGES = {
     "cli.others_running": {"en": "{n} other session(s) still run jobs: {ids} (`yichui status` lists them, "
                                  "`yichui stop SESSION` stops one).",
                            "zh": "另有 {n} 个会话仍在运行任务：{ids}（`yichui status` 列出它们，"
-                                 "`yichui stop 会话` 逐个停止）。"},
+                                 "`yichui stop SESSION` 逐个停止）。"},
     "cli.job.preflight": {"en": "smoke test", "zh": "冒烟测试"},
     "cli.job.backup": {"en": "adapter backup", "zh": "适配器备份"},
     "cli.nothing_running_any": {"en": "No yichui job is running (trainer, server or other) under this YICHUI_HOME.",
