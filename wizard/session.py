@@ -445,7 +445,10 @@ class Session:
         lock_path = self._lock_path()
         if self._lock_fd is not None or not lock_path.exists():
             return None
-        fd = os.open(lock_path, os.O_RDONLY)
+        try:
+            fd = os.open(lock_path, os.O_RDONLY)
+        except OSError:  # not ours to read (another user's, a dangling link): no holder `status` can name
+            return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             fcntl.flock(fd, fcntl.LOCK_UN)
