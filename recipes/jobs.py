@@ -28,10 +28,13 @@ class Job:
     pid_file: str
 
     def alive(self) -> bool:
+        """Whether the process that was started is still running: the pid alone could be anyone's by now, so its
+        start time must match too — a job whose start time is not known is not taken for alive (a pid file edited
+        to another process's pid and no start time had `yichui stop` kill that process: trial S)."""
         ticks, state = _stat(self.pid)
-        if ticks is None:
+        if ticks is None or self.start_ticks is None:
             return False
-        return state not in ("Z", "X") and (self.start_ticks is None or ticks == self.start_ticks)
+        return state not in ("Z", "X") and ticks == self.start_ticks
 
     def stop(self, timeout: float | None = None) -> bool:
         """SIGTERM the job's process group, then SIGKILL after ``timeout`` s (the trainer: 120 s, time to finish its
@@ -39,7 +42,7 @@ class Job:
 
         Leaves ``<job>.stopped`` beside the pid file, so a wizard following the job knows it was stopped on purpose.
         """
-        if not self.alive():
+        if not self.alive() or not self._leads_its_group():
             return False
         Path(self.pid_file).with_suffix("").with_suffix(".stopped").write_text(str(self.pid))
         if timeout is None:
@@ -48,13 +51,21 @@ class Job:
             try:
                 os.killpg(self.pid, sig)
             except ProcessLookupError:
-                return True
+                break
             end = time.monotonic() + wait
             while time.monotonic() < end:
                 if not self.alive():
                     return True
                 time.sleep(0.1)
-        return True
+        return not self.alive()  # "stopped" is said of a process that is gone, not of a signal sent (trial S)
+
+    def _leads_its_group(self) -> bool:
+        """A job is spawned in a session of its own, so it leads its process group: a pid that does not is not one
+        of ours, and its group is not signalled."""
+        try:
+            return os.getpgid(self.pid) == self.pid
+        except OSError:
+            return False
 
     def stop_requested(self) -> bool:
         marker = Path(self.pid_file).with_suffix("").with_suffix(".stopped")
@@ -151,11 +162,41 @@ def kill_tree(p: subprocess.Popen, run_dir: Path | None, wait: float = 20.0) -> 
             time.sleep(0.05)
 
 
+PID_FILE_LIMIT = 64 * 1024  # bytes: a pid file is ~300; anything larger is not one (a link to /dev/zero: trial S)
+
+
 def read(pid_file: Path) -> Job | None:
-    try:
-        return Job(**json.loads(Path(pid_file).read_text()))
-    except (OSError, ValueError, TypeError):
+    """The job recorded in ``pid_file``, or None when it is not a pid file :func:`spawn` could have written: not a
+    regular file (a FIFO would block the read), too large, not JSON, a pid that is not a number above 1. Its name,
+    log and own path are those of the file's place (``<dir>/<name>.pid.json``), whatever the file says: an edited
+    path made `stop` write its marker elsewhere (trial S). Unknown keys are ignored."""
+    pid_file = Path(pid_file)
+    if not pid_file.name.endswith(".pid.json"):
         return None
+    try:
+        fd = os.open(pid_file, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        import stat
+
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > PID_FILE_LIMIT:
+            return None
+        data = json.loads(os.read(fd, PID_FILE_LIMIT + 1))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+    if not isinstance(data, dict):
+        return None
+    pid, ticks, argv, started = data.get("pid"), data.get("start_ticks"), data.get("argv"), data.get("started_at")
+    if type(pid) is not int or pid <= 1 or (ticks is not None and type(ticks) is not int):
+        return None
+    name = pid_file.name[:-len(".pid.json")]
+    return Job(name, pid, ticks, [str(a) for a in argv] if isinstance(argv, list) else [],
+               float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else 0.0,
+               str(log_path(pid_file.parent, name)), str(pid_file))
 
 
 def find(run_dir: Path) -> list[Job]:

@@ -290,8 +290,8 @@ class UI:
             mins = [0] * len(mins)
         for i, c in enumerate(columns):
             t.add_column(c, no_wrap=i == 0, overflow="fold", min_width=(mins[i] or None) if i else None)
-        for r in cells:
-            t.add_row(*r)
+        for r in cells:  # as Text: a value in brackets ("[/x]" in a session file, a log) is not rich markup
+            t.add_row(*(Text(c) for c in r))
         self.out.print(t)
 
     @contextlib.contextmanager
@@ -304,7 +304,7 @@ class UI:
                 lines.say_now()
             return
         narrow = self.out.width < 100  # 80 columns: one line per row, the name cut short rather than wrapped
-        cols = [TextColumn("{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis",
+        cols = [TextColumn("{task.description}", markup=False, table_column=Column(no_wrap=True, overflow="ellipsis",
                                                                      max_width=24 if narrow else 48)),
                 BarColumn(bar_width=12 if narrow else 40), TaskProgressColumn()]
         if unit == "B":
@@ -323,11 +323,11 @@ class UI:
     def live(self, title: str):
         """Yield ``update(fields)``: a refreshed table on a terminal, a plain line (at most every 2 s) otherwise."""
         def render(fields: dict) -> Table:
-            t = Table(title=title, title_justify="left", show_header=False)
+            t = Table(title=Text(title), title_justify="left", show_header=False)
             t.add_column(style="cyan"); t.add_column()
             for k, v in fields.items():
                 if not k.startswith("_"):  # "_final" and the like steer the view, they are not shown
-                    t.add_row(k, str(v))
+                    t.add_row(Text(k), Text(str(v)))  # not markup: the values come from the trainer's events
             return t
 
         if self.is_terminal:

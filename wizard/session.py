@@ -348,7 +348,8 @@ class Session:
 
     @property
     def updated_at(self) -> str:
-        return self.data.get("updated_at") or ""
+        value = self.data.get("updated_at")
+        return value if isinstance(value, str) else ""  # sessions sort by it: a number there broke every listing
 
     def record(self, step: str) -> StepRecord:
         """The record of ``step`` (one of recipes.STEPS: every session holds each, skipped where its task does not
@@ -445,9 +446,12 @@ class Session:
         lock_path = self._lock_path()
         if self._lock_fd is not None or not lock_path.exists():
             return None
-        try:
-            fd = os.open(lock_path, os.O_RDONLY)
+        try:  # without blocking: a FIFO there blocked `status` for ever (trial S)
+            fd = os.open(lock_path, os.O_RDONLY | os.O_NONBLOCK)
         except OSError:  # not ours to read (another user's, a dangling link): no holder `status` can name
+            return None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # no lock the wizard took (a FIFO, a device)
+            os.close(fd)
             return None
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
@@ -474,6 +478,8 @@ def find(ref: str | None, h: Path | None = None, unfinished: bool = False) -> Pa
             (``session.ambiguous``, naming them).
     """
     h = h or home()
+    if ref is not None and not ref.strip():  # "" (an unset $ID) is no session, not "the newest" (trial S)
+        raise SessionError("session.not_found", path=ref)
     if ref:
         p = Path(ref).expanduser()
         if p.suffix == ".json" or p.exists() or p.is_symlink():  # a broken link or a loop: load says which

@@ -520,6 +520,13 @@ MESSAGES = {
     "cli.attach.oom_held": {"en": "The trainer of session {id} ran out of GPU memory; the yichui that runs it (pid "
                                   "{pid}) recovers (smaller micro-batch, checkpointing) and goes on by itself.",
                             "zh": "会话 {id} 的训练显存不足；运行它的 yichui（pid {pid}）会自行调整（更小的微批、激活检查点）后继续。"},
+    "cli.attach.compile_failed": {"en": "Compiling the decoder layers failed in the trainer of session {id} ({error}); "
+                                        "`yichui resume {id}` goes on without compiling.",
+                                  "zh": "会话 {id} 的训练进程编译解码层失败（{error}）；`yichui resume {id}` 会不编译继续。"},
+    "cli.attach.compile_failed_held": {"en": "Compiling the decoder layers failed in the trainer of session {id} "
+                                             "({error}); the yichui running it (pid {pid}) goes on without compiling.",
+                                       "zh": "会话 {id} 的训练进程编译解码层失败（{error}）；运行它的 yichui（pid {pid}）"
+                                             "会不编译继续。"},
     "cli.attach.oom": {"en": "The trainer of session {id} ran out of GPU memory; `yichui resume {id}` recovers (smaller micro-batch, checkpointing) and goes on.",
                        "zh": "会话 {id} 的训练显存不足；`yichui resume {id}` 会自动调整（更小的微批、激活检查点）后继续。"},
     "cli.example.run": {"en": "Examples:\n\n  yichui                                  # the wizard, asking each question\n\n  yichui run --task deploy                # serve a model as it is\n\n  yichui run --yes --set select_model.model=qwen2.5-0.5b-instruct\n\n  yichui run --task deploy --from 20261201-101500-ab12   # its training",

@@ -27,7 +27,8 @@ def _job_detail(s, job) -> str:
                 and LIBRARIES_LOADED in job.log_tail(30, this_run=True)  # a waiting trainer logs a few lines
             return T("cli.detail.waiting_for_copy" if waiting else "cli.detail.starting")
         if last["event"] == "step":
-            detail = T("cli.detail.step", step=last["step"], total=last.get("total_steps"), loss=last.get("loss"))
+            detail = T("cli.detail.step", step=last.get("step", "?"), total=last.get("total_steps", "?"),
+                       loss=last.get("loss", "?"))
             # GRPO: its reward, which its loss (around 0) does not show
             return detail + (T("cli.detail.reward", reward=f"{last['reward']:.3f}")
                              if isinstance(last.get("reward"), (int, float)) else "")
@@ -113,6 +114,10 @@ def attach(session: Optional[str] = SessionArg):
         raise typer.Exit(130)
     except StepError as e:
         raise fail(e.msg.key, code=1, **e.msg.args)
+    except train_runner.CompileFailed as failed:  # the trainer stopped; the wizard (resume) goes on uncompiled
+        held = s.holder()
+        raise fail("cli.attach.compile_failed_held" if held else "cli.attach.compile_failed", code=1, id=s.id,
+                   pid=held or "", error=failed.message)
     except train_runner.OutOfMemory:  # the wizard (resume) recovers from it
         held = s.holder()
         raise fail("cli.attach.oom_held" if held else "cli.attach.oom", code=1, id=s.id, pid=held or "")
@@ -147,7 +152,7 @@ def status(session: Optional[str] = SessionArg):
     from recipes import jobs
     from wizard.session import all_sessions
 
-    if session:
+    if session is not None:  # "" (an unset $ID) is a name that matches nothing, not "every session" (trial S)
         chosen = [read_session(session)]
     else:
         running = with_running_jobs()
@@ -208,7 +213,7 @@ def stop(session: Optional[str] = SessionArg):
     """Stop SESSION's jobs; without SESSION, those of the most recent session that has a running job."""
     from recipes import jobs
 
-    if session:
+    if session is not None:  # "" (an unset $ID) stopped the newest session's server (trial S)
         stop_unreadable(session)
         s = read_session(session)
     else:
@@ -230,5 +235,5 @@ def stop(session: Optional[str] = SessionArg):
                 ui.say(T("cli.stopped_checkpoint", checkpoint=last[-1].name, id=s.id))
     if not stopped:
         ui.say(T("cli.nothing_running", id=s.id))
-    if not session and (others := [x for x in with_running_jobs() if x.id != s.id]):  # one at a time (trial R)
+    if session is None and (others := [x for x in with_running_jobs() if x.id != s.id]):  # one at a time (trial R)
         ui.say(T("cli.others_running", n=len(others), ids=", ".join(x.id for x in others)))

@@ -1,0 +1,119 @@
+"""What `yichui status`, `stop`, `show` and `attach` read from disk is untrusted (trial S, a tester breaking them):
+pid files, events, session fields, lock files. Real processes, real `yichui` commands, real FIFOs and links; each
+case first shows the hostile state is really there (the process alive, the file a FIFO), then what yichui does."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import pytest
+from conftest import yichui
+
+from recipes import jobs
+from wizard.session import Session
+
+
+@pytest.fixture
+def bystander():
+    """A process that is not yichui's, in a session of its own (so it leads its process group, as a job does)."""
+    p = subprocess.Popen(["sleep", "120"], start_new_session=True)
+    yield p
+    p.kill()
+    p.wait()
+
+
+def _pid_file(session: Session, name: str = "server", **fields) -> str:
+    folder = session.run_dir / ("serve" if name == "server" else "train")
+    folder.mkdir(parents=True, exist_ok=True)
+    path = jobs.pid_path(folder, name)
+    path.write_text(json.dumps({"name": name, "argv": ["x"], "started_at": time.time(), "log": "x.log",
+                                "pid_file": str(path)} | fields))
+    return str(path)
+
+
+def test_stop_never_signals_a_process_it_did_not_start(home, bystander, tmp_path):
+    """A pid file naming another live process — without a start time, or with that process's own start time while
+    it does not lead a group of its own — is not a job of this session: `status` does not call it running and
+    `stop` leaves it alone (it killed it, and said "Stopped", before)."""
+    s = Session.new("finetune", h=home)
+    s.save()
+    _pid_file(s, pid=bystander.pid, start_ticks=None, pid_file=str(tmp_path / "elsewhere.pid.json"))
+    st = yichui(home, "status", s.id)
+    assert st.returncode == 0 and "not running" in st.stdout, st.stdout
+    r = yichui(home, "stop", s.id)
+    assert r.returncode == 0 and "Stopped" not in r.stdout, r.stdout
+    time.sleep(0.3)
+    assert bystander.poll() is None  # still running
+    assert not (tmp_path / "elsewhere.stopped").exists()  # no marker where the file pointed
+    # a child of this test (our process group, not its own): its real start time matches, yet it is not signalled
+    child = subprocess.Popen(["sleep", "120"])
+    try:
+        ticks, _ = jobs._stat(child.pid)
+        _pid_file(s, pid=child.pid, start_ticks=ticks)
+        assert jobs.read(s.run_dir / "serve" / "server.pid.json").alive()
+        r = yichui(home, "stop", s.id)
+        assert r.returncode == 0 and "Stopped" not in r.stdout, r.stdout
+        time.sleep(0.3)
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_pid_files_that_are_no_files_do_not_hang_status(home):
+    """A FIFO where a pid file or the session's lock belongs blocked every read for ever; a link to /dev/zero read
+    until memory ran out. Now they are no pid file and no lock holder."""
+    s = Session.new("finetune", h=home)
+    s.save()
+    (s.run_dir / "train").mkdir(parents=True)
+    os.mkfifo(s.run_dir / "train" / "trainer.pid.json")
+    (s.run_dir / "serve").mkdir()
+    (s.run_dir / "serve" / "server.pid.json").symlink_to("/dev/zero")
+    os.mkfifo(s.path.with_name(s.path.name + ".lock"))
+    for args in (("status",), ("status", s.id), ("stop", s.id), ("show", "--all")):
+        r = yichui(home, *args, timeout=60)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stdout, r.stderr)
+
+
+def test_odd_values_in_session_and_event_files_are_shown_not_fatal(home):
+    """A session whose updated_at is a number broke every listing (a TypeError while sorting); text in brackets in
+    an id, an answer or an event was read as rich markup (MarkupError, or swallowed); a step event without its step
+    number was a KeyError in `status`."""
+    odd = Session.new("finetune", h=home)
+    odd.record("select_model").outputs.update(repo_id="org/[/x] [bold]model")
+    odd.save()
+    data = json.loads(odd.path.read_text())
+    odd.path.write_text(json.dumps(data | {"updated_at": 5}))
+    s = Session.new("finetune", h=home)
+    s.save()
+    train = s.run_dir / "train"
+    job = jobs.spawn("trainer", ["sleep", "60"], train)
+    try:
+        (train / "events.jsonl").write_text(json.dumps({"v": 1, "event": "step"}) + "\n")
+        st = yichui(home, "status")
+        assert st.returncode == 0 and "Traceback" not in st.stderr and "step ?/?" in st.stdout, (st.stdout, st.stderr)
+        (train / "events.jsonl").write_text(json.dumps({"v": 1, "event": "error", "message": "[/x] [bold]gone"}) + "\n")
+        st = yichui(home, "status", s.id, COLUMNS="200")
+        assert st.returncode == 0 and "[/x] [bold]gone" in st.stdout, (st.stdout, st.stderr)
+    finally:
+        job.stop(timeout=5)
+    for args in (("show", "--all"), ("show", odd.id)):
+        r = yichui(home, *args, COLUMNS="200")
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (args, r.stdout, r.stderr)
+    assert "[/x] [bold]model" in yichui(home, "show", odd.id, COLUMNS="200").stdout
+
+
+def test_an_empty_session_name_is_no_session(home):
+    """`yichui stop "$ID"` with ID unset stopped the newest session's server."""
+    s = Session.new("finetune", h=home)
+    s.save()
+    server = jobs.spawn("server", ["sleep", "60"], s.run_dir / "serve")
+    try:
+        for cmd in ("stop", "status"):
+            r = yichui(home, cmd, "")
+            assert r.returncode == 2 and "No session" in r.stderr, (cmd, r.stdout, r.stderr)
+        assert server.alive()
+    finally:
+        server.stop(timeout=5)
