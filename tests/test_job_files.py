@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
 
@@ -117,3 +118,44 @@ def test_an_empty_session_name_is_no_session(home):
         assert server.alive()
     finally:
         server.stop(timeout=5)
+
+
+def test_delete_touches_nothing_outside_its_home_and_says_deleted_only_when_it_is(home, tmp_path):
+    """`delete --yes` removed a folder outside YICHUI_HOME that runs/<id> linked to (the file's run_dir naming it),
+    said "Deleted" of a runs/<id> that was a file and stayed, went ahead past a garbled pid file while its server
+    ran on, and created the target of a lock file linked to a missing path."""
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine")
+    linked = Session.new("finetune", h=home)
+    linked.data["run_dir"] = str(precious)
+    linked.save()
+    flat = Session.new("finetune", h=home)
+    flat.save()
+    for s in (linked, flat):  # the run folders a new session made, replaced
+        shutil.rmtree(home / "runs" / s.id, ignore_errors=True)
+    (home / "runs" / linked.id).symlink_to(precious)
+    (home / "runs" / flat.id).write_text("not a folder")
+    for s in (linked, flat):
+        r = yichui(home, "delete", s.id, "--yes")
+        assert r.returncode == 2 and "nothing deleted" in r.stderr and s.path.exists(), (r.stdout, r.stderr)
+    assert (precious / "keep.txt").read_text() == "mine"
+    garbled = Session.new("finetune", h=home)
+    garbled.save()
+    server = jobs.spawn("server", ["sleep", "60"], garbled.run_dir / "serve")
+    try:
+        pid_file = garbled.run_dir / "serve" / "server.pid.json"
+        pid_file.write_text(pid_file.read_text()[:60])  # cut short: no job can be read from it any more
+        r = yichui(home, "delete", garbled.id, "--yes")
+        assert r.returncode == 2 and "cannot be read as a job's pid file" in r.stderr, (r.stdout, r.stderr)
+        assert garbled.path.exists() and server.alive()
+    finally:
+        server.stop(timeout=5)
+    locked = Session.new("finetune", h=home)
+    locked.save()
+    target = tmp_path / "outside" / "lock"
+    target.parent.mkdir()
+    locked.path.with_name(locked.path.name + ".lock").symlink_to(target)
+    r = yichui(home, "delete", locked.id, "--yes")
+    assert not target.exists(), (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and r.returncode != 0, (r.stdout, r.stderr)

@@ -309,6 +309,12 @@ MESSAGES = {
                                      "file?). Set its run_dir to {expected}, or start a new session.",
                                "zh": "{path} 指向的运行目录是 {run}，而不是 {expected}：未继续（文件被手动修改过？）。"
                                      "请把其 run_dir 改为 {expected}，或开始新会话。"},
+    "cli.delete.unreadable_job": {"en": "{file} cannot be read as a job's pid file: a job of session {id} may still "
+                                         "run. Check it (ps), stop it, remove the file, then delete the session.",
+                                   "zh": "{file} 无法作为任务的 pid 文件读取：会话 {id} 的某个任务可能仍在运行。请检查（ps）、"
+                                         "停止它并删除该文件，再删除会话。"},
+    "cli.delete.failed": {"en": "Could not delete {run} ({error}); {path} is kept. Fix the cause and delete again.",
+                          "zh": "无法删除 {run}（{error}）；{path} 已保留。请排除原因后再删除。"},
     "cli.delete.odd_run_dir": {"en": "{path} names the run folder {run}, not {expected}: nothing deleted (a hand-edited "
                                      "file?). Fix its run_dir, or remove the files yourself.",
                                "zh": "{path} 指向的运行目录是 {run}，而不是 {expected}：未删除任何内容（文件被手动修改过？）。"

@@ -294,7 +294,7 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
     from recipes import jobs
     from wizard.session import Session, SessionError, find
 
-    from wizard.session import own_run_dir, sessions_dir
+    from wizard.session import home, own_run_dir, sessions_dir
 
     if not session.strip():  # an empty SESSION ("$ID" unset) would mean the newest one: never for a deletion
         raise fail("cli.delete.no_session")
@@ -312,10 +312,17 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
                 and not p.is_symlink() and p.resolve().parent == sessions_dir().resolve()):
             raise refused(e)
         path, s = p, None
+    own = home() / "runs" / path.stem  # its run folder is a folder: not a link (it led outside YICHUI_HOME, or in a
+    if own.is_symlink() or (own.exists() and not own.is_dir()):  # loop) nor a file, "deleted" untouched (trial S)
+        raise fail("cli.delete.odd_run_dir", path=str(path), run=str(own), expected=str(own))
     # an unreadable session's jobs too, by its id: its server was deleted from under it (issue 46 trial J, J2)
     running = [j for j in jobs.find(s.run_dir if s is not None else own_run_dir(path.stem)) if j.alive()]
     if running:
         raise fail("cli.delete.running", id=path.stem, job=running[0].name, pid=running[0].pid)
+    # a pid file that cannot be read may be a running job's: its process would outlive every command (trial S)
+    garbled = [p for p in own.glob("*/*.pid.json") if jobs.read(p) is None]
+    if garbled:
+        raise fail("cli.delete.unreadable_job", file=str(garbled[0]), id=path.stem)
     if s is not None:
         try:
             s.lock()
@@ -345,8 +352,12 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
                                gib=f"{size / 2**30:.2f}"), default=False):
             ui.say(T("cli.delete.kept", path=str(path)))
             raise typer.Exit(1)
-    if run_dir is not None:
-        shutil.rmtree(run_dir, ignore_errors=True)
+    if run_dir is not None and run_dir.exists():
+        try:
+            shutil.rmtree(run_dir)
+        except OSError as e:  # said, and the session file kept: "Deleted" only of what is gone (trial S)
+            raise fail("cli.delete.failed", run=str(run_dir), error=f"{type(e).__name__}: {e}", path=str(path),
+                       code=1)
     path.unlink(missing_ok=True)
     path.with_name(path.name + ".lock").unlink(missing_ok=True)
     ui.say(T("cli.deleted", path=str(path), run=str(run_dir or "—"), gib=f"{size / 2**30:.2f}"))
