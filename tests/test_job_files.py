@@ -114,7 +114,7 @@ def test_an_empty_session_name_is_no_session(home):
     try:
         for cmd in ("stop", "status"):
             r = yichui(home, cmd, "")
-            assert r.returncode == 2 and "No session" in r.stderr, (cmd, r.stdout, r.stderr)
+            assert r.returncode == 2 and "No session ''" in r.stderr, (cmd, r.stdout, r.stderr)
         assert server.alive()
     finally:
         server.stop(timeout=5)

@@ -480,7 +480,7 @@ def find(ref: str | None, h: Path | None = None, unfinished: bool = False) -> Pa
     """
     h = h or home()
     if ref is not None and not ref.strip():  # "" (an unset $ID) is no session, not "the newest" (trial S)
-        raise SessionError("session.not_found", path=ref)
+        raise SessionError("session.not_found", path=repr(ref))  # named visibly: "No session '' …" (trial T)
     if ref:
         p = Path(ref).expanduser()
         if p.suffix == ".json" or p.exists() or p.is_symlink():  # a broken link or a loop: load says which
