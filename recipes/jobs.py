@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -178,8 +179,6 @@ def read(pid_file: Path) -> Job | None:
     except OSError:
         return None
     try:
-        import stat
-
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_size > PID_FILE_LIMIT:
             return None

@@ -159,3 +159,18 @@ def test_delete_touches_nothing_outside_its_home_and_says_deleted_only_when_it_i
     r = yichui(home, "delete", locked.id, "--yes")
     assert not target.exists(), (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and r.returncode != 0, (r.stdout, r.stderr)
+
+
+def test_attach_says_when_the_trainer_s_compile_failed(home):
+    """The trainer reports a failed torch.compile as an error event of kind "compile" and exits (the wizard goes on
+    uncompiled); `yichui attach` following it ended in an uncaught CompileFailed traceback (trial S)."""
+    s = Session.new("finetune", h=home)
+    s.save()
+    train = s.run_dir / "train"
+    job = jobs.spawn("trainer", ["sleep", "2"], train)
+    (train / "events.jsonl").write_text(json.dumps({"v": 1, "event": "error", "kind": "compile", "step": 3,
+                                                    "message": "[/x] inductor failed", "pid": job.pid}) + "\n")
+    r = yichui(home, "attach", s.id, timeout=120)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, (r.stdout, r.stderr)
+    assert "Compiling the decoder layers failed" in r.stderr and "[/x] inductor failed" in r.stderr, r.stderr
+    assert f"yichui resume {s.id}" in r.stderr

@@ -193,7 +193,7 @@ def wrap_words(text: str, width: int) -> str:
         elif code is None or depth <= code:
             code = None
         if code is not None or cell_len(line) <= width:
-            out.append(line)  # an indented line of code (deploy's curl and Python example) stays whole to copy
+            out.append(line)  # a line of code (deploy's curl and Python example) stays whole to copy
             continue
         indent = " " * depth
         cur = indent

@@ -184,8 +184,11 @@ def _ms_errors(exc: Exception, repo_id: str, endpoint: str, revision: str, repo_
 
 
 def offline() -> bool:
-    """Whether huggingface_hub's offline mode is on (HF_HUB_OFFLINE, the values its constants module accepts)."""
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    """Whether huggingface_hub's offline mode is on, as the client that refuses reads it (HF_HUB_OFFLINE or
+    TRANSFORMERS_OFFLINE, read when it is imported)."""
+    from huggingface_hub import is_offline_mode
+
+    return is_offline_mode()
 
 
 def unreachable(source: str, endpoint: str | None) -> StepError | None:

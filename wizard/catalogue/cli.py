@@ -315,6 +315,9 @@ MESSAGES = {
                                          "停止它并删除该文件，再删除会话。"},
     "cli.delete.failed": {"en": "Could not delete {run} ({error}); {path} is kept. Fix the cause and delete again.",
                           "zh": "无法删除 {run}（{error}）；{path} 已保留。请排除原因后再删除。"},
+    "cli.delete.run_not_folder": {"en": "{run} is a link or a file, not a run folder: nothing deleted. Look at what it "
+                                        "is, and remove it yourself if it is not needed.",
+                                  "zh": "{run} 是链接或文件，而不是运行目录：未删除任何内容。请查看它是什么，如不需要请自行删除。"},
     "cli.delete.odd_run_dir": {"en": "{path} names the run folder {run}, not {expected}: nothing deleted (a hand-edited "
                                      "file?). Fix its run_dir, or remove the files yourself.",
                                "zh": "{path} 指向的运行目录是 {run}，而不是 {expected}：未删除任何内容（文件被手动修改过？）。"

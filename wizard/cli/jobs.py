@@ -169,10 +169,11 @@ def status(session: Optional[str] = SessionArg):
     viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
     # the loss, learning rate and memory/* scalars the trainer writes every logging step: for a session asked for,
     # or one training now — with three servers up, three blocks of it filled the screen (trial R)
+    found_in = {s.id: jobs.find(s.run_dir) for s in chosen}
     boards = {s.id: tb for s in chosen if (tb := RunDir(s.run_dir).train.tensorboard).is_dir() and (
-        session or len(chosen) == 1 or any(j.name == TRAINER and j.alive() for j in jobs.find(s.run_dir)))}
+        session is not None or len(chosen) == 1 or any(j.name == TRAINER and j.alive() for j in found_in[s.id]))}
     for s in chosen:
-        found = jobs.find(s.run_dir)
+        found = found_in[s.id]
         rows = [(job_words(j.name), j.pid, T("cli.state.running" if j.alive() else "cli.state.stopped"),
                  _job_detail(s, j) or "—") for j in found]
         if wizard := s.holder():  # the wizard (or a resume, replay) holding the session's lock

@@ -314,7 +314,7 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
         path, s = p, None
     own = home() / "runs" / path.stem  # its run folder is a folder: not a link (it led outside YICHUI_HOME, or in a
     if own.is_symlink() or (own.exists() and not own.is_dir()):  # loop) nor a file, "deleted" untouched (trial S)
-        raise fail("cli.delete.odd_run_dir", path=str(path), run=str(own), expected=str(own))
+        raise fail("cli.delete.run_not_folder", run=str(own))
     # an unreadable session's jobs too, by its id: its server was deleted from under it (issue 46 trial J, J2)
     running = [j for j in jobs.find(s.run_dir if s is not None else own_run_dir(path.stem)) if j.alive()]
     if running:
