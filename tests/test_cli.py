@@ -31,6 +31,15 @@ def test_help_lists_the_command_table_and_imports_no_torch(home):
     assert out.strip() == "[]"
 
 
+def test_a_width_nothing_fits_in_is_not_taken(home):
+    """COLUMNS=0 (a script's empty width) made every command print nothing at all, --help included."""
+    for cols in ("0", "abc"):
+        helped = yichui(home, "--help", COLUMNS=cols)
+        assert helped.returncode == 0 and "Usage" in helped.stdout and " run " in helped.stdout, (cols, helped.stdout)
+        r = yichui(home, "status", COLUMNS=cols)
+        assert r.returncode == 0 and "No sessions" in r.stdout, (cols, r.stdout, r.stderr)
+
+
 def test_help_in_chinese(home):
     r = yichui(home, "--lang", "zh", "--help", COLUMNS="80")
     assert r.returncode == 0 and "会话" in r.stdout

@@ -106,6 +106,27 @@ def test_odd_values_in_session_and_event_files_are_shown_not_fatal(home):
     assert "[/x] [bold]model" in yichui(home, "show", odd.id, COLUMNS="200").stdout
 
 
+def test_terminal_escapes_in_session_and_event_files_are_shown_not_obeyed(home):
+    """An ESC sequence in an answer or an event reached the terminal as it was (it could recolour, clear the screen or
+    retitle the window): now every control character is written as \\xNN — tables, lines and the live view."""
+    s = Session.new("finetune", h=home)
+    s.record("select_model").outputs.update(repo_id="org/\x1b[2Jmodel\x07")
+    s.save()
+    train = s.run_dir / "train"
+    job = jobs.spawn("trainer", ["sleep", "60"], train)
+    try:
+        (train / "events.jsonl").write_text(json.dumps({"v": 1, "event": "error", "message": "\x1b]0;pwned\x07gone"})
+                                            + "\n")
+        outs = [yichui(home, "status", s.id, COLUMNS="200"), yichui(home, "show", s.id, COLUMNS="200")]
+    finally:
+        job.stop(timeout=5)
+    for r in outs:
+        assert r.returncode == 0 and "Traceback" not in r.stderr, (r.stdout, r.stderr)
+        assert "\x1b" not in r.stdout + r.stderr and "\x07" not in r.stdout + r.stderr, repr(r.stdout)
+    assert "\\x1b]0;pwned\\x07gone" in outs[0].stdout, outs[0].stdout
+    assert "org/\\x1b[2Jmodel\\x07" in outs[1].stdout, outs[1].stdout
+
+
 def test_an_empty_session_name_is_no_session(home):
     """`yichui stop "$ID"` with ID unset stopped the newest session's server."""
     s = Session.new("finetune", h=home)

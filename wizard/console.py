@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from typing import Any, Sequence
 
@@ -14,6 +15,17 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard import i18n
+
+
+# C0 and C1 control characters other than tab and newline, shown as \\xNN: text from outside (a session file, an
+# event, a file name in a message) must not drive the terminal — an ESC sequence could recolour, move the cursor or
+# retitle the window (trial S). rich strips only BEL, BS, VT, FF and CR.
+_CONTROLS = {c: f"\\x{c:02x}" for c in [*range(0x00, 0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0)]}
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (ESC, NUL, CR, …; not tab or newline) written as ``\\xNN``."""
+    return text.translate(_CONTROLS)
 
 
 class _BinarySpeed(ProgressColumn):
@@ -47,7 +59,7 @@ class _Bar:
     def file(self, name: str, total: float) -> "_Bar":
         if self._p is None:
             return _Bar()
-        return _Bar(self._p, self._p.add_task("  " + name, total=total))
+        return _Bar(self._p, self._p.add_task("  " + printable(name), total=total))  # a hub's file name
 
     def done(self) -> None:
         if self._p is not None:
@@ -237,8 +249,17 @@ def _unechoed():
             pass
 
 
+def sane_columns() -> None:
+    """COLUMNS=0 (or "abc", or 5) made rich print nothing at all, --help included: such a value is dropped, and the
+    terminal's own width (or 80) is used instead of a width nothing fits in."""
+    cols = os.environ.get("COLUMNS", "")
+    if cols and not (cols.isdigit() and int(cols) >= 20):
+        del os.environ["COLUMNS"]
+
+
 class UI:
     def __init__(self):
+        sane_columns()
         self.out = Console(highlight=False, soft_wrap=True)
         self.err = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -249,6 +270,7 @@ class UI:
     def _fit(self, console: Console, text: str) -> str:
         """On a terminal, ``text`` wrapped between words at its width; piped or redirected, as it is (one line per
         line: logs and the tests read them whole)."""
+        text = printable(text)
         return wrap_words(text, console.width) if console.is_terminal else text
 
     def say(self, text: str = "") -> None:
@@ -278,7 +300,7 @@ class UI:
         if title:
             self.out.print(Text(self._fit(self.out, title), style="italic"))
         t = Table(title_justify="left")
-        cells = [["" if v is None else str(v) for v in r] for r in rows]
+        cells = [["" if v is None else printable(str(v)) for v in r] for r in rows]
         # a column is no narrower than its longest word (up to 40) while the table fits the terminal: words wrap
         # whole, not "unfinish/ed" or a URL folded mid-port (issue 20, item 13)
         mins = [min(40, max((len(w) for r in cells for w in (r[i].split() if i < len(r) else [])), default=0))
@@ -296,6 +318,7 @@ class UI:
 
     @contextlib.contextmanager
     def progress(self, description: str, total: float | None = None, unit: str = ""):
+        description = printable(description)
         if not self.is_terminal:
             self.say(description)
             lines = _Lines(self.say, description, total, unit)
@@ -327,7 +350,7 @@ class UI:
             t.add_column(style="cyan"); t.add_column()
             for k, v in fields.items():
                 if not k.startswith("_"):  # "_final" and the like steer the view, they are not shown
-                    t.add_row(Text(k), Text(str(v)))  # not markup: the values come from the trainer's events
+                    t.add_row(Text(printable(k)), Text(printable(str(v))))  # not markup: the values come from the trainer's events
             return t
 
         if self.is_terminal:

@@ -216,6 +216,9 @@ def main() -> None:
     # Ctrl-C is KeyboardInterrupt even when started by something that ignores SIGINT (a script's `cmd &`: Python
     # leaves an inherited SIG_IGN in place, and Ctrl-C would then do nothing at all)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    from wizard.console import sane_columns
+
+    sane_columns()
     command = typer.main.get_command(app)
     i18n.set_command(typed_command(), list(getattr(command, "commands", {})))
     _tidy_help(command)
