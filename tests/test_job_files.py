@@ -127,6 +127,26 @@ def test_terminal_escapes_in_session_and_event_files_are_shown_not_obeyed(home):
     assert "org/\\x1b[2Jmodel\\x07" in outs[1].stdout, outs[1].stdout
 
 
+def test_a_run_dir_naming_another_session_s_folder_gives_it_no_jobs(home):
+    """A hand-edited session whose run_dir names another session's run folder showed that session's server as its
+    own, and `yichui stop` on it stopped that server (trial S)."""
+    owner = Session.new("finetune", h=home)
+    owner.save()
+    edited = Session.new("finetune", h=home)
+    edited.data["run_dir"] = str(owner.run_dir)
+    edited.save()
+    server = jobs.spawn("server", ["sleep", "60"], owner.run_dir / "serve")
+    try:
+        st = yichui(home, "status", edited.id, COLUMNS="200")
+        assert st.returncode == 0 and str(server.pid) not in st.stdout, st.stdout
+        r = yichui(home, "stop", edited.id)
+        assert r.returncode == 0 and "Stopped" not in r.stdout, r.stdout
+        assert server.alive()
+        assert str(server.pid) in yichui(home, "status", owner.id, COLUMNS="200").stdout
+    finally:
+        server.stop(timeout=5)
+
+
 def test_an_empty_session_name_is_no_session(home):
     """`yichui stop "$ID"` with ID unset stopped the newest session's server."""
     s = Session.new("finetune", h=home)

@@ -325,6 +325,14 @@ class Session:
         return Path(self.data["run_dir"])
 
     @property
+    def jobs_dir(self) -> Path:
+        """Where this session's jobs (trainer, server) are looked for by status, stop, attach and serve: its own run
+        folder YICHUI_HOME/runs/<id>, whatever the file's ``run_dir`` says — a hand-edited one naming another
+        session's folder showed (and `stop` stopped) that session's jobs (trial S). The steps only ever run in it
+        (resume refuses another)."""
+        return own_run_dir(self.id)
+
+    @property
     def steps(self) -> dict[str, dict]:
         return self.data["steps"]
 

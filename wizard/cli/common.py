@@ -250,7 +250,7 @@ def latest_that_ran(job_file=None):
     from wizard.session import all_sessions
 
     ran = [s for s in all_sessions()
-           if (jobs.read(job_file(RunDir(s.run_dir))) is not None if job_file else jobs.find(s.run_dir))]
+           if (jobs.read(job_file(RunDir(s.jobs_dir))) is not None if job_file else jobs.find(s.jobs_dir))]
     return ran[-1] if ran else read_session(None)
 
 
@@ -259,4 +259,4 @@ def with_running_jobs():
     from recipes import jobs
     from wizard.session import all_sessions
 
-    return [s for s in all_sessions() if any(j.alive() for j in jobs.find(s.run_dir))]
+    return [s for s in all_sessions() if any(j.alive() for j in jobs.find(s.jobs_dir))]

@@ -83,7 +83,7 @@ def attach(session: Optional[str] = SessionArg):
     if session:
         s = read_session(session)
     else:
-        training = [x for x in all_sessions() if (j := jobs.read(RunDir(x.run_dir).train.job()))
+        training = [x for x in all_sessions() if (j := jobs.read(RunDir(x.jobs_dir).train.job()))
                     and j.alive()]
         if not training:  # none to pick: said of all, not of a session picked by age (issue 46 trial G)
             ui = new_ui()
@@ -96,7 +96,7 @@ def attach(session: Optional[str] = SessionArg):
             raise typer.Exit(1)
         s = training[-1]
         speak_session_language(s)  # found by its running trainer, as resume finds its session: its language
-    job = jobs.read(RunDir(s.run_dir).train.job())
+    job = jobs.read(RunDir(s.jobs_dir).train.job())
     ui = new_ui()
     if job is None or not job.alive():
         ui.say(_trainer_died(s) or T("cli.attach.none", id=s.id))
@@ -106,7 +106,7 @@ def attach(session: Optional[str] = SessionArg):
     ui.say(T("cli.attach.session" if session else "cli.attach.session_newest", id=s.id))
     ctx = _ViewCtx(ui, s.id)
     try:
-        train_runner.follow(ctx, job, RunDir(s.run_dir).train.root)
+        train_runner.follow(ctx, job, RunDir(s.jobs_dir).train.root)
     except train_runner.Stopped:  # follow said so (`yichui stop` from another shell): nothing is left to follow
         raise typer.Exit(130)
     except KeyboardInterrupt:
@@ -134,7 +134,7 @@ def _trainer_died(s) -> str | None:
     from recipes import jobs
     from recipes.training.runner import checkpoints
 
-    tdir = RunDir(s.run_dir).train
+    tdir = RunDir(s.jobs_dir).train
     job = jobs.read(tdir.job())
     if job is None or job.alive() or tdir.result.exists() or ("train" in s.steps and s.record("train").status == "done"):
         return None
@@ -169,8 +169,8 @@ def status(session: Optional[str] = SessionArg):
     viewer = importlib.util.find_spec("tensorboard") is not None  # the events are written without it
     # the loss, learning rate and memory/* scalars the trainer writes every logging step: for a session asked for,
     # or one training now — with three servers up, three blocks of it filled the screen (trial R)
-    found_in = {s.id: jobs.find(s.run_dir) for s in chosen}
-    boards = {s.id: tb for s in chosen if (tb := RunDir(s.run_dir).train.tensorboard).is_dir() and (
+    found_in = {s.id: jobs.find(s.jobs_dir) for s in chosen}
+    boards = {s.id: tb for s in chosen if (tb := RunDir(s.jobs_dir).train.tensorboard).is_dir() and (
         session is not None or len(chosen) == 1 or any(j.name == TRAINER and j.alive() for j in found_in[s.id]))}
     for s in chosen:
         found = found_in[s.id]
@@ -225,13 +225,13 @@ def stop(session: Optional[str] = SessionArg):
         s = running[-1]
         speak_session_language(s)  # found by its running job: its language (46 trial K)
     ui = new_ui()
-    stopped = [j for j in jobs.find(s.run_dir) if j.stop()]
+    stopped = [j for j in jobs.find(s.jobs_dir) if j.stop()]
     for j in stopped:
         ui.say(T("cli.stopped", job=job_words(j.name), pid=j.pid, id=s.id))
         if j.name == "trainer":  # what it saved on the way out, and how to go on (issue 46 trial J, J10)
             from recipes.training.runner import checkpoints
 
-            last = checkpoints(RunDir(s.run_dir).train.root)
+            last = checkpoints(RunDir(s.jobs_dir).train.root)
             if last:
                 ui.say(T("cli.stopped_checkpoint", checkpoint=last[-1].name, id=s.id))
     if not stopped:

@@ -23,7 +23,7 @@ def _server_session(session: str | None, running_only: bool = False):
     from recipes import jobs
 
     def server(s):
-        return jobs.read(RunDir(s.run_dir).serve.job)
+        return jobs.read(RunDir(s.jobs_dir).serve.job)
 
     if session:
         s = read_session(session)

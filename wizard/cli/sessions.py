@@ -316,7 +316,7 @@ def delete(session: str = typer.Argument(..., help=T("cli.arg.session")),
     if own.is_symlink() or (own.exists() and not own.is_dir()):  # loop) nor a file, "deleted" untouched (trial S)
         raise fail("cli.delete.run_not_folder", run=str(own))
     # an unreadable session's jobs too, by its id: its server was deleted from under it (issue 46 trial J, J2)
-    running = [j for j in jobs.find(s.run_dir if s is not None else own_run_dir(path.stem)) if j.alive()]
+    running = [j for j in jobs.find(s.jobs_dir if s is not None else own_run_dir(path.stem)) if j.alive()]
     if running:
         raise fail("cli.delete.running", id=path.stem, job=running[0].name, pid=running[0].pid)
     # a pid file that cannot be read may be a running job's: its process would outlive every command (trial S)
@@ -397,7 +397,7 @@ def show(session: Optional[str] = SessionArg,
         from recipes.handoff import Deployment
 
         def server(x) -> str:  # the endpoint of a server that runs now (its scheme left out: it is http)
-            job = jobs.read(RunDir(x.run_dir).serve.job)
+            job = jobs.read(RunDir(x.jobs_dir).serve.job)
             url = (x.result(Deployment).endpoint or "") if job is not None and job.alive() else ""
             return url.removeprefix("http://")
 
@@ -410,7 +410,7 @@ def show(session: Optional[str] = SessionArg,
             return where if narrow else f"{where} {at}{training(x)}"
 
         def training(x) -> str:  # a trainer running now is said (46 trial L, L7): under the model at 80 columns,
-            job = jobs.read(RunDir(x.run_dir).train.job())  # after the step on a wide terminal
+            job = jobs.read(RunDir(x.jobs_dir).train.job())  # after the step on a wide terminal
             return ("\n" if narrow else " ") + T("cli.show.training_now") if job is not None and job.alive() else ""
 
         def model(x) -> str:  # the model chosen (its name without the organisation at 80 columns), or "—"
@@ -459,7 +459,7 @@ def show(session: Optional[str] = SessionArg,
 
         begun = [x for x in all_sessions()
                  if any(r.status in ("running", "done", "failed") or r.answers or r.outputs for _, r in x.records())
-                 or jobs.find(x.run_dir)]
+                 or jobs.find(x.jobs_dir)]
         s = begun[-1] if begun else read_session(None)
     else:
         s = read_session(session)
@@ -482,7 +482,7 @@ def show(session: Optional[str] = SessionArg,
     from recipes.handoff import Evaluation, ExportResult, column_words, metric_words
 
     ui = new_ui()
-    chosen = RunDir(s.run_dir).train.backup_choice
+    chosen = RunDir(s.jobs_dir).train.backup_choice
     if chosen.is_file():  # the adapter backup: where to, and what went up (as `yichui status` says it)
         import json
 
