@@ -142,6 +142,25 @@ def spawn(name: str, argv: list[str], directory: Path, env: dict | None = None, 
     return job
 
 
+def record_self(name: str, directory: Path) -> Job:
+    """This process recorded as job ``name`` in ``directory`` (a pid file :func:`read` takes), for work the wizard
+    does in its own process that another command should see — the first demo's model build. The caller removes the
+    file when the work ends (:func:`forget`)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ticks, _ = _stat(os.getpid())
+    job = Job(name, os.getpid(), ticks, list(sys.argv), time.time(), str(log_path(directory, name)),
+              str(pid_path(directory, name)))
+    tmp = Path(job.pid_file + ".tmp")
+    tmp.write_text(json.dumps(asdict(job), indent=2))
+    os.replace(tmp, job.pid_file)
+    return job
+
+
+def forget(job: Job) -> None:
+    """Remove ``job``'s pid file (gone already: nothing to do)."""
+    Path(job.pid_file).unlink(missing_ok=True)
+
+
 def kill_tree(p: subprocess.Popen, run_dir: Path | None, wait: float = 20.0) -> None:
     """SIGKILL a wizard's process group and every job of its run directory (each in its own session), as a power
     cut would, and wait until they are gone (up to ``wait`` s each): the chaos tests and benchmarks."""

@@ -56,6 +56,19 @@ def isolate(home: Path) -> None:
         os.environ[var] = "0"
 
 
+BUILDER = "demo-build"  # the job name a first demo's model build records itself under, in home/cache/demo/
+
+
+def build_in_progress(home: Path):
+    """The live yichui process building a demo's tiny model under ``home`` (a :class:`recipes.jobs.Job`), or None:
+    the demo's session is made only after the build (Ctrl-C there leaves none), and `yichui status` said "No
+    sessions yet" through its ~30 s (trial T)."""
+    from recipes import jobs
+
+    job = jobs.read(jobs.pid_path(home / "cache" / "demo", BUILDER))
+    return job if job is not None and job.alive() else None
+
+
 def model_ready(home: Path, kind: str = "text") -> bool:
     b = _builder(kind)
     marker = hub_root(home) / b.REPO_ID / "yichui_build.json"
@@ -72,14 +85,20 @@ def ensure_model(home: Path, on_step=None, kind: str = "text") -> None:
     dest = hub_root(home) / b.REPO_ID
     if model_ready(home, kind):
         return
+    from recipes import jobs
+
     if dest.exists():
         import shutil
 
         shutil.rmtree(dest)
-    if kind == VLM:
-        b.build(dest, pretrain_steps=PRETRAIN_STEPS, on_step=on_step)
-    else:
-        b.build(dest, PRETRAIN_STEPS, on_step=on_step)
+    me = jobs.record_self(BUILDER, home / "cache" / "demo")
+    try:
+        if kind == VLM:
+            b.build(dest, pretrain_steps=PRETRAIN_STEPS, on_step=on_step)
+        else:
+            b.build(dest, PRETRAIN_STEPS, on_step=on_step)
+    finally:
+        jobs.forget(me)
 
 
 def shapes_data(home: Path) -> tuple[Path, Path]:

@@ -7,7 +7,7 @@ import re
 import signal
 
 import pexpect
-from conftest import YICHUI, env_for, stop_all
+from conftest import YICHUI, env_for, stop_all, yichui
 
 
 def test_first_demo_shows_the_tiny_model_build_progress_and_ctrl_c_leaves_nothing(tmp_path):
@@ -22,6 +22,10 @@ def test_first_demo_shows_the_tiny_model_build_progress_and_ctrl_c_leaves_nothin
         p.expect(re.escape("Building the tiny demo model"))
         p.expect(re.escape("Pre-training"))
         p.expect(r"\b[1-9]\d*/300\b")                         # the step count moves …
+        # the session is made after the build: `yichui status` said "No sessions yet" through it (trial T)
+        st = yichui(home, "status")
+        assert st.returncode == 0 and f"A demo is building its tiny model (pid {p.pid}," in st.stdout, st.stdout
+        assert "No sessions" not in st.stdout, st.stdout
         p.expect(r"\b([2-9]|\d\d+)/300\b")
         p.sendintr()                                          # at once: the build must not finish first
         p.expect(pexpect.EOF, timeout=60)
@@ -34,6 +38,8 @@ def test_first_demo_shows_the_tiny_model_build_progress_and_ctrl_c_leaves_nothin
         hub = home / "cache" / "hub" / "yichui"
         assert not hub.exists() or not any(hub.iterdir())       # no half-built model, no temp folder left
         assert not (home / "sessions").exists() or not list((home / "sessions").glob("*.json"))
+        assert not list((home / "cache" / "demo").glob("*.pid.json"))  # the build's marker went with it
+        assert "No sessions" in yichui(home, "status").stdout
     finally:
         p.terminate(force=True)
         stop_all(home)  # had the build won the race, the demo would have gone on to start a server

@@ -113,6 +113,9 @@ MESSAGES = {
                                    "zh": "TensorBoard 查看器，用于查看训练写出的损失与显存曲线"},
     "cli.status.tensorboard_events": {"en": "TensorBoard events (loss, learning rate, memory/* per step): {path}",
                                       "zh": "TensorBoard 事件（每步损失、学习率、memory/*）：{path}"},
+    "cli.status.demo_building": {"en": "A demo is building its tiny model (pid {pid}, for {seconds} s); its session "
+                                       "starts when the build ends.",
+                                 "zh": "一个演示正在构建它的小模型（pid {pid}，已 {seconds} 秒）；构建结束后开始它的会话。"},
     "cli.status.tensorboard_install": {"en": "The TensorBoard viewer is not installed here; to install it, then start "
                                              "it on a folder above:\n  {python} -m pip install tensorboard\n"
                                              "  {python} -m tensorboard.main --logdir FOLDER\n"

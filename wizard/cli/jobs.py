@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -155,13 +156,18 @@ def status(session: Optional[str] = SessionArg):
     if session is not None:  # "" (an unset $ID) is a name that matches nothing, not "every session" (trial S)
         chosen = [read_session(session)]
     else:
+        from wizard import demo
+        from wizard.session import home
+
+        if (builder := demo.build_in_progress(home())) is not None:  # its session comes after the build (trial T)
+            new_ui().say(T("cli.status.demo_building", pid=builder.pid,
+                           seconds=f"{max(0.0, time.time() - builder.started_at):.0f}"))
         running = with_running_jobs()
         ids = {x.id for x in running}
         every = all_sessions()
         if not every:  # nothing has run: a state to report, as `stop` does, not an error (trial Q)
-            from wizard.session import home
-
-            new_ui().say(T("session.none", home=str(home())))
+            if builder is None:
+                new_ui().say(T("session.none", home=str(home())))
             return
         # a wizard between jobs (exporting, evaluating) runs no job: the session dropped out of status (trial R)
         chosen = [x for x in every if x.id in ids or x.holder() or _trainer_died(x)] or [latest_that_ran()]
