@@ -836,7 +836,12 @@ def time_to_serve(starts: list[tuple[str, dict]]) -> list[str]:
         par = d.get("parity") or {}
         prompt = ("same" if par.get("prompt_ok") else "DIFFERS") + (" (ids)" if par.get("by_ids") else " (count)") \
             if par else "—"
-        greedy = ("same" if par.get("greedy_match") else "differ") if par else "—"
+        every = [par] + [o for o in par.get("others") or [] if isinstance(o, dict)] if par else []
+        diffs = [o["logprob_diff"] for o in every if isinstance(o.get("logprob_diff"), (int, float))]
+        # each prompt's greedy tokens (the sample question and the held-out ones, 2026-12-07 on) and the largest
+        # log-prob difference on agreed tokens, where the engine reports log-probs
+        greedy = (f"{sum(bool(o.get('greedy_match')) for o in every)}/{len(every)} same"
+                  + (f", Δlogp ≤ {max(diffs):.3f}" if diffs else "")) if par else "—"
         failed = next(iter((r.get("errors") or {}).values()), f"rc {r.get('rc')}")
         err = "" if d else f" (failed: {failed})"
         found = r.get("kernel_cache_bytes_before")

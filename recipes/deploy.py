@@ -533,7 +533,8 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
     ctx.info(msg("deploy.after" if trained.adapter_dir else "deploy.reply", question=question,
                  answer=_under_label(reply.text)))
     ctx.info(msg("deploy.streamed", chars=len(streamed.text), finish=streamed.finish_reason))
-    parity = _parity(ctx, base, served, turn, key, reply, model_dir, backend, job) if not image else None
+    parity = _parity(ctx, base, served, turn, key, reply, model_dir, backend, job, adapter is not None) \
+        if not image else None
     if reply.stopped and streamed.stopped:
         ctx.info(msg("deploy.stops", tokens=reply.tokens if reply.tokens is not None else "?"))
     else:
@@ -568,12 +569,16 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
 
 
 def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None, reply: client.Reply,
-            model_dir: str, backend: str, job) -> parity_.Parity | None:
-    """The train→serve parity gate (recipes/serving/parity.py) on the sample question: a prompt the engine renders
-    otherwise than training did fails the step (the server is stopped by the caller); a greedy reply that starts
-    otherwise is said. None (said) when the export recorded no in-process rendering to compare with."""
-    smoke = ctx.result(ExportResult).merged_smoke
-    if not ctx.result(ExportResult).merged_dir:  # the deploy task: a downloaded model, nothing trained to compare
+            model_dir: str, backend: str, job, on_adapter: bool = False) -> parity_.Parity | None:
+    """The train→serve parity gate (recipes/serving/parity.py) on the sample question and the held-out questions the
+    export asked: a prompt the engine renders otherwise than training did fails the step (the server is stopped by
+    the caller), and so does a greedy reply that leaves the trained model's where it was sure, from the merged model
+    or its adapter at 16 bits; a departure at a near-tie, or by a quantized copy, is said. Returns the sample
+    question's :class:`Parity` (the others under its ``others``), or None (said) when the export recorded no
+    in-process rendering to compare with."""
+    export = ctx.result(ExportResult)
+    smoke = export.merged_smoke
+    if not export.merged_dir:  # the deploy task: a downloaded model, nothing trained to compare
         ctx.info(msg("deploy.parity_no_export"))
         return None
     if not isinstance(smoke, dict) or not isinstance(smoke.get("prompt_ids"), list) \
@@ -582,26 +587,58 @@ def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None,
         return None
     from transformers import AutoTokenizer
 
-    ids = _asked("the engine's tokenization", lambda: client.tokenize(base + "/v1", served, turn, api_key=key),
-                 job.log)
     tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trusted(ctx))
-    got = parity_.compare(smoke, ids, reply.prompt_tokens, reply.text, ctx.result(TrainingResult).adapter_dir,
-                          model_dir, lambda xs: tok.decode(xs, skip_special_tokens=True))
-    if got.prompt_served is not None and not got.prompt_ok:
-        where = msg("deploy.parity_template", where=got.template_diff) if got.template_diff else \
-            msg("deploy.parity_at", pos=got.first_diff) if got.first_diff is not None else ""
-        raise StepError("deploy.parity_prompt", engine=backend, served=got.prompt_served,
-                        training=got.prompt_training, where=where, log=job.log)
-    if got.prompt_served is None:
+    # the merged model, or its adapter on the base at 16 bits, must answer as in-process; a quantized copy may not
+    strict = on_adapter or Path(model_dir).resolve() == Path(export.merged_dir).resolve()
+    asked = [smoke] + [m for m in smoke.get("more") or [] if isinstance(m, dict) and isinstance(m.get("prompt_ids"), list)
+                       and isinstance(m.get("question"), str)]
+    results = []
+    for one in asked:
+        messages = client.user_turn(one["question"])
+        ids = _asked("the engine's tokenization", lambda: client.tokenize(base + "/v1", served, messages, api_key=key),
+                     job.log)
+        text, logprobs, count = _asked("a greedy completion with log-probabilities", lambda: client.greedy_logprobs(
+            base + "/v1", served, messages, max(1, len(one.get("reply_ids") or [])), api_key=key), job.log)
+        got = parity_.compare(one, ids, count if one is not smoke else (reply.prompt_tokens or count), text,
+                              ctx.result(TrainingResult).adapter_dir, model_dir,
+                              lambda xs, skip=True: tok.decode(xs, skip_special_tokens=skip), logprobs)
+        if got.prompt_served is not None and not got.prompt_ok:
+            where = msg("deploy.parity_template", where=got.template_diff) if got.template_diff else \
+                msg("deploy.parity_at", pos=got.first_diff, training=got.diff_training, served=got.diff_served) \
+                if got.first_diff is not None else ""
+            raise StepError("deploy.parity_prompt", engine=backend, served=got.prompt_served,
+                            training=got.prompt_training, where=where, question=_short(one["question"]), log=job.log)
+        if strict and got.departs() and got.diverged_at is not None:
+            raise StepError("deploy.parity_departs", engine=backend, question=_short(one["question"]),
+                            at=got.diverged_at + 1, training=got.greedy_training, served=got.greedy_served,
+                            margin=f"{got.margin:.1f}", log=job.log)
+        results.append(got)
+    first = results[0]
+    if first.prompt_served is None:
         ctx.warn(msg("deploy.parity_no_count", engine=backend))
     else:
         # a count alone does not show the same rendering: said as what it is (issue 46 trial G)
-        ctx.info(msg("deploy.parity_ok", n=got.prompt_training, how=msg("deploy.parity_by_ids")) if got.by_ids else
-                 msg("deploy.parity_count_ok", n=got.prompt_training))
-    if not got.greedy_match:
-        ctx.warn(msg("deploy.parity_greedy", training=got.greedy_training, served=got.greedy_served,
-                     id=ctx.session_id))
-    return got
+        ctx.info(msg("deploy.parity_ok", n=len(results), how=msg("deploy.parity_by_ids")) if first.by_ids else
+                 msg("deploy.parity_count_ok", n=len(results)))
+    agreed = [r for r in results if r.greedy_match]
+    diffs = [r.logprob_diff for r in results if r.logprob_diff is not None]
+    ctx.info(msg("deploy.parity_greedy_ok", same=len(agreed), n=len(results), tokens=first.compared_tokens,
+                 lp=msg("deploy.parity_logprobs", diff=f"{max(diffs):.3f}") if diffs else
+                 msg("deploy.parity_no_logprobs", engine=backend)))
+    for r in results:
+        if not r.greedy_match:
+            ctx.warn(msg("deploy.parity_greedy", training=r.greedy_training, served=r.greedy_served,
+                         margin="?" if r.margin is None else f"{r.margin:.1f}", id=ctx.session_id))
+    if strict and diffs and max(diffs) > parity_.LOGPROB_WARN:
+        ctx.warn(msg("deploy.parity_logprobs_far", diff=f"{max(diffs):.2f}", limit=parity_.LOGPROB_WARN))
+    first.others = [r.to_dict() for r in results[1:]]  # recorded beside the sample question's figures
+    return first
+
+
+def _short(text: str, n: int = 60) -> str:
+    """A question as named in a message: its first ``n`` characters on one line."""
+    one = " ".join(text.split())
+    return one if len(one) <= n else one[:n - 1] + "…"
 
 
 def is_done(ctx: Ctx, record: Record) -> bool:

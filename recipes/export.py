@@ -259,6 +259,15 @@ def _texts(ctx: Ctx, model_dir: str, n_calibration: int, n_quality: int, code: b
     model's chat template, and the catalogue key naming where the held-out ones come from."""
     from transformers import AutoTokenizer
 
+    train, held, source = _splits(ctx, n_calibration)
+    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=code)
+    render = lambda c: tok.apply_chat_template(c, tokenize=False)  # noqa: E731
+    return [render(c) for c in train[:n_calibration]], [render(c) for c in held[:n_quality]], source
+
+
+def _splits(ctx: Ctx, n_calibration: int) -> tuple[list, list, str]:
+    """The conversations :func:`_texts` renders: (training split, held-out ones, the catalogue key naming where the
+    held-out ones come from)."""
     cs = ctx.result(StrategyChoice)
     skip = cs.data.skip_bad_records
     if cs.data.path:
@@ -276,9 +285,26 @@ def _texts(ctx: Ctx, model_dir: str, n_calibration: int, n_quality: int, code: b
     if not held:
         held, source = (train[n_calibration:], "export.held_out.after_calibration") if len(train) > n_calibration \
             else (train, "export.held_out.training")
-    tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=code)
-    render = lambda c: tok.apply_chat_template(c, tokenize=False)  # noqa: E731
-    return [render(c) for c in train[:n_calibration]], [render(c) for c in held[:n_quality]], source
+    return train, held, source
+
+
+PARITY_PROMPTS = 2  # held-out questions the parity gate asks beside the sample question (recipes/serving/parity.py)
+
+
+def _parity_questions(ctx: Ctx, question: str) -> list[str]:
+    """Up to :data:`PARITY_PROMPTS` held-out questions other than ``question``: each conversation's first user turn
+    when it is plain text (an image turn is left out). None for a session that trained nothing."""
+    if not ctx.result(StrategyChoice).data.path:
+        return []
+    _, held, _ = _splits(ctx, 0)
+    out: list[str] = []
+    for conv in held:
+        first = next((m.get("content") for m in conv if isinstance(m, dict) and m.get("role") == "user"), None)
+        if isinstance(first, str) and first.strip() and first != question and first not in out:
+            out.append(first)
+        if len(out) == PARITY_PROMPTS:
+            break
+    return out
 
 
 def run(ctx: Ctx, answers: dict) -> ExportResult:
@@ -352,8 +378,9 @@ def _export(ctx: Ctx, answers: dict) -> ExportResult:
     merged_smoke = previous.merged_smoke
     if not (reused and isinstance(merged_smoke, dict) and merged_smoke.get("merged") == merged_id
             and isinstance(merged_smoke.get("stopped"), bool) and "prompt_ids" in merged_smoke):
-        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code, image=train.sample_image) \
-            | {"merged": merged_id}
+        more = [] if train.sample_image else _parity_questions(ctx, question)
+        merged_smoke = quality.reply(merged, question, SMOKE_TOKENS, code, image=train.sample_image,
+                                     more_questions=more) | {"merged": merged_id}
     ctx.record(merged_smoke=merged_smoke)
     # nothing trained (the quantize task): the downloaded model is what runs on; "train longer" would not apply
     ctx.info(msg(("export.merged_stops" if adapter else "export.downloaded_stops") if merged_smoke["stopped"] else

@@ -522,7 +522,7 @@ def test_serve_chain_reports_time_to_serve_again_and_the_memory_curves(ran):
     against the memory model on that GPU (its name and size read from the run), TensorBoard's memory scalars."""
     out, _ = ran
     first = table_row(out, "vllm first start (chain's deploy)")
-    assert first[1] == "0" and first[3] == "152.8" and first[6:8] == ["same (ids)", "same"]
+    assert first[1] == "0" and first[3] == "152.8" and first[6:8] == ["same (ids)", "1/1 same"]
     again = table_row(out, "vllm again: merged")
     assert float(again[1]) > 30 and float(again[3]) < 60 and again[6] == "same (ids)"
     assert float(table_row(out, "vllm again: bnb-4bit")[3]) < 60
@@ -538,7 +538,7 @@ def test_serve_chain_reports_sglang_first_start_and_again(ran):
     kernel cache, the warm ones under 60 s with the parity gate passed."""
     out, _ = ran
     first = table_row(out, "sglang first start (chain's deploy)")
-    assert first[1] == "0" and first[3] == "83.1" and first[6:8] == ["same (ids)", "same"]
+    assert first[1] == "0" and first[3] == "83.1" and first[6:8] == ["same (ids)", "1/1 same"]
     for target in ("merged", "other-weights", "fp8-dynamic"):
         assert float(table_row(out, f"sglang again: {target}")[3]) < 60
     assert "| 0.0 | 0.0 | 35.3 | 0.0 | 44.1 | 48.8 | 86.1 | 31.0 | 245.3 |" in out
@@ -550,7 +550,7 @@ def test_serve_chain_reads_the_gpu_of_later_rows_from_their_run(ran):
     the H100, not the H200 assumed for rows that never said: the adapter's KV cache within 1 %, not +80 %."""
     out, _ = ran
     assert abs(pct(table_row(out, "sglang adapter again (fit)")[9])) < 1.0
-    assert table_row(out, "sglang again: adapter")[6:8] == ["same (ids)", "same"]
+    assert table_row(out, "sglang again: adapter")[6:8] == ["same (ids)", "1/1 same"]
 
 
 @script("fit_speed.py", lambda tmp, fx: ["--check", "--gpu", "NVIDIA H100 80GB",

@@ -16,6 +16,7 @@ import io
 import math
 import re
 import sys
+from typing import Sequence
 
 
 def _gguf(path) -> dict:
@@ -114,10 +115,11 @@ def _compare(reference_dir, artifact_dir, texts: list[str], max_tokens: int = 25
 
 
 def reply(model_dir, question: str, max_new_tokens: int = 48, trust_remote_code: bool = False,
-          image: str | None = None) -> dict:
+          image: str | None = None, more_questions: Sequence[str] = ()) -> dict:
     """:func:`smoke` of the model in ``model_dir`` (on the GPU when there is one): one model's own reply, with no
     reference to compare it with; ``image``: a file shown with the question to a vision-language model (whose
-    processor then renders the turn)."""
+    processor then renders the turn). ``more_questions``: asked too, each for its first :data:`PARITY_TOKENS`
+    tokens only, under ``"more"`` (the parity gate's held-out prompts)."""
     import torch
     from transformers import AutoTokenizer
 
@@ -127,7 +129,8 @@ def reply(model_dir, question: str, max_new_tokens: int = 48, trust_remote_code:
     if vision.reads_images(model_dir):
         return smoke(model, vision.load_processor(model_dir), question, max_new_tokens, image) | {"image": image}
     tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trust_remote_code)
-    return smoke(model, tok, question, max_new_tokens)
+    return smoke(model, tok, question, max_new_tokens) | {
+        "more": [smoke(model, tok, q, PARITY_TOKENS) for q in more_questions]}
 
 
 PARITY_TOKENS = 8  # the first greedy reply tokens kept for deploy's parity gate
@@ -142,12 +145,21 @@ def smoke(model, tok, question: str, max_new_tokens: int = 48, image: str | None
 
     enc = chat_inputs(tok, question, image).to(model.device)
     with torch.no_grad():
-        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False)
-    new = out[0, enc["input_ids"].shape[1]:].tolist()
+        out = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False, output_logits=True,
+                             return_dict_in_generate=True)
+    new = out.sequences[0, enc["input_ids"].shape[1]:].tolist()
     eos = model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-    # the prompt as training renders it (its ids) and the first reply ids: what deploy's parity gate compares the
-    # served engine with (recipes/serving/parity.py)
+    # the prompt as training renders it (its ids), the first reply ids, the log-probability of each (natural log,
+    # from the raw logits in fp32) and its lead over the runner-up: what deploy's parity gate compares the served
+    # engine with (recipes/serving/parity.py) — a reply that departs where the model was sure is no near-tie
+    logprobs, margins = [], []
+    for i, logits in enumerate(out.logits[:min(PARITY_TOKENS, len(new))]):
+        lp = torch.log_softmax(logits[0].float(), dim=-1)
+        top2 = torch.topk(lp, 2).values
+        logprobs.append(round(float(lp[new[i]]), 4))
+        margins.append(round(float(top2[0] - top2[1]), 4))
     return {"question": question, "reply": tok.decode(new, skip_special_tokens=True).strip(),
             "tokens": len(new), "stopped": bool(new) and new[-1] in eos,
-            "prompt_ids": enc["input_ids"][0].tolist(), "reply_ids": new[:PARITY_TOKENS]}
+            "prompt_ids": enc["input_ids"][0].tolist(), "reply_ids": new[:PARITY_TOKENS],
+            "reply_logprobs": logprobs, "reply_margins": margins}

@@ -116,6 +116,38 @@ def complete(endpoint: str, model: str, messages: list[dict], max_tokens: int = 
         raise ValueError(f"not a chat completion: {str(r)[:200]}") from None
 
 
+def greedy_logprobs(endpoint: str, model: str, messages: list[dict], max_tokens: int, api_key: str | None = None,
+                    timeout: float = 120) -> tuple[str, list[tuple[str, float]] | None, int | None]:
+    """A greedy completion (temperature 0) of ``max_tokens`` with the log-probability of each reply token (OpenAI's
+    ``logprobs: true``: ``choices[0].logprobs.content[i] = {token, logprob}``; vLLM, SGLang): (text, [(token text,
+    natural-log probability)], the prompt's token count from ``usage``). Where the server refuses the field
+    (transformers serve answers HTTP 4xx) or leaves it out, None for the log-probabilities."""
+    import urllib.error
+
+    body = {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "logprobs": True}
+    url = endpoint.rstrip("/") + "/chat/completions"
+    try:
+        r = request_json(url, body, timeout=timeout, api_key=api_key)
+    except urllib.error.HTTPError as e:
+        if e.code not in (400, 422, 501):
+            raise
+        r = request_json(url, {k: v for k, v in body.items() if k != "logprobs"}, timeout=timeout, api_key=api_key)
+    try:
+        choice = r["choices"][0]
+        text = choice["message"].get("content") or ""
+        count = (r.get("usage") or {}).get("prompt_tokens")
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise ValueError(f"not a chat completion: {str(r)[:200]}") from None
+    count = count if type(count) is int else None
+    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+    if not isinstance(content, list) or not content:
+        return text, None, count
+    try:
+        return text, [(str(c["token"]), float(c["logprob"])) for c in content], count
+    except (KeyError, TypeError, ValueError):
+        return text, None, count
+
+
 def tokenize(endpoint: str, model: str, messages: list[dict], api_key: str | None = None,
              timeout: float = 30) -> list[int] | None:
     """The token ids the server renders ``messages`` to, with the generation prompt: vLLM's and SGLang's

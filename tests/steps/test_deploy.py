@@ -343,6 +343,40 @@ def test_a_chat_template_changed_after_training_fails_the_parity_gate(chain):
     assert out["parity"]["prompt_ok"] and not out["parity"]["by_ids"], out["parity"]
     assert out["parity"]["prompt_served"] == out["parity"]["prompt_training"] > 10
     assert out["parity"]["greedy_match"], out["parity"]  # the same weights in the same library, on the same CPU
+    # the held-out questions the export asked were asked too, each rendered and answered alike
+    others = out["parity"]["others"]
+    assert len(others) == 2 and all(o["prompt_ok"] and o["greedy_match"] for o in others), others
+    assert {o["question"] for o in others}.isdisjoint({out["parity"]["question"]}), others
+    jobs.read(ServeDir(chain.session.run_dir / "serve").job).stop()
+
+
+@pytest.mark.slow
+def test_a_served_folder_holding_other_weights_fails_the_parity_gate(chain, tmp_path):
+    """Issue 48: the prompts render alike, yet the engine serves another model than the one trained — here the
+    export's weights replaced by the base's (as a copy gone wrong, or the base served under the export's name). The
+    greedy reply leaves the trained model's where it was sure, and the deploy step fails naming the question, the
+    token, both replies and the likely fix; with the trained weights back it passes."""
+    from recipes.rundir import ServeDir
+    from wizard import i18n
+
+    chain.upto("deploy")
+    merged = Path(chain.session.record("export").outputs["merged_dir"])
+    kept = tmp_path / "model.safetensors"
+    shutil.copy2(merged / "model.safetensors", kept)
+    shutil.copy2(Path(chain.tiny) / "model.safetensors", merged / "model.safetensors")
+    try:
+        with pytest.raises(StepError) as e:
+            chain.step("deploy")
+        said = i18n.render(e.value.msg)
+        assert e.value.key == "deploy.parity_departs", said
+        assert float(e.value.params["margin"]) >= 2.0 and "serve the folder the export wrote" in said, said
+        assert e.value.params["training"] != e.value.params["served"], said
+        server = jobs.read(ServeDir(chain.session.run_dir / "serve").job)
+        assert server is None or not server.alive()
+    finally:
+        shutil.copy2(kept, merged / "model.safetensors")
+    out = chain.step("deploy")
+    assert out["parity"]["greedy_match"] and out["parity"]["margin"] is None, out["parity"]
     jobs.read(ServeDir(chain.session.run_dir / "serve").job).stop()
 
 

@@ -92,26 +92,51 @@ MESSAGES = {
                           "zh": "没有可以未合并部署的 LoRA 适配器（全参微调或 DoRA）：请部署合并后的模型。"},
     "deploy.streamed": {"en": "Streamed completion: {chars} characters (finish reason: {finish}).",
                         "zh": "流式补全：{chars} 个字符（结束原因：{finish}）。"},
-    "deploy.parity_ok": {"en": "Train→serve parity: the engine renders the sample question as training did "
-                               "({n} tokens, {how}).",
-                         "zh": "训练→部署一致性：引擎对示例问题的渲染与训练时相同（{n} 个 token，{how}）。"},
+    "deploy.parity_ok": {"en": "Train→serve parity: the engine renders the sample question and the held-out ones "
+                               "({n} prompts) as training did ({how}).",
+                         "zh": "训练→部署一致性：引擎对示例问题和留出问题（{n} 个提示）的渲染与训练时相同（{how}）。"},
     "deploy.parity_by_ids": {"en": "compared token by token", "zh": "逐个 token 比较"},
-    "deploy.parity_count_ok": {"en": "Train→serve parity, by count only: the engine's prompt for the sample question has "
-                                     "the {n} tokens training rendered (this engine has no tokenize endpoint to "
-                                     "compare them one by one).",
-                               "zh": "训练→部署一致性（仅按数量）：引擎对示例问题的提示与训练时同为 {n} 个 token（此引擎没有 tokenize "
+    "deploy.parity_count_ok": {"en": "Train→serve parity, by count only: the engine's prompts ({n}) have the tokens "
+                                     "training rendered (this engine has no tokenize endpoint to compare them one "
+                                     "by one).",
+                               "zh": "训练→部署一致性（仅按数量）：引擎的提示（{n} 个）与训练时的 token 数相同（此引擎没有 tokenize "
                                      "接口，无法逐个比较）。"},
-    "deploy.parity_prompt": {"en": "{engine} renders the sample question as {served} tokens where training rendered "
+    "deploy.parity_greedy_ok": {"en": "Greedy replies: {same} of {n} start as the merged model's own in-process ones "
+                                      "(first {tokens} tokens){lp}",
+                                "zh": "贪心回答：{n} 个中有 {same} 个开头与合并模型在进程内的回答相同（前 {tokens} 个 token）{lp}"},
+    "deploy.parity_logprobs": {"en": "; their log-probabilities within {diff} nats.",
+                               "zh": "；其对数概率相差不超过 {diff} nats。"},
+    "deploy.parity_no_logprobs": {"en": "; {engine} reports no log-probabilities to compare.",
+                                  "zh": "；{engine} 不报告对数概率，无法比较。"},
+    "deploy.parity_logprobs_far": {"en": "The served model's log-probabilities differ from the merged model's own by up "
+                                         "to {diff} nats on the same tokens (more than {limit}): the weights or the "
+                                         "numerics served are not quite those trained — check the engine's dtype and "
+                                         "that the folder served is the export.",
+                                   "zh": "部署模型在相同 token 上的对数概率与合并模型相差最多 {diff} nats（超过 {limit}）：部署的"
+                                         "权重或数值精度与训练时不完全一致——检查引擎的 dtype，以及部署的目录是否为导出目录。"},
+    "deploy.parity_departs": {"en": "{engine} answers \"{question}\" otherwise than the merged model does in-process, "
+                                    "from reply token {at} where the trained model was sure (a lead of {margin} "
+                                    "nats): {training!r} vs {served!r}. The prompts matched, so the engine does "
+                                    "not run the model that was trained. Likely fix: serve the folder the export "
+                                    "wrote (not the base), with the adapter enabled on the engine if it is served "
+                                    "unmerged, in the dtype it was exported in. Server log: {log}",
+                              "zh": "{engine} 对“{question}”的回答与合并模型在进程内的不同，从第 {at} 个回答 token 起，"
+                                    "而训练后的模型在那里很确定（领先 {margin} nats）：{training!r} 与 {served!r}。提示"
+                                    "一致，因此引擎运行的不是训练出的模型。可能的修复：部署导出步骤写出的目录（不是基座），未"
+                                    "合并部署时在引擎上启用适配器，并使用导出时的 dtype。服务日志：{log}"},
+    "deploy.parity_prompt": {"en": "{engine} renders \"{question}\" as {served} tokens where training rendered "
                                    "{training}{where}: the served model would see other prompts than it was trained "
                                    "on. Likely fix: serve the folder the export wrote with its own chat template (no "
                                    "--chat-template in the engine's arguments; a template edited since: export again). "
                                    "Server log: {log}",
-                             "zh": "{engine} 把示例问题渲染为 {served} 个 token，训练时为 {training} 个{where}：部署的模型"
+                             "zh": "{engine} 把“{question}”渲染为 {served} 个 token，训练时为 {training} 个{where}：部署的模型"
                                    "看到的提示将与训练时不同。可能的修复：用导出目录自带的对话模板部署（引擎参数中不要加 "
                                    "--chat-template；模板之后被改过则重新导出）。服务日志：{log}"},
     "deploy.parity_template": {"en": "; the served folder's chat template differs from training's at character {where}",
                                "zh": "；部署目录的对话模板与训练时的在第 {where} 个字符处不同"},
-    "deploy.parity_at": {"en": " (first different token at position {pos})", "zh": "（第一个不同的 token 在位置 {pos}）"},
+    "deploy.parity_at": {"en": " (first different token at position {pos}: training has {training!r}, the engine "
+                               "{served!r})",
+                         "zh": "（第一个不同的 token 在位置 {pos}：训练时为 {training!r}，引擎为 {served!r}）"},
     "deploy.parity_no_count": {"en": "Train→serve parity not checked: {engine} reported no prompt token count.",
                                "zh": "未检查训练→部署一致性：{engine} 没有报告提示的 token 数。"},
     "deploy.parity_no_export": {"en": "Train→serve parity: checked for a model this session trains and exports; "
@@ -121,11 +146,13 @@ MESSAGES = {
                                       "this question (a session exported before this check; export again to have it).",
                                 "zh": "未检查训练→部署一致性：导出步骤没有记录此问题在进程内的渲染（较早导出的会话；重新导出即可）。"},
     "deploy.parity_greedy": {"en": "The served greedy reply starts otherwise than the merged model's own in-process "
-                                   "one ({training!r} vs {served!r}). The rendering matched, so this is the engine's "
-                                   "numerics breaking a near-tie (or a quantized copy): compare them with `yichui run "
-                                   "--task evaluate --from {id}` if it matters.",
-                             "zh": "部署的贪心回答开头与合并模型在进程内的回答不同（{training!r} 与 {served!r}）。渲染一致，"
-                                   "因此这是引擎数值精度打破了近似平局（或量化副本所致）：如有必要，用 `yichui run --task evaluate --from {id}` 比较。"},
+                                   "one ({training!r} vs {served!r}; the trained model's lead there: {margin} nats). "
+                                   "The rendering matched, so this is the engine's numerics breaking a near-tie (or a "
+                                   "quantized copy): compare them with `yichui run --task evaluate --from {id}` if it "
+                                   "matters.",
+                             "zh": "部署的贪心回答开头与合并模型在进程内的回答不同（{training!r} 与 {served!r}；训练后的模型在该处领先 "
+                                   "{margin} nats）。渲染一致，因此这是引擎数值精度打破了近似平局（或量化副本所致）：如有必要，用 "
+                                   "`yichui run --task evaluate --from {id}` 比较。"},
     "deploy.python": {"en": "From Python:\n{code}", "zh": "在 Python 中：\n{code}"},
     "deploy.key_file": {"en": "The API key is in {path} (mode 0600; not in the session).",
                         "zh": "API 密钥在 {path}（权限 0600；不在会话文件中）。"},
