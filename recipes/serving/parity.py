@@ -30,8 +30,9 @@ from pathlib import Path
 
 
 SURE_MARGIN = 2.0  # nats: a token the trained model gives ≥ e² ≈ 7.4× the probability of any other. 16-bit
-# engines' log-probabilities differ from the in-process ones by far less (logprob_diff, measured per deploy), so a
-# departure there is no near-tie. Provisional: set from the measured logprob_diff rows (bench/results, issue 48).
+# engines' log-probabilities differ from the in-process ones by far less — vLLM 0.26 on an H100: ≤ 0.056 nats over
+# 15 prompt-deploys, merged, adapter and NF4 (bench/results/2026-12-07-serve-chain-warm-h100.md) — so a departure
+# there is no near-tie.
 LOGPROB_WARN = 0.5  # nats: a larger difference on agreed tokens is said (the weights or the numerics differ)
 
 
