@@ -100,8 +100,10 @@ def test_the_demo_s_pairs_prefer_the_answer_to_what_was_asked():
     assert pairs == preference.from_conversations(convs)  # seeded
 
 
-def train_in_worker(run, job: dict) -> list[dict]:
-    """``job`` (TrainerJob fields) trained by yichui's own trainer process in ``run`` (a TrainDir); its events."""
+def train_in_worker(run, job: dict, rc: int = 0, **env: str) -> list[dict]:
+    """``job`` (TrainerJob fields) trained by yichui's own trainer process in ``run`` (a TrainDir), with ``env`` added
+    to its environment, exiting with ``rc``; its events."""
+    import os
     import subprocess
 
     from recipes import jobs
@@ -109,8 +111,8 @@ def train_in_worker(run, job: dict) -> list[dict]:
 
     TrainerJob.from_dict(job).write(run.spec)
     p = subprocess.run([sys.executable, "-m", "recipes.training.worker", str(run.spec)], capture_output=True,
-                       text=True, timeout=900)
-    assert p.returncode == 0, p.stderr[-3000:]
+                       text=True, timeout=900, env=os.environ | env)
+    assert p.returncode == rc, p.stderr[-3000:]
     return jobs.read_events(run.events)[0]
 
 
@@ -126,15 +128,24 @@ def tiny_lora_job(objective: str, model, data, steps: int) -> dict:
 def test_dpo_trains_in_yichui_s_trainer_resumes_and_prefers_the_chosen_on_held_out_pairs(tiny_model, tmp_path):
     """DPO through yichui's own trainer process (recipes/training/worker.py, trl's DPOTrainer, LoRA: the reference is
     the base with the adapter off): the held-out pairs' implicit reward prefers the chosen reply (accuracy and
-    margin, 0 at the start by construction); stopped after a checkpoint, it resumes from it; the adapter is saved."""
+    margin, 0 at the start by construction); out of memory at step 12 (the CUDA error injected: CI has no GPU), it
+    exits as the train step expects (status 3, an "oom" error event) and, with the train step's recovery applied
+    (half the micro-batch, twice the accumulation, checkpointing on), resumes from checkpoint-10; the adapter is
+    saved."""
     from recipes.rundir import TrainDir
+    from recipes.training.runner import recover
+    from recipes.training.spec import TrainingSpec
 
     pairs = preference.from_conversations(datasets.load_records(datasets.bundled_dataset_path())[:64])
     data = write(tmp_path / "pairs.jsonl", pairs)
     run = TrainDir(tmp_path / "train")
     run.root.mkdir()
-    train_in_worker(run, tiny_lora_job("dpo", tiny_model, data, 10))  # as a run stopped after its first checkpoint
-    events = train_in_worker(run, tiny_lora_job("dpo", tiny_model, data, 20))
+    job = tiny_lora_job("dpo", tiny_model, data, 20)
+    first = train_in_worker(run, job, rc=3, YICHUI_INJECT_OOM="12:2")
+    assert [(e["kind"], e["step"]) for e in first if e["event"] == "error"] == [("oom", 12)], first[-3:]
+    change = recover(TrainingSpec(objective="dpo", micro_batch=4, grad_accum=1, activation_checkpointing=False))
+    assert change["to"] == {"micro_batch": 2, "grad_accum": 2, "activation_checkpointing": True}, change
+    events = train_in_worker(run, job | change["to"])
     starts = [e for e in events if e["event"] == "start"]
     assert starts[-1]["resumed_from"] == "checkpoint-10", starts
     steps = [e for e in events if e["event"] == "step"]

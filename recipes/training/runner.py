@@ -100,15 +100,22 @@ class OutOfMemory(Exception):
 
 def recover(spec: TrainingSpec) -> dict | None:
     """After a CUDA out-of-memory error: half the micro-batch and twice the gradient accumulation (the same
-    effective batch), and activation checkpointing on. Returns ``{"from": {...}, "to": {...}}`` (the changed
+    effective batch), and activation checkpointing on. Never below the objective's least micro-batch (KTO: 2); for
+    GRPO the micro-batch's largest divisor up to half, so that micro-batch × accumulation (whole groups of replies)
+    stays the same. Returns ``{"from": {...}, "to": {...}}`` (the changed
     fields), or None when nothing is left to give."""
+    from recipes.training.spec import least_micro_batch
+
     before = {"micro_batch": spec.micro_batch, "grad_accum": spec.grad_accum,
               "activation_checkpointing": spec.activation_checkpointing}
     after = dict(before)
-    if spec.micro_batch > 1:
-        after["micro_batch"] = spec.micro_batch // 2
+    half = spec.micro_batch // 2
+    if spec.objective == "grpo":  # whole groups of replies per step: micro-batch × accumulation stays exactly the same
+        half = max(d for d in range(1, half + 1) if spec.micro_batch % d == 0) if half else 0
+    if half >= least_micro_batch(spec.objective):  # KTO's KL term needs two replies in a micro-batch
+        after["micro_batch"] = half
         after["grad_accum"] = spec.grad_accum * 2 if spec.micro_batch % 2 == 0 else \
-            -(-spec.micro_batch * spec.grad_accum // after["micro_batch"])
+            -(-spec.micro_batch * spec.grad_accum // half)
     after["activation_checkpointing"] = True
     return None if after == before else {"from": before, "to": after}
 

@@ -184,6 +184,14 @@ def test_recovery_gives_up_when_nothing_is_left():
         "micro_batch": 1, "grad_accum": 8, "activation_checkpointing": True}
     assert recover(S(micro_batch=3, grad_accum=2, activation_checkpointing=True))["to"] == {
         "micro_batch": 1, "grad_accum": 6, "activation_checkpointing": True}
+    # KTO estimates its KL term from the other replies of the micro-batch: never below 2 (trl refuses 1)
+    assert recover(S(objective="kto", micro_batch=2, grad_accum=4, activation_checkpointing=True)) is None
+    assert recover(S(objective="kto", micro_batch=4, grad_accum=1, activation_checkpointing=True))["to"] == {
+        "micro_batch": 2, "grad_accum": 2, "activation_checkpointing": True}
+    # GRPO's step holds whole groups: 6 × 2 replies stay 12 (3 × 4), never 2 × 6 … rounded
+    for mb, ga in ((6, 2), (5, 4), (8, 1)):
+        to = recover(S(objective="grpo", micro_batch=mb, grad_accum=ga, activation_checkpointing=True))["to"]
+        assert to["micro_batch"] * to["grad_accum"] == mb * ga and to["micro_batch"] <= mb // 2, (mb, ga, to)
 
 
 def test_allocation_failures_of_cuda_libraries_count_as_out_of_memory():
