@@ -248,6 +248,9 @@ class Draft:
                     eta=planner.duration_msg(p.seconds), **knobs)
             if p.training_backend == "unsloth":
                 label = msg("choose_strategy.plan.on_unsloth", label=label)
+            if p.approximate:  # not calibrated (GaLore, a family's plan without checkpointing): said in the line
+                label = msg("choose_strategy.plan.approximate", label=label,
+                            what=[memory.approximate_words(n) for n in p.approximate])
             out.append(Choice(_plan_value(p), label))
         return out
 
@@ -994,8 +997,12 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
         msg("choose_strategy.seq_setting", tokens=seq)
     ctx.info(msg("choose_strategy.estimate", peak=est["peak_gib"], gpu=gpu.name, gib=gpu.memory_gib,
                  margin=f"{est['margin_gib']:+.1f}", basis=ctx.t(basis)))
+    if est["approximate"]:  # priced with a larger margin where it asks for one (memory.extra_margin)
+        ctx.warn(msg("evaluate_memory.approximate", what=[memory.approximate_words(n) for n in est["approximate"]]))
     if not fits:
-        ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu.memory_gib))
+        margin = memory.FIT_MARGIN + max((memory.extra_margin(n) for n in est["approximate"]), default=0.0)
+        ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu.memory_gib,
+                     pct=f"{margin * 100:.0f}"))
     # the speed model's tokens/s on the target GPU for the chosen knobs, and how long the planned steps take at it
     t = training(answers | {"seq_len": est_seq})
     per_gpu = planner.predicted(mem.model_shape(), t, gpu.name or "")

@@ -741,6 +741,25 @@ def test_a_gpu_is_priced_by_the_name_its_driver_reports():
         abs(r["error"]) for r in by_device) <= 0.15
 
 
+def test_the_held_out_llama_rows_stay_within_the_goal_over_their_h100_repeats():
+    """Issue 44's worst held-out row on the H200 grid (Llama-3.2-1B, fp32-master full fine-tune without
+    checkpointing: −25.7 %, one run) and its bf16-master twin, run seven times on three H100 machines
+    (bench/results/2026-12-06-dpo-fresh-h100.md, 2026-12-07-h100-repeats.md): each row's median over its runs against
+    the prediction for the device's name stays within the goal's worst (25 %) — these rows were never fitted on."""
+    import sys
+
+    sys.path.insert(0, str(BENCH))
+    import fit_speed
+
+    paths = sorted((BENCH / "results" / "2026-12-06-dpo-fresh-h100").glob("speed-repeat*.jsonl")) + sorted(
+        (BENCH / "results" / "2026-12-07-h100-repeats").glob("call*-grid*.jsonl"))
+    loaded = fit_speed.load(paths)
+    _, rows = fit_speed.check(paths, "NVIDIA H100 80GB HBM3")
+    assert {r["id"] for r in rows} == {"llama3.2-1b-full-nockpt-s1024-b2", "llama3.2-1b-full-ckpt-s2048-b4-masterbf16"}
+    assert all(len(loaded[r["id"]]["runs"]) == 7 and r["held_out"] for r in rows), loaded
+    assert max(abs(r["error"]) for r in rows) <= 0.25, rows
+
+
 def test_unsloth_qlora_factor_is_the_median_of_every_qlora_job_measured():
     """planner.UNSLOTH_SPEEDUP["qlora"] against the backend's QLoRA gain over the eager trainer on every job measured:
     the 2026-12-02 8B job (1.66×, bench/results/2026-12-02-train-vs-unsloth-h200.md) and the speed grid's paired rows

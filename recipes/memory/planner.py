@@ -82,6 +82,7 @@ class Plan:
     compile_layers: bool = False
     training_backend: str = "transformers"
     seconds: float | None = None  # the planned optimizer steps and the layers' compilation (plans' planned_steps)
+    approximate: tuple = ()  # the plan's estimate's "approximate" entries (memory.estimate): said in its line
 
 
 def liger_available() -> bool:
@@ -372,6 +373,6 @@ def plans(shape: memory.Shape, t: TrainingSpec, effective_batch: int, gpu_name: 
                 seconds = planned_steps * sequences_per_record(pt) * effective_batch * run.seq_len / speed \
                     + compile_seconds(pt) if planned_steps and speed > 0 else None
                 out.append(Plan(ckpt, mb, effective_batch // mb, lg, est["peak_gib"], round(speed, 1), est["fits"],
-                                cl, backend, seconds))
+                                cl, backend, seconds, tuple(est["approximate"])))
     return sorted(out, key=lambda p: (not p.fits, p.seconds if p.seconds is not None else -p.tokens_per_s,
                                       p.peak_gib))

@@ -43,9 +43,11 @@ MESSAGES = {
                                     "zh": "序列按数据中最长的一条记录计，{tokens} 个 token"},
     "choose_strategy.seq_setting": {"en": "sequences of the sequence length, {tokens} tokens",
                                     "zh": "序列按设定的序列长度计，{tokens} 个 token"},
-    "choose_strategy.may_not_fit": {"en": "Warning: {peak} GiB may not fit in {gib} GiB with a 10 % margin; "
+    "choose_strategy.may_not_fit": {"en": "Warning: {peak} GiB may not fit in {gib} GiB with a {pct} % margin; "
                                           "lower the micro-batch or sequence length, or turn on checkpointing.",
-                                    "zh": "警告：{peak} GiB 在留 10% 余量时可能放不进 {gib} GiB；请减小微批或序列长度，或开启激活检查点。"},
+                                    "zh": "警告：{peak} GiB 在留 {pct}% 余量时可能放不进 {gib} GiB；请减小微批或序列长度，或开启激活检查点。"},
+    "choose_strategy.plan.approximate": {"en": "{label} — approximate: {what}",
+                                         "zh": "{label} —— 近似值：{what}"},
     "choose_strategy.unknown_targets": {"en": "No linear layers named {targets}; this model has: {known}.", "zh": "没有名为 {targets} 的线性层；此模型有：{known}。"},
     "choose_strategy.method.q_galore": {"en": "Q-GaLore (not supported: choose it to see why)", "zh": "Q-GaLore（不支持：选择它查看原因）"},
     "choose_strategy.q_galore_unsupported": {
