@@ -525,7 +525,13 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
                                                                 api_key=key), job.log)
     streamed = _asked("a streamed chat completion", lambda: client.stream(
         base + "/v1", served, turn, STOP_CHECK_TOKENS, api_key=key, temperature=0), job.log)
-    ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid, seconds=start_s))
+    # which copy answers under that name (the merged model was served as "…-lora" without saying so: trial U)
+    choice, merged = answers.get("model"), ctx.result(ExportResult).merged_dir
+    what = msg("deploy.what.adapter", adapter=adapter["path"], path=model_dir) if adapter else \
+        msg("deploy.what.merged", path=model_dir) if choice == "merged" and merged else \
+        msg("deploy.what.format", format=choice, path=model_dir) if choice not in (None, "merged") else \
+        msg("deploy.what.model", path=model_dir)
+    ctx.info(msg("deploy.ready", endpoint=base + "/v1", model=served, pid=job.pid, seconds=start_s, what=what))
     if image:
         ctx.info(msg("deploy.image", path=image))
     if samples.get("before") is not None:

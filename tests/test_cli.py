@@ -40,6 +40,17 @@ def test_a_width_nothing_fits_in_is_not_taken(home):
         assert r.returncode == 0 and "No sessions" in r.stdout, (cols, r.stdout, r.stderr)
 
 
+def test_an_approximate_estimate_says_its_margin_on_stdout(home, tiny_model):
+    """GaLore's memory is not calibrated: `yichui estimate` priced it with a 25 % margin but said only "Fits … to
+    spare", and its "approximate" line went to stderr, lost by `> file` (trial U)."""
+    r = yichui(home, "estimate", str(tiny_model), "--method", "galore", "--gpu", "a10-24g", COLUMNS="200")
+    assert r.returncode == 0, r.stderr
+    assert "within a 25 % margin (larger: galore is approximate)." in r.stdout, r.stdout
+    assert "Approximate (not yet calibrated): galore." in r.stdout, r.stdout
+    plain = yichui(home, "estimate", str(tiny_model), "--method", "lora", "--gpu", "a10-24g", COLUMNS="200")
+    assert "to spare." in plain.stdout and "margin" not in plain.stdout and "pproximate" not in plain.stdout
+
+
 def test_help_in_chinese(home):
     r = yichui(home, "--lang", "zh", "--help", COLUMNS="80")
     assert r.returncode == 0 and "会话" in r.stdout

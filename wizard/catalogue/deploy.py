@@ -43,8 +43,12 @@ MESSAGES = {
     "deploy.taken_by_session": {"en": "reserved by session {session}", "zh": "已被会话 {session} 预留"},
     "deploy.stopping_old": {"en": "Stopping the previous server (pid {pid}).", "zh": "正在停止之前的服务（pid {pid}）。"},
     "deploy.starting": {"en": "Server starting (pid {pid}), log: {log}", "zh": "服务启动中（pid {pid}），日志：{log}"},
-    "deploy.ready": {"en": "Serving {model} at {endpoint} (pid {pid}; healthy after {seconds} s).",
-                     "zh": "正在 {endpoint} 提供 {model}（pid {pid}；{seconds} 秒后就绪）。"},
+    "deploy.ready": {"en": "Serving {model} — {what} — at {endpoint} (pid {pid}; healthy after {seconds} s).",
+                     "zh": "正在 {endpoint} 提供 {model}——{what}（pid {pid}；{seconds} 秒后就绪）。"},
+    "deploy.what.merged": {"en": "the merged model, {path}", "zh": "合并后的模型，{path}"},
+    "deploy.what.adapter": {"en": "the adapter {adapter} on its base {path}", "zh": "基座 {path} 上的适配器 {adapter}"},
+    "deploy.what.format": {"en": "its {format} copy, {path}", "zh": "它的 {format} 副本，{path}"},
+    "deploy.what.model": {"en": "the model in {path}", "zh": "{path} 中的模型"},
     "deploy.image": {"en": "The check asked about the image {path} (sent inline: {{\"type\": \"image_url\", \"image_url\": {{\"url\": \"data:image/png;base64,…\"}}}} beside the text part).",
                      "zh": "检查时就图片 {path} 提问（内联发送：{{\"type\": \"image_url\", \"image_url\": {{\"url\": \"data:image/png;base64,…\"}}}}，与文本部分并列）。"},
     "deploy.before": {"en": "Before fine-tuning — {question}\n  {answer}", "zh": "微调前——{question}\n  {answer}"},
@@ -96,13 +100,13 @@ MESSAGES = {
                                "({n} prompts) as training did ({how}).",
                          "zh": "训练→部署一致性：引擎对示例问题和留出问题（{n} 个提示）的渲染与训练时相同（{how}）。"},
     "deploy.parity_by_ids": {"en": "compared token by token", "zh": "逐个 token 比较"},
-    "deploy.parity_count_ok": {"en": "Train→serve parity, by count only: the engine's prompts ({n}) have the tokens "
-                                     "training rendered (this engine has no tokenize endpoint to compare them one "
-                                     "by one).",
-                               "zh": "训练→部署一致性（仅按数量）：引擎的提示（{n} 个）与训练时的 token 数相同（此引擎没有 tokenize "
+    "deploy.parity_count_ok": {"en": "Train→serve parity, by count only: each of the {n} prompts is as many tokens "
+                                     "on the engine as training rendered (this engine has no tokenize endpoint to "
+                                     "compare them token by token).",
+                               "zh": "训练→部署一致性（仅按数量）：{n} 个提示在引擎上的 token 数都与训练时相同（此引擎没有 tokenize "
                                      "接口，无法逐个比较）。"},
-    "deploy.parity_greedy_ok": {"en": "Greedy replies: {same} of {n} start as the merged model's own in-process ones "
-                                      "(first {tokens} tokens){lp}",
+    "deploy.parity_greedy_ok": {"en": "Greedy replies: {same} of {n} start the same as the merged model's own "
+                                      "in-process replies (first {tokens} tokens){lp}",
                                 "zh": "贪心回答：{n} 个中有 {same} 个开头与合并模型在进程内的回答相同（前 {tokens} 个 token）{lp}"},
     "deploy.parity_logprobs": {"en": "; their log-probabilities within {diff} nats.",
                                "zh": "；其对数概率相差不超过 {diff} nats。"},
@@ -153,13 +157,15 @@ MESSAGES = {
                              "zh": "部署的贪心回答开头与合并模型在进程内的回答不同（{training!r} 与 {served!r}；训练后的模型在该处领先 "
                                    "{margin} nats）。渲染一致，因此这是引擎数值精度打破了近似平局（或量化副本所致）：如有必要，用 "
                                    "`yichui run --task evaluate --from {id}` 比较。"},
-    "deploy.python": {"en": "From Python:\n{code}", "zh": "在 Python 中：\n{code}"},
+    "deploy.python": {"en": "From Python (with OpenAI's client: `pip install openai`):\n{code}",
+                      "zh": "在 Python 中（使用 OpenAI 的客户端：`pip install openai`）：\n{code}"},
     "deploy.key_file": {"en": "The API key is in {path} (mode 0600; not in the session).",
                         "zh": "API 密钥在 {path}（权限 0600；不在会话文件中）。"},
     "deploy.stop_hint": {"en": "The server keeps running: `yichui chat {id}` talks to it, `yichui serve stop {id}` stops it.",
                          "zh": "服务会继续运行：`yichui chat {id}` 可与它对话，`yichui serve stop {id}` 可停止。"},
-    "deploy.stops": {"en": "Both replies ended by themselves (finish reason: stop) after {tokens} tokens.",
-                     "zh": "两次回复都自行结束（结束原因：stop），共 {tokens} 个 token。"},
+    "deploy.stops": {"en": "The reply and the streamed reply to the sample question ended by themselves (finish "
+                           "reason: stop) after {tokens} tokens.",
+                     "zh": "示例问题的回复和流式回复都自行结束（结束原因：stop），共 {tokens} 个 token。"},
     "deploy.no_stop_unchecked": {"en": "The served model does not end its reply within {tokens} tokens. Nothing was exported here to compare with: a base (not instruction-tuned) model does not end turns; for an instruction model, look at this: {why}.",
                                  "zh": "所部署的模型在 {tokens} 个 token 内没有结束回复。这里没有导出结果可对照：基座（非指令微调）模型本就不会结束一轮；若是指令模型，请检查：{why}。"},
     "deploy.stop_servers": {"en": "yichui servers of earlier sessions are running: stop any first?",

@@ -306,7 +306,9 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     if gib:
         need = e["needed_margin"]
         wider = [a for a in e["approximate"] if memory.extra_margin(a)]
-        ui.say(T("cli.estimate.fit" if e["fits"] else "cli.estimate.nofit", gpu=gpu_name, gib=gib,
+        # an approximate estimate is priced with a larger margin: the fit line says which (trial U)
+        ui.say(T("cli.estimate.fit_margin" if e["fits"] and wider else "cli.estimate.fit" if e["fits"] else
+                 "cli.estimate.nofit", gpu=gpu_name, gib=gib, what=[memory.approximate_words(n) for n in wider],
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / (1 - need):.2f}",
                  pct=f"{need * 100:.0f}", why=T("cli.estimate.margin_why", what=[memory.approximate_words(n) for n in wider])
                  if wider else ""))
@@ -339,8 +341,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         ui.say(T("choose_strategy.vllm_share", util=v["utilization"], gib=f"{v['pool_gib']:.1f}",
                  gpu=gpu_name or f"{gib} GiB", weights=f"{v['weights_gib']:.1f}", kv=f"{v['kv_gib']:.1f}",
                  replies=t.micro_batch * t.grad_accum, seq=t.seq_len))
-    if e["approximate"]:
-        ui.warn(T("evaluate_memory.approximate", what=[memory.approximate_words(n) for n in e["approximate"]]))
+    if e["approximate"]:  # part of the estimate, on stdout with it (`> file` kept only the figures: trial U)
+        ui.say(T("evaluate_memory.approximate", what=[memory.approximate_words(n) for n in e["approximate"]]))
 
 
 def _breakdown(table: tuple) -> tuple[list[str], list[tuple]]:
