@@ -7,6 +7,8 @@
 """
 from __future__ import annotations
 
+import re
+
 from recipes.base import Ctx, Msg, StepError, msg
 
 import dataclasses
@@ -537,7 +539,8 @@ def metric_words(text: str, t) -> str:
     catalogue keys: ctx.t, i18n.t) speaks; English unchanged."""
     for phrase, key in METRIC_TERMS:
         text = text.replace(phrase, t(key))
-    return text
+    # "held-out loss" word by word in Chinese read "留出集 损失": no space between two Han characters (trial U)
+    return re.sub(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])", "", text)
 
 
 @dataclass

@@ -85,7 +85,7 @@ def test_the_evaluation_s_metric_names_are_said_in_the_reader_s_language():
     ev = Evaluation(verdict={"beats": True, "checks": {"loss": True, "rouge_l": None}, "figures": figures})
     i18n.set_lang("zh")
     try:
-        assert metric_words("held-out loss", i18n.t) == "留出集 损失"
+        assert metric_words("held-out loss", i18n.t) == "留出集损失"  # no space between Han words (trial U)
         said = i18n.render(ev.headline(i18n.t)[1])
         assert "损失 2.0 对比 3.0" in said and "（持平）" in said and " vs " not in said, said
         assert "3.0，" in said and ", " not in said, said  # no ASCII ", " between Chinese words (N12)
