@@ -587,8 +587,7 @@ def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None,
     if not export.merged_dir:  # the deploy task: a downloaded model, nothing trained to compare
         ctx.info(msg("deploy.parity_no_export"))
         return None
-    if not isinstance(smoke, dict) or not isinstance(smoke.get("prompt_ids"), list) \
-            or smoke.get("question") != turn[0]["content"]:
+    if not parity_.well_formed(smoke) or smoke.get("question") != turn[0]["content"]:
         ctx.info(msg("deploy.parity_unchecked"))
         return None
     from transformers import AutoTokenizer
@@ -596,8 +595,8 @@ def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None,
     tok = AutoTokenizer.from_pretrained(model_dir, trust_remote_code=trusted(ctx))
     # the merged model, or its adapter on the base at 16 bits, must answer as in-process; a quantized copy may not
     strict = on_adapter or Path(model_dir).resolve() == Path(export.merged_dir).resolve()
-    asked = [smoke] + [m for m in smoke.get("more") or [] if isinstance(m, dict) and isinstance(m.get("prompt_ids"), list)
-                       and isinstance(m.get("question"), str)]
+    more: list = listed if isinstance(listed := smoke.get("more"), list) else []
+    asked = [smoke] + [m for m in more if parity_.well_formed(m)]  # the session file is input: odd entries skipped
     results = []
     for one in asked:
         messages = client.user_turn(one["question"])

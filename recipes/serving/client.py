@@ -136,6 +136,8 @@ def greedy_logprobs(endpoint: str, model: str, messages: list[dict], max_tokens:
         choice = r["choices"][0]
         text = choice["message"].get("content") or ""
         count = (r.get("usage") or {}).get("prompt_tokens")
+        if not isinstance(text, str):
+            raise TypeError(f"content is {type(text).__name__}")
     except (KeyError, IndexError, TypeError, AttributeError):
         raise ValueError(f"not a chat completion: {str(r)[:200]}") from None
     count = count if type(count) is int else None

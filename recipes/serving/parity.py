@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TypeGuard
 from pathlib import Path
 
 
@@ -107,6 +108,22 @@ def first_difference(a: str, b: str, context: int = 24) -> tuple[int, str, str] 
         return None
     n = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     return n, a[n:n + context], b[n:n + context]
+
+
+def well_formed(smoke) -> TypeGuard[dict]:
+    """Whether ``smoke`` (an entry of the export's ``merged_smoke``, read from the session file: input) has what
+    :func:`compare` reads, of the types it reads them as: ``question`` text, ``prompt_ids`` and ``reply_ids`` lists
+    of ints, ``reply_logprobs`` / ``reply_margins`` (optional) lists of numbers."""
+    def ints(v) -> bool:
+        return isinstance(v, list) and all(type(x) is int for x in v)
+
+    def numbers(v) -> bool:
+        return v is None or (isinstance(v, list) and all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                           for x in v))
+
+    return isinstance(smoke, dict) and isinstance(smoke.get("question"), str) and ints(smoke.get("prompt_ids")) \
+        and ints(smoke.get("reply_ids") or []) and numbers(smoke.get("reply_logprobs")) \
+        and numbers(smoke.get("reply_margins"))
 
 
 def divergence(pieces: list[str], served: str) -> int | None:

@@ -304,6 +304,20 @@ def _reserved_by_another_session(home: Path, start: int):
         other.wait()
 
 
+def test_the_parity_gate_reads_only_well_formed_export_records():
+    """The session file is input: a hand-edited merged_smoke (ids as text, margins as a string, a question that is no
+    text) is left unchecked — said — instead of a traceback inside the deploy step."""
+    from recipes.serving.parity import well_formed
+
+    good = {"question": "What is LoRA?", "prompt_ids": [1, 2], "reply_ids": [3], "reply_logprobs": [-0.1],
+            "reply_margins": [2.5]}
+    assert well_formed(good) and well_formed({k: v for k, v in good.items() if not k.startswith("reply_")})
+    for bad in ({"prompt_ids": ["1"]}, {"reply_ids": {"a": 1}}, {"reply_margins": "2.5"}, {"question": 7},
+                {"reply_logprobs": [True]}, {"prompt_ids": None}):
+        assert not well_formed(good | bad), bad
+    assert not well_formed([good]) and not well_formed(None)
+
+
 def test_a_folder_named_merged_is_not_served_as_model_merged():
     """Issue 46 item 14: a local model folder `…/export/merged` (a yichui export) was served as model `merged`; the
     name comes from config.json's `_name_or_path` or the nearest folder name that says which model it is."""
