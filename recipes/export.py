@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from recipes.rundir import RunDir
-from recipes.data import datasets, preference
+from recipes.data import datasets, preference, prompts
 from recipes.envs import envs_dir
 from recipes.hub.snapshot import size_text
 from recipes.memory import model as memory
@@ -271,12 +271,15 @@ def _splits(ctx: Ctx, n_calibration: int) -> tuple[list, list, str]:
     cs = ctx.result(StrategyChoice)
     skip = cs.data.skip_bad_records
     if cs.data.path:
-        # a preference set's pairs are split as the trainer split them, then read as prompt + chosen reply
-        sft = cs.spec().objective == "sft"
-        records: list = datasets.load(cs.data.path, skip_bad=skip).conversations if sft else \
+        # split as the trainer split them (recipes/training/worker.py); a preference set's pairs read as prompt +
+        # chosen reply, GRPO's prompts with their reference answer as the reply (prompts.as_conversations)
+        objective = cs.spec().objective
+        records: list = datasets.load(cs.data.path, skip_bad=skip).conversations if objective == "sft" else \
+            prompts.load(cs.data.path, skip_bad=skip).records if objective == "grpo" else \
             preference.load(cs.data.path, skip_bad=skip).records
-        train, held = (x if sft else preference.chosen_conversations(x)
-                       for x in datasets.train_validation(records, cs.data.val_ratio))
+        as_turns = {"sft": lambda x: x, "grpo": prompts.as_conversations}.get(
+            objective, preference.chosen_conversations)
+        train, held = (as_turns(x) for x in datasets.train_validation(records, cs.data.val_ratio))
     else:  # nothing was trained (the quantize task): the calibration file answers both
         convs = datasets.load(ctx.answers("export").get("calibration_data") or str(datasets.bundled_dataset_path()),
                               skip_bad=True).conversations
@@ -296,7 +299,10 @@ def _parity_questions(ctx: Ctx, question: str) -> list[str]:
     when it is plain text (an image turn is left out). None for a session that trained nothing."""
     if not ctx.result(StrategyChoice).data.path:
         return []
-    _, held, _ = _splits(ctx, 0)
+    try:
+        _, held, _ = _splits(ctx, 0)
+    except datasets.DataError:  # the data moved or changed since training: the gate asks the sample question alone
+        return []
     out: list[str] = []
     for conv in held:
         first = next((m.get("content") for m in conv if isinstance(m, dict) and m.get("role") == "user"), None)
