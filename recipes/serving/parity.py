@@ -129,10 +129,11 @@ def well_formed(smoke) -> TypeGuard[dict]:
 def divergence(pieces: list[str], served: str) -> int | None:
     """The reply token where ``served`` (text) stops following the trained reply, given ``pieces[k]``: the trained
     reply's first k+1 tokens decoded; None when it follows all of them. Compared as text (leading spaces aside),
-    so one token served as two is no departure."""
+    so one token served as two is no departure; a piece ending inside a character (byte-level tokens split a Han
+    character: decoded as U+FFFD) is compared up to that character."""
     got = served.lstrip()
     for k, text in enumerate(pieces):
-        if not got.startswith(text.lstrip()):
+        if not got.startswith(text.lstrip().rstrip("\ufffd")):
             return k
     return None
 

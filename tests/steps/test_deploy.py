@@ -304,6 +304,25 @@ def _reserved_by_another_session(home: Path, start: int):
         other.wait()
 
 
+def test_a_reply_split_inside_a_character_is_no_departure(tiny_model):
+    """Byte-level tokens split a Han character over two tokens: the trained reply's first k tokens then decode to
+    text ending in U+FFFD, which the served reply (whole characters) never starts with — a correct Chinese deploy
+    read as departing at that token. With the real tiny tokenizer: a whole reply follows itself, and one that
+    changes a character departs there."""
+    from transformers import AutoTokenizer
+
+    from recipes.serving.parity import divergence
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    reply = "低秩适配：只训练两个小矩阵。"
+    ids = tok(reply, add_special_tokens=False)["input_ids"]
+    pieces = [tok.decode(ids[:k + 1]) for k in range(len(ids))]
+    assert any(p.endswith("\ufffd") for p in pieces), pieces  # the case itself: a character over two tokens
+    assert divergence(pieces, reply) is None
+    changed = divergence(pieces, "低秩微调：只训练两个小矩阵。")
+    assert changed is not None and "适" not in tok.decode(ids[:changed]), (changed, pieces)
+
+
 def test_the_parity_gate_reads_only_well_formed_export_records():
     """The session file is input: a hand-edited merged_smoke (ids as text, margins as a string, a question that is no
     text) is left unchecked — said — instead of a traceback inside the deploy step."""
