@@ -1000,9 +1000,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
     if est["approximate"]:  # priced with a larger margin where it asks for one (memory.extra_margin)
         ctx.warn(msg("evaluate_memory.approximate", what=[memory.approximate_words(n) for n in est["approximate"]]))
     if not fits:
-        margin = memory.FIT_MARGIN + max((memory.extra_margin(n) for n in est["approximate"]), default=0.0)
         ctx.warn(msg("choose_strategy.may_not_fit", peak=est["peak_gib"], gib=gpu.memory_gib,
-                     pct=f"{margin * 100:.0f}"))
+                     pct=f"{est['needed_margin'] * 100:.0f}"))
     # the speed model's tokens/s on the target GPU for the chosen knobs, and how long the planned steps take at it
     t = training(answers | {"seq_len": est_seq})
     per_gpu = planner.predicted(mem.model_shape(), t, gpu.name or "")

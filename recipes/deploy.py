@@ -539,8 +539,7 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
     ctx.info(msg("deploy.after" if trained.adapter_dir else "deploy.reply", question=question,
                  answer=_under_label(reply.text)))
     ctx.info(msg("deploy.streamed", chars=len(streamed.text), finish=streamed.finish_reason))
-    parity = _parity(ctx, base, served, turn, key, reply, model_dir, backend, job, adapter is not None) \
-        if not image else None
+    parity = _parity(ctx, base, served, turn, key, model_dir, backend, job, adapter is not None) if not image else None
     if reply.stopped and streamed.stopped:
         ctx.info(msg("deploy.stops", tokens=reply.tokens if reply.tokens is not None else "?"))
     else:
@@ -574,8 +573,8 @@ def _check(ctx: Ctx, answers, inst, tab, launch, job, base, key, key_file, model
                       parity=parity.to_dict() if parity else None)
 
 
-def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None, reply: client.Reply,
-            model_dir: str, backend: str, job, on_adapter: bool = False) -> parity_.Parity | None:
+def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None, model_dir: str, backend: str, job,
+            on_adapter: bool = False) -> parity_.Parity | None:
     """The train→serve parity gate (recipes/serving/parity.py) on the sample question and the held-out questions the
     export asked: a prompt the engine renders otherwise than training did fails the step (the server is stopped by
     the caller), and so does a greedy reply that leaves the trained model's where it was sure, from the merged model
@@ -602,11 +601,12 @@ def _parity(ctx: Ctx, base: str, served: str, turn: list[dict], key: str | None,
         messages = client.user_turn(one["question"])
         ids = _asked("the engine's tokenization", lambda: client.tokenize(base + "/v1", served, messages, api_key=key),
                      job.log)
-        text, logprobs, count = _asked("a greedy completion with log-probabilities", lambda: client.greedy_logprobs(
-            base + "/v1", served, messages, max(1, len(one.get("reply_ids") or [])), api_key=key), job.log)
-        got = parity_.compare(one, ids, count if one is not smoke else (reply.prompt_tokens or count), text,
-                              ctx.result(TrainingResult).adapter_dir, model_dir,
-                              lambda xs, skip=True: tok.decode(xs, skip_special_tokens=skip), logprobs)
+        greedy = _asked("a greedy completion with log-probabilities", lambda: client.complete(
+            base + "/v1", served, messages, max(1, len(one.get("reply_ids") or [])), api_key=key, logprobs=True),
+            job.log)
+        got = parity_.compare(one, ids, greedy.prompt_tokens, greedy.text, ctx.result(TrainingResult).adapter_dir,
+                              model_dir, lambda xs, skip=True: tok.decode(xs, skip_special_tokens=skip),
+                              greedy.logprobs)
         if got.prompt_served is not None and not got.prompt_ok:
             where = msg("deploy.parity_template", where=got.template_diff) if got.template_diff else \
                 msg("deploy.parity_at", pos=got.first_diff, training=got.diff_training, served=got.diff_served) \

@@ -296,7 +296,8 @@ PARITY_PROMPTS = 2  # held-out questions the parity gate asks beside the sample 
 
 def _parity_questions(ctx: Ctx, question: str) -> list[str]:
     """Up to :data:`PARITY_PROMPTS` held-out questions other than ``question``: each conversation's first user turn
-    when it is plain text (an image turn is left out). None for a session that trained nothing."""
+    when it is plain text (an image turn is left out). [] for a session that trained nothing, or whose data
+    can no longer be read."""
     if not ctx.result(StrategyChoice).data.path:
         return []
     try:

@@ -133,12 +133,18 @@ def spawn(name: str, argv: list[str], directory: Path, env: dict | None = None, 
         out.flush()
         proc = subprocess.Popen(argv, stdin=devnull, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
                                 close_fds=True, env=env, cwd=cwd)
-    ticks, _ = _stat(proc.pid)
-    job = Job(name, proc.pid, ticks, list(argv), time.time(), str(log), str(pid_path(directory, name)))
+    job = _record(name, proc.pid, list(argv), directory)
+    proc.returncode = 0  # detached on purpose: never waited for here (silences Popen's ResourceWarning)
+    return job
+
+
+def _record(name: str, pid: int, argv: list[str], directory: Path) -> Job:
+    """Process ``pid`` recorded as job ``name``: its pid file written whole (a temporary file renamed into place)."""
+    ticks, _ = _stat(pid)
+    job = Job(name, pid, ticks, argv, time.time(), str(log_path(directory, name)), str(pid_path(directory, name)))
     tmp = Path(job.pid_file + ".tmp")
     tmp.write_text(json.dumps(asdict(job), indent=2))
     os.replace(tmp, job.pid_file)
-    proc.returncode = 0  # detached on purpose: never waited for here (silences Popen's ResourceWarning)
     return job
 
 
@@ -147,13 +153,7 @@ def record_self(name: str, directory: Path) -> Job:
     does in its own process that another command should see — the first demo's model build. The caller removes the
     file when the work ends (:func:`forget`)."""
     directory.mkdir(parents=True, exist_ok=True)
-    ticks, _ = _stat(os.getpid())
-    job = Job(name, os.getpid(), ticks, list(sys.argv), time.time(), str(log_path(directory, name)),
-              str(pid_path(directory, name)))
-    tmp = Path(job.pid_file + ".tmp")
-    tmp.write_text(json.dumps(asdict(job), indent=2))
-    os.replace(tmp, job.pid_file)
-    return job
+    return _record(name, os.getpid(), list(sys.argv), directory)
 
 
 def forget(job: Job) -> None:

@@ -259,7 +259,6 @@ def sane_columns() -> None:
 
 class UI:
     def __init__(self):
-        sane_columns()
         self.out = Console(highlight=False, soft_wrap=True)
         self.err = Console(stderr=True, highlight=False, soft_wrap=True)
 

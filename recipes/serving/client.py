@@ -26,6 +26,9 @@ class Reply:
     finish_reason: str | None
     tokens: int | None = None
     prompt_tokens: int | None = None  # the prompt as the server rendered and counted it (usage.prompt_tokens)
+    # each reply token's (text, natural-log probability), asked with complete(logprobs=True); None: not asked, or the
+    # server gave none
+    logprobs: list[tuple[str, float]] | None = None
 
     @property
     def stopped(self) -> bool:
@@ -101,53 +104,43 @@ def first_model(endpoint: str, timeout: float = 10, api_key: str | None = None) 
 
 
 def complete(endpoint: str, model: str, messages: list[dict], max_tokens: int = 256, api_key: str | None = None,
-             temperature: float | None = 0, timeout: float = 300) -> Reply:
-    """One chat completion (not streamed)."""
+             temperature: float | None = 0, timeout: float = 300, logprobs: bool = False) -> Reply:
+    """One chat completion (not streamed). ``logprobs``: each reply token's log-probability too (OpenAI's
+    ``logprobs: true``, ``choices[0].logprobs.content[i] = {token, logprob}``: vLLM, SGLang); a server that refuses
+    the field (transformers serve: HTTP 4xx) is asked again without it, and its Reply has none."""
+    import urllib.error
+
     body = {"model": model, "messages": messages, "max_tokens": max_tokens}
     if temperature is not None:
         body["temperature"] = temperature
-    r = request_json(endpoint.rstrip("/") + "/chat/completions", body, timeout=timeout, api_key=api_key)
+    url = endpoint.rstrip("/") + "/chat/completions"
+    try:
+        r = request_json(url, body | ({"logprobs": True} if logprobs else {}), timeout=timeout, api_key=api_key)
+    except urllib.error.HTTPError as e:
+        if not logprobs or e.code not in (400, 422, 501):
+            raise
+        r = request_json(url, body, timeout=timeout, api_key=api_key)
     try:
         choice = r["choices"][0]
         usage = r.get("usage") or {}
-        return Reply((choice["message"].get("content") or "").strip(), choice.get("finish_reason"),
-                     usage.get("completion_tokens"), usage.get("prompt_tokens"))
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise ValueError(f"not a chat completion: {str(r)[:200]}") from None
-
-
-def greedy_logprobs(endpoint: str, model: str, messages: list[dict], max_tokens: int, api_key: str | None = None,
-                    timeout: float = 120) -> tuple[str, list[tuple[str, float]] | None, int | None]:
-    """A greedy completion (temperature 0) of ``max_tokens`` with the log-probability of each reply token (OpenAI's
-    ``logprobs: true``: ``choices[0].logprobs.content[i] = {token, logprob}``; vLLM, SGLang): (text, [(token text,
-    natural-log probability)], the prompt's token count from ``usage``). Where the server refuses the field
-    (transformers serve answers HTTP 4xx) or leaves it out, None for the log-probabilities."""
-    import urllib.error
-
-    body = {"model": model, "messages": messages, "max_tokens": max_tokens, "temperature": 0, "logprobs": True}
-    url = endpoint.rstrip("/") + "/chat/completions"
-    try:
-        r = request_json(url, body, timeout=timeout, api_key=api_key)
-    except urllib.error.HTTPError as e:
-        if e.code not in (400, 422, 501):
-            raise
-        r = request_json(url, {k: v for k, v in body.items() if k != "logprobs"}, timeout=timeout, api_key=api_key)
-    try:
-        choice = r["choices"][0]
         text = choice["message"].get("content") or ""
-        count = (r.get("usage") or {}).get("prompt_tokens")
         if not isinstance(text, str):
             raise TypeError(f"content is {type(text).__name__}")
+        return Reply(text.strip(), choice.get("finish_reason"), usage.get("completion_tokens"),
+                     usage.get("prompt_tokens"), _logprobs(choice.get("logprobs")))
     except (KeyError, IndexError, TypeError, AttributeError):
         raise ValueError(f"not a chat completion: {str(r)[:200]}") from None
-    count = count if type(count) is int else None
-    content = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+
+
+def _logprobs(given) -> list[tuple[str, float]] | None:
+    """A choice's ``logprobs`` as [(token text, log-probability)], or None where it is missing or malformed."""
+    content = given.get("content") if isinstance(given, dict) else None
     if not isinstance(content, list) or not content:
-        return text, None, count
+        return None
     try:
-        return text, [(str(c["token"]), float(c["logprob"])) for c in content], count
+        return [(str(c["token"]), float(c["logprob"])) for c in content]
     except (KeyError, TypeError, ValueError):
-        return text, None, count
+        return None
 
 
 def tokenize(endpoint: str, model: str, messages: list[dict], api_key: str | None = None,

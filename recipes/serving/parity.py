@@ -128,12 +128,12 @@ def well_formed(smoke) -> TypeGuard[dict]:
 
 def divergence(pieces: list[str], served: str) -> int | None:
     """The reply token where ``served`` (text) stops following the trained reply, given ``pieces[k]``: the trained
-    reply's first k+1 tokens decoded; None when it follows all of them. Compared as text (leading spaces aside),
-    so one token served as two is no departure; a piece ending inside a character (byte-level tokens split a Han
-    character: decoded as U+FFFD) is compared up to that character."""
-    got = served.lstrip()
+    reply's first k+1 tokens decoded; None when it follows all of them. Compared as text without the spaces around
+    it (the client strips a reply), so one token served as two is no departure; a piece ending inside a character
+    (byte-level tokens split a Han character: decoded as U+FFFD) is compared up to that character."""
+    got = served.strip()
     for k, text in enumerate(pieces):
-        if not got.startswith(text.lstrip().rstrip("\ufffd")):
+        if not got.startswith(text.rstrip("\ufffd").strip()):
             return k
     return None
 

@@ -465,9 +465,9 @@ MESSAGES = {
                            "zh": "{model}（{n} 个参数）：{method}，{seq} 个 token × 微批 {batch}，检查点{ckpt}"},
     "cli.estimate.with_images": {"en": "{seq} + {n} image", "zh": "{seq} + {n}（图像）"},
     "cli.estimate.fit": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare.", "zh": "可以放进 {gpu}（{gib} GiB），余量 {margin} GiB。"},
-    "cli.estimate.fit_margin": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare, within a {pct} % margin "
-                                      "(larger: {what} is approximate).",
-                                "zh": "可以放进 {gpu}（{gib} GiB），余量 {margin} GiB，已留 {pct}% 余量（更大：{what} 为近似值）。"},
+    "cli.estimate.fit_margin": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare, within a {pct} % "
+                                      "margin{why}.",
+                                "zh": "可以放进 {gpu}（{gib} GiB），余量 {margin} GiB，已留 {pct}% 余量{why}。"},
     "cli.estimate.nofit": {"en": "Does NOT fit on {gpu} ({gib} GiB): the predicted {peak} GiB needs {need} GiB with a {pct} % margin{why}.",
                            "zh": "放不进 {gpu}（{gib} GiB）：预测峰值 {peak} GiB，留 {pct}% 余量需要 {need} GiB{why}。"},
     "cli.estimate.margin_why": {"en": " (larger: {what} is approximate)", "zh": "（更大：{what} 为近似值）"},

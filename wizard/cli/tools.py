@@ -308,7 +308,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         wider = [a for a in e["approximate"] if memory.extra_margin(a)]
         # an approximate estimate is priced with a larger margin: the fit line says which (trial U)
         ui.say(T("cli.estimate.fit_margin" if e["fits"] and wider else "cli.estimate.fit" if e["fits"] else
-                 "cli.estimate.nofit", gpu=gpu_name, gib=gib, what=[memory.approximate_words(n) for n in wider],
+                 "cli.estimate.nofit", gpu=gpu_name, gib=gib,
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / (1 - need):.2f}",
                  pct=f"{need * 100:.0f}", why=T("cli.estimate.margin_why", what=[memory.approximate_words(n) for n in wider])
                  if wider else ""))
