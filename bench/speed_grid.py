@@ -109,6 +109,18 @@ KTO_ROWS = [("lora", True, 2048, 2, {"objective": "kto"}), ("lora", False, 2048,
             ("lora", True, 2048, 4, {"objective": "kto"})]
 KTO_FULL_ROWS = [("full", True, 2048, 2, {"objective": "kto", "master_weights": "bf16"})]
 KTO_SHAPES = {"qwen2.5-0.5b": KTO_ROWS + KTO_FULL_ROWS, "qwen2.5-7b": KTO_ROWS}
+# issue 47: DPO and KTO on shapes no preference row has run on (Llama-3.2-1B, Qwen2.5-1.5B, Qwen3-8B), their memory
+# and tokens/s predicted and committed before they run (bench/results/2026-12-07-preference-h200/predicted.md);
+# ``--set pref-heldout``
+_DPO, _KTO = {"objective": "dpo"}, {"objective": "kto"}
+PREF_HELDOUT_SHAPES = {
+    "llama3.2-1b": [("lora", True, 2048, 2, _DPO), ("lora", False, 2048, 1, _DPO), ("lora", True, 2048, 2, _KTO),
+                    ("lora", False, 2048, 2, _KTO), ("full", True, 2048, 2, _KTO | {"master_weights": "bf16"})],
+    "qwen2.5-1.5b": [("lora", True, 4096, 1, _DPO), ("qlora", True, 2048, 1, _DPO), ("lora", True, 2048, 4, _KTO),
+                     ("qlora", True, 2048, 2, _KTO)],
+    "qwen3-8b": [("lora", True, 2048, 1, _DPO), ("lora", True, 2048, 2, _DPO), ("lora", True, 2048, 2, _KTO),
+                 ("qlora", True, 2048, 2, _KTO)],
+}
 # issue 44: the unsloth backend in the grid, beside the eager trainer on the same shapes and knobs; each backend runs
 # in its own interpreter (unsloth's environment: recipes/training/backends.py), so the pairs alternate over processes,
 # eager, unsloth, unsloth, eager per shape (PAIRED_BACKENDS); unsloth loads written weights. ``--set unsloth``
@@ -129,7 +141,8 @@ PROFILE_SHAPES = {"gemma3-1b": _PROFILED, "llama3.2-1b": _PROFILED,
                   "qwen3-30b-a3b": [("lora", True, 2048, 1, {"lora_dropout": 0.0})]}
 PROFILE_STEPS = (4, 6)
 SETS = {"dpo": DPO_SHAPES, "profile": PROFILE_SHAPES, "qlora": QLORA_SET_SHAPES, "kto": KTO_SHAPES, "liger": LIGER_SHAPES, "liger-pair": LIGER_PAIR_SHAPES,
-        "dpo-peer": {"qwen2.5-3b": DPO_PEER_ROWS}, "unsloth": UNSLOTH_SHAPES}
+        "dpo-peer": {s: DPO_PEER_ROWS for s in ("qwen2.5-3b", "llama3.1-8b")}, "unsloth": UNSLOTH_SHAPES,
+        "pref-heldout": PREF_HELDOUT_SHAPES}
 # device calls: shapes in the order they run (small first: a call cut short keeps whole shapes)
 CALLS = {1: ["qwen2.5-0.5b", "llama3.2-1b", "qwen2.5-1.5b", "phi3-mini", "qwen2.5-3b"],
          2: ["qwen2.5-7b", "mistral-7b", "llama3.1-8b"],
@@ -359,13 +372,32 @@ def parser() -> argparse.ArgumentParser:
             m.add_argument("--shape", required=True)
             m.add_argument("--weights-from", help="a model folder with written weights, loaded (init pretrained)")
             m.add_argument("--until", default="0")
+    sub.add_parser("predict", help="a set's rows priced (CPU)").add_argument("--set", required=True, choices=list(SETS))
     return p
+
+
+def cmd_predict(a) -> None:
+    """A set's rows as the planner and the memory model price them on the H200 (a markdown table on stdout): written
+    and committed before the rows run, so that they are held out."""
+    import fit_speed
+
+    from recipes.memory import model as memory
+
+    print("| row | predicted tokens/s | predicted GiB |\n|---|---:|---:|")
+    for shape, rows in SETS[a.set].items():
+        for row in rows:
+            method, ckpt, seq, mb, knobs = row
+            r = {"shape": shape, "method": method, "ckpt": ckpt, "seq": seq, "batch": mb, "knobs": knobs}
+            gib = memory.estimate(fit_speed.shape(shape), fit_speed.spec(r), gpu_gib=140.0)["peak_gib"]
+            print(f"| {row_id(shape, row)} | {fit_speed.predict(r, fit_speed.planner.SECONDS_PER):,.0f} | {gib:.2f} |")
 
 
 def main() -> None:
     a = parser().parse_args()
     if a.cmd == "measure":
         cmd_measure(a)
+    elif a.cmd == "predict":
+        cmd_predict(a)
     else:
         run_shape(a)
 

@@ -1023,8 +1023,8 @@ def run(ctx: Ctx, answers: dict) -> StrategyChoice:
                          seconds=f"{compiling:.0f}", n=planner.RECOMPILES_UNPACKED,
                          each=f"{planner.RECOMPILE_S:.0f}"))
     else:
-        ctx.info(msg(f"choose_strategy.eta_unknown_{t.objective}" if t.objective in ("kto", "grpo") else
-                     "choose_strategy.eta_unknown", steps=steps))
+        ctx.info(msg("choose_strategy.eta_unknown_grpo" if t.objective == "grpo" else "choose_strategy.eta_unknown",
+                     steps=steps))
     data = DataChoice(source=answers.get("dataset", "bundled"), path=path, repo=answers.get("dataset_repo"),
                       file=answers.get("dataset_file"), format=fmt, skip_bad_records=skip,
                       val_ratio=answers.get("val_ratio", 0.0), n_records=len(units), n_train=len(train),

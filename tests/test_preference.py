@@ -333,7 +333,8 @@ def test_the_committed_h200_dpo_rows_hold_the_memory_and_speed_models():
     # 1 × 2,048 row, whose allocated peak the model holds within 1 % — the allocator kept 0.30 GiB beyond it, the
     # model's slack 0.16
     assert statistics.mean(abs(e) for e in mem) <= 0.03 and -0.055 <= min(mem) and max(mem) <= 0.06, mem
-    assert statistics.median(abs(e) for e in speed) <= 0.10 and max(abs(e) for e in speed) <= 0.33, speed
+    # the reference's no-grad forward priced term by term (planner.forward_terms, derived, not fitted): 11.1 %, 27.8 %
+    assert statistics.median(abs(e) for e in speed) <= 0.115 and max(abs(e) for e in speed) <= 0.28, speed
 
 
 def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
@@ -378,7 +379,7 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     assert drop.returncode == 0 and "--lora-dropout 0.1 is not used" in drop.stdout, drop.stdout
     assert drop.stdout.split("~")[1] == dpo.stdout.split("~")[1]  # priced as without it
     assert "is not used" not in dpo.stdout
-    # KTO: its micro-batch of at least 2 (trl's KL term), its speed not predicted
+    # KTO: its micro-batch of at least 2 (trl's KL term), its speed predicted per reply
     one = run("--objective", "kto", "--micro-batch", "1")
     assert one.returncode == 2 and "KTO needs a micro-batch of at least 2" in one.stderr, one.stderr
     least = run("--objective", "kto", "--json")  # not given: KTO's least, 2 (the wizard's plans start there too)
@@ -388,11 +389,16 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     kto = run("--objective", "kto", "--micro-batch", "2", "--json")
     assert kto.returncode == 0, kto.stderr
     got = json.loads(kto.stdout)
-    assert "kto" not in got["approximate"] and got["tokens_per_s"] is None  # measured on the H200; speed not
+    # measured on the H200; its speed the supervised step of the micro-batch and three no-grad forwards
+    assert "kto" not in got["approximate"] and got["tokens_per_s"] < json.loads(
+        run("--micro-batch", "2", "--lora-dropout", "0", "--json").stdout)["tokens_per_s"]
     sft2 = json.loads(run("--micro-batch", "2", "--lora-dropout", "0", "--json").stdout)
     assert got["components"] == sft2["components"]  # the KL and reference forwards: no-grad, nothing kept
     said = run("--objective", "kto", "--micro-batch", "2")
-    assert "KTO (labelled replies)" in said.stdout.splitlines()[0] and "not predicted" in said.stdout, said.stdout
+    assert "KTO (labelled replies)" in said.stdout.splitlines()[0] and "not predicted" not in said.stdout, said.stdout
+    replies = float(said.stdout.split("~")[2].split(" replies/s")[0])  # "~3,962 tokens/s …(~1.93 replies/s"
+    assert replies == pytest.approx(float(said.stdout.split("~")[1].split(" tokens/s")[0].replace(",", "")) / 2048,
+                                    abs=0.01)
 
 
 def test_the_bundled_pairs_are_the_sign_off_preference_of_the_bundled_conversations():
@@ -449,10 +455,12 @@ def test_a_held_out_file_of_pairs_is_scored_as_pairs_and_read_for_its_preferred_
 def test_the_committed_h200_kto_rows_hold_the_memory_model():
     """bench/results/2026-12-05-kto-h200: yichui's KTO (trl's KTOTrainer) on two shapes, LoRA with and without
     checkpointing at micro-batch 2 and 4, and a full fine-tune: the memory model, derived from trl's code before the
-    rows (within −4.2…+4.3 % then), since 2026-12-06 with LORA_NO_DROPOUT_CKPT chosen on these and DPO's rows."""
+    rows (within −4.2…+4.3 % then), since 2026-12-06 with LORA_NO_DROPOUT_CKPT chosen on these and DPO's rows; the
+    speed model's KTO step."""
     import statistics
 
     from recipes.memory import model as memory
+    from recipes.memory import planner
 
     root = Path(__file__).resolve().parent.parent / "bench"
     sys.path.insert(0, str(root))
@@ -464,6 +472,10 @@ def test_the_committed_h200_kto_rows_hold_the_memory_model():
            for r in rows]
     # −5.0 … +0.7 % since the 2026-12-06 refit: the 0.5B 2 × 2,048 row as DPO's 0.5B row (the allocator's slack)
     assert statistics.mean(abs(e) for e in mem) <= 0.03 and -0.055 <= min(mem) and max(mem) <= 0.05, mem
+    # speed: the KL term's and the reference's three no-grad forwards priced term by term (planner.forward_terms,
+    # derived, no constant fitted on these rows): median 8.8 %, worst 19.7 % (a factor over the passes: 11–52 % under)
+    speed = [fit_speed.predict(r, planner.SECONDS_PER) / r["tokens_per_s"] - 1 for r in rows]
+    assert statistics.median(abs(e) for e in speed) <= 0.09 and max(abs(e) for e in speed) <= 0.20, speed
 
 
 def test_a_full_fine_tune_s_reference_copy_has_its_own_row():

@@ -217,42 +217,57 @@ def _scale(term: str, gpu_name: str) -> float:
 def step_seconds(shape: memory.Shape, t: TrainingSpec, gpu_name: str = FIT_GPU,
                  seconds_per: dict[str, float] | None = None) -> float:
     """Predicted seconds of one optimizer step of ``t`` (gradient accumulation × micro-batch + the step itself) on
-    ``gpu_name`` (:func:`speed_terms` × SECONDS_PER, scaled by :func:`_scale`)."""
+    ``gpu_name`` (:func:`speed_terms` × SECONDS_PER, scaled by :func:`_scale`). A preference objective's step is the
+    supervised step of the batch its policy trains on (model.py preference_batch) plus its no-grad forwards
+    (:func:`no_grad_forwards`), each priced by :func:`forward_terms` at the same SECONDS_PER."""
     c = SECONDS_PER if seconds_per is None else seconds_per
-    if t.objective == "dpo":
-        return dpo_reference_factor(t) * step_seconds(shape, memory.dpo_batch(t), gpu_name, seconds_per)
-    if t.objective == "kto":
-        return kto_reference_factor(t) * step_seconds(shape, memory.preference_batch(t), gpu_name, seconds_per)
-    mb, step = speed_terms(shape, t)
     cost = lambda terms: sum(c.get(k, 0.0) * v * _scale(k, gpu_name) for k, v in terms.items())  # noqa: E731
+    if t.objective in ("dpo", "kto"):
+        batch = memory.preference_batch(t)
+        extra = sum(cost(forward_terms(shape, batch, policy)) for policy in no_grad_forwards(t))
+        return step_seconds(shape, batch, gpu_name, seconds_per) + batch.grad_accum * extra
+    mb, step = speed_terms(shape, t)
     return t.grad_accum * cost(mb) + cost(step)
 
 
-def _policy_passes(t: TrainingSpec) -> int:
-    """The policy's forward-sized passes of a supervised micro-batch: forward, backward (input gradients: one
-    forward's matmuls under LoRA; input and weight gradients: two for a full fine-tune), and the recomputed forward
-    with checkpointing."""
-    return 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
+def no_grad_forwards(t: TrainingSpec) -> tuple[bool, ...]:
+    """The no-grad forwards of a preference step beside the policy's forward and backward, each of the policy's batch
+    (model.py preference_batch): True for the policy's own, False for the reference's (trl 1.16). DPO — the
+    reference's of the concatenated pairs (dpo_trainer.py compute_ref_log_probs); KTO — the policy's of the KL term's
+    mismatched completions, then the reference's of those and of the completions (kto_trainer.py _compute_kl_logps,
+    _compute_loss)."""
+    return {"dpo": (False,), "kto": (True, False, False)}.get(t.objective, ())
 
 
-def dpo_reference_factor(t: TrainingSpec) -> float:
-    """A DPO step over the supervised step of its concatenated batch (recipes/memory/model.py dpo_batch): the
-    reference model's no-grad forward of the same batch adds one forward pass to the policy's
-    (:func:`_policy_passes`). Derived from the passes, not fitted; on the H200 rows of three shapes median |error|
-    8.5 %, worst 32 % (bench/results/2026-12-05-preference-h200.md)."""
-    passes = _policy_passes(t)
-    return (passes + 1) / passes
-
-
-def kto_reference_factor(t: TrainingSpec) -> float:
-    """A KTO step over the supervised step of its micro-batch: besides the policy's passes
-    (:func:`_policy_passes`), three no-grad forwards of the micro-batch's size — the policy's on
-    the KL term's mismatched completions, the reference's on the completions and on those (trl 1.16
-    kto_trainer.py). Derived from the passes; on the H200 rows (bench/results/2026-12-05-kto-h200.md) it undersells
-    trl's tokens/s by 11–52 % — trl's count of a KTO step's tokens is not the micro-batch's alone — so
-    :func:`speed_modelled` says KTO is not modelled and no speed is shown."""
-    passes = _policy_passes(t)
-    return (passes + 3) / passes
+def forward_terms(shape: memory.Shape, t: TrainingSpec, policy: bool) -> dict[str, float]:
+    """One no-grad forward of ``t``'s micro-batch in :func:`speed_terms`' units: what speed_terms prices per pass,
+    for one pass — the linear layers' and the LM head's 2·N·T FLOPs, causal attention forward only, the weights read
+    once, elementwise traffic, NF4 dequantized; the ``policy``'s own forward also its adapter's traffic and launches
+    and fp32 masters' cast (the reference: LoRA's base with the adapter off, a full fine-tune's bf16 copy,
+    worker.dpo_reference) — with no backward, recompute or checkpointing (trl runs the reference under
+    ``disable_gradient_checkpointing``) and no optimizer step. Derived from the supervised terms, not fitted: on the
+    H200 rows of bench/results/2026-12-05-preference-h200.md (DPO, 16) and 2026-12-05-kto-h200.md (KTO, 7), none used
+    by the fit, median |error| 10.0 % and 8.8 %, worst 27.8 % and 19.7 %."""
+    full = t.method in memory.FULL_WEIGHTS
+    T = t.micro_batch * t.seq_len
+    n_lin = shape.n_linear
+    targets = shape.targeted(t.lora_targets) if (policy and not full) else []
+    modules = sum(x.count for x in targets)
+    compiled = t.compile_layers
+    act = T * shape.layers * (shape.hidden + shape.intermediate) * 2
+    adapter_bytes = T * sum(x.in_sum + x.out_sum for x in targets) * 2
+    return {
+        "matmul_flop": 2 * n_lin * T + 2 * shape.vocab * shape.hidden * T,
+        "attention_flop": 2 * t.micro_batch * t.seq_len ** 2 * shape.heads * shape.head_dim * shape.layers,
+        "weight_bytes": 2 * (n_lin + shape.vocab * shape.hidden),
+        "activation_bytes_compiled" if compiled else "activation_bytes_eager": act,
+        "adapter_bytes_compiled" if compiled else "adapter_bytes_eager": adapter_bytes,
+        "layer_launches_compiled" if compiled else "layer_launches_eager": shape.layers,
+        "adapter_launches_compiled" if compiled else "adapter_launches_eager": modules,
+        "master_cast_bytes": 6 * shape.n_params if (policy and full and t.master_weights == "fp32") else 0,
+        "dequant_bytes": 2.5 * n_lin if t.method == "qlora" else 0,
+        "quant_launches": sum(x.count for x in shape.linears.values()) if t.method == "qlora" else 0,
+    }
 
 
 def sequences_per_record(t: TrainingSpec) -> int:
@@ -296,8 +311,8 @@ def speed_modelled(t: TrainingSpec, shape: memory.Shape | None = None) -> bool:
     at 0.58–0.63× ZeRO-2; NVMe offload at 0.02× ZeRO-3, bench/results/2026-12-03-nvme-offload-h200.md)."""
     family = shape is None or (not shape.experts and shape.model_type in SPEED_FAMILIES)
     return (family and t.distribution == "ddp" and not t.offloaded and t.sequence_parallel == 1
-            and t.objective not in ("kto", "grpo")  # KTO derived (kto_reference_factor), 11–52 % under on the
-            # H200; GRPO's time is its replies' generation, token by token, which the model has no term for
+            and t.objective != "grpo"  # GRPO's time is its replies' generation, token by token, which the model
+            # has no term for
             and t.method != "galore" and t.loss != "full")
 
 

@@ -342,9 +342,6 @@ MESSAGES = {
                                             "(~{each} s each, measured on an H100); packing avoids it.",
                                       "zh": "其中包括编译各层的约 {seconds} 秒：不打包时每个微批长度各不相同，各层又重新编译了 {n} 次"
                                             "（每次约 {each} 秒，在 H100 上实测）；打包可以避免。"},
-    "choose_strategy.eta_unknown_kto": {"en": "{steps} optimizer step(s) planned; KTO's time is not predicted (its "
-                                              "speed model undersold trl's measured rate by 11–52 % on the H200).",
-                                        "zh": "计划 {steps} 个优化器步；不预测 KTO 的耗时（其速度模型在 H200 上比 trl 实测速度低 11–52%）。"},
     "choose_strategy.eta_unknown": {"en": "{steps} optimizer step(s) planned; their time is not predicted for this "
                                           "model family or plan (the speed model covers dense Qwen, Llama, Mistral, "
                                           "Phi-3 and GLM models on one GPU or plain data parallel).",

@@ -399,12 +399,19 @@ MESSAGES = {
                            "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒（速度模型，在 H200 上用 yichui "
                                  "训练器的网格拟合；在未拟合的形状上中位误差 7%，最差 26%{scaled}）。"},
     "cli.estimate.speed_dpo": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU, chosen and rejected tokens "
-                                     "both (~{pairs} pairs/s; the speed model with the reference's forward as one more "
-                                     "pass, derived: on the H200 DPO rows 8.5 % off in the median, 32 % at worst"
-                                     "{scaled}).",
+                                     "both (~{pairs} pairs/s; the speed model with the reference's no-grad forward "
+                                     "priced term by term, derived: on the H200 DPO rows 11 % off in the median, 28 % "
+                                     "at worst{scaled}).",
                                "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒，chosen 与 rejected 的 token 都计入"
-                                     "（约 {pairs} 对/秒；速度模型把参考模型的前向算作多一遍，推导而来：在 H200 的 DPO "
-                                     "测量上中位误差 8.5%，最差 32%{scaled}）。"},
+                                     "（约 {pairs} 对/秒；速度模型逐项计入参考模型的无梯度前向，推导而来：在 H200 的 DPO "
+                                     "测量上中位误差 11%，最差 28%{scaled}）。"},
+    "cli.estimate.speed_kto": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU, each reply's tokens once as "
+                                     "trl counts them (~{replies} replies/s; the speed model with the KL term's and the "
+                                     "reference's three no-grad forwards priced term by term, derived: on the H200 KTO "
+                                     "rows 9 % off in the median, 20 % at worst{scaled}).",
+                               "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒，按 trl 的计数每条回答的 token 计一次"
+                                     "（约 {replies} 条回答/秒；速度模型逐项计入 KL 项与参考模型的三次无梯度前向，推导而来："
+                                     "在 H200 的 KTO 测量上中位误差 9%，最差 20%{scaled}）。"},
     "cli.estimate.dpo": {"en": ", DPO (pairs: chosen + rejected)", "zh": "，DPO（成对：chosen + rejected）"},
     "cli.estimate.kto_micro_batch": {"en": "Micro-batch {mb}: KTO's smallest (its KL term comes from the other "
                                            "replies of a micro-batch; trl refuses 1). --micro-batch sets another.",
@@ -438,10 +445,10 @@ MESSAGES = {
     "cli.estimate.no_speed": {"en": "Speed: not predicted for this plan (the speed model covers yichui's trainer with "
                                      "LoRA, QLoRA, DoRA or a full fine-tune of a dense Qwen, Llama, Mistral, Phi-3 or "
                                      "GLM model on one GPU or plain data parallel — not MoE or Gemma models, GaLore, "
-                                     "the plain loop, ZeRO/FSDP2, offload, a sequence split, KTO or GRPO).",
+                                     "the plain loop, ZeRO/FSDP2, offload, a sequence split or GRPO).",
                               "zh": "速度：此方案不预测（速度模型覆盖 yichui 训练器在单 GPU 或普通数据并行上的 LoRA、QLoRA、"
                                     "DoRA 或全参微调，限稠密 Qwen、Llama、Mistral、Phi-3、GLM 模型——不含 MoE 或 Gemma 模型、GaLore、"
-                                    "朴素训练循环、ZeRO/FSDP2、卸载、序列切分、KTO 或 GRPO）。"},
+                                    "朴素训练循环、ZeRO/FSDP2、卸载、序列切分或 GRPO）。"},
     "cli.estimate.sequence_parallel": {"en": "; each sequence split over {sp} GPUs", "zh": "；每条序列切分到 {sp} 个 GPU"},
     "cli.estimate.offload_nvme": {"en": "; offload to NVMe", "zh": "；卸载到 NVMe"},
     "cli.estimate.nvme": {"en": "NVMe offload: DeepSpeed swaps {gib} GiB to disk (all GPUs together); the wizard checks the folder's room and speed.",
