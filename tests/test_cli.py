@@ -40,6 +40,27 @@ def test_a_width_nothing_fits_in_is_not_taken(home):
         assert r.returncode == 0 and "No sessions" in r.stdout, (cols, r.stdout, r.stderr)
 
 
+def test_a_reader_that_stops_early_is_not_a_failure(home):
+    """`yichui status | head -1` exited 1 (trial U): rich met the closed pipe and exited as if the command had
+    failed. Here the pipe's reader is closed before the command writes, so every write meets it; a command that
+    failed still exits as it did."""
+    from conftest import YICHUI, env_for
+
+    def closed_pipe(*args: str) -> subprocess.CompletedProcess:
+        r, w = os.pipe()
+        os.close(r)
+        try:
+            return subprocess.run([YICHUI, *args], stdout=w, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                  env=env_for(home, COLUMNS="80"), text=True, timeout=120)
+        finally:
+            os.close(w)
+    for args in (("--help",), ("status",), ("show", "--all")):
+        got = closed_pipe(*args)
+        assert got.returncode == 0 and got.stderr == "", (args, got.returncode, got.stderr)
+    bad = closed_pipe("show", "no-such-session")
+    assert bad.returncode == 2 and "no-such-session" in bad.stderr, bad.stderr
+
+
 def test_an_approximate_estimate_says_its_margin_on_stdout(home, tiny_model):
     """GaLore's memory is not calibrated: `yichui estimate` priced it with a 25 % margin but said only "Fits … to
     spare", and its "approximate" line went to stderr, lost by `> file` (trial U)."""

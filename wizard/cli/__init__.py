@@ -195,6 +195,15 @@ def typed_command(argv0: str | None = None, path: str | None = None) -> str:
     return argv0
 
 
+def _stdout_id() -> tuple[int, int] | None:
+    """What file descriptor 1 is (device, inode): rich's on_broken_pipe points it at /dev/null."""
+    try:
+        st = os.fstat(1)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
 def main() -> None:
     import signal
 
@@ -223,8 +232,16 @@ def main() -> None:
     i18n.set_command(typed_command(), list(getattr(command, "commands", {})))
     _tidy_help(command)
     _help_in_language()
+    stdout_was = _stdout_id()
     try:
         command(prog_name="yichui")
+    except SystemExit as e:
+        # a reader that stopped early (`yichui status | head -1`): rich points stdout at /dev/null and exits 1 (click
+        # swaps it for a wrapper that ignores the pipe and exits 1), as if the command had failed; it did what it
+        # was asked (trial U)
+        if e.code == 1 and (_stdout_id() != stdout_was or type(sys.stdout).__name__ == "_PacifyFlushWrapper"):
+            sys.exit(0)
+        raise
     except OSError as e:  # a read-only or full YICHUI_HOME, a folder given as a file, ...: one line, nothing lost
         from wizard.engine import short_path
 
