@@ -61,6 +61,15 @@ def test_a_reader_that_stops_early_is_not_a_failure(home):
     assert bad.returncode == 2 and "no-such-session" in bad.stderr, bad.stderr
 
 
+def test_serve_status_with_nothing_running_answers_and_exits_1(home):
+    """`yichui serve status` when no server runs printed "error: No yichui server is running" (trial U): it is the
+    status asked for — said on stdout, exit 1 as the command table has it; `serve logs` and `chat` keep the error."""
+    st = yichui(home, "serve", "status", COLUMNS="200")
+    assert st.returncode == 1 and st.stdout.startswith("No yichui server is running") and st.stderr == "", st
+    logs = yichui(home, "serve", "logs", COLUMNS="200")
+    assert logs.returncode == 1 and "error" in logs.stderr.lower() and "No yichui server" in logs.stderr, logs
+
+
 def test_an_approximate_estimate_says_its_margin_on_stdout(home, tiny_model):
     """GaLore's memory is not calibrated: `yichui estimate` priced it with a 25 % margin but said only "Fits … to
     spare", and its "approximate" line went to stderr, lost by `> file` (trial U)."""

@@ -17,9 +17,10 @@ serve_app = typer.Typer(help=T("cli.serve"), epilog=T("cli.example.serve"), add_
 
 
 
-def _server_session(session: str | None, running_only: bool = False):
+def _server_session(session: str | None, running_only: bool = False, asked_status: bool = False):
     """SESSION, or the most recent session whose server runs (else the most recent session, or with
-    ``running_only`` one line saying no server runs), and its server job."""
+    ``running_only`` one line saying no server runs — an error, or with ``asked_status`` the status asked for,
+    on stdout: exit 1 either way), and its server job."""
     from recipes import jobs
 
     def server(s):
@@ -30,6 +31,9 @@ def _server_session(session: str | None, running_only: bool = False):
     else:
         running = [x for x in with_running_jobs() if (j := server(x)) and j.alive()]
         if not running and running_only:  # chat, status, logs: the newest session may never have deployed
+            if asked_status:  # the answer to `serve status`, not an error (trial U: "error: No yichui server …")
+                new_ui().say(T("cli.serve.none_running_hint"))
+                raise typer.Exit(1)
             raise fail("cli.serve.none_running_hint", code=1)
         if running:  # the session this command acts on, found by its running server: speak its language
             s = running[-1]
@@ -100,7 +104,7 @@ def serve_status(session: Optional[str] = SessionArg,
         for sid, _, _, log in rows:
             ui.say(T("cli.serve.log_of", id=sid, path=log))
         return
-    s, job = _server_session(session, running_only=True)
+    s, job = _server_session(session, running_only=True, asked_status=True)
     if job is None:
         _say_others(s.id)
         raise _no_server(s, "cli.serve.none")
