@@ -251,10 +251,10 @@ def sessions(home: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((home / "sessions").glob("*.json"))]
 
 
-def demo_killed_after_first_checkpoint(home: Path, task: str) -> dict:
-    """`yichui demo --task TASK` under ``home``, killed with SIGKILL (it and its trainer) once the training's first
-    checkpoint is written: the session it leaves. The demo end-to-end tests then resume it."""
-    p = subprocess.Popen([YICHUI, "demo", "--task", task], env=env_for(home), stdin=subprocess.DEVNULL,
+def demo_killed_after_first_checkpoint(home: Path, task: str, *args: str) -> dict:
+    """`yichui demo --task TASK [ARGS]` under ``home``, killed with SIGKILL (it and its trainer) once the training's
+    first checkpoint is written: the session it leaves. The demo end-to-end tests then resume it."""
+    p = subprocess.Popen([YICHUI, "demo", "--task", task, *args], env=env_for(home), stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         end = time.monotonic() + 600

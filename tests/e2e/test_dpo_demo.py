@@ -92,18 +92,22 @@ def test_dpo_demo_refuses_unpaired_and_malformed_preference_data(dpo_home, tmp_p
     assert not list((dpo_home / "runs").glob("*/train/checkpoints"))
 
 
-def test_kto_demo_splits_the_pairs_and_prefers_the_chosen_reply_above_the_base(dpo_home):
-    """The same demo with KTO (issue 47's acceptance: the DPO/KTO demo end to end): each pair split into a desirable
-    and an undesirable reply, trl's KTOTrainer, merged, served and evaluated on the held-out pairs — the base prefers
-    the rejected reply, the KTO model the chosen one."""
-    r = yichui(dpo_home, "demo", "--task", "finetune-dpo", "--set", "choose_strategy.objective=kto", timeout=900)
+def test_kto_demo_survives_a_kill_splits_the_pairs_and_prefers_the_chosen_reply_above_the_base(dpo_home):
+    """The same demo with KTO (issue 47's acceptance: the DPO/KTO demo end to end, kill -9 and resume): each pair
+    split into a desirable and an undesirable reply, trl's KTOTrainer, killed with SIGKILL after its first checkpoint
+    and resumed from it, merged, served and evaluated on the held-out pairs — the base prefers the rejected reply,
+    the KTO model the chosen one."""
+    s = demo_killed_after_first_checkpoint(dpo_home, "finetune-dpo", "--set", "choose_strategy.objective=kto")
+    r = yichui(dpo_home, "resume", s["id"], "--yes", timeout=900)
     assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
     (s,) = sessions(dpo_home)
     assert [n for n, rec in s["steps"].items() if rec["status"] == "done"] == list(recipes.TASKS["finetune"])
     cs = s["steps"]["choose_strategy"]
     assert cs["answers"]["objective"] == "kto" and cs["outputs"]["training"]["micro_batch"] >= 2
-    events = [json.loads(x) for x in (Path(s["steps"]["train"]["outputs"]["train_dir"]) / "events.jsonl")
-              .read_text().splitlines()]
+    train = s["steps"]["train"]["outputs"]
+    result = json.loads((Path(train["train_dir"]) / "result.json").read_text())
+    assert result["resumed_from"].startswith("checkpoint-") and result["steps"] == train["steps"], result
+    events = [json.loads(x) for x in (Path(train["train_dir"]) / "events.jsonl").read_text().splitlines()]
     assert any("kl" in e for e in events if e["event"] == "step")  # trl's KTO, not DPO
     ev = s["steps"]["evaluate"]["outputs"]
     base, ft = ev["parts"]["preference:base"], ev["parts"]["preference:finetuned"]
