@@ -348,6 +348,7 @@ def test_kto_takes_labelled_replies_says_its_weights_and_smoke_trains(chain, tmp
         out = chain.step("choose_strategy", objective="kto", dataset="local", dataset_path=str(data), preflight=True)
         assert out["data"]["format"] == preference.UNPAIRED and out["data"]["n_records"] == 40
         assert out["training"]["objective"] == "kto" and out["training"]["kto_beta"] == 0.1
+        assert out["predicted_tokens_per_s"] > 0  # KTO's time predicted since 2026-12-07 (planner.forward_terms)
         assert out["preflight"]["ok"] and out["preflight"]["steps"] == 2, out["preflight"]
         good, bad = out["samples"]  # the first desirable and the first undesirable reply, rendered
         assert rows[0]["completion"][0]["content"] in good and rows[30]["completion"][0]["content"] in bad
