@@ -110,7 +110,7 @@ KTO_ROWS = [("lora", True, 2048, 2, {"objective": "kto"}), ("lora", False, 2048,
 KTO_FULL_ROWS = [("full", True, 2048, 2, {"objective": "kto", "master_weights": "bf16"})]
 KTO_SHAPES = {"qwen2.5-0.5b": KTO_ROWS + KTO_FULL_ROWS, "qwen2.5-7b": KTO_ROWS}
 # issue 47: DPO and KTO on shapes no preference row has run on (Llama-3.2-1B, Qwen2.5-1.5B, Qwen3-8B), their memory
-# and tokens/s predicted and committed before they run (bench/results/2026-12-07-preference-h100/predicted.md, committed before they ran);
+# and tokens/s predicted and committed before they run (bench/results/2026-12-07-preference-h100/predicted.md, committed before they ran;
 # ``--set pref-heldout``
 _DPO, _KTO = {"objective": "dpo"}, {"objective": "kto"}
 PREF_HELDOUT_SHAPES = {

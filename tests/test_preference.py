@@ -252,14 +252,16 @@ def test_dpo_is_priced_with_twice_the_sequences_and_refused_where_it_does_not_ru
     assert e_dpo["components"] == e_sft4["components"] and not e_dpo["approximate"]  # LoRA: no 2nd copy
     assert e_dpo["peak_gib"] < memory.estimate(shape, replace(sft, micro_batch=4))["peak_gib"]  # no dropout kept
     assert planner.speed_modelled(dpo, shape)
-    # trl counts both answers' tokens: 4 sequences a step; the reference's no-grad forward of them beside the
-    # policy's supervised step, priced by the same terms for one pass of the base (its adapter off)
+    # trl counts both answers' tokens: 4 sequences a step; the reference's forward: one pass more than LoRA's
+    # forward + backward + recompute
     sft4 = replace(sft, micro_batch=4, lora_dropout=0.0)
+    assert planner.tokens_per_s(shape, dpo, planner.FIT_GPU) == pytest.approx(
+        planner.tokens_per_s(shape, sft4, planner.FIT_GPU) * 3 / 4)
+    # KTO's no-grad forwards priced term by term: the reference's (the base, its adapter off) costs less than the
+    # policy's own, and less than a third of the supervised step's forward + backward + recompute
     ref = sum(planner.SECONDS_PER.get(k, 0.0) * v for k, v in planner.forward_terms(shape, sft4, False).items())
-    assert planner.step_seconds(shape, dpo) == pytest.approx(planner.step_seconds(shape, sft4) + ref)
-    assert 0 < ref < planner.step_seconds(shape, sft4) / 3  # less than a third of forward + backward + recompute
     adapter = sum(planner.SECONDS_PER.get(k, 0.0) * v for k, v in planner.forward_terms(shape, sft4, True).items())
-    assert adapter > ref  # the policy's own forward (KTO's KL term) runs the adapter too
+    assert 0 < ref < adapter < planner.step_seconds(shape, sft4) / 3
     full = memory.estimate(shape, replace(dpo, method="full"))["phases"]
     full_sft = memory.estimate(shape, replace(sft, method="full", micro_batch=4))["phases"]
     for k in full:  # a full fine-tune's reference: a bf16 copy of the weights, its own row
@@ -341,8 +343,8 @@ def test_the_committed_h200_dpo_rows_hold_the_memory_and_speed_models():
     # 1 × 2,048 row, whose allocated peak the model holds within 1 % — the allocator kept 0.30 GiB beyond it, the
     # model's slack 0.16
     assert statistics.mean(abs(e) for e in mem) <= 0.03 and -0.055 <= min(mem) and max(mem) <= 0.06, mem
-    # the reference's no-grad forward priced term by term (planner.forward_terms, derived, not fitted): 11.1 %, 27.8 %
-    assert statistics.median(abs(e) for e in speed) <= 0.115 and max(abs(e) for e in speed) <= 0.28, speed
+    # the reference's forward as one more pass (planner.dpo_reference_factor, derived): 9.2 %, 31.2 %
+    assert statistics.median(abs(e) for e in speed) <= 0.10 and max(abs(e) for e in speed) <= 0.32, speed
 
 
 def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
@@ -540,9 +542,12 @@ def test_the_held_out_preference_rows_hold_the_memory_and_speed_models():
     mem = [memory.estimate(fit_speed.shape(r["shape"]), fit_speed.spec(r))["peak_gib"] / r["device_peak_gib"] - 1
            for r in rows]
     assert max(abs(e) for e in mem) <= 0.03 and statistics.mean(abs(e) for e in mem) <= 0.012, mem
-    speed = [planner.tokens_per_s(fit_speed.shape(r["shape"]), fit_speed.spec(r), "NVIDIA H100 80GB HBM3")
-             / r["tokens_per_s"] - 1 for r in rows]
-    assert statistics.median(abs(e) for e in speed) <= 0.12 and max(abs(e) for e in speed) <= 0.27, speed
+    speed = {r["id"]: planner.tokens_per_s(fit_speed.shape(r["shape"]), fit_speed.spec(r), "NVIDIA H100 80GB HBM3")
+             / r["tokens_per_s"] - 1 for r in rows}
+    # 8.2 %, 19.1 % (DPO's six 5.1 %, 10.7 %; KTO's seven 9.7 %, 19.1 %) with the planner as it is; predicted
+    # before they ran with DPO's reference priced as KTO's forwards are: 11.6 %, 26.4 % (result file)
+    assert statistics.median(abs(e) for e in speed.values()) <= 0.085 and max(map(abs, speed.values())) <= 0.20, speed
+    assert statistics.median(abs(e) for k, e in speed.items() if k.endswith("dpo")) <= 0.055, speed
     for r in rows:  # predicted.md, written before the rows ran, names every row with the H200's price
         assert f"| {r['id']} |" in (d / "predicted.md").read_text(), r["id"]
 

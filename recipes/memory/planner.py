@@ -217,26 +217,44 @@ def _scale(term: str, gpu_name: str) -> float:
 def step_seconds(shape: memory.Shape, t: TrainingSpec, gpu_name: str = FIT_GPU,
                  seconds_per: dict[str, float] | None = None) -> float:
     """Predicted seconds of one optimizer step of ``t`` (gradient accumulation × micro-batch + the step itself) on
-    ``gpu_name`` (:func:`speed_terms` × SECONDS_PER, scaled by :func:`_scale`). A preference objective's step is the
-    supervised step of the batch its policy trains on (model.py preference_batch) plus its no-grad forwards
-    (:func:`no_grad_forwards`), each priced by :func:`forward_terms` at the same SECONDS_PER."""
+    ``gpu_name`` (:func:`speed_terms` × SECONDS_PER, scaled by :func:`_scale`). DPO: the supervised step of its
+    concatenated pairs × :func:`dpo_reference_factor`; KTO: the supervised step of its micro-batch plus its three
+    no-grad forwards (:data:`KTO_NO_GRAD_FORWARDS`), each priced by :func:`forward_terms` at the same SECONDS_PER."""
     c = SECONDS_PER if seconds_per is None else seconds_per
     cost = lambda terms: sum(c.get(k, 0.0) * v * _scale(k, gpu_name) for k, v in terms.items())  # noqa: E731
-    if t.objective in ("dpo", "kto"):
+    if t.objective == "dpo":
+        return dpo_reference_factor(t) * step_seconds(shape, memory.dpo_batch(t), gpu_name, seconds_per)
+    if t.objective == "kto":
         batch = memory.preference_batch(t)
-        extra = sum(cost(forward_terms(shape, batch, policy)) for policy in no_grad_forwards(t))
+        extra = sum(cost(forward_terms(shape, batch, policy)) for policy in KTO_NO_GRAD_FORWARDS)
         return step_seconds(shape, batch, gpu_name, seconds_per) + batch.grad_accum * extra
     mb, step = speed_terms(shape, t)
     return t.grad_accum * cost(mb) + cost(step)
 
 
-def no_grad_forwards(t: TrainingSpec) -> tuple[bool, ...]:
-    """The no-grad forwards of a preference step beside the policy's forward and backward, each of the policy's batch
-    (model.py preference_batch): True for the policy's own, False for the reference's (trl 1.16). DPO — the
-    reference's of the concatenated pairs (dpo_trainer.py compute_ref_log_probs); KTO — the policy's of the KL term's
-    mismatched completions, then the reference's of those and of the completions (kto_trainer.py _compute_kl_logps,
-    _compute_loss)."""
-    return {"dpo": (False,), "kto": (True, False, False)}.get(t.objective, ())
+def _policy_passes(t: TrainingSpec) -> int:
+    """The policy's forward-sized passes of a supervised micro-batch: forward, backward (input gradients: one
+    forward's matmuls under LoRA; input and weight gradients: two for a full fine-tune), and the recomputed forward
+    with checkpointing."""
+    return 1 + (2 if t.method in memory.FULL_WEIGHTS else 1) + (1 if t.activation_checkpointing else 0)
+
+
+def dpo_reference_factor(t: TrainingSpec) -> float:
+    """A DPO step over the supervised step of its concatenated batch (recipes/memory/model.py dpo_batch): the
+    reference model's no-grad forward of the same batch as one more of the policy's passes (:func:`_policy_passes`).
+    Derived from the passes, not fitted: on the H200 rows of three shapes median |error| 9.2 %, worst 31.2 %
+    (bench/results/2026-12-05-preference-h200.md); on six held-out rows of three other shapes on an H100 5.1 %,
+    10.7 % (bench/results/2026-12-07-preference-h100.md) — where the reference's forward priced term by term
+    (:func:`forward_terms`, KTO's way) read 22.9 %, 26.4 %, optimistic on all six; which of the two DPO keeps was
+    chosen on those rows."""
+    passes = _policy_passes(t)
+    return (passes + 1) / passes
+
+
+# KTO's no-grad forwards beside the policy's forward and backward, each of its micro-batch (trl 1.16): the policy's
+# own of the KL term's mismatched completions (True: its adapter runs, fp32 masters are cast), then the reference's
+# of those and of the completions (kto_trainer.py _compute_kl_logps, _compute_loss)
+KTO_NO_GRAD_FORWARDS = (True, False, False)
 
 
 def forward_terms(shape: memory.Shape, t: TrainingSpec, policy: bool) -> dict[str, float]:
@@ -245,9 +263,10 @@ def forward_terms(shape: memory.Shape, t: TrainingSpec, policy: bool) -> dict[st
     once, elementwise traffic, NF4 dequantized; the ``policy``'s own forward also its adapter's traffic and launches
     and fp32 masters' cast (the reference: LoRA's base with the adapter off, a full fine-tune's bf16 copy,
     worker.dpo_reference) — with no backward, recompute or checkpointing (trl runs the reference under
-    ``disable_gradient_checkpointing``) and no optimizer step. Derived from the supervised terms, not fitted: on the
-    H200 rows of bench/results/2026-12-05-preference-h200.md (DPO, 16) and 2026-12-05-kto-h200.md (KTO, 7), none used
-    by the fit, median |error| 10.0 % and 8.8 %, worst 27.8 % and 19.7 %."""
+    ``disable_gradient_checkpointing``) and no optimizer step. Derived from the supervised terms, not fitted; KTO's
+    step with three of them: on the H200 rows of bench/results/2026-12-05-kto-h200.md median |error| 8.8 %, worst
+    19.7 % (a factor over the passes, as DPO's: 26.9 %, 50.9 %, too slow on all seven), and on seven held-out rows of
+    three other shapes on an H100 9.7 %, 19.1 % (bench/results/2026-12-07-preference-h100.md)."""
     full = t.method in memory.FULL_WEIGHTS
     T = t.micro_batch * t.seq_len
     n_lin = shape.n_linear
