@@ -400,6 +400,7 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     assert kto.returncode == 0, kto.stderr
     got = json.loads(kto.stdout)
     # measured on the H200; its speed the supervised step of the micro-batch and three no-grad forwards
+    assert got["records_per_s"] == pytest.approx(got["tokens_per_s"] / 2048, abs=1e-3)  # replies/s: one sequence
     assert "kto" not in got["approximate"] and got["tokens_per_s"] < json.loads(
         run("--micro-batch", "2", "--lora-dropout", "0", "--json").stdout)["tokens_per_s"]
     sft2 = json.loads(run("--micro-batch", "2", "--lora-dropout", "0", "--json").stdout)

@@ -470,7 +470,7 @@ MESSAGES = {
                         "zh": "未知 GPU {gpu!r}；可选：{gpus}（或用 --gpu-memory 指定 GiB）。"},
     "cli.estimate.title": {"en": "{model} ({n} parameters): {method}, {seq} tokens × micro-batch {batch}, "
                                  "checkpointing {ckpt}",
-                           "zh": "{model}（{n} 个参数）：{method}，{seq} 个 token × 微批 {batch}，检查点{ckpt}"},
+                           "zh": "{model}（{n} 个参数）：{method}，{seq} 个 token × 微批 {batch}，激活检查点：{ckpt}"},
     "cli.estimate.with_images": {"en": "{seq} + {n} image", "zh": "{seq} + {n}（图像）"},
     "cli.estimate.fit": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare.", "zh": "可以放进 {gpu}（{gib} GiB），余量 {margin} GiB。"},
     "cli.estimate.fit_margin": {"en": "Fits on {gpu} ({gib} GiB) with {margin} GiB to spare, within a {pct} % "
@@ -480,9 +480,10 @@ MESSAGES = {
                            "zh": "放不进 {gpu}（{gib} GiB）：预测峰值 {peak} GiB，留 {pct}% 余量需要 {need} GiB{why}。"},
     "cli.estimate.margin_why": {"en": " (larger: {what} is approximate)", "zh": "（更大：{what} 为近似值）"},
     "cli.estimate.target_gpu": {"en": "the target GPU", "zh": "目标 GPU"},
-    "cli.estimate.gpu_assumed": {"en": "No GPU here and none given: the serving line assumes {gib} GiB (--gpu or "
-                                       "--gpu-memory says which).",
-                                 "zh": "本机没有 GPU，也未指定：部署一行按 {gib} GiB 估算（用 --gpu 或 --gpu-memory 指定）。"},
+    "cli.estimate.gpu_assumed": {"en": "No GPU here and none given: the serving line assumes {gib} GiB and no speed is "
+                                       "predicted (--gpu names the GPU: its speed too; --gpu-memory its size).",
+                                 "zh": "本机没有 GPU，也未指定：部署一行按 {gib} GiB 估算，也不预测速度（用 --gpu 指定 GPU，"
+                                       "同时给出速度；--gpu-memory 指定显存大小）。"},
     "cli.estimate.no_instance": {"en": "It fits on no instance up to 8 × H200 141G.", "zh": "最多 8 × H200 141G 也放不下。"},
     "cli.estimate.serving": {"en": "Serving ({fmt}) at {util} of {gib} GiB: weights {weights} GiB, KV cache for {tokens} tokens, longest context {context}.",
                              "zh": "部署（{fmt}），使用 {gib} GiB 的 {util}：权重 {weights} GiB，KV 缓存可容纳 {tokens} 个 token，最长上下文 {context}。"},

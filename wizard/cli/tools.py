@@ -280,6 +280,8 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         if gpu_name and planner.gpu_key(gpu_name) and planner.speed_modelled(t, shape) else None
     result = {"model": model, "peak_gib": e["peak_gib"], "phase": e["phase"], "components": e["components"],
               "tokens_per_s": tps, "speed_gpu": gpu_name if tps else None,
+              # the text's pairs/s (DPO), replies/s (KTO): records of seq_len tokens a second per GPU
+              "records_per_s": round(tps / (planner.sequences_per_record(t) * t.seq_len), 3) if tps else None,
               "phases": e["phases"], "fits": e.get("fits"), "needed_margin": e.get("needed_margin"),
               "margin_gib": e.get("margin_gib"), "gpu": gpu_name, "gpu_memory_gib": gib, "trainable": e["trainable"],
               "n_params": shape.n_params, "approximate": e["approximate"], "smallest_instance": inst,
