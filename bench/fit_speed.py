@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from recipes.memory import model as memory  # noqa: E402
 from recipes.memory import planner  # noqa: E402
 from recipes.training.spec import TrainingSpec  # noqa: E402
-from speed_grid import HELD_OUT  # noqa: E402
+from speed_grid import HELD_OUT, SETS, row_id  # noqa: E402
 
 CONFIGS = Path(__file__).resolve().parent / "configs"
 GRID = Path(__file__).resolve().parent / "results" / "2026-12-04-speed-model-h200"
@@ -230,6 +230,19 @@ def check(paths, gpu: str = planner.FIT_GPU, seconds_per: dict | None = None) ->
     return "\n".join(head + ["", *lines]), out
 
 
+def predicted(row_set: str) -> str:
+    """speed_grid's set ``row_set`` as the planner and the memory model price it on the H200, a markdown table:
+    written and committed before the rows run, so that they are held out."""
+    lines = ["| row | predicted tokens/s | predicted GiB |", "|---|---:|---:|"]
+    for name, rows in SETS[row_set].items():
+        for row in rows:
+            method, ckpt, seq, mb, knobs = row
+            r = {"shape": name, "method": method, "ckpt": ckpt, "seq": seq, "batch": mb, "knobs": knobs}
+            gib = memory.estimate(shape(name), spec(r), gpu_gib=140.0)["peak_gib"]
+            lines.append(f"| {row_id(name, row)} | {predict(r, planner.SECONDS_PER):,.0f} | {gib:.2f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("rows", nargs="*")
@@ -240,7 +253,11 @@ def main() -> None:
     p.add_argument("--unsloth", action="store_true", help="speed_grid's unsloth set: each backend beside the other")
     p.add_argument("--check", action="store_true", help="ROWS of another day or GPU against the committed model")
     p.add_argument("--gpu", default=planner.FIT_GPU, help="the GPU the rows ran on (--unsloth, --check)")
+    p.add_argument("--predict", choices=sorted(SETS), help="a speed_grid set's rows priced, before they run")
     a = p.parse_args()
+    if a.predict:
+        print(predicted(a.predict))
+        return
     table = check(a.rows, a.gpu) if a.check else unsloth_pairs(a.rows, a.gpu) if a.unsloth else \
         families(a.rows or FAMILIES) if a.families else None
     if table is not None:  # one of the other reports: its table alone

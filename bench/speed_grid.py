@@ -372,32 +372,13 @@ def parser() -> argparse.ArgumentParser:
             m.add_argument("--shape", required=True)
             m.add_argument("--weights-from", help="a model folder with written weights, loaded (init pretrained)")
             m.add_argument("--until", default="0")
-    sub.add_parser("predict", help="a set's rows priced (CPU)").add_argument("--set", required=True, choices=list(SETS))
     return p
-
-
-def cmd_predict(a) -> None:
-    """A set's rows as the planner and the memory model price them on the H200 (a markdown table on stdout): written
-    and committed before the rows run, so that they are held out."""
-    import fit_speed
-
-    from recipes.memory import model as memory
-
-    print("| row | predicted tokens/s | predicted GiB |\n|---|---:|---:|")
-    for shape, rows in SETS[a.set].items():
-        for row in rows:
-            method, ckpt, seq, mb, knobs = row
-            r = {"shape": shape, "method": method, "ckpt": ckpt, "seq": seq, "batch": mb, "knobs": knobs}
-            gib = memory.estimate(fit_speed.shape(shape), fit_speed.spec(r), gpu_gib=140.0)["peak_gib"]
-            print(f"| {row_id(shape, row)} | {fit_speed.predict(r, fit_speed.planner.SECONDS_PER):,.0f} | {gib:.2f} |")
 
 
 def main() -> None:
     a = parser().parse_args()
     if a.cmd == "measure":
         cmd_measure(a)
-    elif a.cmd == "predict":
-        cmd_predict(a)
     else:
         run_shape(a)
 
