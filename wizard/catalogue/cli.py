@@ -399,19 +399,19 @@ MESSAGES = {
                            "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒（速度模型，在 H200 上用 yichui "
                                  "训练器的网格拟合；在未拟合的形状上中位误差 7%，最差 26%{scaled}）。"},
     "cli.estimate.speed_dpo": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU, chosen and rejected tokens "
-                                     "both (~{pairs} pairs/s; the speed model with the reference's forward as one more "
+                                     "both (~{records} pairs/s; the speed model with the reference's forward as one more "
                                      "pass, derived: 9 % off in the median and 31 % at worst on the H200's DPO rows, "
                                      "5 % and 11 % on shapes they had not seen, on an H100{scaled}).",
                                "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒，chosen 与 rejected 的 token 都计入"
-                                     "（约 {pairs} 对/秒；速度模型把参考模型的前向算作多一遍，推导而来：在 H200 的 DPO "
+                                     "（约 {records} 对/秒；速度模型把参考模型的前向算作多一遍，推导而来：在 H200 的 DPO "
                                      "测量上中位误差 9%、最差 31%，在未见过的形状上（H100）5% 与 11%{scaled}）。"},
     "cli.estimate.speed_kto": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU, each reply's tokens once as "
-                                     "trl counts them (~{replies} replies/s; the speed model with the KL term's and the "
+                                     "trl counts them (~{records} replies/s; the speed model with the KL term's and the "
                                      "reference's three no-grad forwards priced term by term, derived: 9 % off in the "
                                      "median and 20 % at worst on the H200's KTO rows, 10 % and 19 % on shapes they had "
                                      "not seen, on an H100{scaled}).",
                                "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒，按 trl 的计数每条回答的 token 计一次"
-                                     "（约 {replies} 条回答/秒；速度模型逐项计入 KL 项与参考模型的三次无梯度前向，推导而来："
+                                     "（约 {records} 条回答/秒；速度模型逐项计入 KL 项与参考模型的三次无梯度前向，推导而来："
                                      "在 H200 的 KTO 测量上中位误差 9%、最差 20%，在未见过的形状上（H100）10% 与 19%{scaled}）。"},
     "cli.estimate.dpo": {"en": ", DPO (pairs: chosen + rejected)", "zh": "，DPO（成对：chosen + rejected）"},
     "cli.estimate.kto_micro_batch": {"en": "Micro-batch {mb}: KTO's smallest (its KL term comes from the other "

@@ -316,8 +316,7 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
                  if wider else ""))
     if tps:
         ui.say(T(f"cli.estimate.speed_{t.objective}" if t.objective in ("dpo", "kto") else "cli.estimate.speed",
-                 gpu=gpu_name, tps=f"{tps:,.0f}", pairs=f"{tps / (2 * t.seq_len):,.2f}",
-                 replies=f"{tps / t.seq_len:,.2f}",
+                 gpu=gpu_name, tps=f"{tps:,.0f}", records=f"{result['records_per_s']:,.2f}",
                  scaled="" if gpu_name == planner.FIT_GPU else T("cli.estimate.speed_scaled")))
     elif not planner.speed_modelled(t, shape):
         ui.say(T("cli.estimate.no_speed"))
