@@ -144,36 +144,23 @@ def speed_terms(shape: memory.Shape, t: TrainingSpec) -> tuple[dict[str, float],
         optimizer_tensors   trainable tensors (foreach kernels, gradient clipping's norms)
     """
     full = t.method in FULL_WEIGHTS
-    lora = not full
     T = t.micro_batch * t.seq_len
     fwd = 2 if t.activation_checkpointing else 1
     passes = fwd + 1
     n_lin = shape.n_linear
     head = shape.vocab * shape.hidden
-    compiled = t.compile_layers
-    targets = shape.targeted(t.lora_targets) if lora else []
+    targets = [] if full else shape.targeted(t.lora_targets)
     io = sum(x.in_sum + x.out_sum for x in targets)
-    ins = sum(x.in_sum for x in targets)
     modules = sum(x.count for x in targets)
-    act = T * shape.layers * (shape.hidden + shape.intermediate) * 2 * passes
-    mb = {
-        "matmul_flop": 2 * n_lin * T * (passes + (1 if full else 0)) + 2 * head * T * (2 + (1 if full else 0)),
-        "attention_flop": 2 * t.micro_batch * t.seq_len ** 2 * shape.heads * shape.head_dim * shape.layers
-        * (fwd + 2.5),
-        "weight_bytes": 2 * (n_lin * passes + head * 2),
-        "activation_bytes_eager": 0 if compiled else act,
-        "activation_bytes_compiled": act if compiled else 0,
-        "adapter_bytes_eager": 0 if compiled else T * io * 2 * passes,
-        "adapter_bytes_compiled": T * io * 2 * passes if compiled else 0,
-        "dropout_bytes": T * ins * 2 * passes if (lora and t.lora_dropout > 0 and not compiled) else 0,
+    mb = {k: v * passes for k, v in _pass_terms(shape, t, policy=True).items()}  # forward, recompute, backward
+    # a full fine-tune's weight gradients; the LM head forward and backward (and its weight gradient), read twice
+    mb["matmul_flop"] += (2 * n_lin * T if full else 0) + 2 * head * T * (3 if full else 2)
+    mb["weight_bytes"] += 2 * head * 2
+    mb |= {
+        "attention_flop": _attention_flop(shape, t) * (fwd + 2.5),
+        "dropout_bytes": T * sum(x.in_sum for x in targets) * 2 * passes
+        if (targets and t.lora_dropout > 0 and not t.compile_layers) else 0,
         "logits_bytes": T * shape.vocab * 4 * 3,
-        "layer_launches_eager": 0 if compiled else shape.layers * passes,
-        "layer_launches_compiled": shape.layers * passes if compiled else 0,
-        "adapter_launches_eager": 0 if compiled else modules * passes,
-        "adapter_launches_compiled": modules * passes if compiled else 0,
-        "master_cast_bytes": 6 * shape.n_params * passes if (full and t.master_weights == "fp32") else 0,
-        "dequant_bytes": 2.5 * n_lin * passes if t.method == "qlora" else 0,
-        "quant_launches": sum(x.count for x in shape.linears.values()) * passes if t.method == "qlora" else 0,
         "checkpointed_layers": shape.layers if t.activation_checkpointing else 0,
         "recompute_flop": 2 * n_lin * T if t.activation_checkpointing else 0,
     }
@@ -267,26 +254,42 @@ def forward_terms(shape: memory.Shape, t: TrainingSpec, policy: bool) -> dict[st
     step with three of them: on the H200 rows of bench/results/2026-12-05-kto-h200.md median |error| 8.8 %, worst
     19.7 % (a factor over the passes, as DPO's: 26.9 %, 50.9 %, too slow on all seven), and on seven held-out rows of
     three other shapes on an H100 9.7 %, 19.1 % (bench/results/2026-12-07-preference-h100.md)."""
+    terms = _pass_terms(shape, t, policy)
+    terms["matmul_flop"] += 2 * shape.vocab * shape.hidden * t.micro_batch * t.seq_len  # the LM head's forward
+    terms["weight_bytes"] += 2 * shape.vocab * shape.hidden
+    return terms | {"attention_flop": _attention_flop(shape, t)}
+
+
+def _attention_flop(shape: memory.Shape, t: TrainingSpec) -> float:
+    """Causal attention's forward FLOPs of ``t``'s micro-batch: 2·s²·H_q·d per sequence and layer (QKᵀ and the
+    weighted sum, half the square)."""
+    return 2 * t.micro_batch * t.seq_len ** 2 * shape.heads * shape.head_dim * shape.layers
+
+
+def _pass_terms(shape: memory.Shape, t: TrainingSpec, policy: bool) -> dict[str, float]:
+    """One forward-sized pass of ``t``'s micro-batch through the decoder layers (the LM head and attention aside), in
+    :func:`speed_terms`' units: the linear layers' 2·N_lin·T FLOPs, their bf16 weights read, elementwise traffic, each
+    layer's launches, NF4 dequantization; the ``policy``'s own pass (not a frozen reference's) also its adapter's
+    traffic and launches and fp32 masters' cast."""
     full = t.method in memory.FULL_WEIGHTS
     T = t.micro_batch * t.seq_len
-    n_lin = shape.n_linear
     targets = shape.targeted(t.lora_targets) if (policy and not full) else []
-    modules = sum(x.count for x in targets)
     compiled = t.compile_layers
-    act = T * shape.layers * (shape.hidden + shape.intermediate) * 2
-    adapter_bytes = T * sum(x.in_sum + x.out_sum for x in targets) * 2
-    return {
-        "matmul_flop": 2 * n_lin * T + 2 * shape.vocab * shape.hidden * T,
-        "attention_flop": 2 * t.micro_batch * t.seq_len ** 2 * shape.heads * shape.head_dim * shape.layers,
-        "weight_bytes": 2 * (n_lin + shape.vocab * shape.hidden),
-        "activation_bytes_compiled" if compiled else "activation_bytes_eager": act,
-        "adapter_bytes_compiled" if compiled else "adapter_bytes_eager": adapter_bytes,
-        "layer_launches_compiled" if compiled else "layer_launches_eager": shape.layers,
-        "adapter_launches_compiled" if compiled else "adapter_launches_eager": modules,
+    kind = "compiled" if compiled else "eager"
+    other = "eager" if compiled else "compiled"
+    per = {
+        "matmul_flop": 2 * shape.n_linear * T,
+        "weight_bytes": 2 * shape.n_linear,
+        f"activation_bytes_{kind}": T * shape.layers * (shape.hidden + shape.intermediate) * 2,
+        f"adapter_bytes_{kind}": T * sum(x.in_sum + x.out_sum for x in targets) * 2,
+        f"layer_launches_{kind}": shape.layers,
+        f"adapter_launches_{kind}": sum(x.count for x in targets),
         "master_cast_bytes": 6 * shape.n_params if (policy and full and t.master_weights == "fp32") else 0,
-        "dequant_bytes": 2.5 * n_lin if t.method == "qlora" else 0,
+        "dequant_bytes": 2.5 * shape.n_linear if t.method == "qlora" else 0,
         "quant_launches": sum(x.count for x in shape.linears.values()) if t.method == "qlora" else 0,
     }
+    return per | {f"{name}_{other}": 0 for name in ("activation_bytes", "adapter_bytes", "layer_launches",
+                                                    "adapter_launches")}
 
 
 def sequences_per_record(t: TrainingSpec) -> int:
