@@ -54,7 +54,9 @@ def test_a_reader_that_stops_early_is_not_a_failure(home):
                                   env=env_for(home, COLUMNS="80"), text=True, timeout=120)
         finally:
             os.close(w)
-    for args in (("--help",), ("status",), ("show", "--all")):
+    config = str(Path(recipes.__file__).resolve().parent.parent / "bench" / "configs" / "qwen2.5-0.5b")
+    # rich's console (help, tables, lines) and a plain print (--json): each met the closed pipe its own way
+    for args in (("--help",), ("status",), ("show", "--all"), ("estimate", config, "--json")):
         got = closed_pipe(*args)
         assert got.returncode == 0 and got.stderr == "", (args, got.returncode, got.stderr)
     bad = closed_pipe("show", "no-such-session")

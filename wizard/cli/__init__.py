@@ -204,6 +204,21 @@ def _stdout_id() -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
+def _reader_left(stdout_was: tuple[int, int] | None) -> bool:
+    """Whether stdout's reader stopped reading (`yichui status | head -1`): rich then points file descriptor 1 at
+    /dev/null; where typer met it (print, typer.echo) fd 1 is still the pipe, its reading end closed (poll: POLLERR)."""
+    import select
+
+    if _stdout_id() != stdout_was:
+        return True
+    try:
+        poll = select.poll()
+        poll.register(1, select.POLLOUT)
+        return any(event & select.POLLERR for _, event in poll.poll(0))
+    except OSError:
+        return False
+
+
 def main() -> None:
     import signal
 
@@ -236,10 +251,9 @@ def main() -> None:
     try:
         command(prog_name="yichui")
     except SystemExit as e:
-        # a reader that stopped early (`yichui status | head -1`): rich points stdout at /dev/null and exits 1 (click
-        # swaps it for a wrapper that ignores the pipe and exits 1), as if the command had failed; it did what it
-        # was asked (trial U)
-        if e.code == 1 and (_stdout_id() != stdout_was or type(sys.stdout).__name__ == "_PacifyFlushWrapper"):
+        # a reader that stopped early: rich and typer both exit 1 on the broken pipe, as if the command had failed;
+        # it did what it was asked (trial U)
+        if e.code == 1 and _reader_left(stdout_was):
             sys.exit(0)
         raise
     except OSError as e:  # a read-only or full YICHUI_HOME, a folder given as a file, ...: one line, nothing lost
