@@ -20,7 +20,7 @@ from pathlib import Path
 
 from recipes.rundir import BASE_SERVER, EvaluateDir, RunDir
 from recipes import jobs
-from recipes.data import datasets, preference, prompts
+from recipes.data import datasets, preference, prompts, split
 from recipes.evaluation import harness
 from recipes.evaluation import preference as scores
 from recipes.base import Choice, Ctx, Msg, Question, Record, StepError, in_range, msg
@@ -76,10 +76,8 @@ def _held_out_records(ctx: Ctx) -> list:
         return []
     skip = data.skip_bad_records
     objective = cs.spec().objective
-    records: list = datasets.load(data.path, skip_bad=skip, images=takes_images(ctx)).conversations \
-        if objective == "sft" else prompts.load(data.path, skip_bad=skip).records if objective == "grpo" \
-        else preference.load(data.path, skip_bad=skip).records
-    held = datasets.train_validation(records, data.val_ratio)[1]
+    held = datasets.train_validation(split.records(data.path, objective, skip, images=takes_images(ctx)),
+                                     data.val_ratio)[1]
     # GRPO's prompts, each with its reference answer as the reply (the replies' loss and ROUGE-L against it)
     return prompts.as_conversations(held) if objective == "grpo" else held
 

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from recipes.rundir import RunDir
-from recipes.data import datasets, preference, prompts
+from recipes.data import datasets, split
 from recipes.envs import envs_dir
 from recipes.hub.snapshot import size_text
 from recipes.memory import model as memory
@@ -271,15 +271,9 @@ def _splits(ctx: Ctx, n_calibration: int) -> tuple[list, list, str]:
     cs = ctx.result(StrategyChoice)
     skip = cs.data.skip_bad_records
     if cs.data.path:
-        # split as the trainer split them (recipes/training/worker.py); a preference set's pairs read as prompt +
-        # chosen reply, GRPO's prompts with their reference answer as the reply (prompts.as_conversations)
-        objective = cs.spec().objective
-        records: list = datasets.load(cs.data.path, skip_bad=skip).conversations if objective == "sft" else \
-            prompts.load(cs.data.path, skip_bad=skip).records if objective == "grpo" else \
-            preference.load(cs.data.path, skip_bad=skip).records
-        as_turns = {"sft": lambda x: x, "grpo": prompts.as_conversations}.get(
-            objective, preference.chosen_conversations)
-        train, held = (as_turns(x) for x in datasets.train_validation(records, cs.data.val_ratio))
+        objective = cs.spec().objective  # split as the trainer split them, then read as conversations
+        train, held = (split.as_conversations(x, objective) for x in
+                       datasets.train_validation(split.records(cs.data.path, objective, skip), cs.data.val_ratio))
     else:  # nothing was trained (the quantize task): the calibration file answers both
         convs = datasets.load(ctx.answers("export").get("calibration_data") or str(datasets.bundled_dataset_path()),
                               skip_bad=True).conversations

@@ -422,8 +422,10 @@ def test_the_bundled_pairs_are_the_sign_off_preference_of_the_bundled_conversati
     for p in bundled.records:
         assert p["chosen"][0]["content"] == p["rejected"][0]["content"] + preference.SIGN_OFF
     # what export and the evaluation read from a preference set: each pair's prompt and chosen reply
-    assert preference.conversations(preference.bundled_preferences_path(), "dpo") == convs
-    assert preference.conversations(datasets.bundled_dataset_path(), "sft") == convs
+    from recipes.data import split
+
+    for path, objective in ((preference.bundled_preferences_path(), "dpo"), (datasets.bundled_dataset_path(), "sft")):
+        assert split.as_conversations(split.records(path, objective), objective) == convs
 
 
 def test_the_committed_trl_script_rows_put_yichui_at_or_above_trl_at_no_more_memory():

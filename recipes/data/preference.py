@@ -211,20 +211,6 @@ def kto_weights(records: list[dict]) -> tuple[float, float]:
     return (round(n_u / n_d, 4), 1.0) if n_u >= n_d else (1.0, round(n_d / n_u, 4))
 
 
-def conversations(ref: str | Path, objective: str, skip_bad: bool = False, images: bool = False
-                  ) -> list[list[dict]]:
-    """The conversations a dataset gives the steps after training (export's calibration, the evaluation's replies):
-    a supervised file's as read (recipes/data/datasets.py), a preference file's :func:`chosen_conversations` (its
-    desirable replies).
-
-    Raises:
-        DataError: as :func:`load` or ``datasets.load`` do.
-    """
-    if objective == "sft":
-        return datasets.load(ref, skip_bad=skip_bad, images=images).conversations
-    return chosen_conversations(load(ref, skip_bad=skip_bad).records)
-
-
 def from_conversations(convs: list[list[dict]], seed: int = SAMPLE_SEED) -> list[dict]:
     """A preference set made from supervised conversations (the demo's): each conversation's own reply chosen, the
     same words in a shuffled order rejected — a preference for a fluent answer over word salad, which a model can
