@@ -121,7 +121,7 @@ def cmd_rounds(a) -> None:
             json.dump(environment(), f)
     t_end = time.time() + a.deadline if a.deadline else 0
     ids = {side: speed_grid.row_id(a.shape, row) for side, row in YICHUI_ROWS.items()}
-    for r in range(a.rounds):
+    for r in range(a.first - 1, a.first - 1 + a.rounds):  # a later call goes on with --first N (the order alternates)
         sides = [x for x in (["trl", "eager", "compiled"] if r % 2 == 0 else ["compiled", "eager", "trl"])
                  if x in a.sides.split(",")]
         for side in sides:
@@ -149,6 +149,7 @@ def main() -> None:
     r = sub.add_parser("rounds")
     r.add_argument("--shape", default="qwen2.5-3b")
     r.add_argument("--rounds", type=int, default=3)
+    r.add_argument("--first", type=int, default=1, help="the first round's number: odd rounds run TRL first")
     r.add_argument("--steps", type=int, default=34)
     r.add_argument("--out", default="dpo-peer.jsonl")
     r.add_argument("--work", required=True)
