@@ -124,10 +124,10 @@ PREF_HELDOUT_SHAPES = {
 # issue 47: the one preference plan outside 3 % (Qwen2.5-0.5B, 4,096 tokens a micro-batch, −5.0 %: the allocator kept
 # 0.30 GiB beyond the allocated peak where the model adds 0.16) beside supervised and DPO plans of 3,072–8,192 tokens,
 # three with a CUDA memory history summarised into the row (distributed.summarize_snapshot); ``--set slack``.
-# Expected before they ran (trl 1.16 kernels/chunked_logprob.py: the LM head's bf16 tile is min(N, 4096) × 32,768
-# for the N scored tokens of a micro-batch; a pair's scored tokens vary with its prompt, an SFT row's here do not):
-# slack ≈ 0.3 GiB where N < 4,096 varies (DPO 1,024 × 2, 1,536 × 1, KTO 2 × 2,048), ≈ 0.14–0.21 where N is fixed or
-# ≥ 4,096 (SFT 4,096 × 1 and 2,048 × 2, DPO 3,072 × 1)
+# Asked before they ran: does the extra slack follow the micro-batch's scored tokens N (trl 1.16
+# kernels/chunked_logprob.py: the LM head's bf16 tile is min(N, 4,096) × 32,768) — then SFT's 4,096 × 1 and
+# 2,048 × 2 read ≈ 0.3 GiB like DPO's 2 × 2,048 — or the preference objective (its reference forward) — then they
+# read ≈ 0.14 like SFT's other 0.5B rows, and DPO's 1,024 × 2 ≈ 0.3?
 _SNAP = {"memory_snapshot": True}
 SLACK_ROWS = [("lora", True, 2048, 1, _DPO | _SNAP), ("lora", True, 4096, 1, _SNAP), ("lora", True, 2048, 1, _SNAP),
               ("lora", True, 2048, 2, {}), ("lora", True, 1024, 2, _DPO), ("lora", True, 1536, 1, _DPO),
