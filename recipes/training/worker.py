@@ -858,11 +858,13 @@ def _run(spec: TrainerJob, tdir: Path, ev: Events, trainer, tok, events, last: s
     if spec.memory_snapshot and device == "cuda":  # benchmarks: what is allocated when, with its Python stack
         (tdir / "memory_snapshot_start.json").write_text(json.dumps({"allocated": torch.cuda.memory_allocated(),
                                                                      "reserved": torch.cuda.memory_reserved()}))
-        torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks="python")
+        # clear_history: a benchmark runs several rows in one process; each row's history starts with it
+        torch.cuda.memory._record_memory_history(max_entries=2_000_000, stacks="python", clear_history=True)
     with disable_input_dtype_casting(trainer.model, active=skips_adapter_input_cast(spec, bf16)):
         out = trainer.train(resume_from_checkpoint=last)
     if spec.memory_snapshot and device == "cuda" and RANK == 0:
         torch.cuda.memory._dump_snapshot(str(tdir / "memory_snapshot.pickle"))
+        torch.cuda.memory._record_memory_history(enabled=None)
     runtime = before + time.time() - t0
     if stop_signal:
         if RANK == 0:
