@@ -253,7 +253,9 @@ def forward_terms(shape: memory.Shape, t: TrainingSpec, policy: bool) -> dict[st
     ``disable_gradient_checkpointing``) and no optimizer step. Derived from the supervised terms, not fitted; KTO's
     step with three of them: on the H200 rows of bench/results/2026-12-05-kto-h200.md median |error| 8.8 %, worst
     19.7 % (a factor over the passes, as DPO's: 26.9 %, 50.9 %, too slow on all seven), and on seven held-out rows of
-    three other shapes on an H100 9.7 %, 19.1 % (bench/results/2026-12-07-preference-h100.md)."""
+    three other shapes on an H100 9.7 %, 19.1 % (bench/results/2026-12-07-preference-h100.md) — on the median of
+    those and a second run on another H100, 18.1 %, +30.1 %, optimistic on six of seven
+    (bench/results/2026-12-07-preference-h200.md)."""
     terms = _pass_terms(shape, t, policy)
     terms["matmul_flop"] += 2 * shape.vocab * shape.hidden * t.micro_batch * t.seq_len  # the LM head's forward
     terms["weight_bytes"] += 2 * shape.vocab * shape.hidden
