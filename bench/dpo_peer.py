@@ -2,6 +2,7 @@
 """yichui's DPO beside TRL's own DPO example script on the same job (issue 47: tokens/s ≥ 1.0× at ≤ its memory).
 
     python bench/dpo_peer.py rounds --shape qwen2.5-3b --rounds 3 --steps 34 --out $OUT/dpo-peer.jsonl --work DIR
+    python bench/dpo_peer.py rounds … --rounds 1 --first 2     (a later device call: round 2, yichui first)
     python bench/dpo_peer.py peer --model DIR --data FILE --seq N --mb N --steps N --out ROWS.jsonl   (one peer run)
     python bench/dpo_peer.py rounds --dry-run --work DIR          (CPU: both sides' commands, printed)
     python bench/dpo_peer.py peer --cpu --model TINY --data PAIRS --seq 64 --mb 1 --steps 4 …  (CPU: the peer itself)
