@@ -56,6 +56,9 @@ def test_every_prompt_form_reads_with_its_reference_answer(tmp_path):
     with pytest.raises(datasets.DataError) as e:  # every record bad: skipping leaves none, said so (tryout)
         prompts.load(write(tmp_path / "all-bad.jsonl", rows[1:3]), skip_bad=True)
     assert e.value.key == "data.all_bad" and e.value.params["count"] == 2
+    with pytest.raises(datasets.DataError) as e:  # … and not told to skip them when not skipping (trial W)
+        prompts.load(tmp_path / "all-bad.jsonl")
+    assert e.value.key == "data.all_bad" and "bad_records=skip" not in i18n.t(e.value.key, **e.value.params)
     with pytest.raises(datasets.DataError) as e:  # a supervised file given as prompts: said so
         prompts.read(write(tmp_path / "sft.jsonl", [{"instruction": Q, "output": "5"}]))
     assert e.value.key == "data.not_prompts"

@@ -459,13 +459,15 @@ def seeded_sample(records: list[_R], n: int | None, seed: int = SAMPLE_SEED) -> 
 
 def refuse_bad(ref: str | Path, bad: list[Msg], good: int, skip_bad: bool) -> str:
     """The dataset's path, once its malformed records (``bad``) are allowed — none, or ``skip_bad`` — and ``good``
-    records are left. Raises DataError ``data.bad_records`` (naming the first five) or ``data.empty``."""
+    records are left. Raises DataError ``data.all_bad`` (no good record), ``data.bad_records`` (naming the first
+    five) or ``data.empty``."""
     path = str(split_sample(ref)[0])
+    if bad and not good:  # every record malformed: said so — neither "no records" (tryout) nor the advice to skip
+        raise DataError("data.all_bad", path=path, count=len(bad), where=bad[:3])  # them, which leaves none (trial W)
     if bad and not skip_bad:
         raise DataError("data.bad_records", path=path, count=len(bad), where=bad[:5])
-    if not good:  # every record malformed and skipped: said so, not "no records" (tryout)
-        raise DataError("data.all_bad", path=path, count=len(bad), where=bad[:3]) if bad else \
-            DataError("data.empty", path=path)
+    if not good:
+        raise DataError("data.empty", path=path)
     return path
 
 

@@ -401,18 +401,18 @@ MESSAGES = {
     "cli.estimate.speed_dpo": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU, chosen and rejected tokens "
                                      "both (~{records} pairs/s; the speed model with the reference's forward as one more "
                                      "pass, derived: 9 % off in the median and 31 % at worst on the H200's DPO rows, "
-                                     "5 % and 11 % on shapes they had not seen, on an H100{scaled}).",
+                                     "6 % and 12 % on shapes they had not seen, over two runs on two H100s{scaled}).",
                                "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒，chosen 与 rejected 的 token 都计入"
                                      "（约 {records} 对/秒；速度模型把参考模型的前向算作多一遍，推导而来：在 H200 的 DPO "
-                                     "测量上中位误差 9%、最差 31%，在未见过的形状上（H100）5% 与 11%{scaled}）。"},
+                                     "测量上中位误差 9%、最差 31%，在未见过的形状上（两台 H100 各跑一次）6% 与 12%{scaled}）。"},
     "cli.estimate.speed_kto": {"en": "Predicted speed on {gpu}: ~{tps} tokens/s per GPU, each reply's tokens once as "
                                      "trl counts them (~{records} replies/s; the speed model with the KL term's and the "
                                      "reference's three no-grad forwards priced term by term, derived: 9 % off in the "
-                                     "median and 20 % at worst on the H200's KTO rows, 10 % and 19 % on shapes they had "
-                                     "not seen, on an H100{scaled}).",
+                                     "median and 20 % at worst on the H200's KTO rows; 18 % and 30 % optimistic on shapes "
+                                     "they had not seen, over two runs on two H100s{scaled}).",
                                "zh": "在 {gpu} 上的预测速度：每个 GPU 约 {tps} token/秒，按 trl 的计数每条回答的 token 计一次"
                                      "（约 {records} 条回答/秒；速度模型逐项计入 KL 项与参考模型的三次无梯度前向，推导而来："
-                                     "在 H200 的 KTO 测量上中位误差 9%、最差 20%，在未见过的形状上（H100）10% 与 19%{scaled}）。"},
+                                     "在 H200 的 KTO 测量上中位误差 9%、最差 20%；在未见过的形状上（两台 H100 各跑一次）18% 与 30%，预测偏快{scaled}）。"},
     "cli.estimate.dpo": {"en": ", DPO (pairs: chosen + rejected)", "zh": "，DPO（成对：chosen + rejected）"},
     "cli.estimate.kto_micro_batch": {"en": "Micro-batch {mb}: KTO's smallest (its KL term comes from the other "
                                            "replies of a micro-batch; trl refuses 1). --micro-batch sets another.",
@@ -485,6 +485,15 @@ MESSAGES = {
                                  "zh": "本机没有 GPU，也未指定：部署一行按 {gib} GiB 估算，也不预测速度（用 --gpu 指定 GPU，"
                                        "同时给出速度；--gpu-memory 指定显存大小）。"},
     "cli.estimate.no_instance": {"en": "It fits on no instance up to 8 × H200 141G.", "zh": "最多 8 × H200 141G 也放不下。"},
+    "cli.estimate.serving_nofit": {"en": "Serving ({fmt}) at {util} of {gib} GiB does NOT fit on {tp} GPU(s): the "
+                                         "weights ({weights} GiB per GPU) and the engine's own {over} GiB leave nothing "
+                                         "for the KV cache. Try a 4-bit format (--serve-format awq or gptq), more GPUs "
+                                         "(--gpus), or a larger GPU.",
+                                   "zh": "部署（{fmt}），使用 {gib} GiB 的 {util}，在 {tp} 个 GPU 上放不下：权重（每个 GPU "
+                                         "{weights} GiB）加上引擎自身的 {over} GiB 之后，KV 缓存已无空间。可改用 4 位格式"
+                                         "（--serve-format awq 或 gptq）、更多 GPU（--gpus）或更大的 GPU。"},
+    "cli.estimate.no_speed_nofit": {"en": "No speed shown: the plan does not fit this GPU (see above).",
+                                    "zh": "不显示速度：该方案放不进这块 GPU（见上）。"},
     "cli.estimate.serving": {"en": "Serving ({fmt}) at {util} of {gib} GiB: weights {weights} GiB, KV cache for {tokens} tokens, longest context {context}.",
                              "zh": "部署（{fmt}），使用 {gib} GiB 的 {util}：权重 {weights} GiB，KV 缓存可容纳 {tokens} 个 token，最长上下文 {context}。"},
     "cli.download": {"en": "Download a model or dataset repository: resumable across runs, every file verified.",

@@ -314,7 +314,9 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
                  margin=f"{e['margin_gib']:+.2f}", peak=f"{e['peak_gib']:.2f}", need=f"{e['peak_gib'] / (1 - need):.2f}",
                  pct=f"{need * 100:.0f}", why=T("cli.estimate.margin_why", what=[memory.approximate_words(n) for n in wider])
                  if wider else ""))
-    if tps:
+    if tps and gib and not e["fits"]:  # a plan that cannot run has no speed to show (trial W)
+        ui.say(T("cli.estimate.no_speed_nofit"))
+    elif tps:
         ui.say(T(f"cli.estimate.speed_{t.objective}" if t.objective in ("dpo", "kto") else "cli.estimate.speed",
                  gpu=gpu_name, tps=f"{tps:,.0f}", records=f"{result['records_per_s']:,.2f}",
                  scaled="" if gpu_name == planner.FIT_GPU else T("cli.estimate.speed_scaled")))
@@ -332,10 +334,14 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
         ui.say(T("cli.estimate.nvme", gib=f"{memory.nvme_bytes(shape, t) / memory.GIB:.1f}"))
     if t.offloaded:
         ui.say(T("cli.estimate.host_ram", gib=f"{result['host_ram_gib']:.1f}", what=T(memory.host_ram_what(t))))
-    ui.say(T("cli.estimate.serving_tp" if tp > 1 else "cli.estimate.serving", fmt=serve, weights=srv["weights_gib"],
-             tokens=f"{srv['max_tokens']:,}", context=f"{srv['longest_context']:,}", util=utilization,
-             gib=gib or 80.0, tp=tp) + (T("cli.estimate.tp_divides", tp=tp, gpus=t.gpus, heads=shape.heads, kv=shape.kv_heads)
-                            if tp < t.gpus else ""))
+    if not srv["fits"]:  # the weights and the engine's own memory leave nothing for the KV cache (trial W)
+        ui.say(T("cli.estimate.serving_nofit", fmt=serve, weights=srv["weights_gib"], util=utilization,
+                 gib=gib or 80.0, over=srv["overhead_gib"], tp=tp))
+    else:
+        ui.say(T("cli.estimate.serving_tp" if tp > 1 else "cli.estimate.serving", fmt=serve, weights=srv["weights_gib"],
+                 tokens=f"{srv['max_tokens']:,}", context=f"{srv['longest_context']:,}", util=utilization,
+                 gib=gib or 80.0, tp=tp) + (T("cli.estimate.tp_divides", tp=tp, gpus=t.gpus, heads=shape.heads,
+                                              kv=shape.kv_heads) if tp < t.gpus else ""))
     if not gib:  # no GPU here and none given: say what the serving line assumed (issue 20, item 7)
         ui.say(T("cli.estimate.gpu_assumed", gib=80.0))
     if e.get("vllm"):  # GRPO's replies by vLLM: the share the plan gives it (the trainer's vllm_gpu_memory_utilization)
