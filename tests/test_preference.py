@@ -365,7 +365,7 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
              ("--objective", "kto", "--micro-batch", "2", "--lora-dropout", "0.1", "--json"),
              ("--objective", "kto", "--micro-batch", "2", "--json"), ("--micro-batch", "2", "--lora-dropout", "0", "--json"),
              ("--objective", "kto", "--micro-batch", "2"),
-             ("--objective", "dpo", "--method", "full", "--gpu", "t4-16g", "--gpu-memory-utilization", "0.3")]
+             ("--objective", "dpo", "--method", "full", "--gpu", "Tesla T4", "--gpu-memory-utilization", "0.3")]
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(4) as pool:  # each command is its own process: side by side, not one after another
@@ -390,8 +390,9 @@ def test_yichui_estimate_says_it_prices_dpo_and_counts_pairs(tmp_path):
     assert drop.returncode == 0 and "--lora-dropout 0.1 is not used" in drop.stdout, drop.stdout
     assert drop.stdout.split("~")[1] == dpo.stdout.split("~")[1]  # priced as without it
     assert "is not used" not in dpo.stdout
-    # a plan that does not fit shows no speed, and a server that cannot hold its weights says so (trial W)
-    nofit = run("--objective", "dpo", "--method", "full", "--gpu", "t4-16g", "--gpu-memory-utilization", "0.3")
+    # a plan that does not fit shows no speed, and a server that cannot hold its weights says so; --gpu takes the
+    # driver's name of a GPU in the table (trial W)
+    nofit = run("--objective", "dpo", "--method", "full", "--gpu", "Tesla T4", "--gpu-memory-utilization", "0.3")
     assert nofit.returncode == 0 and "Does NOT fit on NVIDIA T4" in nofit.stdout, nofit.stderr
     assert "tokens/s" not in nofit.stdout and "No speed shown: the plan does not fit" in nofit.stdout
     assert "Serving (bf16) at 0.3 of 15.0 GiB does NOT fit" in nofit.stdout and "KV cache for" not in nofit.stdout

@@ -379,7 +379,9 @@ MESSAGES = {
                      "zh": "仅根据 config.json 预测训练时每块 GPU 的峰值显存（以及部署时能容纳多少）。"},
     "cli.arg.model": {"en": "A local model folder or a hub id (org/name).", "zh": "本地模型目录或仓库 ID（组织/名称）。"},
     "cli.opt.gpu_memory": {"en": "Memory of the target GPU in GiB.", "zh": "目标 GPU 的显存（GiB）。"},
-    "cli.opt.gpu": {"en": "A target GPU from the table (t4-16g, a10-24g, …, h200-141g).", "zh": "表中的目标 GPU（t4-16g、a10-24g、……、h200-141g）。"},
+    "cli.opt.gpu": {"en": "A target GPU from the table (t4-16g, a10-24g, …, h200-141g), or as its driver names it "
+                          "(\"NVIDIA H100 80GB HBM3\").",
+                    "zh": "表中的目标 GPU（t4-16g、a10-24g、……、h200-141g），或驱动给出的名称（\"NVIDIA H100 80GB HBM3\"）。"},
     "cli.opt.zero": {"en": "DeepSpeed ZeRO stage (0-3).", "zh": "DeepSpeed ZeRO 阶段（0-3）。"},
     "cli.opt.offload": {"en": "Offload optimizer states (ZeRO-3: also weights) to CPU memory.", "zh": "把优化器状态（ZeRO-3 时还有权重）卸载到 CPU 内存。"},
     "cli.opt.offload_device": {"en": "Where offloaded states go: cpu (memory) or nvme (files on a fast disk; ZeRO-3 only).",

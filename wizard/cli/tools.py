@@ -154,8 +154,14 @@ def estimate(ctx: typer.Context, model: str = typer.Argument(..., help=T("cli.ar
     from recipes.training.spec import (DEFAULTS, DISTRIBUTION_LABEL, FULL_WEIGHTS, TrainingSpec, default_seq_len,
                                        least_micro_batch)
 
-    if gpu is not None and gpu not in memory.GPUS:
-        raise fail("cli.unknown_gpu", gpu=gpu, gpus=list(memory.GPUS))
+    if gpu is not None and gpu not in memory.GPUS:  # a driver's name ("NVIDIA H100 80GB HBM3", as the output shows
+        from recipes.memory import planner          # GPUs) by its model, as the planner prices it (trial W)
+
+        named = planner.gpu_key(gpu)
+        key = next((k for k, (name, _) in memory.GPUS.items() if named and name == named), None)
+        if key is None:
+            raise fail("cli.unknown_gpu", gpu=gpu, gpus=list(memory.GPUS))
+        gpu = key
     flags = {f.name: f.metadata for f in dataclasses.fields(TrainingSpec)}
     for name in [n for n in spec if n.endswith(FLIP)]:  # a switch: its default unless a spelling of it is given
         field = name[:-len(FLIP)]
