@@ -67,6 +67,13 @@ def preference_split(ctx: Ctx) -> list[dict]:
     return replies if {bool(r["label"]) for r in replies} == {True, False} else []
 
 
+def kto_unranked(objective: str, heldout: str, pairs: list[dict]) -> Msg | None:
+    """Why a KTO session's evaluation has no held-out preference score, or None: it ranks desirable replies over
+    undesirable ones (or a pair's chosen over its rejected), and the held-out set gives neither both kinds nor
+    pairs (``pairs`` as the step scores them, after :func:`preference_split`)."""
+    return msg("evaluate.kto_unranked") if objective == "kto" and heldout != "none" and not pairs else None
+
+
 def _held_out_records(ctx: Ctx) -> list:
     """What the trainer held out of the session's data: conversations (SFT; GRPO's prompts with their reference
     answers as the reply) or pairs (a preference objective)."""
@@ -501,6 +508,9 @@ def run(ctx: Ctx, answers: dict) -> Evaluation:
         :answers.get("heldout_samples", 32)]
     if pairs and "completion" in pairs[0] and len({bool(r["label"]) for r in pairs}) < 2:
         pairs = []  # labelled replies of one kind within the samples taken: nothing to rank
+    unranked = kto_unranked(ctx.result(StrategyChoice).spec().objective, answers["heldout"], pairs)
+    if unranked is not None:  # said, not left out of the table without a word (trial W)
+        ctx.warn(unranked)
     if answers["heldout"] != "none" and not convs:
         raise StepError("evaluate.no_heldout")
     if answers["heldout"] != "none" and len(convs) < FEW_HELDOUT:  # said, not left to the figures (issue 46 item 11)

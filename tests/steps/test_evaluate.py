@@ -101,3 +101,18 @@ def test_too_few_held_out_gives_the_figures_without_a_verdict(tmp_path):
             i18n.set_lang("en")
         text = report.read_text()
         assert few in text and verdict_words not in text, text
+
+
+def test_a_kto_evaluation_without_both_kinds_held_out_says_why_it_has_no_preference_score():
+    """Trial W: KTO on labelled replies with one held out showed loss and ROUGE only — the preference score the
+    README promises was left out without a word. The step warns with why (one kind held out) and the ways on."""
+    from recipes import evaluate
+    from wizard import i18n
+
+    both = [{"prompt": "Hi?", "completion": "Hello.", "label": True},
+            {"prompt": "Hi?", "completion": "Go away.", "label": False}]
+    said = evaluate.kto_unranked("kto", "training", [])  # preference_split gives [] for one kind
+    assert said is not None and "one kind only" in i18n.render(said) and "val_ratio" in i18n.render(said)
+    assert evaluate.kto_unranked("kto", "training", both) is None
+    assert evaluate.kto_unranked("kto", "none", []) is None  # no held-out set asked for: nothing to say
+    assert evaluate.kto_unranked("dpo", "training", []) is None and evaluate.kto_unranked("sft", "file", []) is None
