@@ -202,9 +202,8 @@ def dpo_answers(hub_url: str) -> dict:
     the tiny base babbles, and DPO alone taught it to repeat the sign-off without end — held-out preference 0.0 →
     1.0 either way, but only with the SFT term does the served model answer and stop; at weight 1 it stopped with
     one compute thread and not with two, the same seed on other summation orders (trial W), at 2 with both), the
-    text demo's 150 steps,
-    the merged model served by transformers serve, evaluated on the 15 held-out pairs (each model's preference: base
-    vs fine-tuned) and their chosen replies."""
+    text demo's 150 steps, the merged model served by transformers serve, evaluated on the 15 held-out pairs (each
+    model's preference: base vs fine-tuned) and their chosen replies."""
     out = answers(hub_url)
     out["choose_strategy"] |= {"objective": "dpo", "dpo_beta": 0.1, "sft_loss_weight": 2.0}
     out["export"]["formats"] = []

@@ -112,7 +112,8 @@ def test_a_kto_evaluation_without_both_kinds_held_out_says_why_it_has_no_prefere
     both = [{"prompt": "Hi?", "completion": "Hello.", "label": True},
             {"prompt": "Hi?", "completion": "Go away.", "label": False}]
     said = evaluate.kto_unranked("kto", "training", [])  # preference_split gives [] for one kind
-    assert said is not None and "one kind only" in i18n.render(said) and "val_ratio" in i18n.render(said)
+    text = i18n.render(said) if said is not None else ""
+    assert "one kind only, or no labelled replies" in text and "val_ratio" in text, text
     assert evaluate.kto_unranked("kto", "training", both) is None
     assert evaluate.kto_unranked("kto", "none", []) is None  # no held-out set asked for: nothing to say
     assert evaluate.kto_unranked("dpo", "training", []) is None and evaluate.kto_unranked("sft", "file", []) is None

@@ -39,11 +39,12 @@ MESSAGES = {
                              "zh": "微调后模型的总奖励超过基座（{figures}），但总和上升的同时这些奖励下降了（{fell}）：训练拿它们"
                                    "换了其他奖励。相信它之前请先读下面的回答——不完成任务也能拿到的奖励会被钻空子。"},
     "evaluate.kto_unranked": {"en": "No held-out preference score: it ranks desirable replies over undesirable ones (or "
-                                    "a pair's chosen over its rejected), and the held-out replies are of one kind only. "
+                                    "a pair's chosen over its rejected), and the held-out set gives neither: replies of one "
+                                    "kind only, or no labelled replies at all. "
                                     "Hold out more when training (choose_strategy.val_ratio), or give a held-out file "
                                     "with both (evaluate.heldout=file).",
-                              "zh": "没有留出偏好分数：它比较可取回答与不可取回答（或成对中的 chosen 与 rejected），而留出的"
-                                    "回答只有一类。训练时多留出一些（choose_strategy.val_ratio），或提供两类都有的留出文件"
+                              "zh": "没有留出偏好分数：它比较可取回答与不可取回答（或成对中的 chosen 与 rejected），而留出集两者都"
+                                    "没有：回答只有一类，或根本没有带标签的回答。训练时多留出一些（choose_strategy.val_ratio），或提供两类都有的留出文件"
                                     "（evaluate.heldout=file）。"},
     "evaluate.few_heldout": {"en": "Only {n} held-out conversation(s): the comparison of base and fine-tuned is noise at that size (a "
                                    "verdict wants {min} or more). Hold out more when training (choose_strategy."
